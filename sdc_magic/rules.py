@@ -1,0 +1,238 @@
+"""Primary disclosure rules: pure, vectorised functions over per-cell evidence.
+
+Nothing here knows about pandas displays or IPython: the input is a :class:`CellFacts`
+(one entry per published cell: which statistic, how many units, the magnitude total and
+the largest contributions per unit) and the output is an :class:`Assessment` (which
+cells are primary, which need a human, and why, in plain words).
+
+Which rule applies to which statistic (seed lesson, INSEE, Statistics Finland, SACRO):
+
+===============  ==========================================================
+statistic        rules
+===============  ==========================================================
+count, size,     frequency threshold on units; zeros policy. Percentages and
+nunique,         proportions derived from counts follow their count.
+percent
+sum, mean        frequency + (n,k) dominance + p% rule on magnitudes
+median, quantile frequency (a position statistic is one unit's value only
+                 when there are few units)
+min, max, first, an individual unit's value: primary unless ``extremes="allow"``
+last, mode       declares them structural
+std, var, sem    frequency + degrees of freedom ``n - 1 >= dof``
+custom           frequency + status ``review`` (we cannot know what it reveals)
+===============  ==========================================================
+
+Negative contributions: dominance and p% are judged on absolute values and the cell
+is flagged for review (INSEE, Eurostat handbook practice).
+
+Reasons never state a hidden cell's exact count or share (that would publish what the
+suppression hides): they say "fewer than 5 units", "one unit makes more than 85 % of
+the total". This is a deliberate deviation from wording such as "3 people".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import Rules
+
+COUNT_STATS = frozenset({"count", "size", "nunique", "percent", "proportion", "frequency"})
+MAGNITUDE_STATS = frozenset({"sum", "mean"})
+POSITION_STATS = frozenset({"median", "quantile"})
+EXTREME_STATS = frozenset({"min", "max", "first", "last", "mode"})
+SPREAD_STATS = frozenset({"std", "var", "sem"})
+KNOWN_STATS = COUNT_STATS | MAGNITUDE_STATS | POSITION_STATS | EXTREME_STATS | SPREAD_STATS
+
+
+def stat_kind(stat: str) -> str:
+    """The family a statistic belongs to (``count``, ``magnitude``, ``position``, ...)."""
+    if stat in COUNT_STATS:
+        return "count"
+    if stat in MAGNITUDE_STATS:
+        return "magnitude"
+    if stat in POSITION_STATS:
+        return "position"
+    if stat in EXTREME_STATS:
+        return "extreme"
+    if stat in SPREAD_STATS:
+        return "spread"
+    return "custom"
+
+
+@dataclass
+class CellFacts:
+    """What is known about each published cell (all arrays have one entry per cell).
+
+    Attributes:
+        stat: the statistic of each cell (``"count"``, ``"mean"``, ...).
+        units: number of distinct contributing units.
+        total: sum of the cell's magnitudes (NaN for pure counts).
+        top: ``(cells, k)`` largest absolute contributions per unit, descending,
+            NaN-padded; ``k`` >= what the rules need (see ``Rules.top_k``).
+        negative: whether any contribution is negative.
+        total_abs: sum of absolute contributions (dominance uses it with negatives).
+        labels: a human label per cell, for reasons ("Centre / Organs").
+        structural: cells declared structurally empty or public.
+    """
+
+    stat: np.ndarray
+    units: np.ndarray
+    total: np.ndarray | None = None
+    top: np.ndarray | None = None
+    negative: np.ndarray | None = None
+    total_abs: np.ndarray | None = None
+    labels: list[str] | None = None
+    structural: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+
+@dataclass
+class Reason:
+    """Why one cell is primary or needs review, in plain words plus a machine code."""
+
+    rule: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "message": self.message}
+
+
+@dataclass
+class Assessment:
+    """Primary cells and review flags for a set of cells, with reasons for flagged ones."""
+
+    primary: np.ndarray
+    review: np.ndarray
+    reasons: dict[int, list[Reason]] = field(default_factory=dict)
+
+    def add(self, mask: np.ndarray, rule: str, message_for: object, *, primary: bool = True) -> None:
+        """Flag ``mask`` cells with ``rule``; ``message_for(i)`` words the reason for cell i."""
+        idx = np.flatnonzero(mask)
+        if primary:
+            self.primary[idx] = True
+        else:
+            self.review[idx] = True
+        for i in idx:
+            self.reasons.setdefault(int(i), []).append(Reason(rule, message_for(int(i))))  # type: ignore[operator]
+
+    @property
+    def rules_hit(self) -> dict[str, int]:
+        """How many cells each rule flagged (for summaries and results.json)."""
+        out: dict[str, int] = {}
+        for reasons in self.reasons.values():
+            for r in {r.rule for r in reasons}:
+                out[r] = out.get(r, 0) + 1
+        return out
+
+
+def _unit_word(rules: Rules) -> str:
+    return f"distinct {rules.unit} values" if rules.unit else "records"
+
+
+def assess(facts: CellFacts, rules: Rules) -> Assessment:
+    """Apply every primary rule to every cell.
+
+    Returns an :class:`Assessment`; ``primary[i]`` means cell ``i`` must not be published.
+    """
+    n = len(facts)
+    out = Assessment(primary=np.zeros(n, dtype=bool), review=np.zeros(n, dtype=bool))
+    if n == 0:
+        return out
+    stat = np.asarray(facts.stat, dtype=object)
+    units = np.asarray(facts.units, dtype=float)
+    kinds = np.array([stat_kind(str(s)) for s in stat], dtype=object) if n < 64 else _kinds_fast(stat)
+    structural = (
+        np.asarray(facts.structural, dtype=bool) if facts.structural is not None else np.zeros(n, dtype=bool)
+    )
+    word = _unit_word(rules)
+
+    # Frequency rule on distinct units (every kind of statistic).
+    empty = units <= 0
+    small = (units > 0) & (units < rules.threshold) & ~structural
+    out.add(small, "threshold", lambda i: f"fewer than {rules.threshold} {word} (threshold {rules.threshold})")
+    if rules.zeros == "suppress":
+        zero = empty & ~structural
+        out.add(zero, "zero", lambda i: "empty cell: zeros are treated as disclosive under these rules")
+
+    # Individual values.
+    if rules.extremes == "suppress":
+        extreme = (kinds == "extreme") & ~empty & ~structural
+        out.add(
+            extreme,
+            "extreme",
+            lambda i: f"a {stat[i]} is one unit's own value (declare it structural with extremes=allow)",
+        )
+
+    # Degrees of freedom for spread statistics.
+    if rules.dof is not None:
+        low_dof = (kinds == "spread") & ~empty & (units - 1 < rules.dof)
+        out.add(low_dof, "dof", lambda i: f"fewer than {rules.dof} degrees of freedom (dof rule {rules.dof})")
+
+    # Custom statistics: frequency only, and a human must look.
+    custom = kinds == "custom"
+    out.add(custom, "custom", lambda i: f"statistic {stat[i]!r} is not known to the rules: check by hand",
+            primary=False)
+
+    # Magnitude rules on largest contributions.
+    magnitude = (kinds == "magnitude") & ~empty
+    if magnitude.any() and facts.top is not None and facts.total is not None:
+        _magnitude_rules(facts, rules, magnitude, out)
+    return out
+
+
+def _kinds_fast(stat: np.ndarray) -> np.ndarray:
+    uniq, inverse = np.unique(stat.astype(str), return_inverse=True)
+    return np.array([stat_kind(s) for s in uniq], dtype=object)[inverse]
+
+
+def _magnitude_rules(facts: CellFacts, rules: Rules, magnitude: np.ndarray, out: Assessment) -> None:
+    top = np.nan_to_num(np.abs(np.asarray(facts.top, dtype=float)), nan=0.0)
+    total = np.asarray(facts.total, dtype=float)
+    negative = (
+        np.asarray(facts.negative, dtype=bool) if facts.negative is not None else np.zeros(len(total), bool)
+    )
+    total_abs = (
+        np.asarray(facts.total_abs, dtype=float) if facts.total_abs is not None else np.abs(total)
+    )
+    denom = np.where(negative, total_abs, np.abs(total))
+
+    neg = magnitude & negative
+    out.add(neg, "negative", lambda i: "negative contributions: dominance judged on absolute values",
+            primary=False)
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if rules.dominance is not None:
+            n, k = rules.dominance
+            if top.shape[1] < n:
+                raise ValueError(f"evidence keeps {top.shape[1]} largest contributions, dominance needs {n}")
+            share = top[:, :n].sum(axis=1) / denom
+            dominated = magnitude & (denom > 0) & (share > k / 100.0)
+            who = "one unit makes" if n == 1 else f"the {n} largest units make"
+            out.add(dominated, "dominance", lambda i: f"{who} more than {k:g} % of the total (dominance rule {n},{k:g})")
+        if rules.p is not None:
+            if top.shape[1] < 2:
+                raise ValueError("evidence keeps fewer than 2 largest contributions; the p% rule needs 2")
+            x1, x2 = top[:, 0], top[:, 1]
+            remainder = denom - x1 - x2
+            p_fail = magnitude & (x1 > 0) & (remainder < rules.p / 100.0 * x1)
+            out.add(
+                p_fail,
+                "p_percent",
+                lambda i: f"the second largest unit could estimate the largest within {rules.p:g} % (p% rule)",
+            )
+
+
+def row_threshold_mask(row_ids: np.ndarray, row_units: np.ndarray, rules: Rules) -> np.ndarray:
+    """Cells whose row totals fewer units than ``rules.row_threshold`` (Statistics Finland).
+
+    ``row_ids`` gives each cell's row; ``row_units`` the distinct units of that row (the
+    row margin). The whole row is hidden, whatever its cells' counts.
+    """
+    if rules.row_threshold is None or len(row_ids) == 0:
+        return np.zeros(len(row_ids), dtype=bool)
+    row_units = np.asarray(row_units, dtype=float)
+    return (row_units > 0) & (row_units < rules.row_threshold)
