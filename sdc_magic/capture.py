@@ -1,0 +1,636 @@
+"""Evidence capture: reversible wrappers around pandas' aggregation entry points.
+
+While the extension is loaded, each wrapped call returns exactly what pandas returns
+(the same object, untouched) and, on the side, records per output cell the evidence
+the rules need (see :mod:`sdc_magic.evidence`). A failure to record never breaks the
+user's code: the call's result is returned and the table will simply be shown as
+unverified (which is never exportable).
+
+Nested calls (``crosstab`` calls ``pivot_table`` which calls ``groupby``) are recorded
+once, at the outermost call, through a thread-local depth counter.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api.typing import DataFrameGroupBy, SeriesGroupBy
+
+from .config import Rules
+from .evidence import GroupEvidence, group_evidence
+from .flatten import Flat, flatten, numeric
+from .registry import CellEvidence, Entry, Registry
+
+GROUPBY_METHODS = (
+    "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
+    "quantile", "agg", "aggregate", "describe", "value_counts", "nunique",
+)
+DESCRIBE_STATS = {
+    "count": "count", "mean": "mean", "std": "std", "min": "min", "max": "max", "50%": "median",
+    "unique": "nunique", "top": "mode", "freq": "count", "first": "first", "last": "last",
+}
+NUMPY_NAMES = {"sum": "sum", "mean": "mean", "median": "median", "min": "min", "max": "max", "std": "std",
+               "var": "var", "amin": "min", "amax": "max", "nansum": "sum", "nanmean": "mean", "len": "size",
+               "count_nonzero": "count", "nanmedian": "median", "nanstd": "std", "nanvar": "var",
+               "nanmin": "min", "nanmax": "max", "size": "size", "count": "count", "nunique": "nunique"}
+
+
+def stat_name(func: Any) -> str:
+    """The statistic an aggregation function computes ("custom" when we cannot tell)."""
+    if isinstance(func, str):
+        name = func
+    else:
+        name = getattr(func, "__name__", "") or ""
+    name = NUMPY_NAMES.get(name, name)
+    if name.endswith("%"):
+        return "median" if name == "50%" else "quantile"
+    return name if name else "custom"
+
+
+# --------------------------------------------------------------------------- state
+class _Depth(threading.local):
+    value = 0
+
+
+_depth = _Depth()
+
+
+@dataclass
+class Source:
+    """What is needed to recompute other groupings of the same population (suggestions)."""
+
+    frame: pd.DataFrame | None
+    keys: list[str]
+    call: str
+
+
+class Capture:
+    """Installs and removes the wrappers; records evidence into a :class:`Registry`."""
+
+    def __init__(self, registry: Registry, rules: Callable[[], Rules],
+                 frame_finder: Callable[[pd.Index, str], pd.DataFrame | None] | None = None) -> None:
+        self.registry = registry
+        self.rules = rules
+        self.frame_finder = frame_finder
+        self._saved: list[tuple[object, str, bool, Any]] = []
+        self._parents: dict[int, tuple[Any, pd.DataFrame]] = {}
+        self.installed = False
+
+    # ------------------------------------------------------------ install / remove
+    def install(self) -> None:
+        if self.installed:
+            return
+        for cls in (DataFrameGroupBy, SeriesGroupBy):
+            for name in GROUPBY_METHODS:
+                if hasattr(cls, name):
+                    self._patch(cls, name, self._groupby_wrapper(cls, name))
+        self._patch(DataFrameGroupBy, "__getitem__", self._getitem_wrapper(DataFrameGroupBy.__getitem__))
+        self._patch(pd.Series, "value_counts", self._method_wrapper(pd.Series.value_counts, self._series_value_counts))
+        self._patch(pd.DataFrame, "value_counts",
+                    self._method_wrapper(pd.DataFrame.value_counts, self._frame_value_counts))
+        self._patch(pd.DataFrame, "describe", self._method_wrapper(pd.DataFrame.describe, self._describe))
+        self._patch(pd.Series, "describe", self._method_wrapper(pd.Series.describe, self._describe))
+        self._patch(pd.DataFrame, "pivot_table", self._method_wrapper(pd.DataFrame.pivot_table, self._pivot_table))
+        self._patch(pd, "pivot_table", self._function_wrapper(pd.pivot_table, self._pivot_function))
+        self._patch(pd, "crosstab", self._function_wrapper(pd.crosstab, self._crosstab))
+        self.installed = True
+
+    def uninstall(self) -> None:
+        for owner, name, had_own, original in reversed(self._saved):
+            if had_own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+        self._saved.clear()
+        self._parents.clear()
+        self.installed = False
+
+    def _patch(self, owner: object, name: str, wrapper: Callable) -> None:
+        own = owner.__dict__ if isinstance(owner, type) else vars(owner)
+        had_own = name in own
+        original = own.get(name)
+        self._saved.append((owner, name, had_own, original))
+        setattr(owner, name, wrapper)
+
+    # ------------------------------------------------------------ wrappers
+    def _run(self, call: Callable[[], Any], record: Callable[[Any], None]) -> Any:
+        if _depth.value:
+            return call()
+        _depth.value += 1
+        try:
+            result = call()
+        finally:
+            _depth.value -= 1
+        _depth.value += 1
+        try:
+            record(result)
+        except Exception as exc:  # never break user code; the table will show as unverified
+            self.registry.failures.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            _depth.value -= 1
+        return result
+
+    def _groupby_wrapper(self, cls: type, name: str) -> Callable:
+        original = getattr(cls, name)
+
+        @functools.wraps(original)
+        def wrapper(gb: Any, *args: Any, **kwargs: Any) -> Any:
+            return self._run(lambda: original(gb, *args, **kwargs),
+                             lambda result: self._groupby(gb, name, args, kwargs, result))
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+    def _getitem_wrapper(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def wrapper(gb: Any, key: Any) -> Any:
+            child = original(gb, key)
+            if isinstance(gb.obj, pd.DataFrame):
+                if len(self._parents) > 1024:
+                    self._parents.clear()
+                self._parents[id(child)] = (child, gb.obj)
+            return child
+
+        return wrapper
+
+    def _method_wrapper(self, original: Callable, recorder: Callable) -> Callable:
+        @functools.wraps(original)
+        def wrapper(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            return self._run(lambda: original(obj, *args, **kwargs),
+                             lambda result: recorder(obj, args, kwargs, result))
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+    def _function_wrapper(self, original: Callable, recorder: Callable) -> Callable:
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return self._run(lambda: original(*args, **kwargs), lambda result: recorder(args, kwargs, result))
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+    # ------------------------------------------------------------ helpers
+    def _unit_for(self, frame: pd.DataFrame | None, index: pd.Index | None, notes: list[str]) -> pd.Series | None:
+        unit = self.rules().unit
+        if unit is None:
+            return None
+        if frame is not None and unit in frame.columns:
+            return frame[unit]
+        if index is not None and self.frame_finder is not None:
+            found = self.frame_finder(index, unit)
+            if found is not None:
+                return found[unit].reindex(index) if not found.index.equals(index) else found[unit]
+        notes.append(f"unit column {unit!r} not found for this table: rows counted as units")
+        return None
+
+    def _register(self, call: str, result: Any, ge: GroupEvidence, key_dims: list[str],
+                  measure_of: Callable[[str], tuple[str | None, str]], notes: list[str],
+                  margin_label: str | None = None,
+                  margin_evidence: Callable[[tuple[str, ...]], GroupEvidence] | None = None,
+                  source: Source | None = None, flat_obj: Any = None) -> None:
+        obj = result if flat_obj is None else flat_obj
+        if not isinstance(obj, pd.Series | pd.DataFrame):
+            return
+        flat = flatten(obj)
+        entry = build_entry(self.registry.new_id(), call, flat, ge, key_dims, measure_of, notes,
+                            self.rules().top_k, margin_label, margin_evidence)
+        entry.unit = self.rules().unit if ge.unit_column else None
+        entry.source = source
+        self.registry.add(entry, result)
+
+    def _evidence_by_columns(self, frame: pd.DataFrame, keys: list[str], dropna: bool,
+                             variables: Iterable[str], unit: pd.Series | None) -> GroupEvidence:
+        if not keys:
+            ids = np.zeros(len(frame), dtype=np.int64)
+            index = pd.Index(["__all__"])
+        else:
+            gb = frame.groupby(keys, dropna=dropna, observed=True, sort=False)
+            ids, index = _ids_and_index(gb)
+        values = {v: frame[v] for v in variables if v in frame.columns}
+        return group_evidence(ids, index, values, unit, self.rules().top_k,
+                              unit_name=self.rules().unit if unit is not None else None)
+
+    # ------------------------------------------------------------ groupby
+    def _groupby(self, gb: Any, name: str, args: tuple, kwargs: dict, result: Any) -> None:
+        if not isinstance(result, pd.Series | pd.DataFrame):
+            return
+        notes: list[str] = []
+        obj = gb.obj
+        parent = self._parents.get(id(gb))
+        frame = obj if isinstance(obj, pd.DataFrame) else (parent[1] if parent and parent[0] is gb else None)
+        unit = self._unit_for(frame, obj.index, notes)
+        ids, index = _ids_and_index(gb)
+        key_dims = [n for n in index.names if n is not None]
+        flat_obj = result
+        if not getattr(gb, "as_index", True) and isinstance(result, pd.DataFrame):
+            present = [k for k in key_dims if k in result.columns]
+            flat_obj = result.set_index(present) if present else result
+        if name == "value_counts":
+            self._groupby_value_counts(gb, frame, obj, unit, kwargs, result, notes, key_dims)
+            return
+        if isinstance(obj, pd.Series):
+            variables = {obj.name: obj}
+        else:
+            variables = {c: obj[c] for c in _value_columns(obj, key_dims, gb)}
+        ge = group_evidence(ids, index, variables, unit, self.rules().top_k,
+                            unit_name=self.rules().unit if unit is not None else None)
+        measure_of = _groupby_measures(name, args, kwargs, obj)
+        self._register(f"groupby.{name}", result, ge, key_dims, measure_of, notes,
+                       source=Source(frame, key_dims, f"groupby.{name}"), flat_obj=flat_obj)
+
+    def _groupby_value_counts(self, gb: Any, frame: pd.DataFrame | None, obj: Any, unit: pd.Series | None,
+                              kwargs: dict, result: Any, notes: list[str], key_dims: list[str]) -> None:
+        if not isinstance(result, pd.Series):
+            return
+        names = [n for n in result.index.names if n is not None]
+        if isinstance(obj, pd.Series):
+            tmp = pd.DataFrame({k: v for k, v in zip(key_dims, _key_arrays(gb), strict=False)})
+            tmp[obj.name] = obj.to_numpy()
+            tmp.index = obj.index
+        else:
+            tmp = pd.DataFrame({n: _column_or_key(obj, gb, n) for n in names}, index=obj.index)
+        ge = self._evidence_by_columns(tmp, names, kwargs.get("dropna", True), [], unit)
+        stat = "proportion" if kwargs.get("normalize") else "count"
+        self._register("groupby.value_counts", result, ge, names, lambda m: (None, stat), notes,
+                       source=Source(frame, names, "groupby.value_counts"))
+
+    # ------------------------------------------------------------ value_counts / describe
+    def _series_value_counts(self, s: pd.Series, args: tuple, kwargs: dict, result: Any) -> None:
+        if kwargs.get("bins") is not None or len(args) >= 4:
+            return  # binned counts: groups are intervals; shown as unverified counts
+        notes: list[str] = []
+        name = s.name if s.name is not None else "index"
+        unit = self._unit_for(None, s.index, notes)
+        tmp = pd.DataFrame({name: s.to_numpy()}, index=s.index)
+        dropna = kwargs.get("dropna", args[3] if len(args) > 3 else True)
+        ge = self._evidence_by_columns(tmp, [name], dropna, [], unit)
+        normalize = kwargs.get("normalize", args[0] if args else False)
+        stat = "proportion" if normalize else "count"
+        self._register("Series.value_counts", result, ge, [name], lambda m: (None, stat), notes,
+                       source=Source(None, [name], "Series.value_counts"))
+
+    def _frame_value_counts(self, df: pd.DataFrame, args: tuple, kwargs: dict, result: Any) -> None:
+        subset = kwargs.get("subset", args[0] if args else None)
+        cols = list(df.columns) if subset is None else ([subset] if isinstance(subset, str) else list(subset))
+        notes: list[str] = []
+        unit = self._unit_for(df, df.index, notes)
+        dropna = kwargs.get("dropna", True)
+        ge = self._evidence_by_columns(df, cols, dropna, [], unit)
+        stat = "proportion" if kwargs.get("normalize") else "count"
+        self._register("DataFrame.value_counts", result, ge, [str(c) for c in cols], lambda m: (None, stat),
+                       notes, source=Source(df, cols, "DataFrame.value_counts"))
+
+    def _describe(self, obj: Any, args: tuple, kwargs: dict, result: Any) -> None:
+        notes: list[str] = []
+        frame = obj if isinstance(obj, pd.DataFrame) else obj.to_frame(name=obj.name if obj.name is not None else 0)
+        unit = self._unit_for(frame, obj.index, notes)
+        ge = self._evidence_by_columns(frame, [], True, list(frame.columns), unit)
+        single_var = None if isinstance(obj, pd.DataFrame) else frame.columns[0]
+        variables = {str(c): c for c in frame.columns}
+
+        def measure_of(measure: str) -> tuple[str | None, str]:
+            parts = measure.split("|") if measure else []
+            var = next((variables[p] for p in parts if p in variables), single_var)
+            stat = next((DESCRIBE_STATS.get(p, stat_name(p)) for p in parts if p not in variables), "custom")
+            return var, stat
+
+        ge_all = ge
+
+        def all_cells(_: tuple[str, ...]) -> GroupEvidence:
+            return ge_all
+
+        self._register(f"{type(obj).__name__}.describe", result, ge, [], measure_of, notes,
+                       margin_label="__describe__", margin_evidence=all_cells,
+                       source=Source(frame, [], "describe"))
+
+    # ------------------------------------------------------------ crosstab / pivot_table
+    def _crosstab(self, args: tuple, kwargs: dict, result: Any) -> None:
+        if not isinstance(result, pd.DataFrame):
+            return
+        index = kwargs.get("index", args[0] if args else None)
+        columns = kwargs.get("columns", args[1] if len(args) > 1 else None)
+        values = kwargs.get("values", args[2] if len(args) > 2 else None)
+        aggfunc = kwargs.get("aggfunc")
+        margins = kwargs.get("margins", False)
+        margins_name = kwargs.get("margins_name", "All")
+        dropna = kwargs.get("dropna", True)
+        normalize = kwargs.get("normalize", False)
+        row_arrays = _as_list(index)
+        col_arrays = _as_list(columns)
+        row_names = [n for n in result.index.names]
+        col_names = [n for n in result.columns.names]
+        if len(row_names) != len(row_arrays) or len(col_names) != len(col_arrays) or None in row_names + col_names:
+            return
+        names = [str(n) for n in row_names + col_names]
+        if len(set(names)) != len(names):
+            return
+        data = {n: a for n, a in zip(names, row_arrays + col_arrays, strict=True)}
+        if values is not None:
+            data["__values__"] = values
+        tmp = pd.DataFrame(data) if any(isinstance(a, pd.Series) for a in data.values()) else pd.DataFrame(
+            {k: np.asarray(v) for k, v in data.items()})
+        notes: list[str] = []
+        unit = self._unit_for(None, tmp.index, notes)
+        variables = ["__values__"] if values is not None else []
+        ge = self._evidence_by_columns(tmp, names, dropna, variables, unit)
+        if values is None:
+            stat = "proportion" if normalize is not False else "count"
+            var = None
+        else:
+            stat = stat_name(aggfunc) if aggfunc is not None else "custom"
+            var = "__values__"
+
+        def margin_evidence(fixed: tuple[str, ...]) -> GroupEvidence:
+            return self._evidence_by_columns(tmp, list(fixed), dropna, variables, unit)
+
+        self._register("crosstab", result, ge, names, lambda m: (var, stat), notes,
+                       margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
+                       source=Source(tmp, names, "crosstab"))
+
+    def _pivot_function(self, args: tuple, kwargs: dict, result: Any) -> None:
+        kwargs = dict(kwargs)
+        if "data" in kwargs:
+            data, rest = kwargs.pop("data"), args
+        else:
+            data, rest = (args[0] if args else None), args[1:]
+        if isinstance(data, pd.DataFrame):
+            self._pivot_table(data, rest, kwargs, result)
+
+    def _pivot_table(self, df: pd.DataFrame, args: tuple, kwargs: dict, result: Any) -> None:
+        if not isinstance(result, pd.DataFrame | pd.Series):
+            return
+        params = ["values", "index", "columns", "aggfunc", "fill_value", "margins", "dropna", "margins_name"]
+        given = dict(zip(params, args, strict=False))
+        given.update(kwargs)
+        index = _as_names(given.get("index"))
+        columns = _as_names(given.get("columns"))
+        if index is None or columns is None:
+            return  # Groupers / arrays as keys: shown as unverified
+        keys = index + columns
+        values = given.get("values")
+        if values is None:
+            value_cols = [c for c in df.columns if c not in keys]
+        else:
+            value_cols = [values] if not isinstance(values, list | tuple) else list(values)
+        aggfunc = given.get("aggfunc", "mean")
+        notes: list[str] = []
+        unit = self._unit_for(df, df.index, notes)
+        dropna = given.get("dropna", True)
+        ge = self._evidence_by_columns(df, keys, dropna, value_cols, unit)
+        margins = given.get("margins", False)
+        margins_name = given.get("margins_name", "All")
+        measure_of = _pivot_measures(value_cols, aggfunc)
+
+        def margin_evidence(fixed: tuple[str, ...]) -> GroupEvidence:
+            return self._evidence_by_columns(df, list(fixed), dropna, value_cols, unit)
+
+        self._register("pivot_table", result, ge, [str(k) for k in keys], measure_of, notes,
+                       margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
+                       source=Source(df, keys, "pivot_table"))
+
+
+# ------------------------------------------------------------------ building entries
+def build_entry(entry_id: int, call: str, flat: Flat, ge: GroupEvidence, key_dims: list[str],
+                measure_of: Callable[[str], tuple[str | None, str]], notes: list[str], k: int,
+                margin_label: str | None = None,
+                margin_evidence: Callable[[tuple[str, ...]], GroupEvidence] | None = None) -> Entry:
+    """Evidence for every cell of ``flat``: its group's facts for its measure's variable."""
+    n = len(flat)
+    key_dims = [d for d in key_dims if d in flat.dims]
+    is_margin = np.zeros(n, dtype=bool)
+    total_mask: dict[str, np.ndarray] = {}
+    if margin_label is not None and margin_label != "__describe__":
+        for d in key_dims:
+            total_mask[d] = flat.dims[d] == margin_label
+        any_total = np.zeros(n, dtype=bool)
+        for m in total_mask.values():
+            any_total |= m
+        for d in key_dims:  # '' fills the lower levels of a margin row / column
+            total_mask[d] = total_mask[d] | (any_total & (flat.dims[d] == ""))
+        is_margin = any_total
+    # which dims each cell fixes -> evidence of that grouping
+    fixed_sets: dict[tuple[str, ...], np.ndarray] = {}
+    if margin_label == "__describe__":
+        fixed_sets[()] = np.arange(n)
+    elif is_margin.any():
+        pattern = np.stack([total_mask[d] for d in key_dims], axis=1) if key_dims else np.zeros((n, 0), bool)
+        codes, uniques = pd.MultiIndex.from_arrays([pattern[:, i] for i in range(pattern.shape[1])]).factorize() \
+            if key_dims else (np.zeros(n, int), [()])
+        for code, totals in enumerate(uniques):
+            fixed = tuple(d for d, t in zip(key_dims, totals, strict=True) if not t)
+            fixed_sets[fixed] = np.flatnonzero(codes == code)
+    else:
+        fixed_sets[tuple(key_dims)] = np.arange(n)
+
+    measures = flat.measure
+    uniq_measures, m_codes = np.unique(measures.astype(str), return_inverse=True)
+    resolved = [measure_of(m) for m in uniq_measures]
+    stat = np.array([resolved[c][1] for c in m_codes], dtype=object)
+    var = np.array([resolved[c][0] for c in m_codes], dtype=object)
+
+    units = np.zeros(n)
+    total = np.full(n, np.nan)
+    total_abs = np.full(n, np.nan)
+    negative = np.zeros(n, dtype=bool)
+    top = np.full((n, k), np.nan)
+    for fixed, rows in fixed_sets.items():
+        if tuple(fixed) == tuple(key_dims) and margin_label != "__describe__":
+            group_ev = ge
+        elif margin_evidence is not None:
+            group_ev = margin_evidence(tuple(fixed))
+        else:
+            continue
+        if fixed:
+            arrays = [flat.dims[d][rows] for d in fixed]
+            labels = pd.MultiIndex.from_arrays(arrays) if len(arrays) > 1 else pd.Index(arrays[0], dtype=object)
+            ev_index = _canonical_index(group_ev.index, list(fixed))
+            pos = ev_index.get_indexer(labels)
+        else:
+            pos = np.zeros(len(rows), dtype=np.int64)
+        aligned = group_ev.take(pos, pd.RangeIndex(len(rows)))
+        units[rows] = aligned.units
+        for mc in np.unique(m_codes[rows]):
+            sel = rows[m_codes[rows] == mc]
+            local = np.searchsorted(rows, sel)
+            v, s = resolved[mc]
+            ve = aligned.variables.get(v) if v is not None else None
+            if ve is None:
+                continue
+            if s not in ("size",):
+                units[sel] = ve.units[local]
+            total[sel] = ve.total[local]
+            total_abs[sel] = ve.total_abs[local]
+            negative[sel] = ve.negative[local]
+            kk = min(k, ve.top.shape[1])
+            top[sel, :kk] = ve.top[local, :kk]
+    values = numeric(flat.values)
+    if values is None:
+        values = np.full(n, np.nan)
+    evidence = CellEvidence(stat=stat, var=var.astype(object), units=units, total=total, total_abs=total_abs,
+                            negative=negative, top=top, is_margin=is_margin, value=values)
+    single = len(uniq_measures) <= 1
+    key = flat.key_index(with_measure=not single)
+    if not key.is_unique:
+        notes.append("duplicated cell labels: matched by object identity only")
+        key = pd.Index([], dtype=object)
+    return Entry(id=entry_id, call=call, dims=flat.dim_names, flat=flat, key=key, single_measure=single,
+                 evidence=evidence, values2d=values.reshape(flat.shape), margin_label=margin_label, notes=notes)
+
+
+def _canonical_index(index: pd.Index, names: list[str]) -> pd.Index:
+    from .flatten import canonical_labels
+
+    if isinstance(index, pd.MultiIndex):
+        order = [list(index.names).index(n) for n in names]
+        arrays = [canonical_labels(index.get_level_values(i)) for i in order]
+        return pd.MultiIndex.from_arrays(arrays)
+    return pd.Index(canonical_labels(index), dtype=object)
+
+
+# ------------------------------------------------------------------ small helpers
+def _ids_and_index(gb: Any) -> tuple[np.ndarray, pd.Index]:
+    grouper = gb._grouper
+    ids = grouper.ids if hasattr(grouper, "ids") else grouper.group_info[0]
+    return np.asarray(ids), grouper.result_index
+
+
+def _key_arrays(gb: Any) -> list[np.ndarray]:
+    grouper = gb._grouper
+    ids, index = _ids_and_index(gb)
+    safe = np.where(ids < 0, 0, ids)
+    if isinstance(index, pd.MultiIndex):
+        out = []
+        for i in range(index.nlevels):
+            vals = np.asarray(index.get_level_values(i), dtype=object)[safe]
+            vals[ids < 0] = None
+            out.append(vals)
+        return out
+    vals = np.asarray(index, dtype=object)[safe]
+    vals[ids < 0] = None
+    del grouper
+    return [vals]
+
+
+def _column_or_key(obj: pd.DataFrame, gb: Any, name: str) -> Any:
+    if name in obj.columns:
+        return obj[name]
+    _, index = _ids_and_index(gb)
+    arrays = _key_arrays(gb)
+    names = list(index.names)
+    return arrays[names.index(name)] if name in names else None
+
+
+def _value_columns(obj: pd.DataFrame, key_dims: list[str], gb: Any) -> list[Any]:
+    selection = getattr(gb, "_selection", None)
+    if selection is not None:
+        cols = [selection] if not isinstance(selection, list | tuple) else list(selection)
+    else:
+        cols = [c for c in obj.columns if c not in key_dims]
+    return [c for c in cols if c in obj.columns]
+
+
+def _as_list(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    if isinstance(x, list | tuple):
+        return list(x)
+    return [x]
+
+
+def _as_names(x: Any) -> list[str] | None:
+    if x is None:
+        return []
+    items = x if isinstance(x, list | tuple) else [x]
+    if all(isinstance(i, str) for i in items):
+        return list(items)
+    return None
+
+
+def _groupby_measures(name: str, args: tuple, kwargs: dict, obj: Any) -> Callable[[str], tuple[str | None, str]]:
+    """How each output column of a GroupBy call maps to (variable, statistic)."""
+    series_var = obj.name if isinstance(obj, pd.Series) else None
+    columns = {str(c): c for c in obj.columns} if isinstance(obj, pd.DataFrame) else {}
+    if series_var is not None:
+        columns.setdefault(str(series_var), series_var)
+
+    def split(measure: str) -> tuple[Any, list[str]]:
+        parts = measure.split("|") if measure else []
+        var = next((columns[p] for p in parts if p in columns), series_var)
+        rest = [p for p in parts if p not in columns]
+        return var, rest
+
+    if name in ("agg", "aggregate"):
+        spec = args[0] if args else kwargs.get("func")
+        named = {k: v for k, v in kwargs.items() if k not in ("func", "engine", "engine_kwargs")}
+        if spec is None and named:  # named aggregation: out=(col, func) or out=func (SeriesGroupBy)
+            mapping: dict[str, tuple[Any, str]] = {}
+            for out, how in named.items():
+                if isinstance(how, tuple) and len(how) == 2:
+                    mapping[str(out)] = (how[0], stat_name(how[1]))
+                else:
+                    mapping[str(out)] = (series_var, stat_name(how))
+
+            def named_measure(measure: str) -> tuple[str | None, str]:
+                parts = measure.split("|") if measure else []
+                hit = next((mapping[p] for p in parts if p in mapping), None)
+                return hit if hit is not None else (series_var, "custom")
+
+            return named_measure
+        if isinstance(spec, dict):
+            per_var = {str(k): v for k, v in spec.items()}
+
+            def dict_measure(measure: str) -> tuple[str | None, str]:
+                var, rest = split(measure)
+                how = per_var.get(str(var))
+                if isinstance(how, list | tuple):
+                    return var, stat_name(rest[0]) if rest else "custom"
+                return var, stat_name(how) if how is not None else "custom"
+
+            return dict_measure
+        if isinstance(spec, list | tuple):
+            def list_measure(measure: str) -> tuple[str | None, str]:
+                var, rest = split(measure)
+                return var, stat_name(rest[0]) if rest else (stat_name(spec[0]) if len(spec) == 1 else "custom")
+
+            return list_measure
+        single = stat_name(spec)
+        return lambda measure: (split(measure)[0], single)
+    if name == "describe":
+        def describe_measure(measure: str) -> tuple[str | None, str]:
+            var, rest = split(measure)
+            return var, DESCRIBE_STATS.get(rest[0], stat_name(rest[0])) if rest else "custom"
+
+        return describe_measure
+    stat = "size" if name == "size" else stat_name(name)
+    return lambda measure: (None if stat == "size" else split(measure)[0], stat)
+
+
+def _pivot_measures(value_cols: list[Any], aggfunc: Any) -> Callable[[str], tuple[str | None, str]]:
+    names = {str(v): v for v in value_cols}
+    if isinstance(aggfunc, dict):
+        per_var = {str(k): v for k, v in aggfunc.items()}
+    else:
+        per_var = None
+    funcs = aggfunc if isinstance(aggfunc, list | tuple) else None
+
+    def measure_of(measure: str) -> tuple[str | None, str]:
+        parts = measure.split("|") if measure else []
+        var = next((names[p] for p in parts if p in names), value_cols[0] if len(value_cols) == 1 else None)
+        rest = [p for p in parts if p not in names]
+        if per_var is not None:
+            how = per_var.get(str(var))
+            if isinstance(how, list | tuple):
+                return var, stat_name(rest[0]) if rest else "custom"
+            return var, stat_name(how) if how is not None else "custom"
+        if funcs is not None:
+            return var, stat_name(rest[0]) if rest else (stat_name(funcs[0]) if len(funcs) == 1 else "custom")
+        return var, stat_name(aggfunc)
+
+    return measure_of

@@ -1,0 +1,381 @@
+"""The checking pipeline: resolve → primary rules → secondary protection → a decision.
+
+``check(obj, session)`` is pure with respect to the user's object (it never modifies
+it) and returns a :class:`Checked`: which displayed cells are hidden and why, the
+audited interval of each hidden cell, and the output's status:
+
+* ``pass``: nothing risky; the table is shown as pandas shows it, with a badge;
+* ``suppressed``: risky cells hidden, and the secondary pattern passed the attacker
+  audit, so the protected version is exportable;
+* ``review``: needs a human (negative contributions, unknown statistic, unverified
+  numbers, unit column not found);
+* ``blocked``: cannot be made safe here (row-level data, protection failed, checking
+  failed): never exportable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import rules as rules_mod
+from .config import Rules
+from .flatten import MISSING_LABEL, numeric
+from .registry import Entry
+from .resolve import Resolved, resolve, unwrap
+from .rules import CellFacts, Reason
+
+ADDITIVE_STATS = frozenset({"count", "size", "sum", "mean", "proportion", "percent"})
+NOT_PROTECTED_YET = "secondary protection not yet applied"
+
+
+@dataclass
+class Checked:
+    """The decision for one displayed object."""
+
+    status: str
+    kind: str
+    frame: pd.DataFrame | pd.Series
+    hidden: np.ndarray  # (rows, cols) bool grid over the displayed layout
+    reasons: dict[tuple[int, int], list[Reason]] = field(default_factory=dict)
+    intervals: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)
+    primary_count: int = 0
+    secondary_count: int = 0
+    unverified: np.ndarray | None = None  # (rows, cols) bool: numbers we could not verify
+    notes: list[str] = field(default_factory=list)
+    rules: Rules | None = None
+    call: str | None = None
+    method: str | None = None
+    rounded: int | None = None
+
+    @property
+    def hidden_count(self) -> int:
+        return int(self.hidden.sum())
+
+    def reason_summary(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for reasons in self.reasons.values():
+            for rule in {r.rule for r in reasons}:
+                out[rule] = out.get(rule, 0) + 1
+        return out
+
+
+def check(obj: Any, registry: Any, rules: Rules, protector: Any = None) -> Checked:
+    """Check one displayed object (DataFrame, Series or Styler) under ``rules``."""
+    frame, notes = unwrap(obj)
+    resolved = resolve(frame, registry)
+    resolved.notes = notes + resolved.notes
+    shape = _shape(frame)
+    if resolved.kind == "empty":
+        return Checked("pass", "empty", frame, np.zeros(shape, bool), notes=resolved.notes + ["empty table"],
+                       rules=rules)
+    if resolved.kind == "row-level":
+        return Checked("blocked", "row-level", frame, np.zeros(shape, bool), rules=rules,
+                       notes=resolved.notes + ["row-level data: never exportable"])
+    if resolved.kind == "unverified":
+        return _check_unverified(resolved, rules, protector, shape)
+    return _check_table(resolved, rules, protector, shape)
+
+
+def _shape(frame: pd.DataFrame | pd.Series) -> tuple[int, int]:
+    return (len(frame), 1) if isinstance(frame, pd.Series) else frame.shape
+
+
+def _cell_labels(resolved: Resolved) -> list[str]:
+    flat = resolved.flat
+    assert flat is not None
+    names = list(flat.dims)
+    out = []
+    for i in range(len(flat)):
+        parts = [str(flat.dims[n][i]).replace(MISSING_LABEL, "missing") for n in names]
+        if flat.measure[i]:
+            parts.append(str(flat.measure[i]))
+        out.append(" / ".join(parts))
+    return out
+
+
+def _structural(labels: list[str], rules: Rules) -> np.ndarray:
+    if not rules.structural_zeros:
+        return np.zeros(len(labels), dtype=bool)
+    wanted = {_norm_label(s) for s in rules.structural_zeros}
+    return np.array([_norm_label(lbl) in wanted or any(_norm_label(lbl).startswith(w + "/") for w in wanted)
+                     for lbl in labels], dtype=bool)
+
+
+def _norm_label(text: str) -> str:
+    return "/".join(p.strip() for p in text.split("/"))
+
+
+def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int]) -> Checked:
+    ev = resolved.evidence
+    flat = resolved.flat
+    entry = resolved.match.entry if resolved.match else None
+    assert ev is not None and flat is not None and entry is not None
+    labels = _cell_labels(resolved)
+    facts = CellFacts(stat=ev.stat, units=ev.units, total=ev.total, top=ev.top, negative=ev.negative,
+                      total_abs=ev.total_abs, labels=labels, structural=_structural(labels, rules))
+    assessment = rules_mod.assess(facts, rules)
+    primary = assessment.primary.copy()
+    reasons = {i: list(rs) for i, rs in assessment.reasons.items()}
+    notes = list(resolved.notes)
+
+    # Statistics Finland row rule over the displayed rows
+    if rules.row_threshold is not None and resolved.cell_rows is not None:
+        counts = np.isin(ev.stat.astype(str), ["count", "size", "proportion", "percent", "nunique"])
+        row_units = np.bincount(resolved.cell_rows[counts & ~ev.is_margin],
+                                weights=ev.units[counts & ~ev.is_margin], minlength=shape[0])
+        small_rows = (row_units > 0) & (row_units < rules.row_threshold)
+        for i in np.flatnonzero(small_rows[resolved.cell_rows] & ~primary):
+            primary[i] = True
+            reasons.setdefault(int(i), []).append(Reason(
+                "row_threshold", f"its row has fewer than {rules.row_threshold} units (row rule)"))
+
+    hidden = primary.copy()
+    secondary = np.zeros(len(flat), dtype=bool)
+    intervals: dict[int, tuple[float, float]] = {}
+    status = "pass"
+    method = None
+    if primary.any():
+        outcome = _protect_entry(entry, resolved, primary, rules, protector)
+        if outcome is None:
+            status = "blocked"
+            notes.append(NOT_PROTECTED_YET)
+        else:
+            secondary, intervals, ok, method, message = outcome
+            hidden |= secondary
+            if ok:
+                status = "suppressed"
+            else:
+                status = "blocked"
+                notes.append(message or "no suppression pattern protects every primary cell")
+                hidden[:] = True
+        for i in np.flatnonzero(secondary & ~primary):
+            reasons.setdefault(int(i), []).append(Reason(
+                "secondary", "hidden so that the other hidden cells cannot be recovered by subtraction"))
+    if assessment.review.any() or any("not found" in n for n in notes):
+        if status == "pass" or status == "suppressed":
+            status = "review"
+    return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
+                   call=entry.call, method=method)
+
+
+def _finish(resolved: Resolved, rules: Rules, shape: tuple[int, int], status: str, hidden: np.ndarray,
+            reasons: dict[int, list[Reason]], intervals: dict[int, tuple[float, float]], primary: np.ndarray,
+            secondary: np.ndarray, notes: list[str], *, call: str | None, method: str | None,
+            unverified: np.ndarray | None = None) -> Checked:
+    rows = resolved.cell_rows
+    cols = resolved.cell_cols
+    assert rows is not None and cols is not None
+    grid = np.zeros(shape, dtype=bool)
+    grid[rows[hidden], cols[hidden]] = True
+    grid_reasons = {(int(rows[i]), int(cols[i])): rs for i, rs in reasons.items()}
+    grid_intervals = {(int(rows[i]), int(cols[i])): iv for i, iv in intervals.items() if hidden[i]}
+    unverified_grid = None
+    if unverified is not None:
+        unverified_grid = np.zeros(shape, dtype=bool)
+        unverified_grid[rows[unverified], cols[unverified]] = True
+    return Checked(status=status, kind=resolved.kind, frame=resolved.frame, hidden=grid, reasons=grid_reasons,
+                   intervals=grid_intervals, primary_count=int(primary.sum()),
+                   secondary_count=int((secondary & ~primary).sum()), unverified=unverified_grid, notes=notes,
+                   rules=rules, call=call, method=method, rounded=rules.round_to)
+
+
+def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int]) -> Checked:
+    flat = resolved.flat
+    assert flat is not None
+    resolved.cell_rows = flat.row_pos
+    resolved.cell_cols = flat.col_pos
+    values = numeric(flat.values)
+    if values is None:
+        values = np.full(len(flat), np.nan)
+    finite = np.isfinite(values)
+    integer = finite & (values == np.round(values)) & (values >= 0)
+    unverified = finite & ~integer
+    labels = _cell_labels(resolved)
+    facts = CellFacts(stat=np.full(len(flat), "count", dtype=object), units=np.where(integer, values, 0),
+                      structural=_structural(labels, rules))
+    assessment = rules_mod.assess(facts, rules)
+    primary = assessment.primary & integer
+    reasons = {i: rs for i, rs in assessment.reasons.items() if primary[i]}
+    notes = list(resolved.notes) + ["no evidence for this table: whole numbers were checked as counts"]
+    hidden = primary.copy()
+    secondary = np.zeros(len(flat), dtype=bool)
+    intervals: dict[int, tuple[float, float]] = {}
+    status = "review"
+    method = None
+    if primary.any():
+        outcome = _protect_grid(values, integer, primary, shape, flat, rules, protector)
+        if outcome is None:
+            status = "blocked"
+            notes.append(NOT_PROTECTED_YET)
+        else:
+            secondary, intervals, ok, method, message = outcome
+            hidden |= secondary
+            if not ok:
+                status = "blocked"
+                hidden[:] = True
+                notes.append(message or "no suppression pattern protects every primary cell")
+        for i in np.flatnonzero(secondary & ~primary):
+            reasons.setdefault(int(i), []).append(Reason(
+                "secondary", "hidden so that the other hidden cells cannot be recovered by subtraction"))
+    if unverified.any():
+        notes.append("numbers that are not counts could not be verified: this output is not exportable")
+        for i in np.flatnonzero(unverified):
+            reasons.setdefault(int(i), []).append(Reason(
+                "unverified", "no evidence of how this number was computed"))
+    return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
+                   call=None, method=method, unverified=unverified)
+
+
+# ------------------------------------------------------------------ secondary protection
+def _load_protector(protector: Any) -> Any:
+    if protector is not None:
+        return protector
+    try:
+        from .protect import protect
+    except ImportError:
+        return None
+    return protect
+
+
+def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, rules: Rules,
+                   protector: Any) -> tuple[np.ndarray, dict, bool, str | None, str | None] | None:
+    """Secondary suppression over the whole captured table, mapped onto the displayed cells."""
+    assert resolved.match is not None
+    ev_all = entry.evidence
+    positions = resolved.match.positions
+    # primary flags for every cell of the captured table (not only those displayed)
+    facts_all = CellFacts(stat=ev_all.stat, units=ev_all.units, total=ev_all.total, top=ev_all.top,
+                          negative=ev_all.negative, total_abs=ev_all.total_abs)
+    primary_all = rules_mod.assess(facts_all, rules).primary
+    shown = positions >= 0
+    primary_all[positions[shown & primary_shown]] = True
+    hidden_all = primary_all.copy()
+    intervals_all: dict[int, tuple[float, float]] = {}
+    ok_all = True
+    methods: list[str] = []
+    messages: list[str] = []
+    measures = entry.flat.measure
+    protect = None
+    for measure in np.unique(measures.astype(str)):
+        sel = np.flatnonzero(measures.astype(str) == measure)
+        stats = set(ev_all.stat[sel].astype(str).tolist())
+        if not primary_all[sel].any():
+            continue
+        if not entry.dims or not stats <= ADDITIVE_STATS:
+            continue  # no linear relation links these cells: primary suppression suffices
+        protect = protect or _load_protector(protector)
+        if protect is None:
+            return None
+        result = _protect_measure(entry, sel, primary_all, rules, protect)
+        hidden_sel, iv, ok, method, message = result
+        hidden_all[sel] |= hidden_sel
+        for local, interval in iv.items():
+            intervals_all[int(sel[local])] = interval
+        ok_all &= ok
+        if method:
+            methods.append(method)
+        if message:
+            messages.append(message)
+    secondary = np.zeros(len(positions), dtype=bool)
+    secondary[shown] = hidden_all[positions[shown]] & ~primary_shown[shown]
+    intervals = {int(i): intervals_all[int(positions[i])] for i in np.flatnonzero(shown)
+                 if int(positions[i]) in intervals_all}
+    return secondary, intervals, ok_all, ", ".join(sorted(set(methods))) or None, "; ".join(messages) or None
+
+
+def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rules: Rules, protect: Any
+                     ) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None, str | None]:
+    ev = entry.evidence
+    dims = list(entry.dims)
+    margin = ev.is_margin[sel]
+    inner = sel[~margin]
+    stat = set(ev.stat[sel].astype(str).tolist())
+    if stat <= {"proportion", "percent"}:
+        value = ev.units[inner]
+    elif stat <= {"sum", "mean"}:
+        value = ev.total[inner]
+    else:
+        value = ev.value[inner]
+    cells = pd.DataFrame({d: entry.flat.dims[d][inner] for d in dims})
+    cells["value"] = np.nan_to_num(np.asarray(value, dtype=float), nan=0.0)
+    cells["units"] = ev.units[inner]
+    cells["primary"] = primary_all[inner]
+    top_cols = []
+    for j in range(ev.top.shape[1]):
+        name = f"top{j + 1}"
+        cells[name] = np.nan_to_num(ev.top[inner, j], nan=0.0)
+        top_cols.append(name)
+    magnitude = bool(stat & {"sum", "mean"})
+    result = protect(cells, dims=dims, value="value", units="units", top=top_cols if magnitude else None,
+                     rules=rules, primary="primary")
+    out = result.cells
+    hidden_inner = out["status"].isin(["primary", "secondary"]).to_numpy()
+    key_out = pd.MultiIndex.from_arrays([out[d].astype(object).to_numpy() for d in dims]) if len(dims) > 1 \
+        else pd.Index(out[dims[0]].astype(object).to_numpy(), dtype=object)
+    # map every cell of the measure (inner and margins) onto the protected table
+    label = entry.margin_label
+    arrays = []
+    for d in dims:
+        col = entry.flat.dims[d][sel].copy()
+        if label is not None:
+            totals = (col == label) | ((col == "") & margin)
+            col = np.where(totals, "Total", col)
+        arrays.append(col.astype(object))
+    key_sel = pd.MultiIndex.from_arrays(arrays) if len(dims) > 1 else pd.Index(arrays[0], dtype=object)
+    pos = key_out.get_indexer(key_sel)
+    hidden_sel = np.zeros(len(sel), dtype=bool)
+    found = pos >= 0
+    hidden_sel[found] = hidden_inner[pos[found]]
+    lower = out["lower"].to_numpy(dtype=float)
+    upper = out["upper"].to_numpy(dtype=float)
+    intervals = {int(i): (float(lower[pos[i]]), float(upper[pos[i]])) for i in np.flatnonzero(found & hidden_sel)
+                 if np.isfinite(lower[pos[i]])}
+    ok = bool(getattr(result, "audit_ok", False))
+    return hidden_sel, intervals, ok, getattr(result, "method", None), getattr(result, "message", None)
+
+
+def _protect_grid(values: np.ndarray, integer: np.ndarray, primary: np.ndarray, shape: tuple[int, int], flat: Any,
+                  rules: Rules, protector: Any
+                  ) -> tuple[np.ndarray, dict, bool, str | None, str | None] | None:
+    """Protection of an unverified table of counts, its displayed rows × columns as dimensions."""
+    protect = _load_protector(protector)
+    if protect is None:
+        return None
+    cells = pd.DataFrame({"row": flat.row_pos, "col": flat.col_pos})
+    cells["value"] = np.where(integer, np.nan_to_num(values), 0.0)
+    cells["units"] = cells["value"]
+    cells["primary"] = primary
+    dims = ["row", "col"] if shape[1] > 1 else ["row"]
+    result = protect(cells, dims=dims, value="value", units="units", rules=rules, primary="primary")
+    out = result.cells
+    inner = out
+    for d in dims:
+        inner = inner[inner[d] != "Total"]
+    key = pd.MultiIndex.from_arrays([inner[d].astype(int).to_numpy() for d in dims]) if len(dims) > 1 \
+        else pd.Index(inner[dims[0]].astype(int).to_numpy())
+    want = pd.MultiIndex.from_arrays([cells[d].to_numpy() for d in dims]) if len(dims) > 1 \
+        else pd.Index(cells[dims[0]].to_numpy())
+    pos = key.get_indexer(want)
+    status = inner["status"].to_numpy()
+    hidden = np.isin(status[pos], ["primary", "secondary"])
+    secondary = hidden & ~primary
+    lower = inner["lower"].to_numpy(dtype=float)
+    upper = inner["upper"].to_numpy(dtype=float)
+    intervals = {int(i): (float(lower[pos[i]]), float(upper[pos[i]])) for i in np.flatnonzero(hidden)
+                 if np.isfinite(lower[pos[i]])}
+    return secondary, intervals, bool(getattr(result, "audit_ok", False)), getattr(result, "method", None), \
+        getattr(result, "message", None)
+
+
+def digest(*parts: str) -> str:
+    """SHA-256 of the published content (what an output checker can re-hash)."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()

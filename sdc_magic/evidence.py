@@ -1,0 +1,197 @@
+"""Per-cell evidence: the facts behind each cell of an aggregated table.
+
+A displayed ``mean`` no longer holds the counts behind it, so while the extension is
+loaded every aggregation call also computes, from the microdata it was given and per
+output group: the number of distinct contributing units, and for each numeric variable
+the cell total and its largest contributions *after summing per unit* (enough for the
+(n,k) dominance and p% rules).
+
+Everything here is numpy over integer group ids, so the cost is a few linear passes
+(``np.bincount`` / ``np.maximum.at``) on top of the grouping pandas already did: the
+group ids come from the caller's own GroupBy (cached by pandas), never from a second
+factorisation of the keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class VarEvidence:
+    """Magnitude facts of one numeric variable, one entry per group."""
+
+    units: np.ndarray
+    total: np.ndarray
+    total_abs: np.ndarray
+    negative: np.ndarray
+    top: np.ndarray  # (groups, k), absolute contributions, descending, NaN-padded
+
+
+@dataclass
+class GroupEvidence:
+    """Facts per group of one aggregation: ``index`` holds the group labels in id order."""
+
+    index: pd.Index
+    units: np.ndarray
+    variables: dict[object, VarEvidence] = field(default_factory=dict)
+    unit_column: str | None = None
+    rows: np.ndarray | None = None  # rows per group (differs from units with a unit column)
+
+    def reindexed(self, labels: pd.Index) -> GroupEvidence:
+        """Evidence aligned on other group labels (missing groups are empty cells)."""
+        pos = self.index.get_indexer(labels)
+        return self.take(pos, labels)
+
+    def take(self, pos: np.ndarray, labels: pd.Index) -> GroupEvidence:
+        """Evidence for the groups at ``pos`` (-1 = an empty group)."""
+        missing = pos < 0
+        safe = np.where(missing, 0, pos)
+
+        def pick(a: np.ndarray, fill: float | bool) -> np.ndarray:
+            if len(a) == 0:
+                shape = (len(pos), *a.shape[1:])
+                return np.full(shape, fill, dtype=a.dtype if fill is not np.nan else float)
+            out = a[safe]
+            if missing.any():
+                out = out.astype(float) if fill is np.nan and out.dtype.kind in "iub" else out.copy()
+                out[missing] = fill
+            return out
+
+        variables = {
+            name: VarEvidence(
+                units=pick(v.units, 0),
+                total=pick(v.total, 0.0),
+                total_abs=pick(v.total_abs, 0.0),
+                negative=pick(v.negative, False),
+                top=pick(v.top, np.nan),
+            )
+            for name, v in self.variables.items()
+        }
+        return GroupEvidence(
+            index=labels,
+            units=pick(self.units, 0),
+            variables=variables,
+            unit_column=self.unit_column,
+            rows=pick(self.rows, 0) if self.rows is not None else None,
+        )
+
+
+def unit_codes(unit: pd.Series | np.ndarray | None) -> tuple[np.ndarray | None, int]:
+    """Integer codes of the unit identifiers (missing ids share one code: conservative)."""
+    if unit is None:
+        return None, 0
+    codes, uniques = pd.factorize(np.asarray(unit), use_na_sentinel=True)
+    n = len(uniques)
+    codes = np.where(codes < 0, n, codes)  # all missing ids count as one unit
+    return codes.astype(np.int64), n + 1
+
+
+def count_units(ids: np.ndarray, ngroups: int, codes: np.ndarray | None, n_codes: int,
+                mask: np.ndarray | None = None) -> np.ndarray:
+    """Distinct units per group (rows per group when no unit column is declared)."""
+    sel = ids >= 0
+    if mask is not None:
+        sel &= mask
+    g = ids[sel]
+    if codes is None:
+        return np.bincount(g, minlength=ngroups).astype(np.int64)
+    pair = g.astype(np.int64) * n_codes + codes[sel]
+    uniq = np.unique(pair)
+    return np.bincount(uniq // n_codes, minlength=ngroups).astype(np.int64)
+
+
+def contributions(ids: np.ndarray, values: np.ndarray, codes: np.ndarray | None,
+                  n_codes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(group, contribution) pairs: one per row, or per unit after summing its rows."""
+    valid = (ids >= 0) & ~np.isnan(values)
+    g = ids[valid]
+    x = values[valid]
+    if codes is None:
+        return g, x
+    pair = g.astype(np.int64) * n_codes + codes[valid]
+    uniq, inverse = np.unique(pair, return_inverse=True)
+    sums = np.bincount(inverse, weights=x, minlength=len(uniq))
+    return (uniq // n_codes).astype(np.int64), sums
+
+
+def top_k(groups: np.ndarray, values: np.ndarray, ngroups: int, k: int) -> np.ndarray:
+    """The ``k`` largest absolute values per group, descending, NaN where fewer exist.
+
+    k passes of a per-group maximum, each removing one occurrence of the maximum: linear
+    time, no sort of the whole column.
+    """
+    out = np.full((ngroups, k), np.nan)
+    if len(values) == 0 or ngroups == 0:
+        return out
+    work = np.abs(values.astype(float))
+    remaining = np.bincount(groups, minlength=ngroups)
+    for j in range(k):
+        best = np.full(ngroups, -np.inf)
+        np.maximum.at(best, groups, work)
+        has = remaining > j
+        out[has, j] = best[has]
+        if j == k - 1:
+            break
+        hit = np.flatnonzero(work == best[groups])
+        if len(hit) == 0:
+            break
+        _, first = np.unique(groups[hit], return_index=True)
+        work[hit[first]] = -np.inf
+    return out
+
+
+def var_evidence(ids: np.ndarray, ngroups: int, values: np.ndarray, codes: np.ndarray | None,
+                 n_codes: int, k: int) -> VarEvidence:
+    """Magnitude evidence of one numeric column over the given group ids."""
+    g, x = contributions(ids, values, codes, n_codes)
+    total = np.bincount(g, weights=x, minlength=ngroups)
+    total_abs = np.bincount(g, weights=np.abs(x), minlength=ngroups)
+    negative = np.bincount(g, weights=(x < 0).astype(float), minlength=ngroups) > 0
+    units = np.bincount(g, minlength=ngroups).astype(np.int64)
+    return VarEvidence(units=units, total=total, total_abs=total_abs, negative=negative,
+                       top=top_k(g, x, ngroups, k))
+
+
+def numeric_values(series: pd.Series) -> np.ndarray | None:
+    """A float view of a numeric or boolean column, or None for anything else."""
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+        if isinstance(dtype, pd.CategoricalDtype):
+            return None
+        try:
+            return series.to_numpy(dtype=float, na_value=np.nan)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def group_evidence(ids: np.ndarray, index: pd.Index, frame_values: dict[object, pd.Series],
+                   unit: pd.Series | None, k: int, unit_name: str | None = None) -> GroupEvidence:
+    """Evidence for every group (``index`` in id order) and every numeric variable."""
+    ids = np.asarray(ids)
+    if ids.dtype.kind == "f":
+        ids = np.where(np.isnan(ids), -1, ids).astype(np.int64)
+    else:
+        ids = ids.astype(np.int64)
+    ngroups = len(index)
+    codes, n_codes = unit_codes(unit)
+    units = count_units(ids, ngroups, codes, n_codes)
+    rows = np.bincount(ids[ids >= 0], minlength=ngroups).astype(np.int64)
+    variables: dict[object, VarEvidence] = {}
+    for name, series in frame_values.items():
+        x = numeric_values(series)
+        if x is None:
+            # non-numeric column: units with a value, no magnitudes
+            present = series.notna().to_numpy()
+            variables[name] = VarEvidence(
+                units=count_units(ids, ngroups, codes, n_codes, mask=present),
+                total=np.full(ngroups, np.nan), total_abs=np.full(ngroups, np.nan),
+                negative=np.zeros(ngroups, bool), top=np.full((ngroups, k), np.nan),
+            )
+            continue
+        variables[name] = var_evidence(ids, ngroups, x, codes, n_codes, k)
+    return GroupEvidence(index=index, units=units, variables=variables, unit_column=unit_name, rows=rows)

@@ -1,0 +1,135 @@
+"""IPython integration: display interception, evidence capture, the ``%sdc`` magic.
+
+Why the ``ipython_display_formatter``: it is the only kernel-side hook that replaces the
+*whole* mime bundle (text/plain included) for the last expression of a cell,
+``display()``, Stylers and displays from background threads (measured in
+``shared/notes/jupyter-stack.md``). It is combined with a text/plain printer (tables
+inside lists, tuples and dicts) and with every other mime formatter returning nothing
+for pandas types (table-schema JSON, LaTeX and markdown options must not leak).
+
+Everything installed here is recorded and removed by :func:`unload`, which restores
+pandas and IPython exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pandas as pd
+from pandas.io.formats.style import Styler
+
+from .magics import sdc_magic
+from .session import Session
+
+TYPES = (pd.DataFrame, pd.Series, Styler)
+
+_session: Session | None = None
+_installed: dict[str, Any] = {}
+
+
+def session() -> Session:
+    """The kernel's session (created on first use, also without IPython)."""
+    global _session
+    if _session is None:
+        _session = Session()
+    return _session
+
+
+def _frame_finder(ip: Any) -> Any:
+    def find(index: pd.Index, unit: str) -> pd.DataFrame | None:
+        for value in list(ip.user_ns.values()):
+            if isinstance(value, pd.DataFrame) and unit in value.columns:
+                if value.index is index or (len(value.index) == len(index) and value.index.equals(index)):
+                    return value
+        return None
+
+    return find
+
+
+def load(ip: Any) -> None:
+    """Install capture, display handlers and the magic (idempotent)."""
+    if _installed:
+        print("sdc_magic is already loaded: " + session().rules.describe())
+        return
+    sess = session()
+    sess.capture.frame_finder = _frame_finder(ip)
+    sess.capture.install()
+
+    def display_handler(obj: Any) -> None:
+        from IPython.display import display
+
+        count = getattr(ip, "execution_count", None)
+        data, metadata = sess.bundle(obj, execution_count=count)
+        display(data, raw=True, metadata=metadata)
+
+    def plain_printer(obj: Any, p: Any, cycle: bool) -> None:
+        p.text(sess.plain(obj))
+
+    formatter = ip.display_formatter
+    saved: list[tuple[Any, type, Any]] = []
+    for t in TYPES:
+        saved.append((formatter.ipython_display_formatter, t,
+                      formatter.ipython_display_formatter.for_type(t, display_handler)))
+        saved.append((formatter.mimebundle_formatter, t, formatter.mimebundle_formatter.for_type(t, _nothing)))
+        for mime, fmt in formatter.formatters.items():
+            printer = plain_printer if mime == "text/plain" else _nothing
+            saved.append((fmt, t, fmt.for_type(t, printer)))
+    _installed["formatters"] = saved
+    _installed["print_warning"] = _install_print_warning()
+    ip.register_magic_function(sdc_magic, "line", "sdc")
+    _installed["ip"] = ip
+    source = f" (rules from {sess.config_path})" if sess.config_path else ""
+    print(f"sdc_magic loaded — {sess.rules.describe()}{source}. Every displayed pandas table is checked.")
+
+
+def unload(ip: Any) -> None:
+    """Remove every wrapper, printer and magic installed by :func:`load`."""
+    global _session
+    if not _installed:
+        return
+    for fmt, t, old in reversed(_installed.get("formatters", [])):
+        if old is None:
+            fmt.pop(t, None)
+        else:
+            fmt.for_type(t, old)
+    for owner, name, had, original in _installed.get("print_warning", []):
+        if had:
+            setattr(owner, name, original)
+        else:
+            delattr(owner, name)
+    magics = ip.magics_manager.magics.get("line", {})
+    magics.pop("sdc", None)
+    if _session is not None:
+        _session.capture.uninstall()
+    _installed.clear()
+
+
+def _nothing(obj: Any, *args: Any) -> None:
+    """Formatter that declines: no other mime type is ever produced for pandas objects."""
+    return None
+
+
+def _install_print_warning() -> list[tuple[Any, str, bool, Any]]:
+    """Warn once per session when a DataFrame/Series is turned into text by ``print``/``str``.
+
+    ``print`` never goes through IPython's formatters, so it cannot be checked. The
+    warning wraps ``__str__`` (which ``print`` and f-strings call, ``repr`` does not).
+    """
+    saved = []
+    state = {"warned": False}
+    for cls in (pd.DataFrame, pd.Series):
+        had = "__str__" in cls.__dict__
+        original = cls.__dict__.get("__str__")
+
+        def warn_str(self: Any, _original: Any = original) -> str:
+            if not state["warned"]:
+                state["warned"] = True
+                sys.stderr.write(
+                    "sdc_magic: print()/str() of a pandas table is NOT checked — display the table "
+                    "instead (last expression or display(df)). Printed output is never exportable.\n")
+            return _original(self) if _original is not None else self.__repr__()
+
+        saved.append((cls, "__str__", had, original))
+        cls.__str__ = warn_str
+    return saved

@@ -1,0 +1,112 @@
+"""Which evidence is this displayed object? Identity, labels, positions, or none.
+
+A displayed object is one of:
+
+* ``table``: an aggregated table matched to captured evidence (possibly reshaped,
+  ``reset_index``-ed, sorted, selected or rounded);
+* ``unverified``: aggregated-looking (numbers only) but with no evidence: integer
+  cells are taken as counts and checked, anything else is marked unverified;
+* ``row-level``: microdata (text, dates or booleans in the body, or rows of a frame
+  that was the source of an aggregation): shown with a banner, never exportable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .flatten import Flat, flatten, numeric
+from .registry import CellEvidence, Match, Registry
+
+
+@dataclass
+class Resolved:
+    """A displayed object reduced to cells, with their evidence when known."""
+
+    kind: str  # "table" | "unverified" | "row-level" | "empty"
+    frame: pd.DataFrame | pd.Series  # what is rendered (a Styler's data; reset_index form kept)
+    flat: Flat | None
+    match: Match | None = None
+    evidence: CellEvidence | None = None
+    notes: list[str] = field(default_factory=list)
+    cell_rows: np.ndarray | None = None  # display row of each flat cell (after set_index)
+    cell_cols: np.ndarray | None = None  # display column of each flat cell
+
+
+def unwrap(obj: object) -> tuple[pd.DataFrame | pd.Series, list[str]]:
+    """The pandas object behind a display (a Styler shows its data)."""
+    notes: list[str] = []
+    if isinstance(obj, pd.DataFrame | pd.Series):
+        return obj, notes
+    data = getattr(obj, "data", None)
+    if isinstance(data, pd.DataFrame | pd.Series):
+        notes.append("styling was not applied to the checked table")
+        return data, notes
+    raise TypeError(f"cannot check a {type(obj).__name__}")
+
+
+def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
+    """Match a displayed object to its evidence, or classify it."""
+    if obj.size == 0:
+        return Resolved("empty", obj, flatten(obj) if _flattenable(obj) else None)
+    flat = flatten(obj)
+    match = registry.match(flat, obj)
+    if match is not None:
+        return _resolved_table(obj, flat, match)
+    # reset_index() of a captured table: dimension columns back into the index
+    if isinstance(obj, pd.DataFrame):
+        for entry in registry.entries():
+            dims = [c for c in obj.columns if str(c) in entry.dims]
+            if dims and len(dims) == len(entry.dims) and len(dims) < obj.shape[1]:
+                try:
+                    indexed = obj.set_index(dims)
+                except (KeyError, ValueError, TypeError):
+                    continue
+                inner = flatten(indexed)
+                match = registry.match(inner, None)
+                if match is not None:
+                    res = _resolved_table(indexed, inner, match)
+                    res.frame = obj
+                    value_cols = [i for i, c in enumerate(obj.columns) if c not in dims]
+                    res.cell_rows = inner.row_pos
+                    res.cell_cols = np.asarray(value_cols)[inner.col_pos]
+                    return res
+    if _looks_row_level(obj, registry):
+        return Resolved("row-level", obj, flat)
+    return Resolved("unverified", obj, flat)
+
+
+def _flattenable(obj: pd.DataFrame | pd.Series) -> bool:
+    try:
+        flatten(obj)
+        return True
+    except ValueError:
+        return False
+
+
+def _resolved_table(obj: pd.DataFrame | pd.Series, flat: Flat, match: Match) -> Resolved:
+    evidence = match.entry.evidence.take(match.positions)
+    res = Resolved("table", obj, flat, match=match, evidence=evidence, notes=list(match.entry.notes))
+    res.cell_rows = flat.row_pos
+    res.cell_cols = flat.col_pos
+    return res
+
+
+def _looks_row_level(obj: pd.DataFrame | pd.Series, registry: Registry) -> bool:
+    frame = obj.to_frame() if isinstance(obj, pd.Series) else obj
+    for dtype in frame.dtypes:
+        if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
+            return True
+    # rows of a frame that was the source of a captured aggregation
+    for entry in registry.entries()[:32]:
+        source = getattr(entry.source, "frame", None)
+        if isinstance(source, pd.DataFrame) and source is not obj:
+            if set(map(str, frame.columns)) <= set(map(str, source.columns)) and len(frame) <= len(source):
+                try:
+                    if frame.index.isin(source.index).all() and isinstance(source.index, pd.RangeIndex):
+                        return True
+                except TypeError:
+                    continue
+    return numeric(np.asarray(frame.to_numpy(dtype=object)).reshape(-1)) is None
