@@ -289,7 +289,11 @@ def apply_settings(base: Rules, settings: Mapping[str, Any]) -> Rules:
             raise RulesError(f"unknown rule {raw_key!r}; known rules: {', '.join(sorted(_FIELDS))}")
         value = parse_value(key, raw_value)
         if key == "zeros" and value not in ZERO_POLICIES:
-            # a list of structural zeros: suppress every other empty cell
+            # a list of structural zeros ("M/Pregnancy;F/Prostate"): suppress every other empty cell
+            if "/" not in str(value):
+                raise RulesError(
+                    f"zeros must be allow, suppress or a list of structural zeros such as "
+                    f"'M/Pregnancy;F/Prostate' (use structural_zeros= for one-way tables), got {value!r}")
             changes["structural_zeros"] = parse_value("structural_zeros", value)
             value = "suppress"
         changes[key] = value
