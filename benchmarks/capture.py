@@ -145,7 +145,7 @@ class Bench:
 # --------------------------------------------------------------------------- sections
 def aggregation_ops(df: pd.DataFrame) -> list[tuple[str, str, Callable[[], Any], str | None]]:
     """(name, kind, call, unit rule) for every timed aggregation."""
-    k1, k2, k3 = KEYS
+    k1, k2, _ = KEYS
     return [
         ("groupby(k1,k2,k3).size()", "count", lambda: df.groupby(KEYS).size(), None),
         ("groupby(k1,k2,k3)['v'].mean()", "magnitude", lambda: df.groupby(KEYS)["v"].mean(), None),
@@ -345,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     run_nonpandas(bench, repeats)
     print_table(bench.rows)
     missed = [r for r in bench.rows if r.ok is False]
+    sys.stderr.flush()
     print(f"\n{len(missed)} target(s) missed; total {time.perf_counter() - t_start:.0f} s. "
           "Display rows: 'plain' = IPython's DisplayFormatter on the bare table (pandas text+HTML), "
           "'with ext' = Session.bundle (check + render).")
