@@ -1,5 +1,9 @@
-"""Command line: ``sdc-magic run NOTEBOOK... --out DIR`` executes notebooks headless
-and prints what was cleared, hidden or blocked in each output."""
+"""Command line.
+
+``sdc-magic run NOTEBOOK... --out DIR``: execute notebooks headless and print what was
+cleared, hidden or blocked in each output.
+``sdc-magic redact IN.ipynb OUT.ipynb``: a copy keeping only cleared outputs.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +18,20 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="execute notebooks headless and summarise their outputs")
     run.add_argument("notebooks", nargs="+", type=Path)
     run.add_argument("--out", type=Path, default=Path("build/demo"))
+    redact = sub.add_parser("redact", help="copy a notebook keeping only cleared outputs")
+    redact.add_argument("source", type=Path)
+    redact.add_argument("target", type=Path)
     args = parser.parse_args(argv)
     if args.command == "run":
         return _run(args.notebooks, args.out)
+    if args.command == "redact":
+        from .redact import redact_file
+
+        report = redact_file(str(args.source), str(args.target))
+        why = ", ".join(f"{n} {r}" for r, n in sorted(report.reasons.items()))
+        print(f"{args.target}: kept {report.kept} output(s), removed {report.removed}" + (f" ({why})" if why else "")
+              + ("; saved widget state dropped" if report.widget_state_dropped else ""))
+        return 0
     return 2
 
 
