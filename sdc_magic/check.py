@@ -50,6 +50,7 @@ class Checked:
     rules: Rules | None = None
     call: str | None = None
     method: str | None = None
+    entry: Any = None  # the captured Entry the table was matched to (source for suggestions)
     rounded: int | None = None
 
     @property
@@ -159,8 +160,10 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     if assessment.review.any() or any("not found" in n for n in notes):
         if status == "pass" or status == "suppressed":
             status = "review"
-    return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
-                   call=entry.call, method=method)
+    checked = _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
+                      call=entry.call, method=method)
+    checked.entry = entry
+    return checked
 
 
 def _finish(resolved: Resolved, rules: Rules, shape: tuple[int, int], status: str, hidden: np.ndarray,
@@ -233,6 +236,9 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
 
 # ------------------------------------------------------------------ secondary protection
 def _load_protector(protector: Any) -> Any:
+    """The protection function: the one given, none (``False``: primary cells only), or ours."""
+    if protector is False:
+        return None
     if protector is not None:
         return protector
     try:
@@ -301,7 +307,9 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         value = ev.total[inner]
     else:
         value = ev.value[inner]
-    cells = pd.DataFrame({d: entry.flat.dims[d][inner] for d in dims})
+    # internal column names: a dimension may be called "status" or "value" like the engine's own columns
+    internal = [f"_dim{i}" for i in range(len(dims))]
+    cells = pd.DataFrame({c: entry.flat.dims[d][inner] for c, d in zip(internal, dims, strict=True)})
     cells["value"] = np.nan_to_num(np.asarray(value, dtype=float), nan=0.0)
     cells["units"] = ev.units[inner]
     cells["primary"] = primary_all[inner]
@@ -311,12 +319,12 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         cells[name] = np.nan_to_num(ev.top[inner, j], nan=0.0)
         top_cols.append(name)
     magnitude = bool(stat & {"sum", "mean"})
-    result = protect(cells, dims=dims, value="value", units="units", top=top_cols if magnitude else None,
+    result = protect(cells, dims=internal, value="value", units="units", top=top_cols if magnitude else None,
                      rules=rules, primary="primary")
     out = result.cells
     hidden_inner = out["status"].isin(["primary", "secondary"]).to_numpy()
-    key_out = pd.MultiIndex.from_arrays([out[d].astype(object).to_numpy() for d in dims]) if len(dims) > 1 \
-        else pd.Index(out[dims[0]].astype(object).to_numpy(), dtype=object)
+    key_out = pd.MultiIndex.from_arrays([out[c].astype(object).to_numpy() for c in internal]) if len(dims) > 1 \
+        else pd.Index(out[internal[0]].astype(object).to_numpy(), dtype=object)
     # map every cell of the measure (inner and margins) onto the protected table
     label = entry.margin_label
     arrays = []

@@ -60,8 +60,18 @@ def load(ip: Any) -> None:
         from IPython.display import display
 
         count = getattr(ip, "execution_count", None)
-        data, metadata = sess.bundle(obj, execution_count=count)
-        display(data, raw=True, metadata=metadata)
+        published = sess.publish(obj, execution_count=count)
+        data = dict(published.data)
+        if published.checked is not None and published.checked.hidden_count and _widgets_available(ip):
+            try:
+                view = _widget_for(ip, sess, published)
+                data["application/vnd.jupyter.widget-view+json"] = {
+                    "model_id": view.model_id, "version_major": 2, "version_minor": 0}
+            except Exception:  # the widget is an extra: the protected table is already in the bundle
+                import traceback
+
+                sess.last_error = traceback.format_exc()
+        display(data, raw=True, metadata=published.metadata)
 
     def plain_printer(obj: Any, p: Any, cycle: bool) -> None:
         p.text(sess.plain(obj))
@@ -103,6 +113,46 @@ def unload(ip: Any) -> None:
     if _session is not None:
         _session.capture.uninstall()
     _installed.clear()
+
+
+def _widgets_available(ip: Any) -> bool:
+    """Widgets need a kernel with comms (not a terminal IPython)."""
+    return getattr(ip, "kernel", None) is not None
+
+
+def _name_of(ip: Any) -> Any:
+    """The user's variable name for a frame (by identity, else a frame with the same columns)."""
+
+    def name_of(frame: pd.DataFrame, keys: list[Any]) -> str | None:
+        fallback = None
+        for name, value in list(ip.user_ns.items()):
+            if name.startswith("_") or not isinstance(value, pd.DataFrame):
+                continue
+            if value is frame:
+                return name
+            if fallback is None and all(k in value.columns for k in keys) and value.index.equals(frame.index):
+                fallback = name
+        return fallback
+
+    return name_of
+
+
+def _widget_for(ip: Any, sess: Session, published: Any) -> Any:
+    from .widget import build
+
+    checked = published.checked
+    found, suggester = sess.suggestions(checked, name_of=_name_of(ip))
+
+    def on_use(code: str) -> None:
+        ip.set_next_input(code, replace=False)
+
+    def on_exception(reason: str) -> None:
+        sess.request_exception(published.id, reason)
+
+    def on_more() -> Any:
+        return suggester.more(found, budget=2.0) if suggester is not None else None
+
+    return build(checked, published.id, found, on_use, on_exception, on_more)
 
 
 def _nothing(obj: Any, *args: Any) -> None:

@@ -37,6 +37,18 @@ class OutputRecord:
     digest: str
     execution_count: int | None
     reasons: dict[str, int] = field(default_factory=dict)
+    exception: str | None = None
+    comments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Published:
+    """What one display publishes: the bundle, its metadata, and the decision behind it."""
+
+    id: str
+    data: dict[str, str]
+    metadata: dict[str, Any]
+    checked: Checked | None
 
 
 class Session:
@@ -65,27 +77,39 @@ class Session:
         return self.rules
 
     # ------------------------------------------------------------ checking
-    def check(self, obj: Any) -> Checked:
-        """Check a table without displaying it (the Python API)."""
-        return check(obj, self.registry, self.rules, self.protector)
+    def check(self, obj: Any, protect: bool = True) -> Checked:
+        """Check a table without displaying it (the Python API).
+
+        ``protect=False`` applies the primary rules only (fast; used to screen candidate
+        tables, whose status is then ``blocked`` whenever a cell is primary).
+        """
+        return check(obj, self.registry, self.rules, self.protector if protect else False)
 
     def bundle(self, obj: Any, execution_count: int | None = None, record: bool = True
                ) -> tuple[dict[str, str], dict[str, Any]]:
-        """The mime bundle and metadata to publish for ``obj``; fails closed.
+        """The mime bundle and metadata to publish for ``obj``; fails closed."""
+        published = self.publish(obj, execution_count, record)
+        return published.data, published.metadata
 
-        Any exception while checking or rendering gives a withheld placeholder; the
-        traceback is kept for ``%sdc debug`` and never shown in the output.
+    def publish(self, obj: Any, execution_count: int | None = None, record: bool = True) -> Published:
+        """Check and render ``obj``; any exception gives a withheld placeholder.
+
+        The traceback is kept for ``%sdc debug`` and never shown in the output (an error
+        message can quote data).
         """
         out_id = f"out-{next(self._ids)}" if record else "out-nested"
+        checked: Checked | None = None
         try:
             checked = self.check(obj)
             text = render_plain(checked)
             page = render_html(checked)
             meta = self._metadata(out_id, checked, text, page)
         except KeyboardInterrupt:
+            checked = None
             text, page = render_placeholder("checking was interrupted")
             meta = self._failure_metadata(out_id, "interrupted", text, page)
         except Exception as exc:  # fail closed
+            checked = None
             self.last_error = traceback.format_exc()
             text, page = render_placeholder(f"checking failed ({type(exc).__name__})")
             meta = self._failure_metadata(out_id, f"checking failed ({type(exc).__name__})", text, page)
@@ -94,7 +118,62 @@ class Session:
                 id=out_id, status=meta["status"], kind=meta.get("kind", "error"), hidden=meta.get("hidden", 0),
                 cells=meta.get("cells", 0), call=meta.get("call"), digest=meta["digest"],
                 execution_count=execution_count, reasons=meta.get("rules_hit", {})))
-        return {"text/plain": text, "text/html": page}, {"sdc_magic": meta}
+        return Published(out_id, {"text/plain": text, "text/html": page}, {"sdc_magic": meta}, checked)
+
+    def output(self, out_id: str) -> OutputRecord:
+        for record in self.outputs:
+            if record.id == out_id:
+                return record
+        raise KeyError(f"no output {out_id!r} in this session (see %sdc status)")
+
+    def request_exception(self, out_id: str, reason: str) -> OutputRecord:
+        """Record the analyst's reason to release an output as it is: status becomes review."""
+        record = self.output(out_id)
+        record.exception = reason
+        if record.status != "blocked" or record.kind == "table":
+            record.status = "review"
+        return record
+
+    def suggestions(self, checked: Checked, name_of: Any = None, budget: float = 0.2) -> tuple[Any, Any]:
+        """Better answers for a checked table (see :mod:`sdc_magic.suggest`), or (None, None)."""
+        from collections import Counter
+
+        from .suggest import Suggester, answer
+
+        entry = checked.entry
+        source = getattr(entry, "source", None)
+        frame = getattr(source, "frame", None)
+        if entry is None or frame is None or not getattr(source, "keys", None):
+            return None, None
+        pairs = Counter(zip(entry.evidence.var.tolist(), entry.evidence.stat.tolist(), strict=True))
+        (var, stat), _ = pairs.most_common(1)[0]
+        if stat in ("count", "size", "proportion", "percent", "nunique"):
+            var, stat = None, "size"
+        if stat not in ("size", "sum", "mean", "median", "min", "max", "std", "var", "count"):
+            return None, None
+        name = (name_of(frame, source.keys) if name_of else None) or "df"
+        suggester = Suggester(frame, [str(k) for k in source.keys], var, stat, self.rules, self.check, name=name,
+                              capturing=self.capturing)
+        found = suggester.run(budget=budget)
+        found.answer = answer(f"{entry.call} by {' × '.join(map(str, source.keys))}", checked, found.items)
+        return found, suggester
+
+    def capturing(self) -> Any:
+        """Context manager: evidence capture on for the duration (suggestions need it)."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def _on() -> Any:
+            if self.capture.installed:
+                yield
+                return
+            self.capture.install()
+            try:
+                yield
+            finally:
+                self.capture.uninstall()
+
+        return _on()
 
     def plain(self, obj: Any) -> str:
         """text/plain of the protected version (for tables inside lists, tuples, dicts)."""

@@ -1,0 +1,470 @@
+"""Better answers first: coarser groupings, merged categories, rates and a written reply.
+
+Suppression is the last resort (seed lesson, "What to do instead of publishing the
+cell"; INSEE course, "recoding"). For a displayed table with hidden cells, this module
+computes — on the analyst's own microdata — the tables they could publish instead, each
+already run through the rules and the protection engine, each with the pandas code that
+produces it, written against the analyst's own variable name.
+
+* **Drop dimensions**: every coarser grouping, finest first; the finest ones that publish
+  with nothing hidden are offered.
+* **Merge categories**: for ordered dimensions (ordered categoricals, numbers, bands such
+  as ``0-11``/``12-17``, dates) the fewest merges of *adjacent* categories that leave no
+  primary cell, found by dynamic programming over the order; for nominal dimensions the
+  smallest categories are folded into an ``Other`` group that itself passes. Where the
+  dimension was cut from a numeric column still in the frame (``age`` → ``age_band``),
+  new cut points are proposed.
+* **Report a rate**: for a two-valued outcome, the rate over a grouping whose
+  denominators, numerators and complements all pass the rules.
+* **Answer the question**: a short markdown reply in the spirit of the lesson's refusal.
+
+A merged table is a new set of partial sums of the original cells; it is audited
+together with the original table (an attacker holds both) before it is offered.
+
+The search stops when its time budget is spent (``budget`` seconds, 0.2 by default)
+and says so; ``more()`` continues it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .check import Checked
+from .config import Rules
+
+DEFAULT_BUDGET = 0.2
+BAND = re.compile(r"^\s*(<|>|<=|>=|under |over )?\s*(\d+(?:\.\d+)?)\s*(?:(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(\+)?\s*$")
+
+
+@dataclass
+class Suggestion:
+    """One better answer: what it is, the code that makes it, and its checked result."""
+
+    kind: str  # "drop" | "merge" | "cut" | "other" | "rate"
+    title: str
+    code: str
+    hidden: int
+    cells: int
+    checked: Checked | None = None
+    detail: str = ""
+    recoding: dict[str, list[str]] | None = None
+    score: float = 0.0
+
+    @property
+    def publishes_cleanly(self) -> bool:
+        return self.hidden == 0 and (self.checked is None or self.checked.status == "pass")
+
+
+@dataclass
+class Suggestions:
+    """The better answers found so far for one table."""
+
+    items: list[Suggestion] = field(default_factory=list)
+    explored: list[Suggestion] = field(default_factory=list)  # every candidate, clean or not
+    exhausted: bool = True
+    seconds: float = 0.0
+    answer: str = ""
+    _pending: Iterator[Callable[[], Suggestion | None]] | None = None
+
+    def offered(self) -> list[Suggestion]:
+        return self.items
+
+
+# ------------------------------------------------------------------ helpers
+def _ordered_labels(labels: list[Any], dtype: Any = None) -> list[Any] | None:
+    """The labels in their natural order, or None if the dimension is nominal."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return list(dtype.categories) if dtype.ordered else None
+    if all(isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool) for x in labels):
+        return sorted(labels)
+    if all(isinstance(x, pd.Timestamp | pd.Period) for x in labels):
+        return sorted(labels)
+    keys = []
+    for x in labels:
+        m = BAND.match(str(x))
+        if not m:
+            return None
+        prefix, low, _high, plus = m.groups()
+        value = float(low)
+        if prefix and prefix.strip() in ("<", "<=", "under"):
+            value -= 0.5
+        if (prefix and prefix.strip() in (">", ">=", "over")) or plus:
+            value += 0.5
+        keys.append(value)
+    if len(set(keys)) != len(keys):
+        return None
+    return [x for _, x in sorted(zip(keys, labels, strict=True), key=lambda kv: kv[0])]
+
+
+def _bounds(label: Any) -> tuple[float, float] | None:
+    """Numeric range of a band label: "<25" → (-inf, 25), "25-30" → (25, 30), "60+" → (60, inf)."""
+    m = BAND.match(str(label))
+    if not m:
+        return None
+    prefix, low, high, plus = m.groups()
+    p = (prefix or "").strip()
+    if p in ("<", "<=", "under"):
+        return (-np.inf, float(low))
+    if p in (">", ">=", "over") or plus:
+        return (float(low), np.inf)
+    return (float(low), float(high) if high else float(low))
+
+
+def _band_name(group: list[Any]) -> str:
+    """Name of merged adjacent bands: "<25" + "25-30" → "<30"; "0-11" + "12-17" → "0-17"."""
+    if len(group) == 1:
+        return str(group[0])
+    lo, hi = _bounds(group[0]), _bounds(group[-1])
+    if lo is None or hi is None:
+        return f"{group[0]}…{group[-1]}"
+    if np.isinf(lo[0]):
+        return f"<{_num(hi[1])}" if not np.isinf(hi[1]) else "all"
+    if np.isinf(hi[1]):
+        return f"{_num(lo[0])}+"
+    return f"{_num(lo[0])}-{_num(hi[1])}"
+
+
+def _valid_counts(counts: np.ndarray, rules: Rules) -> bool:
+    """No cell of a merged group is primary by frequency (zeros per the rules)."""
+    small = (counts > 0) & (counts < rules.threshold)
+    if rules.zeros == "suppress":
+        small |= counts == 0
+    return not bool(small.any())
+
+
+def merge_adjacent(counts: np.ndarray, rules: Rules) -> list[list[int]] | None:
+    """Fewest merges of adjacent categories so that every merged cell passes.
+
+    ``counts`` is (categories, other cells). Dynamic programming over the order:
+    ``best[j]`` = the largest number of groups covering categories ``0..j-1``.
+    Returns the groups (lists of category positions), or None if even one group fails.
+    """
+    m = counts.shape[0]
+    prefix = np.vstack([np.zeros((1, counts.shape[1])), np.cumsum(counts, axis=0)])
+    best = np.full(m + 1, -1)
+    back = np.zeros(m + 1, dtype=int)
+    best[0] = 0
+    for j in range(1, m + 1):
+        for i in range(j - 1, -1, -1):
+            if best[i] < 0:
+                continue
+            if _valid_counts(prefix[j] - prefix[i], rules) and best[i] + 1 > best[j]:
+                best[j] = best[i] + 1
+                back[j] = i
+    if best[m] < 0:
+        return None
+    groups = []
+    j = m
+    while j > 0:
+        i = back[j]
+        groups.append(list(range(i, j)))
+        j = i
+    return groups[::-1]
+
+
+def fold_smallest(counts: np.ndarray, order: list[int], rules: Rules) -> list[int] | None:
+    """Fold the smallest categories into one "Other" group until everything passes."""
+    totals = counts.sum(axis=1)
+    by_size = sorted(order, key=lambda i: (totals[i], i))
+    folded: list[int] = []
+    for i in by_size:
+        kept = [k for k in order if k not in folded]
+        other = counts[folded].sum(axis=0) if folded else None
+        if all(_valid_counts(counts[k], rules) for k in kept) and (other is None or _valid_counts(other, rules)):
+            return folded
+        folded.append(i)
+        if len(folded) == len(order):
+            break
+    return None
+
+
+# ------------------------------------------------------------------ the search
+class Suggester:
+    """Search for better answers to one captured table (see module docstring)."""
+
+    def __init__(self, frame: pd.DataFrame, keys: list[str], var: Any, stat: str, rules: Rules,
+                 check: Callable[[Any], Checked], name: str = "df", capturing: Callable[[], Any] | None = None):
+        self.frame = frame
+        self.keys = [k for k in keys if k in frame.columns]
+        self.var = var
+        self.stat = stat
+        self.rules = rules
+        self.check = check
+        self.name = name
+        self.capturing = capturing
+
+    # -- code and tables
+    def _agg_code(self, frame_expr: str, keys: list[str]) -> str:
+        by = keys[0] if len(keys) == 1 else keys
+        base = f"{frame_expr}.groupby({by!r}, observed=True)"
+        if self.stat in ("size", "count", "proportion", "percent", "nunique") or self.var is None:
+            code = f"{base}.size()"
+        else:
+            code = f"{base}[{self.var!r}].{self.stat}()"
+        return code + (".unstack()" if len(keys) >= 2 else "")
+
+    def _run(self, frame: pd.DataFrame, keys: list[str]) -> Any:
+        grouped = frame.groupby(keys[0] if len(keys) == 1 else keys, observed=True)
+        if self.stat in ("size", "count", "proportion", "percent", "nunique") or self.var is None:
+            table = grouped.size()
+        else:
+            table = getattr(grouped[self.var], self.stat)()
+        return table.unstack() if len(keys) >= 2 else table
+
+    def _evaluate(self, kind: str, title: str, code: str, frame: pd.DataFrame, keys: list[str], **extra: Any
+                  ) -> Suggestion:
+        """Compute the candidate table and screen it with the primary rules.
+
+        A candidate with no primary cell needs no secondary suppression: it publishes as
+        it is. For the others the count of primary cells is a lower bound of what would be
+        hidden; the (slower) protection engine is not run for them.
+        """
+        if self.capturing is not None:
+            with self.capturing():
+                table = self._run(frame, keys)
+                checked = self.check(table, protect=False)
+        else:
+            table = self._run(frame, keys)
+            checked = self.check(table, protect=False)
+        return Suggestion(kind=kind, title=title, code=code, hidden=checked.hidden_count,
+                          cells=int(checked.hidden.size), checked=checked, **extra)
+
+    # -- candidates
+    def candidates(self) -> Iterator[Callable[[], Suggestion | None]]:
+        keys = self.keys
+        for size in range(len(keys) - 1, 0, -1):
+            for subset in itertools.combinations(keys, size):
+                yield lambda subset=list(subset): self._drop(subset)
+        for key in keys:
+            yield lambda key=key: self._merge(key)
+        for key in keys:
+            yield lambda key=key: self._cut(key)
+
+    def _drop(self, subset: list[str]) -> Suggestion:
+        dropped = [k for k in self.keys if k not in subset]
+        title = " × ".join(subset) + f" (without {', '.join(dropped)})"
+        return self._evaluate("drop", title, self._agg_code(self.name, subset), self.frame, subset,
+                              detail=f"drops {', '.join(dropped)}")
+
+    def _category_counts(self, key: str) -> tuple[list[Any], np.ndarray]:
+        others = [k for k in self.keys if k != key]
+        grouped = self.frame.groupby([key, *others], observed=True, dropna=True).size()
+        table = grouped.unstack(others) if others else grouped.to_frame()
+        table = table.fillna(0)
+        return list(table.index), table.to_numpy(dtype=float)
+
+    def _merge(self, key: str) -> Suggestion | None:
+        labels, counts = self._category_counts(key)
+        if len(labels) < 2:
+            return None
+        ordered = _ordered_labels(labels, self.frame[key].dtype)
+        if ordered is not None:
+            pos = [labels.index(x) for x in ordered]
+            groups = merge_adjacent(counts[pos], self.rules)
+            if groups is None or len(groups) == len(labels) or len(groups) < 2:
+                return None
+            mapping = {}
+            recoding: dict[str, list[str]] = {}
+            for g in groups:
+                members = [ordered[i] for i in g]
+                new = _band_name(members)
+                recoding[new] = [str(m) for m in members]
+                for mbr in members:
+                    if len(members) > 1:
+                        mapping[mbr] = new
+            kind, what = "merge", f"merge adjacent {key} categories"
+        else:
+            order = list(range(len(labels)))
+            folded = fold_smallest(counts, order, self.rules)
+            if not folded or len(folded) < 2 or len(folded) == len(labels):
+                return None
+            mapping = {labels[i]: "Other" for i in folded}
+            recoding = {"Other": [str(labels[i]) for i in folded]}
+            kind, what = "other", f"fold the smallest {key} categories into Other"
+        recoded = self.frame.assign(**{key: self.frame[key].astype(object).replace(mapping)})
+        code = (f"recoded = {self.name}.assign({key}={self.name}[{key!r}].astype(object).replace({mapping!r}))\n"
+                + self._agg_code("recoded", self.keys))
+        title = f"{what}: " + "; ".join(f"{new} = {' + '.join(old)}" for new, old in recoding.items() if len(old) > 1)
+        return self._evaluate(kind, title, code, recoded, self.keys, recoding=recoding)
+
+    def _numeric_source(self, key: str) -> str | None:
+        """A numeric column the banded dimension was cut from (every band a disjoint range)."""
+        bands = self.frame[key]
+        for col in self.frame.columns:
+            if col == key or col in self.keys:
+                continue
+            series = self.frame[col]
+            if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+                continue
+            ranges = series.groupby(bands, observed=True).agg(["min", "max"]).dropna()
+            if len(ranges) < 2 or ranges.index.nunique() != bands.nunique(dropna=True):
+                continue
+            ranges = ranges.sort_values("min")
+            if (ranges["min"].to_numpy()[1:] > ranges["max"].to_numpy()[:-1]).all():
+                return str(col)
+        return None
+
+    def _cut(self, key: str) -> Suggestion | None:
+        source = self._numeric_source(key)
+        if source is None:
+            return None
+        others = [k for k in self.keys if k != key]
+        values = self.frame[source]
+        grouped = self.frame.groupby([values, *[self.frame[o] for o in others]], observed=True).size()
+        table = (grouped.unstack(others) if others else grouped.to_frame()).fillna(0).sort_index()
+        groups = merge_adjacent(table.to_numpy(dtype=float), self.rules)
+        if groups is None or len(groups) < 2:
+            return None
+        points = [table.index[g[0]] for g in groups[1:]]
+        edges = [-np.inf, *points, np.inf]
+        names = []
+        for lo, hi in itertools.pairwise(edges):
+            if np.isinf(lo):
+                names.append(f"<{_num(hi)}")
+            elif np.isinf(hi):
+                names.append(f"{_num(lo)}+")
+            else:
+                names.append(f"{_num(lo)}-{_num(hi)}")
+        cut = pd.cut(values, bins=edges, right=False, labels=names)
+        recoded = self.frame.assign(**{key: cut})
+        points_text = ", ".join(_num(p) for p in points)
+        code = (f"recoded = {self.name}.assign({key}=pd.cut({self.name}[{source!r}], "
+                f"bins=[-float('inf'), {points_text}, float('inf')], right=False, labels={names!r}))\n"
+                + self._agg_code("recoded", self.keys))
+        return self._evaluate("cut", f"new {key} cut points on {source}: {points_text}", code, recoded, self.keys,
+                              recoding={n: [n] for n in names})
+
+    # -- rates
+    def rates(self, limit: int = 3) -> list[Suggestion]:
+        """Rates of two-valued outcomes on denominators that pass the rules, largest gaps first."""
+        frame = self.frame
+        flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c].dtype)]
+        groupings = [k for k in self.keys if frame[k].nunique(dropna=True) <= 12]
+        groupings += [c for c in flags if c not in groupings]
+        found: list[Suggestion] = []
+        for outcome in flags:
+            y = frame[outcome].to_numpy(dtype=bool)
+            # the natural denominator: the broadest flag the outcome implies (e.g. consent
+            # for completion), so the rate reads "among consenting cases"
+            implied = [f for f in flags if f != outcome and not bool(frame[f].all())
+                       and not (y & ~frame[f].to_numpy(dtype=bool)).any()]
+            population = max(implied, key=lambda f: (int(frame[f].sum()), f)) if implied else None
+            sub = frame[frame[population]] if population else frame
+            for group in groupings:
+                if group in (outcome, population):
+                    continue
+                num = sub.groupby(group, observed=True)[outcome].sum()
+                den = sub.groupby(group, observed=True).size()
+                if len(den) < 2:
+                    continue
+                parts = np.concatenate([num.to_numpy(float), den.to_numpy(float), (den - num).to_numpy(float)])
+                if (parts < self.rules.threshold).any():
+                    continue  # a small (or empty) numerator, denominator or complement
+                rate = num / den
+                gap = float(rate.max() - rate.min())
+                frame_expr = f"{self.name}[{self.name}[{population!r}]]" if population else self.name
+                code = f"{frame_expr}.groupby({group!r})[{outcome!r}].agg(['sum', 'count', 'mean'])"
+                among = f" among {population}" if population else ""
+                words = "; ".join(f"{_pct(rate[g])} of {int(den[g]):,} with {group} = {g}" for g in den.index)
+                # outcomes with a natural denominator (a process: completion among consenting)
+                # rank before plain attributes; then the largest gap between groups
+                found.append(Suggestion(kind="rate", title=f"rate of {outcome}{among} by {group}", code=code,
+                                        hidden=0, cells=len(den) * 3, detail=words,
+                                        score=gap + (1.0 if population else 0.0)))
+        found.sort(key=lambda s: (-s.score, s.title))
+        return found[:limit]
+
+    # -- driver
+    def run(self, budget: float = DEFAULT_BUDGET) -> Suggestions:
+        out = Suggestions()
+        out._pending = iter(self.candidates())
+        self._continue(out, budget)
+        if self.frame is not None:
+            started = time.perf_counter()
+            out.items.extend(self.rates())
+            out.seconds += time.perf_counter() - started
+        return out
+
+    def _continue(self, out: Suggestions, budget: float) -> None:
+        started = time.perf_counter()
+        assert out._pending is not None
+        out.exhausted = False
+        for make in out._pending:
+            item = make()
+            if item is not None:
+                out.explored.append(item)
+            if time.perf_counter() - started > budget:
+                break
+        else:
+            out.exhausted = True
+        out.seconds += time.perf_counter() - started
+        self._select(out)
+
+    def more(self, out: Suggestions, budget: float = 1.0) -> Suggestions:
+        """Continue a search that stopped at its budget."""
+        if not out.exhausted:
+            self._continue(out, budget)
+        return out
+
+    def _select(self, out: Suggestions) -> None:
+        rates = [s for s in out.items if s.kind == "rate"]
+        clean = [s for s in out.explored if s.publishes_cleanly]
+        drops = [s for s in clean if s.kind == "drop"]
+        # the finest clean groupings: no clean grouping strictly finer than them
+        kept = []
+        for s in drops:
+            dims = set(s.title.split(" (")[0].split(" × "))
+            finer = [t for t in drops if t is not s and dims < set(t.title.split(" (")[0].split(" × "))]
+            if not finer:
+                kept.append(s)
+        recodes = [s for s in clean if s.kind != "drop"]
+        out.items = recodes + kept + rates
+
+
+def _num(x: Any) -> str:
+    return f"{float(x):g}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * float(x):.1f} %"
+
+
+def answer(table_name: str, checked: Checked, items: list[Suggestion]) -> str:
+    """A short, editable reply (markdown) in the spirit of the lesson's refusal."""
+    hidden = checked.hidden_count
+    why = checked.reason_summary()
+    reasons = []
+    if "threshold" in why and checked.rules is not None:
+        reasons.append(f"{why['threshold']} cells hold fewer than {checked.rules.threshold} people")
+    if "dominance" in why or "p_percent" in why:
+        reasons.append("some cells are dominated by one or two contributors")
+    if "extreme" in why:
+        reasons.append("minimum and maximum values are single people's values")
+    if "secondary" in why:
+        reasons.append(f"{why['secondary']} further cells would let those be recovered by subtraction")
+    lines = [
+        f"**Request:** {table_name}",
+        "",
+        "**Response:** not releasable as requested.",
+        "",
+        f"At this level of detail {hidden} of {checked.hidden.size} cells cannot be published: "
+        + ("; ".join(reasons) if reasons else "they would identify individuals") + ". "
+        "A count that small identifies people to anyone who works in the area.",
+        "",
+        "What I can provide instead:",
+    ]
+    for s in items[:3]:
+        lines.append(f"- {s.title}" + (f" ({s.detail})" if s.detail and s.kind == "rate" else ", nothing hidden"))
+    if not items:
+        lines.append("- the same figures at a coarser level of detail")
+    lines += ["", "What decision does this feed? If you tell me, I can answer that question directly — "
+              "it is often one number on a large denominator."]
+    return "\n".join(lines)
