@@ -51,6 +51,7 @@ class Checked:
     call: str | None = None
     method: str | None = None
     entry: Any = None  # the captured Entry the table was matched to (source for suggestions)
+    models: list[dict[str, Any]] = field(default_factory=list)  # protection models, for certificates
     rounded: int | None = None
 
     @property
@@ -63,6 +64,18 @@ class Checked:
             for rule in {r.rule for r in reasons}:
                 out[rule] = out.get(rule, 0) + 1
         return out
+
+
+@dataclass
+class Outcome:
+    """Secondary protection of one table, mapped onto the displayed cells."""
+
+    secondary: np.ndarray
+    intervals: dict[int, tuple[float, float]]
+    ok: bool
+    method: str | None
+    message: str | None
+    models: list[dict[str, Any]] = field(default_factory=list)  # per measure: dims and every modelled cell
 
 
 def check(obj: Any, registry: Any, rules: Rules, protector: Any = None) -> Checked:
@@ -140,13 +153,16 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     intervals: dict[int, tuple[float, float]] = {}
     status = "pass"
     method = None
+    models: list[dict[str, Any]] = []
     if primary.any():
         outcome = _protect_entry(entry, resolved, primary, rules, protector)
         if outcome is None:
             status = "blocked"
             notes.append(NOT_PROTECTED_YET)
         else:
-            secondary, intervals, ok, method, message = outcome
+            secondary, intervals, ok, method, message = (outcome.secondary, outcome.intervals, outcome.ok,
+                                                         outcome.method, outcome.message)
+            models = outcome.models
             hidden |= secondary
             if ok:
                 status = "suppressed"
@@ -163,6 +179,7 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     checked = _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                       call=entry.call, method=method)
     checked.entry = entry
+    checked.models = models
     return checked
 
 
@@ -216,7 +233,8 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
             status = "blocked"
             notes.append(NOT_PROTECTED_YET)
         else:
-            secondary, intervals, ok, method, message = outcome
+            secondary, intervals, ok, method, message = (outcome.secondary, outcome.intervals, outcome.ok,
+                                                         outcome.method, outcome.message)
             hidden |= secondary
             if not ok:
                 status = "blocked"
@@ -249,7 +267,7 @@ def _load_protector(protector: Any) -> Any:
 
 
 def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, rules: Rules,
-                   protector: Any) -> tuple[np.ndarray, dict, bool, str | None, str | None] | None:
+                   protector: Any) -> Outcome | None:
     """Secondary suppression over the whole captured table, mapped onto the displayed cells."""
     assert resolved.match is not None
     ev_all = entry.evidence
@@ -265,6 +283,7 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
     ok_all = True
     methods: list[str] = []
     messages: list[str] = []
+    models: list[dict[str, Any]] = []
     measures = entry.flat.measure
     protect = None
     for measure in np.unique(measures.astype(str)):
@@ -277,8 +296,9 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
         protect = protect or _load_protector(protector)
         if protect is None:
             return None
-        result = _protect_measure(entry, sel, primary_all, rules, protect)
-        hidden_sel, iv, ok, method, message = result
+        hidden_sel, iv, ok, method, message, model = _protect_measure(entry, sel, primary_all, rules, protect)
+        model["measure"] = str(measure)
+        models.append(model)
         hidden_all[sel] |= hidden_sel
         for local, interval in iv.items():
             intervals_all[int(sel[local])] = interval
@@ -291,11 +311,13 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
     secondary[shown] = hidden_all[positions[shown]] & ~primary_shown[shown]
     intervals = {int(i): intervals_all[int(positions[i])] for i in np.flatnonzero(shown)
                  if int(positions[i]) in intervals_all}
-    return secondary, intervals, ok_all, ", ".join(sorted(set(methods))) or None, "; ".join(messages) or None
+    return Outcome(secondary, intervals, ok_all, ", ".join(sorted(set(methods))) or None,
+                   "; ".join(messages) or None, models)
 
 
 def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rules: Rules, protect: Any
-                     ) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None, str | None]:
+                     ) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None, str | None,
+                                dict[str, Any]]:
     ev = entry.evidence
     dims = list(entry.dims)
     margin = ev.is_margin[sel]
@@ -344,12 +366,15 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
     intervals = {int(i): (float(lower[pos[i]]), float(upper[pos[i]])) for i in np.flatnonzero(found & hidden_sel)
                  if np.isfinite(lower[pos[i]])}
     ok = bool(getattr(result, "audit_ok", False))
-    return hidden_sel, intervals, ok, getattr(result, "method", None), getattr(result, "message", None)
+    model_cells = out.rename(columns=dict(zip(internal, dims, strict=True)))
+    entry_rows = {int(sel[i]): int(pos[i]) for i in np.flatnonzero(found)}
+    model = {"dims": dims, "cells": model_cells, "stat": sorted(stat), "audit_ok": ok,
+             "method": getattr(result, "method", None), "entry_rows": entry_rows}
+    return hidden_sel, intervals, ok, getattr(result, "method", None), getattr(result, "message", None), model
 
 
 def _protect_grid(values: np.ndarray, integer: np.ndarray, primary: np.ndarray, shape: tuple[int, int], flat: Any,
-                  rules: Rules, protector: Any
-                  ) -> tuple[np.ndarray, dict, bool, str | None, str | None] | None:
+                  rules: Rules, protector: Any) -> Outcome | None:
     """Protection of an unverified table of counts, its displayed rows × columns as dimensions."""
     protect = _load_protector(protector)
     if protect is None:
@@ -376,8 +401,8 @@ def _protect_grid(values: np.ndarray, integer: np.ndarray, primary: np.ndarray, 
     upper = inner["upper"].to_numpy(dtype=float)
     intervals = {int(i): (float(lower[pos[i]]), float(upper[pos[i]])) for i in np.flatnonzero(hidden)
                  if np.isfinite(lower[pos[i]])}
-    return secondary, intervals, bool(getattr(result, "audit_ok", False)), getattr(result, "method", None), \
-        getattr(result, "message", None)
+    return Outcome(secondary, intervals, bool(getattr(result, "audit_ok", False)), getattr(result, "method", None),
+                   getattr(result, "message", None))
 
 
 def digest(*parts: str) -> str:

@@ -3,6 +3,7 @@
 ``sdc-magic run NOTEBOOK... --out DIR``: execute notebooks headless and print what was
 cleared, hidden or blocked in each output.
 ``sdc-magic redact IN.ipynb OUT.ipynb``: a copy keeping only cleared outputs.
+``sdc-magic verify DIR``: re-check an export folder without the data (exit 1 on failure).
 """
 
 from __future__ import annotations
@@ -21,7 +22,17 @@ def main(argv: list[str] | None = None) -> int:
     redact = sub.add_parser("redact", help="copy a notebook keeping only cleared outputs")
     redact.add_argument("source", type=Path)
     redact.add_argument("target", type=Path)
+    verify = sub.add_parser("verify", help="re-check an export folder without the data")
+    verify.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
+    if args.command == "verify":
+        from .verification import verify as verify_folder
+
+        problems = verify_folder(args.folder)
+        for p in problems:
+            print(f"FAIL {p}")
+        print(f"{args.folder}: " + ("verified" if not problems else f"{len(problems)} problem(s)"))
+        return 1 if problems else 0
     if args.command == "run":
         return _run(args.notebooks, args.out)
     if args.command == "redact":

@@ -53,6 +53,10 @@ def load(ip: Any) -> None:
         print("sdc_magic is already loaded: " + session().rules.describe())
         return
     sess = session()
+    if not sess.ledger.persist and not sess.ledger.records:
+        from .ledger import Ledger
+
+        sess.ledger = Ledger(persist=True)  # next to the notebook: survives a kernel restart
     sess.capture.frame_finder = _frame_finder(ip)
     sess.capture.install()
 

@@ -4,10 +4,17 @@
 ``%sdc rules``                  print the rules in force
 ``%sdc rules threshold=5 ...``  change some rules (unknown keys or bad values: an error naming the key)
 ``%sdc status``                 the outputs of this session and their status
+``%sdc exception out-7 "why"``  ask the output checker to release out-7 as it is (status review)
+``%sdc comment out-7 "text"``   a comment for the checker
+``%sdc drop out-7``             exclude out-7 from export
+``%sdc export DIR [--force] [--xlsx]``  write cleared outputs, certificates and results.json
+``%sdc verify DIR``             re-check an export folder without the data
 ``%sdc debug``                  the last checking error (local only; never in an output)
 """
 
 from __future__ import annotations
+
+import shlex
 
 from .config import PRESETS, RulesError, known_keys, parse_assignments
 
@@ -37,12 +44,45 @@ def sdc_magic(line: str) -> None:
                 print("keys: " + ", ".join(known_keys()))
         elif command == "status":
             _print_status(sess)
+        elif command in ("exception", "comment"):
+            args = shlex.split(rest)
+            if len(args) < 2:
+                raise RulesError(f'usage: %sdc {command} out-N "text"')
+            text = " ".join(args[1:])
+            if command == "exception":
+                record = sess.request_exception(args[0], text)
+                print(f"{record.id}: exception requested; status {record.status} (the output checker decides)")
+            else:
+                sess.ledger.comment(args[0], text)
+                print(f"{args[0]}: comment recorded")
+        elif command == "drop":
+            record = sess.ledger.drop(rest.strip())
+            print(f"{record.id}: excluded from export")
+        elif command == "export":
+            args = shlex.split(rest)
+            folder = next((a for a in args if not a.startswith("--")), None)
+            if folder is None:
+                raise RulesError("usage: %sdc export DIR [--force] [--xlsx]")
+            written = sess.export(folder, force="--force" in args, xlsx="--xlsx" in args)
+            skipped = [r.id for r in sess.outputs if not r.exportable]
+            print(f"exported {len(written)} output(s) to {folder}: " + ", ".join(r.id for r in written))
+            if skipped:
+                print("not exported (not cleared): " + ", ".join(skipped))
+        elif command == "verify":
+            from .verification import verify
+
+            problems = verify(rest.strip())
+            print("\n".join(problems) if problems else f"{rest.strip()}: verified")
         elif command == "debug":
             print(sess.last_error or "no checking error in this session")
         else:
             print(USAGE)
-    except RulesError as exc:
+    except (RulesError, KeyError) as exc:
         raise RulesError(f"%sdc {command}: {exc}") from None
+    except Exception as exc:  # e.g. ExportError: a clear message, no traceback
+        if type(exc).__name__ == "ExportError":
+            raise RulesError(f"%sdc {command}: {exc}") from None
+        raise
 
 
 def _print_status(sess: object) -> None:
@@ -50,6 +90,10 @@ def _print_status(sess: object) -> None:
     if not outputs:
         print("no output checked yet")
         return
-    print(f"{'id':<8} {'status':<11} {'kind':<11} {'hidden':>6} {'cells':>6}  call")
+    print(f"{'id':<8} {'cell':>4} {'status':<11} {'kind':<11} {'hidden':>6} {'cells':>6} {'export':<6} call")
     for o in outputs:
-        print(f"{o.id:<8} {o.status:<11} {o.kind:<11} {o.hidden:>6} {o.cells:>6}  {o.call or ''}")
+        cell = "" if o.execution_count is None else str(o.execution_count)
+        export = "yes" if o.exportable else "no"
+        note = f"  exception: {o.exception}" if o.exception else ""
+        print(f"{o.id:<8} {cell:>4} {o.status:<11} {o.kind:<11} {o.hidden:>6} {o.cells:>6} {export:<6} "
+              f"{o.call or ''}{note}")

@@ -7,38 +7,23 @@ records the rules it was checked under.
 
 from __future__ import annotations
 
-import itertools
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from . import certificate
 from .capture import Capture
 from .check import Checked, check, digest
 from .config import Rules, apply_settings, load_rules, preset
+from .export import table_csv
+from .ledger import Ledger, OutputRecord
 from .registry import Registry
 from .render import render_html, render_placeholder, render_plain
 
 METADATA_SCHEMA = 1
-
-
-@dataclass
-class OutputRecord:
-    """What the session published for one displayed table."""
-
-    id: str
-    status: str
-    kind: str
-    hidden: int
-    cells: int
-    call: str | None
-    digest: str
-    execution_count: int | None
-    reasons: dict[str, int] = field(default_factory=dict)
-    exception: str | None = None
-    comments: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -61,8 +46,7 @@ class Session:
         self.config_path = config_path
         self.registry = Registry()
         self.capture = Capture(self.registry, lambda: self.rules)
-        self.outputs: list[OutputRecord] = []
-        self._ids = itertools.count(1)
+        self.ledger = Ledger(persist=False)
         self.last_error: str | None = None
         self.protector: Any = None
 
@@ -97,7 +81,7 @@ class Session:
         The traceback is kept for ``%sdc debug`` and never shown in the output (an error
         message can quote data).
         """
-        out_id = f"out-{next(self._ids)}" if record else "out-nested"
+        out_id = self.ledger.new_id() if record else "out-nested"
         checked: Checked | None = None
         try:
             checked = self.check(obj)
@@ -114,25 +98,43 @@ class Session:
             text, page = render_placeholder(f"checking failed ({type(exc).__name__})")
             meta = self._failure_metadata(out_id, f"checking failed ({type(exc).__name__})", text, page)
         if record:
-            self.outputs.append(OutputRecord(
-                id=out_id, status=meta["status"], kind=meta.get("kind", "error"), hidden=meta.get("hidden", 0),
-                cells=meta.get("cells", 0), call=meta.get("call"), digest=meta["digest"],
-                execution_count=execution_count, reasons=meta.get("rules_hit", {})))
+            self.ledger.add(self._record(out_id, meta, checked, execution_count))
         return Published(out_id, {"text/plain": text, "text/html": page}, {"sdc_magic": meta}, checked)
 
+    def _record(self, out_id: str, meta: dict[str, Any], checked: Checked | None,
+                execution_count: int | None) -> OutputRecord:
+        """The ledger record; exportable kinds also keep their CSV and certificate."""
+        csv_text = cert = None
+        if checked is not None and checked.kind == "table" and meta["status"] in ("pass", "suppressed", "review"):
+            try:
+                csv_text = table_csv(checked)
+                cert = certificate.build(out_id, checked, f"{out_id}.csv", meta["digest"])
+            except Exception:  # not exportable then; the display itself is unaffected
+                self.last_error = traceback.format_exc()
+                csv_text = cert = None
+        return OutputRecord(
+            id=out_id, status=meta["status"], kind=meta.get("kind", "error"), hidden=meta.get("hidden", 0),
+            cells=meta.get("cells", 0), call=meta.get("call"), digest=meta["digest"],
+            execution_count=execution_count, reasons=meta.get("rules_hit", {}), rules=meta.get("rules"),
+            method=meta.get("method"), hidden_cells=[r for r in meta.get("reasons", []) if r.get("hidden")],
+            notes=meta.get("notes", []), csv=csv_text, certificate=cert)
+
+    @property
+    def outputs(self) -> list[OutputRecord]:
+        return self.ledger.records
+
     def output(self, out_id: str) -> OutputRecord:
-        for record in self.outputs:
-            if record.id == out_id:
-                return record
-        raise KeyError(f"no output {out_id!r} in this session (see %sdc status)")
+        return self.ledger.get(out_id)
 
     def request_exception(self, out_id: str, reason: str) -> OutputRecord:
         """Record the analyst's reason to release an output as it is: status becomes review."""
-        record = self.output(out_id)
-        record.exception = reason
-        if record.status != "blocked" or record.kind == "table":
-            record.status = "review"
-        return record
+        return self.ledger.request_exception(out_id, reason)
+
+    def export(self, folder: Any, force: bool = False, xlsx: bool = False) -> list[OutputRecord]:
+        """Write the exportable outputs of this session for an output checker."""
+        from .export import export
+
+        return export(self.ledger.records, folder, self.rules.as_dict(), force=force, xlsx=xlsx)
 
     def suggestions(self, checked: Checked, name_of: Any = None, budget: float = 0.2) -> tuple[Any, Any]:
         """Better answers for a checked table (see :mod:`sdc_magic.suggest`), or (None, None)."""

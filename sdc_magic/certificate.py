@@ -1,0 +1,231 @@
+"""Certificates: what an output checker needs to re-verify a table without the data.
+
+A certificate lists, for one exported table:
+
+* the displayed cells as published (hidden cells carry no value), with their position
+  in the CSV, so the CSV can be compared with it;
+* for every protected measure, the whole protection model: every inner cell and every
+  margin (label ``"Total"``) with its published value or, when hidden, its status and
+  audited interval;
+* the rules, the method and the versions.
+
+:func:`verify_certificate` re-runs the attacker's linear programs from the certificate
+alone — published cells, margins, inner cells ≥ 0 — with scipy's HiGHS, independently of
+the engine that produced the pattern, and checks that every certified interval is
+exactly what the published figures allow, that every hidden primary cell keeps a
+protection interval that some value inside it can satisfy, and that published cells add
+up to their published margins. Hidden values never appear in a certificate.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import platform
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SCHEMA = "sdc_magic.certificate/1"
+TOTAL = "Total"
+TOLERANCE = 1e-6
+
+
+def _json_value(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, np.integer | int) and not isinstance(v, bool):
+        return int(v)
+    if isinstance(v, np.floating | float):
+        f = float(v)
+        return None if math.isnan(f) else (int(f) if f.is_integer() and abs(f) < 2**53 else f)
+    if isinstance(v, np.bool_ | bool):
+        return bool(v)
+    return str(v)
+
+
+def _label(v: Any) -> str:
+    if isinstance(v, tuple):
+        return " / ".join(map(str, v))
+    return str(v)
+
+
+def versions() -> dict[str, str]:
+    from . import __version__
+
+    return {"sdc_magic": __version__, "pandas": pd.__version__, "numpy": np.__version__,
+            "python": platform.python_version()}
+
+
+def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, Any]:
+    """The certificate of one checked table (only published values)."""
+    frame = checked.frame
+    grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
+    published: list[dict[str, Any]] = []
+    hidden: list[dict[str, Any]] = []
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            item: dict[str, Any] = {"position": [i, j], "row": _label(grid.index[i]), "column": _label(grid.columns[j])}
+            if checked.hidden[i, j]:
+                reasons = [r.rule for r in checked.reasons.get((i, j), [])]
+                item["reasons"] = reasons
+                interval = checked.intervals.get((i, j))
+                if interval is not None:
+                    item["interval"] = [_json_value(interval[0]), _json_value(interval[1])]
+                hidden.append(item)
+            else:
+                item["value"] = _json_value(grid.iat[i, j])
+                published.append(item)
+    tables = []
+    for model in checked.models:
+        cells = model["cells"]
+        dims = list(model["dims"])
+        rows = []
+        for rec in cells.to_dict("records"):
+            status = rec["status"]
+            row: dict[str, Any] = {"labels": [str(rec[d]) for d in dims], "status": status}
+            if status == "safe":
+                row["value"] = _json_value(rec["value"])
+            else:
+                row["lower"] = _json_value(rec["lower"])
+                row["upper"] = _json_value(rec["upper"])
+                row["reasons"] = [str(r) for r in rec.get("reasons", [])]
+            rows.append(row)
+        tables.append({"measure": model.get("measure", ""), "dims": dims, "stat": model.get("stat", []),
+                       "method": model.get("method"), "audit_ok": bool(model.get("audit_ok")), "cells": rows})
+    rules = checked.rules.as_dict() if checked.rules is not None else {}
+    return {
+        "schema": SCHEMA,
+        "id": out_id,
+        "file": csv_name,
+        "status": checked.status,
+        "digest": digest,
+        "rules": rules,
+        "method": checked.method,
+        "call": checked.call,
+        "shape": [int(grid.shape[0]), int(grid.shape[1])],
+        "published": published,
+        "hidden": hidden,
+        "tables": tables,
+        "versions": versions(),
+        "assumptions": [
+            "every margin over any subset of the table's dimensions is known to the attacker",
+            "inner cells are non-negative",
+            "a unit that alone makes up a hidden cell knows its value (singleton attack)"
+            if rules.get("singletons", True) else "singleton attack not modelled",
+        ],
+    }
+
+
+# ------------------------------------------------------------------ verification
+def _relations(labels: list[list[Any]], dims: int) -> tuple[list[int], list[tuple[int, list[int]]]]:
+    """Inner cells, and for every margin the inner cells it sums."""
+    inner = [k for k, lab in enumerate(labels) if TOTAL not in lab]
+    index: dict[tuple, list[int]] = {}
+    for k in inner:
+        lab = labels[k]
+        for fixed in itertools.product([False, True], repeat=dims):
+            if not any(fixed):
+                continue
+            key = tuple(TOTAL if f else lab[d] for d, f in enumerate(fixed))
+            index.setdefault(key, []).append(k)
+    margins = []
+    for k, lab in enumerate(labels):
+        if TOTAL in lab:
+            margins.append((k, index.get(tuple(lab), [])))
+    return inner, margins
+
+
+def intervals_from_published(table: dict[str, Any]) -> dict[int, tuple[float, float]]:
+    """The attacker's interval of every hidden cell, from the published cells alone."""
+    from scipy.optimize import linprog
+    from scipy.sparse import lil_matrix
+
+    cells = table["cells"]
+    labels = [list(c["labels"]) for c in cells]
+    inner, margins = _relations(labels, len(table["dims"]))
+    var_of = {k: i for i, k in enumerate(inner)}
+    n = len(inner)
+    fixed_lb = np.zeros(n)
+    fixed_ub = np.full(n, np.inf)
+    for k in inner:
+        if cells[k]["status"] == "safe":
+            fixed_lb[var_of[k]] = fixed_ub[var_of[k]] = float(cells[k]["value"])
+    rows = [(k, parts) for k, parts in margins if cells[k]["status"] == "safe" and parts]
+    A = lil_matrix((len(rows), n))
+    b = np.zeros(len(rows))
+    for r, (k, parts) in enumerate(rows):
+        for p in parts:
+            A[r, var_of[p]] = 1.0
+        b[r] = float(cells[k]["value"])
+    A = A.tocsr()
+    bounds = list(zip(fixed_lb, fixed_ub, strict=True))
+    out: dict[int, tuple[float, float]] = {}
+    targets = [k for k, c in enumerate(cells) if c["status"] != "safe"]
+    parts_of = dict(margins)
+    for k in targets:
+        c = np.zeros(n)
+        for p in ([k] if k in var_of else parts_of.get(k, [])):
+            c[var_of[p]] = 1.0
+        lo = linprog(c, A_eq=A if len(rows) else None, b_eq=b if len(rows) else None, bounds=bounds,
+                     method="highs")
+        hi = linprog(-c, A_eq=A if len(rows) else None, b_eq=b if len(rows) else None, bounds=bounds,
+                     method="highs")
+        if lo.status != 0 or hi.status not in (0, 3):
+            out[k] = (math.nan, math.nan)
+            continue
+        upper = math.inf if hi.status == 3 else -hi.fun
+        out[k] = (float(lo.fun), float(upper))
+    return out
+
+
+def verify_certificate(cert: dict[str, Any], protection: float | None = None) -> list[str]:
+    """Problems found in a certificate (empty list: it verifies)."""
+    problems: list[str] = []
+    if cert.get("schema") != SCHEMA:
+        problems.append(f"unknown certificate schema {cert.get('schema')!r}")
+        return problems
+    m = (protection if protection is not None else float(cert.get("rules", {}).get("protection", 10.0))) / 100.0
+    for t, table in enumerate(cert.get("tables", [])):
+        cells = table["cells"]
+        labels = [list(c["labels"]) for c in cells]
+        _, margins = _relations(labels, len(table["dims"]))
+        # published margins equal the sum of their published parts when all parts are published
+        for k, parts in margins:
+            if cells[k]["status"] != "safe" or not parts:
+                continue
+            if all(cells[p]["status"] == "safe" for p in parts):
+                total = sum(float(cells[p]["value"]) for p in parts)
+                if abs(total - float(cells[k]["value"])) > TOLERANCE * max(1.0, abs(total)):
+                    problems.append(f"table {t}: margin {labels[k]} = {cells[k]['value']} but its cells sum to {total:g}")
+        try:
+            recomputed = intervals_from_published(table)
+        except Exception as exc:  # a malformed certificate must fail, not crash
+            problems.append(f"table {t}: audit could not run ({type(exc).__name__})")
+            continue
+        for k, (lo, hi) in recomputed.items():
+            c = cells[k]
+            if math.isnan(lo):
+                problems.append(f"table {t}: published cells are inconsistent around {labels[k]}")
+                continue
+            want_lo = float(c.get("lower", math.nan)) if c.get("lower") is not None else math.nan
+            want_hi = float(c["upper"]) if c.get("upper") is not None else math.inf
+            if not (_close(lo, want_lo) and _close(hi, want_hi)):
+                problems.append(f"table {t}: hidden cell {labels[k]} certified [{c.get('lower')}; {c.get('upper')}] "
+                                f"but the published figures give [{lo:g}; {hi:g}]")
+            if c["status"] == "primary":
+                if hi - lo <= TOLERANCE:
+                    problems.append(f"table {t}: primary cell {labels[k]} can be recovered exactly")
+                elif math.isfinite(hi) and lo / (1 - m) > hi / (1 + m) + TOLERANCE if m < 1 else False:
+                    problems.append(f"table {t}: no value in [{lo:g}; {hi:g}] keeps the {100 * m:g} % protection "
+                                    f"of primary cell {labels[k]}")
+    return problems
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isinf(a) or math.isinf(b):
+        return math.isinf(a) and math.isinf(b)
+    if math.isnan(b):
+        return False
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
