@@ -52,6 +52,10 @@ class Checked:
     method: str | None = None
     entry: Any = None  # the captured Entry the table was matched to (source for suggestions)
     models: list[dict[str, Any]] = field(default_factory=list)  # protection models, for certificates
+    entry_positions: np.ndarray | None = None  # per displayed flat cell, its cell in the entry (-1: none)
+    hidden_flat: np.ndarray | None = None  # per displayed flat cell, hidden or not
+    cell_rows: np.ndarray | None = None  # per displayed flat cell, its display row
+    cell_cols: np.ndarray | None = None
     rounded: int | None = None
 
     @property
@@ -78,8 +82,12 @@ class Outcome:
     models: list[dict[str, Any]] = field(default_factory=list)  # per measure: dims and every modelled cell
 
 
-def check(obj: Any, registry: Any, rules: Rules, protector: Any = None) -> Checked:
-    """Check one displayed object (DataFrame, Series or Styler) under ``rules``."""
+def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: Any = None) -> Checked:
+    """Check one displayed object (DataFrame, Series or Styler) under ``rules``.
+
+    ``linker(entry, positions)`` may return extra primary cells (flat index → reasons)
+    found against the session's earlier outputs (differencing through filters).
+    """
     frame, notes = unwrap(obj)
     resolved = resolve(frame, registry)
     resolved.notes = notes + resolved.notes
@@ -92,7 +100,7 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None) -> Check
                        notes=resolved.notes + ["row-level data: never exportable"])
     if resolved.kind == "unverified":
         return _check_unverified(resolved, rules, protector, shape)
-    return _check_table(resolved, rules, protector, shape)
+    return _check_table(resolved, rules, protector, shape, linker)
 
 
 def _shape(frame: pd.DataFrame | pd.Series) -> tuple[int, int]:
@@ -124,7 +132,8 @@ def _norm_label(text: str) -> str:
     return "/".join(p.strip() for p in text.split("/"))
 
 
-def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int]) -> Checked:
+def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
+                 linker: Any = None) -> Checked:
     ev = resolved.evidence
     flat = resolved.flat
     entry = resolved.match.entry if resolved.match else None
@@ -147,6 +156,11 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
             primary[i] = True
             reasons.setdefault(int(i), []).append(Reason(
                 "row_threshold", f"its row has fewer than {rules.row_threshold} units (row rule)"))
+
+    if linker is not None and resolved.match is not None:
+        for i, extra in linker(entry, resolved.match.positions, ev.is_margin).items():
+            primary[i] = True
+            reasons.setdefault(int(i), []).extend(extra)
 
     hidden = primary.copy()
     secondary = np.zeros(len(flat), dtype=bool)
@@ -201,7 +215,9 @@ def _finish(resolved: Resolved, rules: Rules, shape: tuple[int, int], status: st
     return Checked(status=status, kind=resolved.kind, frame=resolved.frame, hidden=grid, reasons=grid_reasons,
                    intervals=grid_intervals, primary_count=int(primary.sum()),
                    secondary_count=int((secondary & ~primary).sum()), unverified=unverified_grid, notes=notes,
-                   rules=rules, call=call, method=method, rounded=rules.round_to)
+                   rules=rules, call=call, method=method, rounded=rules.round_to,
+                   entry_positions=resolved.match.positions if resolved.match is not None else None,
+                   hidden_flat=hidden.copy(), cell_rows=rows, cell_cols=cols)
 
 
 def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int]) -> Checked:

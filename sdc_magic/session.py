@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import certificate
@@ -47,6 +48,8 @@ class Session:
         self.registry = Registry()
         self.capture = Capture(self.registry, lambda: self.rules)
         self.ledger = Ledger(persist=False)
+        self.populations: list[Any] = []  # rows behind each published cell of earlier outputs (linking)
+        self.linking = True
         self.last_error: str | None = None
         self.protector: Any = None
 
@@ -84,7 +87,10 @@ class Session:
         out_id = self.ledger.new_id() if record else "out-nested"
         checked: Checked | None = None
         try:
-            checked = self.check(obj)
+            checked = check(obj, self.registry, self.rules, self.protector,
+                            linker=self._differencing if (record and self.linking) else None)
+            if record and self.linking:
+                self._link(out_id, checked)
             text = render_plain(checked)
             page = render_html(checked)
             meta = self._metadata(out_id, checked, text, page)
@@ -118,6 +124,62 @@ class Session:
             execution_count=execution_count, reasons=meta.get("rules_hit", {}), rules=meta.get("rules"),
             method=meta.get("method"), hidden_cells=[r for r in meta.get("reasons", []) if r.get("hidden")],
             notes=meta.get("notes", []), csv=csv_text, certificate=cert)
+
+    # ------------------------------------------------------------ linked outputs
+    def _title(self, entry: Any) -> str:
+        keys = getattr(getattr(entry, "source", None), "keys", None) or list(entry.dims)
+        return f"{entry.call} by {' × '.join(map(str, keys))}"
+
+    def _differencing(self, entry: Any, positions: Any, is_margin: Any) -> dict[int, Any]:
+        """Cells that earlier outputs would reveal by subtraction (made primary before protection)."""
+        from .linking import differencing_reasons, population_of
+
+        if not self.populations:
+            return {}
+        pop = population_of("this table", self._title(entry), entry, positions, None, self.rules.threshold)
+        if pop is None:
+            return {}
+        return differencing_reasons(pop, self.populations, positions)
+
+    def _link(self, out_id: str, checked: Checked) -> None:
+        """Joint audit with related earlier outputs; then remember this output's population."""
+        from .linking import joint_audit, population_of
+        from .rules import Reason
+
+        if checked.kind != "table" or checked.status not in ("pass", "suppressed", "review"):
+            return
+        pop = population_of(out_id, self._title(checked.entry), checked.entry, checked.entry_positions,
+                            checked.hidden_flat, self.rules.threshold)
+        if pop is None:
+            return
+        if self.populations and (checked.hidden_count or any(p.hidden_groups.get(p.full) for p in self.populations)):
+            added, problems = joint_audit(pop, self.populations, self.rules.protection)
+            positions = checked.entry_positions
+            for g in added:
+                k = int(np.flatnonzero(pop.group_of_cell == g)[0])
+                for i in np.flatnonzero(positions == pop.entry_cells[k]):
+                    r, c = int(checked.cell_rows[i]), int(checked.cell_cols[i])
+                    if not checked.hidden[r, c]:
+                        checked.hidden[r, c] = True
+                        checked.hidden_flat[i] = True
+                        checked.secondary_count += 1
+                        checked.reasons.setdefault((r, c), []).append(Reason(
+                            "secondary", "hidden so that cells hidden here or in earlier outputs cannot be "
+                            "recovered from the two together"))
+            if added and checked.status == "pass":
+                checked.status = "suppressed"
+            if problems:
+                checked.status = "blocked"
+                checked.hidden[:] = True
+                checked.notes.extend(problems)
+                return
+            if added:
+                checked.notes.append(f"{len(added)} more cell(s) hidden after a joint audit with earlier outputs")
+                pop = population_of(out_id, pop.title, checked.entry, checked.entry_positions,
+                                    checked.hidden_flat, self.rules.threshold)
+        if pop is not None:
+            self.populations.append(pop)
+            del self.populations[:-200]
 
     @property
     def outputs(self) -> list[OutputRecord]:
