@@ -81,10 +81,11 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
     for model in checked.models:
         cells = model["cells"]
         dims = list(model["dims"])
+        columns = list(model.get("columns", dims))
         rows = []
         for rec in cells.to_dict("records"):
             status = rec["status"]
-            row: dict[str, Any] = {"labels": [str(rec[d]) for d in dims], "status": status}
+            row: dict[str, Any] = {"labels": [str(rec[c]) for c in columns], "status": status}
             if status == "safe":
                 row["value"] = _json_value(rec["value"])
             else:

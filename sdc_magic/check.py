@@ -382,9 +382,9 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
     intervals = {int(i): (float(lower[pos[i]]), float(upper[pos[i]])) for i in np.flatnonzero(found & hidden_sel)
                  if np.isfinite(lower[pos[i]])}
     ok = bool(getattr(result, "audit_ok", False))
-    model_cells = out.rename(columns=dict(zip(internal, dims, strict=True)))
     entry_rows = {int(sel[i]): int(pos[i]) for i in np.flatnonzero(found)}
-    model = {"dims": dims, "cells": model_cells, "stat": sorted(stat), "audit_ok": ok,
+    # the engine's cells keep internal dimension columns (a dimension may be called "status")
+    model = {"dims": dims, "columns": internal, "cells": out, "stat": sorted(stat), "audit_ok": ok,
              "method": getattr(result, "method", None), "entry_rows": entry_rows}
     return hidden_sel, intervals, ok, getattr(result, "method", None), getattr(result, "message", None), model
 

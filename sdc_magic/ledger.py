@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +25,23 @@ import pandas as pd
 LEDGER_DIR = ".sdc_magic"
 LEDGER_FILE = "ledger.jsonl"
 EXPORTABLE = frozenset({"pass", "suppressed"})
+
+
+def default_folder() -> Path:
+    """``$SDC_MAGIC_LEDGER_DIR``, else ``.sdc_magic/`` in the kernel's working directory
+    (Jupyter starts a notebook's kernel in the notebook's folder)."""
+    env = os.environ.get("SDC_MAGIC_LEDGER_DIR")
+    return Path(env) if env else Path.cwd() / LEDGER_DIR
+
+
+def ledger_file_name() -> str:
+    """One ledger per notebook when the server tells the kernel which notebook it runs."""
+    session_name = os.environ.get("JPY_SESSION_NAME")
+    if session_name:
+        stem = Path(session_name).stem
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem)
+        return f"{safe}.jsonl"
+    return LEDGER_FILE
 
 
 def now() -> str:
@@ -76,7 +94,7 @@ class Ledger:
     def __init__(self, folder: Path | None = None, persist: bool = True) -> None:
         self.records: list[OutputRecord] = []
         self.events: list[dict[str, Any]] = []
-        self.folder = Path(folder) if folder is not None else Path.cwd() / LEDGER_DIR
+        self.folder = Path(folder) if folder is not None else default_folder()
         self.persist = persist
         self._lock = threading.Lock()
         self._next = 1
@@ -86,7 +104,7 @@ class Ledger:
     # ------------------------------------------------------------ persistence
     @property
     def path(self) -> Path:
-        return self.folder / LEDGER_FILE
+        return self.folder / ledger_file_name()
 
     def _load(self) -> None:
         if not self.path.is_file():

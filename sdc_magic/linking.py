@@ -18,9 +18,10 @@ as one integer per row of its source frame (its cell, or -1):
   new output is blocked with the reason.
 
 Rows are identified by their labels in the source frame's index (filters keep them);
-two outputs are related only if their sources share labels *and* agree on the values
-of their common key columns for those labels, so an unrelated frame that happens to
-reuse a RangeIndex is not mistaken for the same population.
+two outputs are related only if their sources share labels *and* agree, for those
+labels, on the values of at least one common key column (a recoded column may differ),
+so an unrelated frame that happens to reuse a RangeIndex is not taken for the same
+population.
 """
 
 from __future__ import annotations
@@ -154,11 +155,13 @@ def related(a: Population, b: Population) -> np.ndarray | None:
     if not common:
         # no common key column to confirm the rows are the same rows: only trust identical labels objects
         return pos if a.labels is b.labels else None
+    # the same rows agree on at least one common key column (a recoded column may differ: that
+    # is exactly the overlapping-recoding case we must catch)
     sample = np.flatnonzero(shared)[:: max(1, int(shared.sum()) // 2000)]
     for k in common:
-        if not np.array_equal(_norm(a.keys[k][pos[sample]]), _norm(b.keys[k][sample])):
-            return None
-    return pos
+        if np.array_equal(_norm(a.keys[k][pos[sample]]), _norm(b.keys[k][sample])):
+            return pos
+    return None
 
 
 def _norm(values: np.ndarray) -> np.ndarray:

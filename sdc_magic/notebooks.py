@@ -60,9 +60,14 @@ def execute(path: Path | str, out: Path | str | None = None, timeout: int = 600,
         nb, timeout=timeout, kernel_name="sdc-python", allow_errors=True, store_widget_state=True,
         resources={"metadata": {"path": str(cwd or path.parent)}},
     )
-    saved = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "PYDEVD_DISABLE_FILE_VALIDATION")}
+    names = ("JUPYTER_PATH", "PYDEVD_DISABLE_FILE_VALIDATION", "SDC_MAGIC_LEDGER_DIR", "JPY_SESSION_NAME")
+    saved = {k: os.environ.get(k) for k in names}
     os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(specs), saved["JUPYTER_PATH"]) if p)
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    # a fresh ledger per headless run, so re-running a notebook starts a new record
+    ledger_dir = Path(tempfile.mkdtemp(prefix="sdc-ledger-"))
+    os.environ["SDC_MAGIC_LEDGER_DIR"] = str(ledger_dir)
+    os.environ["JPY_SESSION_NAME"] = str(path)
     try:
         client.execute()
     finally:
