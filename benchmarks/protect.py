@@ -1,0 +1,230 @@
+"""Benchmark secondary suppression: sdc_magic.protect against tau-Argus (pytauargus).
+
+A script, not a test:  ``python benchmarks/protect.py [--quick] [--no-tau]``.
+
+Tables come from fixed seeds.  For each table it prints primaries, secondaries,
+hidden value (sum of secondary values), CPU seconds and whether each pattern passes
+*our* audit (outsider, 10 % protection).  Like is compared with like: our run with
+``singletons=False`` against tau-Argus OPT and MOD; our singleton-safe run beside.
+
+tau-Argus runs through pytauargus (PyPI wheels bundle the engine and HiGHS for
+Linux) in its own virtual environment, build/bench-venv, created on first use.
+Note: tau-Argus's FREQ(n, 10) protects a frequency cell by 10 % of its value only;
+ours also asks the interval to reach the threshold, so our count patterns are
+held to a stricter standard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sdc_magic.config import Rules  # noqa: E402
+from sdc_magic.protect import protect  # noqa: E402
+from sdc_magic.protect.api import _prepare  # noqa: E402
+from sdc_magic.protect.audit import Problem, certify  # noqa: E402
+
+VENV = ROOT / "build" / "bench-venv"
+
+
+# ------------------------------------------------------------------ tables
+def counts(shape: tuple[int, ...], seed: int, p: float) -> dict:
+    rng = np.random.default_rng(seed)
+    n = rng.negative_binomial(2, p, size=shape)
+    dims = [f"v{j}" for j in range(len(shape))]
+    idx = np.indices(shape).reshape(len(shape), -1)
+    df = pd.DataFrame({d: [f"{d}{k:03d}" for k in idx[j]] for j, d in enumerate(dims)})
+    df["n"] = n.ravel()
+    df = df[df.n > 0].reset_index(drop=True)
+    return {"cells": df, "dims": dims, "value": "n", "units": None, "top": None, "hier": None,
+            "rules": Rules(threshold=5, protection=10.0), "kind": "count"}
+
+
+def magnitudes(shape: tuple[int, int], seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(shape[0]):
+        for j in range(shape[1]):
+            k = int(rng.integers(1, 12))
+            contrib = np.sort(np.round(rng.lognormal(4, 1.3, size=k), 0) + 1)[::-1]
+            rows.append((f"r{i:03d}", f"c{j:03d}", float(contrib.sum()), k, contrib[0],
+                         contrib[1] if k > 1 else 0.0, contrib.tolist()))
+    df = pd.DataFrame(rows, columns=["r", "c", "sales", "firms", "x1", "x2", "contrib"])
+    return {"cells": df, "dims": ["r", "c"], "value": "sales", "units": "firms", "top": ["x1", "x2"],
+            "hier": None, "rules": Rules(threshold=3, dominance=(1, 85.0), protection=10.0), "kind": "magnitude"}
+
+
+def hierarchy(seed: int) -> dict:
+    t = counts((15, 8), seed, 0.15)
+    df = t["cells"]
+    deps = sorted(df.v0.unique())
+    regions = {f"R{k}": deps[k * 5:(k + 1) * 5] for k in range(3)}
+    t["hier"] = {"v0": regions}
+    t["rules"] = Rules(threshold=3, protection=10.0)
+    return t
+
+
+def tables(quick: bool) -> list[tuple[str, dict]]:
+    out = [("10x10 counts", counts((10, 10), 1, 0.2)),
+           ("10x8 magnitudes (1,85)", magnitudes((10, 8), 3)),
+           ("3 regions>15 dep x 8", hierarchy(4))]
+    if not quick:
+        out += [("20x10x5 counts", counts((20, 10, 5), 2, 0.3)),
+                ("100x50 counts", counts((100, 50), 5, 0.1)),
+                ("100x50 magnitudes", magnitudes((100, 50), 6)),
+                ("300x100 counts", counts((300, 100), 7, 0.085))]
+    return out
+
+
+# ------------------------------------------------------------------ ours
+def our_run(t: dict, singletons: bool) -> dict:
+    kw = dict(dims=t["dims"], value=t["value"], units=t["units"], top=t["top"], hierarchies=t["hier"],
+              rules=t["rules"], singletons=singletons, time_limit=10.0)
+    cells = t["cells"].drop(columns=["contrib"], errors="ignore")
+    c0 = time.process_time()
+    res = protect(cells, **kw)
+    cpu = time.process_time() - c0
+    c = res.cells
+    sec = c.status == "secondary"
+    return {"primaries": int((c.status == "primary").sum()), "secondaries": int(sec.sum()),
+            "hidden_value": float(c.value[sec].sum()), "cpu": cpu, "audit": res.audit_ok, "method": res.method,
+            "res": res}
+
+
+def audit_hidden(t: dict, ours, hidden_labels: list[list[str]]) -> tuple[int, int, float, bool]:
+    """Audit a foreign pattern with our outsider audit against our primaries and levels."""
+    c = ours.cells
+    keys = {tuple(str(x) for x in row): i for i, row in enumerate(c[t["dims"]].itertuples(index=False))}
+    hidden = np.zeros(len(c), dtype=bool)
+    for lab in hidden_labels:
+        i = keys.get(tuple(lab))
+        if i is not None:
+            hidden[i] = True
+    primary = (c.status == "primary").to_numpy()
+    req = ours.requirements
+    cells = t["cells"].drop(columns=["contrib"], errors="ignore")
+    tab = _prepare(cells, t["dims"], t["value"], t["units"], t["top"], t["hier"], None,
+                   t["units"] is None)
+    a = tab.value
+    lpl = np.zeros(len(a))
+    upl = np.zeros(len(a))
+    for _, row in req.iterrows():
+        i = keys[tuple(str(row[d]) for d in t["dims"])]
+        if row.direction == "up":
+            upl[i] = row.must_reach - a[i]
+        else:
+            lpl[i] = a[i] - row.must_reach
+    L = np.where(np.isnan(tab.lb), np.inf, a - tab.lb)
+    U = np.where(np.isnan(tab.ub), np.inf, tab.ub - a)
+    n = len(a)
+    P = Problem(tab.model.M, a, L, U, primary, np.ones(n, bool), lpl, upl, np.abs(a), np.full(n, np.nan),
+                np.full(n, np.nan))
+    missing_primary = primary & ~hidden
+    cert = certify(P, hidden | primary, [], singletons=False)
+    ok = not cert.failures and not missing_primary.any()
+    sec = hidden & ~primary
+    return int(primary.sum()), int(sec.sum()), float(a[sec].sum()), ok
+
+
+# ------------------------------------------------------------------ tau
+def tau_ready() -> tuple[bool, str]:
+    py = VENV / "bin" / "python"
+    if not py.exists():
+        try:
+            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True)
+            subprocess.run([str(py), "-m", "pip", "install", "-q", "pytauargus[dataframe]"], check=True,
+                           capture_output=True, timeout=600)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+            return False, f"cannot install pytauargus in {VENV}: {exc}"
+    probe = subprocess.run([str(py), "-c", "import pytauargus, pandas"], capture_output=True, text=True)
+    if probe.returncode:
+        return False, f"pytauargus does not import: {probe.stderr.strip()[-300:]}"
+    return True, ""
+
+
+def micro_of(t: dict) -> pd.DataFrame:
+    dims = t["dims"]
+    df = t["cells"]
+    if t["kind"] == "count":
+        rep = df.loc[df.index.repeat(df.n), dims].reset_index(drop=True)
+        rep["one"] = 1.0
+        return rep
+    rows = []
+    for _, r in df.iterrows():
+        for x in r.contrib:
+            rows.append((r.r, r.c, x))
+    return pd.DataFrame(rows, columns=[*dims, "sales"])
+
+
+def tau_run(t: dict, method: str, workdir: Path) -> dict:
+    workdir.mkdir(parents=True, exist_ok=True)
+    micro = micro_of(t)
+    micro_path = workdir / "micro.csv"
+    micro.to_csv(micro_path, index=False)
+    if t["kind"] == "count":
+        rules = f"FREQ({t['rules'].threshold},10)"
+        response = "one"
+    else:
+        rules = f"NK(1,85)|FREQ({t['rules'].threshold},10)"
+        response = "sales"
+    suppress = "OPT(1,60)" if method == "OPT" else "MOD(1,5,0,0,0)"
+    spec = {"micro": str(micro_path), "dims": t["dims"], "response": response, "rules": rules,
+            "suppress": suppress, "workdir": str(workdir / method)}
+    spec_path = workdir / f"{method}.json"
+    spec_path.write_text(json.dumps(spec))
+    if t["hier"]:
+        return {"error": "hierarchy not passed to tau in this script"}
+    proc = subprocess.run([str(VENV / "bin" / "python"), str(ROOT / "benchmarks" / "_protect_tau.py"),
+                           str(spec_path)], capture_output=True, text=True, timeout=1800)
+    if proc.returncode:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------ main
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small tables only")
+    ap.add_argument("--no-tau", action="store_true", help="skip tau-Argus")
+    args = ap.parse_args()
+    use_tau, why = (False, "--no-tau") if args.no_tau else tau_ready()
+    if not use_tau:
+        print(f"tau-Argus not run: {why}")
+    head = f"{'table':26} {'run':22} {'prim':>5} {'sec':>5} {'hidden value':>13} {'CPU s':>7} {'audit':>6}"
+    print(head)
+    print("-" * len(head))
+    work = Path(tempfile.mkdtemp(prefix="bench_protect_"))
+    for name, t in tables(args.quick):
+        plain = our_run(t, singletons=False)
+        safe = our_run(t, singletons=True)
+        for label, r in ((f"ours ({plain['method'].split(' ')[0]})", plain),
+                         ("ours singleton-safe", safe)):
+            print(f"{name:26} {label:22} {r['primaries']:5d} {r['secondaries']:5d} {r['hidden_value']:13.0f} "
+                  f"{r['cpu']:7.2f} {'yes' if r['audit'] else 'NO':>6}")
+        if use_tau:
+            for method in ("OPT", "MOD"):
+                out = tau_run(t, method, work / name.replace(" ", "_").replace(">", "_"))
+                if "error" in out:
+                    print(f"{name:26} {'tau ' + method:22} {'-':>5} {'-':>5} {'-':>13} {'-':>7} {'-':>6}  "
+                          f"({out['error'][:60]})")
+                    continue
+                prim, sec, val, ok = audit_hidden(t, plain["res"], out["hidden"])
+                print(f"{name:26} {'tau ' + method:22} {prim:5d} {sec:5d} {val:13.0f} {out['cpu']:7.2f} "
+                      f"{'yes' if ok else 'NO':>6}")
+        sys.stdout.flush()
+    print(f"(tau-Argus work files in {work})" if use_tau else "")
+
+
+if __name__ == "__main__":
+    main()

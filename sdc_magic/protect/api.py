@@ -1,0 +1,583 @@
+"""Public entry points: :func:`protect` and :func:`audit`.
+
+Input checks live here (one place, plain messages); the model, the levels, the LPs
+and the search live in their own modules.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..config import COSTS, Rules
+from ..rules import CellFacts, assess
+from .audit import Problem, ProgressFn, Ticker, certify, intervals
+from .heuristic import Infeasible, cleanup, repair
+from .levels import decimals_of, protection_levels
+from .lp import Flow
+from .mip import available_solvers, optimal
+from .model import TOTAL, TableModel, build_dimension, build_model, merged_top
+
+#: Tables with at most this many cells (margins included) get the optimal MIP under
+#: ``method="auto"``; larger ones the heuristic.
+AUTO_OPTIMAL_MAX_CELLS = 1500
+METHODS = ("auto", "optimal", "heuristic")
+MARGINS = ("hideable", "published")
+
+
+@dataclass
+class Protection:
+    """The result of :func:`protect`.
+
+    Attributes:
+        cells: every cell, margins included (``"Total"`` in a dimension column;
+            hierarchy sub-totals carry their own label), with ``value``, ``units`` (if
+            given), ``status`` (``safe`` / ``primary`` / ``secondary``), ``lower`` /
+            ``upper`` (the attacker's exact interval for hidden cells, NaN for
+            published ones) and ``reasons`` (short rule codes).
+        method: how the pattern was found, e.g. ``"optimal/HiGHS"`` or
+            ``"heuristic+repair"``.
+        cost: total suppression cost of the secondary cells.
+        seconds: wall time of the whole call.
+        audit_ok: True only when every primary passed the audit against the outsider
+            and (if requested) every single-contributor insider.
+        message: what happened, in plain words (why it failed, when it did).
+        requirements: for each primary, the bounds its interval must reach.
+        certificates: alternative tables (deviations from the true values on hidden
+            cells) proving each protection; anyone can re-check them.
+    """
+
+    cells: pd.DataFrame
+    method: str
+    cost: float
+    seconds: float
+    audit_ok: bool
+    message: str
+    requirements: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    certificates: list[Flow] = field(default_factory=list, repr=False)
+
+    @property
+    def hidden(self) -> pd.Series:
+        """True for every cell that must not be published."""
+        return self.cells["status"] != "safe"
+
+
+# --------------------------------------------------------------------------- input
+@dataclass
+class _Table:
+    model: TableModel
+    labels: pd.DataFrame
+    value: np.ndarray
+    units: np.ndarray | None
+    top: np.ndarray | None
+    lb: np.ndarray
+    ub: np.ndarray
+    row_cell: np.ndarray  # cell index of every input row
+    inner_rows: np.ndarray  # input row positions of the inner cells (model order)
+    negative: bool
+
+
+def _check_columns(cells: pd.DataFrame, needed: list[str]) -> None:
+    if not isinstance(cells, pd.DataFrame):
+        raise ValueError(f"cells must be a pandas DataFrame with one row per cell, got {type(cells).__name__}")
+    missing = [c for c in needed if c not in cells.columns]
+    if missing:
+        raise ValueError(f"missing column(s) {missing}; the frame has {list(cells.columns)}")
+
+
+def _label(row: Mapping[str, Any], dims: Sequence[str]) -> str:
+    return " × ".join(f"{d}={row[d]!r}" for d in dims)
+
+
+def _prepare(cells: pd.DataFrame, dims: Sequence[str], value: str, units: str | None,
+             top: Sequence[str] | None, hierarchies: Mapping[str, Mapping[Hashable, Sequence[Hashable]]] | None,
+             bounds: tuple[str | None, str | None] | None, frequency: bool) -> _Table:
+    dims = list(dims)
+    if not dims:
+        raise ValueError("dims must name at least one dimension column")
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"dims must be distinct, got {dims}")
+    lo_col, hi_col = (bounds or (None, None))
+    extra = [c for c in (units, lo_col, hi_col) if c] + list(top or [])
+    _check_columns(cells, [*dims, value, *extra])
+    hierarchies = dict(hierarchies or {})
+    unknown = [h for h in hierarchies if h not in dims]
+    if unknown:
+        raise ValueError(f"hierarchies given for {unknown}, which are not among dims {dims}")
+    frame = cells.reset_index(drop=True)
+    if len(frame) == 0:
+        raise ValueError("the table has no cells")
+    for d in dims:
+        bad = frame[d].isna().to_numpy()
+        if bad.any():
+            raise ValueError(f"NaN label in dimension {d!r} (row {int(np.flatnonzero(bad)[0])}); "
+                             "give missing categories an explicit label")
+    vals = pd.to_numeric(frame[value], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(vals).any() or not np.isfinite(vals).all():
+        i = int(np.flatnonzero(~np.isfinite(vals))[0])
+        raise ValueError(f"value column {value!r} has a missing or non-numeric value at "
+                         f"{_label(frame.iloc[i], dims)}")
+    if frequency and (vals < 0).any():
+        i = int(np.flatnonzero(vals < 0)[0])
+        raise ValueError(f"negative count {vals[i]:g} at {_label(frame.iloc[i], dims)}: counts cannot be negative")
+    u = None
+    if units:
+        u = pd.to_numeric(frame[units], errors="coerce").to_numpy(dtype=float)
+        if not np.isfinite(u).all():
+            i = int(np.flatnonzero(~np.isfinite(u))[0])
+            raise ValueError(f"units column {units!r} has a missing value at {_label(frame.iloc[i], dims)}")
+        if (u < 0).any():
+            i = int(np.flatnonzero(u < 0)[0])
+            raise ValueError(f"negative number of units at {_label(frame.iloc[i], dims)}")
+    dup = frame.duplicated(subset=dims, keep=False).to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        raise ValueError(f"duplicated cell {_label(frame.iloc[i], dims)}: each cell must appear once "
+                         "(aggregate first)")
+
+    # which rows are margins (Total or a hierarchy parent in some dimension)
+    is_margin = np.zeros(len(frame), dtype=bool)
+    for d in dims:
+        parents = set(hierarchies.get(d, {}))
+        col = frame[d]
+        is_margin |= col.map(lambda v, parents=parents: v == TOTAL or v in parents).to_numpy(dtype=bool)
+    inner_rows = np.flatnonzero(~is_margin)
+    if len(inner_rows) == 0:
+        raise ValueError("every row is a margin ('Total' or a hierarchy parent): give the inner cells")
+    inner = frame.iloc[inner_rows]
+    dim_objs = []
+    inner_codes = []
+    for d in dims:
+        leaves = _sorted_leaves(inner[d])
+        dim = build_dimension(d, leaves, hierarchies.get(d))
+        pos = {lab: i for i, lab in enumerate(leaves)}
+        inner_codes.append(inner[d].map(pos).to_numpy(dtype=np.int64))
+        dim_objs.append(dim)
+    model = build_model(inner_codes, dim_objs)
+    S = model.S
+    v_cells = S @ vals[inner_rows]
+    u_cells = None if u is None else S @ u[inner_rows]
+    top_cells = None
+    if top:
+        t = frame[list(top)].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)[inner_rows]
+        top_cells = merged_top(S, np.abs(t), len(top))
+    negative = bool((vals[inner_rows] < 0).any())
+    lb_in = np.full(len(inner_rows), -np.inf if negative else 0.0)
+    ub_in = np.full(len(inner_rows), np.inf)
+    if lo_col:
+        given = pd.to_numeric(frame[lo_col], errors="coerce").to_numpy(dtype=float)[inner_rows]
+        lb_in = np.where(np.isnan(given), lb_in, given)
+    if hi_col:
+        given = pd.to_numeric(frame[hi_col], errors="coerce").to_numpy(dtype=float)[inner_rows]
+        ub_in = np.where(np.isnan(given), ub_in, given)
+    bad = (lb_in > vals[inner_rows] + 1e-9) | (ub_in < vals[inner_rows] - 1e-9)
+    if bad.any():
+        i = int(inner_rows[np.flatnonzero(bad)[0]])
+        raise ValueError(f"a-priori bounds exclude the true value at {_label(frame.iloc[i], dims)}")
+    with np.errstate(invalid="ignore"):
+        lb = _sum_bounds(S, lb_in)
+        ub = _sum_bounds(S, ub_in)
+
+    # where each input row sits among the model's cells; user margins must add up
+    row_cell = np.empty(len(frame), dtype=np.int64)
+    row_cell[inner_rows] = np.arange(len(inner_rows))
+    margin_rows = np.flatnonzero(is_margin)
+    if len(margin_rows):
+        codes = np.zeros((len(margin_rows), len(dims)), dtype=np.int64)
+        for j, (d, dim) in enumerate(zip(dims, dim_objs, strict=True)):
+            index = {lab: i for i, lab in enumerate(dim.labels)}
+            col = frame[d].iloc[margin_rows]
+            missing = [lab for lab in col if lab not in index]
+            if missing:
+                raise ValueError(f"margin row with {d}={missing[0]!r}: that label has no inner cell "
+                                 "(a margin of nothing must be 0 and can be left out)")
+            codes[:, j] = col.map(index).to_numpy(dtype=np.int64)
+        found = model.find(codes)
+        for n_row, (row, cell) in enumerate(zip(margin_rows, found, strict=True)):
+            computed = 0.0 if cell < 0 else float(v_cells[cell])
+            given = float(vals[row])
+            if abs(given - computed) > 1e-6 * max(1.0, abs(computed)):
+                raise ValueError(
+                    f"margin {_label(frame.iloc[row], dims)} is {given:g} but its inner cells add up to "
+                    f"{computed:g}: the table is not additive")
+            if u is not None and cell >= 0 and abs(u[row] - u_cells[cell]) > 1e-6 * max(1.0, u_cells[cell]):
+                raise ValueError(
+                    f"margin {_label(frame.iloc[row], dims)} has {u[row]:g} units but its inner cells have "
+                    f"{u_cells[cell]:g}: the table is not additive")
+            if cell < 0:
+                raise ValueError(f"margin {_label(frame.iloc[row], dims)} has no inner cell: leave it out")
+            row_cell[row] = cell
+            del n_row
+    return _Table(model, model.labels_frame(), v_cells, u_cells, top_cells, lb, ub, row_cell,
+                  inner_rows, negative)
+
+
+def _sorted_leaves(col: pd.Series) -> list[Hashable]:
+    uniq = list(pd.unique(col))
+    try:
+        return sorted(uniq)  # type: ignore[type-var]
+    except TypeError:
+        return uniq
+
+
+def _sum_bounds(S: Any, b: np.ndarray) -> np.ndarray:
+    """Bounds of every cell from its inner cells' bounds; NaN where unbounded."""
+    finite = np.isfinite(b)
+    s = S @ np.where(finite, b, 0.0)
+    n_inf = S @ (~finite).astype(float)
+    return np.where(n_inf > 0, np.nan, s)
+
+
+# --------------------------------------------------------------------------- protect
+def protect(
+    cells: pd.DataFrame,
+    *,
+    dims: Sequence[str],
+    value: str,
+    units: str | None = None,
+    top: Sequence[str] | None = None,
+    hierarchies: Mapping[str, Mapping[Hashable, Sequence[Hashable]]] | None = None,
+    rules: Rules | None = None,
+    primary: str | None = None,
+    cost: str | None = None,
+    method: str = "auto",
+    singletons: bool | None = None,
+    time_limit: float = 10.0,
+    progress: ProgressFn | None = None,
+    bounds: tuple[str | None, str | None] | None = None,
+    margins: str = "hideable",
+    solver: str | None = None,
+) -> Protection:
+    """Choose secondary cells so that no primary cell can be recovered, and audit the result.
+
+    Args:
+        cells: one row per inner cell (margin rows labelled ``"Total"`` or with a
+            hierarchy parent are accepted and checked for additivity, then rebuilt).
+        dims: the dimension columns (1 to 4 or more).
+        value: the cell value column (a count, or a magnitude such as turnover).
+        units: the number of contributing units per cell.  Without it, or when it is
+            the value column itself, the table is a frequency table (value = count).
+        top: columns holding each cell's largest contributions, descending (for the
+            dominance and p % rules, and for two-contributor insiders).
+        hierarchies: ``{dim: {parent: [parts, ...]}}``, possibly nested; sub-totals
+            become margins the attacker knows.
+        rules: the rules in force (default :class:`~sdc_magic.config.Rules`).
+        primary: name of a bool column of a-priori primary flags.
+        cost: ``"value"`` (default from ``rules.cost``; tau-Argus default), ``"cells"``,
+            ``"units"``, or the name of a cost column.
+        method: ``"optimal"`` (MIP), ``"heuristic"`` or ``"auto"`` (optimal up to
+            1,500 cells, heuristic above, heuristic result kept if the MIP times out).
+        singletons: audit insiders (single contributors) too; default ``rules.singletons``.
+        time_limit: seconds for the MIP; the best audited pattern is returned at the limit.
+        progress: ``progress(message, fraction)`` called regularly during long runs.
+        bounds: ``(lower_column, upper_column)`` of a-priori bounds the attacker knows
+            (either may be None).  Default: inner cells ≥ 0, no upper bound; when some
+            magnitude is negative, no lower bound either.
+        margins: ``"hideable"`` (margins may be suppressed, as in tau-Argus) or
+            ``"published"`` (every margin is public whatever we do).
+        solver: ``"HiGHS"`` or ``"CBC"`` for the MIP (default: HiGHS when installed).
+
+    Returns:
+        A :class:`Protection`.  When no pattern can protect the primaries, every cell is
+        hidden, ``audit_ok`` is False and ``message`` says why.  Bad input raises
+        ``ValueError``.  The caller's frame is never modified.
+    """
+    t0 = time.monotonic()
+    rules = rules or Rules()
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if margins not in MARGINS:
+        raise ValueError(f"margins must be one of {MARGINS}, got {margins!r}")
+    if time_limit is None or not time_limit > 0:
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    singletons = rules.singletons if singletons is None else bool(singletons)
+    frequency = units is None or units == value
+    cost = cost or rules.cost
+    needed = [c for c in (primary,) if c]
+    if cost not in COSTS:
+        needed.append(cost)
+    _check_columns(cells, [*list(dims), value, *needed])
+    if cost == "units" and units is None and not frequency:
+        raise ValueError("cost='units' needs the units column")
+    tick = Ticker(progress)
+    tick("protect: building the table model", 0.0, force=True)
+    tab = _prepare(cells, dims, value, units, top, hierarchies, bounds, frequency)
+    model = tab.model
+    n = model.n_cells
+    frame = cells.reset_index(drop=True)
+    a = tab.value
+    unit_counts = a if frequency else tab.units
+
+    # ---- primary cells
+    if unit_counts is not None:
+        u_facts = unit_counts
+    else:
+        u_facts = np.where(a != 0, np.inf, 0.0)
+    facts = CellFacts(
+        stat=np.full(n, "count" if frequency else "sum", dtype=object),
+        units=u_facts,
+        total=None if frequency else a,
+        top=tab.top,
+        negative=None if frequency else (a < 0),
+        total_abs=None,
+    )
+    assessment = assess(facts, rules)
+    is_primary = assessment.primary.copy()
+    reasons: list[list[str]] = [[] for _ in range(n)]
+    for i, rs in assessment.reasons.items():
+        reasons[i] = [r.rule for r in rs if assessment.primary[i] or r.rule in ("negative", "custom")]
+        if not assessment.primary[i]:
+            reasons[i] = []
+    if primary:
+        flags = frame[primary].fillna(False).astype(bool).to_numpy()
+        rows = np.flatnonzero(flags)
+        for r in rows:
+            c = int(tab.row_cell[r])
+            is_primary[c] = True
+            if "a-priori" not in reasons[c]:
+                reasons[c].append("a-priori")
+
+    # ---- levels, bounds, costs, insiders
+    lpl, upl = protection_levels(
+        a, rules=rules, frequency=frequency, reasons=reasons, top=tab.top, lower_bounds=tab.lb,
+        min_width=1.0 if frequency else 10.0 ** (-decimals_of(a[model.is_inner])))
+    lpl = np.where(is_primary, lpl, 0.0)
+    upl = np.where(is_primary, upl, 0.0)
+    L = np.where(np.isnan(tab.lb), np.inf, a - tab.lb)
+    U = np.where(np.isnan(tab.ub), np.inf, tab.ub - a)
+    L = np.maximum(L, 0.0)
+    U = np.maximum(U, 0.0)
+    c = _costs(cost, a, unit_counts, frame, tab)
+    positive = c[c > 0]
+    floor = 1e-3 * (positive.min() if len(positive) else 1.0)
+    c_int = np.maximum(c, floor)
+    scen_L = np.full(n, np.nan)
+    scen_U = np.full(n, np.nan)
+    if singletons and unit_counts is not None:
+        one = unit_counts == 1
+        scen_L[one] = 0.0
+        scen_U[one] = 0.0
+        if tab.top is not None:
+            two = (unit_counts == 2) & np.isfinite(tab.top[:, 0])
+            scen_L[two] = np.maximum(a[two] - tab.top[two, 0], 0.0)
+            scen_U[two] = U[two]
+    hideable = np.ones(n, dtype=bool)
+    if margins == "published":
+        hideable = model.is_inner.copy()
+    P = Problem(model.M, a, L, U, is_primary, hideable, lpl, upl, c_int, scen_L, scen_U,
+                S=model.S.tocsr())
+
+    # ---- search
+    deadline = t0 + float(time_limit)
+    use_optimal = method == "optimal" or (method == "auto" and n <= AUTO_OPTIMAL_MAX_CELLS)
+    solvers = available_solvers()
+    chosen = solver or (solvers[0] if solvers else None)
+    if use_optimal and chosen not in solvers:
+        if method == "optimal" or solver is not None:
+            raise ValueError(f"MIP solver {chosen!r} is not available here (available: {solvers})")
+        use_optimal = False
+    message = ""
+    audit_ok = True
+    pool: list[Flow] = []
+    unprotectable: list[tuple[int, int]] = []
+    try:
+        blocked = _unhideable_primaries(P)
+        if blocked:
+            raise Infeasible(blocked)
+        hidden, pool = repair(P, P.primary.copy(), [], singletons=singletons, tick=tick)
+        method_name = "heuristic+repair"
+        if use_optimal:
+            hidden, pool = cleanup(P, hidden, pool, singletons=singletons, tick=tick,
+                                   deadline=t0 + 0.3 * float(time_limit))
+            hidden, pool, status, _lower = optimal(
+                P, singletons=singletons, tick=tick, deadline=deadline, solver=chosen, incumbent=(hidden, pool))
+            method_name = f"optimal/{chosen}" + ("" if status == "optimal" else
+                                                 " (time limit: best audited pattern so far)")
+        else:
+            hidden, pool = cleanup(P, hidden, pool, singletons=singletons, tick=tick,
+                                   deadline=max(deadline, t0 + 1.0))
+    except Infeasible as exc:
+        unprotectable = exc.failures
+        hidden = np.ones(n, dtype=bool)
+        method_name = "none (infeasible)"
+        audit_ok = False
+
+    # ---- final audit: certificates for every attacker, then exact intervals
+    tick("audit: final check", None, force=True)
+    if audit_ok:
+        cert = certify(P, hidden, pool, singletons=singletons, tick=tick)
+        pool = cert.pool
+        if cert.failures:
+            audit_ok = False
+            unprotectable = cert.failures
+    lower, upper = intervals(P, hidden, tick=tick)
+    lower, upper = _tidy(lower, upper, a, frequency)
+    req_k, req_s, req_a = P.requirements()
+    if audit_ok:
+        # the exact intervals must agree with the certificates (outsider)
+        for k, s, amt in zip(req_k, req_s, req_a, strict=True):
+            reach = upper[k] - a[k] if s > 0 else a[k] - lower[k]
+            if reach < amt * (1 - 1e-6) - 1e-9:
+                audit_ok = False
+                unprotectable.append((int(np.flatnonzero(req_k == k)[0]), -1))
+    # a secondary the attacker recovers exactly protects nothing: publish it
+    secondary = hidden & ~P.primary
+    pinned = secondary & (upper - lower <= 1e-9 * np.maximum(np.abs(a), 1.0))
+    if audit_ok and pinned.any():
+        hidden = hidden & ~pinned
+        lower[pinned] = np.nan
+        upper[pinned] = np.nan
+
+    status = np.where(P.primary, "primary", np.where(hidden, "secondary", "safe"))
+    for i in np.flatnonzero(hidden & ~P.primary):
+        reasons[i] = ["secondary"]
+    for i in np.flatnonzero(~hidden):
+        reasons[i] = []
+    out = tab.labels.copy()
+    out["value"] = a
+    if units is not None and not frequency:
+        out["units"] = tab.units
+    elif units is not None:
+        out["units"] = a
+    out["status"] = status
+    out["lower"] = lower
+    out["upper"] = upper
+    out["reasons"] = reasons
+    total_cost = float(c[hidden & ~P.primary].sum())
+    seconds = time.monotonic() - t0
+    labels = tab.labels
+    if audit_ok:
+        n_sec = int((hidden & ~P.primary).sum())
+        message = (f"{int(P.primary.sum())} primary cell(s) protected with {n_sec} secondary cell(s) "
+                   f"(cost {total_cost:g}); every primary passed the audit"
+                   + (" against outsiders and single contributors." if singletons else " against outsiders."))
+        if pinned.any():
+            message += f" {int(pinned.sum())} recoverable secondary cell(s) were published again."
+    else:
+        message = _explain(unprotectable, P, labels, req_k, req_s, req_a, margins)
+    req = labels.iloc[req_k].reset_index(drop=True)
+    req["value"] = a[req_k]
+    req["direction"] = np.where(req_s > 0, "up", "down")
+    req["must_reach"] = a[req_k] + req_s * req_a
+    tick("protect: done", 1.0, force=True)
+    return Protection(out, method_name, total_cost, seconds, bool(audit_ok), message, req, pool)
+
+
+def _tidy(lower: np.ndarray, upper: np.ndarray, a: np.ndarray, frequency: bool
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Round LP noise (1e-9) away so that whole-number tables show whole-number intervals."""
+    scale = np.maximum(np.abs(a), 1.0)
+    with np.errstate(invalid="ignore"):
+        _round_close(lower, scale)
+        _round_close(upper, scale)
+    return lower, upper
+
+
+def _round_close(arr: np.ndarray, scale: np.ndarray) -> None:
+    fin = np.isfinite(arr)
+    r = np.where(fin, np.round(np.where(fin, arr, 0.0)), arr)
+    close = fin & (np.abs(np.where(fin, arr - r, 0.0)) <= 1e-7 * scale)
+    arr[close] = r[close]
+
+
+def _costs(cost: str, a: np.ndarray, units: np.ndarray | None, frame: pd.DataFrame, tab: _Table) -> np.ndarray:
+    if cost == "value":
+        return np.abs(a)
+    if cost == "cells":
+        return np.ones(len(a))
+    if cost == "units":
+        if units is None:
+            raise ValueError("cost='units' needs the units column")
+        return np.asarray(units, dtype=float)
+    col = pd.to_numeric(frame[cost], errors="coerce").to_numpy(dtype=float)
+    inner = col[tab.inner_rows]
+    if not np.isfinite(inner).all() or (inner < 0).any():
+        raise ValueError(f"cost column {cost!r} must hold non-negative numbers")
+    return tab.model.S @ inner
+
+
+def _unhideable_primaries(P: Problem) -> list[tuple[int, int]]:
+    req_k, _, _ = P.requirements()
+    bad = [int(r) for r, k in enumerate(req_k) if not P.hideable[k]]
+    return [(r, -1) for r in bad]
+
+
+def _explain(failures: list[tuple[int, int]], P: Problem, labels: pd.DataFrame, req_k: np.ndarray,
+             req_s: np.ndarray, req_a: np.ndarray, margins: str) -> str:
+    if not failures:
+        return "the audit failed; every cell is hidden"
+    parts: list[str] = []
+    for r, s in failures:
+        k = int(req_k[r]) if len(req_k) else -1
+        where = " / ".join(str(v) for v in labels.iloc[k].tolist()) if k >= 0 else "?"
+        if s >= 0:
+            who = " / ".join(str(v) for v in labels.iloc[s].tolist())
+            text = f"{where} (the single contributor of {who} can narrow it down)"
+        elif not P.hideable[k]:
+            text = f"{where} (it fails the rules but is a published margin)"
+        else:
+            text = where
+        if text not in parts:
+            parts.append(text)
+    more = f" and {len(parts) - 5} more" if len(parts) > 5 else ""
+    parts = parts[:5]
+    hint = (" Margins are treated as published (margins='published'), so they cannot be hidden."
+            if margins == "published" else "")
+    return ("No suppression pattern can protect " + "; ".join(parts) + more
+            + ": whatever else is hidden, the published margins and a-priori bounds pin these cells "
+              "within their protection interval. Every cell is hidden; aggregate the table instead."
+            + hint)
+
+
+# --------------------------------------------------------------------------- audit
+def audit(
+    cells: pd.DataFrame,
+    *,
+    dims: Sequence[str],
+    value: str,
+    hidden: str | Sequence[bool] | np.ndarray | pd.Series,
+    hierarchies: Mapping[str, Mapping[Hashable, Sequence[Hashable]]] | None = None,
+    bounds: tuple[str | None, str | None] | None = None,
+) -> pd.DataFrame:
+    """The attacker's exact interval for every hidden cell of a suppression pattern.
+
+    The attacker knows every published cell, every margin (totals over each subset of
+    dimensions and every hierarchy sub-total) unless that margin's row is given here
+    and flagged hidden, and the a-priori bounds (inner cells ≥ 0 unless some value is
+    negative; ``bounds=(lower_column, upper_column)`` adds declared ones).
+
+    Args:
+        hidden: a bool column name, or one flag per row of ``cells``.
+
+    Returns:
+        One row per hidden cell: the dims, ``value``, ``lower``, ``upper``.
+    """
+    if isinstance(hidden, str):
+        _check_columns(cells, [hidden])
+        flags = cells[hidden].fillna(False).astype(bool).to_numpy()
+    else:
+        flags = np.asarray(hidden, dtype=bool)
+        if len(flags) != len(cells):
+            raise ValueError(f"hidden has {len(flags)} flags for {len(cells)} rows")
+    tab = _prepare(cells, dims, value, None, None, hierarchies, bounds, frequency=False)
+    a = tab.value
+    n = tab.model.n_cells
+    hid = np.zeros(n, dtype=bool)
+    hid[tab.row_cell[flags]] = True
+    L = np.maximum(np.where(np.isnan(tab.lb), np.inf, a - tab.lb), 0.0)
+    U = np.maximum(np.where(np.isnan(tab.ub), np.inf, tab.ub - a), 0.0)
+    zeros = np.zeros(n)
+    P = Problem(tab.model.M, a, L, U, zeros.astype(bool), np.ones(n, bool), zeros, zeros, np.ones(n),
+                np.full(n, np.nan), np.full(n, np.nan))
+    lower, upper = intervals(P, hid)
+    lower, upper = _tidy(lower, upper, a, False)
+    out = tab.labels.copy()
+    out["value"] = a
+    out["lower"] = lower
+    out["upper"] = upper
+    return out[hid].reset_index(drop=True)

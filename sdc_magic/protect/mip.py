@@ -1,0 +1,201 @@
+"""Optimal secondary suppression: a MIP with attacker cuts generated on demand.
+
+Model (Fischetti & Salazar, "Solving the cell suppression problem on tabular data
+with linear constraints", Management Science 2001; the model behind tau-Argus
+Optimal and sdcTable OPT): one binary ``x_i`` per cell (1 = hidden), primaries fixed
+to 1, minimise ``Σ cost_i · x_i``.  The attacker's problem for primary k is an LP
+whose bounds depend on x; LP duality turns "the attacker's max of y_k reaches
+a_k + UPL_k" into capacity cuts
+
+    Σ_i (α_i · U_i + β_i · L_i) · x_i ≥ UPL_k
+
+with (α, β) the reduced costs of the attacker LP solved at the current master
+solution (U / L: how far cell i may move up / down a priori).  Coefficients are
+capped at the right-hand side, which keeps the cut valid on 0/1 points and tightens
+it.  The master starts with the "no lone hidden cell in a relation" cuts and
+receives, each round, one cut per violated (primary, direction, attacker).  A
+master solution that passes the audit is optimal; when the time limit strikes
+first, the best *audited* pattern found so far (the heuristic's, or a repaired
+master solution) is returned.
+
+Insiders (single contributors) get their own cuts: the LP is the same with the
+insider's cell fixed, which is exactly the outsider's LP for a pattern where that
+cell is published — so the cut is valid whether or not the cell ends up hidden.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import highspy
+import numpy as np
+import pulp
+
+from .audit import Problem, Ticker, certify, scenario_caps
+from .heuristic import Infeasible, repair
+from .lp import Flow, new_highs, pass_lp
+
+
+def available_solvers() -> list[str]:
+    """MIP back ends PuLP can use here, fastest first (HiGHS in memory, then CBC)."""
+    out = []
+    try:
+        if pulp.HiGHS().available():
+            out.append("HiGHS")
+    except Exception:  # PuLP raises various errors when highspy is absent
+        pass
+    if _cbc(msg=False).available():
+        out.append("CBC")
+    return out
+
+
+def _binary(prob: pulp.LpProblem, name: str) -> pulp.LpVariable:
+    if hasattr(prob, "add_variable"):  # PuLP >= 3.3
+        return prob.add_variable(name, 0, 1, cat=pulp.LpBinary)
+    return pulp.LpVariable(name, cat=pulp.LpBinary)
+
+
+def _cbc(**kwargs: object) -> pulp.LpSolver:
+    # PuLP 3.3 warns that the bundled CBC moves to an extra in 4.0; it is still the
+    # bundled solver we are asked to support, so the warning is not the user's business
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return pulp.PULP_CBC_CMD(**kwargs)
+
+
+def _solver(name: str, time_limit: float) -> pulp.LpSolver:
+    t = max(float(time_limit), 0.05)
+    if name == "HiGHS":
+        return pulp.HiGHS(msg=False, timeLimit=t, threads=1, random_seed=0, mip_rel_gap=1e-9)
+    return _cbc(msg=False, timeLimit=t, threads=1, gapRel=1e-9, options=["randomCbcSeed 1", "randomSeed 1"])
+
+
+def benders_cut(P: Problem, hidden: np.ndarray, k: int, sign: int, scen: int
+                ) -> tuple[float, np.ndarray]:
+    """(attacker's best deviation, cut coefficients per cell) at the pattern ``hidden``."""
+    L, U = (P.L, P.U) if scen < 0 else scenario_caps(P, scen)
+    lo = np.where(hidden, -L, 0.0)
+    hi = np.where(hidden, U, 0.0)
+    h = new_highs()
+    cost = np.zeros(P.n)
+    cost[k] = -float(sign)
+    nrow = P.M.shape[0]
+    pass_lp(h, P.Mc, cost, lo, hi, np.zeros(nrow), np.zeros(nrow))
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        return np.inf, np.zeros(P.n)
+    sol = h.getSolution()
+    value = float(sign) * float(np.asarray(sol.col_value)[k])
+    d = -np.asarray(sol.col_dual)  # reduced costs of the max problem
+    with np.errstate(invalid="ignore"):
+        coef = np.where(d > 0, d * U, 0.0) + np.where(d < 0, -d * L, 0.0)
+    coef = np.where(np.isnan(coef), np.inf, coef)
+    return value, coef
+
+
+def optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, solver: str,
+            incumbent: tuple[np.ndarray, list[Flow]] | None) -> tuple[np.ndarray, list[Flow], str, float]:
+    """Minimum-cost audited pattern.  Returns (hidden, certificates, status, lower bound).
+
+    ``status`` is ``"optimal"`` or ``"time limit"``; in the latter case the pattern is
+    the best audited one found (never an unaudited master solution).
+    """
+    req_k, req_s, req_a = P.requirements()
+    var_cells = np.flatnonzero(P.hideable & ~P.primary)
+    prob = pulp.LpProblem("cell_suppression", pulp.LpMinimize)
+    x = {int(i): _binary(prob, f"x{int(i)}") for i in var_cells}
+    prob += pulp.lpSum(float(P.cost[i]) * x[int(i)] for i in var_cells)
+    # a hidden primary alone in a relation is recovered exactly: some other cell must go
+    M = P.M.tocsr()
+    seen_rows: set[int] = set()
+    for k in np.unique(req_k):
+        col = P.Mc[:, int(k)]
+        for r in col.indices:
+            r = int(r)
+            members = M.indices[M.indptr[r]:M.indptr[r + 1]]
+            others = [int(i) for i in members if i != k]
+            if any(P.primary[i] for i in others):
+                continue
+            key = r * P.n + int(k)
+            if key in seen_rows:
+                continue
+            seen_rows.add(key)
+            terms = [x[i] for i in others if i in x]
+            if not terms:
+                raise Infeasible([(int(np.flatnonzero(req_k == k)[0]), -1)])
+            prob += pulp.lpSum(terms) >= 1
+
+    best_hidden, best_pool = incumbent if incumbent is not None else (None, [])
+    best_cost = float(P.cost[best_hidden & ~P.primary].sum()) if best_hidden is not None else np.inf
+    lower = 0.0
+    pool: list[Flow] = list(best_pool)
+    rounds = 0
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return (*_fallback(P, best_hidden, best_pool, singletons, tick), "time limit", lower)
+        tick(f"optimal: master problem round {rounds + 1}", None, force=True)
+        status = prob.solve(_solver(solver, remaining))
+        rounds += 1
+        if status != pulp.LpStatusOptimal:
+            if pulp.LpStatus[status] == "Infeasible":
+                raise Infeasible([])
+            return (*_fallback(P, best_hidden, best_pool, singletons, tick), "time limit", lower)
+        solved_to_opt = _proved_optimal(prob, solver)
+        lower = max(lower, float(pulp.value(prob.objective) or 0.0)) if solved_to_opt else lower
+        hidden = P.primary.copy()
+        for i, var in x.items():
+            if (var.value() or 0.0) > 0.5:
+                hidden[i] = True
+        cert = certify(P, hidden, pool, singletons=singletons, tick=tick)
+        pool = cert.pool
+        if not cert.failures:
+            cost = float(P.cost[hidden & ~P.primary].sum())
+            if solved_to_opt:
+                return hidden, pool, "optimal", cost
+            if cost < best_cost:
+                best_hidden, best_pool, best_cost = hidden, pool, cost
+            return best_hidden, best_pool, "time limit", lower
+        if lower >= best_cost - 1e-9 * max(best_cost, 1.0) and best_hidden is not None:
+            return best_hidden, best_pool, "optimal", best_cost
+        added = 0
+        for r, s in cert.failures:
+            value, coef = benders_cut(P, hidden, int(req_k[r]), int(req_s[r]), s)
+            amt = float(req_a[r])
+            if value >= amt * (1 - 1e-6):
+                continue
+            coef = np.minimum(coef, amt)
+            rhs = amt - float(coef[P.primary].sum())
+            terms = [(x[int(i)], float(coef[i])) for i in var_cells if coef[i] > 1e-9 * amt]
+            if rhs <= 1e-9 * amt:
+                continue
+            if not terms:
+                raise Infeasible([(int(r), int(s))])
+            prob += pulp.LpAffineExpression(terms) >= rhs
+            added += 1
+        # an audited pattern from this master solution, for the time limit
+        try:
+            rep_hidden, rep_pool = repair(P, hidden, pool, singletons=singletons, tick=tick)
+            rep_cost = float(P.cost[rep_hidden & ~P.primary].sum())
+            if rep_cost < best_cost:
+                best_hidden, best_pool, best_cost = rep_hidden, rep_pool, rep_cost
+        except Infeasible:
+            pass
+        if added == 0:
+            # numerical stalemate: keep the audited pattern
+            return (*_fallback(P, best_hidden, best_pool, singletons, tick), "time limit", lower)
+
+
+def _proved_optimal(prob: pulp.LpProblem, solver: str) -> bool:
+    # PuLP reports "Optimal" also for a time-limited integer solution with CBC;
+    # sol_status distinguishes them.
+    return getattr(prob, "sol_status", pulp.LpSolutionOptimal) == pulp.LpSolutionOptimal
+
+
+def _fallback(P: Problem, hidden: np.ndarray | None, pool: list[Flow], singletons: bool, tick: Ticker
+              ) -> tuple[np.ndarray, list[Flow]]:
+    if hidden is not None:
+        return hidden, pool
+    return repair(P, P.primary.copy(), [], singletons=singletons, tick=tick)
