@@ -56,6 +56,7 @@ class Checked:
     hidden_flat: np.ndarray | None = None  # per displayed flat cell, hidden or not
     cell_rows: np.ndarray | None = None  # per displayed flat cell, its display row
     cell_cols: np.ndarray | None = None
+    microdata_certificate: dict[str, Any] | None = None  # k-anonymity report of a releasable row-level frame
     rounded: int | None = None
 
     @property
@@ -82,11 +83,13 @@ class Outcome:
     models: list[dict[str, Any]] = field(default_factory=list)  # per measure: dims and every modelled cell
 
 
-def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: Any = None) -> Checked:
+def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: Any = None,
+          progress: Any = None) -> Checked:
     """Check one displayed object (DataFrame, Series or Styler) under ``rules``.
 
     ``linker(entry, positions)`` may return extra primary cells (flat index → reasons)
     found against the session's earlier outputs (differencing through filters).
+    ``progress(message, fraction)`` is called during long protections.
     """
     frame, notes = unwrap(obj)
     resolved = resolve(frame, registry)
@@ -100,7 +103,7 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
                        notes=resolved.notes + ["row-level data: never exportable"])
     if resolved.kind == "unverified":
         return _check_unverified(resolved, rules, protector, shape)
-    return _check_table(resolved, rules, protector, shape, linker)
+    return _check_table(resolved, rules, protector, shape, linker, progress)
 
 
 def _shape(frame: pd.DataFrame | pd.Series) -> tuple[int, int]:
@@ -133,7 +136,7 @@ def _norm_label(text: str) -> str:
 
 
 def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
-                 linker: Any = None) -> Checked:
+                 linker: Any = None, progress: Any = None) -> Checked:
     ev = resolved.evidence
     flat = resolved.flat
     entry = resolved.match.entry if resolved.match else None
@@ -169,7 +172,7 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     method = None
     models: list[dict[str, Any]] = []
     if primary.any():
-        outcome = _protect_entry(entry, resolved, primary, rules, protector)
+        outcome = _protect_entry(entry, resolved, primary, rules, protector, progress)
         if outcome is None:
             status = "blocked"
             notes.append(NOT_PROTECTED_YET)
@@ -190,6 +193,9 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     if assessment.review.any() or any("not found" in n for n in notes):
         if status == "pass" or status == "suppressed":
             status = "review"
+    if status != "blocked" and len(hidden) > 1 and hidden.all():
+        status = "blocked"
+        notes.append("every cell would be hidden: nothing of this table can be published; aggregate up")
     checked = _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                       call=entry.call, method=method)
     checked.entry = entry
@@ -283,7 +289,7 @@ def _load_protector(protector: Any) -> Any:
 
 
 def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, rules: Rules,
-                   protector: Any) -> Outcome | None:
+                   protector: Any, progress: Any = None) -> Outcome | None:
     """Secondary suppression over the whole captured table, mapped onto the displayed cells."""
     assert resolved.match is not None
     ev_all = entry.evidence
@@ -312,7 +318,8 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
         protect = protect or _load_protector(protector)
         if protect is None:
             return None
-        hidden_sel, iv, ok, method, message, model = _protect_measure(entry, sel, primary_all, rules, protect)
+        hidden_sel, iv, ok, method, message, model = _protect_measure(entry, sel, primary_all, rules, protect,
+                                                                      progress)
         model["measure"] = str(measure)
         models.append(model)
         hidden_all[sel] |= hidden_sel
@@ -331,8 +338,8 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
                    "; ".join(messages) or None, models)
 
 
-def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rules: Rules, protect: Any
-                     ) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None, str | None,
+def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rules: Rules, protect: Any,
+                     progress: Any = None) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None, str | None,
                                 dict[str, Any]]:
     ev = entry.evidence
     dims = list(entry.dims)
@@ -357,8 +364,9 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         cells[name] = np.nan_to_num(ev.top[inner, j], nan=0.0)
         top_cols.append(name)
     magnitude = bool(stat & {"sum", "mean"})
+    kwargs = {"progress": progress} if progress is not None else {}
     result = protect(cells, dims=internal, value="value", units="units", top=top_cols if magnitude else None,
-                     rules=rules, primary="primary")
+                     rules=rules, primary="primary", **kwargs)
     out = result.cells
     hidden_inner = out["status"].isin(["primary", "secondary"]).to_numpy()
     key_out = pd.MultiIndex.from_arrays([out[c].astype(object).to_numpy() for c in internal]) if len(dims) > 1 \

@@ -97,7 +97,7 @@ def results_record(records: list[OutputRecord]) -> dict[str, Any]:
         results[r.id] = {
             "uid": r.id,
             "status": _acro_status(r),
-            "type": "table",
+            "type": "microdata" if r.kind == "microdata" else "table",
             "properties": {"method": r.call or "table", "mitigation": "suppress" if mitigated else "none",
                            "sdc_magic_status": r.status, "certificate": f"{r.id}.certificate.json"},
             "files": [_files_entry(r)],

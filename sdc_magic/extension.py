@@ -64,7 +64,11 @@ def load(ip: Any) -> None:
         from IPython.display import display
 
         count = getattr(ip, "execution_count", None)
-        published = sess.publish(obj, execution_count=count)
+        progress = _Progress(enabled=_widgets_available(ip))
+        try:
+            published = sess.publish(obj, execution_count=count, progress=progress)
+        finally:
+            progress.close()
         data = dict(published.data)
         if published.checked is not None and published.checked.hidden_count and _widgets_available(ip):
             try:
@@ -117,6 +121,46 @@ def unload(ip: Any) -> None:
     if _session is not None:
         _session.capture.uninstall()
     _installed.clear()
+
+
+class _Progress:
+    """A progress bar shown only when protection takes longer than a second.
+
+    It is a widget of its own, closed when checking ends (so no half-protected state is
+    ever left on screen); it shows only the engine's stage and fraction, never a value.
+    """
+
+    def __init__(self, enabled: bool, delay: float = 1.0) -> None:
+        import time
+
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.delay = delay
+        self.bar: Any = None
+        self.label: Any = None
+        self.box: Any = None
+
+    def __call__(self, message: str, fraction: float | None = None) -> None:
+        import time
+
+        if not self.enabled or time.monotonic() - self.start < self.delay:
+            return
+        if self.box is None:
+            import ipywidgets as W
+            from IPython.display import display
+
+            self.bar = W.FloatProgress(min=0.0, max=1.0, description="sdc_magic")
+            self.label = W.Label("protecting…")
+            self.box = W.HBox([self.bar, self.label])
+            display(self.box)
+        if fraction is not None:
+            self.bar.value = max(0.0, min(1.0, float(fraction)))
+        self.label.value = f"{message} (interrupt the kernel to stop: nothing is shown then)"
+
+    def close(self) -> None:
+        if self.box is not None:
+            self.box.close()
+            self.box = None
 
 
 def _widgets_available(ip: Any) -> bool:

@@ -9,6 +9,9 @@
 ``%sdc drop out-7``             exclude out-7 from export
 ``%sdc export DIR [--force] [--xlsx]``  write cleared outputs, certificates and results.json
 ``%sdc verify DIR``             re-check an export folder without the data
+``%sdc microdata keys=sex,birth_year,education k=3 sensitive=hiv_status l=2``
+                                row-level frames displayed afterwards are checked for k-anonymity
+                                (and l-diversity); one that passes can be exported with its report
 ``%sdc debug``                  the last checking error (local only; never in an output)
 """
 
@@ -73,6 +76,20 @@ def sdc_magic(line: str) -> None:
 
             problems = verify(rest.strip())
             print("\n".join(problems) if problems else f"{rest.strip()}: verified")
+        elif command == "microdata":
+            settings = parse_assignments(rest)
+            keys = [k for k in settings.pop("keys", "").split(",") if k]
+            try:
+                k = int(settings.pop("k", 3))
+                l_value = settings.pop("l", None)
+                spec = sess.set_microdata(keys, k=k, sensitive=settings.pop("sensitive", None),
+                                          l=int(l_value) if l_value is not None else None)
+            except ValueError as exc:
+                raise RulesError(str(exc)) from None
+            if settings:
+                raise RulesError(f"unknown microdata setting {next(iter(settings))!r}; use keys, k, sensitive, l")
+            print(f"row-level frames: k-anonymity k={spec['k']} over {', '.join(spec['keys'])}"
+                  + (f", l-diversity l={spec['l']} of {spec['sensitive']}" if spec.get("sensitive") else ""))
         elif command == "debug":
             print(sess.last_error or "no checking error in this session")
         else:

@@ -50,6 +50,7 @@ class Session:
         self.ledger = Ledger(persist=False)
         self.populations: list[Any] = []  # rows behind each published cell of earlier outputs (linking)
         self.linking = True
+        self.microdata: dict[str, Any] | None = None  # %sdc microdata keys=... k=... (row-level releases)
         self.last_error: str | None = None
         self.protector: Any = None
 
@@ -78,7 +79,8 @@ class Session:
         published = self.publish(obj, execution_count, record)
         return published.data, published.metadata
 
-    def publish(self, obj: Any, execution_count: int | None = None, record: bool = True) -> Published:
+    def publish(self, obj: Any, execution_count: int | None = None, record: bool = True,
+                progress: Any = None) -> Published:
         """Check and render ``obj``; any exception gives a withheld placeholder.
 
         The traceback is kept for ``%sdc debug`` and never shown in the output (an error
@@ -88,9 +90,11 @@ class Session:
         checked: Checked | None = None
         try:
             checked = check(obj, self.registry, self.rules, self.protector,
-                            linker=self._differencing if (record and self.linking) else None)
+                            linker=self._differencing if (record and self.linking) else None, progress=progress)
             if record and self.linking:
                 self._link(out_id, checked)
+            if checked.kind == "row-level" and self.microdata is not None:
+                self._microdata_check(checked)
             text = render_plain(checked)
             page = render_html(checked)
             meta = self._metadata(out_id, checked, text, page)
@@ -111,7 +115,13 @@ class Session:
                 execution_count: int | None) -> OutputRecord:
         """The ledger record; exportable kinds also keep their CSV and certificate."""
         csv_text = cert = None
-        if checked is not None and checked.kind == "table" and meta["status"] in ("pass", "suppressed", "review"):
+        if checked is not None and checked.kind == "microdata" and meta["status"] == "pass":
+            frame = checked.frame if isinstance(checked.frame, pd.DataFrame) else checked.frame.to_frame()
+            csv_text = frame.to_csv(index=False, lineterminator="\n")
+            cert = {"schema": "sdc_magic.microdata-certificate/1", "id": out_id, "file": f"{out_id}.csv",
+                    "status": "pass", "digest": meta["digest"], "microdata": checked.microdata_certificate,
+                    "versions": certificate.versions()}
+        elif checked is not None and checked.kind == "table" and meta["status"] in ("pass", "suppressed", "review"):
             try:
                 csv_text = table_csv(checked)
                 cert = certificate.build(out_id, checked, f"{out_id}.csv", meta["digest"])
@@ -124,6 +134,56 @@ class Session:
             execution_count=execution_count, reasons=meta.get("rules_hit", {}), rules=meta.get("rules"),
             method=meta.get("method"), hidden_cells=[r for r in meta.get("reasons", []) if r.get("hidden")],
             notes=meta.get("notes", []), csv=csv_text, certificate=cert)
+
+    # ------------------------------------------------------------ row-level releases
+    def set_microdata(self, keys: list[str], k: int = 3, sensitive: str | None = None, l: int | None = None  # noqa: E741
+                      ) -> dict[str, Any]:
+        """Declare the quasi-identifiers under which a row-level frame may be released."""
+        if not keys:
+            raise ValueError("microdata needs at least one key (quasi-identifier)")
+        if k < 2:
+            raise ValueError("k must be at least 2")
+        self.microdata = {"keys": list(keys), "k": int(k), "sensitive": sensitive,
+                          "l": (int(l) if l is not None else (2 if sensitive else None))}
+        return self.microdata
+
+    def _microdata_check(self, checked: Checked) -> None:
+        """k-anonymity (and l-diversity) of a displayed row-level frame under the declared keys.
+
+        A frame that passes, with no column that identifies records on its own, becomes
+        releasable (status pass, with its k-anonymity report as certificate); otherwise it
+        stays blocked and the report says why. The report never shows sensitive values.
+        """
+        from .microdata import certificate as microdata_certificate
+        from .microdata import check_k_anonymity
+
+        spec = self.microdata or {}
+        frame = checked.frame if isinstance(checked.frame, pd.DataFrame) else checked.frame.to_frame()
+        missing = [k for k in spec["keys"] + ([spec["sensitive"]] if spec.get("sensitive") else [])
+                   if k not in frame.columns]
+        if missing:
+            checked.notes.append(f"microdata keys not in this frame: {', '.join(map(str, missing))}")
+            return
+        report = check_k_anonymity(frame, spec["keys"], k=spec["k"], sensitive=spec.get("sensitive"),
+                                   l=spec.get("l"))
+        summary = report.summary()
+        checked.notes.append(
+            f"k-anonymity (k={spec['k']}) over {', '.join(spec['keys'])}: {summary['violations']} of "
+            f"{summary['n_records']} records in classes smaller than k; smallest class sizes "
+            f"{summary['smallest_class_sizes']}")
+        if spec.get("sensitive"):
+            checked.notes.append(f"l-diversity (l={summary['l']}) of {spec['sensitive']}: "
+                                 f"{summary['l_violations']} records in classes with too few distinct values")
+        identifying = [c for c in frame.columns if c not in spec["keys"] and c != spec.get("sensitive")
+                       and len(frame) > 1 and frame[c].nunique(dropna=True) == len(frame)]
+        if identifying:
+            checked.notes.append("columns unique to each record (identifiers): " + ", ".join(map(str, identifying))
+                                 + " — drop them or declare them as keys")
+        if report.ok and not identifying:
+            checked.status = "pass"
+            checked.kind = "microdata"
+            checked.notes = [n for n in checked.notes if "never exportable" not in n]
+            checked.microdata_certificate = microdata_certificate(report)
 
     # ------------------------------------------------------------ linked outputs
     def _title(self, entry: Any) -> str:

@@ -86,6 +86,9 @@ def verify(folder: str | Path) -> list[str]:
         if not csv_path.is_file():
             problems.append(f"{uid}: {csv_path.name} missing")
             continue
+        if str(cert.get("schema", "")).startswith("sdc_magic.microdata-certificate"):
+            problems += [f"{csv_path.name}: {p}" for p in _verify_microdata(csv_path, cert)]
+            continue
         grid = _csv_cells(csv_path.read_text(encoding="utf-8"))
         for item in cert.get("published", []):
             i, j = item["position"]
@@ -100,4 +103,28 @@ def verify(folder: str | Path) -> list[str]:
         if not flagged <= {tuple(h["position"]) for h in cert.get("hidden", [])}:
             problems.append(f"results.json: {uid} flags cells its certificate does not hide")
         problems += [f"{cert_path.name}: {p}" for p in verify_certificate(cert)]
+    return problems
+
+
+def _verify_microdata(csv_path: Path, cert: dict[str, Any]) -> list[str]:
+    """Re-check a released row-level file: k-anonymity (and l-diversity) on the file itself."""
+    import pandas as pd
+
+    from .microdata import check_k_anonymity
+
+    spec = cert.get("microdata") or {}
+    keys = spec.get("keys") or []
+    frame = pd.read_csv(csv_path, dtype=str, keep_default_na=True)
+    missing = [k for k in keys if k not in frame.columns]
+    if not keys or missing:
+        return [f"keys {missing or keys} not in the released file"]
+    sensitive = (spec.get("l_diversity") or {}).get("sensitive")
+    l_value = (spec.get("l_diversity") or {}).get("l")
+    report = check_k_anonymity(frame, keys, k=int(spec.get("k", 3)), sensitive=sensitive, l=l_value)
+    problems = []
+    if not report.ok:
+        problems.append(f"not {spec.get('k')}-anonymous over {', '.join(keys)}: {report.n_violations} records "
+                        "in smaller classes")
+    if int(spec.get("n_records", -1)) != report.n_records:
+        problems.append(f"{report.n_records} records, the certificate says {spec.get('n_records')}")
     return problems
