@@ -193,7 +193,8 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     if assessment.review.any() or any("not found" in n for n in notes):
         if status == "pass" or status == "suppressed":
             status = "review"
-    if status != "blocked" and len(hidden) > 1 and hidden.all():
+    nonempty = ev.units > 0
+    if status != "blocked" and nonempty.sum() > 1 and hidden[nonempty].all():
         status = "blocked"
         notes.append("every cell would be hidden: nothing of this table can be published; aggregate up")
     checked = _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
