@@ -20,7 +20,6 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -83,7 +82,7 @@ def tables(quick: bool) -> list[tuple[str, dict]]:
         out += [("20x10x5 counts", counts((20, 10, 5), 2, 0.3)),
                 ("100x50 counts", counts((100, 50), 5, 0.1)),
                 ("100x50 magnitudes", magnitudes((100, 50), 6)),
-                ("300x100 counts", counts((300, 100), 7, 0.085))]
+                ("300x100 counts", counts((300, 100), 7, 0.097))]
     return out
 
 
@@ -179,14 +178,17 @@ def tau_run(t: dict, method: str, workdir: Path) -> dict:
         rules = f"NK(1,85)|FREQ({t['rules'].threshold},10)"
         response = "sales"
     suppress = "OPT(1,60)" if method == "OPT" else "MOD(1,5,0,0,0)"
-    spec = {"micro": str(micro_path), "dims": t["dims"], "response": response, "rules": rules,
-            "suppress": suppress, "workdir": str(workdir / method)}
+    spec = {"micro": str(micro_path.resolve()), "dims": t["dims"], "response": response, "rules": rules,
+            "suppress": suppress, "workdir": str((workdir / method).resolve())}
     spec_path = workdir / f"{method}.json"
     spec_path.write_text(json.dumps(spec))
     if t["hier"]:
         return {"error": "hierarchy not passed to tau in this script"}
+    # tau-Argus writes CSPlogfile.txt, FullJJ.log, JJUit.dat, cspSCIP.*, *.lp ... into the
+    # current directory: run it inside this table's work dir, never in the repo root
     proc = subprocess.run([str(VENV / "bin" / "python"), str(ROOT / "benchmarks" / "_protect_tau.py"),
-                           str(spec_path)], capture_output=True, text=True, timeout=1800)
+                           str(spec_path.resolve())], capture_output=True, text=True, timeout=1800,
+                          cwd=str(workdir.resolve()))
     if proc.returncode:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -204,7 +206,8 @@ def main() -> None:
     head = f"{'table':26} {'run':22} {'prim':>5} {'sec':>5} {'hidden value':>13} {'CPU s':>7} {'audit':>6}"
     print(head)
     print("-" * len(head))
-    work = Path(tempfile.mkdtemp(prefix="bench_protect_"))
+    work = ROOT / "build" / "bench-tau"
+    work.mkdir(parents=True, exist_ok=True)
     for name, t in tables(args.quick):
         plain = our_run(t, singletons=False)
         safe = our_run(t, singletons=True)

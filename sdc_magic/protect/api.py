@@ -26,6 +26,9 @@ from .model import TOTAL, TableModel, build_dimension, build_model, merged_top
 #: Tables with at most this many cells (margins included) get the optimal MIP under
 #: ``method="auto"``; larger ones the heuristic.
 AUTO_OPTIMAL_MAX_CELLS = 1500
+#: Under ``method="auto"``, the MIP that tries to improve on the audited heuristic
+#: pattern gets this many seconds at least (and as long as the heuristic took).
+AUTO_MIP_SECONDS = 1.0
 METHODS = ("auto", "optimal", "heuristic")
 MARGINS = ("hideable", "published")
 
@@ -393,9 +396,15 @@ def protect(
         method_name = "heuristic+repair"
         if use_optimal:
             hidden, pool = cleanup(P, hidden, pool, singletons=singletons, tick=tick,
-                                   deadline=t0 + 0.3 * float(time_limit))
+                                   deadline=t0 + 0.6 * float(time_limit))
+            mip_deadline = deadline
+            if method == "auto":
+                # the heuristic pattern is audited already: give the MIP as long again as
+                # it took (at least AUTO_MIP_SECONDS), not the whole time limit
+                now = time.monotonic()
+                mip_deadline = min(deadline, now + max(AUTO_MIP_SECONDS, now - t0))
             hidden, pool, status, _lower = optimal(
-                P, singletons=singletons, tick=tick, deadline=deadline, solver=chosen, incumbent=(hidden, pool))
+                P, singletons=singletons, tick=tick, deadline=mip_deadline, solver=chosen, incumbent=(hidden, pool))
             method_name = f"optimal/{chosen}" + ("" if status == "optimal" else
                                                  " (time limit: best audited pattern so far)")
         else:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .lp import Flow, IntervalEngine, flow_lp, propagated_bounds
+from .lp import Attacker, Flow, IntervalEngine, flow_lp, propagated_bounds
 
 ProgressFn = Callable[[str, float | None], None]
 
@@ -75,9 +75,40 @@ class Problem:
     scen_U: np.ndarray
     S: sp.csr_matrix | None = None
     Mc: sp.csc_matrix = field(init=False)
+    _attacker: Attacker | None = field(default=None, init=False, repr=False)
+    _cover: Attacker | None = field(default=None, init=False, repr=False)
+    _feas: Attacker | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.Mc = sp.csc_matrix(self.M)
+
+    def attacker(self, hidden: np.ndarray) -> Attacker:
+        """The persistent certificate LP (:class:`~.lp.Attacker`) set to ``hidden``, outsider caps."""
+        if self._attacker is None:
+            w = 1.0 / np.maximum(np.abs(self.a), 1.0) * np.where(self.insider, 10.0, 1.0)
+            self._attacker = Attacker(self.Mc, self.L, self.U, w)
+        att = self._attacker
+        att.set_caps(self.L, self.U)
+        att.set_hidden(hidden)
+        return att
+
+    def feasibility(self, hidden: np.ndarray) -> Attacker:
+        """A cost-free attacker LP (fewest pivots: any feasible deviation will do)."""
+        if self._feas is None:
+            self._feas = Attacker(self.Mc, self.L, self.U, np.zeros(self.n))
+        feas = self._feas
+        feas.set_caps(self.L, self.U)
+        feas.set_hidden(hidden)
+        return feas
+
+    def cover(self, allowed: np.ndarray) -> Attacker:
+        """The persistent covering LP: ``allowed`` cells may move, costs set by the caller."""
+        if self._cover is None:
+            self._cover = Attacker(self.Mc, self.L, self.U, np.ones(self.n))
+        cov = self._cover
+        cov.set_caps(self.L, self.U)
+        cov.set_hidden(allowed)
+        return cov
 
     def own_cell(self, k: int, s: int) -> bool:
         """True when the insider of s is the only contributor of k (k lies inside s).
@@ -138,6 +169,10 @@ def _hits(F: sp.csc_matrix, k: np.ndarray, sign: np.ndarray, amt: np.ndarray) ->
     return sp.coo_matrix((np.ones(int(ok.sum())), (sub.row[ok], sub.col[ok])), shape=sub.shape)
 
 
+#: Open requirements at which the outsider audit asks one elastic LP for a batch of them.
+BATCH_MIN = 24
+
+
 def one_per_cell(idx: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Requirement indices keeping only the first one for each cell (one direction per LP)."""
     _, first = np.unique(k[idx], return_index=True)
@@ -191,38 +226,35 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
             certified_by[int(r)].append(start + int(fi))
 
     absorb(0)
-    # outsider
+    # outsider: big batches in one elastic LP, stragglers one by one from a warm basis
+    att = P.attacker(hidden)
     open_ = np.array([r for r in range(nreq) if not certified_by[r]], dtype=np.int64)
     failed = np.zeros(nreq, dtype=bool)
     while len(open_):
         tick("audit: finding certificates", 1 - len(open_) / nreq)
-        batch = one_per_cell(open_, req_k)
-        sat, flow = flow_lp(P.Mc, H, P.L, P.U, req_k[batch], req_s[batch], req_a[batch],
-                            *_sparse_weights(P, H))
+        if len(open_) >= BATCH_MIN:
+            batch = one_per_cell(open_, req_k)
+            sat, flow = flow_lp(P.Mc, H, P.L, P.U, req_k[batch], req_s[batch], req_a[batch],
+                                *_sparse_weights(P, H))
+            lps += 1
+            if flow is not None:
+                pool.append(flow)
+                absorb(len(pool) - 1)
+            if sat.any():
+                open_ = np.array([r for r in range(nreq) if not certified_by[r] and not failed[r]], dtype=np.int64)
+                continue
+        r = int(open_[0])
+        flow = att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
         lps += 1
         if flow is not None:
             pool.append(flow)
             absorb(len(pool) - 1)
-        if not sat.any():
-            if len(batch) == 1:
-                failed[batch[0]] = True
-                failures.append((int(batch[0]), -1))
-                if stop_at_first:
-                    return Certification(failures, pool, lps)
-            else:
-                for r in batch:
-                    s1, f1 = flow_lp(P.Mc, H, P.L, P.U, req_k[[r]], req_s[[r]], req_a[[r]],
-                                     *_sparse_weights(P, H))
-                    lps += 1
-                    if f1 is not None:
-                        pool.append(f1)
-                        absorb(len(pool) - 1)
-                    if not s1[0]:
-                        failed[r] = True
-                        failures.append((int(r), -1))
-                        if stop_at_first:
-                            return Certification(failures, pool, lps)
-        open_ = np.array([r for r in range(nreq) if not certified_by[r] and not failed[r]], dtype=np.int64)
+        if not certified_by[r]:
+            failed[r] = True
+            failures.append((r, -1))
+            if stop_at_first:
+                return Certification(failures, pool, lps)
+        open_ = np.array([r for r in open_ if not certified_by[r] and not failed[r]], dtype=np.int64)
 
     if not singletons:
         return Certification(failures, pool, lps)
@@ -250,48 +282,62 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
         b = b or set()
         b.discard(int(req_k[r]))
         blocked.append({x for x in b if not P.own_cell(int(req_k[r]), x)})
-    todo = sorted(set().union(*blocked))
-    for n_done, s in enumerate(todo):
-        tick("audit: checking what single contributors know", n_done / max(len(todo), 1))
-        rs = np.array([r for r in range(nreq) if s in blocked[r]], dtype=np.int64)
-        if len(rs) == 0:
-            continue
-        L, U = scenario_caps(P, s)
-        while len(rs):
-            batch = one_per_cell(rs, req_k)
-            sat, flow = flow_lp(P.Mc, H, L, U, req_k[batch], req_s[batch], req_a[batch],
-                                *_sparse_weights(P, H))
+    # one LP per requirement with the knowledge of every insider blocking it at once:
+    # when it succeeds, its certificate holds against each of them
+    hits_of: dict[int, np.ndarray] = {}
+
+    def narrow(fi: int) -> None:
+        if fi not in hits_of:
+            hits_of[fi] = _hits(_pool_matrix([pool[fi]], P.n), req_k, req_s, req_a).col
+        v = viol(fi)
+        for r2 in hits_of[fi]:
+            r2 = int(r2)
+            if blocked[r2]:
+                blocked[r2] &= v
+                blocked[r2].discard(int(req_k[r2]))
+
+    try:
+        for r in range(nreq):
+            if len(blocked[r]) < 2:
+                continue
+            tick("audit: checking what single contributors know", None)
+            cells = np.fromiter(blocked[r], dtype=np.int64)
+            L, U = P.L.copy(), P.U.copy()
+            L[cells] = P.scen_L[cells]
+            U[cells] = P.scen_U[cells]
+            att.set_caps(L, U)
+            flow = att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
             lps += 1
             if flow is not None:
                 pool.append(flow)
-                fi = len(pool) - 1
-                F = _pool_matrix([flow], P.n)
-                hits = _hits(F, req_k, req_s, req_a)
-                v = viol(fi)
-                for r in hits.col:
-                    r = int(r)
-                    if blocked[r]:
-                        blocked[r] &= v
-                        blocked[r].discard(int(req_k[r]))
-            if not sat.any():
-                for r in batch:
-                    if s not in blocked[r]:
-                        continue
-                    if len(batch) > 1:
-                        s1, f1 = flow_lp(P.Mc, H, L, U, req_k[[r]], req_s[[r]], req_a[[r]],
-                                         *_sparse_weights(P, H))
-                        lps += 1
-                        if s1[0] and f1 is not None:
-                            pool.append(f1)
-                            fi = len(pool) - 1
-                            blocked[r] &= viol(fi)
-                            blocked[r].discard(int(req_k[r]))
-                            continue
-                    failures.append((int(r), int(s)))
+                narrow(len(pool) - 1)
+    finally:
+        att.set_caps(P.L, P.U)
+    feas = P.feasibility(hidden)
+    todo = sorted(set().union(*blocked))
+    try:
+        for n_done, s in enumerate(todo):
+            tick("audit: checking what single contributors know", n_done / max(len(todo), 1))
+            rs = [r for r in range(nreq) if s in blocked[r]]
+            if not rs:
+                continue
+            feas.set_caps(*scenario_caps(P, s))
+            for r in rs:
+                if s not in blocked[r]:
+                    continue  # a certificate found for another primary covers it
+                flow = feas.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
+                lps += 1
+                if flow is None:
+                    failures.append((r, int(s)))
                     blocked[r].discard(s)
                     if stop_at_first:
                         return Certification(failures, pool, lps)
-            rs = np.array([r for r in rs if s in blocked[r]], dtype=np.int64)
+                    continue
+                pool.append(flow)
+                narrow(len(pool) - 1)
+                blocked[r].discard(s)
+    finally:
+        feas.set_caps(P.L, P.U)
     return Certification(failures, pool, lps)
 
 

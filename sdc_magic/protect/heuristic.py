@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from .audit import Problem, Ticker, certify, one_per_cell, scenario_caps
+from .audit import BATCH_MIN, Problem, Ticker, certify, one_per_cell, scenario_caps
 from .lp import Flow, flow_lp
 
 
@@ -76,35 +76,58 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
             tick("protect: choosing secondary cells", None)
             L, U = (P.L, P.U) if s < 0 else scenario_caps(P, s)
             rs = np.array(sorted(set(by_scen[s])), dtype=np.int64)
-            while len(rs):
-                batch = one_per_cell(rs, req_k)
+            batch = one_per_cell(rs, req_k)
+            if len(batch) >= BATCH_MIN:
+                # many failures at once (a large table's first round): one elastic LP
                 level = float(np.max(req_a[batch]))
                 w_up, w_dn = _cover_weights(P, cand, hidden, level)
                 sat, flow = flow_lp(P.Mc, cand, L, U, req_k[batch], req_s[batch], req_a[batch], w_up, w_dn)
                 if flow is not None:
                     hidden[flow.idx] = True
                     pool.append(flow)
-                done = set(batch[sat].tolist())
-                if not sat.any():
-                    if len(batch) == 1:
-                        hopeless.add((int(batch[0]), s))
-                        done.add(int(batch[0]))
-                    else:
-                        for r in batch:
-                            s1, f1 = flow_lp(P.Mc, cand, L, U, req_k[[r]], req_s[[r]], req_a[[r]],
-                                             *_cover_weights(P, cand, hidden, float(req_a[r])))
-                            if f1 is not None and s1[0]:
-                                hidden[f1.idx] = True
-                                pool.append(f1)
-                            else:
-                                hopeless.add((int(r), s))
-                            done.add(int(r))
-                            break  # one at a time: the next batch sees the new cells
-                rs = np.array([r for r in rs if r not in done], dtype=np.int64)
-                # the rest of this scenario's failures may be solved by the new cells:
-                # let the next audit decide instead of covering them blindly
-                break
+                if sat.any():
+                    continue
+            _cover_one_by_one(P, batch, s, hidden, pool, hopeless, cand)
     raise RuntimeError("repair did not converge")
+
+
+def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray, pool: list[Flow],
+                      hopeless: set[tuple[int, int]], cand: np.ndarray) -> None:
+    """Greedy covering of failed requirements, each from the warm basis of the last one.
+
+    A requirement that the cells hidden meanwhile already protect is skipped; the
+    others get the cheapest flow over every hideable cell (hidden ones are free),
+    whose cells are then hidden.  Updates ``hidden``, ``pool`` and ``hopeless``.
+    """
+    req_k, req_s, req_a = P.requirements()
+    allowed = np.zeros(P.n, dtype=bool)
+    allowed[cand] = True
+    att = P.attacker(hidden)
+    cov = P.cover(allowed)
+    caps = scenario_caps(P, s) if s >= 0 else (P.L, P.U)
+    att.set_caps(*caps)
+    cov.set_caps(*caps)
+    everything = np.arange(P.n)
+    try:
+        for r in batch:
+            r = int(r)
+            k, sign, amt = int(req_k[r]), int(req_s[r]), float(req_a[r])
+            att.set_hidden(hidden)
+            done = att.reach(k, sign, amt)
+            if done is not None:
+                pool.append(done)
+                continue
+            w_up, w_dn = _cover_weights(P, everything, hidden, amt)
+            cov.set_weights(w_up, w_dn)
+            flow = cov.reach(k, sign, amt)
+            if flow is None:
+                hopeless.add((r, s))
+                continue
+            hidden[flow.idx] = True
+            pool.append(flow)
+    finally:
+        att.set_caps(P.L, P.U)
+        cov.set_caps(P.L, P.U)
 
 
 def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool, tick: Ticker,
@@ -118,6 +141,8 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
         tick("protect: removing unneeded secondary cells", n_done / max(len(order), 1))
         trial = hidden.copy()
         trial[i] = False
+        if _pins_a_primary(P, trial, int(i), singletons):
+            continue
         kept = [f for f in pool if trial[f.idx].all()]
         cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True)
         if not cert.failures:
@@ -133,3 +158,26 @@ def heuristic(P: Problem, *, singletons: bool, tick: Ticker, cleanup_until: floa
     hidden, pool = repair(P, hidden, [], singletons=singletons, tick=tick)
     hidden, pool = cleanup(P, hidden, pool, singletons=singletons, tick=tick, deadline=cleanup_until)
     return hidden, pool
+
+
+def _pins_a_primary(P: Problem, hidden: np.ndarray, i: int, singletons: bool) -> bool:
+    """A relation through cell i that would leave a primary recoverable on its own.
+
+    Publishing i is hopeless when some relation through i then has a hidden primary
+    as its only hidden cell (the attacker subtracts), or, with insiders, its only
+    other hidden cell is one whose single contributor knows its value exactly.  A
+    cheap test that spares the full audit for most cells the clean-up cannot drop.
+    """
+    Mc = P.Mc
+    M = P.M
+    for r in Mc.indices[Mc.indptr[i]:Mc.indptr[i + 1]]:
+        members = M.indices[M.indptr[r]:M.indptr[r + 1]]
+        h = members[hidden[members]]
+        if len(h) == 1 and P.primary[h[0]]:
+            return True
+        if singletons and len(h) == 2:
+            for a, b in ((h[0], h[1]), (h[1], h[0])):
+                if (P.primary[a] and P.insider[b] and P.scen_L[b] == 0 and P.scen_U[b] == 0
+                        and P.lpl[a] + P.upl[a] > 0 and not P.own_cell(int(a), int(b))):
+                    return True
+    return False

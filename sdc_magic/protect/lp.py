@@ -10,6 +10,12 @@ right-hand sides at 0, so a certificate stays valid when more cells are hidden.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
+import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import highspy
@@ -19,9 +25,70 @@ import scipy.sparse as sp
 INF = highspy.kHighsInf
 FEAS_TOL = 1e-7
 
+_BANNER_LOCK = threading.Lock()
+_banner_done = False
+
+
+@contextlib.contextmanager
+def _fds_to_devnull() -> Iterator[None]:
+    """Point the process's stdout and stderr file descriptors at /dev/null for a moment.
+
+    The HiGHS banner is written by C code straight to file descriptor 1, which a
+    notebook kernel forwards to the cell's output; ``sys.stdout`` redirection cannot
+    catch it.  C stdio buffers are flushed before the descriptors are put back.
+    """
+    try:
+        libc = ctypes.CDLL(None)
+        flush = libc.fflush
+    except (OSError, AttributeError):  # not a POSIX libc: nothing better to do
+        flush = None
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    saved: list[int] = []
+    null = -1
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            saved.append(os.dup(fd))
+            os.dup2(null, fd)
+    except OSError:
+        pass
+    try:
+        yield
+    finally:
+        if flush is not None:
+            flush(None)
+        for fd, old in zip((1, 2), saved, strict=False):
+            os.dup2(old, fd)
+            os.close(old)
+        if null >= 0:
+            os.close(null)
+
+
+def quiet_highs() -> None:
+    """Swallow the banner HiGHS prints when the first ``Highs`` of the process is made.
+
+    HiGHS writes "Running HiGHS … Copyright …" from its constructor, before any option
+    can be set, once per process.  Making that first instance here with the output
+    descriptors pointed at /dev/null keeps it out of the user's notebook; every later
+    instance (ours, or PuLP's with ``msg=False``) is silent by its options.
+    """
+    global _banner_done
+    if _banner_done:
+        return
+    with _BANNER_LOCK:
+        if _banner_done:
+            return
+        with _fds_to_devnull():
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+        _banner_done = True
+
 
 def new_highs(*, warm: bool = False) -> highspy.Highs:
     """A silent, single-threaded, seeded HiGHS instance (deterministic results)."""
+    quiet_highs()
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("log_to_console", False)
@@ -38,6 +105,10 @@ def new_highs(*, warm: bool = False) -> highspy.Highs:
 
 def _inf(x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(x), x, INF)
+
+
+def _inf1(x: float) -> float:
+    return float(x) if np.isfinite(x) else INF
 
 
 def pass_lp(h: highspy.Highs, A: sp.spmatrix, cost: np.ndarray, col_lo: np.ndarray, col_hi: np.ndarray,
@@ -239,3 +310,159 @@ def propagated_bounds(Mc: sp.csc_matrix, cells: np.ndarray, L: np.ndarray, U: np
     np.minimum.at(hi_best, j, ub)
     np.maximum.at(lo_best, j, lb)
     return lo_best, hi_best
+
+
+class Attacker:
+    """One persistent deviation LP over every cell, re-solved from its last basis.
+
+    Columns ``p`` (up) and ``m`` (down) per cell, ``f = p − m``, rows ``M·f = 0``; a
+    cell's columns are fixed at 0 while it is published and bounded by its a-priori
+    range (or an insider's tighter one) while hidden.  Patterns, insiders and
+    requirements only change column bounds, so each solve starts from the previous
+    optimal basis (dual simplex) instead of building a new model: that is what makes
+    thousands of attacker LPs on a small table take a fraction of a second.
+
+    :meth:`reach` answers one requirement exactly (a certificate, or None when no
+    alternative table moves the cell that far), minimising ``Σ w·|f|`` so that the
+    certificate stays small.  With ``weights=None`` the model has no cost and
+    :meth:`extreme` gives the attacker's best deviation and the reduced costs (for
+    Benders cuts).
+    """
+
+    def __init__(self, Mc: sp.csc_matrix, L: np.ndarray, U: np.ndarray, weights: np.ndarray | None = None) -> None:
+        n = Mc.shape[1]
+        self.n = n
+        self.M = sp.csr_matrix(Mc)
+        self.L = np.asarray(L, dtype=float)
+        self.U = np.asarray(U, dtype=float)
+        A = sp.hstack([Mc, -Mc]).tocsc()
+        w = np.zeros(n) if weights is None else np.asarray(weights, dtype=float)
+        self.h = new_highs()
+        self.hi = np.zeros(2 * n)  # current upper bound of every column
+        self.caps_L = self.L.copy()
+        self.caps_U = self.U.copy()
+        self.hidden = np.zeros(n, dtype=bool)
+        nrow = Mc.shape[0]
+        pass_lp(self.h, A, np.concatenate([w, w]), np.zeros(2 * n), self.hi, np.zeros(nrow), np.zeros(nrow))
+        self.solves = 0
+
+    # ---------------------------------------------------------------- bounds
+    def _sync(self, cells: np.ndarray | None = None) -> None:
+        if cells is None:
+            cells = np.arange(self.n)
+        want_p = np.where(self.hidden[cells], self.caps_U[cells], 0.0)
+        want_m = np.where(self.hidden[cells], self.caps_L[cells], 0.0)
+        cols = np.concatenate([cells, cells + self.n])
+        want = np.concatenate([want_p, want_m])
+        diff = want != self.hi[cols]
+        if not diff.any():
+            return
+        cols, want = cols[diff], want[diff]
+        self.hi[cols] = want
+        self.h.changeColsBounds(len(cols), cols.astype(np.int32), np.zeros(len(cols)), _inf(want))
+
+    def set_hidden(self, hidden: np.ndarray) -> None:
+        hidden = np.asarray(hidden, dtype=bool)
+        changed = np.flatnonzero(hidden != self.hidden)
+        if len(changed):
+            self.hidden = hidden.copy()
+            self._sync(changed)
+
+    def set_caps(self, L: np.ndarray, U: np.ndarray) -> None:
+        """A-priori ranges (an insider scenario changes one or two entries)."""
+        changed = np.flatnonzero((self.caps_L != L) | (self.caps_U != U))
+        if len(changed):
+            self.caps_L = np.asarray(L, dtype=float).copy()
+            self.caps_U = np.asarray(U, dtype=float).copy()
+            self._sync(changed)
+
+    def set_weights(self, w_up: np.ndarray, w_dn: np.ndarray) -> None:
+        """Cost per unit of upward / downward deviation of every cell."""
+        w = np.concatenate([w_up, w_dn])
+        if not hasattr(self, "w"):
+            self.w = np.full(2 * self.n, np.nan)
+        changed = np.flatnonzero(w != self.w)
+        if len(changed):
+            self.w = w.copy()
+            self.h.changeColsCost(len(changed), changed.astype(np.int32), w[changed])
+
+    def _run(self) -> highspy.HighsModelStatus:
+        self.solves += 1
+        self.h.run()
+        status = self.h.getModelStatus()
+        if status in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible,
+                      highspy.HighsModelStatus.kUnbounded):
+            return status
+        # rare numerical trouble from a warm start: solve again from scratch
+        self.h.clearSolver()
+        self.h.run()
+        return self.h.getModelStatus()
+
+    # ---------------------------------------------------------------- queries
+    def reach(self, k: int, sign: int, amt: float) -> Flow | None:
+        """A certificate moving cell k by ``sign·amt`` (or more), or None when impossible."""
+        col = int(k) if sign > 0 else int(k) + self.n
+        other = int(k) + self.n if sign > 0 else int(k)
+        target = float(amt) * (1 + 1e-9) + 1e-12
+        if self.hi[col] < float(amt) * (1 - 1e-9) - 1e-12:
+            return None
+        target = min(target, float(self.hi[col]))  # a level may be exactly the a-priori room
+        # the requirement is on f_k = p_k − m_k: the opposite column stays at 0 (else
+        # p_k = m_k = amt would "meet" it with no deviation at all)
+        idx = np.array([col, other], dtype=np.int32)
+        self.h.changeColsBounds(2, idx, np.array([target, 0.0]), np.array([_inf1(self.hi[col]), 0.0]))
+        try:
+            status = self._run()
+            x = np.asarray(self.h.getSolution().col_value) if status == highspy.HighsModelStatus.kOptimal else None
+        finally:
+            self.h.changeColsBounds(2, idx, np.zeros(2), np.array([_inf1(self.hi[col]), _inf1(self.hi[other])]))
+        if status == highspy.HighsModelStatus.kInfeasible:
+            return None
+        if x is None:
+            raise RuntimeError(f"HiGHS could not solve an attacker LP: {self.h.modelStatusToString(status)}")
+        f = x[:self.n] - x[self.n:]
+        return self._flow(f, k, sign, amt)
+
+    def _flow(self, f: np.ndarray, k: int, sign: int, amt: float) -> Flow | None:
+        scale = np.where(np.isfinite(self.caps_U + self.caps_L), np.abs(self.caps_U) + np.abs(self.caps_L), 0.0)
+        tol = 1e-9 * np.maximum(scale, 1.0)
+        nz = np.abs(f) > tol
+        idx = np.flatnonzero(nz)
+        val = f[idx]
+        # check the certificate ourselves: bounds, relations, requirement
+        if sign * f[k] < amt * (1 - 1e-6) - 1e-9:
+            return None
+        if not self.hidden[idx].all():
+            return None
+        if (val > self.caps_U[idx] * (1 + 1e-7) + 1e-9).any() or (-val > self.caps_L[idx] * (1 + 1e-7) + 1e-9).any():
+            return None
+        resid = self.M[:, idx] @ val if len(idx) else np.zeros(0)
+        if len(resid) and np.abs(resid).max() > 1e-6 * max(1.0, float(np.abs(val).max())):
+            return None
+        return Flow(idx, val)
+
+    def extreme(self, k: int, sign: int) -> tuple[float, np.ndarray]:
+        """The attacker's best ``sign·f_k`` and the reduced costs of its bounds.
+
+        Returns (value, coef) where ``coef_i = α_i·U_i + β_i·L_i`` is cell i's term in
+        the Benders cut (α, β ≥ 0 the duals of cell i's up and down bounds).
+        """
+        col_p, col_m = int(k), int(k) + self.n
+        self.h.changeColsCost(2, np.array([col_p, col_m], dtype=np.int32),
+                              np.array([-float(sign), float(sign)]))
+        try:
+            status = self._run()
+            if status != highspy.HighsModelStatus.kOptimal:
+                return np.inf, np.zeros(self.n)
+            sol = self.h.getSolution()
+            x = np.asarray(sol.col_value)
+            d = np.asarray(sol.col_dual)
+        finally:
+            self.h.changeColsCost(2, np.array([col_p, col_m], dtype=np.int32), np.zeros(2))
+        value = float(sign) * float(x[col_p] - x[col_m])
+        alpha = np.maximum(-d[:self.n], 0.0)
+        beta = np.maximum(-d[self.n:], 0.0)
+        with np.errstate(invalid="ignore"):
+            coef = np.where(alpha > 0, alpha * self.caps_U, 0.0) + np.where(beta > 0, beta * self.caps_L, 0.0)
+        coef = np.where(np.isnan(coef), np.inf, coef)
+        return value, coef

@@ -25,21 +25,22 @@ cell is published — so the cut is valid whether or not the cell ends up hidden
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 
-import highspy
 import numpy as np
 import pulp
 
 from .audit import Problem, Ticker, certify, scenario_caps
 from .heuristic import Infeasible, repair
-from .lp import Flow, new_highs, pass_lp
+from .lp import Flow, quiet_highs
 
 
 def available_solvers() -> list[str]:
     """MIP back ends PuLP can use here, fastest first (HiGHS in memory, then CBC)."""
     out = []
+    quiet_highs()
     try:
         if pulp.HiGHS().available():
             out.append("HiGHS")
@@ -67,32 +68,51 @@ def _cbc(**kwargs: object) -> pulp.LpSolver:
 def _solver(name: str, time_limit: float) -> pulp.LpSolver:
     t = max(float(time_limit), 0.05)
     if name == "HiGHS":
+        quiet_highs()  # PuLP makes its own Highs: the banner must be gone before
         return pulp.HiGHS(msg=False, timeLimit=t, threads=1, random_seed=0, mip_rel_gap=1e-9)
     return _cbc(msg=False, timeLimit=t, threads=1, gapRel=1e-9, options=["randomCbcSeed 1", "randomSeed 1"])
 
 
 def benders_cut(P: Problem, hidden: np.ndarray, k: int, sign: int, scen: int
                 ) -> tuple[float, np.ndarray]:
-    """(attacker's best deviation, cut coefficients per cell) at the pattern ``hidden``."""
-    L, U = (P.L, P.U) if scen < 0 else scenario_caps(P, scen)
-    lo = np.where(hidden, -L, 0.0)
-    hi = np.where(hidden, U, 0.0)
-    h = new_highs()
-    cost = np.zeros(P.n)
-    cost[k] = -float(sign)
-    nrow = P.M.shape[0]
-    pass_lp(h, P.Mc, cost, lo, hi, np.zeros(nrow), np.zeros(nrow))
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        return np.inf, np.zeros(P.n)
-    sol = h.getSolution()
-    value = float(sign) * float(np.asarray(sol.col_value)[k])
-    d = -np.asarray(sol.col_dual)  # reduced costs of the max problem
-    with np.errstate(invalid="ignore"):
-        coef = np.where(d > 0, d * U, 0.0) + np.where(d < 0, -d * L, 0.0)
-    coef = np.where(np.isnan(coef), np.inf, coef)
-    return value, coef
+    """(attacker's best deviation, cut coefficients per cell) at the pattern ``hidden``.
+
+    Solved on the problem's persistent cost-free attacker LP (bounds changed, basis
+    kept), not on a model built for the occasion.
+    """
+    lp = P.feasibility(hidden)
+    try:
+        if scen >= 0:
+            lp.set_caps(*scenario_caps(P, scen))
+        return lp.extreme(int(k), int(sign))
+    finally:
+        lp.set_caps(P.L, P.U)
+
+
+def _solve_master(prob: pulp.LpProblem, solver: pulp.LpSolver, tick: Ticker, message: str) -> int:
+    """``prob.solve(solver)`` in a worker thread while this thread keeps calling ``tick``.
+
+    The solver runs without calling back into Python, so the user's progress callback
+    is called from here every 0.2 s.  A KeyboardInterrupt (or an exception from the
+    callback) propagates at once; the abandoned solve ends by its own time limit and
+    its result is dropped, so no half pattern is ever returned.
+    """
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["status"] = prob.solve(solver)
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="sdc-magic-mip", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+        tick(message, None)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return int(box["status"])  # type: ignore[call-overload]
 
 
 def optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, solver: str,
@@ -137,7 +157,7 @@ def optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, solv
         if remaining <= 0:
             return (*_fallback(P, best_hidden, best_pool, singletons, tick), "time limit", lower)
         tick(f"optimal: master problem round {rounds + 1}", None, force=True)
-        status = prob.solve(_solver(solver, remaining))
+        status = _solve_master(prob, _solver(solver, remaining), tick, f"optimal: master problem round {rounds + 1}")
         rounds += 1
         if status != pulp.LpStatusOptimal:
             if pulp.LpStatus[status] == "Infeasible":
