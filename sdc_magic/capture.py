@@ -56,6 +56,7 @@ def stat_name(func: Any) -> str:
 # --------------------------------------------------------------------------- state
 class _Depth(threading.local):
     value = 0
+    groupings: list[Any] | None = None  # GroupBy objects used by nested calls of the current call
 
 
 _depth = _Depth()
@@ -123,6 +124,7 @@ class Capture:
         if _depth.value:
             return call()
         _depth.value += 1
+        _depth.groupings = []
         try:
             result = call()
         finally:
@@ -141,6 +143,13 @@ class Capture:
 
         @functools.wraps(original)
         def wrapper(gb: Any, *args: Any, **kwargs: Any) -> Any:
+            if _depth.value:
+                # nested (e.g. inside pivot_table): remember the grouping so the outer
+                # recorder can reuse pandas' factorisation instead of grouping again
+                result = original(gb, *args, **kwargs)
+                if _depth.groupings is not None and len(_depth.groupings) < 16:
+                    _depth.groupings.append(gb)
+                return result
             return self._run(lambda: original(gb, *args, **kwargs),
                              lambda result: self._groupby(gb, name, args, kwargs, result))
 
@@ -194,11 +203,11 @@ class Capture:
                   measure_of: Callable[[str], tuple[str | None, str]], notes: list[str],
                   margin_label: str | None = None,
                   margin_evidence: Callable[[tuple[str, ...]], GroupEvidence] | None = None,
-                  source: Source | None = None, flat_obj: Any = None) -> None:
+                  source: Source | None = None, flat_obj: Any = None, flat: Flat | None = None) -> None:
         obj = result if flat_obj is None else flat_obj
         if not isinstance(obj, pd.Series | pd.DataFrame):
             return
-        flat = flatten(obj)
+        flat = flatten(obj) if flat is None else flat
         entry = build_entry(self.registry.new_id(), call, flat, ge, key_dims, measure_of, notes,
                             self.rules().top_k, margin_label, margin_evidence)
         entry.unit = self.rules().unit if ge.unit_column else None
@@ -206,16 +215,20 @@ class Capture:
         self.registry.add(entry, result)
 
     def _evidence_by_columns(self, frame: pd.DataFrame, keys: list[str], dropna: bool,
-                             variables: Iterable[str], unit: pd.Series | None) -> GroupEvidence:
+                             variables: Iterable[str], unit: pd.Series | None,
+                             magnitudes: set[Any] | None = None, reuse: bool = False) -> GroupEvidence:
         if not keys:
             ids = np.zeros(len(frame), dtype=np.int64)
             index = pd.Index(["__all__"])
         else:
-            gb = frame.groupby(keys, dropna=dropna, observed=True, sort=False)
-            ids, index = _ids_and_index(gb)
+            found = _reusable_grouping(frame, keys) if reuse else None
+            if found is None:
+                gb = frame.groupby(keys, dropna=dropna, observed=True, sort=False)
+                found = _ids_and_index(gb)
+            ids, index = found
         values = {v: frame[v] for v in variables if v in frame.columns}
         return group_evidence(ids, index, values, unit, self.rules().top_k,
-                              unit_name=self.rules().unit if unit is not None else None)
+                              unit_name=self.rules().unit if unit is not None else None, magnitudes=magnitudes)
 
     # ------------------------------------------------------------ groupby
     def _groupby(self, gb: Any, name: str, args: tuple, kwargs: dict, result: Any) -> None:
@@ -235,15 +248,19 @@ class Capture:
         if name == "value_counts":
             self._groupby_value_counts(gb, frame, obj, unit, kwargs, result, notes, key_dims)
             return
-        if isinstance(obj, pd.Series):
-            variables = {obj.name: obj}
-        else:
-            variables = {c: obj[c] for c in _value_columns(obj, key_dims, gb)}
-        ge = group_evidence(ids, index, variables, unit, self.rules().top_k,
-                            unit_name=self.rules().unit if unit is not None else None)
         measure_of = _groupby_measures(name, args, kwargs, obj)
+        flat = flatten(flat_obj)
+        needed = {measure_of(m) for m in set(flat.measure.tolist())}
+        wanted = {var for var, stat in needed if var is not None and stat != "size"}
+        magnitudes = {var for var, stat in needed if stat in ("sum", "mean")}
+        if isinstance(obj, pd.Series):
+            variables = {obj.name: obj} if obj.name in wanted or None in wanted else {}
+        else:
+            variables = {c: obj[c] for c in _value_columns(obj, key_dims, gb) if c in wanted}
+        ge = group_evidence(ids, index, variables, unit, self.rules().top_k,
+                            unit_name=self.rules().unit if unit is not None else None, magnitudes=magnitudes)
         self._register(f"groupby.{name}", result, ge, key_dims, measure_of, notes,
-                       source=Source(frame, key_dims, f"groupby.{name}"), flat_obj=flat_obj)
+                       source=Source(frame, key_dims, f"groupby.{name}"), flat_obj=flat_obj, flat=flat)
 
     def _groupby_value_counts(self, gb: Any, frame: pd.DataFrame | None, obj: Any, unit: pd.Series | None,
                               kwargs: dict, result: Any, notes: list[str], key_dims: list[str]) -> None:
@@ -339,7 +356,8 @@ class Capture:
         notes: list[str] = []
         unit = self._unit_for(None, tmp.index, notes)
         variables = ["__values__"] if values is not None else []
-        ge = self._evidence_by_columns(tmp, names, dropna, variables, unit)
+        magnitudes = {"__values__"} if values is not None and stat_name(aggfunc) in ("sum", "mean") else set()
+        ge = self._evidence_by_columns(tmp, names, dropna, variables, unit, magnitudes, reuse=True)
         if values is None:
             stat = "proportion" if normalize is not False else "count"
             var = None
@@ -348,7 +366,7 @@ class Capture:
             var = "__values__"
 
         def margin_evidence(fixed: tuple[str, ...]) -> GroupEvidence:
-            return self._evidence_by_columns(tmp, list(fixed), dropna, variables, unit)
+            return self._evidence_by_columns(tmp, list(fixed), dropna, variables, unit, magnitudes)
 
         self._register("crosstab", result, ge, names, lambda m: (var, stat), notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
@@ -383,13 +401,17 @@ class Capture:
         notes: list[str] = []
         unit = self._unit_for(df, df.index, notes)
         dropna = given.get("dropna", True)
-        ge = self._evidence_by_columns(df, keys, dropna, value_cols, unit)
+        funcs = list(aggfunc.values()) if isinstance(aggfunc, dict) else (
+            list(aggfunc) if isinstance(aggfunc, list | tuple) else [aggfunc])
+        flat_funcs = [f for fs in funcs for f in (fs if isinstance(fs, list | tuple) else [fs])]
+        magnitudes = set(value_cols) if any(stat_name(f) in ("sum", "mean") for f in flat_funcs) else set()
+        ge = self._evidence_by_columns(df, keys, dropna, value_cols, unit, magnitudes, reuse=True)
         margins = given.get("margins", False)
         margins_name = given.get("margins_name", "All")
         measure_of = _pivot_measures(value_cols, aggfunc)
 
         def margin_evidence(fixed: tuple[str, ...]) -> GroupEvidence:
-            return self._evidence_by_columns(df, list(fixed), dropna, value_cols, unit)
+            return self._evidence_by_columns(df, list(fixed), dropna, value_cols, unit, magnitudes)
 
         self._register("pivot_table", result, ge, [str(k) for k in keys], measure_of, notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
@@ -403,6 +425,10 @@ def build_entry(entry_id: int, call: str, flat: Flat, ge: GroupEvidence, key_dim
                 margin_evidence: Callable[[tuple[str, ...]], GroupEvidence] | None = None) -> Entry:
     """Evidence for every cell of ``flat``: its group's facts for its measure's variable."""
     n = len(flat)
+    lost = [d for d in key_dims if d not in flat.dims]
+    if lost and margin_label != "__describe__" and len(lost) < len(key_dims):
+        # e.g. pivot_table(aggfunc="size") returns columns that lost a level: cells are ambiguous
+        raise ValueError(f"the result lost the dimension(s) {lost}: shown as unverified")
     key_dims = [d for d in key_dims if d in flat.dims]
     is_margin = np.zeros(n, dtype=bool)
     total_mask: dict[str, np.ndarray] = {}
@@ -499,6 +525,23 @@ def _ids_and_index(gb: Any) -> tuple[np.ndarray, pd.Index]:
     grouper = gb._grouper
     ids = grouper.ids if hasattr(grouper, "ids") else grouper.group_info[0]
     return np.asarray(ids), grouper.result_index
+
+
+def _reusable_grouping(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index] | None:
+    """Group ids that a nested call of the current call already computed for these rows and keys."""
+    for gb in _depth.groupings or []:
+        obj = getattr(gb, "obj", None)
+        if obj is None or len(obj) != len(frame):
+            continue
+        try:
+            ids, index = _ids_and_index(gb)
+        except AttributeError:
+            continue
+        if [str(n) for n in index.names] != [str(k) for k in keys]:
+            continue
+        if obj.index is frame.index or obj.index.equals(frame.index):
+            return np.asarray(ids), index
+    return None
 
 
 def _key_arrays(gb: Any) -> list[np.ndarray]:

@@ -366,8 +366,9 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         top_cols.append(name)
     magnitude = bool(stat & {"sum", "mean"})
     kwargs = {"progress": progress} if progress is not None else {}
+    # margins are public unless primary: a later table of those margins must stay publishable
     result = protect(cells, dims=internal, value="value", units="units", top=top_cols if magnitude else None,
-                     rules=rules, primary="primary", **kwargs)
+                     rules=rules, primary="primary", margins="primary", **kwargs)
     out = result.cells
     hidden_inner = out["status"].isin(["primary", "secondary"]).to_numpy()
     key_out = pd.MultiIndex.from_arrays([out[c].astype(object).to_numpy() for c in internal]) if len(dims) > 1 \
@@ -409,7 +410,8 @@ def _protect_grid(values: np.ndarray, integer: np.ndarray, primary: np.ndarray, 
     cells["units"] = cells["value"]
     cells["primary"] = primary
     dims = ["row", "col"] if shape[1] > 1 else ["row"]
-    result = protect(cells, dims=dims, value="value", units="units", rules=rules, primary="primary")
+    result = protect(cells, dims=dims, value="value", units="units", rules=rules, primary="primary",
+                     margins="primary")
     out = result.cells
     inner = out
     for d in dims:

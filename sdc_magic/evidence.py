@@ -90,34 +90,6 @@ def unit_codes(unit: pd.Series | np.ndarray | None) -> tuple[np.ndarray | None, 
     return codes.astype(np.int64), n + 1
 
 
-def count_units(ids: np.ndarray, ngroups: int, codes: np.ndarray | None, n_codes: int,
-                mask: np.ndarray | None = None) -> np.ndarray:
-    """Distinct units per group (rows per group when no unit column is declared)."""
-    sel = ids >= 0
-    if mask is not None:
-        sel &= mask
-    g = ids[sel]
-    if codes is None:
-        return np.bincount(g, minlength=ngroups).astype(np.int64)
-    pair = g.astype(np.int64) * n_codes + codes[sel]
-    uniq = np.unique(pair)
-    return np.bincount(uniq // n_codes, minlength=ngroups).astype(np.int64)
-
-
-def contributions(ids: np.ndarray, values: np.ndarray, codes: np.ndarray | None,
-                  n_codes: int) -> tuple[np.ndarray, np.ndarray]:
-    """(group, contribution) pairs: one per row, or per unit after summing its rows."""
-    valid = (ids >= 0) & ~np.isnan(values)
-    g = ids[valid]
-    x = values[valid]
-    if codes is None:
-        return g, x
-    pair = g.astype(np.int64) * n_codes + codes[valid]
-    uniq, inverse = np.unique(pair, return_inverse=True)
-    sums = np.bincount(inverse, weights=x, minlength=len(uniq))
-    return (uniq // n_codes).astype(np.int64), sums
-
-
 def top_k(groups: np.ndarray, values: np.ndarray, ngroups: int, k: int) -> np.ndarray:
     """The ``k`` largest absolute values per group, descending, NaN where fewer exist.
 
@@ -144,18 +116,6 @@ def top_k(groups: np.ndarray, values: np.ndarray, ngroups: int, k: int) -> np.nd
     return out
 
 
-def var_evidence(ids: np.ndarray, ngroups: int, values: np.ndarray, codes: np.ndarray | None,
-                 n_codes: int, k: int) -> VarEvidence:
-    """Magnitude evidence of one numeric column over the given group ids."""
-    g, x = contributions(ids, values, codes, n_codes)
-    total = np.bincount(g, weights=x, minlength=ngroups)
-    total_abs = np.bincount(g, weights=np.abs(x), minlength=ngroups)
-    negative = np.bincount(g, weights=(x < 0).astype(float), minlength=ngroups) > 0
-    units = np.bincount(g, minlength=ngroups).astype(np.int64)
-    return VarEvidence(units=units, total=total, total_abs=total_abs, negative=negative,
-                       top=top_k(g, x, ngroups, k))
-
-
 def numeric_values(series: pd.Series) -> np.ndarray | None:
     """A float view of a numeric or boolean column, or None for anything else."""
     dtype = series.dtype
@@ -170,28 +130,56 @@ def numeric_values(series: pd.Series) -> np.ndarray | None:
 
 
 def group_evidence(ids: np.ndarray, index: pd.Index, frame_values: dict[object, pd.Series],
-                   unit: pd.Series | None, k: int, unit_name: str | None = None) -> GroupEvidence:
-    """Evidence for every group (``index`` in id order) and every numeric variable."""
+                   unit: pd.Series | None, k: int, unit_name: str | None = None,
+                   magnitudes: set[object] | None = None) -> GroupEvidence:
+    """Evidence for every group (``index`` in id order) and the given variables.
+
+    Every variable gets its units (distinct units with a value); only those in
+    ``magnitudes`` (default: all numeric ones) get totals and largest contributions,
+    which is the costly part. With a unit column, (group, unit) pairs are factorised
+    once and reused for every variable.
+    """
     ids = np.asarray(ids)
-    if ids.dtype.kind == "f":
-        ids = np.where(np.isnan(ids), -1, ids).astype(np.int64)
-    else:
-        ids = ids.astype(np.int64)
+    ids = np.where(np.isnan(ids), -1, ids).astype(np.int64) if ids.dtype.kind == "f" else ids.astype(np.int64)
     ngroups = len(index)
+    valid = ids >= 0
+    rows = np.bincount(ids[valid], minlength=ngroups).astype(np.int64)
     codes, n_codes = unit_codes(unit)
-    units = count_units(ids, ngroups, codes, n_codes)
-    rows = np.bincount(ids[ids >= 0], minlength=ngroups).astype(np.int64)
+    if codes is None:
+        units = rows.copy()
+        inverse = group_of_pair = None
+    else:
+        pair = ids[valid] * n_codes + codes[valid]
+        inverse, uniques = pd.factorize(pair)
+        group_of_pair = (np.asarray(uniques) // n_codes).astype(np.int64)
+        units = np.bincount(group_of_pair, minlength=ngroups).astype(np.int64)
     variables: dict[object, VarEvidence] = {}
     for name, series in frame_values.items():
         x = numeric_values(series)
-        if x is None:
-            # non-numeric column: units with a value, no magnitudes
-            present = series.notna().to_numpy()
-            variables[name] = VarEvidence(
-                units=count_units(ids, ngroups, codes, n_codes, mask=present),
-                total=np.full(ngroups, np.nan), total_abs=np.full(ngroups, np.nan),
-                negative=np.zeros(ngroups, bool), top=np.full((ngroups, k), np.nan),
-            )
+        present = (~np.isnan(x) if x is not None else series.notna().to_numpy())[valid]
+        g_rows = ids[valid]
+        if inverse is None:
+            var_units = np.bincount(g_rows[present], minlength=ngroups).astype(np.int64)
+        else:
+            has = np.bincount(inverse[present], minlength=len(group_of_pair)) > 0
+            var_units = np.bincount(group_of_pair[has], minlength=ngroups).astype(np.int64)
+        wanted = x is not None and (magnitudes is None or name in magnitudes)
+        if not wanted:
+            variables[name] = VarEvidence(units=var_units, total=np.full(ngroups, np.nan),
+                                          total_abs=np.full(ngroups, np.nan), negative=np.zeros(ngroups, bool),
+                                          top=np.full((ngroups, k), np.nan))
             continue
-        variables[name] = var_evidence(ids, ngroups, x, codes, n_codes, k)
+        xv = x[valid]
+        if inverse is None:
+            g, c = g_rows[present], xv[present]
+        else:
+            sums = np.bincount(inverse[present], weights=xv[present], minlength=len(group_of_pair))
+            g, c = group_of_pair[has], sums[has]
+        variables[name] = VarEvidence(
+            units=var_units,
+            total=np.bincount(g, weights=c, minlength=ngroups),
+            total_abs=np.bincount(g, weights=np.abs(c), minlength=ngroups),
+            negative=np.bincount(g, weights=(c < 0).astype(float), minlength=ngroups) > 0,
+            top=top_k(g, c, ngroups, k),
+        )
     return GroupEvidence(index=index, units=units, variables=variables, unit_column=unit_name, rows=rows)

@@ -30,7 +30,7 @@ AUTO_OPTIMAL_MAX_CELLS = 1500
 #: pattern gets this many seconds at least (and as long as the heuristic took).
 AUTO_MIP_SECONDS = 1.0
 METHODS = ("auto", "optimal", "heuristic")
-MARGINS = ("hideable", "published")
+MARGINS = ("hideable", "published", "primary")
 
 
 @dataclass
@@ -281,8 +281,10 @@ def protect(
         bounds: ``(lower_column, upper_column)`` of a-priori bounds the attacker knows
             (either may be None).  Default: inner cells ≥ 0, no upper bound; when some
             magnitude is negative, no lower bound either.
-        margins: ``"hideable"`` (margins may be suppressed, as in tau-Argus) or
-            ``"published"`` (every margin is public whatever we do).
+        margins: ``"hideable"`` (margins may be suppressed, as in tau-Argus),
+            ``"published"`` (every margin is public whatever we do) or ``"primary"``
+            (margins are public unless they fail a rule: the display path's model, where a
+            margin can be computed from other outputs of the session).
         solver: ``"HiGHS"`` or ``"CBC"`` for the MIP (default: HiGHS when installed).
 
     Returns:
@@ -372,6 +374,8 @@ def protect(
     hideable = np.ones(n, dtype=bool)
     if margins == "published":
         hideable = model.is_inner.copy()
+    elif margins == "primary":  # margins are public unless they fail a rule themselves
+        hideable = model.is_inner | is_primary
     P = Problem(model.M, a, L, U, is_primary, hideable, lpl, upl, c_int, scen_L, scen_U,
                 S=model.S.tocsr())
 
