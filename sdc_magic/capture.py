@@ -240,7 +240,10 @@ class Capture:
         frame = obj if isinstance(obj, pd.DataFrame) else (parent[1] if parent and parent[0] is gb else None)
         unit = self._unit_for(frame, obj.index, notes)
         ids, index = _ids_and_index(gb)
-        key_dims = [n for n in index.names if n is not None]
+        # keys without a name (groupby on an unnamed array) are still dimensions
+        key_dims = [str(n) if n is not None else f"level_{i}" for i, n in enumerate(index.names)]
+        if any(n is None for n in index.names):
+            index = index.set_names(key_dims)
         flat_obj = result
         if not getattr(gb, "as_index", True) and isinstance(result, pd.DataFrame):
             present = [k for k in key_dims if k in result.columns]
@@ -249,7 +252,7 @@ class Capture:
             self._groupby_value_counts(gb, frame, obj, unit, kwargs, result, notes, key_dims)
             return
         measure_of = _groupby_measures(name, args, kwargs, obj)
-        flat = flatten(flat_obj)
+        flat = flatten(flat_obj, index_names=key_dims if getattr(gb, "as_index", True) else None)
         needed = {measure_of(m) for m in set(flat.measure.tolist())}
         wanted = {var for var, stat in needed if var is not None and stat != "size"}
         magnitudes = {var for var, stat in needed if stat in ("sum", "mean")}
@@ -291,7 +294,8 @@ class Capture:
         normalize = kwargs.get("normalize", args[0] if args else False)
         stat = "proportion" if normalize else "count"
         self._register("Series.value_counts", result, ge, [name], lambda m: (None, stat), notes,
-                       source=Source(None, [name], "Series.value_counts"))
+                       source=Source(None, [name], "Series.value_counts"),
+                       flat=flatten(result, index_names=[name]) if isinstance(result, pd.Series) else None)
 
     def _frame_value_counts(self, df: pd.DataFrame, args: tuple, kwargs: dict, result: Any) -> None:
         subset = kwargs.get("subset", args[0] if args else None)
@@ -411,7 +415,12 @@ class Capture:
         measure_of = _pivot_measures(value_cols, aggfunc)
 
         def margin_evidence(fixed: tuple[str, ...]) -> GroupEvidence:
-            return self._evidence_by_columns(df, list(fixed), dropna, value_cols, unit, magnitudes)
+            frame, u = df, unit
+            if dropna:  # pandas computes margins only from rows complete in keys and values
+                keep = df[[c for c in keys + value_cols if c in df.columns]].notna().all(axis=1)
+                if not keep.all():
+                    frame, u = df[keep], (unit[keep] if unit is not None else None)
+            return self._evidence_by_columns(frame, list(fixed), dropna, value_cols, u, magnitudes)
 
         self._register("pivot_table", result, ge, [str(k) for k in keys], measure_of, notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,

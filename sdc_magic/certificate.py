@@ -39,7 +39,9 @@ def _json_value(v: Any) -> Any:
         return int(v)
     if isinstance(v, np.floating | float):
         f = float(v)
-        return None if math.isnan(f) else (int(f) if f.is_integer() and abs(f) < 2**53 else f)
+        if not math.isfinite(f):
+            return None  # JSON has no NaN or infinity: an unbounded interval side is null
+        return int(f) if f.is_integer() and abs(f) < 2**53 else f
     if isinstance(v, np.bool_ | bool):
         return bool(v)
     return str(v)
@@ -210,7 +212,7 @@ def verify_certificate(cert: dict[str, Any], protection: float | None = None) ->
             if math.isnan(lo):
                 problems.append(f"table {t}: published cells are inconsistent around {labels[k]}")
                 continue
-            want_lo = float(c.get("lower", math.nan)) if c.get("lower") is not None else math.nan
+            want_lo = float(c["lower"]) if c.get("lower") is not None else -math.inf
             want_hi = float(c["upper"]) if c.get("upper") is not None else math.inf
             if not (_close(lo, want_lo) and _close(hi, want_hi)):
                 problems.append(f"table {t}: hidden cell {labels[k]} certified [{c.get('lower')}; {c.get('upper')}] "

@@ -31,6 +31,9 @@ from .rules import CellFacts, Reason
 
 ADDITIVE_STATS = frozenset({"count", "size", "sum", "mean", "proportion", "percent"})
 NOT_PROTECTED_YET = "secondary protection not yet applied"
+#: Above this many cells a table with primary cells is not protected interactively: it is
+#: blocked with a reason (aggregate up, or run sdc_magic.protect.protect offline).
+MAX_PROTECTED_CELLS = 20_000
 
 
 @dataclass
@@ -307,15 +310,27 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
     methods: list[str] = []
     messages: list[str] = []
     models: list[dict[str, Any]] = []
-    measures = entry.flat.measure
+    measure_names, measure_codes = np.unique(entry.flat.measure.astype(str), return_inverse=True)
+    order = np.argsort(measure_codes, kind="stable")
+    bounds = np.searchsorted(measure_codes[order], np.arange(len(measure_names) + 1))
     protect = None
-    for measure in np.unique(measures.astype(str)):
-        sel = np.flatnonzero(measures.astype(str) == measure)
+    for m_index, measure in enumerate(measure_names):
+        sel = np.sort(order[bounds[m_index]:bounds[m_index + 1]])
         stats = set(ev_all.stat[sel].astype(str).tolist())
         if not primary_all[sel].any():
             continue
         if not entry.dims or not stats <= ADDITIVE_STATS:
             continue  # no linear relation links these cells: primary suppression suffices
+        nonempty = sel[ev_all.units[sel] > 0]
+        if len(nonempty) and primary_all[nonempty].all():
+            hidden_all[sel] = True  # every cell is primary: nothing to protect, nothing to publish
+            continue
+        if len(sel) > MAX_PROTECTED_CELLS:
+            ok_all = False
+            hidden_all[sel] = True
+            messages.append(f"{len(sel):,} cells with small cells among them: too large to protect here "
+                            "(aggregate up, or run sdc_magic.protect.protect offline)")
+            continue
         protect = protect or _load_protector(protector)
         if protect is None:
             return None
@@ -340,8 +355,8 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
 
 
 def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rules: Rules, protect: Any,
-                     progress: Any = None) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None, str | None,
-                                dict[str, Any]]:
+                     progress: Any = None) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None,
+                                                    str | None, dict[str, Any]]:
     ev = entry.evidence
     dims = list(entry.dims)
     margin = ev.is_margin[sel]
@@ -366,10 +381,27 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         top_cols.append(name)
     magnitude = bool(stat & {"sum", "mean"})
     kwargs = {"progress": progress} if progress is not None else {}
-    # margins are public unless primary: a later table of those margins must stay publishable
-    result = protect(cells, dims=internal, value="value", units="units", top=top_cols if magnitude else None,
-                     rules=rules, primary="primary", margins="primary", **kwargs)
+    with np.errstate(invalid="ignore", divide="ignore"):  # no numpy warnings in researchers' notebooks
+        result = _call_protect(protect, cells, internal, top_cols if magnitude else None, rules, kwargs)
     out = result.cells
+    return _map_protection(entry, sel, margin, dims, internal, stat, result, out)
+
+
+def _call_protect(protect: Any, cells: pd.DataFrame, internal: list[str], top: list[str] | None, rules: Rules,
+                  kwargs: dict[str, Any]) -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return protect(cells, dims=internal, value="value", units="units", top=top, rules=rules,
+                       primary="primary", margins="primary", **kwargs)
+
+
+def _map_protection(entry: Entry, sel: np.ndarray, margin: np.ndarray, dims: list[str], internal: list[str],
+                    stat: set[str], result: Any, out: pd.DataFrame
+                    ) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None, str | None,
+                               dict[str, Any]]:
+    """Map the engine's cells (inner and margins) back onto the captured table's cells."""
     hidden_inner = out["status"].isin(["primary", "secondary"]).to_numpy()
     key_out = pd.MultiIndex.from_arrays([out[c].astype(object).to_numpy() for c in internal]) if len(dims) > 1 \
         else pd.Index(out[internal[0]].astype(object).to_numpy(), dtype=object)

@@ -74,8 +74,13 @@ def measure_string(parts: list[object]) -> str:
     return "|".join(sorted(str(p) for p in parts))
 
 
-def flatten(obj: pd.Series | pd.DataFrame) -> Flat:
-    """Flatten a Series (one column) or DataFrame (index × columns) into cells."""
+def flatten(obj: pd.Series | pd.DataFrame, index_names: list[str | None] | None = None) -> Flat:
+    """Flatten a Series (one column) or DataFrame (index × columns) into cells.
+
+    ``index_names`` names unnamed index levels that are really dimensions (the keys of
+    a groupby on an unnamed array, ``value_counts`` of an unnamed Series); without it
+    unnamed levels are measure parts (e.g. the statistics of ``describe``).
+    """
     if isinstance(obj, pd.Series):
         n_rows, n_cols = len(obj), 1
         row_levels = _levels(obj.index)
@@ -88,6 +93,9 @@ def flatten(obj: pd.Series | pd.DataFrame) -> Flat:
         values = obj.to_numpy(dtype=object)
     else:  # pragma: no cover - guarded by callers
         raise FlattenError(f"cannot flatten {type(obj).__name__}")
+    if index_names is not None:
+        row_levels = [(name if name is not None else (index_names[i] if i < len(index_names) else None), labels)
+                      for i, (name, labels) in enumerate(row_levels)]
     row_pos = np.repeat(np.arange(n_rows), n_cols)
     col_pos = np.tile(np.arange(n_cols), n_rows)
     dims: dict[str, np.ndarray] = {}

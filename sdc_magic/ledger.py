@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,11 @@ import pandas as pd
 LEDGER_DIR = ".sdc_magic"
 LEDGER_FILE = "ledger.jsonl"
 EXPORTABLE = frozenset({"pass", "suppressed"})
+
+
+def _as_dict(record: OutputRecord) -> dict[str, Any]:
+    """A shallow field dict (``dataclasses.asdict`` deep-copies every nested value: slow)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
 def default_folder() -> Path:
@@ -157,7 +162,8 @@ class Ledger:
     def add(self, record: OutputRecord) -> None:
         with self._lock:
             self._replace(record)
-        self._append({"event": "output", "record": asdict(record)})
+        if self.persist:
+            self._append({"event": "output", "record": _as_dict(record)})
 
     def get(self, out_id: str) -> OutputRecord:
         for record in self.records:
@@ -166,7 +172,7 @@ class Ledger:
         raise KeyError(f"no output {out_id!r} in this session (see %sdc status)")
 
     def _update(self, record: OutputRecord) -> None:
-        self._append({"event": "update", "record": asdict(record)})
+        self._append({"event": "update", "record": _as_dict(record)})
 
     def request_exception(self, out_id: str, reason: str) -> OutputRecord:
         """The analyst asks the checker to release an output as it is: status becomes review."""

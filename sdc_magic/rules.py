@@ -116,8 +116,18 @@ class Assessment:
             self.primary[idx] = True
         else:
             self.review[idx] = True
-        for i in idx:
-            self.reasons.setdefault(int(i), []).append(Reason(rule, message_for(int(i))))  # type: ignore[operator]
+        # one Reason object per distinct message (most rules word every cell alike)
+        shared: dict[str, Reason] = {}
+        reasons = self.reasons
+        for i in idx.tolist():
+            text = message_for(i)  # type: ignore[operator]
+            reason = shared.get(text)
+            if reason is None:
+                reason = shared[text] = Reason(rule, text)
+            if i in reasons:
+                reasons[i].append(reason)
+            else:
+                reasons[i] = [reason]
 
     @property
     def rules_hit(self) -> dict[str, int]:

@@ -7,6 +7,7 @@ records the rules it was checked under.
 
 from __future__ import annotations
 
+import math
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,10 @@ from .registry import Registry
 from .render import render_html, render_placeholder, render_plain
 
 METADATA_SCHEMA = 1
+#: Larger tables are shown protected but not kept for export (certificates would be huge).
+MAX_EXPORT_CELLS = 200_000
+#: Per-cell reasons kept in an output's metadata (the count of the others is recorded).
+MAX_REASONS_IN_METADATA = 5_000
 
 
 @dataclass
@@ -121,6 +126,8 @@ class Session:
             cert = {"schema": "sdc_magic.microdata-certificate/1", "id": out_id, "file": f"{out_id}.csv",
                     "status": "pass", "digest": meta["digest"], "microdata": checked.microdata_certificate,
                     "versions": certificate.versions()}
+        elif checked is not None and checked.hidden.size > MAX_EXPORT_CELLS:
+            checked.notes.append(f"more than {MAX_EXPORT_CELLS:,} cells: not exportable from a notebook")
         elif checked is not None and checked.kind == "table" and meta["status"] in ("pass", "suppressed", "review"):
             try:
                 csv_text = table_csv(checked)
@@ -206,7 +213,8 @@ class Session:
         from .linking import joint_audit, population_of
         from .rules import Reason
 
-        if checked.kind != "table" or checked.status not in ("pass", "suppressed", "review"):
+        if checked.kind != "table" or checked.status not in ("pass", "suppressed", "review") \
+                or checked.hidden.size > MAX_EXPORT_CELLS:
             return
         pop = population_of(out_id, self._title(checked.entry), checked.entry, checked.entry_positions,
                             checked.hidden_flat, self.rules.threshold)
@@ -306,8 +314,12 @@ class Session:
     def _metadata(self, out_id: str, checked: Checked, text: str, page: str) -> dict[str, Any]:
         reasons = []
         frame = checked.frame
+        truncated = 0
         for (i, j), rs in sorted(checked.reasons.items()):
             if not checked.hidden[i, j] and not any(r.rule in ("unverified", "negative", "custom") for r in rs):
+                continue
+            if len(reasons) >= MAX_REASONS_IN_METADATA:
+                truncated += 1
                 continue
             row = frame.index[i]
             col = frame.columns[j] if isinstance(frame, pd.DataFrame) else frame.name
@@ -316,7 +328,8 @@ class Session:
                                     "reasons": [r.as_dict() for r in rs]}
             interval = checked.intervals.get((i, j))
             if interval is not None:
-                item["interval"] = [interval[0], interval[1]]
+                # JSON has no infinity: an unbounded side is null
+                item["interval"] = [float(b) if math.isfinite(b) else None for b in interval]
             reasons.append(item)
         return {
             "schema": METADATA_SCHEMA,
@@ -329,6 +342,7 @@ class Session:
             "cells": int(checked.hidden.size),
             "rules_hit": checked.reason_summary(),
             "reasons": reasons,
+            "reasons_truncated": truncated,
             "notes": list(dict.fromkeys(checked.notes)),
             "rules": checked.rules.as_dict() if checked.rules else None,
             "call": checked.call,

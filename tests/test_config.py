@@ -61,7 +61,7 @@ def test_discovery_sdc_toml_then_pyproject(tmp_path: Path, monkeypatch: pytest.M
     rules, source = load_rules(team / "notebooks")
     assert (rules.threshold, rules.unit, source.name) == (3, "firm_id", "sdc.toml")
     (team / "notebooks" / "sdc.toml").write_text('threshold = "many"\n')
-    with pytest.raises(RulesError, match="sdc.toml: threshold"):
+    with pytest.raises(RulesError, match=r"sdc\.toml: threshold"):
         load_rules(team / "notebooks")
 
 

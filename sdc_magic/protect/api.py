@@ -24,11 +24,14 @@ from .mip import available_solvers, optimal
 from .model import TOTAL, TableModel, build_dimension, build_model, merged_top
 
 #: Tables with at most this many cells (margins included) get the optimal MIP under
-#: ``method="auto"``; larger ones the heuristic.
-AUTO_OPTIMAL_MAX_CELLS = 1500
+#: ``method="auto"``; larger ones the heuristic.  Above a few hundred cells the MIP
+#: (with insider cuts) rarely converges within seconds and did not improve on the
+#: cleaned-up heuristic pattern (referrals 4-way table, 565 cells; 20×10×5 counts):
+#: it only added its whole time budget to every displayed table.
+AUTO_OPTIMAL_MAX_CELLS = 400
 #: Under ``method="auto"``, the MIP that tries to improve on the audited heuristic
 #: pattern gets this many seconds at least (and as long as the heuristic took).
-AUTO_MIP_SECONDS = 1.0
+AUTO_MIP_SECONDS = 0.5
 METHODS = ("auto", "optimal", "heuristic")
 MARGINS = ("hideable", "published", "primary")
 
@@ -274,7 +277,7 @@ def protect(
         cost: ``"value"`` (default from ``rules.cost``; tau-Argus default), ``"cells"``,
             ``"units"``, or the name of a cost column.
         method: ``"optimal"`` (MIP), ``"heuristic"`` or ``"auto"`` (optimal up to
-            1,500 cells, heuristic above, heuristic result kept if the MIP times out).
+            400 cells, heuristic above, heuristic result kept if the MIP times out).
         singletons: audit insiders (single contributors) too; default ``rules.singletons``.
         time_limit: seconds for the MIP; the best audited pattern is returned at the limit.
         progress: ``progress(message, fraction)`` called regularly during long runs.
