@@ -32,7 +32,7 @@ def _publish_mix(session: Session, referrals: pd.DataFrame) -> None:
     session.publish(referrals.groupby(["admin2", "case_category"]).size().unstack())  # pass
     session.publish(referrals.groupby(["admin2", "sex", "age_band"]).size().unstack())  # suppressed
     session.publish(referrals.head())  # row-level: blocked
-    session.publish(referrals.groupby("admin2")["age"].max())  # min/max: suppressed (primary only)
+    session.publish(referrals.groupby(["admin2", "age_band"])["days_to_first_service"].median())  # primary only
 
 
 def test_export_writes_only_cleared_outputs_and_verifies(session, referrals, tmp_path: Path) -> None:
