@@ -1,0 +1,132 @@
+"""Shared fixtures: an in-process IPython shell with sdc_magic loaded, and output capture.
+
+The shell is IPython's global test shell (``IPython.testing.globalipapp``): one per
+pytest process. ``sdc`` loads the extension for one test and always unloads it, and
+resets the rules to the default preset, so tests do not leak state into each other.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+# Rules must not come from a sdc.toml / pyproject.toml found above the working directory.
+os.environ["SDC_MAGIC_CONFIG"] = ""
+
+
+@dataclass
+class Ran:
+    """What one executed cell produced."""
+
+    outputs: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)  # (data, metadata)
+    stdout: str = ""
+    stderr: str = ""
+    result: Any = None
+    error: BaseException | None = None
+
+    @property
+    def tables(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Rich outputs published by sdc_magic (they carry metadata.sdc_magic)."""
+        return [(d, m) for d, m in self.outputs if "sdc_magic" in (m or {})]
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        tables = self.tables
+        assert len(tables) == 1, f"expected one checked output, got {len(tables)}: {self.stdout[:500]}"
+        return tables[0][1]["sdc_magic"]
+
+    @property
+    def data(self) -> dict[str, Any]:
+        tables = self.tables
+        assert len(tables) == 1, f"expected one checked output, got {len(tables)}"
+        return tables[0][0]
+
+    @property
+    def everything(self) -> str:
+        """All text published by the cell, every mime type (for leak checks)."""
+        parts = [self.stdout, self.stderr]
+        for data, _ in self.outputs:
+            parts += [v if isinstance(v, str) else repr(v) for v in data.values()]
+        return "\n".join(parts)
+
+
+class Shell:
+    """Thin wrapper running cells in the global test shell and capturing what they publish."""
+
+    def __init__(self, ip: Any) -> None:
+        self.ip = ip
+
+    @property
+    def ns(self) -> dict[str, Any]:
+        return self.ip.user_ns
+
+    def run(self, code: str, raise_error: bool = True) -> Ran:
+        from IPython.utils.capture import capture_output
+
+        with capture_output(display=True) as cap:
+            result = self.ip.run_cell(code, store_history=True)
+        ran = Ran(outputs=[(o.data, o.metadata) for o in cap.outputs], stdout=cap.stdout, stderr=cap.stderr,
+                  result=result.result, error=result.error_in_exec or result.error_before_exec)
+        if raise_error and ran.error is not None:
+            raise ran.error
+        return ran
+
+    def magic(self, line: str) -> Ran:
+        """Run a line magic (``"sdc rules threshold=3"``); errors propagate."""
+        from IPython.utils.capture import capture_output
+
+        name, _, rest = line.partition(" ")
+        with capture_output(display=True) as cap:
+            self.ip.run_line_magic(name, rest)
+        return Ran(outputs=[(o.data, o.metadata) for o in cap.outputs], stdout=cap.stdout, stderr=cap.stderr)
+
+
+@pytest.fixture(scope="session")
+def ipython() -> Any:
+    from IPython.testing import globalipapp
+
+    globalipapp.start_ipython()
+    ip = globalipapp.get_ipython()
+    assert ip is not None
+    return ip
+
+
+@pytest.fixture
+def shell(ipython: Any) -> Iterator[Shell]:
+    """The test shell *without* sdc_magic (unloaded afterwards if a test loaded it)."""
+    sh = Shell(ipython)
+    yield sh
+    _unload(ipython)
+
+
+@pytest.fixture
+def sdc(ipython: Any) -> Iterator[Shell]:
+    """The test shell with ``%load_ext sdc_magic`` done; unloaded and rules reset afterwards."""
+    sh = Shell(ipython)
+    _unload(ipython)
+    sh.magic("load_ext sdc_magic")
+    try:
+        yield sh
+    finally:
+        _unload(ipython)
+
+
+def _unload(ip: Any) -> None:
+    from IPython.utils.capture import capture_output
+
+    with capture_output():
+        if "sdc_magic" in ip.extension_manager.loaded:
+            ip.run_line_magic("unload_ext", "sdc_magic")
+    try:
+        from sdc_magic import extension
+
+        if extension._session is not None:
+            extension._session.use_preset("humanitarian")
+            extension._session.registry.clear()
+            extension._session.last_error = None
+    except ImportError:  # pragma: no cover
+        pass
