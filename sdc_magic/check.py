@@ -34,6 +34,9 @@ NOT_PROTECTED_YET = "secondary protection not yet applied"
 #: Above this many cells a table with primary cells is not protected interactively: it is
 #: blocked with a reason (aggregate up, or run sdc_magic.protect.protect offline).
 MAX_PROTECTED_CELLS = 20_000
+#: Margins may be hidden when the pattern needs it (as in tau-Argus); a later output that
+#: publishes such a margin is made to hide it too (see sdc_magic.linking.hidden_elsewhere).
+MARGINS = "hideable"
 
 
 @dataclass
@@ -394,7 +397,7 @@ def _call_protect(protect: Any, cells: pd.DataFrame, internal: list[str], top: l
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return protect(cells, dims=internal, value="value", units="units", top=top, rules=rules,
-                       primary="primary", margins="primary", **kwargs)
+                       primary="primary", margins=MARGINS, **kwargs)
 
 
 def _map_protection(entry: Entry, sel: np.ndarray, margin: np.ndarray, dims: list[str], internal: list[str],
@@ -443,7 +446,7 @@ def _protect_grid(values: np.ndarray, integer: np.ndarray, primary: np.ndarray, 
     cells["primary"] = primary
     dims = ["row", "col"] if shape[1] > 1 else ["row"]
     result = protect(cells, dims=dims, value="value", units="units", rules=rules, primary="primary",
-                     margins="primary")
+                     margins=MARGINS)
     out = result.cells
     inner = out
     for d in dims:

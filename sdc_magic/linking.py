@@ -56,6 +56,8 @@ class Population:
     full: tuple[str, ...] = ()  # the finest grouping (the table's own cells)
     group_of_cell: np.ndarray | None = None  # the group (in ``groups[full]``) of each published cell
     frame: pd.DataFrame | None = None  # the source (margins are grouped lazily, see with_margins)
+    group_index: dict[tuple[str, ...], pd.Index] = field(default_factory=dict)  # labels of each grouping's ids
+    hidden_model: dict[tuple[str, ...], set[int]] = field(default_factory=dict)  # hidden cells at every grouping
 
 
 def _group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
@@ -114,6 +116,7 @@ def population_of(out_id: str, title: str, entry: Any, positions: np.ndarray | N
         pop.keys[k] = np.asarray(frame[k].astype(object))
     pop.groups[tuple(keys)] = ids
     pop.group_sizes[tuple(keys)] = np.bincount(ids[ids >= 0], minlength=len(index))
+    pop.group_index[tuple(keys)] = canon
     pop.hidden_groups[tuple(keys)] = {int(g) for g in np.flatnonzero(group_to_cell < 0)}
     pop.frame = frame
     return pop
@@ -126,10 +129,49 @@ def with_margins(pop: Population) -> Population:
     keys = list(pop.full)
     for size in range(0, len(keys)):
         for subset in itertools.combinations(keys, size):
-            gids = _group_ids(pop.frame, list(subset))[0]
+            gids, gindex = _group_ids(pop.frame, list(subset))
             pop.groups[subset] = gids
-            pop.group_sizes[subset] = np.bincount(gids[gids >= 0])
+            pop.group_sizes[subset] = np.bincount(gids[gids >= 0], minlength=len(gindex))
+            pop.group_index[subset] = _canon_index(gindex, list(subset)) if subset else gindex
     return pop
+
+
+def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
+    """Remember which cells — inner or margins — the protection of this output hid.
+
+    A later output whose cell has exactly the rows of one of them must hide it too: the
+    pattern that protects this output relied on it staying hidden.
+    """
+    keys = list(pop.full)
+    for model in models:
+        cells = model["cells"]
+        columns = dict(zip(model["dims"], model.get("columns", model["dims"]), strict=True))
+        if not set(keys) <= set(columns):
+            continue
+        hidden = cells[cells["status"].isin(["primary", "secondary"])]
+        if hidden.empty:
+            continue
+        needs_margins = any((hidden[columns[k]] == "Total").any() for k in keys)
+        if needs_margins:
+            with_margins(pop)
+        labels = {k: hidden[columns[k]].astype(object).to_numpy() for k in keys}
+        fixed_mask = np.stack([labels[k] != "Total" for k in keys], axis=1)
+        for pattern in {tuple(row) for row in fixed_mask.tolist()}:
+            subset = tuple(k for k, f in zip(keys, pattern, strict=True) if f)
+            if subset not in pop.group_index:
+                continue
+            rows = np.flatnonzero((fixed_mask == np.array(pattern)).all(axis=1))
+            if subset:
+                arrays = [np.array([str(v) for v in labels[k][rows]], dtype=object) for k in subset]
+                index = pop.group_index[subset]
+                wanted = pd.MultiIndex.from_arrays(arrays) if len(subset) > 1 else pd.Index(arrays[0], dtype=object)
+                target = pd.MultiIndex.from_arrays([index.get_level_values(i).astype(str) for i in range(len(subset))]) \
+                    if len(subset) > 1 else pd.Index(index.astype(str), dtype=object)
+                found = target.get_indexer(wanted) if target.is_unique else np.full(len(rows), -1)
+                groups = {int(g) for g in found if g >= 0}
+            else:
+                groups = {0}
+            pop.hidden_model.setdefault(subset, set()).update(groups)
 
 
 def _canon_index(index: pd.Index, keys: list[str]) -> pd.Index:
@@ -209,6 +251,37 @@ def differencing(new: Population, earlier: list[Population]) -> list[Differencin
     return hits
 
 
+def hidden_elsewhere(new: Population, earlier: list[Population]) -> list[DifferencingHit]:
+    """New cells whose rows are exactly those of a cell an earlier output hid (inner or margin)."""
+    hits: list[DifferencingHit] = []
+    in_new = new.cell_of_row >= 0
+    for old in earlier:
+        if not old.hidden_model:
+            continue
+        pos = related(old, new)
+        if pos is None:
+            continue
+        shared = pos >= 0
+        for subset, hidden in old.hidden_model.items():
+            gids = old.groups.get(subset)
+            if gids is None or not hidden:
+                continue
+            old_group = np.full(len(new.cell_of_row), -1, dtype=np.int64)
+            old_group[shared] = gids[pos[shared]]
+            both = in_new & (old_group >= 0)
+            n_new = len(new.sizes)
+            pair = old_group[both] * n_new + new.cell_of_row[both]
+            uniq, counts = np.unique(pair, return_counts=True)
+            groups, cells = uniq // n_new, uniq % n_new
+            sizes_old = old.group_sizes[subset][groups]
+            equal = (counts == new.sizes[cells]) & (counts == sizes_old)
+            for g, b in zip(groups[equal], cells[equal], strict=True):
+                if int(g) in hidden:
+                    label = " × ".join(subset) if subset else "grand total"
+                    hits.append(DifferencingHit(int(b), old.out_id, old.title, f"a hidden cell of {label}", new.title))
+    return hits
+
+
 # ------------------------------------------------------------------ joint audit
 def joint_intervals(tables: list[Population], hidden: list[dict[tuple[str, ...], set[int]]],
                     targets: list[tuple[int, tuple[str, ...], int]]) -> dict[tuple[int, tuple[str, ...], int],
@@ -282,6 +355,13 @@ def differencing_reasons(new: Population, earlier: list[Population], positions: 
                    "other would reveal them")
         for i in np.flatnonzero(positions == entry_cell):
             out.setdefault(int(i), []).append(Reason("differencing", message))
+    for hit in hidden_elsewhere(new, earlier):
+        entry_cell = new.entry_cells[hit.new_cell]
+        message = (f"{hit.earlier_title} ({hit.earlier}) hid these same cases ({hit.earlier_cell}) to protect "
+                   "its small cells: publishing them here would undo that")
+        for i in np.flatnonzero(positions == entry_cell):
+            if int(i) not in out:
+                out.setdefault(int(i), []).append(Reason("linked", message))
     return out
 
 
@@ -303,6 +383,7 @@ def joint_audit(new: Population, earlier: list[Population], protection: float, m
         out: dict[tuple[str, ...], set[int]] = {}
         for grouping, sizes in pop.group_sizes.items():
             small = {int(g) for g in np.flatnonzero((sizes > 0) & (sizes < pop.threshold))}
+            small |= pop.hidden_model.get(grouping, set())
             if grouping == pop.full:
                 small |= pop.hidden_groups.get(grouping, set()) | extra
             out[grouping] = small

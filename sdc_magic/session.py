@@ -210,7 +210,7 @@ class Session:
 
     def _link(self, out_id: str, checked: Checked) -> None:
         """Joint audit with related earlier outputs; then remember this output's population."""
-        from .linking import joint_audit, population_of
+        from .linking import joint_audit, population_of, record_hidden_model
         from .rules import Reason
 
         if checked.kind != "table" or checked.status not in ("pass", "suppressed", "review") \
@@ -246,6 +246,7 @@ class Session:
                 pop = population_of(out_id, pop.title, checked.entry, checked.entry_positions,
                                     checked.hidden_flat, self.rules.threshold)
         if pop is not None:
+            record_hidden_model(pop, checked.models)
             self.populations.append(pop)
             del self.populations[:-200]
 
