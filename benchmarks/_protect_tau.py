@@ -19,8 +19,9 @@ def main() -> None:
         spec = json.load(fh)
     micro = pd.read_csv(spec["micro"], dtype={d: str for d in spec["dims"]})
     t = time.process_time()
+    extra = {"hrc": spec["hrc"], "hierleadstring": "@"} if spec.get("hrc") else {}
     res = protect(micro, spec["dims"], response=spec["response"], safety_rules=spec["rules"],
-                  suppress=spec["suppress"], totcode="Total", workdir=spec["workdir"])
+                  suppress=spec["suppress"], totcode="Total", workdir=spec["workdir"], **extra)
     cpu = time.process_time() - t
     df = res.tables[0].dataframe()
     hidden = df[df["status"].isin(["U", "M"])]

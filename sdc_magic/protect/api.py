@@ -33,6 +33,7 @@ AUTO_OPTIMAL_MAX_CELLS = 400
 #: pattern gets this many seconds at least (and as long as the heuristic took).
 AUTO_MIP_SECONDS = 0.5
 METHODS = ("auto", "optimal", "heuristic")
+LEVELS = ("ours", "tau")
 MARGINS = ("hideable", "published", "primary")
 
 
@@ -258,6 +259,7 @@ def protect(
     bounds: tuple[str | None, str | None] | None = None,
     margins: str = "hideable",
     solver: str | None = None,
+    levels: str = "ours",
 ) -> Protection:
     """Choose secondary cells so that no primary cell can be recovered, and audit the result.
 
@@ -289,6 +291,10 @@ def protect(
             (margins are public unless they fail a rule: the display path's model, where a
             margin can be computed from other outputs of the session).
         solver: ``"HiGHS"`` or ``"CBC"`` for the MIP (default: HiGHS when installed).
+        levels: ``"ours"`` (default: a threshold primary's interval also reaches the
+            threshold) or ``"tau"`` (tau-Argus's: ``FREQ(n, r)`` is r % of the value only,
+            r = ``rules.protection``; a dominance / p % primary gets its rule's level
+            alone), for like-for-like comparisons with tau-Argus.
 
     Returns:
         A :class:`Protection`.  When no pattern can protect the primaries, every cell is
@@ -299,6 +305,8 @@ def protect(
     rules = rules or Rules()
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if levels not in LEVELS:
+        raise ValueError(f"levels must be one of {LEVELS}, got {levels!r}")
     if margins not in MARGINS:
         raise ValueError(f"margins must be one of {MARGINS}, got {margins!r}")
     if time_limit is None or not time_limit > 0:
@@ -353,7 +361,8 @@ def protect(
     # ---- levels, bounds, costs, insiders
     lpl, upl = protection_levels(
         a, rules=rules, frequency=frequency, reasons=reasons, top=tab.top, lower_bounds=tab.lb,
-        min_width=1.0 if frequency else 10.0 ** (-decimals_of(a[model.is_inner])))
+        min_width=1.0 if frequency else 10.0 ** (-decimals_of(a[model.is_inner])),
+        tau=levels == "tau")
     lpl = np.where(is_primary, lpl, 0.0)
     upl = np.where(is_primary, upl, 0.0)
     L = np.where(np.isnan(tab.lb), np.inf, a - tab.lb)
@@ -431,7 +440,7 @@ def protect(
         if cert.failures:
             audit_ok = False
             unprotectable = cert.failures
-    lower, upper = intervals(P, hidden, tick=tick)
+    lower, upper = intervals(P, hidden, tick=tick, seeds=pool)
     lower, upper = _tidy(lower, upper, a, frequency)
     req_k, req_s, req_a = P.requirements()
     if audit_ok:

@@ -8,14 +8,20 @@ Two questions, two tools:
   primary by at least its protection level.  Certificates are found in batches (one
   LP can move many primaries at once) and re-used, which is what keeps the audit of
   a 30,000-cell table within seconds; a primary without a certificate gets its own
-  exact LP, whose answer is final.
+  exact LP, whose answer is final.  Before that LP, a known certificate that moves
+  the primary is tried scaled or reversed (:func:`rescale`); a batch LP's flow is
+  split into its independent parts (:func:`split_flow`) so that each primary keeps
+  a small certificate.  The LPs have columns for the hidden cells only.
 * *Intervals* (what the attacker can infer about each hidden cell) are the exact LP
   minima and maxima, as published in certificates and used by external checkers.
 
 Attackers: the outsider (published cells + all margins + a-priori bounds) and, when
 ``singletons`` is on, every contributor who alone makes up a hidden cell (it knows
 that cell's value; a largest contributor of a two-unit cell knows the cell is at
-least its own share).  The audit checks each such insider separately.
+least its own share).  The audit checks each such insider separately; when many
+primaries are blocked by insiders, a batch LP first looks for certificates that
+respect every insider's knowledge at once (each of them is then beaten by the same
+certificate).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from .lp import Attacker, Flow, IntervalEngine, flow_lp, propagated_bounds
 
@@ -78,28 +85,58 @@ class Problem:
     _attacker: Attacker | None = field(default=None, init=False, repr=False)
     _cover: Attacker | None = field(default=None, init=False, repr=False)
     _feas: Attacker | None = field(default=None, init=False, repr=False)
+    _attacker_all: Attacker | None = field(default=None, init=False, repr=False)
+    _benders: Attacker | None = field(default=None, init=False, repr=False)
+    _owners: dict[int, set[int]] | None = field(default=None, init=False, repr=False)
+    _S_csc: sp.csc_matrix | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.Mc = sp.csc_matrix(self.M)
 
+    def _weights(self) -> np.ndarray:
+        # small certificates, kept off insiders' cells when possible
+        return 1.0 / np.maximum(np.abs(self.a), 1.0) * np.where(self.insider, 10.0, 1.0)
+
     def attacker(self, hidden: np.ndarray) -> Attacker:
-        """The persistent certificate LP (:class:`~.lp.Attacker`) set to ``hidden``, outsider caps."""
-        if self._attacker is None:
-            w = 1.0 / np.maximum(np.abs(self.a), 1.0) * np.where(self.insider, 10.0, 1.0)
-            self._attacker = Attacker(self.Mc, self.L, self.U, w)
+        """The persistent certificate LP (:class:`~.lp.Attacker`) set to ``hidden``, outsider caps.
+
+        Its columns are the hidden cells of the pattern it was built for; a pattern
+        that hides a cell outside them gets a new model (one that only publishes cells
+        again, as the clean-up does, keeps the model and its basis).
+        """
+        if self._attacker is None or not self._attacker.covers(hidden):
+            self._attacker = Attacker(self.Mc, self.L, self.U, self._weights(), cells=np.flatnonzero(hidden))
         att = self._attacker
         att.set_caps(self.L, self.U)
         att.set_hidden(hidden)
         return att
 
+    def attacker_all(self, hidden: np.ndarray) -> Attacker:
+        """As :meth:`attacker`, over every cell (for a pattern that keeps growing)."""
+        if self._attacker_all is None:
+            self._attacker_all = Attacker(self.Mc, self.L, self.U, self._weights())
+        att = self._attacker_all
+        att.set_caps(self.L, self.U)
+        att.set_hidden(hidden)
+        return att
+
     def feasibility(self, hidden: np.ndarray) -> Attacker:
-        """A cost-free attacker LP (fewest pivots: any feasible deviation will do)."""
-        if self._feas is None:
-            self._feas = Attacker(self.Mc, self.L, self.U, np.zeros(self.n))
+        """A cost-free attacker LP over the hidden cells (fewest pivots: any feasible deviation will do)."""
+        if self._feas is None or not self._feas.covers(hidden):
+            self._feas = Attacker(self.Mc, self.L, self.U, np.zeros(self.n), cells=np.flatnonzero(hidden))
         feas = self._feas
         feas.set_caps(self.L, self.U)
         feas.set_hidden(hidden)
         return feas
+
+    def benders(self, hidden: np.ndarray) -> Attacker:
+        """A cost-free attacker LP over every cell (Benders cuts need every cell's dual)."""
+        if self._benders is None:
+            self._benders = Attacker(self.Mc, self.L, self.U, np.zeros(self.n))
+        lp = self._benders
+        lp.set_caps(self.L, self.U)
+        lp.set_hidden(hidden)
+        return lp
 
     def cover(self, allowed: np.ndarray) -> Attacker:
         """The persistent covering LP: ``allowed`` cells may move, costs set by the caller."""
@@ -121,6 +158,22 @@ class Problem:
         row_k = self.S.indices[self.S.indptr[k]:self.S.indptr[k + 1]]
         row_s = self.S.indices[self.S.indptr[s]:self.S.indptr[s + 1]]
         return bool(np.isin(row_k, row_s, assume_unique=True).all())
+
+    def owners(self, k: int) -> set[int]:
+        """The single-contributor cells s with ``own_cell(k, s)`` (they contain k's inner cells)."""
+        if self._owners is None:
+            self._owners = {}
+        got = self._owners.get(k)
+        if got is None:
+            got = set()
+            if self.S is not None and self.S.indptr[k + 1] > self.S.indptr[k]:
+                if self._S_csc is None:
+                    self._S_csc = sp.csc_matrix(self.S)
+                i0 = int(self.S.indices[self.S.indptr[k]])
+                cand = self._S_csc.indices[self._S_csc.indptr[i0]:self._S_csc.indptr[i0 + 1]]
+                got = {int(s) for s in cand if self.own_cell(k, int(s))}
+            self._owners[k] = got
+        return got
 
     @property
     def n(self) -> int:
@@ -171,6 +224,8 @@ def _hits(F: sp.csc_matrix, k: np.ndarray, sign: np.ndarray, amt: np.ndarray) ->
 
 #: Open requirements at which the outsider audit asks one elastic LP for a batch of them.
 BATCH_MIN = 24
+#: ... but only on tables larger than this (below, warm single LPs are cheaper).
+BATCH_MIN_CELLS = 5000
 
 
 def one_per_cell(idx: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -200,6 +255,50 @@ def _violates(f: Flow, P: Problem, insiders: np.ndarray) -> set[int]:
     return {int(c) for c in common[bad]}
 
 
+def split_flow(P: Problem, f: Flow) -> list[Flow]:
+    """The independent parts of a certificate (each one is a certificate on its own).
+
+    Two moved cells belong to the same part when some relation holds both; every
+    relation then sees the moved cells of one part only, so each part balances every
+    relation by itself.  A batch LP's flow is a union of many local ones: split, each
+    primary keeps only the local one, which crosses far fewer insiders' cells.
+    """
+    if len(f.idx) < 8:
+        return [f]
+    B = P.Mc[:, f.idx].tocsr()
+    rows = np.flatnonzero(np.diff(B.indptr) > 0)
+    B = B[rows]
+    nr = B.shape[0]
+    G = sp.bmat([[None, B], [B.T, None]], format="csr")
+    n_comp, lab = connected_components(G, directed=False)
+    if n_comp <= 1:
+        return [f]
+    lab = lab[nr:]
+    parts = []
+    for c in np.unique(lab):
+        sel = lab == c
+        parts.append(Flow(f.idx[sel], f.val[sel]))
+    return parts
+
+
+def rescale(f: Flow, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray) -> Flow | None:
+    """``t·f`` moving cell k by exactly ``sign·amt``, when it stays within the ranges.
+
+    The attacker's deviations form a polytope around 0 (``M·f = 0`` and a box), so a
+    certificate scaled (or reversed) is still one as long as every cell stays in its
+    range: on a count table, the certificate that pushes a small cell up to the
+    threshold, reversed and shrunk, usually pulls it down by its lower level too.
+    """
+    pos = int(np.searchsorted(f.idx, k))
+    if pos >= len(f.idx) or f.idx[pos] != k or f.val[pos] == 0:
+        return None
+    v = f.val * (sign * amt / f.val[pos])
+    lo, hi = L[f.idx], U[f.idx]
+    if (v > hi * (1 + 1e-9) + 1e-12).any() or (-v > lo * (1 + 1e-9) + 1e-12).any():
+        return None
+    return Flow(f.idx, v)
+
+
 def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool = True,
             tick: Ticker | None = None, stop_at_first: bool = False) -> Certification:
     """Find a certificate for every requirement and every attacker, or name the failures.
@@ -218,12 +317,41 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     if nreq == 0:
         return Certification(failures, pool, 0)
     certified_by: list[list[int]] = [[] for _ in range(nreq)]
+    touching: dict[int, list[int]] = {}  # requirement cell -> pool flows that move it
+
+    req_cells = np.unique(req_k)
 
     def absorb(start: int) -> None:
         F = _pool_matrix(pool[start:], P.n)
-        hits = _hits(F, req_k, req_s, req_a)
-        for fi, r in zip(hits.row, hits.col, strict=True):
-            certified_by[int(r)].append(start + int(fi))
+        sub = F[:, req_k].tocoo()
+        ok = sub.data * req_s[sub.col] >= req_a[sub.col] * (1 - 1e-6) - 1e-9
+        for fi, r in zip((sub.row[ok] + start).tolist(), sub.col[ok].tolist(), strict=True):
+            certified_by[r].append(fi)
+        sub = F[:, req_cells].tocoo()
+        for fi, k in zip((sub.row + start).tolist(), req_cells[sub.col].tolist(), strict=True):
+            touching.setdefault(k, []).append(fi)
+
+    def rescued(r: int, L: np.ndarray, U: np.ndarray, avoid: int = -1) -> bool:
+        """A pool certificate scaled to requirement r (under ranges L, U); added to the pool."""
+        k = int(req_k[r])
+        for fi in touching.get(k, [])[-20:]:
+            f = pool[fi]
+            if avoid >= 0 and avoid in viol(fi):
+                continue
+            g = rescale(f, k, int(req_s[r]), float(req_a[r]), L, U)
+            if g is not None:
+                pool.append(g)
+                absorb(len(pool) - 1)
+                return True
+        return False
+
+    viol_cache: dict[int, set[int]] = {}
+    insiders = H[P.insider[H]] if singletons else np.zeros(0, dtype=np.int64)
+
+    def viol(fi: int) -> set[int]:
+        if fi not in viol_cache:
+            viol_cache[fi] = _violates(pool[fi], P, insiders)
+        return viol_cache[fi]
 
     absorb(0)
     # outsider: big batches in one elastic LP, stragglers one by one from a warm basis
@@ -232,18 +360,22 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     failed = np.zeros(nreq, dtype=bool)
     while len(open_):
         tick("audit: finding certificates", 1 - len(open_) / nreq)
-        if len(open_) >= BATCH_MIN:
+        if len(open_) >= BATCH_MIN and P.n > BATCH_MIN_CELLS:
             batch = one_per_cell(open_, req_k)
             sat, flow = flow_lp(P.Mc, H, P.L, P.U, req_k[batch], req_s[batch], req_a[batch],
                                 *_sparse_weights(P, H))
             lps += 1
             if flow is not None:
-                pool.append(flow)
-                absorb(len(pool) - 1)
+                for part in split_flow(P, flow):
+                    pool.append(part)
+                    absorb(len(pool) - 1)
             if sat.any():
                 open_ = np.array([r for r in range(nreq) if not certified_by[r] and not failed[r]], dtype=np.int64)
                 continue
         r = int(open_[0])
+        if rescued(r, P.L, P.U):
+            open_ = np.array([r for r in open_ if not certified_by[r] and not failed[r]], dtype=np.int64)
+            continue
         flow = att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
         lps += 1
         if flow is not None:
@@ -256,17 +388,8 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 return Certification(failures, pool, lps)
         open_ = np.array([r for r in open_ if not certified_by[r] and not failed[r]], dtype=np.int64)
 
-    if not singletons:
+    if not singletons or len(insiders) == 0:
         return Certification(failures, pool, lps)
-    insiders = H[P.insider[H]]
-    if len(insiders) == 0:
-        return Certification(failures, pool, lps)
-    viol_cache: dict[int, set[int]] = {}
-
-    def viol(fi: int) -> set[int]:
-        if fi not in viol_cache:
-            viol_cache[fi] = _violates(pool[fi], P, insiders)
-        return viol_cache[fi]
 
     blocked: list[set[int]] = []
     for r in range(nreq):
@@ -281,7 +404,7 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 break
         b = b or set()
         b.discard(int(req_k[r]))
-        blocked.append({x for x in b if not P.own_cell(int(req_k[r]), x)})
+        blocked.append(b - P.owners(int(req_k[r])) if b else b)
     # one LP per requirement with the knowledge of every insider blocking it at once:
     # when it succeeds, its certificate holds against each of them
     hits_of: dict[int, np.ndarray] = {}
@@ -296,6 +419,8 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 blocked[r2] &= v
                 blocked[r2].discard(int(req_k[r2]))
 
+    # many blocked primaries: first one LP against every insider at once
+    lps += _insider_batches(P, H, insiders, blocked, req_k, req_s, req_a, pool, narrow, tick)
     try:
         for r in range(nreq):
             if len(blocked[r]) < 2:
@@ -321,10 +446,15 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
             rs = [r for r in range(nreq) if s in blocked[r]]
             if not rs:
                 continue
-            feas.set_caps(*scenario_caps(P, s))
+            caps = scenario_caps(P, s)
+            feas.set_caps(*caps)
             for r in rs:
                 if s not in blocked[r]:
                     continue  # a certificate found for another primary covers it
+                if rescued(r, *caps, avoid=int(s)):
+                    narrow(len(pool) - 1)
+                    blocked[r].discard(s)
+                    continue
                 flow = feas.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
                 lps += 1
                 if flow is None:
@@ -341,19 +471,64 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     return Certification(failures, pool, lps)
 
 
+def _insider_batches(P: Problem, H: np.ndarray, insiders: np.ndarray, blocked: list[set[int]], req_k: np.ndarray,
+                     req_s: np.ndarray, req_a: np.ndarray, pool: list[Flow], narrow: Callable[[int], None],
+                     tick: Ticker) -> int:
+    """Certificates that hold against every insider at once, many per LP.
+
+    A deviation that respects every insider's knowledge simultaneously defeats each
+    of them.  One elastic LP with all insiders' ranges moves as many blocked
+    primaries as it can (those whose own cell, or a cell made of their contributor
+    alone, is not an insider's: fixing those would pin the primary itself); the
+    per-requirement LPs then only handle what is left.  Returns the number of LPs.
+    """
+    ins = np.zeros(P.n, dtype=bool)
+    ins[insiders] = True
+    L, U = P.L.copy(), P.U.copy()
+    L[insiders] = P.scen_L[insiders]
+    U[insiders] = P.scen_U[insiders]
+    eligible = np.array([bool(blocked[r]) and not ins[int(req_k[r])]
+                         and not any(ins[o] for o in P.owners(int(req_k[r])))
+                         for r in range(len(req_k))], dtype=bool)
+    missed = np.zeros(len(req_k), dtype=np.int64)
+    lps = 0
+    while True:
+        open_ = np.array([r for r in np.flatnonzero(eligible) if blocked[r]], dtype=np.int64)
+        if len(open_) < BATCH_MIN:
+            return lps
+        tick("audit: checking what single contributors know", None)
+        batch = one_per_cell(open_, req_k)
+        sat, flow = flow_lp(P.Mc, H, L, U, req_k[batch], req_s[batch], req_a[batch], *_sparse_weights(P, H))
+        lps += 1
+        if flow is None or not sat.any():
+            return lps
+        for part in split_flow(P, flow):
+            pool.append(part)
+            narrow(len(pool) - 1)
+        # unmet in a batch: conflicting with the others, or not movable with every
+        # insider's knowledge at once; a second miss leaves it to its own LP
+        missed[batch[~sat]] += 1
+        eligible &= missed < 2
+
+
 def _sparse_weights(P: Problem, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Weights that keep certificates small and away from insiders' cells when possible."""
-    w = 1.0 / np.maximum(np.abs(P.a[H]), 1.0)
-    w = w * np.where(P.insider[H], 10.0, 1.0)
+    w = P._weights()[H]
     return w, w
 
 
 # --------------------------------------------------------------------------- intervals
-def intervals(P: Problem, hidden: np.ndarray, tick: Ticker | None = None) -> tuple[np.ndarray, np.ndarray]:
+def intervals(P: Problem, hidden: np.ndarray, tick: Ticker | None = None, seeds: list[Flow] | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
     """Exact attacker interval (lower, upper) of every hidden cell; NaN for published ones.
 
     One warm-started LP per cell and direction, skipped when a point already found
-    reaches a bound proved by a single relation (or the a-priori bound).
+    reaches a bound proved by a single relation (or the a-priori bound).  Points come
+    from the LPs solved so far, from ``seeds`` (certificates: feasible deviations
+    whose support is hidden) and from moving every hidden cell to its a-priori lower
+    bound, when that balances every relation (e.g. everything hidden).  When scaling
+    every hidden cell up balances them too, it is a ray: cells without an upper bound
+    are then unbounded above without an LP.
     """
     tick = tick or Ticker(None)
     hidden = np.asarray(hidden, dtype=bool)
@@ -370,6 +545,24 @@ def intervals(P: Problem, hidden: np.ndarray, tick: Ticker | None = None) -> tup
     lo = np.full(n, np.nan)
     hi = np.full(n, np.nan)
     tol = 1e-7 * np.maximum(np.abs(P.a[H]), 1.0)
+    pos = np.full(P.n, -1, dtype=np.int64)
+    pos[H] = np.arange(n)
+    for f in seeds or []:
+        loc = pos[f.idx]
+        if len(loc) and (loc >= 0).all():
+            best_hi[loc] = np.maximum(best_hi[loc], f.val)
+            best_lo[loc] = np.minimum(best_lo[loc], f.val)
+    # (published cells stay at 0 in both; M·v = 0 is checked on every relation)
+    sub = P.Mc[:, H]
+    floor = -P.L[H]
+    if np.isfinite(floor).all() and np.abs(sub @ floor).max(initial=0.0) <= 1e-9 * max(1.0, np.abs(floor).max()):
+        np.minimum(best_lo, floor, out=best_lo)
+    ray = P.a[H]
+    if (np.isinf(P.U[H]).all() and ((ray >= 0) | np.isinf(P.L[H])).all()
+            and np.abs(sub @ ray).max(initial=0.0) <= 1e-9 * max(1.0, np.abs(ray).max())):
+        up = ray > 0
+        best_hi[up] = np.inf
+        hi_bound = np.where(up, np.inf, hi_bound)
     for j in range(n):
         tick("audit: computing intervals", j / n)
         for sense in (1, -1):

@@ -12,6 +12,9 @@ touches is a valid pattern for that primary.  So each round
    spread over the amount of flow it can carry (the usual linearisation of the fixed
    cost, as in the Fischetti–Salazar / sdcTable incremental heuristics) — and hides
    every cell that deviation touches;
+   On tables up to :data:`SMALL_TABLE` cells the failures are covered one at a
+   time instead (cheapest flow each, from a warm basis, skipping those already
+   protected): patterns come out cheaper and the clean-up has far less to undo;
 3. repeats until the audit passes.  Hiding more cells never helps the outsider, so
    the loop only moves forward; a new single-contributor secondary adds an insider,
    which the next audit checks.
@@ -28,6 +31,10 @@ import numpy as np
 
 from .audit import BATCH_MIN, Problem, Ticker, certify, one_per_cell, scenario_caps
 from .lp import Flow, flow_lp
+
+#: Up to this many cells, failed requirements are covered one by one (better patterns,
+#: less clean-up); above it, a first elastic LP covers a whole batch at once.
+SMALL_TABLE = 5000
 
 
 class Infeasible(Exception):
@@ -77,7 +84,7 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
             L, U = (P.L, P.U) if s < 0 else scenario_caps(P, s)
             rs = np.array(sorted(set(by_scen[s])), dtype=np.int64)
             batch = one_per_cell(rs, req_k)
-            if len(batch) >= BATCH_MIN:
+            if len(batch) >= BATCH_MIN and P.n > SMALL_TABLE:
                 # many failures at once (a large table's first round): one elastic LP
                 level = float(np.max(req_a[batch]))
                 w_up, w_dn = _cover_weights(P, cand, hidden, level)
@@ -87,12 +94,12 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
                     pool.append(flow)
                 if sat.any():
                     continue
-            _cover_one_by_one(P, batch, s, hidden, pool, hopeless, cand)
+            _cover_one_by_one(P, batch, s, hidden, pool, hopeless, cand, tick)
     raise RuntimeError("repair did not converge")
 
 
 def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray, pool: list[Flow],
-                      hopeless: set[tuple[int, int]], cand: np.ndarray) -> None:
+                      hopeless: set[tuple[int, int]], cand: np.ndarray, tick: Ticker) -> None:
     """Greedy covering of failed requirements, each from the warm basis of the last one.
 
     A requirement that the cells hidden meanwhile already protect is skipped; the
@@ -102,7 +109,7 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
     req_k, req_s, req_a = P.requirements()
     allowed = np.zeros(P.n, dtype=bool)
     allowed[cand] = True
-    att = P.attacker(hidden)
+    att = P.attacker_all(hidden)
     cov = P.cover(allowed)
     caps = scenario_caps(P, s) if s >= 0 else (P.L, P.U)
     att.set_caps(*caps)
@@ -110,6 +117,7 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
     everything = np.arange(P.n)
     try:
         for r in batch:
+            tick("protect: choosing secondary cells", None)
             r = int(r)
             k, sign, amt = int(req_k[r]), int(req_s[r]), float(req_a[r])
             att.set_hidden(hidden)

@@ -19,6 +19,10 @@ Conventions (all levels are symmetric unless stated; ``m = rules.protection / 10
   minimal width (tau-Argus ZeroSafetyRange idea): the interval must not prove 0.
 * **Minimal width**: at least ``10**−decimals`` of the value column (1 for counts;
   tau-Argus ``MinLPL``), so no primary is ever pinned exactly.
+* ``tau=True`` gives tau-Argus's levels instead, for like-for-like comparisons
+  (``protect(..., levels="tau")``, ``SetProtectionLevelCell``): no threshold reach,
+  and a dominance / p % primary gets its rule's level alone when that is positive,
+  the r % safety range otherwise (``FREQ(n, r)``: r % of the value only).
 * A lower level is capped at ``v − lower bound`` (the attacker knows cells are ≥ 0:
   asking the interval to go below 0 is asking the impossible; reaching 0 is the most
   any pattern can give).
@@ -51,6 +55,7 @@ def protection_levels(
     top: np.ndarray | None = None,
     lower_bounds: np.ndarray | None = None,
     min_width: float | None = None,
+    tau: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper protection levels for cells of the given values.
 
@@ -65,6 +70,7 @@ def protection_levels(
         top: (cells, k) largest contributions, descending, for dominance / p % levels.
         lower_bounds: a-priori lower bounds (default 0) used to cap the lower level.
         min_width: smallest level (default ``10**-decimals``, 1 for counts).
+        tau: tau-Argus's levels (see above) instead of ours.
 
     Returns:
         ``(lpl, upl)``: the interval must reach ``v − lpl`` and ``v + upl``.
@@ -80,19 +86,28 @@ def protection_levels(
     upl = base.copy()
     reasons = reasons if reasons is not None else [[] for _ in range(n)]
     tops = None if top is None else np.nan_to_num(np.abs(np.asarray(top, dtype=float)), nan=0.0)
+    rule_level = np.zeros(n)
     for i in range(n):
         why = set(reasons[i])
-        if frequency and "threshold" in why and 0 < v[i] < rules.threshold:
+        if not tau and frequency and "threshold" in why and 0 < v[i] < rules.threshold:
             upl[i] = max(upl[i], rules.threshold - v[i])
         if tops is not None and abs(v[i]) > 0:
             T = abs(v[i])
             if "dominance" in why and rules.dominance is not None:
                 nn, k = rules.dominance
                 need = 100.0 * tops[i, :nn].sum() / k - T
+                if tau and need > 0 and rule_level[i] == 0:
+                    lpl[i] = upl[i] = 0.0  # tau: the rule's level replaces the safety range
+                if need > 0:
+                    rule_level[i] = max(rule_level[i], need)
                 lpl[i] = max(lpl[i], need)
                 upl[i] = max(upl[i], need)
             if "p_percent" in why and rules.p is not None and tops.shape[1] >= 2:
                 need = rules.p / 100.0 * tops[i, 0] - (T - tops[i, 0] - tops[i, 1])
+                if tau and need > 0 and rule_level[i] == 0:
+                    lpl[i] = upl[i] = 0.0
+                if need > 0:
+                    rule_level[i] = max(rule_level[i], need)
                 lpl[i] = max(lpl[i], need)
                 upl[i] = max(upl[i], need)
         if v[i] == 0:

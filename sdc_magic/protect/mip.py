@@ -80,7 +80,7 @@ def benders_cut(P: Problem, hidden: np.ndarray, k: int, sign: int, scen: int
     Solved on the problem's persistent cost-free attacker LP (bounds changed, basis
     kept), not on a model built for the occasion.
     """
-    lp = P.feasibility(hidden)
+    lp = P.benders(hidden)
     try:
         if scen >= 0:
             lp.set_caps(*scenario_caps(P, scen))
