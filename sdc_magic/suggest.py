@@ -200,6 +200,7 @@ class Suggester:
         self.check = check
         self.name = name
         self.capturing = capturing
+        self.rates_complete = True
 
     # -- code and tables
     def _agg_code(self, frame_expr: str, keys: list[str]) -> str:
@@ -343,8 +344,11 @@ class Suggester:
                               recoding={n: [n] for n in names})
 
     # -- rates
-    def rates(self, limit: int = 3) -> list[Suggestion]:
-        """Rates of two-valued outcomes on denominators that pass the rules, largest gaps first."""
+    def rates(self, limit: int = 3, deadline: float = float("inf")) -> list[Suggestion]:
+        """Rates of two-valued outcomes on denominators that pass the rules, largest gaps first.
+
+        Stops at ``deadline`` (a ``time.perf_counter()`` value) with what it has found.
+        """
         frame = self.frame
         flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c].dtype)]
         groupings = [k for k in self.keys if frame[k].nunique(dropna=True) <= 12]
@@ -361,6 +365,9 @@ class Suggester:
             for group in groupings:
                 if group in (outcome, population):
                     continue
+                if time.perf_counter() > deadline:
+                    self.rates_complete = False
+                    break
                 num = sub.groupby(group, observed=True)[outcome].sum()
                 den = sub.groupby(group, observed=True).size()
                 if len(den) < 2:
@@ -384,13 +391,15 @@ class Suggester:
 
     # -- driver
     def run(self, budget: float = DEFAULT_BUDGET) -> Suggestions:
+        """Search within ``budget`` seconds: half for regroupings and recodings, the rest for rates."""
         out = Suggestions()
         out._pending = iter(self.candidates())
-        self._continue(out, budget)
-        if self.frame is not None:
-            started = time.perf_counter()
-            out.items.extend(self.rates())
-            out.seconds += time.perf_counter() - started
+        started = time.perf_counter()
+        self._continue(out, budget / 2)
+        self.rates_complete = True
+        out.items.extend(self.rates(deadline=started + budget))
+        out.exhausted = out.exhausted and self.rates_complete
+        out.seconds = time.perf_counter() - started
         return out
 
     def _continue(self, out: Suggestions, budget: float) -> None:
@@ -411,7 +420,14 @@ class Suggester:
     def more(self, out: Suggestions, budget: float = 1.0) -> Suggestions:
         """Continue a search that stopped at its budget."""
         if not out.exhausted:
+            started = time.perf_counter()
+            rates = [s for s in out.items if s.kind == "rate"]
             self._continue(out, budget)
+            if not self.rates_complete:
+                self.rates_complete = True
+                rates = self.rates(deadline=started + 2 * budget)
+            out.items = [s for s in out.items if s.kind != "rate"] + rates
+            out.exhausted = out.exhausted and self.rates_complete
         return out
 
     def _select(self, out: Suggestions) -> None:
