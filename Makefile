@@ -8,16 +8,54 @@ VENV22 ?= .venv-pandas22
 PY22 := $(VENV22)/bin/python
 STAMP22 := $(VENV22)/.sdc-installed
 PIP_FLAGS ?= -q --disable-pip-version-check
+# The JupyterLab extension (labextension/, TypeScript) is built with npm into sdc_magic/labextension.
+NPM ?= npm
+LABEXT := labextension
+LABEXT_OUT := sdc_magic/labextension/package.json
+LABEXT_DEPS := $(LABEXT)/node_modules/.package-lock.json
+LABEXT_SRC := $(wildcard $(LABEXT)/src/*.ts $(LABEXT)/style/* $(LABEXT)/schema/*.json) \
+	$(LABEXT)/package.json $(LABEXT)/tsconfig.json $(LABEXT)/scripts/build-labextension.js install.json
 
-.PHONY: demo test test-core test-pandas22 lab lint bench clean setup
+.PHONY: demo test test-core test-pandas22 test-ts lab lint bench clean setup labextension browser-deps
 
-setup: $(STAMP)
+setup: $(STAMP) labextension
 
+# The editable install builds the lab extension too: hatch-jupyter-builder runs
+# `npm install` and `npm run build:prod` in labextension/ when the build is missing or older
+# than labextension/src. `labextension develop` then points the environment's
+# share/jupyter/labextensions/sdc-magic at sdc_magic/labextension, so later rebuilds
+# (`make labextension`) are live. The server extension is enabled by the wheel's
+# etc/jupyter/jupyter_server_config.d/sdc_magic.json.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install $(PIP_FLAGS) --upgrade pip
 	$(PY) -m pip install $(PIP_FLAGS) -e ".[test]" jupyterlab
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/jupyter labextension develop --overwrite . >/dev/null
 	@touch $(STAMP)
+
+labextension: $(LABEXT_OUT)
+
+$(LABEXT_DEPS): $(LABEXT)/package.json $(wildcard $(LABEXT)/package-lock.json)
+	cd $(LABEXT) && $(NPM) install --no-audit --no-fund
+	@touch $@
+
+$(LABEXT_OUT): $(LABEXT_DEPS) $(LABEXT_SRC)
+	cd $(LABEXT) && $(NPM) run build:prod
+	@touch $@
+
+# Unit tests of the TypeScript classification logic (node's test runner).
+test-ts: $(LABEXT_DEPS)
+	cd $(LABEXT) && $(NPM) test
+
+# The browser tests drive Debian's chromium; install it when missing and we are root.
+browser-deps:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "installing chromium (apt-get) for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "warning: /usr/bin/chromium is missing and this is not root: the browser tests will fail" >&2; \
+	fi
 
 $(STAMP22): pyproject.toml
 	@test -x $(PY22) || $(PYTHON) -m venv $(VENV22)
@@ -25,10 +63,12 @@ $(STAMP22): pyproject.toml
 	$(PY22) -m pip install $(PIP_FLAGS) -e ".[test]" "pandas>=2.2,<2.3"
 	@touch $(STAMP22)
 
-demo: $(STAMP)
+demo: $(STAMP) labextension
+	rm -rf build/demo/export
 	$(PY) -m sdc_magic.cli run demo_notebooks/*.ipynb --out build/demo
+	$(VENV)/bin/sdc-magic verify build/demo/export
 
-test: $(STAMP) lint test-pandas22
+test: $(STAMP) labextension lint test-ts test-pandas22 browser-deps
 	$(PY) -m pytest -q
 
 test-pandas22: $(STAMP22)
@@ -44,6 +84,8 @@ lab: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/capture.py
 	$(PY) benchmarks/protect.py
+	$(PY) benchmarks/session.py
+	$(PY) benchmarks/microdata.py
 
 clean:
-	rm -rf build dist .pytest_cache
+	rm -rf build dist .pytest_cache $(LABEXT)/lib $(LABEXT)/lib-test $(LABEXT)/tsconfig.tsbuildinfo

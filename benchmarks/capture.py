@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import sdc_magic
+from sdc_magic import extension  # imported up front: all sdc_magic modules come from one version of the tree
 from sdc_magic.config import preset
 from sdc_magic.session import Session
 
@@ -219,9 +221,6 @@ def run_nonpandas(bench: Bench, repeats: int) -> None:
     """Non-pandas outputs through IPython's DisplayFormatter, extension loaded vs not."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    import sdc_magic
-    from sdc_magic import extension
-
     ip = InteractiveShell.instance()
     fmt = ip.display_formatter
     objects = {
@@ -329,6 +328,24 @@ def main(argv: list[str] | None = None) -> int:
           f"numpy {np.__version__}, {platform.machine()}, repeats {repeats} (median), seed {SEED}")
     print(f"rules: {bench.base_rules.describe()} (top-k {bench.base_rules.top_k})\n")
     t_start = time.perf_counter()
+    try:
+        _run_all(bench, args, sizes, repeats)
+    except Exception as exc:  # a failing section must not lose the rows already measured
+        bench.rows.append(Row("error", f"{type(exc).__name__}: {exc}"[:50], "-", float("nan"), float("nan"),
+                              "", False, "run stopped here; see stderr"))
+        import traceback
+
+        traceback.print_exc()
+    print_table(bench.rows)
+    missed = [r for r in bench.rows if r.ok is False]
+    sys.stderr.flush()
+    print(f"\n{len(missed)} target(s) missed; total {time.perf_counter() - t_start:.0f} s. "
+          "Display rows: 'plain' = IPython's DisplayFormatter on the bare table (pandas text+HTML), "
+          "'with ext' = Session.bundle (check + render).")
+    return 0
+
+
+def _run_all(bench: Bench, args: argparse.Namespace, sizes: list[int], repeats: int) -> None:
     for n in sizes:
         rows = human_rows(n)
         reps = repeats if n <= 2_000_000 else max(3, repeats - 2)
@@ -343,13 +360,6 @@ def main(argv: list[str] | None = None) -> int:
             bench.forget()
             gc.collect()
     run_nonpandas(bench, repeats)
-    print_table(bench.rows)
-    missed = [r for r in bench.rows if r.ok is False]
-    sys.stderr.flush()
-    print(f"\n{len(missed)} target(s) missed; total {time.perf_counter() - t_start:.0f} s. "
-          "Display rows: 'plain' = IPython's DisplayFormatter on the bare table (pandas text+HTML), "
-          "'with ext' = Session.bundle (check + render).")
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,144 @@
+"""Jupyter server routes of sdc_magic, used by the lab extension.
+
+``GET  /sdc-magic/version``            {"name", "version", "schema"}: the panel warns when the lab
+                                       extension and this server side differ.
+``POST /sdc-magic/redact``             body ``{"notebook": {...}, "path": "name.ipynb"}`` (or the
+                                       notebook itself): the redacted notebook, the report and
+                                       each output's ``clearance()`` answer.
+``GET  /sdc-magic/redact?path=P``      the same for the saved notebook P (through the contents
+                                       manager); ``&download=1`` sends the redacted copy as a file.
+
+The redaction is :func:`sdc_magic.redact.redact_notebook`, the same function as the CLI,
+the pre-save hook and the nbconvert preprocessor, so the browser never carries a
+raw-to-redacted transform of its own.
+
+This module imports tornado and jupyter_server; ``sdc_magic/__init__.py`` imports it only
+inside ``_load_jupyter_server_extension``, so a kernel never loads them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import tornado.web
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import ensure_async, url_path_join
+
+from . import __version__
+from .redact import CLEARED, clearance, redact_notebook
+
+NAMESPACE = "sdc-magic"
+SCHEMA = 1
+AUTH_RESOURCE = "contents"  # reading and redacting notebooks is a contents operation
+
+try:  # jupyter_server >= 2: fine-grained authorization on top of authentication
+    from jupyter_server.auth.decorator import authorized
+except ImportError:  # pragma: no cover
+    def authorized(method: Any) -> Any:
+        return method
+
+
+def output_clearance(nb: dict[str, Any]) -> list[dict[str, Any]]:
+    """``clearance()`` of every output of ``nb``: [{cell, output, reason}] (reason None: released)."""
+    rows = []
+    for ci, cell in enumerate(nb.get("cells", [])):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        for oi, output in enumerate(cell.get("outputs", []) or []):
+            why = clearance(output, CLEARED) if isinstance(output, dict) else "malformed output"
+            rows.append({"cell": ci, "output": oi, "reason": why})
+    return rows
+
+
+def redaction_reply(nb: dict[str, Any], path: str | None) -> dict[str, Any]:
+    """The JSON answer of the redact route for notebook ``nb`` (not modified)."""
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise tornado.web.HTTPError(400, "expected a notebook: an object with a 'cells' list")
+    outputs = output_clearance(nb)
+    redacted = copy.deepcopy(nb)
+    report = redact_notebook(redacted, CLEARED)
+    return {
+        "schema": SCHEMA,
+        "path": path,
+        "notebook": redacted,
+        "report": {
+            "kept": report.kept,
+            "removed": report.removed,
+            "reasons": dict(report.reasons),
+            "widget_state_dropped": report.widget_state_dropped,
+        },
+        "outputs": outputs,
+    }
+
+
+def redacted_name(path: str | None) -> str:
+    base = (path or "notebook.ipynb").rsplit("/", 1)[-1]
+    stem = base[:-6] if base.lower().endswith(".ipynb") else base
+    return f"{stem}.redacted.ipynb"
+
+
+class VersionHandler(APIHandler):
+    """``GET /sdc-magic/version``."""
+
+    @tornado.web.authenticated
+    def get(self) -> None:
+        self.finish(json.dumps({"name": "sdc_magic", "version": __version__, "schema": SCHEMA}))
+
+
+class RedactHandler(APIHandler):
+    """``POST /sdc-magic/redact`` (notebook in the body) and ``GET /sdc-magic/redact?path=``."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @tornado.web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.get_json_body()
+        if not isinstance(body, dict):
+            raise tornado.web.HTTPError(400, "expected a JSON object")
+        nb = body.get("notebook", body)
+        path = body.get("path") if isinstance(body.get("path"), str) else None
+        self.finish(json.dumps(redaction_reply(nb, path)))
+
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        path = self.get_query_argument("path", "").strip("/")
+        if not path:
+            raise tornado.web.HTTPError(400, "missing ?path=")
+        if not path.lower().endswith(".ipynb"):
+            raise tornado.web.HTTPError(400, f"not a notebook: {path}")
+        cm = self.contents_manager
+        try:
+            model = await ensure_async(cm.get(path, content=True, type="notebook"))
+        except tornado.web.HTTPError:
+            raise
+        except Exception as exc:  # pragma: no cover - unreadable JSON etc.
+            raise tornado.web.HTTPError(400, f"cannot read {path}: {exc}") from exc
+        nb = json.loads(json.dumps(model["content"]))  # NotebookNode -> plain JSON
+        reply = redaction_reply(nb, path)
+        if self.get_query_argument("download", "0") in ("1", "true", "yes"):
+            self.set_header("Content-Type", "application/x-ipynb+json")
+            self.set_header("Content-Disposition", f'attachment; filename="{redacted_name(path)}"')
+            self.finish(json.dumps(reply["notebook"], indent=1, ensure_ascii=False))
+            return
+        self.finish(json.dumps(reply))
+
+
+def setup_handlers(web_app: Any) -> list[str]:
+    """Add the routes to the server's tornado application; return the URL patterns."""
+    base_url = web_app.settings.get("base_url", "/")
+    routes = [
+        (url_path_join(base_url, NAMESPACE, "version"), VersionHandler),
+        (url_path_join(base_url, NAMESPACE, "redact"), RedactHandler),
+    ]
+    web_app.add_handlers(".*$", routes)
+    return [pattern for pattern, _ in routes]
+
+
+def load(server_app: Any) -> None:
+    """Called by ``sdc_magic._load_jupyter_server_extension``."""
+    patterns = setup_handlers(server_app.web_app)
+    server_app.log.info("sdc_magic %s server extension: %s", __version__, ", ".join(patterns))

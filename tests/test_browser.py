@@ -1,0 +1,485 @@
+"""The lab extension in a real browser: JupyterLab + Debian's chromium, driven by Playwright.
+
+A JupyterLab server is started on 127.0.0.1 (free port, token) over a temporary root
+holding a copy of the demo notebook; the test runs it, then checks the disclosure panel,
+the output badges, the status bar, the export guard and the redacted copy it downloads.
+Screenshots go to build/screenshots/.
+
+These tests never skip: without /usr/bin/chromium (``make test`` installs it) they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_server import TOKEN, Jupyter, start_jupyter
+
+from sdc_magic.redact import clearance, redact_notebook
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "demo_notebooks" / "01_nineteen_cells.ipynb"
+SCREENSHOTS = REPO / "build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+HIDDEN = "✕"
+
+pytestmark = pytest.mark.browser
+
+
+# --------------------------------------------------------------------------- server
+Lab = Jupyter
+
+
+def _plain_notebook() -> dict[str, Any]:
+    """Outputs as a notebook without the kernel extension would hold them: no records."""
+    return {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [
+            {"cell_type": "code", "id": "p1", "metadata": {}, "execution_count": 1,
+             "source": "import pandas as pd\npd.DataFrame({'case_id': [f'C{i:04d}' for i in (1, 2)]})",
+             "outputs": [{"output_type": "execute_result", "execution_count": 1, "metadata": {},
+                          "data": {"text/plain": "  case_id\n0   C0001\n1   C0002",
+                                   "text/html": "<table><tr><td>C0001</td></tr><tr><td>C0002</td></tr></table>"}}]},
+            {"cell_type": "code", "id": "p2", "metadata": {}, "execution_count": 2,
+             "source": "print('C%04d' % 3)",
+             "outputs": [{"output_type": "stream", "name": "stdout", "text": "C0003\n"}]},
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    shutil.copy(DEMO, root / "demo.ipynb")
+    (root / "plain.ipynb").write_text(json.dumps(_plain_notebook()), encoding="utf-8")
+
+    # No news toast over the status bar.
+    settings = base / "settings"
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false"}), encoding="utf-8")
+    # The kernel is this interpreter (the project's venv), whatever else is on the Jupyter path.
+    kernel_dir = base / "data" / "kernels" / "python3"
+    kernel_dir.mkdir(parents=True)
+    (kernel_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3", "language": "python",
+        "env": {"SDC_MAGIC_CONFIG": "", "PYTHONHASHSEED": "0"},
+    }), encoding="utf-8")
+    env = {"JUPYTERLAB_SETTINGS_DIR": str(settings),
+           "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+           "JUPYTER_PATH": str(base / "data")}
+    server = start_jupyter(base, root, "jupyterlab", env=env)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium` (make test does it as root)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1500, "height": 950}, accept_downloads=True)
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    messages: list[str] = []
+    pg.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+    pg.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+    pg.console_messages = messages  # type: ignore[attr-defined]
+    try:
+        yield pg
+    finally:
+        # The last state of every test, for a look when one fails.
+        try:
+            (SCREENSHOTS / "last").mkdir(parents=True, exist_ok=True)
+            pg.screenshot(path=str(SCREENSHOTS / "last" / f"{request.node.name}.png"))
+        except Exception:  # a screenshot must not hide the test's own error
+            pass
+        context.close()
+
+
+# --------------------------------------------------------------------------- helpers
+CURRENT_NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+
+
+def open_notebook(page: Any, lab: Lab, name: str) -> None:
+    # A workspace of its own: tabs restored from another test would get in the way.
+    workspace = re.sub(r"\W", "", name)
+    page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={TOKEN}")
+    page.wait_for_selector(CURRENT_NOTEBOOK)
+    page.wait_for_selector("#sdc-panel", state="attached")
+    page.wait_for_selector(".sdc-StatusItem")
+
+
+def wait_kernel_idle(lab: Lab, timeout: float = 60) -> dict[str, Any]:
+    """The first Run All is lost unless the kernel is connected and idle (measured)."""
+    deadline = time.monotonic() + timeout
+    kernels: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        kernels = lab.api("/api/kernels")
+        ready = [k for k in kernels if k.get("connections", 0) >= 1 and k.get("execution_state") == "idle"]
+        if ready:
+            return ready[0]
+        time.sleep(0.25)
+    pytest.fail(f"kernel not connected and idle within {timeout} s: {kernels}\n{lab.log_tail()}")
+
+
+def menu(page: Any, top: str, command: str) -> None:
+    page.locator(".lm-MenuBar-item", has_text=re.compile(rf"^{top}$")).click()
+    page.locator(f'.lm-Menu-item[data-command="{command}"]').first.click()
+
+
+def open_panel(page: Any) -> None:
+    if not page.locator("#sdc-panel").is_visible():
+        page.locator('.lm-TabBar-tab[data-id="sdc-panel"]').click()
+    page.wait_for_selector("#sdc-panel", state="visible")
+
+
+def panel_items(page: Any) -> list[tuple[int, int, str]]:
+    rows = page.eval_on_selector_all(
+        "#sdc-panel .sdc-Panel-item", "els => els.map(e => [e.dataset.cell, e.dataset.output, e.dataset.status])")
+    return [(int(c), int(o), s) for c, o, s in rows]
+
+
+def expected_status(output: dict[str, Any]) -> str:
+    """What the panel must show: the record's status if cleared, review or blocked; else uncleared."""
+    meta = (output.get("metadata") or {}).get("sdc_magic")
+    status = meta.get("status") if isinstance(meta, dict) else None
+    why = clearance(output)
+    if why is None:
+        return str(status)
+    return status if status in ("review", "blocked") else "uncleared"
+
+
+def expected_items(nb: dict[str, Any]) -> list[tuple[int, int, str]]:
+    return [(ci, oi, expected_status(o))
+            for ci, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
+            for oi, o in enumerate(cell.get("outputs", []))]
+
+
+def source_of(cell: dict[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def dialog_button(page: Any, label: str) -> Any:
+    return page.locator(".jp-Dialog .jp-Dialog-button", has_text=label)
+
+
+def wait_no_dialog(page: Any) -> None:
+    page.wait_for_selector(".jp-Dialog", state="detached")
+
+
+def save_notebook(page: Any, lab: Lab, name: str) -> dict[str, Any]:
+    """File → Save (retried if the click is lost); returns the notebook as saved on disk.
+
+    The file is read from disk once the tab is no longer dirty: reading it through the
+    contents API while the server writes it can make the server set it aside as
+    ``NAME.invalid`` (its atomic-write recovery).
+    """
+    path = lab.root / name
+    for _ in range(3):
+        menu(page, "File", "docmanager:save")
+        try:
+            page.wait_for_function(
+                "() => !document.querySelector('#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current.jp-mod-dirty')",
+                timeout=10_000)
+        except Exception:  # the click was lost: save again
+            continue
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                nb = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                time.sleep(0.2)
+                continue
+            if any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"):
+                return nb
+            time.sleep(0.2)
+    pytest.fail(f"the notebook was not saved with its outputs\n{lab.log_tail(30)}")
+
+
+def parse_table_cells(html: str) -> list[list[str]]:
+    from bs4 import BeautifulSoup
+
+    body = BeautifulSoup(html, "html.parser").find("tbody")
+    assert body is not None, html[:300]
+    return [[td.get_text().strip() for td in tr.find_all("td", recursive=False)]
+            for tr in body.find_all("tr", recursive=False)]
+
+
+def displayed_row(rows: list[list[str]], i: int, n_cells: int) -> list[str] | None:
+    """Row ``i`` of the true table as pandas displays it: long tables show a head, "...", a tail."""
+    dots = next((k for k, r in enumerate(rows) if r and all(t == "..." for t in r)), None)
+    if dots is None:
+        return rows[i]
+    n_true = n_cells // max(1, len(rows[0]))
+    tail = len(rows) - dots - 1
+    if i < dots:
+        return rows[i]
+    if i >= n_true - tail:
+        return rows[dots + 1 + i - (n_true - tail)]
+    return None
+
+
+def check_redacted_copy(copy: dict[str, Any], saved: dict[str, Any]) -> None:
+    """The downloaded copy: only cleared outputs, no row-level data, no hidden value."""
+    text = json.dumps(copy, ensure_ascii=False)
+    assert "C0001" not in text and "C0002" not in text, "row-level case ids in the redacted copy"
+    assert "widgets" not in copy.get("metadata", {})
+    reference = json.loads(json.dumps(saved))
+    redact_notebook(reference)
+    kept = 0
+    for cell, ref_cell in zip(copy["cells"], reference["cells"], strict=True):
+        if cell["cell_type"] != "code":
+            continue
+        assert [o.get("output_type") for o in cell["outputs"]] == [o.get("output_type") for o in ref_cell["outputs"]]
+        for output in cell["outputs"]:
+            meta = (output.get("metadata") or {}).get("sdc_magic")
+            if meta is None:
+                assert "sdc_magic_redacted" in output["metadata"], output
+                assert set(output["data"]) == {"text/plain"}
+                continue
+            kept += 1
+            assert clearance(output) is None, output["metadata"]
+            assert meta["status"] in ("pass", "suppressed") and meta["kind"] != "row-level"
+            if meta.get("hidden"):
+                rows = parse_table_cells("".join(output["data"]["text/html"]))
+                shown = 0
+                for hidden in meta.get("reasons", []):
+                    i, j = hidden["position"]
+                    row = displayed_row(rows, i, meta["cells"])
+                    if row is None:
+                        continue  # in the part of a long table pandas leaves out ("...")
+                    shown += 1
+                    assert row[j] == HIDDEN, f"hidden cell {hidden['cell']} shows {row[j]!r}"
+                assert shown > 0, "no hidden cell is displayed"
+    assert kept >= 1, "the redacted copy kept no cleared output"
+    assert any(c.get("outputs") for c in copy["cells"] if c["cell_type"] == "code")
+    four_way_hidden_values(copy)
+
+
+def four_way_hidden_values(copy: dict[str, Any]) -> None:
+    """Ground truth from plain pandas: a kept four-way table shows ✕ on every cell under 5."""
+    from sdc_magic.datasets import make_referrals
+
+    for cell in copy["cells"]:
+        if "groupby([\"admin2\", \"case_category\", \"age_band\", \"sex\"]" not in source_of(cell):
+            continue
+        for output in cell.get("outputs", []):
+            if "sdc_magic" not in output.get("metadata", {}):
+                continue  # removed (blocked): nothing of it left
+            truth = make_referrals().groupby(["admin2", "case_category", "age_band", "sex"], dropna=False).size()
+            rows = parse_table_cells("".join(output["data"]["text/html"]))
+            if len(rows) != len(truth):
+                continue  # a truncated display: covered by the per-cell positions above
+            for i, value in enumerate(truth.to_numpy()):
+                if value < 5:
+                    assert rows[i][0] == HIDDEN, f"row {i}: true count {value} shown as {rows[i][0]!r}"
+
+
+def shot(page: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / name
+    page.screenshot(path=str(path))
+    return path
+
+
+# --------------------------------------------------------------------------- tests
+def test_demo_notebook_panel_badges_guard_and_redacted_copy(lab: Lab, page: Any, tmp_path: Path) -> None:
+    open_notebook(page, lab, "demo.ipynb")
+    kernel = wait_kernel_idle(lab)
+    menu(page, "Run", "runmenu:run-all")
+    page.wait_for_function(
+        """() => {
+          const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')];
+          return prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
+        }""", timeout=120_000)
+    wait_kernel_idle(lab)
+
+    saved = save_notebook(page, lab, "demo.ipynb")
+    expected = expected_items(saved)
+    statuses = [s for _, _, s in expected]
+    assert len(expected) >= 6, expected
+
+    # -- the panel: every output, with the status computed from the saved notebook
+    open_panel(page)
+    page.wait_for_function(
+        "n => document.querySelectorAll('#sdc-panel .sdc-Panel-item').length === n", arg=len(expected))
+    page.wait_for_selector("#sdc-panel .sdc-Panel-footer:has-text('digests checked by the server')")
+    got = panel_items(page)
+    assert got == expected, "\n".join(
+        page.locator(f'#sdc-panel .sdc-Panel-item[data-cell="{c}"][data-output="{o}"]').inner_text()
+        for (c, o, s), e in zip(got, expected, strict=False) if (c, o, s) != e)
+    by_source = {source_of(saved["cells"][ci]).strip().splitlines()[-1]: s for ci, _, s in expected}
+    # Facts of the demo that do not depend on the protection details:
+    assert by_source["referrals.head(3)"] == "blocked"  # row-level: never exportable
+    assert by_source["%load_ext sdc_magic"] == "uncleared"  # printed text
+    assert by_source["%sdc status"] == "uncleared"
+    assert any(s in ("pass", "suppressed") for s in statuses), "no cleared output in the demo"
+    row_level = page.locator("#sdc-panel .sdc-Panel-item", has_text="referrals.head(3)")
+    assert "row-level" in row_level.inner_text() and "never exportable" in row_level.inner_text()
+    for status in ("pass", "suppressed", "review", "blocked", "uncleared"):
+        chip = page.locator(f'#sdc-panel .sdc-Panel-chip[data-status="{status}"]')
+        assert chip.get_attribute("data-count") == str(statuses.count(status)), status
+    assert page.locator("#sdc-panel .sdc-Panel-warning").is_hidden(), "version warning shown"
+
+    # -- the status bar
+    cleared = sum(s in ("pass", "suppressed") for s in statuses)
+    status_text = page.locator(".sdc-StatusItem").inner_text()
+    assert status_text == f"sdc: {cleared} cleared · {len(statuses) - cleared} uncleared"
+
+    # -- badges on the outputs (colour plus text), one per rendered output
+    page.wait_for_function(
+        """() => {
+          const nb = '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook';
+          const children = document.querySelectorAll(`${nb} .jp-OutputArea-child`);
+          const badges = document.querySelectorAll(`${nb} .jp-OutputArea-child > .sdc-BadgeRow`);
+          return children.length > 0 && badges.length === children.length;
+        }""")
+    badges = page.eval_on_selector_all(
+        ".jp-NotebookPanel:not(.lm-mod-hidden) .sdc-BadgeRow .sdc-Badge", "els => els.map(e => [e.dataset.status, e.textContent, e.getAttribute('aria-label')])")
+    assert sorted(b[0] for b in badges) == sorted(statuses)
+    assert all(b[1].startswith(b[0]) and b[2].startswith("sdc_magic: ") for b in badges)
+
+    # -- click an entry: the notebook scrolls to that output and flashes it
+    row_level.click()
+    page.wait_for_selector(".jp-OutputArea-child.sdc-mod-flash")
+    flashed = page.locator(".jp-OutputArea-child.sdc-mod-flash .sdc-Badge").first.get_attribute("data-status")
+    assert flashed == "blocked"
+    shot(page, "panel.png")
+
+    # -- File → Download is guarded; the redacted copy comes from the server
+    menu(page, "File", "docmanager:download")
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for()
+    n_uncleared = len(statuses) - cleared
+    assert f"{n_uncleared} outputs are not cleared for release" in dialog.inner_text()
+    shot(page, "guard_dialog.png")
+    with page.expect_download() as download_info:
+        dialog_button(page, "Download redacted copy").click()
+    download = download_info.value
+    assert download.suggested_filename == "demo.redacted.ipynb"
+    target = tmp_path / "demo.redacted.ipynb"
+    download.save_as(target)
+    wait_no_dialog(page)
+    copy = json.loads(target.read_text(encoding="utf-8"))
+    check_redacted_copy(copy, saved)
+
+    # -- Save and Export Notebook As… → HTML: guarded too, exports the redacted copy
+    page.locator(".lm-MenuBar-item", has_text=re.compile(r"^File$")).click()
+    page.locator(".lm-Menu-item", has_text="Save and Export Notebook As").hover()
+    page.locator('.lm-Menu-item[data-command="notebook:export-to-format"]', has_text="HTML").first.click()
+    dialog.wait_for()
+    assert "not cleared for release" in dialog.inner_text()
+    with page.expect_download() as download_info:
+        dialog_button(page, "Download redacted copy").click()
+    html_path = tmp_path / "demo.redacted.html"
+    download_info.value.save_as(html_path)
+    wait_no_dialog(page)
+    html = html_path.read_text(encoding="utf-8")
+    assert "C0001" not in html and "sdc_magic: output removed" in html
+
+    # -- the file browser's Download of the notebook: guarded (Cancel: nothing downloads)
+    if not page.locator("#filebrowser").is_visible():
+        page.locator('.lm-TabBar-tab[data-id="filebrowser"]').click()
+    item = page.locator('#filebrowser .jp-DirListing-item[data-file-type="notebook"]', has_text="demo.ipynb")
+    item.click(button="right")
+    page.locator('.lm-Menu-item[data-command="filebrowser:download"]').click()
+    dialog.wait_for()
+    assert "not cleared for release" in dialog.inner_text()
+    dialog_button(page, "Cancel").click()
+    wait_no_dialog(page)
+    open_panel(page)
+
+    # -- Export cleared outputs runs the magic in the kernel and shows its reply
+    page.locator("#sdc-panel .sdc-Panel-export").click()
+    dialog.wait_for()
+    page.wait_for_selector(".jp-Dialog .sdc-DialogText")
+    assert "%sdc export build/export --force" in dialog.inner_text()
+    shot(page, "export_dialog.png")
+    dialog_button(page, "Close").click()
+    wait_no_dialog(page)
+
+    # -- the kernel dies: the panel, the status bar and the guard still work
+    assert lab.fetch(f"/api/kernels/{kernel['id']}", "DELETE").code == 204
+    page.wait_for_function(
+        "() => !/kernel: (idle|busy)/.test(document.querySelector('#sdc-panel .sdc-Panel-footer').textContent)",
+        timeout=30_000)
+    assert panel_items(page) == expected
+    assert page.locator(".sdc-StatusItem").inner_text() == status_text
+    page.locator("#sdc-panel .sdc-Panel-export").click()
+    dialog.wait_for()
+    assert re.search(r"No running kernel|kernel stopped", dialog.inner_text()), dialog.inner_text()
+    dialog_button(page, "Close").click()
+    wait_no_dialog(page)
+    menu(page, "File", "docmanager:download")
+    dialog.wait_for()
+    assert "not cleared for release" in dialog.inner_text()
+    dialog_button(page, "Cancel").click()
+    errors = [m for m in page.console_messages if m.startswith("pageerror")]
+    assert not errors, errors
+
+
+def test_without_kernel_extension_everything_is_uncleared(lab: Lab, page: Any, tmp_path: Path) -> None:
+    open_notebook(page, lab, "plain.ipynb")
+    open_panel(page)
+    page.wait_for_function("() => document.querySelectorAll('#sdc-panel .sdc-Panel-item').length === 2")
+    assert [s for _, _, s in panel_items(page)] == ["uncleared", "uncleared"]
+    assert page.locator(".sdc-StatusItem").inner_text() == "sdc: 0 cleared · 2 uncleared"
+    page.wait_for_function(
+        "() => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .sdc-BadgeRow').length === 2")
+
+    # the guard: a redacted copy holds no output at all
+    menu(page, "File", "docmanager:download")
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for()
+    assert "2 outputs are not cleared for release" in dialog.inner_text()
+    with page.expect_download() as download_info:
+        dialog_button(page, "Download redacted copy").click()
+    target = tmp_path / "plain.redacted.ipynb"
+    download_info.value.save_as(target)
+    text = target.read_text(encoding="utf-8")
+    assert "C0001" not in text and "C0003" not in text
+
+
+def test_guard_setting_switches_it_off(lab: Lab, page: Any, tmp_path: Path) -> None:
+    raw = json.dumps({"guardEnabled": False})
+    lab.api("/lab/api/settings/sdc-magic:plugin", method="PUT", body={"raw": raw})
+    try:
+        open_notebook(page, lab, "plain.ipynb")
+        page.wait_for_selector('.sdc-StatusItem[data-guard="off"]')
+        page.wait_for_selector(".sdc-StatusItem:has-text('uncleared')")
+        with page.expect_download() as download_info:
+            menu(page, "File", "docmanager:download")
+        assert page.locator(".jp-Dialog").count() == 0
+        target = tmp_path / "raw.ipynb"
+        download_info.value.save_as(target)
+        assert "C0001" in target.read_text(encoding="utf-8")  # guard off: the notebook as it is
+    finally:
+        lab.api("/lab/api/settings/sdc-magic:plugin", method="PUT", body={"raw": "{}"})
