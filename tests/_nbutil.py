@@ -26,8 +26,17 @@ STATUSES = frozenset({"pass", "suppressed", "review", "blocked"})
 NA_TEXT = frozenset({"NaN", "nan", "<NA>", "None", "NaT", ""})
 ALLOWED_MIMES = frozenset({"text/plain", "text/html"})
 REPO = Path(__file__).resolve().parents[1]
-TEST_DATA = Path("/work/shared/data/acro/test_data.dta")
-NURSERY_DATA = Path("/work/shared/data/acro/nursery_dataset.dta")
+def _acro_data_dir() -> Path:
+    """The project's shared/ folder sits beside the repository (also in CI's fresh clone)."""
+    here = Path(__file__).resolve().parents[1]
+    for candidate in (here.parent / "shared" / "data" / "acro", Path("/work/shared/data/acro")):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("shared/data/acro not found beside the repository")
+
+
+TEST_DATA = _acro_data_dir() / "test_data.dta"
+NURSERY_DATA = _acro_data_dir() / "nursery_dataset.dta"
 
 
 # --------------------------------------------------------------------------- kernels
