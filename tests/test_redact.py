@@ -46,7 +46,8 @@ def test_redaction_leaves_no_raw_value(executed, tmp_path: Path) -> None:
     assert main(["redact", str(source), str(target)]) == 0
     clean = json.loads(target.read_text())
     text = json.dumps(clean)
-    sources = "".join(c["source"] for c in clean["cells"])
+    sources = "".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                      for c in clean["cells"])
     assert "C000" not in sources
     assert "C0001" not in text and "C0002" not in text
     assert "metadata" in clean and "widgets" not in clean["metadata"]
