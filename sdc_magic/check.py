@@ -90,12 +90,14 @@ class Outcome:
 
 
 def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: Any = None,
-          progress: Any = None) -> Checked:
+          progress: Any = None, published: Any = None) -> Checked:
     """Check one displayed object (DataFrame, Series or Styler) under ``rules``.
 
     ``linker(entry, positions)`` may return extra primary cells (flat index → reasons)
     found against the session's earlier outputs (differencing through filters).
     ``progress(message, fraction)`` is called during long protections.
+    ``published(entry, positions)`` may return cells already public through earlier
+    outputs ({keys subset: labels}): protection never relies on hiding them.
     """
     frame, notes = unwrap(obj)
     resolved = resolve(frame, registry)
@@ -109,7 +111,7 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
                        notes=resolved.notes + ["row-level data: never exportable"])
     if resolved.kind == "unverified":
         return _check_unverified(resolved, rules, protector, shape)
-    return _check_table(resolved, rules, protector, shape, linker, progress)
+    return _check_table(resolved, rules, protector, shape, linker, progress, published)
 
 
 def _shape(frame: pd.DataFrame | pd.Series) -> tuple[int, int]:
@@ -142,7 +144,7 @@ def _norm_label(text: str) -> str:
 
 
 def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
-                 linker: Any = None, progress: Any = None) -> Checked:
+                 linker: Any = None, progress: Any = None, published: Any = None) -> Checked:
     ev = resolved.evidence
     flat = resolved.flat
     entry = resolved.match.entry if resolved.match else None
@@ -178,7 +180,8 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     method = None
     models: list[dict[str, Any]] = []
     if primary.any():
-        outcome = _protect_entry(entry, resolved, primary, rules, protector, progress)
+        public = published(entry, resolved.match.positions) if published is not None and resolved.match else {}
+        outcome = _protect_entry(entry, resolved, primary, rules, protector, progress, public)
         if outcome is None:
             status = "blocked"
             notes.append(NOT_PROTECTED_YET)
@@ -296,7 +299,7 @@ def _load_protector(protector: Any) -> Any:
 
 
 def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, rules: Rules,
-                   protector: Any, progress: Any = None) -> Outcome | None:
+                   protector: Any, progress: Any = None, public: dict | None = None) -> Outcome | None:
     """Secondary suppression over the whole captured table, mapped onto the displayed cells."""
     assert resolved.match is not None
     ev_all = entry.evidence
@@ -338,7 +341,7 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
         if protect is None:
             return None
         hidden_sel, iv, ok, method, message, model = _protect_measure(entry, sel, primary_all, rules, protect,
-                                                                      progress)
+                                                                      progress, public)
         model["measure"] = str(measure)
         models.append(model)
         hidden_all[sel] |= hidden_sel
@@ -358,7 +361,7 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
 
 
 def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rules: Rules, protect: Any,
-                     progress: Any = None) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None,
+                     progress: Any = None, public: dict | None = None) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None,
                                                     str | None, dict[str, Any]]:
     ev = entry.evidence
     dims = list(entry.dims)
@@ -383,11 +386,49 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         cells[name] = np.nan_to_num(ev.top[inner, j], nan=0.0)
         top_cols.append(name)
     magnitude = bool(stat & {"sum", "mean"})
-    kwargs = {"progress": progress} if progress is not None else {}
+    kwargs: dict[str, Any] = {"progress": progress} if progress is not None else {}
+    if public:
+        cells = _with_public_cells(cells, internal, dims, public, top_cols)
+        kwargs["publish"] = "publish"
     with np.errstate(invalid="ignore", divide="ignore"):  # no numpy warnings in researchers' notebooks
         result = _call_protect(protect, cells, internal, top_cols if magnitude else None, rules, kwargs)
     out = result.cells
     return _map_protection(entry, sel, margin, dims, internal, stat, result, out)
+
+
+def _with_public_cells(cells: pd.DataFrame, internal: list[str], dims: list[str], public: dict,
+                       top_cols: list[str]) -> pd.DataFrame:
+    """Flag inner cells, and add margin rows, that earlier outputs already published."""
+    position = {d: i for i, d in enumerate(dims)}
+    cells = cells.copy()
+    cells["publish"] = False
+    rows = []
+    for subset, labels in public.items():
+        if not set(subset) <= set(position):
+            continue
+        cols = [internal[position[d]] for d in subset]
+        if len(subset) == len(dims):
+            keys = list(zip(*[cells[c].to_numpy() for c in cols], strict=True)) if cols else []
+            order = [subset.index(d) for d in dims]
+            wanted = {tuple(lab[i] for i in order) for lab in labels}
+            cells.loc[[tuple(k[subset.index(d)] for d in dims) in wanted for k in keys], "publish"] = True
+            continue
+        sums = cells.groupby(cols, sort=False)[["value", "units"]].sum() if cols else             cells[["value", "units"]].sum().to_frame().T
+        for label in labels:
+            key = label if len(cols) > 1 else (label[0] if cols else None)
+            if cols and key not in sums.index:
+                continue
+            total = sums.loc[key] if cols else sums.iloc[0]
+            row = {c: "Total" for c in internal}
+            for d, value in zip(subset, label, strict=True):
+                row[internal[position[d]]] = value
+            row.update(value=float(total["value"]), units=float(total["units"]), primary=False, publish=True)
+            for t in top_cols:
+                row[t] = 0.0
+            rows.append(row)
+    if rows:
+        cells = pd.concat([cells, pd.DataFrame(rows)], ignore_index=True)
+    return cells
 
 
 def _call_protect(protect: Any, cells: pd.DataFrame, internal: list[str], top: list[str] | None, rules: Rules,

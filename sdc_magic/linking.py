@@ -341,6 +341,43 @@ def joint_intervals(tables: list[Population], hidden: list[dict[tuple[str, ...],
 
 
 # ------------------------------------------------------------------ session-level steps
+def published_elsewhere(new: Population, earlier: list[Population]) -> dict[tuple[str, ...], set[tuple]]:
+    """Cells of the new table (inner or margins) whose rows are exactly a cell an earlier
+    output published: they are public, so protection must not count on hiding them.
+
+    Returns, per grouping (a subset of the keys), the labels of those cells.
+    """
+    out: dict[tuple[str, ...], set[tuple]] = {}
+    related_pairs = [(old, pos) for old in earlier if len(old.sizes) and (pos := related(old, new)) is not None]
+    if not related_pairs:
+        return out
+    with_margins(new)
+    for old, pos in related_pairs:
+        shared = pos >= 0
+        old_cell = np.full(len(new.labels), -1, dtype=np.int64)
+        old_cell[shared] = old.cell_of_row[pos[shared]]
+        n_old = len(old.sizes)
+        for subset, gids in new.groups.items():
+            both = (gids >= 0) & (old_cell >= 0)
+            if not both.any():
+                continue
+            pair = gids[both] * n_old + old_cell[both]
+            uniq, counts = np.unique(pair, return_counts=True)
+            groups, cells = uniq // n_old, uniq % n_old
+            equal = (counts == new.group_sizes[subset][groups]) & (counts == old.sizes[cells])
+            if not equal.any():
+                continue
+            labels = out.setdefault(subset, set())
+            index = new.group_index.get(subset)
+            for g in groups[equal]:
+                if not subset:
+                    labels.add(())
+                    continue
+                label = index[int(g)]
+                labels.add(tuple(label) if isinstance(label, tuple) else (label,))
+    return out
+
+
 def differencing_reasons(new: Population, earlier: list[Population], positions: np.ndarray) -> dict[int, list[Any]]:
     """Displayed cells (flat index) to make primary because of differencing, with reasons."""
     from .rules import Reason

@@ -94,8 +94,10 @@ class Session:
         out_id = self.ledger.new_id() if record else "out-nested"
         checked: Checked | None = None
         try:
+            linked = record and self.linking
             checked = check(obj, self.registry, self.rules, self.protector,
-                            linker=self._differencing if (record and self.linking) else None, progress=progress)
+                            linker=self._differencing if linked else None, progress=progress,
+                            published=self._published if linked else None)
             if record and self.linking:
                 self._link(out_id, checked)
             if checked.kind == "row-level" and self.microdata is not None:
@@ -208,6 +210,17 @@ class Session:
             return {}
         return differencing_reasons(pop, self.populations, positions)
 
+    def _published(self, entry: Any, positions: Any) -> dict:
+        """Cells of this table that earlier outputs already published (never chosen as secondaries)."""
+        from .linking import population_of, published_elsewhere
+
+        if not self.populations:
+            return {}
+        pop = population_of("this table", self._title(entry), entry, positions, None, self.rules.threshold)
+        if pop is None:
+            return {}
+        return published_elsewhere(pop, self.populations)
+
     def _link(self, out_id: str, checked: Checked) -> None:
         """Joint audit with related earlier outputs; then remember this output's population."""
         from .linking import joint_audit, population_of, record_hidden_model
@@ -220,6 +233,7 @@ class Session:
                             checked.hidden_flat, self.rules.threshold)
         if pop is None:
             return
+        record_hidden_model(pop, checked.models)  # the joint audit must know the margins this table hid
         if self.populations and (checked.hidden_count or any(p.hidden_groups.get(p.full) for p in self.populations)):
             added, problems = joint_audit(pop, self.populations, self.rules.protection)
             positions = checked.entry_positions
@@ -245,8 +259,9 @@ class Session:
                 checked.notes.append(f"{len(added)} more cell(s) hidden after a joint audit with earlier outputs")
                 pop = population_of(out_id, pop.title, checked.entry, checked.entry_positions,
                                     checked.hidden_flat, self.rules.threshold)
+                if pop is not None:
+                    record_hidden_model(pop, checked.models)
         if pop is not None:
-            record_hidden_model(pop, checked.models)
             self.populations.append(pop)
             del self.populations[:-200]
 

@@ -260,6 +260,7 @@ def protect(
     margins: str = "hideable",
     solver: str | None = None,
     levels: str = "ours",
+    publish: str | None = None,
 ) -> Protection:
     """Choose secondary cells so that no primary cell can be recovered, and audit the result.
 
@@ -291,6 +292,9 @@ def protect(
             (margins are public unless they fail a rule: the display path's model, where a
             margin can be computed from other outputs of the session).
         solver: ``"HiGHS"`` or ``"CBC"`` for the MIP (default: HiGHS when installed).
+        publish: name of a bool column: cells (inner rows, or margin rows labelled
+            ``"Total"``) already published elsewhere — by an earlier output of the session —
+            so they can never be chosen as secondaries (tau-Argus status ``z``).
         levels: ``"ours"`` (default: a threshold primary's interval also reaches the
             threshold) or ``"tau"`` (tau-Argus's: ``FREQ(n, r)`` is r % of the value only,
             r = ``rules.protection``; a dominance / p % primary gets its rule's level
@@ -388,6 +392,10 @@ def protect(
         hideable = model.is_inner.copy()
     elif margins == "primary":  # margins are public unless they fail a rule themselves
         hideable = model.is_inner | is_primary
+    if publish:
+        forced = np.zeros(n, dtype=bool)
+        forced[tab.row_cell[frame[publish].fillna(False).astype(bool).to_numpy()]] = True
+        hideable &= ~(forced & ~is_primary)
     P = Problem(model.M, a, L, U, is_primary, hideable, lpl, upl, c_int, scen_L, scen_U,
                 S=model.S.tocsr())
 
