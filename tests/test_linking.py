@@ -83,3 +83,15 @@ def test_unrelated_frames_are_not_linked(session) -> None:
     second = session.publish(b[b["g"] != "x"].groupby(["g", "h"]).size())
     assert not any(x["rule"] == "differencing" for r in second.metadata["sdc_magic"]["reasons"]
                    for x in r["reasons"])
+
+
+def test_cells_published_earlier_are_never_chosen_as_secondaries(session, referrals) -> None:
+    session.publish(referrals.groupby(["admin2", "case_category"]).size().unstack())
+    second = session.publish(referrals.groupby(["admin2", "case_category", "age_band", "sex"]).size())
+    assert second.metadata["sdc_magic"]["status"] == "suppressed"
+    model = second.checked.models[0]
+    cells, columns = model["cells"], dict(zip(model["dims"], model["columns"], strict=True))
+    area_by_category = cells[(cells[columns["age_band"]] == "Total") & (cells[columns["sex"]] == "Total")
+                             & (cells[columns["admin2"]] != "Total") & (cells[columns["case_category"]] != "Total")]
+    assert len(area_by_category) == 28
+    assert (area_by_category["status"] == "safe").all()
