@@ -174,31 +174,11 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
             reasons.setdefault(int(i), []).extend(extra)
 
     hidden = primary.copy()
-    secondary = np.zeros(len(flat), dtype=bool)
-    intervals: dict[int, tuple[float, float]] = {}
-    status = "pass"
-    method = None
-    models: list[dict[str, Any]] = []
+    status, secondary, intervals, method, models = "pass", np.zeros(len(flat), dtype=bool), {}, None, []
     if primary.any():
         public = published(entry, resolved.match.positions) if published is not None and resolved.match else {}
         outcome = _protect_entry(entry, resolved, primary, rules, protector, progress, public)
-        if outcome is None:
-            status = "blocked"
-            notes.append(NOT_PROTECTED_YET)
-        else:
-            secondary, intervals, ok, method, message = (outcome.secondary, outcome.intervals, outcome.ok,
-                                                         outcome.method, outcome.message)
-            models = outcome.models
-            hidden |= secondary
-            if ok:
-                status = "suppressed"
-            else:
-                status = "blocked"
-                notes.append(message or "no suppression pattern protects every primary cell")
-                hidden[:] = True
-        for i in np.flatnonzero(secondary & ~primary):
-            reasons.setdefault(int(i), []).append(Reason(
-                "secondary", "hidden so that the other hidden cells cannot be recovered by subtraction"))
+        status, secondary, intervals, method, models = _apply(outcome, "suppressed", primary, hidden, reasons, notes)
     if assessment.review.any() or any("not found" in n for n in notes):
         if status == "pass" or status == "suppressed":
             status = "review"
@@ -255,26 +235,10 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     reasons = {i: rs for i, rs in assessment.reasons.items() if primary[i]}
     notes = list(resolved.notes) + ["no evidence for this table: whole numbers were checked as counts"]
     hidden = primary.copy()
-    secondary = np.zeros(len(flat), dtype=bool)
-    intervals: dict[int, tuple[float, float]] = {}
-    status = "review"
-    method = None
+    status, secondary, intervals, method = "review", np.zeros(len(flat), dtype=bool), {}, None
     if primary.any():
         outcome = _protect_grid(values, integer, primary, shape, flat, rules, protector)
-        if outcome is None:
-            status = "blocked"
-            notes.append(NOT_PROTECTED_YET)
-        else:
-            secondary, intervals, ok, method, message = (outcome.secondary, outcome.intervals, outcome.ok,
-                                                         outcome.method, outcome.message)
-            hidden |= secondary
-            if not ok:
-                status = "blocked"
-                hidden[:] = True
-                notes.append(message or "no suppression pattern protects every primary cell")
-        for i in np.flatnonzero(secondary & ~primary):
-            reasons.setdefault(int(i), []).append(Reason(
-                "secondary", "hidden so that the other hidden cells cannot be recovered by subtraction"))
+        status, secondary, intervals, method, _ = _apply(outcome, "review", primary, hidden, reasons, notes)
     if unverified.any():
         notes.append("numbers that are not counts could not be verified: this output is not exportable")
         for i in np.flatnonzero(unverified):
@@ -282,6 +246,28 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                 "unverified", "no evidence of how this number was computed"))
     return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                    call=None, method=method, unverified=unverified)
+
+
+def _apply(outcome: Outcome | None, status_if_ok: str, primary: np.ndarray, hidden: np.ndarray,
+           reasons: dict[int, list[Reason]], notes: list[str]
+           ) -> tuple[str, np.ndarray, dict[int, tuple[float, float]], str | None, list[dict[str, Any]]]:
+    """Merge a protection outcome into the decision (``hidden``, ``reasons`` and ``notes`` in place).
+
+    No engine: blocked. A pattern that failed its audit: blocked with every cell hidden.
+    """
+    if outcome is None:
+        notes.append(NOT_PROTECTED_YET)
+        return "blocked", np.zeros(len(primary), dtype=bool), {}, None, []
+    hidden |= outcome.secondary
+    status = status_if_ok
+    if not outcome.ok:
+        status = "blocked"
+        hidden[:] = True
+        notes.append(outcome.message or "no suppression pattern protects every primary cell")
+    for i in np.flatnonzero(outcome.secondary & ~primary):
+        reasons.setdefault(int(i), []).append(Reason(
+            "secondary", "hidden so that the other hidden cells cannot be recovered by subtraction"))
+    return status, outcome.secondary, outcome.intervals, outcome.method, outcome.models
 
 
 # ------------------------------------------------------------------ secondary protection

@@ -130,3 +130,22 @@ def _unload(ip: Any) -> None:
             extension._session.last_error = None
     except ImportError:  # pragma: no cover
         pass
+
+
+@pytest.fixture
+def session() -> Iterator[Any]:
+    """A fresh checking session with evidence capture on (no IPython needed)."""
+    from sdc_magic.session import Session
+
+    s = Session()
+    s.capture.install()
+    yield s
+    s.capture.uninstall()
+
+
+@pytest.fixture(scope="module")
+def referrals() -> Any:
+    """The synthetic referrals data of the seed lesson (1,850 cases)."""
+    from sdc_magic.datasets import make_referrals
+
+    return make_referrals()

@@ -8,24 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sdc_magic.datasets import make_referrals
 from sdc_magic.export import ExportError
 from sdc_magic.ledger import Ledger
 from sdc_magic.session import Session
 from sdc_magic.verification import results_schema, verify
-
-
-@pytest.fixture(scope="module")
-def referrals() -> pd.DataFrame:
-    return make_referrals()
-
-
-@pytest.fixture
-def session():
-    s = Session()
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
 
 
 def _publish_mix(session: Session, referrals: pd.DataFrame) -> None:

@@ -4,25 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
-from sdc_magic.datasets import make_referrals
 from sdc_magic.linking import joint_audit
 from sdc_magic.render import HIDDEN
-from sdc_magic.session import Session
-
-
-@pytest.fixture(scope="module")
-def referrals() -> pd.DataFrame:
-    return make_referrals()
-
-
-@pytest.fixture
-def session():
-    s = Session()
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
 
 
 def test_all_districts_minus_one_district_hides_the_few_girls(session, referrals) -> None:

@@ -8,16 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.session import Session
 from sdc_magic.verification import verify
-
-
-@pytest.fixture
-def session():
-    s = Session()
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
 
 
 def _people(n: int = 300, seed: int = 0) -> pd.DataFrame:

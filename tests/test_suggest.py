@@ -21,14 +21,6 @@ def referrals() -> pd.DataFrame:
     return df.assign(completed=df["consent_to_refer"] & df["referral_accepted"] & df["days_to_first_service"].notna())
 
 
-@pytest.fixture
-def session():
-    s = Session()
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
-
-
 def _four_way_suggestions(session: Session, referrals: pd.DataFrame):
     table = referrals.groupby(FOUR_WAY).size()
     checked = session.check(table)
