@@ -9,7 +9,7 @@
 ``%sdc drop out-7``             exclude out-7 from export
 ``%sdc export DIR [--force] [--xlsx]``  write cleared outputs, certificates and results.json
 ``%sdc verify DIR``             re-check an export folder without the data
-``%sdc microdata keys=sex,birth_year,education k=3 sensitive=hiv_status l=2``
+``%sdc microdata keys=sex,birth_year,education k=3 sensitive=hiv_status l=2 max_risk=5``
                                 row-level frames displayed afterwards are checked for k-anonymity
                                 (and l-diversity); one that passes can be exported with its report
 ``%sdc debug``                  the last checking error (local only; never in an output)
@@ -82,12 +82,15 @@ def sdc_magic(line: str) -> None:
             try:
                 k = int(settings.pop("k", 3))
                 l_value = settings.pop("l", None)
+                max_risk = settings.pop("max_risk", None)
                 spec = sess.set_microdata(keys, k=k, sensitive=settings.pop("sensitive", None),
-                                          l=int(l_value) if l_value is not None else None)
+                                          l=int(l_value) if l_value is not None else None,
+                                          max_risk=float(max_risk) if max_risk is not None else None)
             except ValueError as exc:
                 raise RulesError(str(exc)) from None
             if settings:
-                raise RulesError(f"unknown microdata setting {next(iter(settings))!r}; use keys, k, sensitive, l")
+                raise RulesError(f"unknown microdata setting {next(iter(settings))!r}; "
+                                 "use keys, k, sensitive, l, max_risk")
             print(f"row-level frames: k-anonymity k={spec['k']} over {', '.join(spec['keys'])}"
                   + (f", l-diversity l={spec['l']} of {spec['sensitive']}" if spec.get("sensitive") else ""))
         elif command == "debug":

@@ -145,15 +145,24 @@ class Session:
             notes=meta.get("notes", []), csv=csv_text, certificate=cert)
 
     # ------------------------------------------------------------ row-level releases
-    def set_microdata(self, keys: list[str], k: int = 3, sensitive: str | None = None, l: int | None = None  # noqa: E741
-                      ) -> dict[str, Any]:
-        """Declare the quasi-identifiers under which a row-level frame may be released."""
+    def set_microdata(self, keys: list[str], k: int = 3, sensitive: str | None = None, l: int | None = None,  # noqa: E741
+                      *, risk: Any = None, noise: Any = None, suppression: Any = None,
+                      max_risk: float | None = None) -> dict[str, Any]:
+        """Declare the quasi-identifiers under which a row-level frame may be released.
+
+        ``risk`` (a :class:`~sdc_magic.microdata.RiskReport`), ``noise`` and ``suppression``
+        reports from the anonymisation pipeline go into the released frame's certificate;
+        ``max_risk`` (percent of people whose true record is among their nearest anonymised
+        neighbours, for any event type) blocks the release when the risk report exceeds it,
+        or when no risk report is given.
+        """
         if not keys:
             raise ValueError("microdata needs at least one key (quasi-identifier)")
         if k < 2:
             raise ValueError("k must be at least 2")
         self.microdata = {"keys": list(keys), "k": int(k), "sensitive": sensitive,
-                          "l": (int(l) if l is not None else (2 if sensitive else None))}
+                          "l": (int(l) if l is not None else (2 if sensitive else None)),
+                          "risk": risk, "noise": noise, "suppression": suppression, "max_risk": max_risk}
         return self.microdata
 
     def _microdata_check(self, checked: Checked) -> None:
@@ -188,11 +197,24 @@ class Session:
         if identifying:
             checked.notes.append("columns unique to each record (identifiers): " + ", ".join(map(str, identifying))
                                  + " — drop them or declare them as keys")
-        if report.ok and not identifying:
+        risk, max_risk = spec.get("risk"), spec.get("max_risk")
+        too_risky = False
+        if max_risk is not None:
+            worst = max((float(v.get("percent", 0.0)) for v in risk.per_event.values()), default=0.0) \
+                if risk is not None else None
+            too_risky = worst is None or worst > float(max_risk)
+            checked.notes.append(
+                f"re-identification risk: no risk report given (required: at most {max_risk:g} %)" if worst is None
+                else f"re-identification risk {worst:g} % for the worst event type (limit {max_risk:g} %)")
+        if report.ok and not identifying and not too_risky:
             checked.status = "pass"
             checked.kind = "microdata"
             checked.notes = [n for n in checked.notes if "never exportable" not in n]
-            checked.microdata_certificate = microdata_certificate(report)
+            suppression = spec.get("suppression")
+            consistent = suppression is not None and tuple(suppression.keys) == tuple(report.keys) \
+                and suppression.k == report.k
+            checked.microdata_certificate = microdata_certificate(
+                report, suppression if consistent else None, risk, spec.get("noise"))
 
     # ------------------------------------------------------------ linked outputs
     def _title(self, entry: Any) -> str:

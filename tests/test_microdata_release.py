@@ -57,3 +57,23 @@ def test_a_table_with_every_cell_hidden_is_blocked(session) -> None:
     meta = session.publish(tiny.groupby(["a", "b"]).size().unstack()).metadata["sdc_magic"]
     assert meta["status"] == "blocked"
     assert any("every cell" in n for n in meta["notes"])
+
+
+def test_risk_report_goes_into_the_certificate_and_can_block(session, tmp_path: Path) -> None:
+    import json
+
+    from sdc_magic.microdata import make_hdss, match_risk, person_table
+
+    people = _people()
+    events = make_hdss(n_people=300, seed=3)
+    table = person_table(events)
+    risk = match_risk(table, table)  # no anonymisation at all: everyone is at risk
+    session.set_microdata(["sex", "birth_band", "region"], k=3, risk=risk, max_risk=5.0)
+    meta = session.publish(people).metadata["sdc_magic"]
+    assert meta["status"] == "blocked" and any("re-identification risk" in n for n in meta["notes"])
+    session.set_microdata(["sex", "birth_band", "region"], k=3, risk=risk)
+    assert session.publish(people).metadata["sdc_magic"]["status"] == "pass"
+    session.export(tmp_path)
+    cert = json.loads(next(tmp_path.glob("*.certificate.json")).read_text())
+    assert "risk" in cert["microdata"] and cert["microdata"]["k_anonymous"]
+    assert verify(tmp_path) == []
