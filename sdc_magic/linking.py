@@ -60,7 +60,28 @@ class Population:
     hidden_model: dict[tuple[str, ...], set[int]] = field(default_factory=dict)  # hidden cells at every grouping
 
 
+#: Group ids computed during the current display, so that the differencing check, the
+#: published-cells lookup and the final record group the source only once.
+_ids_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, np.ndarray, pd.Index]] = {}
+
+
+def clear_cache() -> None:
+    _ids_cache.clear()
+
+
 def _group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
+    key = (id(frame), tuple(keys))
+    hit = _ids_cache.get(key)
+    if hit is not None and hit[0] is frame:
+        return hit[1], hit[2]
+    ids, index = _compute_group_ids(frame, keys)
+    if len(_ids_cache) > 64:
+        _ids_cache.clear()
+    _ids_cache[key] = (frame, ids, index)
+    return ids, index
+
+
+def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
     if not keys:
         return np.zeros(len(frame), dtype=np.int64), pd.Index(["all"])
     gb = frame.groupby(keys, observed=True, dropna=False, sort=False)

@@ -116,6 +116,9 @@ class Session:
             meta = self._failure_metadata(out_id, f"checking failed ({type(exc).__name__})", text, page)
         if record:
             self.ledger.add(self._record(out_id, meta, checked, execution_count))
+        from .linking import clear_cache
+
+        clear_cache()  # group ids are only shared within one display (frames may change later)
         return Published(out_id, {"text/plain": text, "text/html": page}, {"sdc_magic": meta}, checked)
 
     def _record(self, out_id: str, meta: dict[str, Any], checked: Checked | None,

@@ -249,26 +249,19 @@ class IntervalEngine:
         Returns (value, solution) — value ±inf when unbounded.
         """
         h = self.h
-        h.changeColCost(int(j), -float(sense))
-        h.run()
-        status = h.getModelStatus()
-        h.changeColCost(int(j), 0.0)
-        if status == highspy.HighsModelStatus.kOptimal:
-            x = np.asarray(h.getSolution().col_value)
-            return float(x[j]), x
-        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
-            return float(sense) * np.inf, None
-        # retry cold (rare numerical trouble)
-        h.clearSolver()
-        h.changeColCost(int(j), -float(sense))
-        h.run()
-        status = h.getModelStatus()
-        h.changeColCost(int(j), 0.0)
-        if status == highspy.HighsModelStatus.kOptimal:
-            x = np.asarray(h.getSolution().col_value)
-            return float(x[j]), x
-        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
-            return float(sense) * np.inf, None
+        status = highspy.HighsModelStatus.kNotset
+        for cold in (False, True):  # warm from the last basis; retry cold on rare numerical trouble
+            if cold:
+                h.clearSolver()
+            h.changeColCost(int(j), -float(sense))
+            h.run()
+            status = h.getModelStatus()
+            h.changeColCost(int(j), 0.0)
+            if status == highspy.HighsModelStatus.kOptimal:
+                x = np.asarray(h.getSolution().col_value)
+                return float(x[j]), x
+            if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+                return float(sense) * np.inf, None
         raise RuntimeError(f"HiGHS failed on an attacker LP: {h.modelStatusToString(status)}")
 
 
