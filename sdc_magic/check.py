@@ -24,7 +24,7 @@ import pandas as pd
 
 from . import rules as rules_mod
 from .config import Rules
-from .flatten import MISSING_LABEL, numeric
+from .flatten import MISSING_LABEL, Flat, numeric
 from .registry import Entry
 from .resolve import Resolved, resolve, unwrap
 from .rules import CellFacts, Reason
@@ -118,29 +118,23 @@ def _shape(frame: pd.DataFrame | pd.Series) -> tuple[int, int]:
     return (len(frame), 1) if isinstance(frame, pd.Series) else frame.shape
 
 
-def _cell_labels(resolved: Resolved) -> list[str]:
-    flat = resolved.flat
+def _structural(flat: Flat | None, rules: Rules) -> np.ndarray:
+    """Cells declared structurally empty (``"M/Pregnancy"``), whatever the layout.
+
+    A declaration matches a cell when each of its labels is one of the cell's labels, so
+    ``unstack`` or ``T`` (which reorder the labels) do not change the answer. Nothing is
+    computed when no structural zero is declared.
+    """
     assert flat is not None
-    names = list(flat.dims)
-    out = []
-    for i in range(len(flat)):
-        parts = [str(flat.dims[n][i]).replace(MISSING_LABEL, "missing") for n in names]
-        if flat.measure[i]:
-            parts.append(str(flat.measure[i]))
-        out.append(" / ".join(parts))
-    return out
-
-
-def _structural(labels: list[str], rules: Rules) -> np.ndarray:
     if not rules.structural_zeros:
-        return np.zeros(len(labels), dtype=bool)
-    wanted = {_norm_label(s) for s in rules.structural_zeros}
-    return np.array([_norm_label(lbl) in wanted or any(_norm_label(lbl).startswith(w + "/") for w in wanted)
-                     for lbl in labels], dtype=bool)
-
-
-def _norm_label(text: str) -> str:
-    return "/".join(p.strip() for p in text.split("/"))
+        return np.zeros(len(flat), dtype=bool)
+    wanted = [frozenset(p.strip() for p in spec.split("/")) for spec in rules.structural_zeros]
+    columns = [flat.dims[n] for n in flat.dims]
+    out = np.zeros(len(flat), dtype=bool)
+    for i in range(len(flat)):
+        parts = {str(c[i]).replace(MISSING_LABEL, "missing").strip() for c in columns}
+        out[i] = any(w <= parts for w in wanted)
+    return out
 
 
 def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
@@ -149,9 +143,8 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     flat = resolved.flat
     entry = resolved.match.entry if resolved.match else None
     assert ev is not None and flat is not None and entry is not None
-    labels = _cell_labels(resolved)
     facts = CellFacts(stat=ev.stat, units=ev.units, total=ev.total, top=ev.top, negative=ev.negative,
-                      total_abs=ev.total_abs, labels=labels, structural=_structural(labels, rules))
+                      total_abs=ev.total_abs, structural=_structural(resolved.flat, rules))
     assessment = rules_mod.assess(facts, rules)
     primary = assessment.primary.copy()
     reasons = {i: list(rs) for i, rs in assessment.reasons.items()}
@@ -227,9 +220,8 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     finite = np.isfinite(values)
     integer = finite & (values == np.round(values)) & (values >= 0)
     unverified = finite & ~integer
-    labels = _cell_labels(resolved)
     facts = CellFacts(stat=np.full(len(flat), "count", dtype=object), units=np.where(integer, values, 0),
-                      structural=_structural(labels, rules))
+                      structural=_structural(resolved.flat, rules))
     assessment = rules_mod.assess(facts, rules)
     primary = assessment.primary & integer
     reasons = {i: rs for i, rs in assessment.reasons.items() if primary[i]}
@@ -290,10 +282,15 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
     assert resolved.match is not None
     ev_all = entry.evidence
     positions = resolved.match.positions
-    # primary flags for every cell of the captured table (not only those displayed)
-    facts_all = CellFacts(stat=ev_all.stat, units=ev_all.units, total=ev_all.total, top=ev_all.top,
-                          negative=ev_all.negative, total_abs=ev_all.total_abs)
-    primary_all = rules_mod.assess(facts_all, rules).primary
+    # primary flags for every cell of the captured table (not only those displayed); the
+    # object itself on display already had every cell assessed: no second pass
+    if resolved.match.how == "identity":
+        primary_all = np.zeros(len(ev_all.value), dtype=bool)
+    else:
+        facts_all = CellFacts(stat=ev_all.stat, units=ev_all.units, total=ev_all.total, top=ev_all.top,
+                              negative=ev_all.negative, total_abs=ev_all.total_abs,
+                              structural=_structural(entry.flat, rules))
+        primary_all = rules_mod.assess(facts_all, rules).primary
     shown = positions >= 0
     primary_all[positions[shown & primary_shown]] = True
     hidden_all = primary_all.copy()

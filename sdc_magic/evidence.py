@@ -41,11 +41,6 @@ class GroupEvidence:
     unit_column: str | None = None
     rows: np.ndarray | None = None  # rows per group (differs from units with a unit column)
 
-    def reindexed(self, labels: pd.Index) -> GroupEvidence:
-        """Evidence aligned on other group labels (missing groups are empty cells)."""
-        pos = self.index.get_indexer(labels)
-        return self.take(pos, labels)
-
     def take(self, pos: np.ndarray, labels: pd.Index) -> GroupEvidence:
         """Evidence for the groups at ``pos`` (-1 = an empty group)."""
         missing = pos < 0

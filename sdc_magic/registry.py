@@ -76,11 +76,6 @@ class Entry:
     notes: list[str] = field(default_factory=list)
     source: object | None = None  # recipe to recompute groupings (suggestions, margins)
 
-    @property
-    def kind(self) -> str:
-        stats = set(self.evidence.stat.tolist())
-        return "frequency" if stats <= {"count", "size", "percent", "proportion", "nunique"} else "magnitude"
-
 
 @dataclass
 class Match:

@@ -73,7 +73,6 @@ class CellFacts:
             NaN-padded; ``k`` >= what the rules need (see ``Rules.top_k``).
         negative: whether any contribution is negative.
         total_abs: sum of absolute contributions (dominance uses it with negatives).
-        labels: a human label per cell, for reasons ("Centre / Organs").
         structural: cells declared structurally empty or public.
     """
 
@@ -83,7 +82,6 @@ class CellFacts:
     top: np.ndarray | None = None
     negative: np.ndarray | None = None
     total_abs: np.ndarray | None = None
-    labels: list[str] | None = None
     structural: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -128,15 +126,6 @@ class Assessment:
                 reasons[i].append(reason)
             else:
                 reasons[i] = [reason]
-
-    @property
-    def rules_hit(self) -> dict[str, int]:
-        """How many cells each rule flagged (for summaries and results.json)."""
-        out: dict[str, int] = {}
-        for reasons in self.reasons.values():
-            for r in {r.rule for r in reasons}:
-                out[r] = out.get(r, 0) + 1
-        return out
 
 
 def _unit_word(rules: Rules) -> str:
@@ -234,15 +223,3 @@ def _magnitude_rules(facts: CellFacts, rules: Rules, magnitude: np.ndarray, out:
                 "p_percent",
                 lambda i: f"the second largest unit could estimate the largest within {rules.p:g} % (p% rule)",
             )
-
-
-def row_threshold_mask(row_ids: np.ndarray, row_units: np.ndarray, rules: Rules) -> np.ndarray:
-    """Cells whose row totals fewer units than ``rules.row_threshold`` (Statistics Finland).
-
-    ``row_ids`` gives each cell's row; ``row_units`` the distinct units of that row (the
-    row margin). The whole row is hidden, whatever its cells' counts.
-    """
-    if rules.row_threshold is None or len(row_ids) == 0:
-        return np.zeros(len(row_ids), dtype=bool)
-    row_units = np.asarray(row_units, dtype=float)
-    return (row_units > 0) & (row_units < rules.row_threshold)

@@ -74,9 +74,6 @@ class Suggestions:
     answer: str = ""
     _pending: Iterator[Callable[[], Suggestion | None]] | None = None
 
-    def offered(self) -> list[Suggestion]:
-        return self.items
-
 
 # ------------------------------------------------------------------ helpers
 def _ordered_labels(labels: list[Any], dtype: Any = None) -> list[Any] | None:

@@ -21,7 +21,7 @@ from .heuristic import Infeasible, cleanup, repair
 from .levels import decimals_of, protection_levels
 from .lp import Flow
 from .mip import available_solvers, optimal
-from .model import TOTAL, TableModel, build_dimension, build_model, merged_top
+from .model import TOTAL, TableModel, _sorted_unique, build_dimension, build_model, merged_top
 
 #: Tables with at most this many cells (margins included) get the optimal MIP under
 #: ``method="auto"``; larger ones the heuristic.  Above a few hundred cells the MIP
@@ -160,7 +160,7 @@ def _prepare(cells: pd.DataFrame, dims: Sequence[str], value: str, units: str | 
     dim_objs = []
     inner_codes = []
     for d in dims:
-        leaves = _sorted_leaves(inner[d])
+        leaves = _sorted_unique(inner[d])
         dim = build_dimension(d, leaves, hierarchies.get(d))
         pos = {lab: i for i, lab in enumerate(leaves)}
         inner_codes.append(inner[d].map(pos).to_numpy(dtype=np.int64))
@@ -222,14 +222,6 @@ def _prepare(cells: pd.DataFrame, dims: Sequence[str], value: str, units: str | 
             del n_row
     return _Table(model, model.labels_frame(), v_cells, u_cells, top_cells, lb, ub, row_cell,
                   inner_rows, negative)
-
-
-def _sorted_leaves(col: pd.Series) -> list[Hashable]:
-    uniq = list(pd.unique(col))
-    try:
-        return sorted(uniq)  # type: ignore[type-var]
-    except TypeError:
-        return uniq
 
 
 def _sum_bounds(S: Any, b: np.ndarray) -> np.ndarray:
