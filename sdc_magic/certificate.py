@@ -60,8 +60,59 @@ def versions() -> dict[str, str]:
             "python": platform.python_version()}
 
 
+def finalise(checked: Any) -> int:
+    """Make the protection models agree with the final decision on the displayed cells.
+
+    After the per-table protection, later steps (the joint audit with earlier outputs)
+    may hide more displayed cells. The models still call those cells safe, with their
+    values, so a certificate built from them would publish what the CSV and the rendered
+    table hide. Here every model cell whose displayed cell ended hidden becomes a
+    secondary cell, and the attacker intervals of every hidden cell of that model are
+    recomputed from what is still published (so ``verify`` finds exactly them). The
+    displayed intervals are updated too. Returns how many model cells changed;
+    idempotent.
+    """
+    positions = getattr(checked, "entry_positions", None)
+    hidden_flat = getattr(checked, "hidden_flat", None)
+    if positions is None or hidden_flat is None or not checked.models:
+        return 0
+    positions = np.asarray(positions)
+    hidden_entry = {int(p) for p in positions[np.asarray(hidden_flat, dtype=bool) & (positions >= 0)]}
+    changed_total = 0
+    for model in checked.models:
+        rows_of = model.get("entry_rows") or {}
+        cells = model["cells"]
+        status = cells["status"].to_numpy(dtype=object).copy()
+        changed = [rows_of[e] for e in hidden_entry if e in rows_of and status[rows_of[e]] == "safe"]
+        if not changed:
+            continue
+        status[changed] = "secondary"
+        cells = cells.copy()
+        cells["status"] = status
+        table = {"dims": list(model["dims"]), "cells": [
+            {"labels": [str(v) for v in rec], "status": st, "value": val}
+            for rec, st, val in zip(cells[list(model.get("columns", model["dims"]))].itertuples(index=False),
+                                    status, cells["value"].to_numpy(dtype=float), strict=True)]}
+        intervals = intervals_from_published(table)
+        lower = cells["lower"].to_numpy(dtype=float).copy()
+        upper = cells["upper"].to_numpy(dtype=float).copy()
+        for k, (lo, hi) in intervals.items():
+            lower[k], upper[k] = lo, hi
+        cells["lower"], cells["upper"] = lower, upper
+        model["cells"] = cells
+        changed_total += len(changed)
+        # the displayed intervals follow the model
+        for i in np.flatnonzero(np.asarray(hidden_flat, dtype=bool) & (positions >= 0)):
+            k = rows_of.get(int(positions[i]))
+            if k is not None and np.isfinite(lower[k]):
+                rc = (int(checked.cell_rows[i]), int(checked.cell_cols[i]))
+                checked.intervals[rc] = (float(lower[k]), float(upper[k]))
+    return changed_total
+
+
 def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, Any]:
     """The certificate of one checked table (only published values)."""
+    finalise(checked)
     frame = checked.frame
     grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
     published: list[dict[str, Any]] = []

@@ -16,6 +16,7 @@ audited interval of each hidden cell, and the output's status:
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,8 +111,70 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
         return Checked("blocked", "row-level", frame, np.zeros(shape, bool), rules=rules,
                        notes=resolved.notes + ["row-level data: never exportable"])
     if resolved.kind == "unverified":
-        return _check_unverified(resolved, rules, protector, shape)
-    return _check_table(resolved, rules, protector, shape, linker, progress, published)
+        return hide_value_order(_check_unverified(resolved, rules, protector, shape))
+    return hide_value_order(_check_table(resolved, rules, protector, shape, linker, progress, published))
+
+
+HIDDEN_LAST_NOTE = ("rows were ordered by value: rows with hidden cells are listed last, in label order, "
+                    "so that their position reveals nothing about their values")
+
+
+def _value_ordered(frame: pd.DataFrame | pd.Series) -> bool:
+    """Whether the displayed row order follows the values of some column (not the labels)."""
+    grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
+    if len(grid) < 3:
+        return False
+    try:
+        if grid.index.is_monotonic_increasing or grid.index.is_monotonic_decreasing:
+            return False  # ordered by label: the order says nothing about values
+    except TypeError:
+        pass
+    for j in range(grid.shape[1]):
+        values = numeric(np.asarray(grid.iloc[:, j].to_numpy(dtype=object)))
+        if values is None:
+            continue
+        finite = values[np.isfinite(values)]
+        if len(finite) < 3 or np.all(finite == finite[0]):
+            continue
+        steps = np.diff(finite)
+        if (steps >= 0).all() or (steps <= 0).all():
+            return True
+    return False
+
+
+def hide_value_order(checked: Checked) -> Checked:
+    """Move rows with hidden cells after the published rows when rows are sorted by value.
+
+    In a table sorted by a column (``sort_values``, ``value_counts``), a hidden cell
+    between two published values is bounded by them (✕ between 3 and 2 is 2 or 3). Rows
+    holding hidden cells are put last, in label order, and the banner says so. Every grid
+    of the decision is permuted with the frame, so render, CSV and certificate agree.
+    """
+    if not checked.hidden.any() or not _value_ordered(checked.frame):
+        return checked
+    rows_hidden = checked.hidden.any(axis=1)
+    if not rows_hidden[:-int(rows_hidden.sum())].any():
+        return checked  # hidden rows are already all last
+    shown_rows = np.flatnonzero(~rows_hidden)
+    hidden_rows = np.flatnonzero(rows_hidden)
+    try:
+        order = np.argsort(pd.Index(checked.frame.index[hidden_rows]).map(str).to_numpy(dtype=str), kind="stable")
+        hidden_rows = hidden_rows[order]
+    except (TypeError, ValueError):
+        pass
+    perm = np.concatenate([shown_rows, hidden_rows])
+    new_of_old = np.empty_like(perm)
+    new_of_old[perm] = np.arange(len(perm))
+    checked.frame = checked.frame.iloc[perm]
+    checked.hidden = checked.hidden[perm]
+    if checked.unverified is not None:
+        checked.unverified = checked.unverified[perm]
+    checked.reasons = {(int(new_of_old[r]), c): v for (r, c), v in checked.reasons.items()}
+    checked.intervals = {(int(new_of_old[r]), c): v for (r, c), v in checked.intervals.items()}
+    if checked.cell_rows is not None:
+        checked.cell_rows = new_of_old[checked.cell_rows]
+    checked.notes.append(HIDDEN_LAST_NOTE)
+    return checked
 
 
 def _shape(frame: pd.DataFrame | pd.Series) -> tuple[int, int]:
@@ -137,14 +200,20 @@ def _structural(flat: Flat | None, rules: Rules) -> np.ndarray:
     return out
 
 
+def _facts(ev: Any, structural: np.ndarray) -> CellFacts:
+    """The rules' view of captured evidence (one entry per cell)."""
+    return CellFacts(stat=ev.stat, units=ev.units, total=ev.total, top=ev.top, negative=ev.negative,
+                     total_abs=ev.total_abs, structural=structural, ones=getattr(ev, "ones", None),
+                     value=ev.value)
+
+
 def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
                  linker: Any = None, progress: Any = None, published: Any = None) -> Checked:
     ev = resolved.evidence
     flat = resolved.flat
     entry = resolved.match.entry if resolved.match else None
     assert ev is not None and flat is not None and entry is not None
-    facts = CellFacts(stat=ev.stat, units=ev.units, total=ev.total, top=ev.top, negative=ev.negative,
-                      total_abs=ev.total_abs, structural=_structural(resolved.flat, rules))
+    facts = _facts(ev, _structural(resolved.flat, rules))
     assessment = rules_mod.assess(facts, rules)
     primary = assessment.primary.copy()
     reasons = {i: list(rs) for i, rs in assessment.reasons.items()}
@@ -166,13 +235,15 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
             primary[i] = True
             reasons.setdefault(int(i), []).extend(extra)
 
+    label_review = _label_disclosure(resolved, ev, rules, reasons, notes)
+
     hidden = primary.copy()
     status, secondary, intervals, method, models = "pass", np.zeros(len(flat), dtype=bool), {}, None, []
     if primary.any():
         public = published(entry, resolved.match.positions) if published is not None and resolved.match else {}
         outcome = _protect_entry(entry, resolved, primary, rules, protector, progress, public)
         status, secondary, intervals, method, models = _apply(outcome, "suppressed", primary, hidden, reasons, notes)
-    if assessment.review.any() or any("not found" in n for n in notes):
+    if assessment.review.any() or label_review or any("not found" in n for n in notes):
         if status == "pass" or status == "suppressed":
             status = "review"
     nonempty = ev.units > 0
@@ -184,6 +255,63 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     checked.entry = entry
     checked.models = models
     return checked
+
+
+#: "X (n=3)", "n = 2", "[4]", "(2 people)": a small number written into a label
+_SMALL_NUMBER_IN_LABEL = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+)(?=\s*(?:[\)\]]|\b))", re.IGNORECASE)
+
+
+def _label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[int, list[Reason]],
+                      notes: list[str]) -> bool:
+    """Labels that publish data even when their cells are hidden (decision, see README).
+
+    * A numeric label (an age of 101, an income of 250,000) held by fewer than
+      ``threshold`` units is one person's value: hiding its cells does not hide the
+      label. The table goes to ``review`` with the advice to band the dimension.
+    * A label that states a small number ("X (n=3)", "[2]") publishes that number.
+
+    Returns whether the table needs review for its labels; reasons are attached to the
+    cells of the offending label.
+    """
+    flat = resolved.flat
+    assert flat is not None
+    flagged = False
+    inner = ~np.asarray(ev.is_margin, dtype=bool)
+    first_measure = flat.measure == flat.measure[0] if len(flat) else np.zeros(0, bool)
+    for dim, labels in flat.dims.items():
+        kinds = {type(v) for v in labels[inner]}
+        if not kinds or not all(issubclass(k, int | float | np.integer | np.floating) and not issubclass(
+                k, bool | np.bool_) for k in kinds):
+            continue
+        sel = inner & first_measure
+        if not sel.any():
+            continue
+        per_label = pd.Series(np.asarray(ev.units, dtype=float)[sel]).groupby(
+            pd.Index(labels[sel], dtype=object), sort=False).sum()
+        rare = per_label[(per_label > 0) & (per_label < rules.threshold)]
+        if rare.empty:
+            continue
+        flagged = True
+        rare_labels = set(rare.index.tolist())
+        message = (f"{dim} is a numeric value held by fewer than {rules.threshold} units here: the label itself "
+                   f"identifies them, even with its cells hidden; band {dim} (aggregate up)")
+        for i in np.flatnonzero(np.isin(labels, list(rare_labels))):
+            reasons.setdefault(int(i), []).append(Reason("label", message))
+        notes.append(f"{len(rare_labels)} label(s) of {dim} are values of fewer than {rules.threshold} units: "
+                     "band this dimension before publishing")
+    frame = resolved.frame
+    names = list(frame.index) + ([] if isinstance(frame, pd.Series) else list(frame.columns))
+    for label in names:
+        for part in label if isinstance(label, tuple) else (label,):
+            if not isinstance(part, str):
+                continue
+            for number in _SMALL_NUMBER_IN_LABEL.findall(part):
+                if 0 < int(number) < rules.threshold:
+                    flagged = True
+                    notes.append(f"the label {part!r} states a number below the threshold: remove it "
+                                 "from the label")
+                    break
+    return flagged
 
 
 def _finish(resolved: Resolved, rules: Rules, shape: tuple[int, int], status: str, hidden: np.ndarray,
@@ -287,9 +415,7 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
     if resolved.match.how == "identity":
         primary_all = np.zeros(len(ev_all.value), dtype=bool)
     else:
-        facts_all = CellFacts(stat=ev_all.stat, units=ev_all.units, total=ev_all.total, top=ev_all.top,
-                              negative=ev_all.negative, total_abs=ev_all.total_abs,
-                              structural=_structural(entry.flat, rules))
+        facts_all = _facts(ev_all, _structural(entry.flat, rules))
         primary_all = rules_mod.assess(facts_all, rules).primary
     shown = positions >= 0
     primary_all[positions[shown & primary_shown]] = True
@@ -359,7 +485,7 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         value = ev.value[inner]
     # internal column names: a dimension may be called "status" or "value" like the engine's own columns
     internal = [f"_dim{i}" for i in range(len(dims))]
-    cells = pd.DataFrame({c: entry.flat.dims[d][inner] for c, d in zip(internal, dims, strict=True)})
+    cells = pd.DataFrame({c: _escape_total(entry.flat.dims[d][inner]) for c, d in zip(internal, dims, strict=True)})
     cells["value"] = np.nan_to_num(np.asarray(value, dtype=float), nan=0.0)
     cells["units"] = ev.units[inner]
     cells["primary"] = primary_all[inner]
@@ -368,7 +494,11 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         name = f"top{j + 1}"
         cells[name] = np.nan_to_num(ev.top[inner, j], nan=0.0)
         top_cols.append(name)
-    magnitude = bool(stat & {"sum", "mean"})
+    ones = getattr(ev, "ones", None)
+    indicator = ones is not None and len(inner) > 0 and bool(np.isfinite(ones[inner]).all())
+    if indicator:  # sums and means of a 0/1 variable are protected as the counts they are
+        cells["units"] = np.nan_to_num(ones[inner], nan=0.0)
+    magnitude = bool(stat & {"sum", "mean"}) and not indicator
     kwargs: dict[str, Any] = {"progress": progress} if progress is not None else {}
     if public:
         cells = _with_public_cells(cells, internal, dims, public, top_cols)
@@ -414,6 +544,22 @@ def _with_public_cells(cells: pd.DataFrame, internal: list[str], dims: list[str]
     return cells
 
 
+#: A real category called "Total" must not be taken for the engine's margin label: it is
+#: passed on with a zero-width space appended (it prints the same in certificates).
+_REAL_TOTAL = "Total\u200b"
+
+
+def _escape_total(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=object)
+    hit = np.fromiter((isinstance(v, str) and v.rstrip("\u200b") == "Total" for v in values), dtype=bool,
+                      count=len(values))
+    if not hit.any():
+        return values
+    out = values.copy()
+    out[hit] = [v + "\u200b" for v in values[hit]]
+    return out
+
+
 def _call_protect(protect: Any, cells: pd.DataFrame, internal: list[str], top: list[str] | None, rules: Rules,
                   kwargs: dict[str, Any]) -> Any:
     import warnings
@@ -437,6 +583,8 @@ def _map_protection(entry: Entry, sel: np.ndarray, margin: np.ndarray, dims: lis
     arrays = []
     for d in dims:
         col = entry.flat.dims[d][sel].copy()
+        real = ~margin if label is not None else np.ones(len(col), dtype=bool)
+        col = np.where(real, _escape_total(col), col)
         if label is not None:
             totals = (col == label) | ((col == "") & margin)
             col = np.where(totals, "Total", col)

@@ -29,6 +29,10 @@ class VarEvidence:
     total_abs: np.ndarray
     negative: np.ndarray
     top: np.ndarray  # (groups, k), absolute contributions, descending, NaN-padded
+    #: units with the attribute when the variable is an indicator (only 0/1 or boolean values):
+    #: its sum counts people and its mean is a proportion, so the frequency rule applies to
+    #: the units with and without the attribute (seed lesson; ONS/SDC handbook on proportions)
+    ones: np.ndarray | None = None
 
 
 @dataclass
@@ -63,6 +67,7 @@ class GroupEvidence:
                 total_abs=pick(v.total_abs, 0.0),
                 negative=pick(v.negative, False),
                 top=pick(v.top, np.nan),
+                ones=pick(v.ones, 0) if v.ones is not None else None,
             )
             for name, v in self.variables.items()
         }
@@ -124,6 +129,16 @@ def numeric_values(series: pd.Series) -> np.ndarray | None:
     return None
 
 
+def is_indicator(x: np.ndarray) -> bool:
+    """Whether a numeric column holds only 0 and 1 (and missing values): an indicator.
+
+    A boolean column converts to 0/1 here too. One linear pass; an all-missing column
+    is not an indicator.
+    """
+    finite = x[~np.isnan(x)]
+    return bool(len(finite)) and bool(((finite == 0) | (finite == 1)).all())
+
+
 def group_evidence(ids: np.ndarray, index: pd.Index, frame_values: dict[object, pd.Series],
                    unit: pd.Series | None, k: int, unit_name: str | None = None,
                    magnitudes: set[object] | None = None) -> GroupEvidence:
@@ -165,12 +180,19 @@ def group_evidence(ids: np.ndarray, index: pd.Index, frame_values: dict[object, 
                                           top=np.full((ngroups, k), np.nan))
             continue
         xv = x[valid]
+        indicator = is_indicator(x)
+        ones = None
         if inverse is None:
             g, c = g_rows[present], xv[present]
+            if indicator:
+                ones = np.bincount(g, weights=(c > 0).astype(float), minlength=ngroups).astype(np.int64)
         else:
             sums = np.bincount(inverse[present], weights=xv[present], minlength=len(group_of_pair))
             g, c = group_of_pair[has], sums[has]
+            if indicator:  # distinct units with the attribute in at least one of their rows
+                ones = np.bincount(g[c > 0], minlength=ngroups).astype(np.int64)
         variables[name] = VarEvidence(
+            ones=ones,
             units=var_units,
             total=np.bincount(g, weights=c, minlength=ngroups),
             total_abs=np.bincount(g, weights=np.abs(c), minlength=ngroups),

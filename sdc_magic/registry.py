@@ -35,6 +35,8 @@ class CellEvidence:
     top: np.ndarray
     is_margin: np.ndarray
     value: np.ndarray
+    #: for sums and means of a 0/1 (indicator) variable: units having the attribute, else NaN
+    ones: np.ndarray | None = None
 
     def take(self, pos: np.ndarray) -> CellEvidence:
         """Evidence for the cells at ``pos``; -1 marks an empty cell that was not recorded
@@ -56,6 +58,7 @@ class CellEvidence:
             units=pick(self.units, 0.0), total=pick(self.total, 0.0), total_abs=pick(self.total_abs, 0.0),
             negative=pick(self.negative, 0.0).astype(bool), top=pick(self.top, np.nan),
             is_margin=pick(self.is_margin, 0.0).astype(bool), value=pick(self.value, np.nan),
+            ones=pick(self.ones, np.nan) if self.ones is not None else None,
         )
 
 

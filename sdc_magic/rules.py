@@ -11,14 +11,22 @@ Which rule applies to which statistic (seed lesson, INSEE, Statistics Finland, S
 statistic        rules
 ===============  ==========================================================
 count, size,     frequency threshold on units; zeros policy. Percentages and
-nunique,         proportions derived from counts follow their count.
-percent
+percent          proportions derived from counts follow their count.
+nunique          a distinct count is a count: the threshold applies to the
+                 distinct count shown *and* to the cell's units
 sum, mean        frequency + (n,k) dominance + p% rule on magnitudes
-median, quantile frequency (a position statistic is one unit's value only
-                 when there are few units)
-min, max, first, an individual unit's value: primary unless ``extremes="allow"``
-last, mode       declares them structural
-std, var, sem    frequency + degrees of freedom ``n - 1 >= dof``
+sum, mean of an  a count in disguise (the sum counts people, the mean is a
+indicator (0/1)  proportion): the units *with* and *without* the attribute
+                 must both reach the threshold; zeros policy on either
+median           frequency
+quantile@q       frequency; a quantile so far out that less than one unit
+                 lies beyond it (n·min(q, 1−q) < 1) is an extreme
+quantile 0 / 1,  an individual unit's value: primary unless ``extremes="allow"``
+min, max, first, declares them structural
+last, mode
+std, var, sem    frequency + degrees of freedom ``n - 1 >= dof`` + dominance
+                 and p% on the variable (a spread next to a count and a mean
+                 gives a dominant contribution back)
 custom           frequency + status ``review`` (we cannot know what it reveals)
 ===============  ==========================================================
 
@@ -46,8 +54,20 @@ SPREAD_STATS = frozenset({"std", "var", "sem"})
 KNOWN_STATS = COUNT_STATS | MAGNITUDE_STATS | POSITION_STATS | EXTREME_STATS | SPREAD_STATS
 
 
+def quantile_level(stat: str) -> float | None:
+    """The level q of a ``quantile@q`` statistic (None for anything else)."""
+    if stat.startswith("quantile@"):
+        try:
+            return float(stat[len("quantile@"):])
+        except ValueError:
+            return None
+    return None
+
+
 def stat_kind(stat: str) -> str:
     """The family a statistic belongs to (``count``, ``magnitude``, ``position``, ...)."""
+    if stat.startswith("quantile@"):
+        return "position"
     if stat in COUNT_STATS:
         return "count"
     if stat in MAGNITUDE_STATS:
@@ -74,6 +94,9 @@ class CellFacts:
         negative: whether any contribution is negative.
         total_abs: sum of absolute contributions (dominance uses it with negatives).
         structural: cells declared structurally empty or public.
+        ones: for sums and means of an indicator (0/1) variable, the units having the
+            attribute (NaN elsewhere).
+        value: the published value of each cell (distinct counts are checked on it).
     """
 
     stat: np.ndarray
@@ -83,6 +106,8 @@ class CellFacts:
     negative: np.ndarray | None = None
     total_abs: np.ndarray | None = None
     structural: np.ndarray | None = None
+    ones: np.ndarray | None = None
+    value: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.units)
@@ -157,8 +182,45 @@ def assess(facts: CellFacts, rules: Rules) -> Assessment:
         zero = empty & ~structural
         out.add(zero, "zero", lambda i: "empty cell: zeros are treated as disclosive under these rules")
 
+    # A distinct count is itself a count of units (people, households, ...).
+    if facts.value is not None:
+        shown = np.asarray(facts.value, dtype=float)
+        distinct = (stat == "nunique") & np.isfinite(shown) & ~structural & ~small
+        few = distinct & (shown > 0) & (shown < rules.threshold)
+        out.add(few, "threshold", lambda i: f"a distinct count below {rules.threshold} (threshold {rules.threshold})")
+
+    # Sums and means of an indicator are counts of the units with and without the attribute.
+    indicator = np.zeros(n, dtype=bool)
+    if facts.ones is not None:
+        ones = np.asarray(facts.ones, dtype=float)
+        indicator = np.isfinite(ones) & ~empty
+        lack = units - np.where(indicator, ones, 0.0)
+        with_few = indicator & (ones > 0) & (ones < rules.threshold) & ~structural & ~small
+        out.add(with_few, "threshold",
+                lambda i: f"fewer than {rules.threshold} {word} have this attribute (its sum or mean is a count)")
+        lack_few = indicator & (lack > 0) & (lack < rules.threshold) & ~structural & ~small & ~with_few
+        out.add(lack_few, "threshold",
+                lambda i: f"fewer than {rules.threshold} {word} lack this attribute (its sum or mean is a count)")
+        if rules.zeros == "suppress":
+            none_or_all = indicator & ((ones == 0) | (lack == 0)) & ~structural & ~small
+            out.add(none_or_all, "zero", lambda i: "all or none of this cell have the attribute: zeros are "
+                    "treated as disclosive under these rules")
+
+    # Quantiles so far out that less than one unit lies beyond them are individual values.
+    position_extreme = np.zeros(n, dtype=bool)
+    if (kinds == "position").any():
+        levels = np.array([quantile_level(str(s)) if k == "position" else None for s, k in zip(stat, kinds,
+                                                                                               strict=True)])
+        for i in np.flatnonzero(kinds == "position"):
+            q = levels[i]
+            if q is not None and units[i] > 0 and units[i] * min(q, 1.0 - q) < 1.0:
+                position_extreme[i] = True
+
     # Individual values.
     if rules.extremes == "suppress":
+        out.add(position_extreme & ~structural, "extreme",
+                lambda i: f"the {stat[i].replace('quantile@', 'quantile ')} lies beyond all but one unit: "
+                "it is one unit's own value")
         extreme = (kinds == "extreme") & ~empty & ~structural
         out.add(
             extreme,
@@ -176,8 +238,11 @@ def assess(facts: CellFacts, rules: Rules) -> Assessment:
     out.add(custom, "custom", lambda i: f"statistic {stat[i]!r} is not known to the rules: check by hand",
             primary=False)
 
-    # Magnitude rules on largest contributions.
-    magnitude = (kinds == "magnitude") & ~empty
+    # Magnitude rules on largest contributions: sums and means, and spread statistics of the
+    # same variable (dominance and p% judge the variable, whatever statistic is shown).
+    magnitude = ((kinds == "magnitude") | (kinds == "spread")) & ~empty & ~indicator
+    if facts.total is not None:
+        magnitude &= np.isfinite(np.asarray(facts.total, dtype=float))
     if magnitude.any() and facts.top is not None and facts.total is not None:
         _magnitude_rules(facts, rules, magnitude, out)
     return out
