@@ -346,7 +346,7 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     if values is None:
         values = np.full(len(flat), np.nan)
     finite = np.isfinite(values)
-    integer = finite & (values == np.round(values)) & (values >= 0)
+    integer = finite & (values == np.round(values)) & (values >= 0) & ~_not_counts(values, flat.col_pos)
     unverified = finite & ~integer
     facts = CellFacts(stat=np.full(len(flat), "count", dtype=object), units=np.where(integer, values, 0),
                       structural=_structural(resolved.flat, rules))
@@ -366,6 +366,27 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                 "unverified", "no evidence of how this number was computed"))
     return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                    call=None, method=method, unverified=unverified)
+
+
+def _not_counts(values: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Whole numbers that are not counts: columns of shares (every value within [0, 1] and
+    some strictly between, so an exact 0 or 1 is a share too) and columns of ranks (the
+    values are 1..n, ties averaged). They stay unverified instead of being hidden as
+    small counts."""
+    out = np.zeros(len(values), dtype=bool)
+    for j in np.unique(columns):
+        sel = columns == j
+        v = values[sel]
+        v = v[np.isfinite(v)]
+        if len(v) == 0:
+            continue
+        shares = bool(((v >= 0) & (v <= 1)).all() and ((v > 0) & (v < 1)).any())
+        n = len(v)
+        ranks = n >= 3 and bool((v >= 1).all() and (v <= n).all() and np.all(2 * v == np.round(2 * v))) \
+            and abs(float(v.sum()) - n * (n + 1) / 2) < 1e-9 and len(np.unique(v)) > n // 2
+        if shares or ranks:
+            out[sel] = True
+    return out
 
 
 def _apply(outcome: Outcome | None, status_if_ok: str, primary: np.ndarray, hidden: np.ndarray,
