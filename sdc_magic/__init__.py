@@ -7,6 +7,10 @@ package (e.g. by a Jupyter server) stays cheap.
 
 from __future__ import annotations
 
+import importlib
+import sys
+import types
+from collections.abc import Callable
 from typing import Any
 
 from .config import PRESETS, Rules, RulesError, preset
@@ -22,44 +26,115 @@ __all__ = [
     "ledger",
     "load_ipython_extension",
     "preset",
+    "protect",
     "unload_ipython_extension",
     "verify",
 ]
 
 
-def ledger() -> Any:
+class _PublicFunction:
+    """A public function that shares its name with a submodule, and stays callable.
+
+    ``sdc_magic.ledger()`` is the README's API, and ``sdc_magic/ledger.py`` is a module:
+    Python's import system binds a submodule on its package when it is imported, which
+    used to replace the function (``'module' object is not callable``). The package
+    refuses that rebinding (:class:`_Package`), and this object forwards every other
+    attribute to the submodule, so ``sdc_magic.ledger.Ledger`` keeps working too.
+    """
+
+    def __init__(self, func: Callable[..., Any], module: str) -> None:
+        object.__setattr__(self, "_func", func)
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "__doc__", func.__doc__)
+        object.__setattr__(self, "__name__", func.__name__)
+        object.__setattr__(self, "__wrapped__", func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._func(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(importlib.import_module(self._module), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:  # e.g. monkeypatch of a module attribute
+        setattr(importlib.import_module(self._module), name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(importlib.import_module(self._module), name)
+
+    def __repr__(self) -> str:
+        return f"<sdc_magic.{self._func.__name__}: function (module {self._module} behind it)>"
+
+
+class _Package(types.ModuleType):
+    """The ``sdc_magic`` package: public functions are never replaced by submodules."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        current = self.__dict__.get(name)
+        if isinstance(current, _PublicFunction) and isinstance(value, types.ModuleType):
+            return  # the import system binding sdc_magic/<name>.py: keep the function
+        super().__setattr__(name, value)
+
+
+def _ledger() -> Any:
     """The session's outputs as a DataFrame (id, cell, kind, status, hidden, exportable, ...)."""
     from .extension import session
 
     return session().ledger.frame()
 
 
-def export(folder: Any, force: bool = False, xlsx: bool = False) -> Any:
+def _export(folder: Any, force: bool = False, xlsx: bool = False) -> Any:
     """Write this session's cleared outputs, certificates and results.json to ``folder``."""
     from .extension import session
 
     return session().export(folder, force=force, xlsx=xlsx)
 
 
-def verify(folder: Any) -> list[str]:
+def _verify(folder: Any) -> list[str]:
     """Problems found when re-checking an export folder without the data (empty: verified)."""
-    from .verification import verify as _verify
+    from .verification import verify as verify_folder
 
-    return _verify(folder)
+    return verify_folder(folder)
+
+
+def _protect(*args: Any, **kwargs: Any) -> Any:
+    """Secondary suppression of an aggregated table without microdata (``sdc_magic.protect.protect``)."""
+    from .protect.api import protect as protect_table
+
+    return protect_table(*args, **kwargs)
+
+
+_ledger.__name__, _export.__name__, _verify.__name__, _protect.__name__ = "ledger", "export", "verify", "protect"
+ledger = _PublicFunction(_ledger, "sdc_magic.ledger")
+export = _PublicFunction(_export, "sdc_magic.export")
+verify = _PublicFunction(_verify, "sdc_magic.verification")
+protect = _PublicFunction(_protect, "sdc_magic.protect")
+sys.modules[__name__].__class__ = _Package
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """Entry point of ``%load_ext sdc_magic``."""
-    from .extension import load
+    """Entry point of ``%load_ext sdc_magic``; never leaves tables unprotected.
 
+    If even importing the extension fails, every pandas table is withheld with the reason.
+    """
+    try:
+        from .extension import load
+    except Exception as exc:
+        from . import _failsafe
+
+        _failsafe.install(ipython, f"{type(exc).__name__}: {exc}")
+        return
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Entry point of ``%unload_ext sdc_magic``: restores pandas and IPython exactly."""
-    from .extension import unload
+    from . import _failsafe
 
-    unload(ipython)
+    _failsafe.remove()
+    if sys.modules.get("sdc_magic.extension") is not None:
+        from .extension import unload
+
+        unload(ipython)
 
 
 # Jupyter entry points. They import nothing at module level: a kernel that imports

@@ -19,7 +19,9 @@ that names the key.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -130,26 +132,41 @@ class RulesError(ValueError):
     """A rule was named or given a value that cannot be used; the message names the key."""
 
 
+def _whole(x: Any, minimum: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= minimum
+
+
+def _percent(x: Any, low: float, high: float, low_open: bool, high_open: bool) -> bool:
+    """A finite number in the interval (NaN and inf fail every comparison on purpose)."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    if not math.isfinite(x):
+        return False
+    above = x > low if low_open else x >= low
+    below = x < high if high_open else x <= high
+    return above and below
+
+
 def _validate(r: Rules) -> None:
-    if not isinstance(r.threshold, int) or isinstance(r.threshold, bool) or r.threshold < 1:
+    if not _whole(r.threshold, 1):
         raise RulesError(f"threshold must be a whole number >= 1, got {r.threshold!r}")
     if r.zeros not in ZERO_POLICIES:
         raise RulesError(f"zeros must be one of {ZERO_POLICIES}, got {r.zeros!r}")
-    if r.row_threshold is not None and (not isinstance(r.row_threshold, int) or r.row_threshold < 1):
+    if r.row_threshold is not None and not _whole(r.row_threshold, 1):
         raise RulesError(f"row_threshold must be a whole number >= 1 or None, got {r.row_threshold!r}")
     if r.dominance is not None:
-        n, k = r.dominance
-        if not isinstance(n, int) or n < 1 or not (0 < float(k) <= 100):
+        ok = isinstance(r.dominance, tuple) and len(r.dominance) == 2
+        if not ok or not _whole(r.dominance[0], 1) or not _percent(r.dominance[1], 0, 100, True, False):
             raise RulesError(f"dominance must be n,k with n >= 1 and 0 < k <= 100, got {r.dominance!r}")
-    if r.p is not None and not (0 < float(r.p) <= 100):
+    if r.p is not None and not _percent(r.p, 0, 100, True, False):
         raise RulesError(f"p must be a percentage in (0, 100], got {r.p!r}")
-    if not (0 <= float(r.protection) < 100):
+    if not _percent(r.protection, 0, 100, False, True):
         raise RulesError(f"protection must be a percentage in [0, 100), got {r.protection!r}")
-    if r.dof is not None and (not isinstance(r.dof, int) or r.dof < 0):
+    if r.dof is not None and not _whole(r.dof, 0):
         raise RulesError(f"dof must be a whole number >= 0 or None, got {r.dof!r}")
     if r.extremes not in EXTREME_POLICIES:
         raise RulesError(f"extremes must be one of {EXTREME_POLICIES}, got {r.extremes!r}")
-    if r.round_to is not None and (not isinstance(r.round_to, int) or r.round_to < 1):
+    if r.round_to is not None and not _whole(r.round_to, 1):
         raise RulesError(f"round_to must be a whole number >= 1 or None, got {r.round_to!r}")
     if r.cost not in COSTS:
         raise RulesError(f"cost must be one of {COSTS}, got {r.cost!r}")
@@ -216,6 +233,24 @@ def _parse_none(value: str) -> bool:
     return value.strip().lower() in ("none", "off", "no", "false", "")
 
 
+def _finite(key: str, value: Any, what: str) -> float:
+    """``value`` as a finite float, or an error naming ``key``.
+
+    ``inf``, ``1e400`` (which overflows to inf), ``nan`` and booleans are refused here,
+    because later comparisons with them are silently false (a NaN threshold would flag
+    nothing) and ``int(inf)`` raises an error that names no rule.
+    """
+    if isinstance(value, bool):
+        raise RulesError(f"{key} must be {what}, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise RulesError(f"{key} must be {what}, got {value!r}") from None
+    if not math.isfinite(number):
+        raise RulesError(f"{key} must be {what}, got {value!r} (not a finite number)")
+    return number
+
+
 def parse_value(key: str, value: Any) -> Any:
     """Turn one configured value (a string from a magic, or a TOML value) into a rule value."""
     if key in ("threshold", "row_threshold", "dof", "round_to"):
@@ -223,10 +258,7 @@ def parse_value(key: str, value: Any) -> Any:
             if key == "threshold":
                 raise RulesError("threshold cannot be switched off")
             return None
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise RulesError(f"{key} must be a whole number, got {value!r}") from None
+        number = _finite(key, value, "a whole number")
         if number != int(number):
             raise RulesError(f"{key} must be a whole number, got {value!r}")
         return int(number)
@@ -235,21 +267,17 @@ def parse_value(key: str, value: Any) -> Any:
             if key == "protection":
                 raise RulesError("protection cannot be switched off; use protection=0")
             return None
-        try:
-            return float(str(value).rstrip("%"))
-        except ValueError:
-            raise RulesError(f"{key} must be a percentage, got {value!r}") from None
+        return _finite(key, str(value).rstrip("%") if isinstance(value, str) else value, "a percentage")
     if key == "dominance":
         if value is None or (isinstance(value, str) and _parse_none(value)):
             return None
         parts = value if isinstance(value, list | tuple) else str(value).replace(";", ",").split(",")
         if len(parts) != 2:
             raise RulesError(f"dominance must be given as n,k (e.g. dominance=1,85), got {value!r}")
-        try:
-            n = float(parts[0])
-            k = float(str(parts[1]).rstrip("%"))
-        except ValueError:
-            raise RulesError(f"dominance must be given as n,k (e.g. dominance=1,85), got {value!r}") from None
+        n = _finite("dominance", parts[0], "given as n,k (e.g. dominance=1,85)")
+        k_raw = parts[1]
+        k = _finite("dominance", k_raw.rstrip("%") if isinstance(k_raw, str) else k_raw,
+                    "given as n,k (e.g. dominance=1,85)")
         if n != int(n):
             raise RulesError(f"dominance n must be a whole number, got {value!r}")
         return (int(n), k)
@@ -316,40 +344,185 @@ def parse_assignments(text: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- discovery
+class ConfigError(RulesError):
+    """A configuration file that cannot be used; the message names the file (and line)."""
+
+    def __init__(self, message: str, path: Path | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file; any failure is a :class:`ConfigError` naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: configuration file not found", path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read ({type(exc).__name__}: {exc})", path) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"line (\d+)", str(exc))
+        line = int(found.group(1)) if found else None
+        raise ConfigError(f"{path}: not valid TOML ({exc})", path, line) from None
+
+
+def _section(path: Path, data: dict[str, Any], pyproject: bool) -> dict[str, Any] | None:
+    """The sdc_magic settings in a parsed file (``[tool.sdc_magic]`` or the top level)."""
+    tool = data.get("tool", {})
+    section = tool.get("sdc_magic") if isinstance(tool, dict) else None
+    if section is None:
+        return None if pyproject else dict(data)
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [tool.sdc_magic] must be a table of settings, got {section!r}", path)
+    return dict(section)
+
+
 def find_config_file(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
-    """The first project configuration found from ``start`` upward, with its settings."""
+    """The first project configuration found from ``start`` upward, with its settings.
+
+    Raises :class:`ConfigError` (naming the file and, for TOML syntax, the line) when the
+    file named by ``SDC_MAGIC_CONFIG`` is missing or any file found cannot be parsed.
+    """
     env = os.environ.get("SDC_MAGIC_CONFIG")
     if env is not None:
         if not env.strip():
             return None
         path = Path(env)
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return path, dict(data.get("tool", {}).get("sdc_magic", data))
+        if not path.is_file():
+            raise ConfigError(f"SDC_MAGIC_CONFIG names {path}, which is not a file", path)
+        settings = _section(path, _read_toml(path), pyproject=False)
+        return path, settings or {}
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         sdc = folder / "sdc.toml"
         if sdc.is_file():
-            return sdc, dict(tomllib.loads(sdc.read_text(encoding="utf-8")))
+            return sdc, _section(sdc, _read_toml(sdc), pyproject=False) or {}
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-            section = data.get("tool", {}).get("sdc_magic")
+            section = _section(pyproject, _read_toml(pyproject), pyproject=True)
             if section is not None:
-                return pyproject, dict(section)
+                return pyproject, section
     return None
 
 
 def load_rules(start: Path | None = None) -> tuple[Rules, Path | None]:
-    """The rules pinned by the project, or the default preset; and where they came from."""
+    """The rules pinned by the project, or the default preset; and where they came from.
+
+    A bad file raises :class:`ConfigError` naming it; :func:`load_config` is the variant
+    that never raises (used when the extension loads).
+    """
     found = find_config_file(start)
-    base = PRESETS[DEFAULT_PRESET]
     if found is None:
-        return base, None
+        return PRESETS[DEFAULT_PRESET], None
     path, settings = found
+    settings = dict(settings)
+    _memory_setting(path, settings.pop("memory_mb", None))
+    return _apply_at(path, settings)
+
+
+#: Rules used when the project's configuration cannot be read: the strictest value of
+#: every rule across the presets, so that a broken file can only hide more, never less.
+#: Dominance (2, 85) flags every cell that NK(1,85) or NK(2,90) would flag.
+STRICT = Rules(
+    threshold=10, zeros="suppress", row_threshold=10, dominance=(2, 85.0), p=10.0, protection=10.0,
+    dof=10, extremes="suppress", singletons=True, preset="strict (configuration error)",
+    sources=("strictest value of each rule across the presets (configuration could not be used)",),
+)
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """What the extension loads: the rules, where they came from, and what was wrong."""
+
+    rules: Rules
+    path: Path | None
+    problems: tuple[str, ...] = ()
+    memory_mb: float | None = None
+
+
+def load_config(start: Path | None = None) -> LoadedConfig:
+    """The project's rules, never raising: a bad configuration gives :data:`STRICT`.
+
+    Loading must never leave tables unprotected, and a typo must never loosen the rules,
+    so any error falls back to the strictest rules (keeping a valid ``unit`` and a higher
+    ``threshold`` from the file, which can only make checking stricter) and reports the
+    file and line in ``problems``.
+    """
+    path: Path | None = None
+    settings: dict[str, Any] = {}
     try:
-        return apply_settings(base, settings), path
+        found = find_config_file(start)
+        if found is None:
+            return LoadedConfig(PRESETS[DEFAULT_PRESET], None)
+        path, settings = found
+        settings = dict(settings)
+        memory = _memory_setting(path, settings.pop("memory_mb", None))
+        rules, _ = _apply_at(path, settings)
+        return LoadedConfig(rules, path, (), memory)
+    except ConfigError as exc:
+        return LoadedConfig(_strict_with(settings), exc.path or path, (str(exc),))
+    except Exception as exc:  # any failure must still load the strictest rules
+        where = str(path) if path else "configuration"
+        return LoadedConfig(_strict_with(settings), path, (f"{where}: {type(exc).__name__}: {exc}",))
+
+
+def _apply_at(path: Path, settings: Mapping[str, Any]) -> tuple[Rules, Path]:
+    try:
+        return apply_settings(PRESETS[DEFAULT_PRESET], settings), path
     except RulesError as exc:
-        raise RulesError(f"{path}: {exc}") from None
+        key = _key_in(str(exc), settings)
+        line = _line_of(path, key) if key else None
+        where = f"{path}, line {line}" if line else str(path)
+        raise ConfigError(f"{where}: {exc}", path, line) from None
+
+
+def _memory_setting(path: Path, value: Any) -> float | None:
+    if value is None:
+        return None
+    number = _finite("memory_mb", value, "a number of megabytes")
+    if number <= 0:
+        raise ConfigError(f"{path}: memory_mb must be > 0, got {value!r}", path, _line_of(path, "memory_mb"))
+    return number
+
+
+def _strict_with(settings: Mapping[str, Any]) -> Rules:
+    """:data:`STRICT`, with the file's unit and a higher threshold when those are valid."""
+    rules = STRICT
+    unit = settings.get("unit", settings.get("unit_id"))
+    if isinstance(unit, str) and unit.strip():
+        rules = dataclasses.replace(rules, unit=unit.strip())
+    try:
+        threshold = parse_value("threshold", settings["threshold"]) if "threshold" in settings else None
+        if isinstance(threshold, int) and threshold > rules.threshold:
+            rules = dataclasses.replace(rules, threshold=threshold)
+    except (RulesError, ValueError):
+        pass
+    return rules
+
+
+def _key_in(message: str, settings: Mapping[str, Any]) -> str | None:
+    """The configured key an error message is about (its first word, or a quoted name)."""
+    for key in settings:
+        name = _ALIASES.get(key, key)
+        if message.startswith((f"{name} ", f"unknown {name} ")) or f"{key!r}" in message:
+            return str(key)
+    return None
+
+
+def _line_of(path: Path, key: str) -> int | None:
+    """The 1-based line of the file where ``key`` is set (for the message)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if stripped.startswith(key) and stripped[len(key):].lstrip().startswith("="):
+            return number
+    return None
 
 
 def known_keys() -> Iterable[str]:
