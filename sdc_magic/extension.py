@@ -32,7 +32,14 @@ def session() -> Session:
     """The kernel's session (created on first use, also without IPython)."""
     global _session
     if _session is None:
-        _session = Session()
+        from .config import load_config
+
+        loaded = load_config()  # never raises: a bad file gives the strictest rules and a problem
+        created = Session(rules=loaded.rules, config_path=loaded.path)
+        created.config_problems = list(loaded.problems)  # type: ignore[attr-defined]
+        if loaded.memory_mb is not None and hasattr(created.registry, "budget_mb"):
+            created.registry.budget_mb = loaded.memory_mb
+        _session = created
     return _session
 
 
@@ -48,15 +55,53 @@ def _frame_finder(ip: Any) -> Any:
 
 
 def load(ip: Any) -> None:
-    """Install capture, display handlers and the magic (idempotent)."""
-    if _installed:
-        print("sdc_magic is already loaded: " + session().rules.describe())
+    """Install capture, display handlers and the magic (idempotent); fails closed.
+
+    A problem in the configuration loads the strictest rules and says which file and
+    line is wrong; an exception anywhere else while loading withholds every pandas table
+    with the reason (``_failsafe``) instead of leaving pandas to show raw values.
+    """
+    from . import _failsafe
+
+    if _installed or _failsafe.installed():
+        reason = _failsafe.installed()
+        state = f"every table is WITHHELD ({reason})" if reason else session().rules.describe()
+        print(f"sdc_magic is already loaded: {state}")
         return
+    try:
+        _load(ip)
+    except Exception as exc:
+        import contextlib
+        import traceback
+
+        error = traceback.format_exc()
+        with contextlib.suppress(Exception):
+            unload(ip)  # whatever was half installed
+        _failsafe.install(ip, f"{type(exc).__name__}: {exc}")
+        if _session is not None:
+            _session.last_error = error
+        _installed["failed"] = True
+        with contextlib.suppress(Exception):
+            ip.register_magic_function(sdc_magic, "line", "sdc")  # %sdc debug still works
+
+
+def _warn(message: str) -> None:
+    """A visible warning in the cell that loaded the extension."""
+    sys.stderr.write(f"sdc_magic WARNING: {message}\n")
+
+
+def _load(ip: Any) -> None:
+    _installed["loading"] = True  # from here on, unload undoes whatever was installed
     sess = session()
+    for problem in getattr(sess, "config_problems", []):
+        _warn(f"configuration not used — {problem}. The STRICTEST rules apply until it is fixed: "
+              f"{sess.rules.describe()}")
     if not sess.ledger.persist and not sess.ledger.records:
         from .ledger import Ledger
 
         sess.ledger = Ledger(persist=True)  # next to the notebook: survives a kernel restart
+    for warning in list(getattr(sess.ledger, "warnings", None) or []):
+        _warn(str(warning))
     sess.capture.frame_finder = _frame_finder(ip)
     sess.capture.install()
 
@@ -86,6 +131,7 @@ def load(ip: Any) -> None:
 
     formatter = ip.display_formatter
     saved: list[tuple[Any, type, Any]] = []
+    _installed["formatters"] = saved  # recorded as they go: a failure half-way is undone by unload
     for t in TYPES:
         saved.append((formatter.ipython_display_formatter, t,
                       formatter.ipython_display_formatter.for_type(t, display_handler)))
@@ -104,6 +150,9 @@ def load(ip: Any) -> None:
 def unload(ip: Any) -> None:
     """Remove every wrapper, printer and magic installed by :func:`load`."""
     global _session
+    from . import _failsafe
+
+    _failsafe.remove()
     if not _installed:
         return
     for fmt, t, old in reversed(_installed.get("formatters", [])):

@@ -1,0 +1,121 @@
+"""Loading never leaves tables unprotected (issue 12, item 2).
+
+A bad configuration loads the strictest rules and names the file and line; any other
+failure while loading withholds every pandas table with the reason, and unloading
+restores pandas exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from sdc_magic import extension
+from sdc_magic.config import STRICT
+
+SMALL = "pd.DataFrame({'k': ['a'] * 7 + ['b'] * 40 + ['c'] * 50}).groupby('k').size()"
+
+
+@pytest.fixture
+def fresh(shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A shell in an empty folder, with no session yet (so the configuration is read again)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SDC_MAGIC_CONFIG", raising=False)
+    monkeypatch.setattr(extension, "_session", None)
+    shell.ns["pd"] = pd
+    return shell
+
+
+def _assert_withheld(ran: Any) -> None:
+    data, meta = ran.tables[0]
+    assert meta["sdc_magic"]["status"] == "blocked"
+    assert "withheld" in data["text/plain"] and "withheld" in data["text/html"]
+    assert "40" not in data["text/plain"] and "40" not in data["text/html"]
+
+
+def test_toml_syntax_error_loads_strict_rules_and_names_file_and_line(fresh: Any, tmp_path: Path) -> None:
+    (tmp_path / "sdc.toml").write_text('preset = "humanitarian"\nthreshold = = 5\n')
+    out = fresh.magic("load_ext sdc_magic")
+    assert "sdc.toml" in out.stderr and "line 2" in out.stderr and "STRICTEST" in out.stderr
+    assert extension.session().rules == STRICT
+    ran = fresh.run(SMALL)
+    meta = ran.meta
+    assert meta["rules"]["threshold"] == 10 and meta["hidden"] >= 1  # 7 < 10: hidden under STRICT
+    assert " 7\n" not in ran.data["text/plain"] + "\n"
+
+
+def test_missing_config_named_by_env_loads_strict(fresh: Any, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SDC_MAGIC_CONFIG", str(tmp_path / "team.toml"))
+    out = fresh.magic("load_ext sdc_magic")
+    assert "team.toml" in out.stderr
+    assert extension.session().rules == STRICT
+    assert fresh.run(SMALL).meta["hidden"] >= 1
+
+
+def test_bad_pyproject_section_loads_strict(fresh: Any, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.sdc_magic]\nthreshold = nan\n")
+    out = fresh.magic("load_ext sdc_magic")
+    assert "pyproject.toml" in out.stderr and "threshold" in out.stderr
+    assert extension.session().rules == STRICT
+
+
+def test_failure_while_loading_withholds_every_table(fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sdc_magic.capture import Capture
+
+    def broken(self: Any) -> None:
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(Capture, "install", broken)
+    out = fresh.magic("load_ext sdc_magic")  # must not raise
+    assert "injected fault" in out.stderr
+    ran = fresh.run(SMALL)
+    _assert_withheld(ran)
+    assert len(ran.outputs) == 1  # the placeholder only: no raw bundle beside it
+    shown = fresh.run("[pd.DataFrame({'x': [123456]})]")  # inside a container too
+    assert "123456" not in shown.everything
+    fresh.magic("unload_ext sdc_magic")
+    assert "40" in repr(fresh.run(SMALL).result)  # pandas restored
+
+
+def test_ledger_that_cannot_be_opened_withholds(fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger_module = sys.modules["sdc_magic.ledger"]
+
+    class Broken(ledger_module.Ledger):  # type: ignore[name-defined,misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    monkeypatch.setattr(ledger_module, "Ledger", Broken)
+    fresh.magic("load_ext sdc_magic")
+    _assert_withheld(fresh.run(SMALL))
+
+
+def test_ledger_warnings_are_shown_at_load(fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger_module = sys.modules["sdc_magic.ledger"]
+    original = ledger_module.Ledger
+
+    class Warned(original):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.warnings = ["ledger.jsonl line 3 set aside in ledger.jsonl.corrupt"]
+
+    monkeypatch.setattr(ledger_module, "Ledger", Warned)
+    out = fresh.magic("load_ext sdc_magic")
+    assert "line 3 set aside" in out.stderr
+    assert fresh.run(SMALL).meta["status"] in ("pass", "suppressed")
+
+
+def test_import_failure_withholds(fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sdc_magic
+
+    monkeypatch.setitem(sys.modules, "sdc_magic.extension", None)  # `from .extension import load` fails
+    sdc_magic.load_ipython_extension(fresh.ip)
+    try:
+        _assert_withheld(fresh.run(SMALL))
+    finally:
+        sdc_magic.unload_ipython_extension(fresh.ip)
+    assert "40" in repr(fresh.run(SMALL).result)
