@@ -7,8 +7,59 @@ rest of the pipeline (resolve, rules, protect, render, ledger, export) reads onl
 entries and never learns which engine computed a table.
 
 * :mod:`.pandas`: reversible wrappers of pandas' aggregation entry points.
+* :mod:`.contract`: the facts table other engines compute inside the engine → an Entry.
+* :mod:`.polars`, :mod:`.duckdb`: wrappers of polars and DuckDB (facts computed by the engine).
+* :mod:`.display`: engine objects at display time (intercepted types, pandas form).
+
+:class:`Capture` installs the pandas wrappers and, for each optional engine that is
+installed, that engine's wrappers (the engine is imported then; a missing engine is skipped).
 """
 
-from .pandas import Capture, Source, build_entry, stat_name
+from __future__ import annotations
 
-__all__ = ["Capture", "Source", "build_entry", "stat_name"]
+import importlib.util
+from typing import Any
+
+from .pandas import Capture as PandasCapture
+from .pandas import Source, build_entry, stat_name
+
+ENGINES = {"polars": ("polars", "PolarsCapture"), "duckdb": ("duckdb", "DuckDBCapture")}
+
+
+def _engine_available(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class Capture(PandasCapture):
+    """pandas capture plus the capture of every installed optional engine."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.engines: dict[str, Any] = {}
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        super().install()
+        for name, (module, cls) in ENGINES.items():
+            if name in self.engines or not _engine_available(module):
+                continue
+            try:
+                mod = importlib.import_module(f".{name}", __name__)
+                engine = getattr(mod, cls)(self.registry, self.rules)
+                engine.install()
+                self.engines[name] = engine
+            except Exception as exc:  # an engine we cannot wrap: its tables are shown without evidence
+                self.registry.failures.append(f"{name} capture not installed: {type(exc).__name__}: {exc}")
+
+    def uninstall(self) -> None:
+        for engine in reversed(list(self.engines.values())):
+            engine.uninstall()
+        self.engines.clear()
+        super().uninstall()
+
+
+__all__ = ["Capture", "PandasCapture", "Source", "build_entry", "stat_name"]

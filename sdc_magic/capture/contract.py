@@ -1,0 +1,166 @@
+"""The engine-neutral evidence contract: per-group facts computed by an engine → an Entry.
+
+Engines other than pandas (polars, DuckDB, ...) compute the facts the rules need *inside
+the engine*, as one small table with one row per output group, and only that table comes
+back to Python:
+
+=====================  ===============================================================
+column                 meaning
+=====================  ===============================================================
+the key columns        the group's labels, named as in the displayed result
+``__sdc_rows``         rows in the group
+``__sdc_units``        distinct units in the group (= rows without a unit column)
+``__sdc_n_<i>``        units with a value of variable *i*
+``__sdc_t_<i>``        total of variable *i* (after summing per unit)
+``__sdc_ta_<i>``       total of absolute values (after summing per unit)
+``__sdc_neg_<i>``      whether some unit contributes a negative value
+``__sdc_top_<i>``      the k largest absolute contributions per unit, a list
+=====================  ===============================================================
+
+:func:`register` turns that table into a :class:`~sdc_magic.evidence.GroupEvidence` and
+records an :class:`~sdc_magic.registry.Entry` for the engine's result converted to pandas
+(keys as index), exactly as :mod:`.pandas` does for pandas' own results. The engine object
+is remembered (weakly) with that pandas form, so displaying it later finds the evidence
+by identity; anything derived from it (sorted, filtered, ``to_pandas()``) is matched by
+labels and values like a reshaped pandas result.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..evidence import GroupEvidence, VarEvidence
+from ..flatten import canonical_labels, flatten
+from ..registry import Registry
+
+try:  # the statistics that get magnitude facts (the pandas engine decides; same set here)
+    from .pandas import MAGNITUDE_EVIDENCE as _MAGNITUDE
+except ImportError:  # pragma: no cover - older layout
+    _MAGNITUDE = frozenset({"sum", "mean", "std", "var", "sem"})
+
+MAGNITUDE_EVIDENCE = frozenset(_MAGNITUDE)
+PREFIX = "__sdc_"
+#: the statistics an engine expression may compute, by the engine's own names
+ENGINE_STATS = {
+    "len": "size", "count_star": "size", "size": "size", "count": "count", "sum": "sum", "mean": "mean",
+    "avg": "mean", "median": "median", "min": "min", "max": "max", "std": "std", "stddev": "std",
+    "stddev_samp": "std", "var": "var", "variance": "var", "var_samp": "var", "n_unique": "nunique",
+    "nunique": "nunique", "first": "first", "last": "last", "mode": "mode", "any_value": "first",
+    "arbitrary": "first",
+}
+
+
+def fact_names(i: int) -> dict[str, str]:
+    """Column names of the facts of the ``i``-th variable."""
+    return {f: f"{PREFIX}{f}_{i}" for f in ("n", "t", "ta", "neg", "top")}
+
+
+def group_evidence_from_facts(facts: pd.DataFrame, keys: list[str], variables: list[Any], k: int,
+                              unit: str | None) -> GroupEvidence:
+    """A GroupEvidence from an engine's facts table (see the module docstring)."""
+    n = len(facts)
+    if keys:
+        arrays = [canonical_labels(facts[key].to_numpy(dtype=object)) for key in keys]
+        index = pd.MultiIndex.from_arrays(arrays, names=keys) if len(keys) > 1 else \
+            pd.Index(arrays[0], dtype=object, name=keys[0])
+    else:
+        index = pd.Index(["__all__"], dtype=object)
+    rows = _ints(facts, f"{PREFIX}rows", n)
+    units = _ints(facts, f"{PREFIX}units", n) if f"{PREFIX}units" in facts.columns else rows.copy()
+    out: dict[Any, VarEvidence] = {}
+    for i, var in enumerate(variables):
+        names = fact_names(i)
+        var_units = _ints(facts, names["n"], n) if names["n"] in facts.columns else units.copy()
+        total = _floats(facts, names["t"], n)
+        total_abs = _floats(facts, names["ta"], n)
+        negative = facts[names["neg"]].fillna(False).to_numpy(dtype=bool) if names["neg"] in facts.columns \
+            else np.zeros(n, dtype=bool)
+        top = np.full((n, k), np.nan)
+        if names["top"] in facts.columns:
+            for r, values in enumerate(facts[names["top"]].to_numpy(dtype=object)):
+                if values is None or isinstance(values, str) or not hasattr(values, "__iter__"):
+                    continue  # no value in the group (None, NaN, pd.NA)
+                vals = sorted((abs(float(v)) for v in values if v is not None and not pd.isna(v)), reverse=True)[:k]
+                top[r, :len(vals)] = vals
+        out[var] = VarEvidence(units=var_units, total=total, total_abs=total_abs, negative=negative, top=top)
+    return GroupEvidence(index=index, units=units, variables=out, unit_column=unit, rows=rows)
+
+
+def _ints(facts: pd.DataFrame, name: str, n: int) -> np.ndarray:
+    if name not in facts.columns:
+        return np.zeros(n, dtype=np.int64)
+    return pd.to_numeric(facts[name], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
+
+
+def _floats(facts: pd.DataFrame, name: str, n: int) -> np.ndarray:
+    if name not in facts.columns:
+        return np.full(n, np.nan)
+    return pd.to_numeric(facts[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def keyed(result: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """An engine result converted to pandas, with its key columns as the index."""
+    present = [k for k in keys if k in result.columns]
+    return result.set_index(present) if present else result
+
+
+def register(registry: Registry, rules: Any, call: str, shown: pd.DataFrame, ge: GroupEvidence,
+             keys: list[str], measure_of: Callable[[str], tuple[Any, str]], notes: list[str],
+             engine_object: Any = None, margin_label: str | None = None) -> Any:
+    """Record the evidence of one engine aggregation; ``shown`` is its pandas form (keys as index)."""
+    from .pandas import build_entry
+
+    flat = flatten(shown)
+    entry = build_entry(registry.new_id(), call, flat, ge, keys, measure_of, notes, rules.top_k, margin_label)
+    entry.unit = rules.unit if ge.unit_column else None
+    registry.add(entry, shown)
+    if engine_object is not None:
+        remember(engine_object, shown)
+    return entry
+
+
+# --------------------------------------------------------------------- engine objects
+_lock = threading.Lock()
+_forms: dict[int, tuple[Any, pd.DataFrame | pd.Series]] = {}
+MAX_FORMS = 512
+
+
+def remember(engine_object: Any, shown: pd.DataFrame | pd.Series) -> None:
+    """Keep the pandas form of an engine result while the engine object lives."""
+    key = id(engine_object)
+    try:
+        ref: Any = weakref.ref(engine_object, lambda _r: _forget(key))
+    except TypeError:
+        return
+    with _lock:
+        _forms[key] = (ref, shown)
+        while len(_forms) > MAX_FORMS:
+            _forms.pop(next(iter(_forms)))
+
+
+def _forget(key: int) -> None:
+    try:
+        with _lock:
+            _forms.pop(key, None)
+    except Exception:  # interpreter shutdown
+        pass
+
+
+def form_of(engine_object: Any) -> pd.DataFrame | pd.Series | None:
+    """The registered pandas form of an engine result, or None."""
+    with _lock:
+        hit = _forms.get(id(engine_object))
+    if hit is None or hit[0]() is not engine_object:
+        return None
+    return hit[1]
+
+
+def clear() -> None:
+    with _lock:
+        _forms.clear()

@@ -1,0 +1,394 @@
+"""Evidence capture for polars: group_by(...).agg / len / sum / ..., pivot, value_counts.
+
+Each wrapped call returns polars' own result, untouched. On the side, the facts the
+rules need are computed *by polars* with one extra aggregation over the same grouping
+(rows, distinct units, per variable: units with a value, total, absolute total, negative
+contributions, the k largest contributions per unit with ``top_k``), and only that small
+table is converted to Python. Counts need no extra pass at all when no unit column is
+declared: the count a user asked for is the number of rows in the cell.
+
+Covered: ``DataFrame.group_by(...)`` then ``agg`` (and ``len``, ``count``, ``sum``, ``mean``,
+``median``, ``min``, ``max``, ``n_unique``, ``first``, ``last``, ``quantile``, which polars
+routes through ``agg``); ``LazyFrame.group_by(...).agg(...)`` (or ``.len()``) followed
+directly by ``collect()``; ``DataFrame.pivot``; ``Series.value_counts``. Anything else
+(e.g. a lazy plan sorted after the aggregation) is displayed as an engine object without
+evidence: row-level when it has text columns, unverified otherwise (fail closed).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from . import contract
+
+_NAME = re.compile(r'^col\("((?:[^"\\]|\\.)*)"\)\.(\w+)\((.*)\)$')
+_WRAPPERS = re.compile(r'\.(?:alias\("(?:[^"\\]|\\.)*"\)|round\([^()]*\)|name\.\w+\([^()]*\)|(?:strict_)?cast\([^()]*\))')
+
+
+class _Depth(threading.local):
+    value = 0
+
+
+_depth = _Depth()
+
+
+def expression_stat(expr: Any) -> tuple[str | None, str]:
+    """(variable, statistic) of one aggregation expression ("custom" when we cannot tell)."""
+    text = _WRAPPERS.sub("", str(expr))
+    if text == "len()":
+        return None, "size"
+    m = _NAME.match(text)
+    roots = _roots(expr)
+    if m is None:
+        return (roots[0] if len(roots) == 1 else None), "custom"
+    var, method, arg = m.group(1), m.group(2), m.group(3)
+    if method == "quantile":
+        from .pandas import quantile_stat
+
+        q = re.search(r"([0-9.]+)\]?$", arg)
+        return var, quantile_stat(float(q.group(1))) if q else "custom"
+    return var, contract.ENGINE_STATS.get(method, "custom")
+
+
+def _roots(expr: Any) -> list[str]:
+    try:
+        return list(expr.meta.root_names())
+    except Exception:
+        return []
+
+
+def _output_name(expr: Any) -> str | None:
+    try:
+        if expr.meta.has_multiple_outputs():
+            return None
+        return expr.meta.output_name()
+    except Exception:
+        return None
+
+
+def measures(aggs: tuple, named: dict[str, Any]) -> tuple[dict[str, tuple[str | None, str]], str | None]:
+    """Output column → (variable, statistic), and the statistic of multi-output expressions."""
+    import polars as pl
+
+    out: dict[str, tuple[str | None, str]] = {}
+    multi: set[str] = set()
+    flat: list[Any] = []
+    for a in aggs:
+        flat.extend(a if isinstance(a, list | tuple) else [a])
+    for a in flat:
+        expr = pl.col(a) if isinstance(a, str) else a
+        if not isinstance(expr, pl.Expr):
+            multi.add("custom")
+            continue
+        name = _output_name(expr)
+        if name is None:
+            multi.add(_multi_stat(expr))
+            continue
+        out[name] = expression_stat(expr) if isinstance(a, pl.Expr) else (a, "custom")
+    for name, a in named.items():
+        expr = pl.col(a) if isinstance(a, str) else a
+        out[str(name)] = expression_stat(expr) if isinstance(expr, pl.Expr) else (None, "custom")
+    return out, (multi.pop() if len(multi) == 1 else ("custom" if multi else None))
+
+
+def _multi_stat(expr: Any) -> str:
+    text = _WRAPPERS.sub("", str(expr))
+    m = re.search(r"\.(\w+)\(\)$", text)
+    return contract.ENGINE_STATS.get(m.group(1), "custom") if m else "custom"
+
+
+def _flatten_by(by: tuple) -> list[Any]:
+    out: list[Any] = []
+    for b in by:
+        out.extend(b if isinstance(b, list | tuple) else [b])
+    return out
+
+
+class PolarsCapture:
+    """Installs and removes the polars wrappers; records evidence into a Registry."""
+
+    def __init__(self, registry: Any, rules: Callable[[], Any]) -> None:
+        self.registry = registry
+        self.rules = rules
+        self._saved: list[tuple[Any, str, Any]] = []
+        self._lazy: dict[int, tuple[Any, Any]] = {}  # id(lazy result) -> (weakref, recipe)
+        self._lazy_groups: dict[int, tuple[Any, Any]] = {}  # id(LazyGroupBy) -> (weakref, (lf, by, named))
+        self.installed = False
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        import polars as pl
+        from polars.dataframe.group_by import GroupBy
+        from polars.lazyframe.group_by import LazyGroupBy
+
+        self._patch(GroupBy, "agg", self._eager_agg)
+        self._patch(pl.DataFrame, "pivot", self._pivot)
+        self._patch(pl.Series, "value_counts", self._value_counts)
+        self._patch(pl.LazyFrame, "group_by", self._lazy_group_by)
+        self._patch(LazyGroupBy, "agg", self._lazy_agg)
+        self._patch(LazyGroupBy, "len", self._lazy_len)
+        self._patch(pl.LazyFrame, "collect", self._collect)
+        self.installed = True
+
+    def uninstall(self) -> None:
+        for owner, name, original in reversed(self._saved):
+            setattr(owner, name, original)
+        self._saved.clear()
+        self._lazy.clear()
+        self._lazy_groups.clear()
+        self.installed = False
+
+    def _patch(self, owner: type, name: str, make: Callable[[Any], Callable]) -> None:
+        original = owner.__dict__[name]
+        wrapper = functools.wraps(original)(make(original))
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        self._saved.append((owner, name, original))
+        setattr(owner, name, wrapper)
+
+    def _guarded(self, call: Callable[[], Any], record: Callable[[Any], None]) -> Any:
+        if _depth.value:
+            return call()
+        _depth.value += 1
+        try:
+            result = call()
+        finally:
+            _depth.value -= 1
+        _depth.value += 1
+        try:
+            record(result)
+        except Exception as exc:  # never break user code; the table will show without evidence
+            self.registry.failures.append(f"polars: {type(exc).__name__}: {exc}")
+        finally:
+            _depth.value -= 1
+        return result
+
+    # ------------------------------------------------------------ wrappers
+    def _eager_agg(self, original: Callable) -> Callable:
+        def agg(gb: Any, *aggs: Any, **named: Any) -> Any:
+            return self._guarded(lambda: original(gb, *aggs, **named),
+                                 lambda result: self._record_group_by(gb.df, _flatten_by(gb.by), gb.named_by,
+                                                                      aggs, named, result, "group_by.agg"))
+        return agg
+
+    def _lazy_group_by(self, original: Callable) -> Callable:
+        def group_by(lf: Any, *by: Any, **kwargs: Any) -> Any:
+            lgb = original(lf, *by, **kwargs)
+            if not _depth.value:
+                named = {k: v for k, v in kwargs.items() if k != "maintain_order"}
+                self._keep(self._lazy_groups, lgb, (lf, _flatten_by(by), named))
+            return lgb
+        return group_by
+
+    def _lazy_agg(self, original: Callable) -> Callable:
+        def agg(lgb: Any, *aggs: Any, **named: Any) -> Any:
+            result = original(lgb, *aggs, **named)
+            if not _depth.value:
+                hit = self._lazy_groups.get(id(lgb))
+                if hit is not None and hit[0]() is lgb:
+                    self._keep(self._lazy, result, (*hit[1], aggs, named))
+            return result
+        return agg
+
+    def _lazy_len(self, original: Callable) -> Callable:
+        def length(lgb: Any, name: str | None = None) -> Any:
+            import polars as pl
+
+            result = original(lgb, name)
+            if not _depth.value:
+                hit = self._lazy_groups.get(id(lgb))
+                if hit is not None and hit[0]() is lgb:
+                    self._keep(self._lazy, result, (*hit[1], (pl.len().alias(name or "len"),), {}))
+            return result
+        return length
+
+    def _collect(self, original: Callable) -> Callable:
+        def collect(lf: Any, *args: Any, **kwargs: Any) -> Any:
+            hit = self._lazy.get(id(lf))
+            if hit is None or hit[0]() is not lf or _depth.value:
+                return original(lf, *args, **kwargs)
+            source, by, named_by, aggs, named = hit[1]
+            return self._guarded(lambda: original(lf, *args, **kwargs),
+                                 lambda result: self._record_group_by(source, by, named_by, aggs, named, result,
+                                                                      "group_by.agg"))
+        return collect
+
+    def _pivot(self, original: Callable) -> Callable:
+        def pivot(df: Any, on: Any, *args: Any, **kwargs: Any) -> Any:
+            return self._guarded(lambda: original(df, on, *args, **kwargs),
+                                 lambda result: self._record_pivot(df, on, kwargs, result))
+        return pivot
+
+    def _value_counts(self, original: Callable) -> Callable:
+        def value_counts(s: Any, *args: Any, **kwargs: Any) -> Any:
+            return self._guarded(lambda: original(s, *args, **kwargs),
+                                 lambda result: self._record_value_counts(s, kwargs, result))
+        return value_counts
+
+    def _keep(self, store: dict, obj: Any, value: Any) -> None:
+        key = id(obj)
+        try:
+            ref = weakref.ref(obj, lambda _r: store.pop(key, None))
+        except TypeError:
+            return
+        if len(store) > 1024:
+            store.clear()
+        store[key] = (ref, value)
+
+    # ------------------------------------------------------------ recording
+    def _record_group_by(self, frame: Any, by: list[Any], named_by: dict, aggs: tuple, named: dict,
+                         result: Any, call: str) -> None:
+        import polars as pl
+
+        if not isinstance(result, pl.DataFrame):
+            return
+        lf = frame.lazy()
+        keys = lf.group_by(*by, **named_by).agg([]).collect_schema().names()
+        out, multi = measures(aggs, named)
+        schema = lf.collect_schema()
+
+        def measure_of(measure: str) -> tuple[str | None, str]:
+            if measure in out:
+                return out[measure]
+            if multi is not None and measure in schema:
+                return measure, multi
+            return None, "custom"
+
+        present = [c for c in result.columns if c not in keys]
+        resolved = {c: measure_of(c) for c in present}
+        self._register(call, lf, by, named_by, keys, resolved, measure_of, result, schema)
+
+    def _register(self, call: str, lf: Any, by: list[Any], named_by: dict, keys: list[str],
+                  resolved: dict[str, tuple[str | None, str]], measure_of: Callable, result: Any,
+                  schema: Any, shown: pd.DataFrame | None = None, key_casts: dict[str, Any] | None = None) -> None:
+        rules = self.rules()
+        notes: list[str] = []
+        unit = rules.unit
+        if unit is not None and unit not in schema:
+            notes.append(f"unit column {unit!r} not found for this table: rows counted as units")
+            unit = None
+        variables = sorted({v for v, s in resolved.values() if v is not None and v in schema and s != "size"})
+        magnitudes = {v for v, s in resolved.values() if v in variables and s in contract.MAGNITUDE_EVIDENCE
+                      and _numeric(schema[v])}
+        if shown is None:
+            shown = contract.keyed(result.to_pandas(), keys)
+        counts_only = all(s in ("size", "count") for _, s in resolved.values())
+        sizes = [c for c, (_, s) in resolved.items() if s == "size"]
+        if unit is None and counts_only and (sizes or not resolved) and not key_casts:
+            facts = _facts_from_result(result, keys, resolved, variables, sizes)
+        else:
+            facts = _facts(lf, by, named_by, keys, variables, magnitudes, unit, rules.top_k, key_casts)
+        ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, unit)
+        contract.register(self.registry, rules, f"polars {call}", shown, ge, keys, measure_of, notes,
+                          engine_object=result)
+
+    def _record_pivot(self, df: Any, on: Any, kwargs: dict, result: Any) -> None:
+        import polars as pl
+
+        index = kwargs.get("index")
+        values = kwargs.get("values")
+        on_cols = [on] if isinstance(on, str) else list(on) if isinstance(on, list | tuple) else None
+        index = [index] if isinstance(index, str) else list(index) if isinstance(index, list | tuple) else None
+        if on_cols is None or len(on_cols) != 1 or index is None or not all(isinstance(c, str) for c in index):
+            return  # selectors or several 'on' columns: shown without evidence
+        if isinstance(values, list | tuple):
+            if len(values) != 1:
+                return
+            values = values[0]
+        if values is None:
+            rest = [c for c in df.columns if c not in index and c not in on_cols]
+            if len(rest) != 1:
+                return
+            values = rest[0]
+        if not isinstance(values, str):
+            return
+        agg = kwargs.get("aggregate_function")
+        stat = "first" if agg is None else (contract.ENGINE_STATS.get(agg, "custom") if isinstance(agg, str)
+                                           else expression_stat(agg)[1])
+        var = None if stat == "size" else values
+        on_col = on_cols[0]
+        shown = result.to_pandas().set_index(index)
+        shown.columns = pd.Index([str(c) for c in shown.columns], name=on_col)
+        keys = [*index, on_col]
+        schema = df.collect_schema() if hasattr(df, "collect_schema") else df.schema
+        self._register("pivot", df.lazy(), [*index, pl.col(on_col).cast(pl.String)], {}, keys,
+                       {"": (var, stat)}, lambda m: (var, stat), result, schema, shown=shown,
+                       key_casts={on_col: pl.String})
+
+    def _record_value_counts(self, s: Any, kwargs: dict, result: Any) -> None:
+        import polars as pl
+
+        if not isinstance(result, pl.DataFrame):
+            return
+        name = s.name or ""
+        frame = s.to_frame(name)
+        count_col = [c for c in result.columns if c != name]
+        stat = "proportion" if kwargs.get("normalize") else "count"
+        resolved = {c: (None, stat) for c in count_col}
+        self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
+                       lambda m: (None, stat), result, frame.schema)
+
+
+def _numeric(dtype: Any) -> bool:
+    try:
+        return bool(dtype.is_numeric()) or str(dtype) == "Boolean"
+    except Exception:
+        return False
+
+
+def _facts_from_result(result: Any, keys: list[str], resolved: dict, variables: list[str],
+                       sizes: list[str]) -> pd.DataFrame:
+    """Counts without a unit column: the counts asked for are the facts (no second pass)."""
+    cols = [*keys]
+    frame = result.select(keys + [c for c in resolved if c in result.columns]).to_pandas()
+    out = frame[cols].copy()
+    if sizes:
+        out[f"{contract.PREFIX}rows"] = frame[sizes[0]].to_numpy()
+    for i, v in enumerate(variables):
+        col = next((c for c, (var, s) in resolved.items() if var == v and s == "count"), None)
+        if col is not None:
+            out[contract.fact_names(i)["n"]] = frame[col].to_numpy()
+    if not sizes:
+        n_cols = [c for c in out.columns if c.startswith(f"{contract.PREFIX}n_")]
+        out[f"{contract.PREFIX}rows"] = out[n_cols].max(axis=1) if n_cols else 0
+    return out
+
+
+def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: list[str], magnitudes: set[str],
+           unit: str | None, k: int, key_casts: dict[str, Any] | None = None) -> pd.DataFrame:
+    """One extra aggregation in polars; only the per-group facts come back."""
+    import polars as pl
+
+    p = contract.PREFIX
+    if unit is None:
+        exprs = [pl.len().alias(f"{p}rows")]
+        for i, v in enumerate(variables):
+            names = contract.fact_names(i)
+            exprs.append(pl.col(v).count().alias(names["n"]))
+            if v in magnitudes:
+                x = pl.col(v).cast(pl.Float64)
+                exprs += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
+                          (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"])]
+        return lf.group_by(*by, **named_by).agg(exprs).collect().to_pandas()
+    inner = [pl.len().alias(f"{p}r")]
+    for i, v in enumerate(variables):
+        inner.append(pl.col(v).count().alias(f"{p}c{i}"))
+        if v in magnitudes:
+            inner.append(pl.col(v).cast(pl.Float64).sum().alias(f"{p}s{i}"))
+    per_unit = lf.group_by(*by, pl.col(unit).alias(f"{p}u"), **named_by).agg(inner)
+    outer = [pl.col(f"{p}r").sum().alias(f"{p}rows"), pl.len().alias(f"{p}units")]
+    for i, v in enumerate(variables):
+        names = contract.fact_names(i)
+        outer.append((pl.col(f"{p}c{i}") > 0).sum().alias(names["n"]))
+        if v in magnitudes:
+            x = pl.when(pl.col(f"{p}c{i}") > 0).then(pl.col(f"{p}s{i}"))
+            outer += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
+                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"])]
+    return per_unit.group_by(keys).agg(outer).collect().to_pandas()
