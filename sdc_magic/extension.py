@@ -19,10 +19,11 @@ from typing import Any
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from .capture.display import display_types
 from .magics import sdc_magic
 from .session import Session
 
-TYPES = (pd.DataFrame, pd.Series, Styler)
+TYPES = (pd.DataFrame, pd.Series, Styler, *display_types())  # engine types by "module.Class" name
 
 _session: Session | None = None
 _installed: dict[str, Any] = {}

@@ -44,6 +44,10 @@ def unwrap(obj: object) -> tuple[pd.DataFrame | pd.Series, list[str]]:
     if isinstance(data, pd.DataFrame | pd.Series):
         notes.append("styling was not applied to the checked table")
         return data, notes
+    from .capture.display import is_table_like, to_pandas
+
+    if is_table_like(obj):  # polars, DuckDB, pyarrow, Spark...: their pandas form (evidence registered)
+        return to_pandas(obj)
     raise TypeError(f"cannot check a {type(obj).__name__}")
 
 

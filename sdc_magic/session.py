@@ -112,8 +112,9 @@ class Session:
         except Exception as exc:  # fail closed
             checked = None
             self.last_error = traceback.format_exc()
-            text, page = render_placeholder(f"checking failed ({type(exc).__name__})")
-            meta = self._failure_metadata(out_id, f"checking failed ({type(exc).__name__})", text, page)
+            reason = str(exc) if getattr(exc, "sdc_note", False) else f"checking failed ({type(exc).__name__})"
+            text, page = render_placeholder(reason)
+            meta = self._failure_metadata(out_id, reason, text, page)
         if record:
             self.ledger.add(self._record(out_id, meta, checked, execution_count))
         from .linking import clear_cache
