@@ -28,6 +28,8 @@ and says so; ``more()`` continues it.
 from __future__ import annotations
 
 import itertools
+import keyword
+import math
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -183,6 +185,50 @@ def fold_smallest(counts: np.ndarray, order: list[int], rules: Rules) -> list[in
     return None
 
 
+# ------------------------------------------------------------------ generated code
+# Suggestion code is run by the analyst ("Use this"), and column names and labels come
+# from the data: every one of them is written as a Python literal (``repr`` of a str,
+# int, float, bool or None), never as an identifier or keyword argument, so no name in
+# the data can change what the code does (``assign(**{"age band": ...})``).
+
+#: Names generated code may refer to besides the analyst's frame.
+CODE_NAMES = frozenset({"pd", "float", "object", "str", "recoded"})
+
+
+class NoLiteral(ValueError):
+    """A label that has no safe Python literal (e.g. a Timestamp): the suggestion is skipped."""
+
+
+def literal(x: Any) -> str:
+    """Python source that evaluates to ``x`` without evaluating anything from the data."""
+    if isinstance(x, np.generic):
+        x = x.item()
+    if x is None or isinstance(x, bool | str | int):
+        return repr(x)
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "float('nan')"
+        if math.isinf(x):
+            return "float('inf')" if x > 0 else "-float('inf')"
+        return repr(x)
+    if isinstance(x, list | tuple):
+        inner = ", ".join(literal(v) for v in x)
+        return f"[{inner}]" if isinstance(x, list) else f"({inner}{',' if len(x) == 1 else ''})"
+    raise NoLiteral(f"no literal for a {type(x).__name__} label")
+
+
+def dict_literal(mapping: dict[Any, Any]) -> str:
+    """A dict display whose keys and values are all literals (see :func:`literal`)."""
+    return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in mapping.items()) + "}"
+
+
+def frame_name(name: Any) -> str:
+    """The analyst's variable name if it is a plain identifier the code can use, else ``df``."""
+    if isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name) and name not in CODE_NAMES:
+        return name
+    return "df"
+
+
 # ------------------------------------------------------------------ the search
 class Suggester:
     """Search for better answers to one captured table (see module docstring)."""
@@ -195,18 +241,20 @@ class Suggester:
         self.stat = stat
         self.rules = rules
         self.check = check
-        self.name = name
+        self.name = frame_name(name)
         self.capturing = capturing
         self.rates_complete = True
 
     # -- code and tables
     def _agg_code(self, frame_expr: str, keys: list[str]) -> str:
-        by = keys[0] if len(keys) == 1 else keys
-        base = f"{frame_expr}.groupby({by!r}, observed=True)"
+        by = keys[0] if len(keys) == 1 else list(keys)
+        base = f"{frame_expr}.groupby({literal(by)}, observed=True)"
         if self.stat in ("size", "count", "proportion", "percent", "nunique") or self.var is None:
             code = f"{base}.size()"
+        elif self.stat.isidentifier() and not keyword.iskeyword(self.stat):
+            code = f"{base}[{literal(self.var)}].{self.stat}()"
         else:
-            code = f"{base}[{self.var!r}].{self.stat}()"
+            code = f"{base}[{literal(self.var)}].agg({literal(self.stat)})"
         return code + (".unstack()" if len(keys) >= 2 else "")
 
     def _run(self, frame: pd.DataFrame, keys: list[str]) -> Any:
@@ -287,8 +335,16 @@ class Suggester:
             mapping = {labels[i]: "Other" for i in folded}
             recoding = {"Other": [str(labels[i]) for i in folded]}
             kind, what = "other", f"fold the smallest {key} categories into Other"
-        recoded = self.frame.assign(**{key: self.frame[key].astype(object).replace(mapping)})
-        code = (f"recoded = {self.name}.assign({key}={self.name}[{key!r}].astype(object).replace({mapping!r}))\n"
+        try:
+            mapping_code, as_type = dict_literal(mapping), "object"
+        except NoLiteral:  # e.g. dates as labels: recode their text (as astype(str) writes it) instead
+            column = self.frame[key]
+            text = dict(zip(column.tolist(), column.astype(str).tolist(), strict=True))
+            mapping = {text[k]: v for k, v in mapping.items() if k in text}
+            mapping_code, as_type = dict_literal(mapping), "str"
+        recoded = self.frame.assign(**{key: self.frame[key].astype(as_type).replace(mapping)})
+        code = (f"recoded = {self.name}.assign(**{{{literal(key)}: {self.name}[{literal(key)}]"
+                f".astype({as_type}).replace({mapping_code})}})\n"
                 + self._agg_code("recoded", self.keys))
         title = f"{what}: " + "; ".join(f"{new} = {' + '.join(old)}" for new, old in recoding.items() if len(old) > 1)
         return self._evaluate(kind, title, code, recoded, self.keys, recoding=recoding)
@@ -334,8 +390,9 @@ class Suggester:
         cut = pd.cut(values, bins=edges, right=False, labels=names)
         recoded = self.frame.assign(**{key: cut})
         points_text = ", ".join(_num(p) for p in points)
-        code = (f"recoded = {self.name}.assign({key}=pd.cut({self.name}[{source!r}], "
-                f"bins=[-float('inf'), {points_text}, float('inf')], right=False, labels={names!r}))\n"
+        bins = literal([float(p) if not isinstance(p, int | np.integer) else int(p) for p in edges])
+        code = (f"recoded = {self.name}.assign(**{{{literal(key)}: pd.cut({self.name}[{literal(source)}], "
+                f"bins={bins}, right=False, labels={literal(names)})}})\n"
                 + self._agg_code("recoded", self.keys))
         return self._evaluate("cut", f"new {key} cut points on {source}: {points_text}", code, recoded, self.keys,
                               recoding={n: [n] for n in names})
@@ -374,8 +431,12 @@ class Suggester:
                     continue  # a small (or empty) numerator, denominator or complement
                 rate = num / den
                 gap = float(rate.max() - rate.min())
-                frame_expr = f"{self.name}[{self.name}[{population!r}]]" if population else self.name
-                code = f"{frame_expr}.groupby({group!r})[{outcome!r}].agg(['sum', 'count', 'mean'])"
+                try:
+                    frame_expr = f"{self.name}[{self.name}[{literal(population)}]]" if population else self.name
+                    code = (f"{frame_expr}.groupby({literal(group)})[{literal(outcome)}]"
+                            ".agg(['sum', 'count', 'mean'])")
+                except NoLiteral:
+                    continue
                 among = f" among {population}" if population else ""
                 words = "; ".join(f"{_pct(rate[g])} of {int(den[g]):,} with {group} = {g}" for g in den.index)
                 # outcomes with a natural denominator (a process: completion among consenting)
@@ -404,7 +465,10 @@ class Suggester:
         assert out._pending is not None
         out.exhausted = False
         for make in out._pending:
-            item = make()
+            try:
+                item = make()
+            except NoLiteral:  # a label with no safe literal: no code can be offered for it
+                item = None
             if item is not None:
                 out.explored.append(item)
             if time.perf_counter() - started > budget:
