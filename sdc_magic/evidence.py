@@ -129,14 +129,23 @@ def numeric_values(series: pd.Series) -> np.ndarray | None:
     return None
 
 
-def is_indicator(x: np.ndarray) -> bool:
-    """Whether a numeric column holds only 0 and 1 (and missing values): an indicator.
+def indicator_level(x: np.ndarray) -> float | None:
+    """The value that marks "has the attribute" when a column is an indicator, else None.
 
-    A boolean column converts to 0/1 here too. One linear pass; an all-missing column
-    is not an indicator.
+    An indicator holds only 0 and 1 (a boolean column converts to 0/1 here), or exactly
+    two distinct values (a 1/2 coding): with the cell's units known, its sum or mean
+    gives the number of units at each level back, so it is a count in disguise. The
+    attribute is the higher level. An all-missing column is not an indicator.
     """
     finite = x[~np.isnan(x)]
-    return bool(len(finite)) and bool(((finite == 0) | (finite == 1)).all())
+    if not len(finite):
+        return None
+    lo, hi = float(finite.min()), float(finite.max())
+    if lo >= 0.0 and hi <= 1.0 and bool(((finite == 0) | (finite == 1)).all()):
+        return 1.0
+    if lo != hi and bool(((finite == lo) | (finite == hi)).all()):
+        return hi
+    return None
 
 
 def group_evidence(ids: np.ndarray, index: pd.Index, frame_values: dict[object, pd.Series],
@@ -180,17 +189,19 @@ def group_evidence(ids: np.ndarray, index: pd.Index, frame_values: dict[object, 
                                           top=np.full((ngroups, k), np.nan))
             continue
         xv = x[valid]
-        indicator = is_indicator(x)
+        level = indicator_level(x)
         ones = None
         if inverse is None:
             g, c = g_rows[present], xv[present]
-            if indicator:
-                ones = np.bincount(g, weights=(c > 0).astype(float), minlength=ngroups).astype(np.int64)
+            if level is not None:
+                ones = np.bincount(g, weights=(c == level).astype(float), minlength=ngroups).astype(np.int64)
         else:
             sums = np.bincount(inverse[present], weights=xv[present], minlength=len(group_of_pair))
             g, c = group_of_pair[has], sums[has]
-            if indicator:  # distinct units with the attribute in at least one of their rows
-                ones = np.bincount(g[c > 0], minlength=ngroups).astype(np.int64)
+            if level is not None:  # distinct units with the attribute in at least one of their rows
+                marked = np.bincount(inverse[present], weights=(xv[present] == level).astype(float),
+                                     minlength=len(group_of_pair))[has] > 0
+                ones = np.bincount(g[marked], minlength=ngroups).astype(np.int64)
         variables[name] = VarEvidence(
             ones=ones,
             units=var_units,
