@@ -11,6 +11,7 @@ SHA-256 of every file, lowercase hex, no newline, as SACRO-Viewer compares them)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import json
@@ -40,33 +41,50 @@ CHECK_NAMES = {
 
 
 class ExportError(RuntimeError):
-    """The export cannot be written (e.g. the folder is not empty)."""
+    """The export cannot be written (a file in the way, files an export did not write, ...)."""
+
+
+#: Every export folder lists what it wrote, so ``--force`` replaces only those files.
+MANIFEST = ".sdc_export_manifest.json"
+EXPORT_ROOT = Path("build") / "export"
 
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _acro_status(record: OutputRecord) -> str:
-    if record.status == "pass":
+def default_export_folder(base: str | Path | None = None) -> Path:
+    """``build/export/<notebook>/`` beside the notebook: one folder per notebook.
+
+    The notebook's name comes from the server (``JPY_SESSION_NAME``); a kernel without it
+    (plain IPython, a script) uses ``build/export/session``. Why per notebook: all
+    notebooks of a folder used to export to one ``build/export`` and overwrite each other.
+    """
+    from .ledger import notebook_stem
+
+    return Path(base if base is not None else Path.cwd()) / EXPORT_ROOT / (notebook_stem() or "session")
+
+
+def _acro_status(status: str) -> str:
+    if status == "pass":
         return "pass"
     return "review"  # suppressed (mitigated, audited) or an exception request: a human decides
 
 
-def _files_entry(record: OutputRecord) -> dict[str, Any]:
+def _files_entry(name: str, cert: dict[str, Any]) -> dict[str, Any]:
+    """SACRO-Viewer's per-file flags, from the certificate's hidden cells (one source of truth)."""
     summary: dict[str, int] = {}
     cells: dict[str, list[list[int]]] = {}
-    for item in record.hidden_cells:
+    for item in cert.get("hidden", []):
         i, j = item["position"]
-        for reason in item.get("reasons", []):
-            name = CHECK_NAMES.get(reason["rule"], reason["rule"])
-            summary[name] = summary.get(name, 0) + 1
-            cells.setdefault(name, []).append([int(i), int(j)])
-    return {"name": f"{record.id}.csv", "sdc": {"summary": summary, "cells": cells}}
+        for rule in item.get("reasons", []) or ["secondary"]:
+            check = CHECK_NAMES.get(rule, rule)
+            summary[check] = summary.get(check, 0) + 1
+            cells.setdefault(check, []).append([int(i), int(j)])
+    return {"name": name, "sdc": {"summary": summary, "cells": cells}}
 
 
-def _outcome(record: OutputRecord) -> dict[str, dict[str, str]]:
-    cert = record.certificate or {}
+def _outcome(cert: dict[str, Any]) -> dict[str, dict[str, str]]:
     outcome: dict[str, dict[str, str]] = {}
     for item in cert.get("published", []):
         outcome.setdefault(item["column"], {})[item["row"]] = "ok"
@@ -85,23 +103,31 @@ def _summary_text(record: OutputRecord) -> str:
 
 
 def results_record(records: list[OutputRecord]) -> dict[str, Any]:
-    """``results.json`` in the layout of ACRO's audit record (opens in SACRO-Viewer)."""
+    """``results.json`` in the layout of ACRO's audit record (opens in SACRO-Viewer).
+
+    Everything a checker reads here that concerns disclosure (status, hidden cells, flags)
+    is derived from the certificates, so ``verify`` can cross-check it.
+    """
     from . import __version__
 
     results = {}
     for r in records:
-        mitigated = r.status == "suppressed" or r.hidden > 0
+        cert = r.certificate or {}
+        hidden = len(cert.get("hidden", [])) if "hidden" in cert else r.hidden
+        mitigated = r.status == "suppressed" or hidden > 0
         exception = r.exception or ""
         if not exception and r.status == "suppressed":
             exception = "Secondary suppression applied automatically; every hidden cell passed the attacker audit."
         results[r.id] = {
             "uid": r.id,
-            "status": _acro_status(r),
+            "status": _acro_status(r.status),
             "type": "microdata" if r.kind == "microdata" else "table",
             "properties": {"method": r.call or "table", "mitigation": "suppress" if mitigated else "none",
-                           "sdc_magic_status": r.status, "certificate": f"{r.id}.certificate.json"},
-            "files": [_files_entry(r)],
-            "outcome": _outcome(r),
+                           "sdc_magic_status": r.status, "certificate": f"{r.id}.certificate.json",
+                           "hidden": hidden, "cells": r.cells, "exception_request": r.exception or "",
+                           "reasons": {CHECK_NAMES.get(k, k): int(n) for k, n in sorted(r.reasons.items())}},
+            "files": [_files_entry(cert.get("file", f"{r.id}.csv"), cert)],
+            "outcome": _outcome(cert),
             "command": r.command or r.call or "",
             "summary": _summary_text(r),
             "timestamp": r.timestamp,
@@ -113,22 +139,30 @@ def results_record(records: list[OutputRecord]) -> dict[str, Any]:
             "results": results}
 
 
-def _summary_html(records: list[OutputRecord], rules: dict[str, Any]) -> str:
+def summary_html(results: dict[str, Any], rules: dict[str, Any]) -> str:
+    """``summary.html``: a function of ``results.json`` and ``config.json`` only.
+
+    So ``verify`` rebuilds it and any edit of the page shows, checksums or not.
+    """
     rows = []
-    for r in records:
-        reasons = ", ".join(f"{n} {CHECK_NAMES.get(k, k)}" for k, n in sorted(r.reasons.items())) or "—"
-        decision = "checker decides (exception requested)" if r.status == "review" else "cleared by the rules"
+    items = results.get("results", {})
+    for uid, res in items.items():
+        props = res.get("properties", {})
+        status = str(props.get("sdc_magic_status", res.get("status", "")))
+        reasons = ", ".join(f"{n} {k}" for k, n in sorted(props.get("reasons", {}).items())) or "—"
+        decision = "checker decides (exception requested)" if status == "review" else "cleared by the rules"
         rows.append(
-            f"<tr><td>{html.escape(r.id)}</td><td>{html.escape(r.status)}</td><td>{r.hidden} / {r.cells}</td>"
-            f"<td>{html.escape(reasons)}</td><td>{html.escape(r.exception or '')}</td>"
-            f"<td>{html.escape('; '.join(r.comments))}</td><td>{html.escape(decision)}</td>"
-            f"<td><a href='{html.escape(r.id)}.csv'>csv</a> · <a href='{html.escape(r.id)}.certificate.json'>"
+            f"<tr><td>{html.escape(str(uid))}</td><td>{html.escape(status)}</td>"
+            f"<td>{html.escape(str(props.get('hidden', '')))} / {html.escape(str(props.get('cells', '')))}</td>"
+            f"<td>{html.escape(reasons)}</td><td>{html.escape(str(props.get('exception_request', '')))}</td>"
+            f"<td>{html.escape('; '.join(map(str, res.get('comments', []))))}</td><td>{html.escape(decision)}</td>"
+            f"<td><a href='{html.escape(str(uid))}.csv'>csv</a> · <a href='{html.escape(str(uid))}.certificate.json'>"
             "certificate</a></td></tr>")
     rules_text = html.escape(json.dumps(rules, indent=1))
     return ("<!doctype html><html><head><meta charset='utf-8'><title>sdc_magic export</title>"
             "<style>body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:4px 8px}"
             "table{border-collapse:collapse}</style></head><body>"
-            f"<h1>Outputs for checking</h1><p>{len(records)} output(s). Hidden cells are empty in the CSV files; "
+            f"<h1>Outputs for checking</h1><p>{len(items)} output(s). Hidden cells are empty in the CSV files; "
             "each certificate lists the published cells, the margins and every hidden cell's audited interval. "
             "Run <code>sdc-magic verify DIR</code> to re-check this folder without the data.</p>"
             "<table><tr><th>output</th><th>status</th><th>hidden</th><th>why</th><th>exception request</th>"
@@ -136,36 +170,128 @@ def _summary_html(records: list[OutputRecord], rules: dict[str, Any]) -> str:
             f"<h2>Rules</h2><pre>{rules_text}</pre></body></html>")
 
 
-def export(records: list[OutputRecord], folder: str | Path, rules: dict[str, Any], *, force: bool = False,
+def config_record(chosen: list[OutputRecord], rules: dict[str, Any]) -> dict[str, Any]:
+    """``config.json``: the rules the exported outputs were checked under (per output, and in
+    ``rules`` the most recent output's, or the session's when nothing is exported)."""
+    by_output = {r.id: (r.certificate or {}).get("rules", r.rules) for r in chosen}
+    shown = next((v for v in reversed(by_output.values()) if isinstance(v, dict)), rules)
+    return {"rules": shown, "rules_by_output": by_output, "versions": versions()}
+
+
+# ------------------------------------------------------------------ the folder
+def _listing(folder: Path) -> list[str]:
+    """Every file (or link) under ``folder``, relative, except the manifest."""
+    out = []
+    for path in folder.rglob("*"):
+        if path.is_symlink() or not path.is_dir():
+            rel = path.relative_to(folder).as_posix()
+            if rel != MANIFEST:
+                out.append(rel)
+    return sorted(out)
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
+        return None
+    return data
+
+
+def _names(items: list[str], limit: int = 8) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _prepare(folder: Path, force: bool) -> None:
+    """Make ``folder`` ready; with ``force`` delete only the files an earlier export wrote, unchanged."""
+    if folder.exists() and not folder.is_dir():
+        raise ExportError(f"{folder} is a file, not a folder: choose a folder for the export")
+    if not folder.exists():
+        try:
+            folder.mkdir(parents=True)
+        except OSError as exc:
+            raise ExportError(f"cannot create the folder {folder}: {exc.strerror or exc}") from None
+        return
+    present = _listing(folder)
+    if not present:
+        return
+    if not force:
+        raise ExportError(f"{folder} is not empty: choose an empty folder, or --force to replace an earlier "
+                          "sdc_magic export in it")
+    manifest = read_manifest(folder) or {"files": {}, "pending": []}
+    ours: dict[str, Any] = manifest["files"]
+    pending = set(manifest.get("pending") or [])
+
+    def written_by_export(rel: str) -> bool:
+        path = folder / rel
+        if path.is_symlink() or not path.is_file():
+            return False
+        if rel in ours:
+            return sha256(path) == ours[rel]
+        return rel in pending  # an interrupted export had planned it
+
+    foreign = [rel for rel in present if not written_by_export(rel)]
+    if foreign:
+        raise ExportError(f"{folder} holds files that no sdc_magic export wrote, or that were changed since: "
+                          f"{_names(foreign)}. Nothing was deleted; move them or choose another folder")
+    for rel in present:
+        (folder / rel).unlink()
+    for sub in sorted({(folder / rel).parent for rel in present} - {folder}, key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):
+            sub.rmdir()  # only if empty
+
+
+def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[str, Any], *, force: bool = False,
            xlsx: bool = False) -> list[OutputRecord]:
-    """Write the exportable outputs to ``folder``; return the records written."""
-    folder = Path(folder)
-    if folder.exists() and any(folder.iterdir()) and not force:
-        raise ExportError(f"{folder} is not empty: choose an empty folder or use --force")
-    folder.mkdir(parents=True, exist_ok=True)
-    if force:
-        for old in folder.glob("*"):
-            if old.is_file():
-                old.unlink()
-        checks = folder / "checksums"
-        if checks.is_dir():
-            for old in checks.glob("*.txt"):
-                old.unlink()
-    chosen = [r for r in records if r.exportable and r.csv is not None and r.certificate is not None]
-    for r in chosen:
-        (folder / f"{r.id}.csv").write_text(r.csv, encoding="utf-8")
-        (folder / f"{r.id}.certificate.json").write_text(json.dumps(r.certificate, indent=1), encoding="utf-8")
-        if xlsx:
-            _write_xlsx(folder / f"{r.id}.xlsx", r.csv)
-    (folder / "results.json").write_text(json.dumps(results_record(chosen), indent=1), encoding="utf-8")
-    (folder / "config.json").write_text(json.dumps({"rules": rules, "versions": versions()}, indent=1),
-                                        encoding="utf-8")
-    (folder / "summary.html").write_text(_summary_html(chosen, rules), encoding="utf-8")
-    checks = folder / "checksums"
-    checks.mkdir(exist_ok=True)
-    for path in sorted(folder.iterdir()):
-        if path.is_file():
-            (checks / f"{path.name}.txt").write_text(sha256(path), encoding="utf-8")
+    """Write the exportable outputs still in the notebook to ``folder``; return the records written.
+
+    ``folder=None``: :func:`default_export_folder`. Outputs superseded by a later run of
+    their cell, dropped, blocked or uncleared ones are not written. ``force`` replaces an
+    earlier export only (see :data:`MANIFEST`); anything else in the folder stops the
+    export, naming the files, and nothing is deleted.
+    """
+    folder = Path(folder) if folder is not None else default_export_folder()
+    _prepare(folder, force)
+    chosen = [r for r in records if r.exportable and r.superseded_by is None and r.csv is not None
+              and r.certificate is not None]
+    planned = [n for r in chosen for n in (f"{r.id}.csv", f"{r.id}.certificate.json")
+               + ((f"{r.id}.xlsx",) if xlsx else ())] + ["results.json", "config.json", "summary.html"]
+    written: dict[str, str] = {}
+    manifest_path = folder / MANIFEST
+
+    def manifest(done: bool) -> None:
+        pending = [] if done else planned + [f"checksums/{n}.txt" for n in planned]
+        manifest_path.write_text(json.dumps({"tool": "sdc_magic", "complete": done, "files": written,
+                                             "pending": pending}, indent=1, sort_keys=True), encoding="utf-8")
+
+    def write(rel: str, text: str) -> None:
+        data = text.encode("utf-8")
+        (folder / rel).write_bytes(data)
+        written[rel] = hashlib.sha256(data).hexdigest()
+
+    try:
+        manifest(False)  # an interrupted export can still be replaced with --force
+        for r in chosen:
+            write(f"{r.id}.csv", r.csv or "")
+            write(f"{r.id}.certificate.json", json.dumps(r.certificate, indent=1))
+            if xlsx:
+                _write_xlsx(folder / f"{r.id}.xlsx", r.csv or "")
+                written[f"{r.id}.xlsx"] = sha256(folder / f"{r.id}.xlsx")
+        results = results_record(chosen)
+        config = config_record(chosen, rules)
+        write("results.json", json.dumps(results, indent=1))
+        write("config.json", json.dumps(config, indent=1))
+        write("summary.html", summary_html(json.loads(json.dumps(results)), json.loads(json.dumps(config))["rules"]))
+        (folder / "checksums").mkdir(exist_ok=True)
+        for rel in list(written):
+            write(f"checksums/{rel}.txt", written[rel])
+        manifest(True)
+    except OSError as exc:
+        raise ExportError(f"the export to {folder} could not be written ({exc.strerror or exc}); "
+                          "run it again with --force once fixed") from None
     return chosen
 
 

@@ -1,13 +1,26 @@
 """``sdc-magic verify DIR``: re-check an export folder without the data.
 
-1. every file has a matching ``checksums/<file>.txt`` (SHA-256) and vice versa;
-2. ``results.json`` validates against the shipped JSON Schema;
-3. each CSV says exactly what its certificate says was published, hidden cells empty;
-4. each certificate re-audits: the hidden cells' intervals are recomputed by linear
+1. every file of the folder, in every subfolder, is accounted for: each top-level file
+   belongs to an exported output (``<id>.csv``, ``<id>.certificate.json``, ``<id>.xlsx``)
+   or is ``results.json``/``config.json``/``summary.html``, and has a matching
+   ``checksums/<file>.txt`` (SHA-256); ``checksums/`` holds nothing else; no other
+   subfolder, no link;
+2. ``results.json`` validates against the shipped JSON Schema, and what it says about
+   each output (status, mitigation, flagged cells, outcome) is what the certificate
+   proves; ``config.json`` carries each certificate's rules; ``summary.html`` is exactly
+   the page rebuilt from ``results.json`` and ``config.json``;
+3. each certificate carries what the re-audit needs (every displayed cell once, published
+   or hidden; the protection tables when a cell was hidden to protect another);
+4. each CSV has the certificate's shape and labels and says exactly what the certificate
+   says was published, hidden cells empty; no protection table of the certificate
+   publishes a cell that the CSV hides (or hides one that it publishes);
+5. each certificate re-audits: the hidden cells' intervals are recomputed by linear
    programming from the published cells and margins alone, published cells add up to
    their margins, and every hidden primary cell keeps its protection.
 
-Any problem is reported with the file it concerns; the exit status is non-zero.
+Editing any file, even with its checksum recomputed, fails at least one of 2–5. Any
+problem is reported with the file it concerns; the exit status is non-zero. The work is
+linear in the number of outputs (one pass over the folder, one over ``results.json``).
 """
 
 from __future__ import annotations
@@ -16,21 +29,27 @@ import csv
 import io
 import json
 import math
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .certificate import verify_certificate
-from .export import sha256
+from .export import MANIFEST, _acro_status, _files_entry, _outcome, sha256, summary_html
+
+TABLE_SCHEMA = "sdc_magic.certificate/1"
+MICRODATA_SCHEMA = "sdc_magic.microdata-certificate"
+FOLDER_FILES = ("results.json", "config.json", "summary.html")
+#: sdc_magic status of an output -> statuses results.json may give it (an exception request turns it to review)
+ALLOWED_STATUS = {"pass": {"pass", "review"}, "suppressed": {"suppressed", "review"}, "review": {"review"}}
 
 
 def results_schema() -> dict[str, Any]:
     return json.loads(resources.files("sdc_magic.schemas").joinpath("results.schema.json").read_text("utf-8"))
 
 
-def _csv_cells(text: str) -> list[list[str]]:
-    rows = list(csv.reader(io.StringIO(text)))
-    return [row[1:] for row in rows[1:]]
+def _csv_rows(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
 
 
 def _same_number(shown: str, value: Any) -> bool:
@@ -42,28 +61,227 @@ def _same_number(shown: str, value: Any) -> bool:
         return shown == str(value)
 
 
+def _load_json(path: Path, problems: list[str]) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{path.name}: cannot be read ({exc})")
+    except json.JSONDecodeError as exc:
+        problems.append(f"{path.name}: not valid JSON ({exc.msg})")
+    return None
+
+
+# ------------------------------------------------------------------ 1. the folder
+def _check_files(folder: Path, expected: set[str]) -> list[str]:
+    """Every file accounted for: expected top-level files with their checksums, nothing else."""
+    problems: list[str] = []
+    checks = folder / "checksums"
+    top: set[str] = set()
+    sums: set[str] = set()
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        name = rel.as_posix()
+        if path.is_symlink():
+            problems.append(f"{name}: a link (an export holds only files)")
+        elif path.is_dir():
+            if name != "checksums":
+                if rel.parts[0] == "checksums":
+                    problems.append(f"{name}: a folder inside checksums/ (not part of the export)")
+                else:
+                    problems.append(f"{name}/: a folder that is not part of the export")
+        elif len(rel.parts) == 1:
+            if name != MANIFEST:
+                top.add(name)
+        elif len(rel.parts) == 2 and rel.parts[0] == "checksums":
+            if not name.endswith(".txt"):
+                problems.append(f"{name}: not a checksum file (checksums/ holds only <file>.txt)")
+            else:
+                sums.add(rel.parts[1][:-4])
+        else:
+            problems.append(f"{name}: a file in a subfolder, not part of the export")
+    for name in sorted(top - expected):
+        problems.append(f"{name}: not part of the export (no output in results.json owns it)")
+    for name in sorted(expected - top):
+        problems.append(f"{name}: missing")
+    for name in sorted(top):
+        if name not in sums:
+            problems.append(f"{name}: no checksum")
+            continue
+        try:
+            recorded = (checks / f"{name}.txt").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            recorded = ""
+        if recorded != sha256(folder / name):
+            problems.append(f"{name}: checksum does not match (the file was modified)")
+    for name in sorted(sums - top):
+        problems.append(f"checksums/{name}.txt: checksum of a missing file")
+    return problems
+
+
+# ------------------------------------------------------------------ 3. certificate completeness
+def _certificate_shape(cert: dict[str, Any]) -> list[str]:
+    """The fields the re-audit needs; every displayed cell exactly once."""
+    needed = {"id": str, "file": str, "status": str, "rules": dict, "shape": list, "published": list,
+              "hidden": list, "tables": list}
+    problems = [f"no valid {key!r} (the re-audit needs it)" for key, kind in needed.items()
+                if not isinstance(cert.get(key), kind)]
+    if problems:
+        return problems
+    shape = cert["shape"]
+    if len(shape) != 2 or not all(isinstance(n, int) and n >= 0 for n in shape):
+        return ["'shape' is not [rows, columns]"]
+    seen: Counter[tuple[int, int]] = Counter()
+    for kind in ("published", "hidden"):
+        for item in cert[kind]:
+            pos = item.get("position") if isinstance(item, dict) else None
+            if not (isinstance(pos, list) and len(pos) == 2 and all(isinstance(p, int) for p in pos)
+                    and 0 <= pos[0] < shape[0] and 0 <= pos[1] < shape[1]):
+                problems.append(f"a {kind} cell without a valid position")
+                continue
+            if kind == "published" and "value" not in item:
+                problems.append(f"published cell {item.get('row')} / {item.get('column')} has no value")
+            seen[(pos[0], pos[1])] += 1
+    if problems:
+        return problems
+    if len(seen) != shape[0] * shape[1] or any(n != 1 for n in seen.values()):
+        problems.append(f"lists {sum(seen.values())} cells for a {shape[0]} × {shape[1]} table: every displayed "
+                        "cell must be listed once, published or hidden")
+    if cert["status"] == "pass" and cert["hidden"]:
+        problems.append("status pass with hidden cells")
+    audited = [h for h in cert["hidden"] if "interval" in h or "secondary" in (h.get("reasons") or [])]
+    if audited and not cert["tables"]:
+        problems.append(f"{len(audited)} hidden cell(s) were hidden to protect others, but the certificate has no "
+                        "protection tables to re-audit")
+    for t, table in enumerate(cert["tables"]):
+        if not (isinstance(table, dict) and isinstance(table.get("dims"), list) and isinstance(table.get("cells"), list)):
+            problems.append(f"table {t}: no dims or cells")
+            continue
+        n = len(table["dims"])
+        for cell in table["cells"]:
+            ok = isinstance(cell, dict) and isinstance(cell.get("labels"), list) and len(cell["labels"]) == n
+            if ok and cell.get("status") == "safe":
+                ok = isinstance(cell.get("value"), int | float) and not isinstance(cell.get("value"), bool)
+            elif ok:
+                ok = "lower" in cell and "upper" in cell
+            if not ok:
+                problems.append(f"table {t}: a malformed cell (labels, status, value or interval missing)")
+                break
+    return problems
+
+
+# ------------------------------------------------------------------ 4. CSV against certificate
+def _check_csv(csv_name: str, text: str, cert: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    rows = _csv_rows(text)
+    n_rows, n_cols = cert["shape"]
+    if len(rows) != n_rows + 1 or any(len(r) != n_cols + 1 for r in rows):
+        return [f"{csv_name}: not a {n_rows} × {n_cols} table with one header row and one label column, as its "
+                "certificate says"]
+    header = rows[0]
+    for kind in ("published", "hidden"):
+        for item in cert[kind]:
+            i, j = item["position"]
+            shown = rows[i + 1][j + 1]
+            where = f"{item.get('row')} / {item.get('column')}"
+            if rows[i + 1][0] != str(item.get("row")) or header[j + 1] != str(item.get("column")):
+                problems.append(f"{csv_name}: labels of cell {where} differ from its certificate")
+            elif kind == "published" and not _same_number(shown, item["value"]):
+                problems.append(f"{csv_name}: cell {where} differs from its certificate")
+            elif kind == "hidden" and shown != "":
+                problems.append(f"{csv_name}: hidden cell {where} carries a value")
+    return problems
+
+
+def _parts(label: Any) -> list[str]:
+    return ["Total" if p in ("All", "Total") else p for p in str(label).split(" / ")]
+
+
+def _model_conflicts(cert: dict[str, Any]) -> list[str]:
+    """Protection-table cells whose displayed cell has the other fate in the CSV.
+
+    A table cell is matched to a displayed cell by its labels (one per dimension, plus the
+    measure when the display has one more level); only unambiguous matches count.
+    """
+    problems: list[str] = []
+    displayed = [(item, False) for item in cert["published"]] + [(item, True) for item in cert["hidden"]]
+    for t, table in enumerate(cert["tables"]):
+        n = len(table["dims"])
+        measure = str(table.get("measure") or "")
+        index: dict[tuple[str, ...], list[tuple[dict[str, Any], bool]]] = {}
+        for item, hidden in displayed:
+            parts = _parts(item.get("row")) + _parts(item.get("column"))
+            keys = set()
+            if len(parts) == n:
+                keys.add(tuple(sorted(parts)))
+            elif len(parts) == n + 1:
+                drop = [k for k, p in enumerate(parts) if p == measure] or range(len(parts))
+                keys.update(tuple(sorted(parts[:k] + parts[k + 1:])) for k in drop)
+            for key in keys:
+                index.setdefault(key, []).append((item, hidden))
+        for cell in table["cells"]:
+            found = index.get(tuple(sorted(_parts(" / ".join(map(str, cell["labels"]))))), [])
+            if len(found) != 1:
+                continue
+            item, hidden = found[0]
+            where = f"{item.get('row')} / {item.get('column')}"
+            if cell["status"] == "safe" and hidden:
+                problems.append(f"table {t} publishes cell {where} with a value, but the CSV hides it")
+            elif cell["status"] != "safe" and not hidden:
+                problems.append(f"table {t} hides cell {where}, but the CSV publishes it: its audit does not hold")
+    return problems
+
+
+# ------------------------------------------------------------------ 2. results.json against the certificate
+def _check_result(uid: str, result: dict[str, Any], cert: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    props = result.get("properties") or {}
+    if result.get("uid") != uid or cert.get("id") != uid:
+        problems.append(f"results.json: {uid} and its certificate name different outputs")
+    if props.get("certificate", f"{uid}.certificate.json") != f"{uid}.certificate.json":
+        problems.append(f"results.json: {uid} points at another certificate")
+    files = result.get("files") or [{}]
+    if files[0].get("name") != cert.get("file"):
+        problems.append(f"results.json: {uid} lists {files[0].get('name')!r}, its certificate {cert.get('file')!r}")
+    if str(cert.get("schema", "")).startswith(MICRODATA_SCHEMA):
+        if result.get("type") != "microdata" or result.get("status") != _acro_status(str(cert.get("status"))):
+            problems.append(f"results.json: {uid} does not say what its certificate says")
+        return problems
+    status = props.get("sdc_magic_status")
+    if status not in ALLOWED_STATUS.get(str(cert.get("status")), set()):
+        problems.append(f"results.json: {uid} is {status!r}, its certificate says {cert.get('status')!r}")
+    if result.get("status") != _acro_status(str(status)):
+        problems.append(f"results.json: {uid} has status {result.get('status')!r}, but sdc_magic said {status!r}")
+    if status == "review" and not (props.get("exception_request") or result.get("exception")):
+        problems.append(f"results.json: {uid} is under review without an exception request")
+    hidden = len(cert["hidden"])
+    mitigation = "suppress" if hidden or status == "suppressed" else "none"
+    if props.get("mitigation") != mitigation:
+        problems.append(f"results.json: {uid} mitigation {props.get('mitigation')!r}, the certificate hides "
+                        f"{hidden} cell(s)")
+    if props.get("hidden", hidden) != hidden or props.get("cells", cert["shape"][0] * cert["shape"][1]) \
+            != cert["shape"][0] * cert["shape"][1]:
+        problems.append(f"results.json: {uid} cell counts differ from its certificate")
+    entry = _files_entry(cert["file"], cert)
+    flagged = files[0].get("sdc", {})
+    if flagged.get("cells") != entry["sdc"]["cells"] or flagged.get("summary") != entry["sdc"]["summary"]:
+        problems.append(f"results.json: {uid} flags other cells than its certificate hides")
+    if result.get("outcome") != _outcome(cert):
+        problems.append(f"results.json: {uid} outcome differs from its certificate")
+    return problems
+
+
 def verify(folder: str | Path) -> list[str]:
     """Problems found in an export folder (empty: it verifies)."""
     folder = Path(folder)
-    problems: list[str] = []
+    if not folder.is_dir():
+        return [f"{folder}: not a folder"]
     if not (folder / "results.json").is_file():
         return [f"{folder}: no results.json"]
-    checks = folder / "checksums"
-    files = sorted(p for p in folder.iterdir() if p.is_file())
-    for path in files:
-        record = checks / f"{path.name}.txt"
-        if not record.is_file():
-            problems.append(f"{path.name}: no checksum")
-        elif record.read_text(encoding="utf-8").strip() != sha256(path):
-            problems.append(f"{path.name}: checksum does not match (the file was modified)")
-    if checks.is_dir():
-        for record in checks.glob("*.txt"):
-            if not (folder / record.name[:-4]).is_file():
-                problems.append(f"{record.name}: checksum of a missing file")
-    try:
-        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        return [*problems, f"results.json: not valid JSON ({exc.msg})"]
+    problems: list[str] = []
+    results = _load_json(folder / "results.json", problems)
+    if not isinstance(results, dict) or not isinstance(results.get("results"), dict):
+        return [*problems, *_check_files(folder, set(FOLDER_FILES)),
+                "results.json: not an export record (no 'results' object)"]
     try:
         import jsonschema
 
@@ -72,38 +290,85 @@ def verify(folder: str | Path) -> list[str]:
         pass
     except Exception as exc:
         problems.append(f"results.json: does not follow the schema ({getattr(exc, 'message', exc)})")
-    for uid, result in results.get("results", {}).items():
-        cert_path = folder / f"{uid}.certificate.json"
-        if not cert_path.is_file():
-            problems.append(f"{uid}: certificate {cert_path.name} missing")
-            continue
-        try:
-            cert = json.loads(cert_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            problems.append(f"{cert_path.name}: not valid JSON")
-            continue
-        csv_path = folder / cert.get("file", f"{uid}.csv")
-        if not csv_path.is_file():
-            problems.append(f"{uid}: {csv_path.name} missing")
-            continue
-        if str(cert.get("schema", "")).startswith("sdc_magic.microdata-certificate"):
-            problems += [f"{csv_path.name}: {p}" for p in _verify_microdata(csv_path, cert)]
-            continue
-        grid = _csv_cells(csv_path.read_text(encoding="utf-8"))
-        for item in cert.get("published", []):
-            i, j = item["position"]
-            if i >= len(grid) or j >= len(grid[i]) or not _same_number(grid[i][j], item["value"]):
-                problems.append(f"{csv_path.name}: cell {item['row']} / {item['column']} differs from its certificate")
-        for item in cert.get("hidden", []):
-            i, j = item["position"]
-            if i < len(grid) and j < len(grid[i]) and grid[i][j] != "":
-                problems.append(f"{csv_path.name}: hidden cell {item['row']} / {item['column']} carries a value")
-        flagged = {tuple(p) for f in result.get("files", []) for ps in f.get("sdc", {}).get("cells", {}).values()
-                   for p in ps}
-        if not flagged <= {tuple(h["position"]) for h in cert.get("hidden", [])}:
-            problems.append(f"results.json: {uid} flags cells its certificate does not hide")
-        problems += [f"{cert_path.name}: {p}" for p in verify_certificate(cert)]
+    entries = {uid: r for uid, r in results["results"].items() if isinstance(r, dict)}
+    expected = set(FOLDER_FILES)
+    for uid in entries:
+        expected |= {f"{uid}.csv", f"{uid}.certificate.json"}
+        if (folder / f"{uid}.xlsx").is_file():
+            expected.add(f"{uid}.xlsx")
+    problems += _check_files(folder, expected)
+    config = _load_json(folder / "config.json", problems) if (folder / "config.json").is_file() else None
+    if not isinstance(config, dict) or not isinstance(config.get("rules"), dict):
+        problems.append("config.json: no rules")
+        config = {"rules": {}}
+    try:
+        page = (folder / "summary.html").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        page = None
+    if page is not None and page != summary_html(results, config["rules"]):
+        problems.append("summary.html: differs from the page results.json and config.json give (it was edited)")
+    by_output = config.get("rules_by_output")
+    table_rules: list[dict[str, Any]] = []
+    for uid, result in entries.items():
+        problems += _verify_output(folder, uid, result, by_output, config["rules"], table_rules)
+    if table_rules and by_output is not None and config["rules"] not in table_rules:
+        problems.append("config.json: its rules are not those of any exported output")
     return problems
+
+
+def _verify_output(folder: Path, uid: str, result: dict[str, Any], by_output: Any, rules: dict[str, Any],
+                   table_rules: list[dict[str, Any]]) -> list[str]:
+    cert_path = folder / f"{uid}.certificate.json"
+    if not cert_path.is_file():
+        return [f"{uid}: certificate {cert_path.name} missing"]
+    problems: list[str] = []
+    cert = _load_json(cert_path, problems)
+    if not isinstance(cert, dict):
+        return problems or [f"{cert_path.name}: not a certificate"]
+    csv_path = folder / f"{uid}.csv"
+    if cert.get("file") != csv_path.name:
+        return [f"{cert_path.name}: certifies {cert.get('file')!r}, not {csv_path.name}"]
+    if not csv_path.is_file():
+        return [f"{uid}: {csv_path.name} missing"]
+    if str(cert.get("schema", "")).startswith(MICRODATA_SCHEMA):
+        problems += _check_result(uid, result, cert)
+        problems += [f"{csv_path.name}: {p}" for p in _verify_microdata(csv_path, cert)]
+        return problems
+    if cert.get("schema") != TABLE_SCHEMA:
+        return [f"{cert_path.name}: unknown certificate schema {cert.get('schema')!r}"]
+    shape_problems = _certificate_shape(cert)
+    if shape_problems:
+        return [f"{cert_path.name}: {p}" for p in shape_problems]
+    table_rules.append(cert["rules"])
+    wanted = by_output.get(uid) if isinstance(by_output, dict) else rules
+    if wanted != cert["rules"]:
+        problems.append(f"config.json: the rules of {uid} differ from those in its certificate")
+    problems += _check_result(uid, result, cert)
+    try:
+        text = csv_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return [*problems, f"{csv_path.name}: cannot be read"]
+    problems += _check_csv(csv_path.name, text, cert)
+    problems += [f"{cert_path.name}: {p}" for p in _model_conflicts(cert)]
+    xlsx = folder / f"{uid}.xlsx"
+    if xlsx.is_file():
+        problems += _check_xlsx(xlsx, text)
+    problems += [f"{cert_path.name}: {p}" for p in verify_certificate(cert)]
+    return problems
+
+
+def _check_xlsx(path: Path, csv_text: str) -> list[str]:
+    """The XLSX copy shows exactly the CSV (it could otherwise carry hidden values)."""
+    try:
+        import pandas as pd
+
+        sheet = pd.read_excel(path, dtype=str, keep_default_na=False)
+        table = pd.read_csv(io.StringIO(csv_text), dtype=str, keep_default_na=False)
+    except Exception as exc:  # no openpyxl, or not a workbook: it cannot be vouched for
+        return [f"{path.name}: cannot be checked against the CSV ({type(exc).__name__})"]
+    if list(sheet.columns) != list(table.columns) or sheet.to_numpy().tolist() != table.to_numpy().tolist():
+        return [f"{path.name}: differs from the CSV"]
+    return []
 
 
 def _verify_microdata(csv_path: Path, cert: dict[str, Any]) -> list[str]:

@@ -28,7 +28,7 @@ def test_export_writes_only_cleared_outputs_and_verifies(session, referrals, tmp
     written = session.export(tmp_path / "out")
     assert [r.id for r in written] == ["out-1", "out-2", "out-4"]
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert names == ["checksums", "config.json", "out-1.certificate.json", "out-1.csv", "out-2.certificate.json",
+    assert names == [".sdc_export_manifest.json", "checksums", "config.json", "out-1.certificate.json", "out-1.csv", "out-2.certificate.json",
                      "out-2.csv", "out-4.certificate.json", "out-4.csv", "results.json", "summary.html"]
     assert verify(tmp_path / "out") == []
     results = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -54,7 +54,13 @@ def test_export_refuses_a_non_empty_folder(session, referrals, tmp_path: Path) -
     (tmp_path / "keep.txt").write_text("analyst notes")
     with pytest.raises(ExportError, match="not empty"):
         session.export(tmp_path)
-    session.export(tmp_path, force=True)
+    # --force replaces only what an earlier export wrote: the analyst's file stops it
+    with pytest.raises(ExportError, match=r"keep\.txt"):
+        session.export(tmp_path, force=True)
+    assert (tmp_path / "keep.txt").read_text() == "analyst notes"
+    (tmp_path / "keep.txt").unlink()
+    session.export(tmp_path)
+    session.export(tmp_path, force=True)  # an earlier export is replaced
     assert verify(tmp_path) == []
 
 
