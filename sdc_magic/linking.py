@@ -1,33 +1,54 @@
 """Linked outputs: a table is only dangerous in company.
 
-The same people appear in every output of a session. Two defences, both driven by
-the *rows* behind each published cell (the population), recorded compactly per output
-as one integer per row of its source frame (its cell, or -1):
+The same people appear in every output of a session. Two defences, both driven by the
+*rows* behind each published cell (its population):
 
-* **Differencing through filters.** When one published cell's population contains
-  another's and the difference holds between 1 and ``threshold - 1`` units, the new
-  cell is made primary, with an explanation naming both outputs ("cases by sex, minus
-  cases by sex outside Mirebalais, would reveal fewer than 5 cases"). This also catches
-  overlapping recodings (age bands 0-11/12-17 in one table, 0-5/6-17 in another).
-* **Joint audit.** After the new table is protected on its own, its hidden cells and
-  those of every related earlier output are audited together: the unknowns are the
-  counts of the finest cells both tables define (their common refinement, from the
-  rows), the constraints are every published cell and every margin of both tables.
-  Where a hidden cell loses its protection, more cells of the *new* table are hidden
-  (earlier outputs are never changed after display); if that does not suffice, the
-  new output is blocked with the reason.
+* **Differencing.** A new cell whose rows differ by 1 to ``threshold - 1`` from those of
+  an earlier published cell — or of a *sum* of earlier published cells (districts
+  D51 + D52 against a filtered region R5, a filtered total against the grand total), at
+  any level of the earlier table (inner cells and margins) — is made primary, with an
+  explanation naming both outputs and the cells by their labels. This also catches
+  overlapping recodings (0-11/12-17 then 0-5/6-17; ``pd.cut`` bands (59,120] then
+  (64,120]). A new cell with exactly the rows of a cell an earlier output *hid* (inner or
+  margin: ``describe()``, a constant key, ``groupby(np.zeros(n))`` publishing a hidden
+  grand total) is hidden too.
+* **Joint audit.** The new table's and related earlier tables' hidden primary cells are
+  audited together by an attacker LP over the common refinement of their cells. Only
+  what the *new* table makes recoverable counts (a cell already recoverable from earlier
+  outputs alone is public knowledge: hiding it again protects nothing); the new table
+  then hides, smallest first, only published cells that share rows with a failing cell
+  and are not themselves public elsewhere; failing that, it is blocked.
 
-Rows are identified by their labels in the source frame's index (filters keep them);
-two outputs are related only if their sources share labels *and* agree, for those
-labels, on the values of at least one common key column (a recoded column may differ),
-so an unrelated frame that happens to reuse a RangeIndex is not taken for the same
-population.
+**Row identity.** Rows are not identified by index labels alone (``reset_index(drop=True)``
+keeps the people and loses the labels). A session keeps a few *universes*: the union of
+rows of related frames, each row fingerprinted by a 64-bit hash of its value per column.
+A frame is placed in a universe by its index labels when a sample of rows confirms that
+the values agree (fast path), otherwise by a content hash over the columns common to the
+frame and the universe that are no output's grouping key (keys may be recodings), with
+duplicate rows told apart by their occurrence rank. Rows of a related frame that the
+universe lacks are appended. Column hashes are cached per frame object (weak reference).
+
+**Atoms.** Each universe keeps the common refinement of every population recorded in it
+(``row_atom``: one int32 per row); a population is one int32 per atom (its group, or -1).
+Comparing a new table with an earlier one is then a weighted count over atoms, not over
+rows, and no frame is kept alive by the session. Memory is capped (``MAX_BYTES``): the
+oldest populations go first.
+
+**Kernel restarts.** The atoms and populations are saved next to the ledger
+(``.sdc_magic/<ledger>.linking.npz``, with the per-column hashes of the rows); after a
+restart a frame whose rows hash to a saved universe is linked to the outputs of the
+earlier kernel as if nothing had happened.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import secrets
+import weakref
+from collections.abc import Hashable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,50 +56,690 @@ import pandas as pd
 
 MAX_LINKED_ROWS = 5_000_000
 MAX_JOINT_CELLS = 5_000
+MAX_HASHED_COLUMNS = 24
+MAX_UNIVERSES = 4
+MAX_POPULATIONS = 200
+MAX_BYTES = 256 * 2**20  # atoms, populations and row hashes of one session
+MAX_LEVEL_KEYS = 4  # margins at every subset of up to this many keys (else the grand total only)
+_MISSING = np.uint64(0x9E3779B97F4A7C15)  # hash of "this row has no such column"
+_MIX = np.uint64(0xBF58476D1CE4E5B9)
+_GOLD = np.uint64(0x94D049BB133111EB)
+COUNTING = frozenset({"size", "count", "sum", "mean", "proportion", "percent", "nunique"})
 
 
+# ------------------------------------------------------------------ row fingerprints
+def _hash_column(col: pd.Series) -> np.ndarray:
+    try:
+        return pd.util.hash_pandas_object(col, index=False).to_numpy(dtype=np.uint64)
+    except TypeError:  # unhashable values (lists, dicts)
+        return pd.util.hash_pandas_object(col.astype(str), index=False).to_numpy(dtype=np.uint64)
+
+
+_frame_hashes: dict[int, tuple[Any, dict[Hashable, tuple[tuple, np.ndarray]]]] = {}
+MAX_CACHED_FRAMES = 16
+
+
+def _stamp(col: pd.Series) -> tuple:
+    n = len(col)
+    take = np.unique(np.linspace(0, max(n - 1, 0), num=min(n, 16)).astype(np.int64)) if n else np.zeros(0, int)
+    return n, str(col.dtype), _hash_column(col.iloc[take]).tobytes()
+
+
+def frame_hash(frame: pd.DataFrame, column: Hashable) -> np.ndarray:
+    """uint64 hash of each row's value in ``column``, cached per frame object (weakly)."""
+    fid = id(frame)
+    hit = _frame_hashes.get(fid)
+    if hit is None or hit[0]() is not frame:
+        if len(_frame_hashes) >= MAX_CACHED_FRAMES:
+            _frame_hashes.pop(next(iter(_frame_hashes)))
+
+        def forget(ref: Any, fid: int = fid) -> None:
+            current = _frame_hashes.get(fid)
+            if current is not None and current[0] is ref:
+                _frame_hashes.pop(fid, None)
+
+        try:
+            ref = weakref.ref(frame, forget)
+        except TypeError:
+            return _hash_column(frame[column])
+        hit = (ref, {})
+        _frame_hashes[fid] = hit
+    col = frame[column]
+    stamp = _stamp(col)
+    cached = hit[1].get(column)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    h = _hash_column(col)
+    hit[1][column] = (stamp, h)
+    return h
+
+
+def _combine(hashes: list[np.ndarray]) -> np.ndarray:
+    out = np.zeros(len(hashes[0]), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for h in hashes:
+            out = (out ^ h) * _MIX
+            out ^= out >> np.uint64(31)
+    return out
+
+
+def _with_rank(h: np.ndarray) -> np.ndarray:
+    """Tell duplicate rows apart by their occurrence rank (filters keep the order)."""
+    rank = pd.Series(h).groupby(h, sort=False).cumcount().to_numpy().astype(np.uint64)
+    with np.errstate(over="ignore"):
+        out = (h ^ (rank * _GOLD)) * _MIX
+    return out ^ (out >> np.uint64(29))
+
+
+def _columns(frame: pd.DataFrame) -> list[Hashable]:
+    if not frame.columns.is_unique:
+        counts = frame.columns.value_counts()
+        return [c for c in frame.columns if counts[c] == 1][:MAX_HASHED_COLUMNS]
+    return list(frame.columns)[:MAX_HASHED_COLUMNS]
+
+
+# ------------------------------------------------------------------ universes of rows
+class Universe:
+    """The union of rows of related frames, with the common refinement of their populations."""
+
+    def __init__(self, frame: pd.DataFrame, keys: list[str]) -> None:
+        self.n = len(frame)
+        self.labels: pd.Index | None = frame.index if frame.index.is_unique else None
+        self.hashes: dict[Hashable, np.ndarray] = {c: frame_hash(frame, c) for c in _columns(frame)}
+        self.key_columns: set[Hashable] = set(keys)
+        self.row_atom = np.zeros(self.n, dtype=np.int32)
+        self.atom_size = np.array([self.n], dtype=np.int64)
+        self.populations: list[Population] = []
+        self.version = 0
+        self._combined: dict[tuple, tuple[pd.Index, np.ndarray]] = {}
+        self.frames: dict[int, tuple[Any, tuple, np.ndarray]] = {}  # frame -> rows (weak)
+        self.uid = secrets.token_hex(6)
+        self.hashes_saved = False
+
+    @property
+    def n_atoms(self) -> int:
+        return len(self.atom_size)
+
+    def nbytes(self) -> int:
+        return (self.row_atom.nbytes + self.atom_size.nbytes + sum(h.nbytes for h in self.hashes.values())
+                + sum(p.nbytes() for p in self.populations))
+
+    # -------------------------------------------------------- placing a frame
+    def locate(self, frame: pd.DataFrame, keys: list[str]) -> np.ndarray | None:
+        """Universe row of each row of ``frame`` (-1: not found), or None if not comparable."""
+        present = set(_columns(frame))
+        common = [c for c in self.hashes if c in present]
+        if not common:
+            return None
+        exclude = self.key_columns | set(keys)
+        content = [c for c in common if c not in exclude]
+        pos = self._by_labels(frame, content or common)
+        if (pos is None or (pos < 0).any()) and content:
+            by_content = self._by_content(frame, content)
+            if by_content is not None and (pos is None or (by_content >= 0).sum() > (pos >= 0).sum()):
+                pos = by_content
+        return pos
+
+    def _by_labels(self, frame: pd.DataFrame, check: list[Hashable]) -> np.ndarray | None:
+        if self.labels is None or not frame.index.is_unique:
+            return None
+        if frame.index is self.labels:
+            pos = np.arange(len(frame), dtype=np.int64)
+        else:
+            try:
+                pos = np.asarray(self.labels.get_indexer(frame.index), dtype=np.int64)
+            except (TypeError, ValueError, pd.errors.InvalidIndexError):
+                return None
+        ok = np.flatnonzero(pos >= 0)
+        if not len(ok):
+            return None
+        sample = ok[:: max(1, len(ok) // 256)]
+        for c in check:
+            theirs = _hash_column(frame[c].iloc[sample])
+            if not np.array_equal(theirs, self.hashes[c][pos[sample]]):
+                return None
+        return pos
+
+    def _by_content(self, frame: pd.DataFrame, columns: list[Hashable]) -> np.ndarray | None:
+        cols = tuple(sorted(columns, key=str))
+        hit = self._combined.get(cols)
+        if hit is None:
+            hashes = [self.hashes[c] for c in cols]
+            valid = np.ones(self.n, dtype=bool)
+            for h in hashes:
+                valid &= h != _MISSING
+            rows = np.flatnonzero(valid)
+            mine = _with_rank(_combine([h[rows] for h in hashes]))
+            index = pd.Index(mine)
+            if not index.is_unique:
+                keep = ~index.duplicated()
+                index, rows = index[keep], rows[keep]
+            if len(self._combined) > 4:
+                self._combined.clear()
+            hit = (index, rows)
+            self._combined[cols] = hit
+        index, rows = hit
+        theirs = _with_rank(_combine([frame_hash(frame, c) for c in cols]))
+        found = index.get_indexer(theirs)
+        return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
+
+    def extend(self, frame: pd.DataFrame, pos: np.ndarray, labelled: bool) -> np.ndarray:
+        """Append the rows of ``frame`` this universe lacks (one new atom outside every population)."""
+        new = np.flatnonzero(pos < 0)
+        if not len(new) or self.n + len(new) > MAX_LINKED_ROWS:
+            return pos
+        k = len(new)
+        present = set(_columns(frame))
+        for c, h in list(self.hashes.items()):
+            add = frame_hash(frame, c)[new] if c in present else np.full(k, _MISSING, dtype=np.uint64)
+            self.hashes[c] = np.concatenate([h, add])
+        if labelled and self.labels is not None and frame.index.is_unique:
+            extended = self.labels.append(frame.index[new])
+            if extended.is_unique and len(extended) == self.n + k:
+                self.labels = extended
+        elif self.labels is not None and len(self.labels) == self.n:
+            # the new rows have no label of ours: keep labels for the first rows only
+            pass
+        pos = pos.copy()
+        pos[new] = np.arange(self.n, self.n + k)
+        self.row_atom = np.concatenate([self.row_atom, np.full(k, self.n_atoms, dtype=np.int32)])
+        self.atom_size = np.concatenate([self.atom_size, [k]])
+        for p in self.populations:
+            p.group = np.concatenate([p.group, np.array([-1], dtype=p.group.dtype)])
+        self.n += k
+        self.hashes_saved = False
+        self.version += 1
+        self._combined.clear()
+        self.frames.clear()
+        return pos
+
+
+# ------------------------------------------------------------------ populations
 @dataclass
 class Population:
-    """Which rows lie behind each published cell of one output."""
+    """One output's groups, over the atoms of its universe."""
 
     out_id: str
     title: str
-    labels: pd.Index  # row labels of the source frame
-    cell_of_row: np.ndarray  # published cell id per row, -1 if hidden / not shown
-    cell_names: list[str]
-    sizes: np.ndarray  # rows per published cell
-    keys: dict[str, np.ndarray] = field(default_factory=dict)  # key column values per row (relatedness)
-    groups: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # margin group ids per row
-    hidden_groups: dict[tuple[str, ...], set[int]] = field(default_factory=dict)
-    group_sizes: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)
+    universe: Universe
+    keys: tuple[str, ...]
+    group: np.ndarray  # int32 per atom: the table's (full) group, -1 outside the table
+    labels: list[tuple]  # per group, its key labels
+    size: np.ndarray  # rows per group
+    published: np.ndarray  # bool per group: a shown, not hidden cell
+    hidden_shown: np.ndarray  # bool per group: shown, every cell hidden
     threshold: int = 5
-    entry_cells: np.ndarray | None = None  # the entry cell of each published cell
-    full: tuple[str, ...] = ()  # the finest grouping (the table's own cells)
-    group_of_cell: np.ndarray | None = None  # the group (in ``groups[full]``) of each published cell
-    frame: pd.DataFrame | None = None  # the source (margins are grouped lazily, see with_margins)
-    group_index: dict[tuple[str, ...], pd.Index] = field(default_factory=dict)  # labels of each grouping's ids
-    hidden_model: dict[tuple[str, ...], set[int]] = field(default_factory=dict)  # hidden cells at every grouping
+    margins_public: bool = True
+    hidden_model: dict[tuple[str, ...], set[int]] = field(default_factory=dict)  # hidden at each level
+    _levels: dict[tuple[str, ...], tuple[np.ndarray, list[tuple]]] = field(default_factory=dict, repr=False)
+
+    def nbytes(self) -> int:
+        return self.group.nbytes + self.size.nbytes + 64 * len(self.labels)
+
+    def name(self, g: int) -> str:
+        return cell_name(self.labels[g])
+
+    def level(self, subset: tuple[str, ...]) -> tuple[np.ndarray, list[tuple]]:
+        """Per group, its group at the coarser level ``subset`` of keys; and those groups' labels."""
+        hit = self._levels.get(subset)
+        if hit is not None:
+            return hit
+        if subset == self.keys:
+            hit = (np.arange(len(self.labels), dtype=np.int64), list(self.labels))
+        else:
+            where = [self.keys.index(k) for k in subset]
+            tuples = [tuple(lab[i] for i in where) for lab in self.labels]
+            codes, uniq = pd.factorize(pd.Index(tuples, tupleize_cols=False) if tuples else pd.Index([]))
+            hit = (np.asarray(codes, dtype=np.int64), [tuple(u) if isinstance(u, tuple) else (u,) for u in uniq]
+                   if subset else [()])
+            if not subset:
+                hit = (np.zeros(len(self.labels), dtype=np.int64), [()])
+        self._levels[subset] = hit
+        return hit
+
+    def levels(self) -> list[tuple[str, ...]]:
+        k = len(self.keys)
+        if k <= MAX_LEVEL_KEYS:
+            return [s for size in range(k, -1, -1) for s in itertools.combinations(self.keys, size)]
+        return [self.keys, ()]
+
+    def level_facts(self, subset: tuple[str, ...], published: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(group → level group, level sizes, level published, level hidden) at ``subset``.
+
+        A margin is published when every cell in it is, or when the table's margins are
+        public (all its cells were displayed) and its protection did not hide it.
+        """
+        published = self.published if published is None else published
+        mapping, labels = self.level(subset)
+        n = len(labels)
+        sizes = np.bincount(mapping, weights=self.size, minlength=n).astype(np.int64)
+        if subset == self.keys:
+            return mapping, sizes, published.copy(), self.hidden_shown | _flags(self.hidden_model.get(subset), n)
+        all_pub = np.bincount(mapping, weights=~published, minlength=n) == 0
+        hidden = _flags(self.hidden_model.get(subset), n)
+        published = all_pub | (self.margins_public & ~hidden)
+        return mapping, sizes, published, hidden
 
 
-#: Group ids computed during the current display, so that the differencing check, the
-#: published-cells lookup and the final record group the source only once.
-_ids_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, np.ndarray, pd.Index]] = {}
+def _flags(ids: set[int] | None, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    if ids:
+        arr = np.fromiter((i for i in ids if 0 <= i < n), dtype=np.int64)
+        out[arr] = True
+    return out
+
+
+def cell_name(labels: tuple) -> str:
+    return " / ".join(_label(v) for v in labels) if labels else "all rows"
+
+
+def _label(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+@dataclass
+class Draft:
+    """The population of a table being displayed, before it is recorded."""
+
+    pop: Population
+    universe: Universe
+    version: int
+    new_row_atom: np.ndarray
+    parent: np.ndarray  # per new atom, its atom before this table
+    atom_size: np.ndarray
+    display_group: np.ndarray  # per displayed flat cell, its group (-1: none / margin)
+
+
+#: Drafts of the current display (the differencing check, the published-cells lookup and
+#: the final record share one), cleared by :func:`clear_cache` after each display.
+_drafts: dict[int, tuple[Any, Any, Draft]] = {}
 
 
 def clear_cache() -> None:
-    _ids_cache.clear()
+    _drafts.clear()
 
 
-def _group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
-    key = (id(frame), tuple(keys))
-    hit = _ids_cache.get(key)
-    if hit is not None and hit[0] is frame:
-        return hit[1], hit[2]
-    ids, index = _compute_group_ids(frame, keys)
-    if len(_ids_cache) > 64:
-        _ids_cache.clear()
-    _ids_cache[key] = (frame, ids, index)
-    return ids, index
+# ------------------------------------------------------------------ the session's linker
+class Linker:
+    """Populations of earlier outputs, grouped by universe, with bounded memory."""
+
+    def __init__(self) -> None:
+        self.universes: list[Universe] = []
+        self.path: Path | None = None
+        self.notes: list[str] = []
+        self._loaded = False
+
+    # list-like view of the populations (newest last)
+    def _all(self) -> list[Population]:
+        pops = [p for u in self.universes for p in u.populations]
+        return sorted(pops, key=lambda p: _order(p.out_id))
+
+    def __len__(self) -> int:
+        self._ensure_loaded()
+        return sum(len(u.populations) for u in self.universes)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __iter__(self) -> Any:
+        return iter(self._all())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._all()[i]
+
+    def nbytes(self) -> int:
+        return sum(u.nbytes() for u in self.universes)
+
+    # -------------------------------------------------------- drafts
+    def draft(self, out_id: str, title: str, entry: Any, positions: np.ndarray | None,
+              hidden_flat: np.ndarray | None, threshold: int) -> Draft | None:
+        if positions is None or entry is None:
+            return None
+        cached = _drafts.get(id(entry))
+        if cached is not None and cached[0] is entry and cached[1] is positions \
+                and cached[2].version == cached[2].universe.version:
+            base = cached[2]
+        else:
+            base = self._draft(entry, positions, threshold)
+            if base is None:
+                return None
+            _drafts[id(entry)] = (entry, positions, base)
+        pop = base.pop
+        n_groups = len(pop.labels)
+        shown = base.display_group >= 0
+        visible = shown if hidden_flat is None else shown & ~np.asarray(hidden_flat, dtype=bool)
+        published = np.bincount(base.display_group[visible], minlength=n_groups) > 0
+        any_shown = np.bincount(base.display_group[shown], minlength=n_groups) > 0
+        hidden_shown = any_shown & ~published
+        fresh = Population(out_id=out_id, title=title, universe=pop.universe, keys=pop.keys, group=pop.group,
+                           labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
+                           threshold=threshold, margins_public=pop.margins_public, _levels=pop._levels)
+        return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
+                     base.display_group)
+
+    def _draft(self, entry: Any, positions: np.ndarray, threshold: int) -> Draft | None:
+        source = getattr(entry, "source", None)
+        if source is None:
+            return None
+        frame = source.frame if source.frame is not None else getattr(source, "rows", None)
+        if isinstance(frame, pd.Series):
+            frame = frame.to_frame(name=frame.name if frame.name is not None else "__value__")
+        if not isinstance(frame, pd.DataFrame) or len(frame) > MAX_LINKED_ROWS or len(frame) == 0:
+            return None
+        keys = [str(k) for k in (source.keys or [])]
+        ids, index = getattr(source, "ids", None), getattr(source, "index", None)
+        if ids is None:
+            if keys and not all(k in frame.columns for k in keys):
+                return None
+            ids, index = _compute_group_ids(frame, keys)
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) != len(frame) or index is None:
+            return None
+        flat = entry.flat
+        if not set(keys) <= set(flat.dims):
+            return None
+        ids = _restrict_to_variable(entry, frame, ids)
+        # the group of each entry cell (margins excluded), then of each displayed cell
+        margin = np.asarray(entry.evidence.is_margin, dtype=bool)
+        if keys:
+            canon = _canon_index(index, keys)
+            arrays = [flat.dims[k] for k in keys]
+            wanted = pd.MultiIndex.from_arrays(arrays) if len(keys) > 1 else pd.Index(arrays[0], dtype=object)
+            group_of_entry = canon.get_indexer(wanted) if canon.is_unique else np.full(len(flat), -1)
+            labels = [tuple(t) if isinstance(t, tuple) else (t,) for t in canon]
+        else:
+            group_of_entry = np.zeros(len(flat), dtype=np.int64)
+            labels = [()]
+        group_of_entry = np.where(margin, -1, group_of_entry)
+        display_group = np.where(positions >= 0, group_of_entry[np.maximum(positions, 0)], -1)
+        margins_public = bool(np.isin(np.flatnonzero(~margin & (group_of_entry >= 0)), positions).all())
+        placed = self._place(frame, keys)
+        if placed is None:
+            return None
+        universe, rows = placed
+        universe.key_columns.update(k for k in keys if k in frame.columns)
+        n_groups = len(labels)
+        g_u = np.full(universe.n, -1, dtype=np.int64)
+        ok = (rows >= 0) & (ids >= 0)
+        g_u[rows[ok]] = ids[ok]
+        pair = universe.row_atom.astype(np.int64) * (n_groups + 1) + (g_u + 1)
+        codes, uniq = pd.factorize(pair, sort=False)
+        codes = codes.astype(np.int32)
+        parent = (uniq // (n_groups + 1)).astype(np.int64)
+        group = (uniq % (n_groups + 1) - 1).astype(np.int32)
+        atom_size = np.bincount(codes, minlength=len(uniq)).astype(np.int64)
+        size = np.bincount(group[group >= 0], weights=atom_size[group >= 0], minlength=n_groups).astype(np.int64)
+        pop = Population(out_id="this table", title="", universe=universe, keys=tuple(keys), group=group,
+                         labels=labels, size=size, published=np.zeros(n_groups, bool),
+                         hidden_shown=np.zeros(n_groups, bool), threshold=threshold,
+                         margins_public=margins_public)
+        return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group)
+
+    def _place(self, frame: pd.DataFrame, keys: list[str]) -> tuple[Universe, np.ndarray] | None:
+        self._ensure_loaded()
+        best: tuple[Universe, np.ndarray] | None = None
+        for u in self.universes:
+            cached = u.frames.get(id(frame))
+            if cached is not None and cached[0]() is frame and cached[1] == tuple(keys):
+                return u, cached[2]
+            pos = u.locate(frame, keys)
+            if pos is None:
+                continue
+            matched = int((pos >= 0).sum())
+            if matched and (matched >= 0.5 * len(frame) or matched >= 0.5 * u.n):
+                best = (u, pos)
+                break
+        if best is None:
+            if len(self.universes) >= MAX_UNIVERSES:
+                self.universes.pop(0)
+            u = Universe(frame, keys)
+            self.universes.append(u)
+            best = (u, np.arange(len(frame), dtype=np.int64))
+        u, pos = best
+        if (pos < 0).any():
+            pos = u.extend(frame, pos, labelled=u.labels is not None)
+        try:
+            u.frames[id(frame)] = (weakref.ref(frame), tuple(keys), pos)
+            if len(u.frames) > 32:
+                u.frames.pop(next(iter(u.frames)))
+        except TypeError:
+            pass
+        return u, pos
+
+    # -------------------------------------------------------- comparisons
+    def _pairs(self, d: Draft, old: Population) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(old group, new group, rows) over the refined atoms, where either table has rows."""
+        a = old.group[d.parent]
+        b = d.pop.group
+        keep = (a >= 0) | (b >= 0)
+        a, b, w = a[keep].astype(np.int64), b[keep].astype(np.int64), d.atom_size[keep]
+        na, nb = len(old.labels) + 1, len(d.pop.labels) + 1
+        code = (a + 1) * nb + (b + 1)
+        if na * nb <= 4_000_000:
+            counts = np.bincount(code, weights=w, minlength=na * nb)
+            nz = np.flatnonzero(counts)
+            return nz // nb - 1, nz % nb - 1, counts[nz].astype(np.int64)
+        codes, uniq = pd.factorize(code)
+        counts = np.bincount(codes, weights=w).astype(np.int64)
+        return uniq // nb - 1, uniq % nb - 1, counts
+
+    def related(self, d: Draft) -> list[Population]:
+        return [p for p in d.universe.populations if p.universe is d.universe]
+
+    def findings(self, d: Draft) -> dict[str, Any]:
+        """Differencing hits, hidden-elsewhere hits and derivable (public) groups of a draft."""
+        new = d.pop
+        nb = len(new.labels)
+        T = new.threshold
+        candidate = new.published if new.published.any() else np.ones(nb, bool)
+        hits: dict[int, list[tuple[str, str]]] = {}
+        derivable = np.zeros(nb, dtype=bool)
+        for old in self._distinct(self.related(d)):
+            a, b, w = self._pairs(d, old)
+            if not len(a):
+                continue
+            for subset in old.levels():
+                mapping, sizes, pub, hidden = old.level_facts(subset)
+                s = np.where(a >= 0, mapping[np.maximum(a, 0)], -1)
+                code = (s + 1) * (nb + 1) + (b + 1)
+                codes, uniq = pd.factorize(code)
+                ww = np.bincount(codes, weights=w).astype(np.int64)
+                su, bu = uniq // (nb + 1) - 1, uniq % (nb + 1) - 1
+                inside = (su >= 0) & (bu >= 0)
+                su, bu, ww = su[inside], bu[inside], ww[inside]
+                # forward: a new cell against the sum of the old published cells it touches
+                gap, exact = _gaps(su, bu, ww, sizes, new.size, pub, nb)
+                derivable |= exact
+                for g in np.flatnonzero((gap > 0) & (gap < T) & candidate):
+                    parts = np.unique(su[bu == g])
+                    hits.setdefault(int(g), []).append(("differencing", self._msg(old, subset, parts, new, [g])))
+                # reverse: an old published cell against the sum of the new cells it touches
+                rgap, _ = _gaps(bu, su, ww, new.size, sizes, candidate, len(sizes))
+                for s_ in np.flatnonzero((rgap > 0) & (rgap < T) & pub):
+                    parts = np.unique(bu[su == s_])
+                    if any(int(g) in hits for g in parts):
+                        continue
+                    g = int(parts[np.argmin(new.size[parts])])
+                    hits.setdefault(g, []).append(("differencing", self._msg(old, subset, [s_], new, parts)))
+                # a cell an earlier output hid, published here with exactly its rows
+                same = (ww == new.size[bu]) & (ww == sizes[su]) & hidden[su]
+                for s_, g in zip(su[same], bu[same], strict=True):
+                    if int(g) in hits:
+                        continue
+                    where = cell_name(old.level(subset)[1][int(s_)]) if subset else "its grand total"
+                    hits.setdefault(int(g), []).append(("linked", (
+                        f"{old.title} ({old.out_id}) hid these same cases ({where}) to protect its small cells: "
+                        "publishing them here would undo that")))
+        return {"hits": hits, "derivable": derivable}
+
+    def _msg(self, old: Population, subset: tuple[str, ...], olds: Any, new: Population, news: Any) -> str:
+        names = old.level(subset)[1]
+        left = _join([cell_name(names[int(s)]) if subset else "its total" for s in olds])
+        right = _join([new.name(int(g)) for g in news])
+        return (f"{old.title} ({old.out_id}) publishes {left}; with this table's {right} the two differ "
+                f"by fewer than {new.threshold} units: subtracting one from the other would reveal them")
+
+    @staticmethod
+    def _distinct(pops: list[Population]) -> list[Population]:
+        """Newest first; an output identical to a newer one (the same table again) is skipped."""
+        out: list[Population] = []
+        seen: list[Population] = []
+        for p in reversed(pops):
+            if any(q.keys == p.keys and len(q.labels) == len(p.labels) and np.array_equal(q.published, p.published)
+                   and np.array_equal(q.group, p.group) and q.hidden_model == p.hidden_model for q in seen):
+                continue
+            seen.append(p)
+            out.append(p)
+        return out
+
+    def differencing_reasons(self, d: Draft, positions: np.ndarray) -> dict[int, list[Any]]:
+        """Displayed cells (flat index) to make primary, with reasons naming cells by their labels."""
+        from .rules import Reason
+
+        out: dict[int, list[Any]] = {}
+        hits = self.findings(d)["hits"]
+        for g, found in hits.items():
+            for i in np.flatnonzero(d.display_group == g):
+                out.setdefault(int(i), []).extend(Reason(rule, message) for rule, message in found[:2])
+        return out
+
+    def published_elsewhere(self, d: Draft) -> dict[tuple[str, ...], set[tuple]]:
+        """Cells of the new table (inner, or margins) whose rows are exactly a cell — or a sum of
+        cells — that earlier outputs published: public knowledge, never worth hiding."""
+        out: dict[tuple[str, ...], set[tuple]] = {}
+        new = d.pop
+        olds = self._distinct(self.related(d))
+        if not olds:
+            return out
+        for subset in new.levels():
+            mapping, labels = new.level(subset)
+            nsizes = np.bincount(mapping, weights=new.size, minlength=len(labels)).astype(np.int64)
+            level_group = np.where(new.group >= 0, mapping[np.maximum(new.group, 0)], -1)
+            public = np.zeros(len(labels), dtype=bool)
+            for old in olds:
+                a = old.group[d.parent]
+                keep = (a >= 0) | (level_group >= 0)
+                aa, bb, w = a[keep], level_group[keep], d.atom_size[keep]
+                for osub in old.levels():
+                    omap, osizes, opub, _ = old.level_facts(osub)
+                    s_ = np.where(aa >= 0, omap[np.maximum(aa, 0)], -1)
+                    code = (s_ + 1).astype(np.int64) * (len(labels) + 1) + (bb + 1)
+                    codes, uniq = pd.factorize(code)
+                    ww = np.bincount(codes, weights=w).astype(np.int64)
+                    su, bu = uniq // (len(labels) + 1) - 1, uniq % (len(labels) + 1) - 1
+                    inside = (su >= 0) & (bu >= 0)
+                    public |= _gaps(su[inside], bu[inside], ww[inside], osizes, nsizes, opub, len(labels))[1]
+            if public.any():
+                out[subset] = {tuple(labels[g]) for g in np.flatnonzero(public)}
+        return out
+
+    # -------------------------------------------------------- recording
+    def commit(self, d: Draft) -> None:
+        u = d.universe
+        if d.version != u.version:
+            return  # the universe changed under the draft (should not happen within one display)
+        u.row_atom = d.new_row_atom
+        u.atom_size = d.atom_size
+        for p in u.populations:
+            p.group = p.group[d.parent]
+        u.populations.append(d.pop)
+        u.version += 1
+        u._combined.clear()
+        self._drop_duplicates(u)
+        self._bound()
+        self.save()
+
+    def _drop_duplicates(self, u: Universe) -> None:
+        keep = {id(p) for p in self._distinct(u.populations)}
+        u.populations = [p for p in u.populations if id(p) in keep]
+
+    def _bound(self) -> None:
+        while len(self) > MAX_POPULATIONS or (self.nbytes() > MAX_BYTES and len(self) > 1):
+            oldest = min((p for u in self.universes for p in u.populations), key=lambda p: _order(p.out_id))
+            oldest.universe.populations.remove(oldest)
+        self.universes = [u for u in self.universes if u.populations or u is self.universes[-1]]
+
+    # -------------------------------------------------------- persistence across kernel restarts
+    def attach(self, path: Path | None) -> None:
+        """Save to / load from ``path`` (next to the session ledger); None: memory only."""
+        self.path = path
+        self._loaded = False
+
+    def _ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self.path is None or self.universes:
+            return
+        try:
+            self.universes = _load(self.path)
+        except Exception as exc:  # a broken file never stops checking: linking starts afresh
+            self.notes.append(f"linking memory of earlier kernels could not be read ({type(exc).__name__})")
+            self.universes = []
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        try:
+            _save(self.path, self.universes)
+        except Exception as exc:
+            self.notes.append(f"linking memory could not be saved ({type(exc).__name__})")
+            self.path = None
+
+
+def _order(out_id: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in out_id if ch.isdigit())
+    return (int(digits) if digits else -1, out_id)
+
+
+def _join(names: list[str], limit: int = 3) -> str:
+    names = list(dict.fromkeys(names))
+    if len(names) > limit:
+        return " + ".join(names[:limit]) + f" + {len(names) - limit} more"
+    return " + ".join(names)
+
+
+def _gaps(xu: np.ndarray, yu: np.ndarray, ww: np.ndarray, size_x: np.ndarray, size_y: np.ndarray,
+          pub_x: np.ndarray, ny: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each y, how far it is from the sum of the published x cells it touches.
+
+    ``(xu, yu, ww)``: rows shared by x and y cells (only pairs that share rows). When every
+    touched x is published and either y lies within their union (gap = sum x - y) or each
+    touched x lies within y (gap = y - sum x), an attacker who knows how the cells are
+    defined learns the gap exactly. Returns (gap, 0 where not derivable; y exactly a sum).
+    """
+    touched = np.bincount(yu, minlength=ny)
+    unpub = np.bincount(yu, weights=~pub_x[xu], minlength=ny)
+    shared = np.bincount(yu, weights=ww, minlength=ny)
+    total = np.bincount(yu, weights=size_x[xu], minlength=ny)
+    partial = np.bincount(yu, weights=ww != size_x[xu], minlength=ny)
+    ok = (touched > 0) & (unpub == 0) & (size_y > 0)
+    covered = ok & (shared == size_y)
+    within = ok & (partial == 0)
+    gap = np.zeros(ny, dtype=np.int64)
+    gap[covered] = (total - size_y)[covered]
+    gap[within & ~covered] = (size_y - total)[within & ~covered]
+    exact = (covered | within) & (total == size_y)
+    return gap, exact
+
+
+def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> np.ndarray:
+    """A table of one variable's statistics (no row counts) covers the rows where it is known."""
+    ev = entry.evidence
+    stats = set(np.asarray(ev.stat).astype(str).tolist())
+    if stats & {"size"}:
+        return ids
+    variables = {v for v in np.asarray(ev.var, dtype=object).tolist() if v is not None}
+    if len(variables) != 1:
+        return ids
+    (var,) = variables
+    if var not in frame.columns:
+        return ids
+    known = frame[var].notna().to_numpy()
+    return np.where(known, ids, -1)
 
 
 def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
@@ -90,71 +751,14 @@ def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray
     return np.asarray(ids, dtype=np.int64), grouper.result_index
 
 
-def population_of(out_id: str, title: str, entry: Any, positions: np.ndarray | None,
-                  hidden_flat: np.ndarray | None, threshold: int) -> Population | None:
-    """The population of each published (shown, not hidden, not margin) cell of a table.
+def _canon_index(index: pd.Index, keys: list[str]) -> pd.Index:
+    from .flatten import canonical_labels
 
-    ``positions`` maps displayed cells to the entry's cells; ``hidden_flat`` says which
-    displayed cells are hidden (None: consider every shown cell published).
-    """
-    source = getattr(entry, "source", None)
-    frame = getattr(source, "frame", None)
-    if frame is None or positions is None:
-        return None
-    keys = [k for k in (getattr(source, "keys", None) or []) if k in frame.columns]
-    if not keys or len(frame) > MAX_LINKED_ROWS or not frame.index.is_unique or not set(keys) <= set(entry.dims):
-        return None
-    ids, index = _group_ids(frame, keys)
-    canon = _canon_index(index, keys)
-    flat = entry.flat
-    margin = entry.evidence.is_margin
-    shown = positions >= 0
-    if hidden_flat is not None:
-        shown &= ~np.asarray(hidden_flat, dtype=bool)
-    cells = np.unique(positions[shown])
-    cells = cells[~margin[cells]]
-    arrays = [flat.dims[k][cells] for k in keys]
-    wanted = pd.MultiIndex.from_arrays(arrays) if len(keys) > 1 else pd.Index(arrays[0], dtype=object)
-    group_of_cell = canon.get_indexer(wanted) if canon.is_unique else np.full(len(cells), -1)
-    group_to_cell = np.full(len(index), -1, dtype=np.int64)
-    cell_names: list[str] = []
-    entry_cells: list[int] = []
-    groups_of_cells: list[int] = []
-    for k, g in enumerate(group_of_cell):
-        if g < 0 or group_to_cell[g] >= 0:
-            continue
-        group_to_cell[g] = len(cell_names)
-        cell_names.append(" / ".join(str(a[k]) for a in arrays))
-        entry_cells.append(int(cells[k]))
-        groups_of_cells.append(int(g))
-    cell_of_row = np.where(ids >= 0, group_to_cell[np.where(ids >= 0, ids, 0)], -1).astype(np.int64)
-    sizes = np.bincount(cell_of_row[cell_of_row >= 0], minlength=len(cell_names))
-    pop = Population(out_id=out_id, title=title, labels=frame.index, cell_of_row=cell_of_row,
-                     cell_names=cell_names, sizes=sizes, threshold=threshold,
-                     entry_cells=np.asarray(entry_cells, dtype=np.int64), full=tuple(keys),
-                     group_of_cell=np.asarray(groups_of_cells, dtype=np.int64))
-    for k in keys:
-        pop.keys[k] = np.asarray(frame[k].astype(object))
-    pop.groups[tuple(keys)] = ids
-    pop.group_sizes[tuple(keys)] = np.bincount(ids[ids >= 0], minlength=len(index))
-    pop.group_index[tuple(keys)] = canon
-    pop.hidden_groups[tuple(keys)] = {int(g) for g in np.flatnonzero(group_to_cell < 0)}
-    pop.frame = frame
-    return pop
-
-
-def with_margins(pop: Population) -> Population:
-    """Add the group ids of every margin grouping (computed only when a joint audit needs them)."""
-    if pop.frame is None or len(pop.groups) > 1:
-        return pop
-    keys = list(pop.full)
-    for size in range(0, len(keys)):
-        for subset in itertools.combinations(keys, size):
-            gids, gindex = _group_ids(pop.frame, list(subset))
-            pop.groups[subset] = gids
-            pop.group_sizes[subset] = np.bincount(gids[gids >= 0], minlength=len(gindex))
-            pop.group_index[subset] = _canon_index(gindex, list(subset)) if subset else gindex
-    return pop
+    if isinstance(index, pd.MultiIndex):
+        names = [str(n) for n in index.names]
+        order = [names.index(k) if k in names else i for i, k in enumerate(keys)]
+        return pd.MultiIndex.from_arrays([canonical_labels(index.get_level_values(i)) for i in order])
+    return pd.Index(canonical_labels(index), dtype=object)
 
 
 def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
@@ -163,7 +767,9 @@ def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
     A later output whose cell has exactly the rows of one of them must hide it too: the
     pattern that protects this output relied on it staying hidden.
     """
-    keys = list(pop.full)
+    from .flatten import canonical_labels
+
+    keys = list(pop.keys)
     for model in models:
         cells = model["cells"]
         columns = dict(zip(model["dims"], model.get("columns", model["dims"]), strict=True))
@@ -172,310 +778,252 @@ def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
         hidden = cells[cells["status"].isin(["primary", "secondary"])]
         if hidden.empty:
             continue
-        needs_margins = any((hidden[columns[k]] == "Total").any() for k in keys)
-        if needs_margins:
-            with_margins(pop)
         labels = {k: hidden[columns[k]].astype(object).to_numpy() for k in keys}
-        fixed_mask = np.stack([labels[k] != "Total" for k in keys], axis=1)
+        fixed_mask = np.stack([labels[k] != "Total" for k in keys], axis=1) if keys else np.zeros((len(hidden), 0), bool)
         for pattern in {tuple(row) for row in fixed_mask.tolist()}:
             subset = tuple(k for k, f in zip(keys, pattern, strict=True) if f)
-            if subset not in pop.group_index:
-                continue
-            rows = np.flatnonzero((fixed_mask == np.array(pattern)).all(axis=1))
+            rows = np.flatnonzero((fixed_mask == np.array(pattern, dtype=bool)).all(axis=1))
+            level_labels = pop.level(subset)[1]
             if subset:
-                arrays = [np.array([str(v) for v in labels[k][rows]], dtype=object) for k in subset]
-                index = pop.group_index[subset]
-                wanted = pd.MultiIndex.from_arrays(arrays) if len(subset) > 1 else pd.Index(arrays[0], dtype=object)
-                target = pd.MultiIndex.from_arrays([index.get_level_values(i).astype(str) for i in range(len(subset))]) \
-                    if len(subset) > 1 else pd.Index(index.astype(str), dtype=object)
-                found = target.get_indexer(wanted) if target.is_unique else np.full(len(rows), -1)
-                groups = {int(g) for g in found if g >= 0}
+                lookup = {tuple(str(v) for v in lab): i for i, lab in enumerate(level_labels)}
+                groups = set()
+                for r in rows:
+                    key = tuple(str(canonical_labels(np.array([labels[k][r]], dtype=object))[0]) for k in subset)
+                    g = lookup.get(key)
+                    if g is not None:
+                        groups.add(g)
             else:
                 groups = {0}
-            pop.hidden_model.setdefault(subset, set()).update(groups)
-
-
-def _canon_index(index: pd.Index, keys: list[str]) -> pd.Index:
-    from .flatten import canonical_labels
-
-    if isinstance(index, pd.MultiIndex):
-        return pd.MultiIndex.from_arrays([canonical_labels(index.get_level_values(k)) for k in keys])
-    return pd.Index(canonical_labels(index), dtype=object)
-
-
-def related(a: Population, b: Population) -> np.ndarray | None:
-    """Positions of ``b``'s rows in ``a`` (-1 where absent), or None if the populations are unrelated."""
-    if a.labels is b.labels:
-        return np.arange(len(b.labels))
-    try:
-        pos = a.labels.get_indexer(b.labels)
-    except (TypeError, ValueError, pd.errors.InvalidIndexError):
-        return None
-    shared = pos >= 0
-    if not shared.any():
-        return None
-    common = set(a.keys) & set(b.keys)
-    if not common:
-        # no common key column to confirm the rows are the same rows: only trust identical labels objects
-        return pos if a.labels is b.labels else None
-    # the same rows agree on at least one common key column (a recoded column may differ: that
-    # is exactly the overlapping-recoding case we must catch)
-    sample = np.flatnonzero(shared)[:: max(1, int(shared.sum()) // 2000)]
-    for k in common:
-        if np.array_equal(_norm(a.keys[k][pos[sample]]), _norm(b.keys[k][sample])):
-            return pos
-    return None
-
-
-def _norm(values: np.ndarray) -> np.ndarray:
-    return np.array(["\0nan" if (isinstance(v, float) and np.isnan(v)) or v is None else str(v) for v in values],
-                    dtype=object)
-
-
-@dataclass
-class DifferencingHit:
-    """A new cell whose population differs from an earlier published cell's by a few units."""
-
-    new_cell: int
-    earlier: str
-    earlier_title: str
-    earlier_cell: str
-    new_title: str
-
-
-def differencing(new: Population, earlier: list[Population]) -> list[DifferencingHit]:
-    """New published cells that, against an earlier published cell, isolate 1..threshold-1 rows."""
-    hits: list[DifferencingHit] = []
-    for old in earlier:
-        pos = related(old, new)
-        if pos is None:
-            continue
-        in_new = new.cell_of_row >= 0
-        old_cell = np.full(len(new.cell_of_row), -1, dtype=np.int64)
-        shared = pos >= 0
-        old_cell[shared] = old.cell_of_row[pos[shared]]
-        both = in_new & (old_cell >= 0)
-        if not both.any():
-            continue
-        n_new = len(new.sizes)
-        pair = old_cell[both] * n_new + new.cell_of_row[both]
-        uniq, counts = np.unique(pair, return_counts=True)
-        a_cells, b_cells = uniq // n_new, uniq % n_new
-        size_a = old.sizes[a_cells]
-        size_b = new.sizes[b_cells]
-        b_in_a = counts == size_b
-        a_in_b = counts == size_a
-        diff = np.where(b_in_a, size_a - size_b, np.where(a_in_b, size_b - size_a, 0))
-        risky = (b_in_a | a_in_b) & (diff > 0) & (diff < new.threshold)
-        for a, b in zip(a_cells[risky], b_cells[risky], strict=True):
-            hits.append(DifferencingHit(int(b), old.out_id, old.title, old.cell_names[int(a)], new.title))
-    return hits
-
-
-def hidden_elsewhere(new: Population, earlier: list[Population]) -> list[DifferencingHit]:
-    """New cells whose rows are exactly those of a cell an earlier output hid (inner or margin)."""
-    hits: list[DifferencingHit] = []
-    in_new = new.cell_of_row >= 0
-    for old in earlier:
-        if not old.hidden_model:
-            continue
-        pos = related(old, new)
-        if pos is None:
-            continue
-        shared = pos >= 0
-        for subset, hidden in old.hidden_model.items():
-            gids = old.groups.get(subset)
-            if gids is None or not hidden:
-                continue
-            old_group = np.full(len(new.cell_of_row), -1, dtype=np.int64)
-            old_group[shared] = gids[pos[shared]]
-            both = in_new & (old_group >= 0)
-            n_new = len(new.sizes)
-            pair = old_group[both] * n_new + new.cell_of_row[both]
-            uniq, counts = np.unique(pair, return_counts=True)
-            groups, cells = uniq // n_new, uniq % n_new
-            sizes_old = old.group_sizes[subset][groups]
-            equal = (counts == new.sizes[cells]) & (counts == sizes_old)
-            for g, b in zip(groups[equal], cells[equal], strict=True):
-                if int(g) in hidden:
-                    label = " × ".join(subset) if subset else "grand total"
-                    hits.append(DifferencingHit(int(b), old.out_id, old.title, f"a hidden cell of {label}", new.title))
-    return hits
+            if groups:
+                pop.hidden_model.setdefault(subset, set()).update(groups)
 
 
 # ------------------------------------------------------------------ joint audit
-def joint_intervals(tables: list[Population], hidden: list[dict[tuple[str, ...], set[int]]],
-                    targets: list[tuple[int, tuple[str, ...], int]]) -> dict[tuple[int, tuple[str, ...], int],
-                                                                             tuple[float, float]]:
-    """Attacker intervals of hidden cells when every published cell of every table is known.
-
-    ``tables`` share rows (``tables[0]`` is the reference); the unknowns are the counts
-    of the common refinement of all groupings. ``hidden[t][grouping]`` lists the group ids
-    of table ``t`` that are hidden; ``targets`` are (table, grouping, group) to bound.
-    """
-    from scipy.optimize import linprog
-    from scipy.sparse import csr_matrix
-
-    ref = tables[0]
-    n_rows = len(ref.labels)
-    columns = []
-    for t, pop in enumerate(tables):
-        pos = np.arange(n_rows) if t == 0 else ref.labels.get_indexer(pop.labels)
-        for grouping, gids in pop.groups.items():
-            col = np.full(n_rows, -1, dtype=np.int64)
-            ok = pos >= 0
-            col[pos[ok]] = gids[ok]
-            columns.append(((t, grouping), col))
-    stacked = np.stack([c for _, c in columns], axis=1)
-    cover, inverse = np.unique(stacked, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    counts = np.bincount(inverse, minlength=len(cover)).astype(float)
-    if len(cover) > MAX_JOINT_CELLS:
-        raise ValueError(f"joint audit too large ({len(cover)} cells)")
-    rows, cols, rhs = [], [], []
-    member: dict[tuple[int, tuple[str, ...], int], np.ndarray] = {}
-    for c, ((t, grouping), _) in enumerate(columns):
-        values = cover[:, c]
-        for g in np.unique(values[values >= 0]):
-            members = np.flatnonzero(values == g)
-            member[(t, grouping, int(g))] = members
-            if int(g) in hidden[t].get(grouping, set()):
-                continue
-            r = len(rhs)
-            rows += [r] * len(members)
-            cols += members.tolist()
-            rhs.append(float(counts[members].sum()))
-    A = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(rhs), len(cover)))
-    b = np.asarray(rhs)
-    out = {}
-    for target in targets:
-        members = member.get(target)
-        if members is None:
-            continue
-        c = np.zeros(len(cover))
-        c[members] = 1.0
-        lo = linprog(c, A_eq=A, b_eq=b, bounds=(0, None), method="highs")
-        hi = linprog(-c, A_eq=A, b_eq=b, bounds=(0, None), method="highs")
-        if lo.status == 0 and hi.status in (0, 3):
-            out[target] = (float(lo.fun), np.inf if hi.status == 3 else float(-hi.fun))
-    return out
-
-
-# ------------------------------------------------------------------ session-level steps
-def published_elsewhere(new: Population, earlier: list[Population]) -> dict[tuple[str, ...], set[tuple]]:
-    """Cells of the new table (inner or margins) whose rows are exactly a cell an earlier
-    output published: they are public, so protection must not count on hiding them.
-
-    Returns, per grouping (a subset of the keys), the labels of those cells.
-    """
-    out: dict[tuple[str, ...], set[tuple]] = {}
-    related_pairs = [(old, pos) for old in earlier if len(old.sizes) and (pos := related(old, new)) is not None]
-    if not related_pairs:
-        return out
-    with_margins(new)
-    for old, pos in related_pairs:
-        shared = pos >= 0
-        old_cell = np.full(len(new.labels), -1, dtype=np.int64)
-        old_cell[shared] = old.cell_of_row[pos[shared]]
-        n_old = len(old.sizes)
-        for subset, gids in new.groups.items():
-            both = (gids >= 0) & (old_cell >= 0)
-            if not both.any():
-                continue
-            pair = gids[both] * n_old + old_cell[both]
-            uniq, counts = np.unique(pair, return_counts=True)
-            groups, cells = uniq // n_old, uniq % n_old
-            equal = (counts == new.group_sizes[subset][groups]) & (counts == old.sizes[cells])
-            if not equal.any():
-                continue
-            labels = out.setdefault(subset, set())
-            index = new.group_index.get(subset)
-            for g in groups[equal]:
-                if not subset:
-                    labels.add(())
-                    continue
-                label = index[int(g)]
-                labels.add(tuple(label) if isinstance(label, tuple) else (label,))
-    return out
-
-
-def differencing_reasons(new: Population, earlier: list[Population], positions: np.ndarray) -> dict[int, list[Any]]:
-    """Displayed cells (flat index) to make primary because of differencing, with reasons."""
-    from .rules import Reason
-
-    out: dict[int, list[Any]] = {}
-    if new.entry_cells is None:
-        return out
-    for hit in differencing(new, earlier):
-        entry_cell = new.entry_cells[hit.new_cell]
-        message = (f"{hit.earlier_title} ({hit.earlier}) and this table differ by fewer than {new.threshold} "
-                   f"units in {new.cell_names[hit.new_cell]} (vs {hit.earlier_cell}): subtracting one from the "
-                   "other would reveal them")
-        for i in np.flatnonzero(positions == entry_cell):
-            out.setdefault(int(i), []).append(Reason("differencing", message))
-    for hit in hidden_elsewhere(new, earlier):
-        entry_cell = new.entry_cells[hit.new_cell]
-        message = (f"{hit.earlier_title} ({hit.earlier}) hid these same cases ({hit.earlier_cell}) to protect "
-                   "its small cells: publishing them here would undo that")
-        for i in np.flatnonzero(positions == entry_cell):
-            if int(i) not in out:
-                out.setdefault(int(i), []).append(Reason("linked", message))
-    return out
-
-
-def joint_audit(new: Population, earlier: list[Population], protection: float, max_tables: int = 3
-                ) -> tuple[list[int], list[str]]:
+def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = 4
+                ) -> tuple[list[int], list[str], list[str]]:
     """Audit the new table's and related earlier tables' hidden primaries together.
 
-    Returns (published cells of the new table to hide in addition, problems that remain).
-    Margins that are themselves below the threshold are treated as hidden (as the
-    per-table engine does); all other margins as known.
+    Returns (published groups of the new table to hide in addition, problems that remain,
+    notes). Only failures the new table causes count: a cell an attacker already recovers
+    from earlier outputs alone is public knowledge (noted, not charged to this table).
     """
-    related_tables = [old for old in earlier if related(old, new) is not None][-max_tables:]
-    if not related_tables:
-        return [], []
-    tables = [with_margins(new), *(with_margins(t) for t in related_tables)]
+    new = d.pop
+    olds = [p for p in linker._distinct(linker.related(d))][:max_tables]
+    if not olds:
+        return [], [], []
     m = protection / 100.0
+    tables = [new, *olds]
+    groups_at = [new.group, *(p.group[d.parent] for p in olds)]
+    # common refinement of the involved tables over the atoms
+    involved = np.zeros(len(d.atom_size), dtype=bool)
+    for g in groups_at:
+        involved |= g >= 0
+    atoms = np.flatnonzero(involved)
+    code = np.zeros(len(atoms), dtype=np.int64)
+    for g, t in zip(groups_at, tables, strict=True):
+        code = code * (len(t.labels) + 1) + (g[atoms].astype(np.int64) + 1)
+        code = pd.factorize(code)[0].astype(np.int64)
+    cell_of_atom, _ = pd.factorize(code)
+    n_cells = int(cell_of_atom.max()) + 1 if len(cell_of_atom) else 0
+    if n_cells > MAX_JOINT_CELLS:
+        if len(tables) > 2:
+            return joint_audit(d, linker, protection, max_tables=len(tables) - 2)
+        return [], [], [f"joint audit with earlier outputs skipped: {n_cells:,} cells in common"]
+    cell_group = [np.full(n_cells, -1, dtype=np.int64) for _ in tables]
+    for t, g in enumerate(groups_at):
+        cell_group[t][cell_of_atom] = g[atoms]
 
-    def hidden_sets(pop: Population, extra: set[int]) -> dict[tuple[str, ...], set[int]]:
-        out: dict[tuple[str, ...], set[int]] = {}
-        for grouping, sizes in pop.group_sizes.items():
-            small = {int(g) for g in np.flatnonzero((sizes > 0) & (sizes < pop.threshold))}
-            small |= pop.hidden_model.get(grouping, set())
-            if grouping == pop.full:
-                small |= pop.hidden_groups.get(grouping, set()) | extra
-            out[grouping] = small
+    def targets(t: int) -> list[tuple[int, int]]:
+        pop = tables[t]
+        hidden = ~pop.published & (pop.size > 0) & (pop.size < pop.threshold)
+        return [(t, int(g)) for g in np.flatnonzero(hidden)]
+
+    def constraints(use: list[int], extra: set[int]) -> tuple[Any, np.ndarray]:
+        from scipy.sparse import csr_matrix
+
+        rows, cols, rhs = [], [], []
+        for t in use:
+            pop = tables[t]
+            published = None
+            if t == 0 and extra:
+                published = pop.published.copy()
+                published[list(extra)] = False
+            for subset in pop.levels():
+                mapping, sizes, pub, _ = pop.level_facts(subset, published)
+                g = cell_group[t]
+                s = np.where(g >= 0, mapping[np.maximum(g, 0)], -1)
+                ok = s >= 0
+                ok &= pub[np.maximum(s, 0)]
+                idx = np.flatnonzero(ok)
+                if not len(idx):
+                    continue
+                groups, inverse = np.unique(s[idx], return_inverse=True)
+                base = len(rhs)
+                rows.extend((base + inverse).tolist())
+                cols.extend(idx.tolist())
+                rhs.extend(sizes[groups].astype(float).tolist())
+        A = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(rhs), n_cells))
+        return A, np.asarray(rhs)
+
+    def intervals(use: list[int], extra: set[int], wanted: list[tuple[int, int]]) -> dict[tuple[int, int], tuple]:
+        from scipy.optimize import linprog
+
+        A, b = constraints(use, extra)
+        out = {}
+        for t, g in wanted:
+            members = np.flatnonzero(cell_group[t] == g)
+            if not len(members):
+                continue
+            c = np.zeros(n_cells)
+            c[members] = 1.0
+            if not A.shape[0]:
+                out[(t, g)] = (0.0, np.inf)
+                continue
+            lo = linprog(c, A_eq=A, b_eq=b, bounds=(0, None), method="highs")
+            hi = linprog(-c, A_eq=A, b_eq=b, bounds=(0, None), method="highs")
+            if lo.status == 0 and hi.status in (0, 3):
+                out[(t, g)] = (float(lo.fun), np.inf if hi.status == 3 else float(-hi.fun))
         return out
 
-    def targets_of(t: int, pop: Population) -> list[tuple[int, tuple[str, ...], int]]:
-        sizes = pop.group_sizes[pop.full]
-        return [(t, pop.full, g) for g in sorted(pop.hidden_groups.get(pop.full, set()))
-                if 0 < sizes[g] < pop.threshold]
-
-    extra: set[int] = set()
-    candidates = sorted((int(g) for g in (new.group_of_cell if new.group_of_cell is not None else [])),
-                        key=lambda g: new.group_sizes[new.full][g])
-    added: list[int] = []
-    for _ in range(12):
-        hidden = [hidden_sets(pop, extra if t == 0 else set()) for t, pop in enumerate(tables)]
-        targets = [tg for t, pop in enumerate(tables) for tg in targets_of(t, pop)]
-        if not targets:
-            return added, []
-        try:
-            intervals = joint_intervals(tables, hidden, targets)
-        except ValueError as exc:
-            return added, [str(exc)]
-        failing = []
-        for (t, grouping, g), (lo, hi) in intervals.items():
-            v = float(tables[t].group_sizes[grouping][g])
+    def failing(found: dict[tuple[int, int], tuple]) -> list[tuple[int, int]]:
+        bad = []
+        for (t, g), (lo, hi) in found.items():
+            v = float(tables[t].size[g])
             if hi - lo <= 1e-9 or lo > (1 - m) * v + 1e-9 or hi < (1 + m) * v - 1e-9:
-                failing.append((t, g))
-        if not failing:
-            return added, []
-        nxt = next((g for g in candidates if g not in extra), None)
-        if nxt is None:
+                bad.append((t, g))
+        return bad
+
+    everything = list(range(len(tables)))
+    extra: set[int] = set()
+    added: list[int] = []
+    all_targets = [tg for t in everything for tg in targets(t)]
+    if not all_targets:
+        return [], [], []
+    bad = failing(intervals(everything, extra, all_targets))
+    notes: list[str] = []
+    if bad:
+        # already recoverable without this table: public knowledge, not this table's doing
+        before = set(failing(intervals(everything[1:], set(), bad)))
+        if before:
+            names = _join([f"{tables[t].title} ({tables[t].out_id}): {tables[t].name(g)}" for t, g in before])
+            notes.append(f"earlier outputs together already reveal {names}; this table adds nothing to that")
+        excluded = before
+        bad = [x for x in bad if x not in excluded]
+    else:
+        excluded = set()
+    derivable = linker.findings(d)["derivable"] if bad else np.zeros(len(new.labels), bool)
+    for _ in range(12):
+        if not bad:
+            return added, [], notes
+        progress = False
+        for t, g in bad:
+            members = np.flatnonzero(cell_group[t] == g)
+            near = np.unique(cell_group[0][members])
+            near = [int(x) for x in near if x >= 0 and new.published[x] and x not in extra and not derivable[x]]
+            if not near:
+                continue
+            pick = min(near, key=lambda x: new.size[x])
+            extra.add(pick)
+            added.append(pick)
+            progress = True
+        if not progress:
             break
-        extra.add(nxt)
-        added.append(nxt)
-    names = ", ".join(f"{tables[t].out_id}:{g}" for t, g in failing[:5])
-    return added, [f"linked outputs leave hidden cells recoverable ({names})"]
+        wanted = [tg for tg in all_targets if tg not in excluded]
+        bad = failing(intervals(everything, extra, wanted))
+    if not bad:
+        return added, [], notes
+    names = _join([f"{tables[t].title} ({tables[t].out_id}): {tables[t].name(g)}" if t else
+                   f"this table: {new.name(g)}" for t, g in bad])
+    return added, [f"linked outputs leave hidden cells recoverable ({names})"], notes
+
+
+# ------------------------------------------------------------------ persistence
+MAX_SAVED_ROWS = 2_000_000
+
+
+def _hashes_path(path: Path, uid: str) -> Path:
+    return path.with_name(f"{path.name}.{uid}.rows.npz")
+
+
+def _save(path: Path, universes: list[Universe]) -> None:
+    """Atoms and populations in one file (rewritten after each output, small); the row hashes
+    of each universe in a file of their own, written only when its rows change."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    meta: dict[str, Any] = {"schema": 1, "universes": []}
+    for ui, u in enumerate(universes):
+        if u.n > MAX_SAVED_ROWS:
+            continue
+        cols = [c for c in u.hashes if isinstance(c, str)]
+        if not u.hashes_saved:
+            rows = _hashes_path(path, u.uid)
+            tmp = rows.with_name(rows.name + ".tmp.npz")
+            np.savez(tmp, **{f"h{ci}": u.hashes[c] for ci, c in enumerate(cols)})
+            tmp.replace(rows)
+            u.hashes_saved = True
+        umeta: dict[str, Any] = {"uid": u.uid, "n": u.n, "columns": cols,
+                                 "key_columns": sorted(str(k) for k in u.key_columns), "populations": []}
+        arrays[f"u{ui}_row_atom"] = u.row_atom
+        arrays[f"u{ui}_atom_size"] = u.atom_size
+        for pi, p in enumerate(u.populations):
+            arrays[f"u{ui}_p{pi}_group"] = p.group
+            arrays[f"u{ui}_p{pi}_size"] = p.size
+            arrays[f"u{ui}_p{pi}_published"] = p.published
+            arrays[f"u{ui}_p{pi}_hidden"] = p.hidden_shown
+            umeta["populations"].append({
+                "out_id": p.out_id, "title": p.title, "keys": list(p.keys), "threshold": p.threshold,
+                "margins_public": p.margins_public, "labels": [[_json_label(v) for v in lab] for lab in p.labels],
+                "hidden_model": [[list(k), sorted(int(x) for x in v)] for k, v in p.hidden_model.items()]})
+        umeta["index"] = ui
+        meta["universes"].append(umeta)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8), **arrays)
+    tmp.replace(path)
+    keep = {_hashes_path(path, u["uid"]).name for u in meta["universes"]}
+    for old in path.parent.glob(f"{path.name}.*.rows.npz"):
+        if old.name not in keep:
+            old.unlink(missing_ok=True)
+
+
+def _json_label(v: Any) -> Any:
+    if isinstance(v, bool | int | float | str) or v is None:
+        return v
+    if isinstance(v, np.generic):
+        return v.item()
+    return str(v)
+
+
+def _load(path: Path) -> list[Universe]:
+    if not path.is_file():
+        return []
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(bytes(data["meta"]).decode("utf-8"))
+        out = []
+        for um in meta["universes"]:
+            ui = um["index"]
+            u = Universe.__new__(Universe)
+            u.n = int(um["n"])
+            u.uid = str(um["uid"])
+            u.hashes_saved = True
+            u.labels = None  # the index of the earlier kernel's frames is gone: content hashes only
+            with np.load(_hashes_path(path, u.uid), allow_pickle=False) as rows:
+                u.hashes = {c: np.asarray(rows[f"h{ci}"], dtype=np.uint64) for ci, c in enumerate(um["columns"])}
+            u.key_columns = set(um["key_columns"])
+            u.row_atom = np.asarray(data[f"u{ui}_row_atom"], dtype=np.int32)
+            u.atom_size = np.asarray(data[f"u{ui}_atom_size"], dtype=np.int64)
+            u.version = 0
+            u._combined = {}
+            u.frames = {}
+            u.populations = []
+            for pi, pm in enumerate(um["populations"]):
+                p = Population(out_id=pm["out_id"], title=pm["title"], universe=u, keys=tuple(pm["keys"]),
+                               group=np.asarray(data[f"u{ui}_p{pi}_group"], dtype=np.int32),
+                               labels=[tuple(lab) for lab in pm["labels"]],
+                               size=np.asarray(data[f"u{ui}_p{pi}_size"], dtype=np.int64),
+                               published=np.asarray(data[f"u{ui}_p{pi}_published"], dtype=bool),
+                               hidden_shown=np.asarray(data[f"u{ui}_p{pi}_hidden"], dtype=bool),
+                               threshold=int(pm["threshold"]), margins_public=bool(pm["margins_public"]),
+                               hidden_model={tuple(k): set(v) for k, v in pm["hidden_model"]})
+                u.populations.append(p)
+            out.append(u)
+    return out

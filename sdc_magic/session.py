@@ -53,7 +53,9 @@ class Session:
         self.registry = Registry()
         self.capture = Capture(self.registry, lambda: self.rules)
         self.ledger = Ledger(persist=False)
-        self.populations: list[Any] = []  # rows behind each published cell of earlier outputs (linking)
+        from .linking import Linker
+
+        self.populations = Linker()  # rows behind each published cell of earlier outputs (linking)
         self.linking = True
         self.microdata: dict[str, Any] | None = None  # %sdc microdata keys=... k=... (row-level releases)
         self.last_error: str | None = None
@@ -222,50 +224,75 @@ class Session:
 
     # ------------------------------------------------------------ linked outputs
     def _title(self, entry: Any) -> str:
-        keys = getattr(getattr(entry, "source", None), "keys", None) or list(entry.dims)
-        return f"{entry.call} by {' × '.join(map(str, keys))}"
+        """How messages name an output: its statistic and its keys ("counts by sex × age band")."""
+        source = getattr(entry, "source", None)
+        keys = [str(k) for k in (getattr(source, "keys", None) or list(entry.dims))]
+        call = str(entry.call or "table")
+        what = {"size": "counts", "count": "counts", "value_counts": "counts", "crosstab": "counts",
+                "sum": "sums", "mean": "means", "median": "medians", "describe": "summary", "nunique": "distinct counts",
+                "pivot_table": "pivot table", "agg": "aggregates", "aggregate": "aggregates"}.get(
+            call.rsplit(".", 1)[-1], call)
+        return f"{what} by {' × '.join(keys)}" if keys else f"{what} of all rows"
+
+    def _linker(self) -> Any:
+        """The linking memory, saved next to a persisted ledger (it survives a kernel restart)."""
+        from .linking import Linker
+
+        if not isinstance(self.populations, Linker):
+            self.populations = Linker()
+        ledger = self.ledger
+        path = None
+        if getattr(ledger, "persist", False):
+            try:
+                path = ledger.path.with_name(ledger.path.name + ".linking.npz")
+            except Exception:  # no folder: memory only
+                path = None
+        if path != self.populations.path:
+            self.populations.attach(path)
+        return self.populations
+
+    def _draft(self, entry: Any, positions: Any, hidden: Any = None, out_id: str = "this table") -> Any:
+        return self._linker().draft(out_id, self._title(entry), entry, positions, hidden, self.rules.threshold)
 
     def _differencing(self, entry: Any, positions: Any, is_margin: Any) -> dict[int, Any]:
         """Cells that earlier outputs would reveal by subtraction (made primary before protection)."""
-        from .linking import differencing_reasons, population_of
-
-        if not self.populations:
+        if not self._linker():
             return {}
-        pop = population_of("this table", self._title(entry), entry, positions, None, self.rules.threshold)
-        if pop is None:
+        draft = self._draft(entry, positions)
+        if draft is None or not self.populations.related(draft):
             return {}
-        return differencing_reasons(pop, self.populations, positions)
+        return self.populations.differencing_reasons(draft, positions)
 
     def _published(self, entry: Any, positions: Any) -> dict:
         """Cells of this table that earlier outputs already published (never chosen as secondaries)."""
-        from .linking import population_of, published_elsewhere
-
-        if not self.populations:
+        if not self._linker():
             return {}
-        pop = population_of("this table", self._title(entry), entry, positions, None, self.rules.threshold)
-        if pop is None:
+        draft = self._draft(entry, positions)
+        if draft is None or not self.populations.related(draft):
             return {}
-        return published_elsewhere(pop, self.populations)
+        return self.populations.published_elsewhere(draft)
 
     def _link(self, out_id: str, checked: Checked) -> None:
         """Joint audit with related earlier outputs; then remember this output's population."""
-        from .linking import joint_audit, population_of, record_hidden_model
+        from .linking import joint_audit, record_hidden_model
         from .rules import Reason
 
         if checked.kind != "table" or checked.status not in ("pass", "suppressed", "review") \
                 or checked.hidden.size > MAX_EXPORT_CELLS:
             return
-        pop = population_of(out_id, self._title(checked.entry), checked.entry, checked.entry_positions,
-                            checked.hidden_flat, self.rules.threshold)
-        if pop is None:
+        linker = self._linker()
+        draft = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id)
+        if draft is None:
             return
+        pop = draft.pop
         record_hidden_model(pop, checked.models)  # the joint audit must know the margins this table hid
-        if self.populations and (checked.hidden_count or any(p.hidden_groups.get(p.full) for p in self.populations)):
-            added, problems = joint_audit(pop, self.populations, self.rules.protection)
-            positions = checked.entry_positions
+        earlier = linker.related(draft)
+        if earlier and (checked.hidden_count or any((~p.published & (p.size > 0) & (p.size < p.threshold)).any()
+                                                     for p in earlier)):
+            added, problems, notes = joint_audit(draft, linker, self.rules.protection)
+            checked.notes.extend(notes)
             for g in added:
-                k = int(np.flatnonzero(pop.group_of_cell == g)[0])
-                for i in np.flatnonzero(positions == pop.entry_cells[k]):
+                for i in np.flatnonzero(draft.display_group == g):
                     r, c = int(checked.cell_rows[i]), int(checked.cell_cols[i])
                     if not checked.hidden[r, c]:
                         checked.hidden[r, c] = True
@@ -283,13 +310,12 @@ class Session:
                 return
             if added:
                 checked.notes.append(f"{len(added)} more cell(s) hidden after a joint audit with earlier outputs")
-                pop = population_of(out_id, pop.title, checked.entry, checked.entry_positions,
-                                    checked.hidden_flat, self.rules.threshold)
-                if pop is not None:
-                    record_hidden_model(pop, checked.models)
-        if pop is not None:
-            self.populations.append(pop)
-            del self.populations[:-200]
+                hidden_model = pop.hidden_model
+                draft = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id)
+                if draft is None:
+                    return
+                draft.pop.hidden_model = hidden_model
+        linker.commit(draft)
 
     @property
     def outputs(self) -> list[OutputRecord]:

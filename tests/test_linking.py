@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdc_magic.linking import joint_audit
 from sdc_magic.render import HIDDEN
 
 
@@ -55,8 +54,8 @@ def test_linked_area_tables_pass_the_joint_audit(session, referrals) -> None:
     second = session.publish(referrals.groupby(["admin2", "case_category", "sex"]).size().unstack())
     assert first.metadata["sdc_magic"]["status"] == "pass"
     assert second.metadata["sdc_magic"]["status"] == "suppressed"
-    new, earlier = session.populations[-1], session.populations[:-1]
-    assert joint_audit(new, earlier, session.rules.protection) == ([], [])
+    assert not any("joint audit" in n for n in second.metadata["sdc_magic"]["notes"])
+    assert [p.out_id for p in session.populations] == ["out-1", "out-2"]
 
 
 def test_unrelated_frames_are_not_linked(session) -> None:

@@ -95,6 +95,9 @@ class Source:
     frame: pd.DataFrame | None
     keys: list[str]
     call: str
+    ids: np.ndarray | None = None  # linking: the group id pandas gave each row of ``frame`` / ``rows`` (-1: dropped)
+    index: pd.Index | None = None  # linking: the groups' labels for ``ids`` (pandas' result_index)
+    rows: Any = None  # linking: the rows behind the table when ``frame`` is None (a Series or frame)
 
 
 class Capture:
@@ -291,7 +294,8 @@ class Capture:
         ge = group_evidence(ids, index, variables, unit, self.rules().top_k,
                             unit_name=self.rules().unit if unit is not None else None, magnitudes=magnitudes)
         self._register(f"groupby.{name}", result, ge, key_dims, measure_of, notes,
-                       source=Source(frame, key_dims, f"groupby.{name}"), flat_obj=flat_obj, flat=flat)
+                       source=Source(frame, key_dims, f"groupby.{name}", ids=ids, index=index,
+                                     rows=None if frame is not None else obj), flat_obj=flat_obj, flat=flat)
 
     def _reaggregate(self, gb: Any, name: str, args: tuple, kwargs: dict, result: Any) -> bool:
         """A sum over cells of a captured count table is a count table too.
@@ -376,7 +380,7 @@ class Capture:
         normalize = kwargs.get("normalize", args[0] if args else False)
         stat = "proportion" if normalize else "count"
         self._register("Series.value_counts", result, ge, [name], lambda m: (None, stat), notes,
-                       source=Source(None, [name], "Series.value_counts"),
+                       source=Source(None, [name], "Series.value_counts", rows=tmp),
                        flat=flatten(result, index_names=[name]) if isinstance(result, pd.Series) else None)
 
     def _frame_value_counts(self, df: pd.DataFrame, args: tuple, kwargs: dict, result: Any) -> None:
