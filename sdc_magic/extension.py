@@ -19,6 +19,8 @@ from typing import Any
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from . import comm as _comm
+from .bundle import message_bundle
 from .capture.display import display_types
 from .magics import sdc_magic
 from .session import Session
@@ -107,25 +109,7 @@ def _load(ip: Any) -> None:
     sess.capture.install()
 
     def display_handler(obj: Any) -> None:
-        from IPython.display import display
-
-        count = getattr(ip, "execution_count", None)
-        progress = _Progress(enabled=_widgets_available(ip))
-        try:
-            published = sess.publish(obj, execution_count=count, progress=progress)
-        finally:
-            progress.close()
-        data = dict(published.data)
-        if published.checked is not None and published.checked.hidden_count and _widgets_available(ip):
-            try:
-                view = _widget_for(ip, sess, published)
-                data["application/vnd.jupyter.widget-view+json"] = {
-                    "model_id": view.model_id, "version_major": 2, "version_minor": 0}
-            except Exception:  # the widget is an extra: the protected table is already in the bundle
-                import traceback
-
-                sess.last_error = traceback.format_exc()
-        display(data, raw=True, metadata=published.metadata)
+        _display(ip, sess, obj)
 
     def plain_printer(obj: Any, p: Any, cycle: bool) -> None:
         p.text(sess.plain(obj))
@@ -145,7 +129,8 @@ def _load(ip: Any) -> None:
     ip.register_magic_function(sdc_magic, "line", "sdc")
     _installed["ip"] = ip
     source = f" (rules from {sess.config_path})" if sess.config_path else ""
-    print(f"sdc_magic loaded — {sess.rules.describe()}{source}. Every displayed pandas table is checked.")
+    _installed["comm"] = _comm.register(ip)  # the lab extension's actions (exception, more options)
+    message(f"sdc_magic loaded — {sess.rules.describe()}{source}. Every displayed pandas table is checked.")
 
 
 def unload(ip: Any) -> None:
@@ -170,51 +155,110 @@ def unload(ip: Any) -> None:
     magics.pop("sdc", None)
     if _session is not None:
         _session.capture.uninstall()
+    _comm.unregister()
     _installed.clear()
 
 
-class _Progress:
-    """A progress bar shown only when protection takes longer than a second.
+def _display(ip: Any, sess: Session, obj: Any) -> None:
+    """Publish one checked table: its bundle (payload for the lab renderer, HTML, text).
 
-    It is a widget of its own, closed when checking ends (so no half-protected state is
-    ever left on screen); it shows only the engine's stage and fraction, never a value.
+    When protection takes long, a transient progress message is shown first and the
+    table *replaces* it (same ``display_id``): no progress output is ever left behind,
+    and a headless run (nbclient) has nothing to wait for.
+    """
+    from IPython.display import display, update_display
+
+    count = getattr(ip, "execution_count", None)
+    interactive = _kernel_available(ip)
+    progress = _Progress(enabled=interactive)
+    found: dict[str, Any] = {}
+
+    def suggest(checked: Any) -> Any:
+        result, suggester = sess.suggestions(checked, name_of=_name_of(ip))
+        found["found"], found["suggester"] = result, suggester
+        return result
+
+    published = None
+    try:
+        published = sess.publish(obj, execution_count=count, progress=progress,
+                                 suggest=suggest if interactive else None)
+        if published.checked is not None:
+            _comm.remember(published.id, published.checked, found.get("found"), found.get("suggester"))
+    finally:
+        if published is not None and progress.display_id is not None:
+            update_display(published.data, raw=True, metadata=published.metadata, display_id=progress.display_id)
+        else:
+            progress.close()
+            if published is not None:
+                display(published.data, raw=True, metadata=published.metadata)
+
+
+def message(text: str) -> None:
+    """A message of the extension (no table values): a cleared output, so the guard ignores it."""
+    ip = _installed.get("ip")
+    if ip is None or not _kernel_available(ip):
+        print(text)
+        return
+    from IPython.display import display
+
+    data, meta = message_bundle(text)
+    display(data, raw=True, metadata=meta)
+
+
+class _Progress:
+    """A progress message shown only when protection takes longer than a second.
+
+    A plain display with a ``display_id``: updated while the engine works, then replaced
+    by the table (or cleared to a one-line note if checking is stopped). It shows only the
+    engine's stage and fraction, never a value, and is marked as a harmless message.
     """
 
-    def __init__(self, enabled: bool, delay: float = 1.0) -> None:
+    def __init__(self, enabled: bool, delay: float = 1.0, every: float = 0.3) -> None:
         import time
 
         self.enabled = enabled
         self.start = time.monotonic()
         self.delay = delay
-        self.bar: Any = None
-        self.label: Any = None
-        self.box: Any = None
+        self.every = every
+        self.last = 0.0
+        self.display_id: str | None = None
 
     def __call__(self, message: str, fraction: float | None = None) -> None:
         import time
 
-        if not self.enabled or time.monotonic() - self.start < self.delay:
+        now = time.monotonic()
+        if not self.enabled or now - self.start < self.delay or now - self.last < self.every:
             return
-        if self.box is None:
-            import ipywidgets as W
-            from IPython.display import display
+        self.last = now
+        import html
 
-            self.bar = W.FloatProgress(min=0.0, max=1.0, description="sdc_magic")
-            self.label = W.Label("protecting…")
-            self.box = W.HBox([self.bar, self.label])
-            display(self.box)
-        if fraction is not None:
-            self.bar.value = max(0.0, min(1.0, float(fraction)))
-        self.label.value = f"{message} (interrupt the kernel to stop: nothing is shown then)"
+        from IPython.display import display, update_display
+
+        share = "" if fraction is None else f" {max(0.0, min(1.0, float(fraction))):.0%}"
+        text = f"sdc_magic: protecting…{share} ({message}; interrupt the kernel to stop: nothing is shown then)"
+        bar = "" if fraction is None else f'<progress max="1" value="{max(0.0, min(1.0, float(fraction))):.3f}"></progress> '
+        data, meta = message_bundle(text, f'<div class="sdc-magic-progress">{bar}<small>{html.escape(text)}</small></div>',
+                                    kind="progress")
+        if self.display_id is None:
+            import uuid
+
+            self.display_id = f"sdc-progress-{uuid.uuid4().hex}"
+            display(data, raw=True, metadata=meta, display_id=self.display_id)
+        else:
+            update_display(data, raw=True, metadata=meta, display_id=self.display_id)
 
     def close(self) -> None:
-        if self.box is not None:
-            self.box.close()
-            self.box = None
+        """Checking stopped without a table: the progress line becomes a short note."""
+        if self.display_id is not None:
+            from IPython.display import update_display
+
+            data, meta = message_bundle("sdc_magic: checking stopped; nothing of the table is shown.")
+            update_display(data, raw=True, metadata=meta, display_id=self.display_id)
+            self.display_id = None
 
 
-def _widgets_available(ip: Any) -> bool:
-    """Widgets need a kernel with comms (not a terminal IPython)."""
+def _kernel_available(ip: Any) -> bool:
+    """Rich displays and comms need a kernel (not a terminal IPython)."""
     return getattr(ip, "kernel", None) is not None
 
 
@@ -233,24 +277,6 @@ def _name_of(ip: Any) -> Any:
         return fallback
 
     return name_of
-
-
-def _widget_for(ip: Any, sess: Session, published: Any) -> Any:
-    from .widget import build
-
-    checked = published.checked
-    found, suggester = sess.suggestions(checked, name_of=_name_of(ip))
-
-    def on_use(code: str) -> None:
-        ip.set_next_input(code, replace=False)
-
-    def on_exception(reason: str) -> None:
-        sess.request_exception(published.id, reason)
-
-    def on_more() -> Any:
-        return suggester.more(found, budget=2.0) if suggester is not None else None
-
-    return build(checked, published.id, found, on_use, on_exception, on_more)
 
 
 def _nothing(obj: Any, *args: Any) -> None:

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import builtins
 import shlex
 
 from .config import PRESETS, RulesError, known_keys, parse_assignments
@@ -35,16 +36,14 @@ def sdc_magic(line: str) -> None:
     try:
         if command == "preset":
             if not rest:
-                print("presets: " + ", ".join(PRESETS))
+                _say("presets: " + ", ".join(PRESETS))
                 return
             sess.use_preset(rest.strip())
-            print(sess.rules.describe())
+            _say(sess.rules.describe())
         elif command == "rules":
             if rest.strip():
                 sess.set_rules(**parse_assignments(rest))
-            print(sess.rules.describe())
-            if not rest.strip():
-                print("keys: " + ", ".join(known_keys()))
+            _say(sess.rules.describe() + ("" if rest.strip() else "\nkeys: " + ", ".join(known_keys())))
         elif command == "status":
             _print_status(sess)
         elif command in ("exception", "comment"):
@@ -54,13 +53,16 @@ def sdc_magic(line: str) -> None:
             text = " ".join(args[1:])
             if command == "exception":
                 record = sess.request_exception(args[0], text)
-                print(f"{record.id}: exception requested; status {record.status} (the output checker decides)")
+                from .comm import exception_requested
+
+                exception_requested(record.id, text)  # the output shows "needs review" at once
+                _say(f"{record.id}: exception requested; status {record.status} (the output checker decides)")
             else:
                 sess.ledger.comment(args[0], text)
-                print(f"{args[0]}: comment recorded")
+                _say(f"{args[0]}: comment recorded")
         elif command == "drop":
             record = sess.ledger.drop(rest.strip())
-            print(f"{record.id}: excluded from export")
+            _say(f"{record.id}: excluded from export")
         elif command == "export":
             args = shlex.split(rest)
             folder = next((a for a in args if not a.startswith("--")), None)
@@ -68,14 +70,14 @@ def sdc_magic(line: str) -> None:
                 raise RulesError("usage: %sdc export DIR [--force] [--xlsx]")
             written = sess.export(folder, force="--force" in args, xlsx="--xlsx" in args)
             skipped = [r.id for r in sess.outputs if not r.exportable]
-            print(f"exported {len(written)} output(s) to {folder}: " + ", ".join(r.id for r in written))
+            _say(f"exported {len(written)} output(s) to {folder}: " + ", ".join(r.id for r in written))
             if skipped:
-                print("not exported (not cleared): " + ", ".join(skipped))
+                _say("not exported (not cleared): " + ", ".join(skipped))
         elif command == "verify":
             from .verification import verify
 
             problems = verify(rest.strip())
-            print("\n".join(problems) if problems else f"{rest.strip()}: verified")
+            _say("\n".join(problems) if problems else f"{rest.strip()}: verified")
         elif command == "microdata":
             settings = parse_assignments(rest)
             keys = [k for k in settings.pop("keys", "").split(",") if k]
@@ -91,12 +93,12 @@ def sdc_magic(line: str) -> None:
             if settings:
                 raise RulesError(f"unknown microdata setting {next(iter(settings))!r}; "
                                  "use keys, k, sensitive, l, max_risk")
-            print(f"row-level frames: k-anonymity k={spec['k']} over {', '.join(spec['keys'])}"
+            _say(f"row-level frames: k-anonymity k={spec['k']} over {', '.join(spec['keys'])}"
                   + (f", l-diversity l={spec['l']} of {spec['sensitive']}" if spec.get("sensitive") else ""))
-        elif command == "debug":
-            print(sess.last_error or "no checking error in this session")
+        elif command == "debug":  # a traceback can quote data: printed, never cleared
+            builtins.print(sess.last_error or "no checking error in this session")
         else:
-            print(USAGE)
+            _say(USAGE)
     except (RulesError, KeyError) as exc:
         raise RulesError(f"%sdc {command}: {exc}") from None
     except Exception as exc:  # e.g. ExportError: a clear message, no traceback
@@ -105,15 +107,22 @@ def sdc_magic(line: str) -> None:
         raise
 
 
+def _say(*parts: object) -> None:
+    from .extension import message
+
+    message(" ".join(str(p) for p in parts))
+
+
 def _print_status(sess: object) -> None:
     outputs = getattr(sess, "outputs", [])
     if not outputs:
-        print("no output checked yet")
+        _say("no output checked yet")
         return
-    print(f"{'id':<8} {'cell':>4} {'status':<11} {'kind':<11} {'hidden':>6} {'cells':>6} {'export':<6} call")
+    lines = [f"{'id':<8} {'cell':>4} {'status':<11} {'kind':<11} {'hidden':>6} {'cells':>6} {'export':<6} call"]
     for o in outputs:
         cell = "" if o.execution_count is None else str(o.execution_count)
         export = "yes" if o.exportable else "no"
         note = f"  exception: {o.exception}" if o.exception else ""
-        print(f"{o.id:<8} {cell:>4} {o.status:<11} {o.kind:<11} {o.hidden:>6} {o.cells:>6} {export:<6} "
-              f"{o.call or ''}{note}")
+        lines.append(f"{o.id:<8} {cell:>4} {o.status:<11} {o.kind:<11} {o.hidden:>6} {o.cells:>6} {export:<6} "
+                     f"{o.call or ''}{note}")
+    _say("\n".join(lines))

@@ -13,17 +13,14 @@ import html
 import numpy as np
 import pandas as pd
 
+from .bundle import STATUS_LABEL
 from .check import Checked
 
 HIDDEN = "✕"
 UNVERIFIED_MARK = "?"
 
-STATUS_TEXT = {
-    "pass": "cleared",
-    "suppressed": "cleared with cells hidden",
-    "review": "needs review",
-    "blocked": "blocked",
-}
+#: One vocabulary for users (``bundle.STATUS_LABEL``); the machine values stay pass/suppressed/review/blocked.
+STATUS_TEXT = STATUS_LABEL
 # Colour plus text (never colour alone); contrast ratios above 4.5:1 on their backgrounds.
 STATUS_STYLE = {
     "pass": ("#0f5323", "#dafbe1"),
@@ -117,8 +114,8 @@ def render_plain(checked: Checked) -> str:
     return "\n".join(lines)
 
 
-def render_html(checked: Checked) -> str:
-    """text/html: a status badge and banner, the protected table, and notes."""
+def render_html(checked: Checked, extras: str = "") -> str:
+    """text/html: a status badge and banner, the protected table, notes (and static reasons/suggestions)."""
     fg, bg = STATUS_STYLE.get(checked.status, ("#000", "#eee"))
     frame = protected_frame(checked)
     as_frame = frame.to_frame() if isinstance(frame, pd.Series) else frame
@@ -137,6 +134,7 @@ def render_html(checked: Checked) -> str:
         f'<small style="color:#444">{banner}</small></div>'
         f"{table}"
         + (f'<ul class="sdc-magic-notes" style="margin:2px 0;font-size:85%;color:#444">{notes}</ul>' if notes else "")
+        + extras
         + "</div>"
     )
 
@@ -149,3 +147,215 @@ def render_placeholder(reason: str, status: str = "blocked") -> tuple[str, str]:
     page = (f'<div class="sdc-magic-output" data-status="{status}" style="color:{fg};background:{bg};'
             f'padding:4px 8px;border:1px solid {fg}">{html.escape(text)}</div>')
     return text, page
+
+
+# ---------------------------------------------------------------------------- the renderer's payload
+#: Reasons listed in the payload (the renderer shows 60, then "show all"); the rest are counted.
+MAX_REASONS_IN_PAYLOAD = 2_000
+#: Rows of a suggestion's preview table (head and tail beyond that, as pandas does).
+PREVIEW_ROWS = 20
+
+
+def number_text(x: float) -> str:
+    """A bound of an interval in plain words: no ``-0``, whole numbers without decimals."""
+    x = float(x) + 0.0  # -0.0 → 0.0
+    if abs(x) < 5e-10:
+        return "0"
+    if abs(x - round(x)) < 1e-9 * max(1.0, abs(x)):
+        return str(round(x))
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def interval_text(interval: tuple[float, float] | None) -> str:
+    if interval is None:
+        return ""
+    lo, hi = interval
+    lo_ok, hi_ok = np.isfinite(lo), np.isfinite(hi)
+    if lo_ok and hi_ok:
+        return f"somewhere between {number_text(lo)} and {number_text(hi)}"
+    if lo_ok:
+        return f"at least {number_text(lo)}"
+    if hi_ok:
+        return f"at most {number_text(hi)}"
+    return ""
+
+
+def _label(value: object) -> str:
+    if isinstance(value, tuple):
+        return " / ".join(_label(v) for v in value)
+    return str(value)
+
+
+def cell_name(checked: Checked, i: int, j: int) -> str:
+    """Where a cell is, in the table's own labels: ``Mirebalais / GBV · F``."""
+    frame = checked.frame
+    row = _label(frame.index[i])
+    if isinstance(frame, pd.DataFrame):
+        return f"{row} · {_label(frame.columns[j])}"
+    return row
+
+
+def _format_column(values: np.ndarray, precision: int) -> list[str]:
+    """Cells as pandas would show a column of counts: whole floats as integers, missing as empty."""
+    floats = [v for v in values if isinstance(v, float | np.floating) and np.isfinite(v)]
+    whole = all(float(v).is_integer() for v in floats)
+    decimals = 0
+    if not whole:
+        for v in floats:
+            text = f"{float(v):.{precision}f}".rstrip("0")
+            decimals = max(decimals, len(text.split(".")[1]) if "." in text else 0)
+    out = []
+    for v in values:
+        if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float | np.floating) and np.isnan(v)):
+            out.append("")
+        elif isinstance(v, bool | np.bool_):
+            out.append(str(bool(v)))
+        elif isinstance(v, int | np.integer):
+            out.append(str(int(v)))
+        elif isinstance(v, float | np.floating):
+            x = float(v) + 0.0
+            out.append(str(round(x)) if whole and np.isfinite(x) else f"{x:.{decimals}f}")
+        else:
+            out.append(str(v))
+    return out
+
+
+def _shown(n: int, max_n: int | None, min_n: int | None = None) -> tuple[list[int], int | None]:
+    """Positions shown of ``n`` (head and tail as pandas truncates) and where the gap is."""
+    if not max_n or n <= max_n:
+        return list(range(n)), None
+    keep = min_n if min_n else max_n
+    head = (keep + 1) // 2
+    tail = keep // 2
+    return list(range(head)) + list(range(n - tail, n)), head
+
+
+def table_payload(frame: pd.DataFrame | pd.Series, hidden: np.ndarray | None = None,
+                  max_rows: int | None = None, min_rows: int | None = None, max_cols: int | None = None
+                  ) -> dict[str, object]:
+    """A (protected) table as strings: header levels, row labels, cells; long tables truncated like pandas."""
+    as_frame = frame.to_frame() if isinstance(frame, pd.Series) else frame
+    if max_rows is None:
+        max_rows = pd.get_option("display.max_rows")
+        min_rows = pd.get_option("display.min_rows")
+    if max_cols is None:
+        max_cols = pd.get_option("display.max_columns")
+    precision = int(pd.get_option("display.precision"))
+    n_rows, n_cols = as_frame.shape
+    rows_shown, row_gap = _shown(n_rows, max_rows, min_rows)
+    cols_shown, col_gap = _shown(n_cols, max_cols)
+    columns = as_frame.columns
+    levels = columns.nlevels
+    header = [[_label(columns.get_level_values(k)[j]) for j in cols_shown] for k in range(levels)]
+    if isinstance(frame, pd.Series) and frame.name is None:
+        header = [[""]]
+    index = as_frame.index
+    cells = [_format_column(as_frame.iloc[rows_shown, j].to_numpy(dtype=object), precision) for j in cols_shown]
+    rows = []
+    for k, i in enumerate(rows_shown):
+        labels = [_label(index.get_level_values(m)[i]) for m in range(index.nlevels)]
+        row: dict[str, object] = {"i": int(i), "index": labels, "cells": [c[k] for c in cells]}
+        if hidden is not None:
+            row["hidden"] = [int(c) for c, j in enumerate(cols_shown) if hidden[i, j]]
+        rows.append(row)
+    return {
+        "shape": [int(n_rows), int(n_cols)],
+        "index_names": ["" if n is None else _label(n) for n in index.names],
+        "column_names": ["" if n is None else _label(n) for n in columns.names],
+        "columns": header,
+        "rows": rows,
+        "row_gap": row_gap,
+        "col_gap": col_gap,
+    }
+
+
+def reasons_payload(checked: Checked) -> tuple[list[dict[str, object]], int]:
+    """One entry per hidden cell: where, why in plain words (never a count), and its interval."""
+    hidden = [(i, j) for (i, j) in sorted(checked.reasons) if checked.hidden[i, j]]
+    items = []
+    for i, j in hidden[:MAX_REASONS_IN_PAYLOAD]:
+        items.append({"cell": cell_name(checked, i, j), "row": int(i), "col": int(j),
+                      "why": "; ".join(r.message for r in checked.reasons[(i, j)]),
+                      "interval": interval_text(checked.intervals.get((i, j)))})
+    return items, len(hidden)
+
+
+def summary_text(checked: Checked) -> str:
+    """The compact header line after the status: how many cells are hidden and why (no rules)."""
+    parts = banner_text(checked).split(" · ")[1:]
+    if checked.rules is not None and parts and parts[-1] == checked.rules.describe():
+        parts = parts[:-1]
+    return " · ".join(parts)
+
+
+def suggestion_payload(s: object) -> dict[str, object]:
+    checked = getattr(s, "checked", None)
+    clean = bool(getattr(s, "publishes_cleanly", False))
+    item: dict[str, object] = {
+        "kind": str(getattr(s, "kind", "")),
+        "title": str(getattr(s, "title", "")),
+        "state": "nothing hidden" if clean else f"{getattr(s, 'hidden', 0)} of {getattr(s, 'cells', 0)} cells would still be hidden",
+        "detail": str(getattr(s, "detail", "") or ""),
+        "code": str(getattr(s, "code", "")),
+        "clean": clean,
+        "preview": None,
+    }
+    if checked is not None and clean:
+        item["preview"] = table_payload(protected_frame(checked), checked.hidden, PREVIEW_ROWS, 10)
+    return item
+
+
+def render_payload(checked: Checked, out_id: str, suggestions: object = None,
+                   exception: str | None = None) -> dict[str, object]:
+    """The ``application/vnd.sdc-magic.v1+json`` payload: only protected content, only strings/ints."""
+    reasons, total = reasons_payload(checked)
+    payload: dict[str, object] = {
+        "version": 1,
+        "id": out_id,
+        "status": checked.status,
+        "label": STATUS_TEXT.get(checked.status, checked.status),
+        "kind": checked.kind,
+        "summary": summary_text(checked),
+        "rules": checked.rules.describe() if checked.rules is not None else "",
+        "hidden": int(checked.hidden_count),
+        "cells": int(checked.hidden.size),
+        "notes": notes_text(checked),
+        "table": table_payload(protected_frame(checked), checked.hidden),
+        "reasons": reasons,
+        "reasons_total": int(total),
+        "suggestions": None,
+        "more": False,
+        "answer": "",
+        "exception": exception,
+    }
+    if suggestions is not None:
+        payload["suggestions"] = [suggestion_payload(s) for s in getattr(suggestions, "items", [])]
+        payload["more"] = not bool(getattr(suggestions, "exhausted", True))
+        payload["answer"] = str(getattr(suggestions, "answer", "") or "")
+    return payload
+
+
+def extras_html(payload: dict[str, object]) -> str:
+    """Static reasons and suggestions (with their code) for front-ends without the renderer."""
+    parts = []
+    reasons = payload.get("reasons") or []
+    if reasons:
+        items = "".join(
+            f"<li><b>{html.escape(str(r['cell']))}</b>: {html.escape(str(r['why']))}"
+            + (f" — {html.escape(str(r['interval']))}" if r.get("interval") else "") + "</li>"
+            for r in reasons)  # type: ignore[union-attr]
+        total = int(payload.get("reasons_total") or 0)
+        more = f"<li>… and {total - len(reasons)} more</li>" if total > len(reasons) else ""  # type: ignore[arg-type]
+        parts.append(f'<details class="sdc-magic-reasons"><summary>Why cells are hidden ({total})</summary>'
+                     f"<ul>{items}{more}</ul></details>")
+    suggestions = payload.get("suggestions") or []
+    if suggestions:
+        items = "".join(
+            f"<li><b>{html.escape(str(s['title']))}</b> <small>({html.escape(str(s['state']))})</small>"
+            f"<pre>{html.escape(str(s['code']))}</pre></li>" for s in suggestions)  # type: ignore[index]
+        parts.append(f'<details class="sdc-magic-suggestions"><summary>Better answers ({len(suggestions)})'  # type: ignore[arg-type]
+                     f"</summary><ul>{items}</ul></details>")
+    if payload.get("exception"):
+        parts.append(f"<p><small>Exception requested: {html.escape(str(payload['exception']))}</small></p>")
+    return "".join(parts)
+

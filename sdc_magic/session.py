@@ -17,13 +17,15 @@ import numpy as np
 import pandas as pd
 
 from . import certificate
+from .bundle import MIME as PAYLOAD_MIME
+from .bundle import canonical
 from .capture import Capture
 from .check import Checked, check, digest
 from .config import Rules, apply_settings, load_rules, preset
 from .export import table_csv
 from .ledger import Ledger, OutputRecord
 from .registry import Registry
-from .render import render_html, render_placeholder, render_plain
+from .render import extras_html, render_html, render_payload, render_placeholder, render_plain
 
 METADATA_SCHEMA = 1
 #: Larger tables are shown protected but not kept for export (certificates would be huge).
@@ -87,14 +89,16 @@ class Session:
         return published.data, published.metadata
 
     def publish(self, obj: Any, execution_count: int | None = None, record: bool = True,
-                progress: Any = None) -> Published:
+                progress: Any = None, suggest: Any = None) -> Published:
         """Check and render ``obj``; any exception gives a withheld placeholder.
 
         The traceback is kept for ``%sdc debug`` and never shown in the output (an error
-        message can quote data).
+        message can quote data). ``suggest(checked)`` (optional) gives the better answers
+        of a table with hidden cells; they join the renderer's payload and the HTML.
         """
         out_id = self.ledger.new_id() if record else "out-nested"
         checked: Checked | None = None
+        payload: dict[str, Any] | None = None
         try:
             linked = record and self.linking
             checked = check(obj, self.registry, self.rules, self.protector,
@@ -105,14 +109,21 @@ class Session:
             if checked.kind == "row-level" and self.microdata is not None:
                 self._microdata_check(checked)
             text = render_plain(checked)
-            page = render_html(checked)
-            meta = self._metadata(out_id, checked, text, page)
+            found = None
+            if suggest is not None and checked.hidden_count and checked.kind == "table":
+                try:
+                    found = suggest(checked)
+                except Exception:  # suggestions are an extra: the protected table stands without them
+                    self.last_error = traceback.format_exc()
+            payload = render_payload(checked, out_id, found)
+            page = render_html(checked, extras_html(payload))
+            meta = self._metadata(out_id, checked, text, page, payload)
         except KeyboardInterrupt:
-            checked = None
+            checked = payload = None
             text, page = render_placeholder("checking was interrupted")
             meta = self._failure_metadata(out_id, "interrupted", text, page)
         except Exception as exc:  # fail closed
-            checked = None
+            checked = payload = None
             self.last_error = traceback.format_exc()
             reason = str(exc) if getattr(exc, "sdc_note", False) else f"checking failed ({type(exc).__name__})"
             text, page = render_placeholder(reason)
@@ -122,7 +133,10 @@ class Session:
         from .linking import clear_cache
 
         clear_cache()  # group ids are only shared within one display (frames may change later)
-        return Published(out_id, {"text/plain": text, "text/html": page}, {"sdc_magic": meta}, checked)
+        data: dict[str, Any] = {"text/plain": text, "text/html": page}
+        if payload is not None:
+            data[PAYLOAD_MIME] = payload
+        return Published(out_id, data, {"sdc_magic": meta}, checked)
 
     def _record(self, out_id: str, meta: dict[str, Any], checked: Checked | None,
                 execution_count: int | None) -> OutputRecord:
@@ -379,7 +393,8 @@ class Session:
         """text/plain of the protected version (for tables inside lists, tuples, dicts)."""
         return self.bundle(obj, record=False)[0]["text/plain"]
 
-    def _metadata(self, out_id: str, checked: Checked, text: str, page: str) -> dict[str, Any]:
+    def _metadata(self, out_id: str, checked: Checked, text: str, page: str,
+                  payload: dict[str, Any] | None = None) -> dict[str, Any]:
         reasons = []
         frame = checked.frame
         truncated = 0
@@ -415,7 +430,7 @@ class Session:
             "rules": checked.rules.as_dict() if checked.rules else None,
             "call": checked.call,
             "method": checked.method,
-            "digest": digest(page, text),
+            "digest": digest(page, text) if payload is None else digest(page, text, canonical(payload)),
         }
 
     def _failure_metadata(self, out_id: str, reason: str, text: str, page: str) -> dict[str, Any]:

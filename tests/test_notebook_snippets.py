@@ -48,7 +48,8 @@ from _nbutil import (
 
 pytestmark = pytest.mark.notebook
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-TABLE_MIMES = ALLOWED_MIMES | {WIDGET_VIEW}  # a checked table may come with its reasons widget
+# a checked table carries the lab renderer's payload (protected content only; see test_inline_bundle)
+TABLE_MIMES = ALLOWED_MIMES | {WIDGET_VIEW, "application/vnd.sdc-magic.v1+json"}
 
 SETUP = f"""\
 import sys, threading
@@ -328,7 +329,9 @@ def _is_other_widget(out: dict[str, Any]) -> bool:
 # --------------------------------------------------------------------------- tests
 def test_kernel_is_this_venv(executed: Executed) -> None:
     first, exe = executed.nb["cells"][0], executed.nb["cells"][1]
-    loaded = "".join(text_of(o.get("text", "")) for o in first["outputs"] if o["output_type"] == "stream")
+    # the banner is a cleared message (display_data), not printed text
+    loaded = "".join(text_of(o.get("text", "")) + text_of(o.get("data", {}).get("text/plain", ""))
+                     for o in first["outputs"])
     assert "sdc_magic loaded" in loaded, first["outputs"]
     printed = "".join(text_of(o.get("text", "")) for o in exe["outputs"] if o["output_type"] == "stream")
     assert printed.strip() == sys.executable

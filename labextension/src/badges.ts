@@ -6,7 +6,7 @@ import { Cell, CodeCell } from '@jupyterlab/cells';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { Widget } from '@lumino/widgets';
 
-import { badgeText, badgeTitle, IOutputInfo, ISummary, outputKey } from './model';
+import { badgeText, badgeTitle, IOutputInfo, isMessage, ISummary, outputKey } from './model';
 import { badgeNode } from './panel';
 
 export const BADGE_ROW_CLASS = 'sdc-BadgeRow';
@@ -30,7 +30,11 @@ export function decorate(panel: NotebookPanel, summary: ISummary, enabled: boole
     outputChildren(cell).forEach((child, oi) => {
       const info = byKey.get(outputKey(ci, oi));
       const existing = child.node.querySelector(`:scope > .${BADGE_ROW_CLASS}`) as HTMLElement | null;
-      if (!enabled || !info) {
+      // One badge per output: our renderer's header already says it (unless the server disagrees,
+      // e.g. an edited output), and the extension's own messages need none.
+      const own = child.node.querySelector('.sdc-Output') as HTMLElement | null;
+      const ownSays = own ? own.dataset.status : undefined;
+      if (!enabled || !info || (info.cleared && isMessage(info)) || (ownSays !== undefined && ownSays === info.status)) {
         existing?.remove();
         child.removeClass(HAS_BADGE_CLASS);
         return;

@@ -15,7 +15,7 @@ import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
 
 import { downloadBlob, downloadRedaction, exportRedacted } from './actions';
-import { guardMessage, guardTitle, isGuarded, summarise, ICellLike } from './model';
+import { formatCarriesOutputs, guardMessage, guardTitle, isGuarded, summarise, ICellLike } from './model';
 import { IRedaction, redactNotebook, redactSaved } from './request';
 
 export const GUARD_DIALOG_CLASS = 'sdc-GuardDialog';
@@ -59,6 +59,9 @@ export class ExportGuard {
 
   private async _guard(id: string, args: ReadonlyPartialJSONObject): Promise<any> {
     const original = this._original!;
+    if (id === 'notebook:export-to-format' && !formatCarriesOutputs(String(args['format'] || 'notebook'))) {
+      return original(id, args); // an executable script holds code only: nothing to check
+    }
     if (id === 'docmanager:download' || id === 'notebook:export-to-format') {
       const panel = this._notebookFor(id);
       if (!panel) {

@@ -6,6 +6,7 @@ import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application'
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -16,6 +17,7 @@ import { decorate, outputNode } from './badges';
 import { ExportGuard } from './guard';
 import { effectiveGuard, IOutputInfo, ISummary, statusBarText, versionWarning } from './model';
 import { DisclosurePanel, PANEL_ID } from './panel';
+import { listenForUpdates, rendererFactory } from './renderer';
 import { serverVersion } from './request';
 import { NotebookWatcher } from './state';
 import { VERSION } from './version';
@@ -47,8 +49,15 @@ class StatusItem extends Widget {
     super();
     this.addClass('sdc-StatusItem');
     this.node.setAttribute('role', 'button');
+    this.node.tabIndex = 0; // reachable with the keyboard; Enter or Space opens the panel
     this.node.title = 'Outputs cleared for release in this notebook (sdc_magic). Click for details.';
     this.node.addEventListener('click', onClick);
+    this.node.addEventListener('keydown', event => {
+      if (event.key === 'Enter' || event.key === ' ') {
+        event.preventDefault();
+        onClick();
+      }
+    });
   }
 
   show_(summary: ISummary, active: boolean, guard: 'on' | 'off' | 'locked'): void {
@@ -67,15 +76,28 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Disclosure panel, output badges and export guard for sdc_magic.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ISettingRegistry, IStatusBar, IDefaultFileBrowser, ICommandPalette],
+  optional: [ISettingRegistry, IStatusBar, IDefaultFileBrowser, ICommandPalette, IRenderMimeRegistry],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     settingRegistry: ISettingRegistry | null,
     statusBar: IStatusBar | null,
     browser: IDefaultFileBrowser | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    rendermime: IRenderMimeRegistry | null
   ) => {
+    // Our own renderer for checked outputs: drawn from saved data, no kernel or widget model needed.
+    const factory = rendererFactory(tracker);
+    if (rendermime) {
+      rendermime.addFactory(factory, factory.defaultRank);
+    }
+    tracker.widgetAdded.connect((_, panel) => {
+      // Notebooks keep a clone of the registry made when they open: make sure ours is in it.
+      if (!panel.content.rendermime.getFactory(factory.mimeTypes[0])) {
+        panel.content.rendermime.addFactory(factory, factory.defaultRank);
+      }
+      listenForUpdates(panel);
+    });
     const options: IOptions = { guardEnabled: true, guardLocked: false, exportDir: 'build/export', badges: true };
     const watcher = new NotebookWatcher(tracker);
 

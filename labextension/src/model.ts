@@ -7,6 +7,8 @@
  * only the server does (the guard asks the server before deciding; see guard.ts).
  */
 
+import { SDC_MIME, statusLabel } from './payload';
+
 /** Statuses that `clearance()` lets through. */
 export const CLEARED_STATUSES: ReadonlyArray<string> = ['pass', 'suppressed'];
 /** Statuses the kernel side writes into `metadata.sdc_magic.status`. */
@@ -22,7 +24,8 @@ export const STATUSES: ReadonlyArray<Status> = ['pass', 'suppressed', 'review', 
 export const CHECKED_MIMES: ReadonlyArray<string> = [
   'text/html',
   'text/plain',
-  'application/vnd.jupyter.widget-view+json'
+  'application/vnd.jupyter.widget-view+json',
+  SDC_MIME
 ];
 
 /** The subset of an nbformat output this module reads. */
@@ -109,6 +112,19 @@ function shorten(text: string, max = 240): string {
   return text.length > max ? text.slice(0, max - 1) + '…' : text;
 }
 
+/** The redactor's placeholder (text only, naming the reason): harmless, so a redacted copy opens clean. */
+export function isPlaceholder(output: IOutputLike): boolean {
+  const marker = isObject(output.metadata) ? output.metadata['sdc_magic_redacted'] : undefined;
+  const data = output.data || {};
+  const keys = Object.keys(data);
+  if (!isObject(marker) || keys.length !== 1 || keys[0] !== 'text/plain') {
+    return false;
+  }
+  const value = data['text/plain'];
+  const text = Array.isArray(value) ? value.join('') : String(value);
+  return text === `[sdc_magic: output removed — it was not cleared for release (${String(marker['reason'])})]`;
+}
+
 /**
  * Why an output may not leave the notebook, in `clearance()`'s words, or null when it
  * may (leaving aside the digest, which the server checks). Used until the server answers.
@@ -120,7 +136,7 @@ export function localClearance(output: IOutputLike): string | null {
   }
   const record = isObject(output.metadata) ? output.metadata['sdc_magic'] : undefined;
   if (!isObject(record)) {
-    return 'no sdc_magic record';
+    return isPlaceholder(output) ? null : 'no sdc_magic record';
   }
   const status = record['status'];
   if (typeof status !== 'string' || CLEARED_STATUSES.indexOf(status) < 0) {
@@ -147,10 +163,26 @@ export function outputStatus(output: IOutputLike, why: string | null = localClea
   if (why === null && (status === 'pass' || status === 'suppressed')) {
     return status;
   }
+  if (why === null && !isObject(record) && isPlaceholder(output)) {
+    return 'pass';
+  }
   if (why !== null && (status === 'review' || status === 'blocked')) {
     return status;
   }
   return 'uncleared';
+}
+
+/** `clearance()`'s reason in the words users see (no jargon). */
+export function plainWhy(why: string): string {
+  const words: { [why: string]: string } = {
+    'stream output': 'printed text',
+    'error output': 'error message',
+    'no sdc_magic record': 'not checked by sdc_magic',
+    'digest does not match the content': 'changed after it was checked',
+    'status review': 'needs review',
+    'status blocked': 'blocked'
+  };
+  return words[why] || why;
 }
 
 /** Plain-words reasons for an output: the record's notes, then hidden cells by rule. */
@@ -164,7 +196,7 @@ export function describe(output: IOutputLike, why: string | null): {
   if (!isObject(record)) {
     const type = output.output_type || 'unknown';
     if (type === 'stream') {
-      reasons.push(`printed text (${output.name || 'stream'}): not checked, never exported`);
+      reasons.push(`printed text${output.name === 'stderr' ? ' (warnings or errors)' : ''}: not checked, never exported`);
     } else if (type === 'error') {
       reasons.push(`error message${output.ename ? ' ' + output.ename : ''}: not checked, never exported`);
     } else if (isObject(output.metadata) && isObject(output.metadata['sdc_magic_redacted'])) {
@@ -206,9 +238,9 @@ export function describe(output: IOutputLike, why: string | null): {
     reasons.push(`${rule}: ${n} cell${n === 1 ? '' : 's'} hidden${msg}`);
   }
   if (why !== null && !reasons.length) {
-    reasons.push(why);
+    reasons.push(plainWhy(why));
   } else if (why !== null && why.indexOf('status ') !== 0) {
-    reasons.unshift(why);
+    reasons.unshift(plainWhy(why));
   }
   return { rules, reasons };
 }
@@ -239,7 +271,7 @@ export function classifyOutput(
     cleared: why === null,
     why,
     id: typeof rec['id'] === 'string' ? (rec['id'] as string) : null,
-    kind: typeof rec['kind'] === 'string' ? (rec['kind'] as string) : null,
+    kind: typeof rec['kind'] === 'string' ? (rec['kind'] as string) : isPlaceholder(output) ? 'removed' : null,
     hidden,
     cells: typeof rec['cells'] === 'number' ? (rec['cells'] as number) : null,
     rules,
@@ -282,30 +314,33 @@ export function summarise(cells: ReadonlyArray<ICellLike>, serverWhy?: Map<strin
   return { outputs, totals };
 }
 
-/** The status-bar text: `sdc: 12 cleared · 2 uncleared`. */
+/** The status-bar text: `sdc: 12 cleared · 2 not cleared`. */
 export function statusBarText(totals: ITotals): string {
-  return `sdc: ${totals.cleared} cleared · ${totals.notCleared} uncleared`;
+  return `sdc: ${totals.cleared} cleared · ${totals.notCleared} not cleared`;
 }
 
-/** The badge text of one output, e.g. `suppressed · 14 hidden`. */
+/** The badge text of one output, e.g. `cleared, cells hidden · 14 hidden` (the users' vocabulary). */
 export function badgeText(info: IOutputInfo): string {
-  if (info.status === 'uncleared') {
-    return 'uncleared';
-  }
-  return info.hidden > 0 ? `${info.status} · ${info.hidden} hidden` : info.status;
+  const label = statusLabel(info.status);
+  return info.hidden > 0 && info.status !== 'uncleared' ? `${label} · ${info.hidden} hidden` : label;
+}
+
+/** Whether an output is one of the extension's own messages (banner, %sdc replies, progress). */
+export function isMessage(info: IOutputInfo): boolean {
+  return info.kind === 'message' || info.kind === 'progress' || info.kind === 'removed';
 }
 
 /** The badge tooltip / accessible description. */
 export function badgeTitle(info: IOutputInfo): string {
   const head = info.cleared
-    ? `sdc_magic: ${info.status} — may be exported`
-    : `sdc_magic: ${info.status} — will not be exported`;
+    ? `sdc_magic: ${statusLabel(info.status)} — may be exported`
+    : `sdc_magic: ${statusLabel(info.status)} — will not be exported`;
   return [head, ...info.reasons.slice(0, 4)].join('\n');
 }
 
 /** One line of the totals: `2 pass · 1 suppressed · …` (zero counts left out, total first). */
 export function totalsText(totals: ITotals): string {
-  const parts = STATUSES.filter(s => totals[s] > 0).map(s => `${totals[s]} ${s}`);
+  const parts = STATUSES.filter(s => totals[s] > 0).map(s => `${totals[s]} ${statusLabel(s)}`);
   return `${totals.total} output${totals.total === 1 ? '' : 's'}` + (parts.length ? ': ' + parts.join(' · ') : '');
 }
 
@@ -318,6 +353,14 @@ export const GUARDED_COMMANDS: ReadonlyArray<string> = [
   'filebrowser:download',
   'filebrowser:copy-download-link'
 ];
+
+/**
+ * Whether an nbconvert format takes outputs along. Only the executable script does not
+ * (measured: nbconvert's markdown, HTML, LaTeX, PDF and rst templates all include outputs).
+ */
+export function formatCarriesOutputs(format: string): boolean {
+  return format !== 'script' && format !== 'python';
+}
 
 export function isGuarded(command: string): boolean {
   return GUARDED_COMMANDS.indexOf(command) >= 0;
@@ -332,7 +375,7 @@ export function guardTitle(notCleared: number): string {
 export function guardMessage(notCleared: number, reasons: { [why: string]: number } = {}): string {
   const detail = Object.keys(reasons)
     .sort((a, b) => reasons[b] - reasons[a] || (a < b ? -1 : 1))
-    .map(why => `${reasons[why]} × ${why}`)
+    .map(why => `${reasons[why]} × ${plainWhy(why)}`)
     .join('; ');
   const them = notCleared === 1 ? 'it' : 'them';
   return (

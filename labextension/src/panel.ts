@@ -5,6 +5,7 @@
 import { Widget } from '@lumino/widgets';
 
 import { badgeText, IOutputInfo, ISummary, STATUSES, statusBarText } from './model';
+import { statusLabel } from './payload';
 
 export const PANEL_ID = 'sdc-panel';
 
@@ -96,7 +97,7 @@ export class DisclosurePanel extends Widget {
     this._totals.textContent = '';
     const chips = el('div', 'sdc-Panel-chips');
     for (const status of STATUSES) {
-      const chip = el('span', `sdc-Badge sdc-Badge--${status} sdc-Panel-chip`, `${status} ${totals[status]}`);
+      const chip = el('span', `sdc-Badge sdc-Badge--${status} sdc-Panel-chip`, `${statusLabel(status)} ${totals[status]}`);
       chip.dataset.status = status;
       chip.dataset.count = String(totals[status]);
       if (!totals[status]) {
@@ -130,17 +131,23 @@ export class DisclosurePanel extends Widget {
     const where =
       (info.executionCount !== null ? `[${info.executionCount}]` : `cell ${info.cellIndex + 1}`) +
       (info.outputIndex ? ` · output ${info.outputIndex + 1}` : '');
-    li.setAttribute('aria-label', `${where}: ${info.status}${info.hidden ? `, ${info.hidden} cells hidden` : ''}. Go to output.`);
+    li.setAttribute('aria-label', `${where}: ${statusLabel(info.status)}${info.hidden ? `, ${info.hidden} cells hidden` : ''}. Go to output.`);
 
     const head = el('div', 'sdc-Panel-itemHead');
-    head.appendChild(badgeNode(info, info.status));
+    head.appendChild(badgeNode(info, statusLabel(info.status)));
     head.appendChild(el('span', 'sdc-Panel-where', where));
     const meta: string[] = [];
-    if (info.kind) {
-      meta.push(info.kind);
-    } else {
-      meta.push(info.outputType.replace('_', ' '));
-    }
+    const kinds: { [kind: string]: string } = {
+      table: 'table',
+      'row-level': 'row-level data',
+      message: 'message from sdc_magic',
+      progress: 'progress',
+      removed: 'removed by redaction',
+      microdata: 'released microdata',
+      error: 'not shown'
+    };
+    const types: { [type: string]: string } = { stream: 'printed text', error: 'error message' };
+    meta.push(info.kind ? kinds[info.kind] || info.kind : types[info.outputType] || 'other output');
     if (info.hidden) {
       meta.push(`${info.hidden} hidden`);
     }

@@ -41,8 +41,13 @@ export class NotebookWatcher {
     if (!session) {
       return 'no notebook';
     }
-    if (!session.session?.kernel) {
-      return session.isReady ? 'no kernel' : 'starting';
+    const kernel = session.session?.kernel;
+    if (!kernel || kernel.isDisposed) {
+      // after a shutdown the session is gone: not "starting"
+      return session.isDisposed || session.hasNoKernel || session.isReady || !session.session ? 'no kernel' : 'starting';
+    }
+    if (kernel.status === 'dead') {
+      return 'stopped';
     }
     return session.kernelDisplayStatus;
   }

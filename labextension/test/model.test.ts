@@ -14,6 +14,9 @@ import {
   guardTitle,
   IOutputLike,
   isGuarded,
+  formatCarriesOutputs,
+  isMessage,
+  isPlaceholder,
   localClearance,
   outputStatus,
   redactedName,
@@ -23,6 +26,7 @@ import {
   totalsText,
   versionWarning
 } from '../src/model';
+import { asPayload, codeRows, headerText, kernelNote, reasonsToShow, SDC_MIME, statusLabel } from '../src/payload';
 
 function table(status: string, extra: Partial<IOutputLike> = {}, record: object = {}): IOutputLike {
   return {
@@ -91,7 +95,7 @@ describe('outputStatus', () => {
     assert.equal(info.status, 'uncleared');
     assert.equal(info.cleared, false);
     assert.equal(info.why, 'digest does not match the content');
-    assert.ok(info.reasons.some(r => r.includes('digest')));
+    assert.ok(info.reasons.some(r => r.includes('changed after it was checked')));
   });
 });
 
@@ -116,13 +120,13 @@ describe('classifyOutput', () => {
     assert.equal(info.executionCount, 7);
     assert.equal(info.source, 'df.groupby("a").size()');
     assert.equal(info.id, 'out-1');
-    assert.equal(badgeText(info), 'suppressed · 3 hidden');
+    assert.equal(badgeText(info), 'cleared, cells hidden · 3 hidden');
   });
   it('explains uncleared outputs in plain words', () => {
-    assert.match(classifyOutput(stream).reasons[0], /printed text \(stdout\)/);
+    assert.match(classifyOutput(stream).reasons[0], /printed text: not checked/);
     assert.match(classifyOutput(error).reasons[0], /error message ValueError/);
     assert.match(classifyOutput(image).reasons[0], /image\/png/);
-    assert.equal(badgeText(classifyOutput(stream)), 'uncleared');
+    assert.equal(badgeText(classifyOutput(stream)), 'not cleared');
   });
   it('survives malformed records', () => {
     const weird = { output_type: 'display_data', data: {}, metadata: { sdc_magic: { status: 'blocked', reasons: [null, { reasons: 'x' }], notes: 'x', hidden: '5' } } };
@@ -156,14 +160,14 @@ describe('summarise', () => {
       ]
     );
     assert.deepEqual(totals, { pass: 1, suppressed: 1, review: 1, blocked: 1, uncleared: 2, cleared: 2, notCleared: 4, total: 6 });
-    assert.equal(statusBarText(totals), 'sdc: 2 cleared · 4 uncleared');
-    assert.equal(totalsText(totals), '6 outputs: 1 pass · 1 suppressed · 1 review · 1 blocked · 2 uncleared');
+    assert.equal(statusBarText(totals), 'sdc: 2 cleared · 4 not cleared');
+    assert.equal(totalsText(totals), '6 outputs: 1 cleared · 1 cleared, cells hidden · 1 needs review · 1 blocked · 2 not cleared');
   });
   it('without the kernel extension everything is uncleared', () => {
     const bare = [{ cell_type: 'code', outputs: [{ output_type: 'execute_result', data: { 'text/html': '<table>' }, metadata: {} }, stream] }];
     const { totals } = summarise(bare);
     assert.equal(totals.uncleared, 2);
-    assert.equal(statusBarText(totals), 'sdc: 0 cleared · 2 uncleared');
+    assert.equal(statusBarText(totals), 'sdc: 0 cleared · 2 not cleared');
   });
   it('applies the server answers by cell and output index; the server decides', () => {
     const server = new Map<string, string | null>([
@@ -183,7 +187,7 @@ describe('summarise', () => {
     assert.equal(summarise(extra, new Map([['0:0', null]])).outputs[0].status, 'pass');
   });
   it('handles an empty notebook', () => {
-    assert.equal(statusBarText(summarise([]).totals), 'sdc: 0 cleared · 0 uncleared');
+    assert.equal(statusBarText(summarise([]).totals), 'sdc: 0 cleared · 0 not cleared');
     assert.equal(totalsText(summarise([]).totals), '0 outputs');
   });
 });
@@ -201,7 +205,7 @@ describe('guard and settings', () => {
     assert.equal(guardTitle(1), '1 output is not cleared for release');
     assert.match(
       guardMessage(3, { 'stream output': 2, 'status blocked': 1 }),
-      /^Not cleared: 2 × stream output; 1 × status blocked\. The notebook as it is would take them along\./
+      /^Not cleared: 2 × printed text; 1 × blocked\. The notebook as it is would take them along\./
     );
     assert.match(guardMessage(1), /^The notebook as it is would take it along/);
   });
@@ -234,5 +238,79 @@ describe('versions and kernel replies', () => {
     assert.equal(exportCode('my dir'), '%sdc export "my dir" --force');
     assert.equal(exportCode(''), '%sdc export build/export --force');
     assert.equal(stripAnsi('\u001b[0;31mUsageError\u001b[0m: bad'), 'UsageError: bad');
+  });
+});
+
+describe('one vocabulary, harmless messages and placeholders', () => {
+  it('labels every status in the users\' words', () => {
+    assert.deepEqual(['pass', 'suppressed', 'review', 'blocked', 'uncleared'].map(statusLabel), [
+      'cleared',
+      'cleared, cells hidden',
+      'needs review',
+      'blocked',
+      'not cleared'
+    ]);
+  });
+  it('treats the extension\'s messages as cleared, without a badge', () => {
+    const banner: IOutputLike = {
+      output_type: 'display_data',
+      data: { 'text/plain': 'sdc_magic loaded' },
+      metadata: { sdc_magic: { schema: 1, kind: 'message', status: 'pass', hidden: 0, cells: 0, digest: 'x' } }
+    };
+    const info = classifyOutput(banner);
+    assert.equal(info.status, 'pass');
+    assert.ok(info.cleared && isMessage(info));
+    assert.ok(!isMessage(classifyOutput(table('pass'))));
+  });
+  it('keeps the redactor\'s placeholders cleared (a redacted copy opens clean), but not edited ones', () => {
+    const why = 'stream output';
+    const placeholder: IOutputLike = {
+      output_type: 'display_data',
+      data: { 'text/plain': `[sdc_magic: output removed — it was not cleared for release (${why})]` },
+      metadata: { sdc_magic_redacted: { reason: why } }
+    };
+    assert.ok(isPlaceholder(placeholder));
+    assert.equal(localClearance(placeholder), null);
+    assert.equal(classifyOutput(placeholder).status, 'pass');
+    const edited = { ...placeholder, data: { 'text/plain': 'C0001 42' } };
+    assert.ok(!isPlaceholder(edited));
+    assert.equal(classifyOutput(edited).status, 'uncleared');
+  });
+  it('lets the payload mime type through but nothing else new', () => {
+    assert.equal(localClearance(table('suppressed', { data: { 'text/plain': 'x', [SDC_MIME]: { version: 1 } } })), null);
+    assert.match(String(localClearance(table('pass', { data: { 'text/plain': 'x', 'application/json': {} } }))), /unchecked mime/);
+  });
+  it('does not guard the script export (code only)', () => {
+    assert.ok(!formatCarriesOutputs('script') && !formatCarriesOutputs('python'));
+    assert.ok(formatCarriesOutputs('html') && formatCarriesOutputs('markdown') && formatCarriesOutputs('notebook'));
+  });
+});
+
+describe('payload helpers', () => {
+  const payload = {
+    version: 1, id: 'out-2', status: 'suppressed', label: 'cleared, cells hidden', kind: 'table',
+    summary: '3 of 8 cells hidden', rules: 'threshold 5', hidden: 3, cells: 8, notes: [],
+    table: { shape: [4, 2], index_names: ['a'], column_names: [''], columns: [['x', 'y']], rows: [], row_gap: null, col_gap: null },
+    reasons: Array.from({ length: 75 }, (_, i) => ({ cell: `r${i}`, row: i, col: 0, why: 'fewer than 5 records', interval: '' })),
+    reasons_total: 75, suggestions: null, more: false, answer: '', exception: null
+  };
+  it('reads a payload and refuses anything else', () => {
+    assert.ok(asPayload(payload));
+    assert.ok(asPayload(JSON.stringify(payload)));
+    assert.equal(asPayload({ version: 2, id: 'x', table: {} }), null);
+    assert.equal(asPayload('not json'), null);
+  });
+  it('lists 60 reasons, then all on request', () => {
+    const p = asPayload(payload)!;
+    assert.equal(reasonsToShow(p, false).length, 60);
+    assert.equal(reasonsToShow(p, true).length, 75);
+    assert.equal(headerText(p), '3 of 8 cells hidden · out-2');
+  });
+  it('says why kernel actions are off', () => {
+    assert.match(String(kernelNote(null)), /No kernel/);
+    assert.match(String(kernelNote({ status: 'dead', connected: false })), /not running/);
+    assert.equal(kernelNote({ status: 'idle', connected: true }), null);
+    assert.equal(codeRows('a'), 2);
+    assert.equal(codeRows('a\n'.repeat(40)), 12);
   });
 });

@@ -1,0 +1,159 @@
+"""The kernel end of the lab extension's actions: a comm target ``sdc_magic``.
+
+The front-end opens one comm per action with ``{"action": ..., "id": "out-7", ...}`` in
+the open message; the kernel answers with one message on it and closes it:
+
+* ``exception`` (``reason``): records the request in the ledger, re-renders the output
+  with status ``review`` and pushes the new bundle to the front-end
+  (``{"ok": true, "status": "review"}``);
+* ``more``: continues the suggestion search of that output
+  (``{"ok": true, "suggestions": [...], "more": false}``; the whole list, earlier ones first);
+* ``ping``: ``{"ok": true, "known": bool}`` (whether this kernel made that output).
+
+Updates the kernel starts itself (``%sdc exception out-7 "…"``) are pushed by opening a
+comm to the front-end's target ``sdc_magic.update`` with ``{"id", "output"}``; a front-end
+without the extension simply closes it.
+
+Replies never hold a hidden value: they are built by the same renderers as the outputs.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+TARGET = "sdc_magic"
+UPDATE_TARGET = "sdc_magic.update"
+#: Outputs of this kernel whose actions stay available (the newest ones).
+MAX_LIVE = 100
+
+
+@dataclass
+class Live:
+    """What an output's actions need: its decision and its suggestion search."""
+
+    checked: Any
+    found: Any = None
+    suggester: Any = None
+    exception: str | None = None
+
+
+_live: OrderedDict[str, Live] = OrderedDict()
+_registered: dict[str, Any] = {}
+
+
+def remember(out_id: str, checked: Any, found: Any = None, suggester: Any = None) -> None:
+    _live[out_id] = Live(checked, found, suggester)
+    _live.move_to_end(out_id)
+    while len(_live) > MAX_LIVE:
+        _live.popitem(last=False)
+
+
+def register(ip: Any) -> bool:
+    """Register the comm target in the kernel (no-op without a kernel, e.g. terminal IPython)."""
+    kernel = getattr(ip, "kernel", None)
+    manager = getattr(kernel, "comm_manager", None)
+    if manager is None:
+        return False
+    manager.register_target(TARGET, _on_open)
+    _registered["manager"] = manager
+    return True
+
+
+def unregister() -> None:
+    manager = _registered.pop("manager", None)
+    if manager is not None:
+        manager.targets.pop(TARGET, None)
+    _live.clear()
+
+
+def _on_open(comm: Any, msg: dict[str, Any]) -> None:
+    request = (msg.get("content") or {}).get("data") or {}
+    try:
+        reply = handle(request)
+    except Exception as exc:  # never a traceback to the front-end: it can quote data
+        from .extension import session
+
+        session().last_error = traceback.format_exc()
+        reply = {"ok": False, "error": f"the kernel could not do this ({type(exc).__name__}); %sdc debug has details"}
+    try:
+        comm.send(reply)
+    finally:
+        comm.close()
+
+
+def handle(request: dict[str, Any]) -> dict[str, Any]:
+    """One action of the front-end; returns the reply (JSON)."""
+    from .extension import session
+
+    action = request.get("action")
+    out_id = str(request.get("id") or "")
+    live = _live.get(out_id)
+    if action == "ping":
+        return {"ok": True, "known": live is not None}
+    if live is None:
+        return {"ok": False, "error": "This output was made by an earlier run or another kernel: "
+                                      "run its cell again to use these actions."}
+    sess = session()
+    if action == "exception":
+        reason = str(request.get("reason") or "").strip()
+        if not reason:
+            return {"ok": False, "error": "Give a reason first."}
+        record = sess.request_exception(out_id, reason)
+        live.exception = reason
+        output = rerender(out_id, live)
+        push_update(out_id, output)
+        return {"ok": True, "status": record.status, "output": output}
+    if action == "more":
+        if live.suggester is None or live.found is None:
+            return {"ok": True, "suggestions": [], "more": False}
+        from .render import suggestion_payload
+
+        found = live.suggester.more(live.found, budget=2.0)
+        live.found = found
+        return {"ok": True, "suggestions": [suggestion_payload(s) for s in found.items],
+                "more": not found.exhausted}
+    return {"ok": False, "error": f"unknown action {action!r}"}
+
+
+def rerender(out_id: str, live: Live) -> dict[str, Any]:
+    """The output's bundle again, after an exception request (status review)."""
+    from .bundle import MIME
+    from .extension import session
+    from .render import extras_html, render_html, render_payload, render_plain
+
+    checked = live.checked
+    if live.exception is not None and checked.status in ("pass", "suppressed"):
+        checked.status = "review"
+    text = render_plain(checked)
+    payload = render_payload(checked, out_id, live.found, exception=live.exception)
+    page = render_html(checked, extras_html(payload))
+    meta = session()._metadata(out_id, checked, text, page, payload)
+    if live.exception is not None:
+        meta["exception"] = live.exception
+    return {"output_type": "display_data", "data": {"text/plain": text, "text/html": page, MIME: payload},
+            "metadata": {"sdc_magic": meta}}
+
+
+def push_update(out_id: str, output: dict[str, Any]) -> None:
+    """Tell the front-ends that an output changed (they replace it where they hold it)."""
+    if "manager" not in _registered:
+        return
+    try:
+        from comm import create_comm
+
+        c = create_comm(target_name=UPDATE_TARGET, data={"id": out_id, "output": output})
+        c.close()
+    except Exception:  # a front-end without the extension: nothing to update
+        pass
+
+
+def exception_requested(out_id: str, reason: str) -> None:
+    """``%sdc exception``: the output of this kernel shows the new status too."""
+    live = _live.get(out_id)
+    if live is None:
+        return
+    live.exception = reason
+    push_update(out_id, rerender(out_id, live))
