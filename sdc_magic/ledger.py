@@ -269,6 +269,7 @@ class Ledger:
                 finally:
                     self._depth -= 1
                 return
+            self.folder.mkdir(parents=True, exist_ok=True)  # the first output of a notebook creates it
             fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -505,19 +506,26 @@ class Ledger:
         return {r.digest for r in self.records}
 
 
-def digests_from_file(path: str | Path) -> set[str]:
-    """Digests of every output recorded in a ledger file (for ``sdc-magic redact --ledger``).
+def clearances_from_file(path: str | Path) -> dict[str, frozenset[str]]:
+    """Digest -> statuses the outputs with that content were published with, from a ledger file.
 
-    Read-only: unreadable lines are skipped here, never rewritten (the file may belong to
-    a running kernel).
+    For ``sdc-magic redact --ledger``: the status at publication (the ``output`` event), not
+    a later exception request. Read-only: unreadable lines are skipped here, never
+    rewritten (the file may belong to a running kernel). ``OSError`` if the file cannot
+    be read.
     """
-    out: set[str] = set()
+    out: dict[str, set[str]] = {}
     with open(path, "rb") as fh:
         for raw in fh:
             try:
                 item = _parse_line(raw.rstrip(b"\n"))
             except ValueError:
                 continue
-            if item["event"] in ("output", "update"):
-                out.add(item["record"].digest)
-    return out
+            if item["event"] == "output":
+                out.setdefault(item["record"].digest, set()).add(item["record"].status)
+    return {d: frozenset(s) for d, s in out.items()}
+
+
+def digests_from_file(path: str | Path) -> set[str]:
+    """Digests of every output recorded in a ledger file."""
+    return set(clearances_from_file(path))

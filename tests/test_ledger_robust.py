@@ -115,6 +115,14 @@ def test_two_kernels_append_without_losing_records(tmp_path: Path) -> None:
     assert len(digests_from_file(tmp_path / "ledger.jsonl")) == 200
 
 
+def test_the_first_output_creates_the_folder(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "nb" / ".sdc_magic")
+    assert not (tmp_path / "nb").exists()  # loading creates nothing
+    ledger.add(record(ledger.new_id()))
+    assert ledger.persist and ledger.warnings == []
+    assert [r.id for r in Ledger(tmp_path / "nb" / ".sdc_magic").records] == ["out-1"]
+
+
 def test_a_kernel_sees_the_other_kernels_ids(tmp_path: Path) -> None:
     first, second = Ledger(tmp_path), Ledger(tmp_path)
     a = first.new_id()
