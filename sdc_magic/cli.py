@@ -2,7 +2,9 @@
 
 ``sdc-magic run NOTEBOOK... --out DIR``: execute notebooks headless and print what was
 cleared, hidden or blocked in each output.
-``sdc-magic redact IN.ipynb OUT.ipynb``: a copy keeping only cleared outputs.
+``sdc-magic redact IN.ipynb OUT.ipynb [--ledger PATH|auto] [--require-hmac]``: a copy keeping
+only cleared outputs (with ``--ledger``, only those the session ledger recorded as cleared;
+with ``--require-hmac``, only those signed with this installation's key).
 ``sdc-magic verify DIR``: re-check an export folder without the data (exit 1 on failure).
 """
 
@@ -22,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     redact = sub.add_parser("redact", help="copy a notebook keeping only cleared outputs")
     redact.add_argument("source", type=Path)
     redact.add_argument("target", type=Path)
+    redact.add_argument("--ledger", help="session ledger (.sdc_magic/NOTEBOOK.jsonl, or 'auto' for the one beside "
+                        "the notebook): keep only outputs it recorded as cleared")
+    redact.add_argument("--require-hmac", action="store_true",
+                        help="keep only outputs signed with this installation's key (see sdc_magic.signing)")
     verify = sub.add_parser("verify", help="re-check an export folder without the data")
     verify.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
@@ -36,9 +42,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         return _run(args.notebooks, args.out)
     if args.command == "redact":
-        from .redact import redact_file
+        from .redact import ledger_clearances, notebook_ledger, redact_file
 
-        report = redact_file(str(args.source), str(args.target))
+        known = None
+        if args.ledger:
+            ledger = notebook_ledger(args.source) if args.ledger == "auto" else Path(args.ledger)
+            try:
+                known = ledger_clearances(ledger)
+            except OSError as exc:
+                print(f"sdc-magic redact: cannot read the ledger {ledger}: {exc.strerror or exc}", file=sys.stderr)
+                return 2
+        report = redact_file(str(args.source), str(args.target), known_digests=known,
+                             require_hmac=args.require_hmac)
         why = ", ".join(f"{n} {r}" for r, n in sorted(report.reasons.items()))
         print(f"{args.target}: kept {report.kept} output(s), removed {report.removed}" + (f" ({why})" if why else "")
               + ("; saved widget state dropped" if report.widget_state_dropped else ""))

@@ -7,14 +7,26 @@ on another output, does not pass). Everything else — prints, errors, images, r
 views, unverified or blocked tables, outputs without a record — is replaced by a
 placeholder, and saved widget state is dropped (it can hold anything).
 
+Anyone can recompute a digest, so a hand-edited output can forge a clearance. Two
+stronger checks, each optional, close that:
+
+* ``ledger``: keep only outputs whose digest the session ledger recorded, with a cleared
+  status when it was published (``sdc-magic redact --ledger .sdc_magic/NB.jsonl``, the
+  preprocessor's ``ledger`` trait, ``SDC_MAGIC_REDACT_LEDGER`` for the pre-save hook;
+  ``auto`` = the ledger beside the notebook);
+* ``require_hmac``: keep only outputs whose ``hmac`` checks under this installation's key
+  (:mod:`sdc_magic.signing`).
+
 Used by ``sdc-magic redact``, the nbconvert preprocessor :class:`RedactPreprocessor`,
 the Jupyter server pre-save hook :func:`pre_save_hook`, and the lab extension's route.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -47,9 +59,19 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+#: what a ledger tells redaction: digest -> statuses the outputs with that content were published with
+Known = set[str] | Mapping[str, Iterable[str]]
+
+
 def clearance(output: dict[str, Any], allowed: Iterable[str] = CLEARED,
-              known_digests: set[str] | None = None) -> str | None:
-    """None if the output may be released, else the reason it may not."""
+              known_digests: Known | None = None, require_hmac: bool = False) -> str | None:
+    """None if the output may be released, else the reason it may not.
+
+    ``known_digests``: the outputs the session ledger recorded (a set of digests, or digest
+    -> statuses at publication: then that status must be cleared too, so a ``review``
+    output relabelled ``pass`` fails). ``require_hmac``: the clearance must carry a valid
+    HMAC under this installation's key.
+    """
     if output.get("output_type") not in ("display_data", "execute_result"):
         return output.get("output_type", "unknown") + " output"
     meta = (output.get("metadata") or {}).get("sdc_magic")
@@ -68,8 +90,16 @@ def clearance(output: dict[str, Any], allowed: Iterable[str] = CLEARED,
         _text(data.get("text/html")), _text(data.get("text/plain")))
     if meta.get("digest") != expected:
         return "digest does not match the content"
-    if known_digests is not None and expected not in known_digests:
-        return "not in the session ledger"
+    if known_digests is not None:
+        if expected not in known_digests:
+            return "not in the session ledger"
+        if isinstance(known_digests, Mapping) and not set(known_digests[expected]) <= set(allowed):
+            return "not cleared in the session ledger"
+    if require_hmac:
+        from .signing import check
+
+        if not check(expected, str(status), meta.get("hmac")):
+            return "no valid signature"
     return None
 
 
@@ -90,8 +120,8 @@ def placeholder(why: str) -> Any:
     })
 
 
-def redact_notebook(nb: Any, allowed: Iterable[str] = CLEARED, known_digests: set[str] | None = None
-                    ) -> RedactionReport:
+def redact_notebook(nb: Any, allowed: Iterable[str] = CLEARED, known_digests: Known | None = None,
+                    require_hmac: bool = False) -> RedactionReport:
     """Redact ``nb`` in place (a NotebookNode or a plain dict); return what was done."""
     allowed = set(allowed)
     report = RedactionReport()
@@ -100,7 +130,8 @@ def redact_notebook(nb: Any, allowed: Iterable[str] = CLEARED, known_digests: se
             continue
         new_outputs = []
         for output in cell.get("outputs", []):
-            why = clearance(output, allowed, known_digests)
+            why = clearance(output, allowed, known_digests, require_hmac) if isinstance(output, dict) \
+                else "malformed output"
             if why is None:
                 report.kept += 1
                 new_outputs.append(output)
@@ -123,15 +154,76 @@ def redact_file(source: str, target: str, **kwargs: Any) -> RedactionReport:
     return report
 
 
+def ledger_clearances(path: str | Path) -> dict[str, frozenset[str]]:
+    """Digest -> statuses at publication, from a session ledger file (``OSError`` if unreadable)."""
+    from .ledger import clearances_from_file
+
+    return clearances_from_file(path)
+
+
+def notebook_ledger(notebook: str | Path) -> Path:
+    """The ledger the kernel of ``notebook`` writes: ``.sdc_magic/<stem>.jsonl`` beside it.
+
+    (A kernel started without the notebook's name writes ``.sdc_magic/ledger.jsonl``: used
+    when the per-notebook file does not exist.)
+    """
+    from .ledger import LEDGER_DIR, LEDGER_FILE
+
+    notebook = Path(notebook)
+    stem = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in notebook.stem)
+    own = notebook.parent / LEDGER_DIR / f"{stem}.jsonl"
+    return own if own.is_file() else notebook.parent / LEDGER_DIR / LEDGER_FILE
+
+
+def _hook_known(ledger: str | None, os_path: str | None) -> dict[str, frozenset[str]] | None:
+    """The ledger's clearances for a hook; an unreadable ledger clears nothing (fail closed)."""
+    if not ledger:
+        return None
+    path = notebook_ledger(os_path) if ledger == "auto" and os_path else Path(ledger)
+    try:
+        return ledger_clearances(path)
+    except OSError:
+        return {}
+
+
+def make_pre_save_hook(ledger: str | None = None, require_hmac: bool = False) -> Any:
+    """A pre-save hook with the ledger check (``ledger="auto"``: beside the notebook) and/or HMAC.
+
+    In ``jupyter_server_config.py``::
+
+        from sdc_magic.redact import make_pre_save_hook
+        c.FileContentsManager.pre_save_hook = make_pre_save_hook(ledger="auto", require_hmac=True)
+    """
+
+    def hook(model: dict[str, Any], **kwargs: Any) -> None:
+        if model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
+            return
+        os_path = None
+        manager, path = kwargs.get("contents_manager"), kwargs.get("path")
+        if manager is not None and path is not None:
+            try:
+                os_path = manager._get_os_path(path)
+            except Exception:  # not a file-backed contents manager
+                root = getattr(manager, "root_dir", None)
+                os_path = os.path.join(root, path) if root else None
+        redact_notebook(model["content"], known_digests=_hook_known(ledger, os_path), require_hmac=require_hmac)
+
+    return hook
+
+
 def pre_save_hook(model: dict[str, Any], **kwargs: Any) -> None:
     """Jupyter server pre-save hook: notebooks are saved redacted.
 
-    ``c.FileContentsManager.pre_save_hook = "sdc_magic.redact.pre_save_hook"``.
+    ``c.FileContentsManager.pre_save_hook = "sdc_magic.redact.pre_save_hook"``. The
+    environment can ask for the stronger checks: ``SDC_MAGIC_REDACT_LEDGER=auto`` (or a
+    ledger path) and ``SDC_MAGIC_REQUIRE_HMAC=1``.
     """
-    if model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
-        return
-    redact_notebook(model["content"])
+    ledger = os.environ.get("SDC_MAGIC_REDACT_LEDGER") or None
+    require = os.environ.get("SDC_MAGIC_REQUIRE_HMAC", "").lower() in ("1", "true", "yes")
+    make_pre_save_hook(ledger, require)(model, **kwargs)
 
+
+from traitlets import Bool, Unicode  # noqa: E402 - traitlets comes with IPython
 
 try:  # nbconvert is optional at import time: the kernel never needs it
     from nbconvert.preprocessors import Preprocessor
@@ -140,8 +232,17 @@ except ImportError:  # pragma: no cover
 
 
 class RedactPreprocessor(Preprocessor):  # type: ignore[misc,valid-type]
-    """nbconvert preprocessor: ``--Exporter.preprocessors='["sdc_magic.redact.RedactPreprocessor"]'``."""
+    """nbconvert preprocessor: ``--Exporter.preprocessors='["sdc_magic.redact.RedactPreprocessor"]'``.
+
+    ``--RedactPreprocessor.ledger=PATH`` keeps only outputs the session ledger recorded as
+    cleared; ``--RedactPreprocessor.require_hmac=True`` only outputs signed with this
+    installation's key. An unreadable ledger is an error (nothing is written).
+    """
+
+    ledger = Unicode("", help="session ledger: keep only outputs it recorded as cleared").tag(config=True)
+    require_hmac = Bool(False, help="keep only outputs signed with this installation's key").tag(config=True)
 
     def preprocess(self, nb: Any, resources: Any) -> tuple[Any, Any]:
-        redact_notebook(nb)
+        known = ledger_clearances(self.ledger) if self.ledger else None
+        redact_notebook(nb, known_digests=known, require_hmac=bool(self.require_hmac))
         return nb, resources
