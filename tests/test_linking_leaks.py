@@ -11,7 +11,6 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-
 from linking_tables import REGIONS, long_session_tables
 
 INTERNAL = re.compile(r"out-\d+:\d+|\b\d+ / \d+\b")
@@ -209,7 +208,7 @@ def _leaks(published: list[tuple[pd.DataFrame, list[str], pd.Series, np.ndarray]
     """Pairs of published cells (and sums of published cells) whose rows differ by 1..threshold-1,
     computed independently from case ids with plain pandas."""
     cells = []  # (output, label, frozenset of case ids)
-    for k, (frame, keys, table, hidden) in enumerate(published):
+    for k, (frame, keys, _table, hidden) in enumerate(published):
         groups = frame.groupby(keys, observed=True)["case_id"].agg(frozenset)
         for (label, rows), h in zip(groups.items(), hidden, strict=True):
             if not h:
