@@ -125,13 +125,18 @@ def redact_notebook(nb: Any, allowed: Iterable[str] = CLEARED, known_digests: Kn
     """Redact ``nb`` in place (a NotebookNode or a plain dict); return what was done."""
     allowed = set(allowed)
     report = RedactionReport()
-    for cell in nb.get("cells", []):
+    for i, cell in enumerate(nb.get("cells", [])):
+        if not isinstance(cell, dict) or not isinstance(cell.get("outputs", []), list):
+            raise ValueError(f"not a notebook: cell {i} is not an object with a list of outputs")
         if cell.get("cell_type") != "code":
             continue
         new_outputs = []
         for output in cell.get("outputs", []):
-            why = clearance(output, allowed, known_digests, require_hmac) if isinstance(output, dict) \
-                else "malformed output"
+            try:
+                why = clearance(output, allowed, known_digests, require_hmac) if isinstance(output, dict) \
+                    else "malformed output"
+            except Exception:  # a field of an unexpected type: fail closed
+                why = "malformed output"
             if why is None:
                 report.kept += 1
                 new_outputs.append(output)
@@ -140,6 +145,8 @@ def redact_notebook(nb: Any, allowed: Iterable[str] = CLEARED, known_digests: Kn
                 new_outputs.append(placeholder(why))
         cell["outputs"] = new_outputs
     metadata = nb.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ValueError("not a notebook: its metadata is not an object")
     if "widgets" in metadata:
         metadata.pop("widgets")
         report.widget_state_dropped = True

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any
+from urllib.parse import quote
 
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
@@ -52,10 +53,32 @@ def output_clearance(nb: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def check_notebook(nb: Any) -> None:
+    """A 400 (not a 500 from deep inside the redactor) for anything that is not notebook-shaped."""
+    def bad(why: str) -> tornado.web.HTTPError:
+        return tornado.web.HTTPError(400, f"expected a notebook: {why}")
+
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise bad("an object with a 'cells' list")
+    if not isinstance(nb.get("metadata", {}), dict):
+        raise bad("'metadata' is not an object")
+    for i, cell in enumerate(nb["cells"]):
+        if not isinstance(cell, dict):
+            raise bad(f"cell {i} is not an object")
+        outputs = cell.get("outputs", [])
+        if not isinstance(outputs, list):
+            raise bad(f"the outputs of cell {i} are not a list")
+        for j, output in enumerate(outputs):
+            if not isinstance(output, dict):
+                raise bad(f"output {j} of cell {i} is not an object")
+            for key in ("data", "metadata"):
+                if not isinstance(output.get(key, {}), dict):
+                    raise bad(f"'{key}' of output {j} of cell {i} is not an object")
+
+
 def redaction_reply(nb: dict[str, Any], path: str | None) -> dict[str, Any]:
     """The JSON answer of the redact route for notebook ``nb`` (not modified)."""
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise tornado.web.HTTPError(400, "expected a notebook: an object with a 'cells' list")
+    check_notebook(nb)
     outputs = output_clearance(nb)
     redacted = copy.deepcopy(nb)
     report = redact_notebook(redacted, CLEARED)
@@ -71,6 +94,15 @@ def redaction_reply(nb: dict[str, Any], path: str | None) -> dict[str, Any]:
         },
         "outputs": outputs,
     }
+
+
+def content_disposition(name: str) -> str:
+    """``attachment`` with a safe file name (RFC 6266): a quoted ASCII fallback, and the exact
+    name as ``filename*`` (RFC 5987) when it has quotes, backslashes, controls or non-ASCII."""
+    fallback = "".join(ch if 32 <= ord(ch) < 127 and ch not in '"\\' else "_" for ch in name)
+    if fallback == name:
+        return f'attachment; filename="{name}"'
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 def redacted_name(path: str | None) -> str:
@@ -95,7 +127,10 @@ class RedactHandler(APIHandler):
     @tornado.web.authenticated
     @authorized
     async def post(self) -> None:
-        body = self.get_json_body()
+        try:  # jupyter_server's get_json_body answers 500 to a body that is not UTF-8
+            body = json.loads(self.request.body.decode("utf-8")) if self.request.body.strip() else None
+        except (UnicodeDecodeError, ValueError):
+            raise tornado.web.HTTPError(400, "expected a JSON object (UTF-8)") from None
         if not isinstance(body, dict):
             raise tornado.web.HTTPError(400, "expected a JSON object")
         nb = body.get("notebook", body)
@@ -115,13 +150,13 @@ class RedactHandler(APIHandler):
             model = await ensure_async(cm.get(path, content=True, type="notebook"))
         except tornado.web.HTTPError:
             raise
-        except Exception as exc:  # pragma: no cover - unreadable JSON etc.
-            raise tornado.web.HTTPError(400, f"cannot read {path}: {exc}") from exc
+        except Exception as exc:  # unreadable JSON, invalid UTF-8, ...
+            raise tornado.web.HTTPError(400, f"cannot read {path} ({type(exc).__name__})") from None
         nb = json.loads(json.dumps(model["content"]))  # NotebookNode -> plain JSON
         reply = redaction_reply(nb, path)
         if self.get_query_argument("download", "0") in ("1", "true", "yes"):
             self.set_header("Content-Type", "application/x-ipynb+json")
-            self.set_header("Content-Disposition", f'attachment; filename="{redacted_name(path)}"')
+            self.set_header("Content-Disposition", content_disposition(redacted_name(path)))
             self.finish(json.dumps(reply["notebook"], indent=1, ensure_ascii=False))
             return
         self.finish(json.dumps(reply))

@@ -252,6 +252,49 @@ def test_redact_post_rejects_non_notebooks(server: Jupyter, body: str) -> None:
     assert server.fetch("/sdc-magic/redact", "POST", body).code == 400
 
 
+@pytest.mark.parametrize("body", [
+    {"cells": [1, "two"]},  # cells that are not objects
+    {"notebook": {"cells": [{"cell_type": "code", "outputs": ["raw text"]}]}},  # outputs that are not objects
+    {"cells": [{"cell_type": "code", "outputs": "abc"}]},  # outputs not a list
+    {"cells": [{"cell_type": "code", "outputs": [{"output_type": "display_data", "metadata": [1]}]}]},
+    {"cells": [{"cell_type": "code", "outputs": [{"output_type": "display_data", "data": "x"}]}]},
+    {"cells": [], "metadata": ["widgets"]},
+])
+def test_redact_post_rejects_malformed_cells_and_outputs(server: Jupyter, body: Any) -> None:
+    reply = server.fetch("/sdc-magic/redact", "POST", body)
+    assert reply.code == 400, reply.body[:300]
+
+
+def test_redact_post_rejects_invalid_utf8(server: Jupyter) -> None:
+    body = b'{"cells": [], "x": "\xff\xfe"}'
+    assert server.fetch("/sdc-magic/redact", "POST", body).code == 400
+
+
+def test_redact_get_of_a_malformed_saved_notebook(server: Jupyter) -> None:
+    (server.root / "bad_utf8.ipynb").write_bytes(b'{"cells": [], "metadata": {"x": "\xff"}, "nbformat": 4}')
+    assert server.fetch("/sdc-magic/redact?path=bad_utf8.ipynb").code == 400
+    (server.root / "bad_cells.ipynb").write_text(json.dumps({"cells": [1], "metadata": {}, "nbformat": 4,
+                                                             "nbformat_minor": 5}))
+    assert server.fetch("/sdc-magic/redact?path=bad_cells.ipynb").code == 400
+
+
+def test_download_name_with_a_quote(server: Jupyter) -> None:
+    name = 'we"ird; name é.ipynb'
+    (server.root / name).write_text(json.dumps(notebook()), encoding="utf-8")
+    from urllib.parse import quote
+
+    reply = server.fetch(f"/sdc-magic/redact?path={quote(name)}&download=1")
+    assert reply.code == 200
+    header = reply.headers["Content-Disposition"]
+    assert header == ("attachment; filename=\"we_ird; name _.redacted.ipynb\"; "
+                      "filename*=UTF-8''we%22ird%3B%20name%20%C3%A9.redacted.ipynb")
+    from urllib.parse import unquote
+
+    exact = re.search(r"filename\*=UTF-8''([^;\s]+)$", header)
+    assert exact and unquote(exact.group(1)) == 'we"ird; name é.redacted.ipynb'  # what browsers save (RFC 6266)
+    assert SECRET not in reply.body.decode()
+
+
 def test_routes_need_authentication(server: Jupyter) -> None:
     for path in ("/sdc-magic/version", "/sdc-magic/redact?path=a.ipynb"):
         assert server.fetch(path, auth=False).code == 403, path
