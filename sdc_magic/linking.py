@@ -185,6 +185,11 @@ class Universe:
             return None
         if frame.index is self.labels:
             pos = np.arange(len(frame), dtype=np.int64)
+        elif (lookup := self._integer_lookup()) is not None and pd.api.types.is_integer_dtype(frame.index.dtype) \
+                and not isinstance(frame.index, pd.MultiIndex):
+            values = np.asarray(frame.index, dtype=np.int64)
+            inside = (values >= 0) & (values < len(lookup))
+            pos = np.where(inside, lookup[np.where(inside, values, 0)], -1)
         else:
             try:
                 pos = np.asarray(self.labels.get_indexer(frame.index), dtype=np.int64)
@@ -199,6 +204,22 @@ class Universe:
             if not np.array_equal(theirs, self.hashes[c][pos[sample]]):
                 return None
         return pos
+
+    def _integer_lookup(self) -> np.ndarray | None:
+        """Row of each non-negative integer label (a direct array: no hashing of a million labels)."""
+        labels = self.labels
+        if labels is None or not pd.api.types.is_integer_dtype(labels.dtype) or isinstance(labels, pd.MultiIndex):
+            return None
+        cached = getattr(self, "_lookup", None)
+        if cached is not None and cached[0] is labels:
+            return cached[1]
+        values = np.asarray(labels, dtype=np.int64)
+        if not len(values) or values.min() < 0 or values.max() >= 4 * len(values) + 1024:
+            return None
+        lookup = np.full(int(values.max()) + 1, -1, dtype=np.int64)
+        lookup[values] = np.arange(len(values))
+        self._lookup = (labels, lookup)
+        return lookup
 
     def _by_content(self, frame: pd.DataFrame, columns: list[Hashable]) -> np.ndarray | None:
         cols = tuple(sorted(columns, key=str))
@@ -393,6 +414,12 @@ class Linker:
     def nbytes(self) -> int:
         return sum(u.nbytes() for u in self.universes)
 
+    def clear(self) -> None:
+        """Forget every population (``%sdc`` reset, tests); the saved file is rewritten empty."""
+        self.universes = []
+        self._loaded = True
+        self.save()
+
     # -------------------------------------------------------- drafts
     def draft(self, out_id: str, title: str, entry: Any, positions: np.ndarray | None,
               hidden_flat: np.ndarray | None, threshold: int) -> Draft | None:
@@ -465,12 +492,7 @@ class Linker:
         g_u = np.full(universe.n, -1, dtype=np.int64)
         ok = (rows >= 0) & (ids >= 0)
         g_u[rows[ok]] = ids[ok]
-        pair = universe.row_atom.astype(np.int64) * (n_groups + 1) + (g_u + 1)
-        codes, uniq = pd.factorize(pair, sort=False)
-        codes = codes.astype(np.int32)
-        parent = (uniq // (n_groups + 1)).astype(np.int64)
-        group = (uniq % (n_groups + 1) - 1).astype(np.int32)
-        atom_size = np.bincount(codes, minlength=len(uniq)).astype(np.int64)
+        codes, parent, group, atom_size = _refine(universe.row_atom, universe.atom_size, g_u, n_groups)
         size = np.bincount(group[group >= 0], weights=atom_size[group >= 0], minlength=n_groups).astype(np.int64)
         pop = Population(out_id="this table", title="", universe=universe, keys=tuple(keys), group=group,
                          labels=labels, size=size, published=np.zeros(n_groups, bool),
@@ -483,7 +505,7 @@ class Linker:
         best: tuple[Universe, np.ndarray] | None = None
         for u in self.universes:
             cached = u.frames.get(id(frame))
-            if cached is not None and cached[0]() is frame and cached[1] == tuple(keys):
+            if cached is not None and cached[0]() is frame:
                 return u, cached[2]
             pos = u.locate(frame, keys)
             if pos is None:
@@ -511,20 +533,9 @@ class Linker:
 
     # -------------------------------------------------------- comparisons
     def _pairs(self, d: Draft, old: Population) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(old group, new group, rows) over the refined atoms, where either table has rows."""
-        a = old.group[d.parent]
-        b = d.pop.group
-        keep = (a >= 0) | (b >= 0)
-        a, b, w = a[keep].astype(np.int64), b[keep].astype(np.int64), d.atom_size[keep]
-        na, nb = len(old.labels) + 1, len(d.pop.labels) + 1
-        code = (a + 1) * nb + (b + 1)
-        if na * nb <= 4_000_000:
-            counts = np.bincount(code, weights=w, minlength=na * nb)
-            nz = np.flatnonzero(counts)
-            return nz // nb - 1, nz % nb - 1, counts[nz].astype(np.int64)
-        codes, uniq = pd.factorize(code)
-        counts = np.bincount(codes, weights=w).astype(np.int64)
-        return uniq // nb - 1, uniq % nb - 1, counts
+        """(old group, new group, rows) for every pair of groups sharing rows, or lying outside
+        the other table (-1), from the refined atoms."""
+        return _cross(old.group[d.parent], len(old.labels), d.pop.group, len(d.pop.labels), d.atom_size)
 
     def related(self, d: Draft) -> list[Population]:
         return [p for p in d.universe.populations if p.universe is d.universe]
@@ -537,17 +548,16 @@ class Linker:
         candidate = new.published if new.published.any() else np.ones(nb, bool)
         hits: dict[int, list[tuple[str, str]]] = {}
         derivable = np.zeros(nb, dtype=bool)
-        for old in self._distinct(self.related(d)):
+        for old in reversed(self.related(d)):
             a, b, w = self._pairs(d, old)
             if not len(a):
                 continue
             for subset in old.levels():
                 mapping, sizes, pub, hidden = old.level_facts(subset)
-                s = np.where(a >= 0, mapping[np.maximum(a, 0)], -1)
-                code = (s + 1) * (nb + 1) + (b + 1)
-                codes, uniq = pd.factorize(code)
-                ww = np.bincount(codes, weights=w).astype(np.int64)
-                su, bu = uniq // (nb + 1) - 1, uniq % (nb + 1) - 1
+                if subset == old.keys:
+                    su, bu, ww = a, b, w
+                else:
+                    su, bu, ww = _cross(np.where(a >= 0, mapping[np.maximum(a, 0)], -1), len(sizes), b, nb, w)
                 inside = (su >= 0) & (bu >= 0)
                 su, bu, ww = su[inside], bu[inside], ww[inside]
                 # forward: a new cell against the sum of the old published cells it touches
@@ -582,19 +592,6 @@ class Linker:
         return (f"{old.title} ({old.out_id}) publishes {left}; with this table's {right} the two differ "
                 f"by fewer than {new.threshold} units: subtracting one from the other would reveal them")
 
-    @staticmethod
-    def _distinct(pops: list[Population]) -> list[Population]:
-        """Newest first; an output identical to a newer one (the same table again) is skipped."""
-        out: list[Population] = []
-        seen: list[Population] = []
-        for p in reversed(pops):
-            if any(q.keys == p.keys and len(q.labels) == len(p.labels) and np.array_equal(q.published, p.published)
-                   and np.array_equal(q.group, p.group) and q.hidden_model == p.hidden_model for q in seen):
-                continue
-            seen.append(p)
-            out.append(p)
-        return out
-
     def differencing_reasons(self, d: Draft, positions: np.ndarray) -> dict[int, list[Any]]:
         """Displayed cells (flat index) to make primary, with reasons naming cells by their labels."""
         from .rules import Reason
@@ -611,7 +608,7 @@ class Linker:
         cells — that earlier outputs published: public knowledge, never worth hiding."""
         out: dict[tuple[str, ...], set[tuple]] = {}
         new = d.pop
-        olds = self._distinct(self.related(d))
+        olds = list(reversed(self.related(d)))
         if not olds:
             return out
         for subset in new.levels():
@@ -620,16 +617,11 @@ class Linker:
             level_group = np.where(new.group >= 0, mapping[np.maximum(new.group, 0)], -1)
             public = np.zeros(len(labels), dtype=bool)
             for old in olds:
-                a = old.group[d.parent]
-                keep = (a >= 0) | (level_group >= 0)
-                aa, bb, w = a[keep], level_group[keep], d.atom_size[keep]
+                aa, bb, w = _cross(old.group[d.parent], len(old.labels), level_group, len(labels), d.atom_size)
                 for osub in old.levels():
                     omap, osizes, opub, _ = old.level_facts(osub)
                     s_ = np.where(aa >= 0, omap[np.maximum(aa, 0)], -1)
-                    code = (s_ + 1).astype(np.int64) * (len(labels) + 1) + (bb + 1)
-                    codes, uniq = pd.factorize(code)
-                    ww = np.bincount(codes, weights=w).astype(np.int64)
-                    su, bu = uniq // (len(labels) + 1) - 1, uniq % (len(labels) + 1) - 1
+                    su, bu, ww = _cross(s_, len(osizes), bb, len(labels), w)
                     inside = (su >= 0) & (bu >= 0)
                     public |= _gaps(su[inside], bu[inside], ww[inside], osizes, nsizes, opub, len(labels))[1]
             if public.any():
@@ -647,14 +639,18 @@ class Linker:
             p.group = p.group[d.parent]
         u.populations.append(d.pop)
         u.version += 1
-        u._combined.clear()
         self._drop_duplicates(u)
         self._bound()
         self.save()
 
     def _drop_duplicates(self, u: Universe) -> None:
-        keep = {id(p) for p in self._distinct(u.populations)}
-        u.populations = [p for p in u.populations if id(p) in keep]
+        """The same table displayed again replaces its earlier record (it publishes nothing new)."""
+        newest = u.populations[-1]
+        same = [p for p in u.populations[:-1] if p.keys == newest.keys and len(p.labels) == len(newest.labels)
+                and np.array_equal(p.size, newest.size) and np.array_equal(p.published, newest.published)
+                and p.hidden_model == newest.hidden_model and np.array_equal(p.group, newest.group)]
+        if same:
+            u.populations = [p for p in u.populations if not any(p is q for q in same)]
 
     def _bound(self) -> None:
         while len(self) > MAX_POPULATIONS or (self.nbytes() > MAX_BYTES and len(self) > 1):
@@ -700,6 +696,54 @@ def _join(names: list[str], limit: int = 3) -> str:
     if len(names) > limit:
         return " + ".join(names[:limit]) + f" + {len(names) - limit} more"
     return " + ".join(names)
+
+
+def _refine(row_atom: np.ndarray, atom_size: np.ndarray, g: np.ndarray, n_groups: int
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split the atoms by a new grouping ``g`` of the rows (-1: outside it).
+
+    Returns (new atom of each row, parent atom of each new atom, group of each new atom,
+    rows per new atom). Only atoms the grouping cuts are factorised again: a table over
+    keys the session has already seen costs a few vector passes over the rows.
+    """
+    n_atoms = len(atom_size)
+    rep = np.full(n_atoms, -1, dtype=np.int64)
+    rep[row_atom] = g
+    differs = g != rep[row_atom]
+    if not differs.any():
+        return row_atom, np.arange(n_atoms, dtype=np.int64), rep.astype(np.int32), atom_size
+    is_split = np.zeros(n_atoms, dtype=bool)
+    is_split[row_atom[differs]] = True
+    rows = np.flatnonzero(is_split[row_atom])
+    pair = row_atom[rows].astype(np.int64) * (n_groups + 1) + (g[rows] + 1)
+    local, uniq = pd.factorize(pair, sort=False)
+    new_atom = row_atom.astype(np.int64)
+    new_atom[rows] = n_atoms + local
+    parent = np.concatenate([np.arange(n_atoms, dtype=np.int64), uniq // (n_groups + 1)])
+    group = np.concatenate([rep, uniq % (n_groups + 1) - 1])
+    keep = np.ones(len(parent), dtype=bool)
+    keep[np.flatnonzero(is_split)] = False  # the split atoms live on in their pieces
+    renumber = np.cumsum(keep) - 1
+    codes = renumber[new_atom].astype(np.int32)
+    sizes = np.bincount(codes, minlength=int(keep.sum())).astype(np.int64)
+    return codes, parent[keep], group[keep].astype(np.int32), sizes
+
+
+def _cross(a: np.ndarray, na: int, b: np.ndarray, nb: int, w: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-empty pairs (a, b) with their summed weights (-1: outside that table; both -1 dropped)."""
+    code = (a.astype(np.int64) + 1) * (nb + 1) + (b.astype(np.int64) + 1)
+    span = (na + 1) * (nb + 1)
+    if span <= max(4 * len(code), 1 << 16):
+        counts = np.bincount(code, weights=w, minlength=span)
+        counts[0] = 0
+        nz = np.flatnonzero(counts)
+        return nz // (nb + 1) - 1, nz % (nb + 1) - 1, counts[nz].astype(np.int64)
+    codes, uniq = pd.factorize(code)
+    counts = np.bincount(codes, weights=w, minlength=len(uniq))
+    keep = (uniq != 0) & (counts > 0)
+    uniq, counts = uniq[keep], counts[keep]
+    return uniq // (nb + 1) - 1, uniq % (nb + 1) - 1, counts.astype(np.int64)
 
 
 def _gaps(xu: np.ndarray, yu: np.ndarray, ww: np.ndarray, size_x: np.ndarray, size_y: np.ndarray,
@@ -808,7 +852,7 @@ def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = 4
     from earlier outputs alone is public knowledge (noted, not charged to this table).
     """
     new = d.pop
-    olds = [p for p in linker._distinct(linker.related(d))][:max_tables]
+    olds = list(reversed(linker.related(d)))[:max_tables]
     if not olds:
         return [], [], []
     m = protection / 100.0
