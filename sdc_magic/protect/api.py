@@ -388,8 +388,13 @@ def protect(
         forced = np.zeros(n, dtype=bool)
         forced[tab.row_cell[frame[publish].fillna(False).astype(bool).to_numpy()]] = True
         hideable &= ~(forced & ~is_primary)
+    top1 = insider_unit = own_lpl = own_upl = None
+    if singletons and tab.top is not None and not frequency:
+        top1, insider_unit, own_lpl, own_upl = _own_largest_levels(
+            a, tab.top, unit_counts, rules, is_primary,
+            1.0 if frequency else 10.0 ** (-decimals_of(a[model.is_inner])))
     P = Problem(model.M, a, L, U, is_primary, hideable, lpl, upl, c_int, scen_L, scen_U,
-                S=model.S.tocsr())
+                S=model.S.tocsr(), top1=top1, insider_unit=insider_unit, own_lpl=own_lpl, own_upl=own_upl)
 
     # ---- search
     deadline = t0 + float(time_limit)
@@ -491,6 +496,31 @@ def protect(
     req["must_reach"] = a[req_k] + req_s * req_a
     tick("protect: done", 1.0, force=True)
     return Protection(out, method_name, total_cost, seconds, bool(audit_ok), message, req, pool)
+
+
+def _own_largest_levels(a: np.ndarray, top: np.ndarray, units: np.ndarray | None, rules: Rules,
+                        is_primary: np.ndarray, min_width: float
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Contributions and reduced levels for the insider that is a primary's largest unit.
+
+    Sensitivity rules for magnitude tables protect a cell's *largest* contributors
+    (dominance (n, k): their share; p %: the largest against the second largest's
+    estimate — INSEE "Méthodes suppressives", magnitude tables; Hundepool et al.,
+    *Statistical Disclosure Control*, Wiley 2012, §4.2 on sensitivity rules and the
+    respondent as intruder).  The largest unit itself is therefore no attacker of its
+    own cell; it must only not learn the total of the *other* contributors,
+    ``R = T − x1``, more precisely than the protection interval (m % of R, at least the
+    minimal width; nothing when R = 0).  Returns (top1, insider_unit, own_lpl, own_upl).
+    """
+    x1 = np.abs(top[:, 0]) if top.shape[1] else np.full(len(a), np.nan)
+    n_units = np.full(len(a), np.nan) if units is None else np.asarray(units, dtype=float)
+    insider_unit = np.where(n_units == 1, np.abs(a), np.where(n_units == 2, x1, np.nan))
+    rest = np.maximum(np.abs(a) - np.nan_to_num(x1, nan=np.inf), 0.0)
+    m = rules.protection / 100.0
+    level = np.where(rest > 0, np.maximum(m * rest, min_width), 0.0)
+    own_upl = np.where(is_primary & np.isfinite(x1), level, np.nan)
+    own_lpl = np.where(is_primary & np.isfinite(x1), np.minimum(level, rest), np.nan)
+    return x1, insider_unit, own_lpl, own_upl
 
 
 def _tidy(lower: np.ndarray, upper: np.ndarray, a: np.ndarray, frequency: bool

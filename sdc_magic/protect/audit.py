@@ -81,6 +81,15 @@ class Problem:
     scen_L: np.ndarray
     scen_U: np.ndarray
     S: sp.csr_matrix | None = None
+    #: largest single contribution of every cell (NaN when unknown: frequency tables)
+    top1: np.ndarray | None = None
+    #: the insider's own contribution to its cell (its whole value for a one-unit cell,
+    #: the largest share of a two-unit cell); NaN where the cell has no insider
+    insider_unit: np.ndarray | None = None
+    #: per primary, the lower / upper level against its own largest contributor (see
+    #: :meth:`insider_amount`); NaN: no reduced level
+    own_lpl: np.ndarray | None = None
+    own_upl: np.ndarray | None = None
     Mc: sp.csc_matrix = field(init=False)
     _attacker: Attacker | None = field(default=None, init=False, repr=False)
     _cover: Attacker | None = field(default=None, init=False, repr=False)
@@ -89,6 +98,7 @@ class Problem:
     _benders: Attacker | None = field(default=None, init=False, repr=False)
     _owners: dict[int, set[int]] | None = field(default=None, init=False, repr=False)
     _S_csc: sp.csc_matrix | None = field(default=None, init=False, repr=False)
+    _amounts: dict[tuple[int, int, int], float] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.Mc = sp.csc_matrix(self.M)
@@ -158,6 +168,57 @@ class Problem:
         row_k = self.S.indices[self.S.indptr[k]:self.S.indptr[k + 1]]
         row_s = self.S.indices[self.S.indptr[s]:self.S.indptr[s + 1]]
         return bool(np.isin(row_k, row_s, assume_unique=True).all())
+
+    def contains(self, k: int, s: int) -> bool:
+        """True when every inner cell of s lies inside k (s ⊆ k)."""
+        if self.S is None:
+            return False
+        row_k = self.S.indices[self.S.indptr[k]:self.S.indptr[k + 1]]
+        row_s = self.S.indices[self.S.indptr[s]:self.S.indptr[s + 1]]
+        return bool(len(row_s)) and bool(np.isin(row_s, row_k, assume_unique=True).all())
+
+    def own_largest(self, k: int, s: int) -> bool:
+        """True when the insider of s is the largest contributor of primary k.
+
+        The insider's unit lies inside k (s ⊆ k) and its own contribution equals k's
+        largest one.  Needs the contributions (``top1``, ``insider_unit``): on a
+        frequency table every unit counts 1 and none is "the largest".
+        """
+        if self.top1 is None or self.insider_unit is None:
+            return False
+        x1, own = self.top1[k], self.insider_unit[s]
+        if not (np.isfinite(x1) and np.isfinite(own)) or own <= 0:
+            return False
+        return bool(own >= x1 * (1 - 1e-12)) and self.contains(k, s)
+
+    def insider_amount(self, k: int, s: int, sign: int, amt: float) -> float:
+        """How far primary k must move (direction ``sign``) against the insider of cell s.
+
+        * 0 when k is made of the insider's own data only (:meth:`own_cell`): a unit
+          learning its own value is no disclosure.
+        * When the insider is k's **largest contributor** (:meth:`own_largest`), the
+          rule that made k primary protects that very unit (dominance: the largest
+          units' share; p %: the largest against the second's estimate): protecting k
+          against it protects nobody, and asking for it blocks real tables (a one-unit
+          cell inside a margin whose other contributors are small or zero).  What that
+          unit must still not learn is the *others'* total ``R = T − x1``: k's level
+          against it is the reduced one, ``m %`` of R (at least the minimal width; 0
+          when R = 0, the others contributing nothing), see ``own_lpl`` / ``own_upl``.
+        * Otherwise the full level ``amt``.
+        """
+        key = (int(k), int(s), int(sign))
+        got = self._amounts.get(key)
+        if got is not None:
+            return min(got, float(amt))
+        if s == k or self.own_cell(k, s):
+            got = 0.0
+        elif self.own_largest(k, s) and self.own_lpl is not None and self.own_upl is not None:
+            lev = self.own_upl[k] if sign > 0 else self.own_lpl[k]
+            got = float(lev) if np.isfinite(lev) else np.inf
+        else:
+            got = np.inf
+        self._amounts[key] = got
+        return min(got, float(amt))
 
     def owners(self, k: int) -> set[int]:
         """The single-contributor cells s with ``own_cell(k, s)`` (they contain k's inner cells)."""
@@ -451,11 +512,15 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
             for r in rs:
                 if s not in blocked[r]:
                     continue  # a certificate found for another primary covers it
+                amt = P.insider_amount(int(req_k[r]), int(s), int(req_s[r]), float(req_a[r]))
+                if amt <= 0:
+                    blocked[r].discard(s)
+                    continue
                 if rescued(r, *caps, avoid=int(s)):
                     narrow(len(pool) - 1)
                     blocked[r].discard(s)
                     continue
-                flow = feas.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
+                flow = feas.reach(int(req_k[r]), int(req_s[r]), amt)
                 lps += 1
                 if flow is None:
                     failures.append((r, int(s)))

@@ -65,7 +65,7 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
            max_rounds: int = 10_000) -> tuple[np.ndarray, list[Flow]]:
     """Hide more cells until the audit passes; raises :class:`Infeasible` when impossible."""
     hidden = hidden.copy()
-    req_k, req_s, req_a = P.requirements()
+    req_k, req_s, _ = P.requirements()
     cand = np.flatnonzero(P.hideable | hidden)
     hopeless: set[tuple[int, int]] = set()
     for _ in range(max_rounds):
@@ -86,9 +86,10 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
             batch = one_per_cell(rs, req_k)
             if len(batch) >= BATCH_MIN and P.n > SMALL_TABLE:
                 # many failures at once (a large table's first round): one elastic LP
-                level = float(np.max(req_a[batch]))
+                amts = _amounts(P, batch, s)
+                level = float(np.max(amts))
                 w_up, w_dn = _cover_weights(P, cand, hidden, level)
-                sat, flow = flow_lp(P.Mc, cand, L, U, req_k[batch], req_s[batch], req_a[batch], w_up, w_dn)
+                sat, flow = flow_lp(P.Mc, cand, L, U, req_k[batch], req_s[batch], amts, w_up, w_dn)
                 if flow is not None:
                     hidden[flow.idx] = True
                     pool.append(flow)
@@ -96,6 +97,14 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
                     continue
             _cover_one_by_one(P, batch, s, hidden, pool, hopeless, cand, tick)
     raise RuntimeError("repair did not converge")
+
+
+def _amounts(P: Problem, batch: np.ndarray, s: int) -> np.ndarray:
+    """The levels of requirements ``batch`` against attacker s (−1: the outsider)."""
+    req_k, req_s, req_a = P.requirements()
+    if s < 0:
+        return req_a[batch]
+    return np.array([P.insider_amount(int(req_k[r]), s, int(req_s[r]), float(req_a[r])) for r in batch])
 
 
 def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray, pool: list[Flow],
@@ -120,6 +129,10 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
             tick("protect: choosing secondary cells", None)
             r = int(r)
             k, sign, amt = int(req_k[r]), int(req_s[r]), float(req_a[r])
+            if s >= 0:
+                amt = P.insider_amount(k, s, sign, amt)
+                if amt <= 0:
+                    continue
             att.set_hidden(hidden)
             done = att.reach(k, sign, amt)
             if done is not None:
@@ -186,6 +199,7 @@ def _pins_a_primary(P: Problem, hidden: np.ndarray, i: int, singletons: bool) ->
         if singletons and len(h) == 2:
             for a, b in ((h[0], h[1]), (h[1], h[0])):
                 if (P.primary[a] and P.insider[b] and P.scen_L[b] == 0 and P.scen_U[b] == 0
-                        and P.lpl[a] + P.upl[a] > 0 and not P.own_cell(int(a), int(b))):
+                        and max(P.insider_amount(int(a), int(b), 1, float(P.upl[a])),
+                                P.insider_amount(int(a), int(b), -1, float(P.lpl[a]))) > 0):
                     return True
     return False

@@ -184,6 +184,10 @@ def optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, solv
         for r, s in cert.failures:
             value, coef = benders_cut(P, hidden, int(req_k[r]), int(req_s[r]), s)
             amt = float(req_a[r])
+            if s >= 0:
+                amt = P.insider_amount(int(req_k[r]), int(s), int(req_s[r]), amt)
+                if amt <= 0:
+                    continue
             if value >= amt * (1 - 1e-6):
                 continue
             coef = np.minimum(coef, amt)
