@@ -34,8 +34,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .certificate import verify_certificate
 from .export import MANIFEST, _acro_status, _files_entry, _outcome, sha256, summary_html
+from .reaudit import verify_certificate
 
 TABLE_SCHEMA = "sdc_magic.certificate/1"
 MICRODATA_SCHEMA = "sdc_magic.microdata-certificate"
