@@ -56,15 +56,23 @@ def assert_untouched(ns: dict[str, Any], before: dict[str, Any]) -> None:
             assert now.attrs == attrs, f"{name}.attrs changed: {now.attrs!r} (was {attrs!r})"
 
 
+PAYLOAD = "application/vnd.sdc-magic.v1+json"
+
+
 def assert_safe_table(ran: Ran, true_obj: Any, primary: Any, where: str) -> dict[str, Any]:
     """One checked output; primary cells are the marker; shown cells are true; status coherent."""
     assert ran.error is None, f"{where}: {ran.error!r}"
     meta = ran.meta
     data = ran.data
     assert meta["status"] in STATUSES
-    assert set(data) <= {"text/plain", "text/html"}, sorted(data)
+    assert set(data) <= {"text/plain", "text/html", PAYLOAD}, sorted(data)
     mask = mask_frame(primary)
     result = check_html_cells(data["text/html"], true_obj, mask, where)
+    if PAYLOAD in data:  # our renderer's data: every primary cell shown is the marker there too
+        for row in data[PAYLOAD]["table"]["rows"]:
+            for j, cell in enumerate(row["cells"]):
+                if j < mask.shape[1] and mask[row["i"], j]:
+                    assert cell == HIDDEN, f"{where}: primary cell [{row['i']}, {j}] is {cell!r} in the payload"
     if mask.any() or meta["hidden"]:
         assert meta["status"] != "pass", f"{where}: pass with hidden or primary cells"
     assert data["text/plain"].count(HIDDEN) >= result.displayed_primary
@@ -303,7 +311,7 @@ def test_million_cell_table(case: str) -> None:
     assert result["error"] == "None", result["error"]
     assert len(result["outputs"]) == 1, result
     out = result["outputs"][0]
-    assert out["mimes"] == ["text/html", "text/plain"]
+    assert out["mimes"] == sorted(["text/html", "text/plain", PAYLOAD])
     meta = out["meta"]
     assert meta["status"] in STATUSES and meta["cells"] == 1_000_000
     assert out["html_len"] < 2_000_000, "a huge table must be rendered truncated"
