@@ -219,3 +219,50 @@ def test_xlsx_must_match_the_csv(referrals: Any, tmp_path: Path) -> None:
     sheet.to_excel(tmp_path / "x" / "out-1.xlsx", index=False)
     rehash(tmp_path / "x", "out-1.xlsx")
     assert verify(tmp_path / "x") == ["out-1.xlsx: differs from the CSV"]
+
+
+def test_fast_reaudit_gives_the_scipy_intervals(referrals: Any) -> None:
+    """verify's re-audit (one HiGHS model per table) answers exactly what the reference LP answers."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from sdc_magic.certificate import intervals_from_published
+    from sdc_magic.certificate import verify_certificate as reference
+    from sdc_magic.reaudit import intervals
+    from sdc_magic.reaudit import verify_certificate as fast
+    from sdc_magic.session import Session
+
+    rng = np.random.default_rng(1)
+    session = Session()
+    session.linking = False
+    session.capture.install()
+    try:
+        session.publish(referrals.groupby(["admin2", "sex", "age_band"]).size().unstack())
+        session.publish(pd.crosstab(referrals.admin2, referrals.age_band, margins=True))
+        session.publish(referrals.groupby(["admin2", "case_category"])["days_to_first_service"].sum().unstack())
+        frame = pd.DataFrame({"a": rng.integers(0, 30, 900) ** 2 % 30, "b": rng.integers(0, 20, 900),
+                              "v": rng.exponential(100, 900)})
+        session.publish(frame.groupby(["a", "b"]).size())
+        session.publish(frame.groupby(["a", "b"])["v"].sum())
+    finally:
+        session.capture.uninstall()
+    compared = 0
+    for record in session.outputs:
+        cert = record.certificate
+        if not cert:
+            continue
+        assert fast(cert) == reference(cert) == []
+        for table in cert["tables"]:
+            want, got = intervals_from_published(table), intervals(table)
+            assert want.keys() == got.keys()
+            for k in want:
+                for a, b in zip(want[k], got[k], strict=True):
+                    assert (math.isinf(a) and math.isinf(b)) or abs(a - b) <= 1e-6 * max(1.0, abs(a))
+                compared += 1
+            cell = next(c for c in table["cells"] if c["status"] != "safe")
+            cell["upper"] = (cell["upper"] or 0) + 5  # a tampered interval fails both ways
+            assert fast(cert) and reference(cert)
+            cell["upper"] -= 5
+    assert compared >= 30
