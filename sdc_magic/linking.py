@@ -958,15 +958,12 @@ def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = 4
     derivable = linker.findings(d)["derivable"] if bad else np.zeros(len(new.labels), bool)
     for _ in range(12):
         if not bad:
-            return added, [], notes
+            break
         progress = False
         for t, g in bad:
-            members = np.flatnonzero(cell_group[t] == g)
-            near = np.unique(cell_group[0][members])
-            near = [int(x) for x in near if x >= 0 and new.published[x] and x not in extra and not derivable[x]]
-            if not near:
+            pick = _candidate(np.flatnonzero(cell_group[t] == g), tables, cell_group, extra, derivable)
+            if pick is None:
                 continue
-            pick = min(near, key=lambda x: new.size[x])
             extra.add(pick)
             added.append(pick)
             progress = True
@@ -975,10 +972,51 @@ def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = 4
         wanted = [tg for tg in all_targets if tg not in excluded]
         bad = failing(intervals(everything, extra, wanted))
     if not bad:
+        # smallest loss: drop every added cell the others make unnecessary (last added first)
+        wanted = [tg for tg in all_targets if tg not in excluded]
+        for g in reversed(list(added)):
+            trial = extra - {g}
+            if not failing(intervals(everything, trial, wanted)):
+                extra = trial
+                added.remove(g)
         return added, [], notes
     names = _join([f"{tables[t].title} ({tables[t].out_id}): {tables[t].name(g)}" if t else
                    f"this table: {new.name(g)}" for t, g in bad])
     return added, [f"linked outputs leave hidden cells recoverable ({names})"], notes
+
+
+def _candidate(members: np.ndarray, tables: list[Population], cell_group: list[np.ndarray], extra: set[int],
+               derivable: np.ndarray) -> int | None:
+    """The published cell of the new table (``tables[0]``) to hide next for a failing cell.
+
+    First the new cells that share rows with it (smallest first); otherwise those that
+    share a published constraint with it — a cell or margin of any table containing its
+    rows, smallest constraint first (hiding the complement of a hidden cell within its
+    total). Cells public elsewhere are never chosen: hiding them protects nothing.
+    """
+    new = tables[0]
+
+    def usable(groups: np.ndarray) -> list[int]:
+        return [int(x) for x in np.unique(groups) if x >= 0 and new.published[x] and x not in extra
+                and not derivable[x]]
+
+    near = usable(cell_group[0][members])
+    if near:
+        return min(near, key=lambda x: new.size[x])
+    options: list[tuple[int, int, int]] = []
+    for t, pop in enumerate(tables):
+        for subset in pop.levels():
+            if t == 0 and subset == pop.keys:
+                continue
+            mapping, sizes, pub, _ = pop.level_facts(subset)
+            g = cell_group[t]
+            level = np.where(g >= 0, mapping[np.maximum(g, 0)], -1)
+            for s_ in np.unique(level[members]):
+                if s_ < 0 or not pub[s_]:
+                    continue
+                for x in usable(cell_group[0][level == s_]):
+                    options.append((int(sizes[s_]), int(new.size[x]), x))
+    return min(options)[2] if options else None
 
 
 # ------------------------------------------------------------------ persistence

@@ -272,3 +272,27 @@ def test_long_session_blocks_little_and_names_cells_by_labels(session, referrals
     blocked = [(name, notes) for name, status, notes in statuses if status == "blocked"]
     assert len(statuses) >= 80
     assert len(blocked) <= 1, blocked
+
+
+def test_complements_across_three_tables_are_hidden_not_blocked(session, referrals) -> None:
+    """All, then women, then men by district × age band: men = all − women, so the men's table must
+    hide the complements of the women's hidden cells — a few cells, not a block."""
+    from sdc_magic.session import Session
+
+    d = referrals
+    session.publish(d.groupby(["admin2", "age_band"]).size().unstack())
+    women = session.publish(d[d["sex"] == "F"].groupby(["admin2", "age_band"]).size().unstack())
+    men_table = d[d["sex"] == "M"].groupby(["admin2", "age_band"]).size().unstack()
+    men = session.publish(men_table)
+    lone = Session()
+    lone.capture.install()
+    try:
+        alone = lone.publish(d[d["sex"] == "M"].groupby(["admin2", "age_band"]).size().unstack())
+    finally:
+        lone.capture.uninstall()
+    meta = men.metadata["sdc_magic"]
+    assert meta["status"] == "suppressed"
+    assert meta["hidden"] <= alone.metadata["sdc_magic"]["hidden"] + 4
+    # every cell the women's table hid has its men's complement hidden (all is published)
+    women_hidden = women.checked.hidden
+    assert (men.checked.hidden | ~women_hidden).all()
