@@ -86,8 +86,10 @@ def group_evidence_from_facts(facts: pd.DataFrame, keys: list[str], variables: l
             for r, values in enumerate(facts[names["top"]].to_numpy(dtype=object)):
                 if values is None or isinstance(values, str) or not hasattr(values, "__iter__"):
                     continue  # no value in the group (None, NaN, pd.NA)
-                vals = sorted((abs(float(v)) for v in values if v is not None and not pd.isna(v)), reverse=True)[:k]
-                top[r, :len(vals)] = vals
+                vals = sorted([abs(float(v)) for v in values if v is not None and v is not pd.NA and v == v],
+                              reverse=True)[:k]
+                if vals:
+                    top[r, :len(vals)] = vals
         out[var] = VarEvidence(units=var_units, total=total, total_abs=total_abs, negative=negative, top=top)
     return GroupEvidence(index=index, units=units, variables=out, unit_column=unit, rows=rows)
 
@@ -126,7 +128,7 @@ def register(registry: Registry, rules: Any, call: str, shown: pd.DataFrame, ge:
 
 
 # --------------------------------------------------------------------- engine objects
-_lock = threading.Lock()
+_lock = threading.RLock()  # weakref callbacks may run while it is held
 _forms: dict[int, tuple[Any, pd.DataFrame | pd.Series]] = {}
 MAX_FORMS = 512
 

@@ -40,7 +40,7 @@ from . import contract
 _CALL = compile("__sdc_call__(*__sdc_args__, **__sdc_kwargs__)", "<sdc_magic>", "eval")
 FETCHERS = ("df", "to_df", "fetchdf", "pl", "arrow", "fetch_arrow_table", "to_arrow_table")
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # weakref callbacks may run while it is held
 _pending: dict[int, tuple[Any, Pending]] = {}
 
 
@@ -48,7 +48,7 @@ _pending: dict[int, tuple[Any, Pending]] = {}
 class Pending:
     """A captured relation: its evidence query, bound, not yet run."""
 
-    combined: Any  # relation: the user's columns + facts (or the user's query when facts are separate)
+    combined: Any  # relation: the user's columns + facts (None when the facts have their own query)
     facts: Any  # relation of facts when they need their own query (unit + magnitudes), else None
     user_cols: list[str]
     keys: list[str]
@@ -385,7 +385,7 @@ class DuckDBCapture:
             try:
                 if magnitudes:
                     facts = run(facts_query(p, variables, magnitudes, unit, rules.top_k))
-                    combined = rel
+                    combined = None  # the user's own relation gives the table (never held here)
                 else:
                     combined = run(combined_query(p, variables, magnitudes, unit, rules.top_k))
             except Exception:

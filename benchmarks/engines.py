@@ -1,0 +1,134 @@
+"""polars and DuckDB: a 3-key group-by (count; sum) checked vs plain, side by side in one process.
+
+    python benchmarks/engines.py            # 10M rows
+    python benchmarks/engines.py --rows 1e6
+    python benchmarks/engines.py --large    # 100M rows (DuckDB only; needs ~8 GB)
+
+*plain* is what a user runs without the extension (the query, and its result fetched as
+pandas for DuckDB — what a display does); *with evidence* is the same call with the capture
+installed and the result in its checked pandas form (the engine's evidence computed and
+registered); *displayed and checked* adds what a display runs after that (rules,
+secondary protection, rendering: the same cost as for a pandas table of that size). Each
+timing is the best of ``--repeat`` runs. Keys: 3 columns (50 × 20 × 6 = 6,000 groups,
+a few of them small), one float magnitude, one unit id (rows / 3 units).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def make_data(rows: int, seed: int = 7) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    region = rng.integers(0, 50, rows)
+    activity = rng.integers(0, 20, rows)
+    size = rng.integers(0, 6, rows)
+    # a few rare combinations: small cells for the rules to find
+    rare = rng.random(rows) < 2e-6
+    size[rare] = 6
+    return pd.DataFrame({
+        "region": pd.Categorical.from_codes(region, [f"r{i:02d}" for i in range(50)]).astype(str),
+        "activity": pd.Categorical.from_codes(activity, [f"a{i:02d}" for i in range(20)]).astype(str),
+        "size": size.astype(np.int64),
+        "turnover": rng.lognormal(3.0, 1.5, rows),
+        "firm_id": rng.integers(0, max(rows // 3, 1), rows),
+    })
+
+
+def best(fn: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=float, default=1e7)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--large", action="store_true", help="100M rows (DuckDB only)")
+    args = parser.parse_args()
+    rows = int(1e8 if args.large else args.rows)
+
+    import duckdb
+    import polars as pl
+
+    from sdc_magic.capture.display import to_pandas
+    from sdc_magic.config import preset
+    from sdc_magic.session import Session
+
+    t0 = time.perf_counter()
+    data = make_data(rows)
+    p = pl.from_pandas(data)
+    con = duckdb.connect()
+    con.register("firms", p.to_arrow())
+    con.execute("CREATE TABLE t AS SELECT * FROM firms")
+    con.unregister("firms")
+    del data
+    print(f"{rows:,} rows generated in {time.perf_counter() - t0:.1f} s "
+          f"(polars {pl.__version__}, duckdb {duckdb.__version__})")
+
+    keys = ["region", "activity", "size"]
+    q_count = "SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"
+    q_sum = "SELECT region, activity, size, sum(turnover) AS turnover FROM t GROUP BY ALL"
+    cases: list[tuple[str, str, Callable[[], Any]]] = [
+        ("DuckDB", "count", lambda: con.sql(q_count)),
+        ("DuckDB", "sum (top-k)", lambda: con.sql(q_sum)),
+    ]
+    if not args.large:
+        cases += [
+            ("polars", "count", lambda: p.group_by(keys).len()),
+            ("polars", "sum (top-k)", lambda: p.group_by(keys).agg(pl.col("turnover").sum())),
+        ]
+
+    def plain_run(make: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            out = make()
+            return out.df() if hasattr(out, "df") else out
+        return run
+
+    results = []
+    for unit in (None, "firm_id"):
+        sess = Session(rules=preset("insee"))
+        if unit:
+            sess.set_rules(unit=unit)
+        for engine, op, make in cases:
+            plain = best(plain_run(make), args.repeat)
+            sess.capture.install()
+            try:
+                statuses: list[str] = []
+
+                def checked(make: Callable[[], Any] = make, statuses: list[str] = statuses, sess: Any = sess) -> None:
+                    published = sess.publish(make(), record=False)
+                    statuses.append(published.metadata["sdc_magic"]["status"])
+
+                def evidence(make: Callable[[], Any] = make) -> None:
+                    to_pandas(make())  # the call with its evidence, converted for checking
+
+                ev = best(evidence, args.repeat)
+                t = best(checked, args.repeat)
+            finally:
+                sess.capture.uninstall()
+            results.append((engine, op, unit or "rows", plain, ev, t, statuses[-1]))
+            print(f"{engine:7s} {op:12s} unit={unit or 'rows':8s} plain {plain:7.3f} s  with evidence {ev:7.3f} s "
+                  f"({ev / plain:5.2f}x)  displayed and checked {t:7.3f} s ({t / plain:5.2f}x)  "
+                  f"status {statuses[-1]}", flush=True)
+
+    print("\n| engine | statistic | units | plain (s) | with evidence (s) | ratio | displayed, checked (s) | ratio |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for engine, op, unit, plain, ev, t, _ in results:
+        print(f"| {engine} | {op} | {unit} | {plain:.3f} | {ev:.3f} | {ev / plain:.2f}× | {t:.3f} | {t / plain:.2f}× |")
+
+
+if __name__ == "__main__":
+    main()
