@@ -372,6 +372,7 @@ class Draft:
     parent: np.ndarray  # per new atom, its atom before this table
     atom_size: np.ndarray
     display_group: np.ndarray  # per displayed flat cell, its group (-1: none / margin)
+    display_margin: np.ndarray | None = None  # displayed flat cells that are margins (crosstab margins=True)
 
 
 #: Drafts of the current display (the differencing check, the published-cells lookup and
@@ -445,7 +446,7 @@ class Linker:
                            labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
                            threshold=threshold, margins_public=pop.margins_public, _levels=pop._levels)
         return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
-                     base.display_group)
+                     base.display_group, base.display_margin)
 
     def _draft(self, entry: Any, positions: np.ndarray, threshold: int) -> Draft | None:
         source = getattr(entry, "source", None)
@@ -498,7 +499,8 @@ class Linker:
                          labels=labels, size=size, published=np.zeros(n_groups, bool),
                          hidden_shown=np.zeros(n_groups, bool), threshold=threshold,
                          margins_public=margins_public)
-        return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group)
+        display_margin = np.flatnonzero((positions >= 0) & margin[np.maximum(positions, 0)])
+        return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin)
 
     def _place(self, frame: pd.DataFrame, keys: list[str]) -> tuple[Universe, np.ndarray] | None:
         self._ensure_loaded()
@@ -547,6 +549,7 @@ class Linker:
         T = new.threshold
         candidate = new.published if new.published.any() else np.ones(nb, bool)
         hits: dict[int, list[tuple[str, str]]] = {}
+        margins: list[tuple[tuple[str, ...], int, str]] = []  # risky margins of the new table
         derivable = np.zeros(nb, dtype=bool)
         for old in reversed(self.related(d)):
             a, b, w = self._pairs(d, old)
@@ -574,6 +577,26 @@ class Linker:
                         continue
                     g = int(parts[np.argmin(new.size[parts])])
                     hits.setdefault(g, []).append(("differencing", self._msg(old, subset, [s_], new, parts)))
+                # margins of the new table (derivable from its cells, or displayed) against the old cells
+                for nsub in new.levels()[1:]:
+                    nmap, nlabels = new.level(nsub)
+                    nsizes = np.bincount(nmap, weights=new.size, minlength=len(nlabels)).astype(np.int64)
+                    npub = np.bincount(nmap, weights=~candidate, minlength=len(nlabels)) == 0
+                    xu, yu, xw = _cross(su, len(sizes), nmap[bu], len(nlabels), ww)
+                    inner = (xu >= 0) & (yu >= 0)
+                    mgap, _ = _gaps(xu[inner], yu[inner], xw[inner], sizes, nsizes, pub, len(nlabels))
+                    for m_ in np.flatnonzero((mgap > 0) & (mgap < T) & (npub | bool(len(d.display_margin)))):
+                        inside_m = np.flatnonzero((nmap == m_) & candidate & (new.size > 0))
+                        if not len(inside_m):
+                            continue
+                        parts = np.unique(xu[inner & (yu == m_)])
+                        where = cell_name(nlabels[int(m_)]) if nsub else "total"
+                        text = self._msg(old, subset, parts, new, []).replace("with this table's ", "with this table's "
+                                                                              f"{where}")
+                        margins.append((nsub, int(m_), text))
+                        g = int(inside_m[np.argmin(new.size[inside_m])])
+                        if g not in hits:
+                            hits[g] = [("differencing", text)]
                 # a cell an earlier output hid, published here with exactly its rows
                 same = (ww == new.size[bu]) & (ww == sizes[su]) & hidden[su]
                 for s_, g in zip(su[same], bu[same], strict=True):
@@ -583,12 +606,12 @@ class Linker:
                     hits.setdefault(int(g), []).append(("linked", (
                         f"{old.title} ({old.out_id}) hid these same cases ({where}) to protect its small cells: "
                         "publishing them here would undo that")))
-        return {"hits": hits, "derivable": derivable}
+        return {"hits": hits, "derivable": derivable, "margins": margins}
 
     def _msg(self, old: Population, subset: tuple[str, ...], olds: Any, new: Population, news: Any) -> str:
         names = old.level(subset)[1]
         left = _join([cell_name(names[int(s)]) if subset else "its total" for s in olds])
-        right = _join([new.name(int(g)) for g in news])
+        right = _join([new.name(int(g)) for g in news]) if len(news) else ""
         return (f"{old.title} ({old.out_id}) publishes {left}; with this table's {right} the two differ "
                 f"by fewer than {new.threshold} units: subtracting one from the other would reveal them")
 
@@ -597,10 +620,16 @@ class Linker:
         from .rules import Reason
 
         out: dict[int, list[Any]] = {}
-        hits = self.findings(d)["hits"]
-        for g, found in hits.items():
+        found_all = self.findings(d)
+        for g, found in found_all["hits"].items():
             for i in np.flatnonzero(d.display_group == g):
                 out.setdefault(int(i), []).extend(Reason(rule, message) for rule, message in found[:2])
+        if found_all["margins"] and d.display_margin is not None and len(d.display_margin):
+            # a displayed margin that differs from earlier cells by a few units: the displayed margins
+            # are hidden (the sibling margins would add up to it), its smallest cell is protected
+            message = found_all["margins"][0][2]
+            for i in d.display_margin:
+                out.setdefault(int(i), []).append(Reason("differencing", message))
         return out
 
     def published_elsewhere(self, d: Draft) -> dict[tuple[str, ...], set[tuple]]:
