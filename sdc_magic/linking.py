@@ -550,6 +550,12 @@ class Linker:
         candidate = new.published if new.published.any() else np.ones(nb, bool)
         hits: dict[int, list[tuple[str, str]]] = {}
         margins: list[tuple[tuple[str, ...], int, str]] = []  # risky margins of the new table
+        new_levels = []
+        for nsub in new.levels()[1:]:
+            nmap, nlabels = new.level(nsub)
+            nsizes = np.bincount(nmap, weights=new.size, minlength=len(nlabels)).astype(np.int64)
+            npub = np.bincount(nmap, weights=~candidate, minlength=len(nlabels)) == 0
+            new_levels.append((nsub, nmap, nlabels, nsizes, npub))
         derivable = np.zeros(nb, dtype=bool)
         for old in reversed(self.related(d)):
             a, b, w = self._pairs(d, old)
@@ -578,10 +584,7 @@ class Linker:
                     g = int(parts[np.argmin(new.size[parts])])
                     hits.setdefault(g, []).append(("differencing", self._msg(old, subset, [s_], new, parts)))
                 # margins of the new table (derivable from its cells, or displayed) against the old cells
-                for nsub in new.levels()[1:]:
-                    nmap, nlabels = new.level(nsub)
-                    nsizes = np.bincount(nmap, weights=new.size, minlength=len(nlabels)).astype(np.int64)
-                    npub = np.bincount(nmap, weights=~candidate, minlength=len(nlabels)) == 0
+                for nsub, nmap, nlabels, nsizes, npub in new_levels:
                     xu, yu, xw = _cross(su, len(sizes), nmap[bu], len(nlabels), ww)
                     inner = (xu >= 0) & (yu >= 0)
                     mgap, _ = _gaps(xu[inner], yu[inner], xw[inner], sizes, nsizes, pub, len(nlabels))
