@@ -3,8 +3,8 @@
 The front-end opens one comm per action with ``{"action": ..., "id": "out-7", ...}`` in
 the open message; the kernel answers with one message on it and closes it:
 
-* ``exception`` (``reason``): records the request in the ledger, re-renders the output
-  with status ``review`` and pushes the new bundle to the front-end
+* ``exception`` (``reason``): records the request in the ledger, turns the published
+  bundle into status ``review`` (same content) and pushes it to the front-end
   (``{"ok": true, "status": "review"}``);
 * ``more``: continues the suggestion search of that output
   (``{"ok": true, "suggestions": [...], "more": false}``; the whole list, earlier ones first);
@@ -32,20 +32,21 @@ MAX_LIVE = 100
 
 @dataclass
 class Live:
-    """What an output's actions need: its decision and its suggestion search."""
+    """What an output's actions need: what it published and its suggestion search."""
 
-    checked: Any
+    data: dict[str, Any]
+    metadata: dict[str, Any]
     found: Any = None
     suggester: Any = None
-    exception: str | None = None
 
 
 _live: OrderedDict[str, Live] = OrderedDict()
 _registered: dict[str, Any] = {}
 
 
-def remember(out_id: str, checked: Any, found: Any = None, suggester: Any = None) -> None:
-    _live[out_id] = Live(checked, found, suggester)
+def remember(out_id: str, data: dict[str, Any], metadata: dict[str, Any], found: Any = None,
+             suggester: Any = None) -> None:
+    _live[out_id] = Live(dict(data), metadata, found, suggester)
     _live.move_to_end(out_id)
     while len(_live) > MAX_LIVE:
         _live.popitem(last=False)
@@ -102,8 +103,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         if not reason:
             return {"ok": False, "error": "Give a reason first."}
         record = sess.request_exception(out_id, reason)
-        live.exception = reason
-        output = rerender(out_id, live)
+        output = rerender(out_id, live, reason)
         push_update(out_id, output)
         return {"ok": True, "status": record.status, "output": output}
     if action == "more":
@@ -118,23 +118,13 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": False, "error": f"unknown action {action!r}"}
 
 
-def rerender(out_id: str, live: Live) -> dict[str, Any]:
-    """The output's bundle again, after an exception request (status review)."""
-    from .bundle import MIME
-    from .extension import session
-    from .render import extras_html, render_html, render_payload, render_plain
+def rerender(out_id: str, live: Live, reason: str) -> dict[str, Any]:
+    """The output's bundle after an exception request: what it published, with status review."""
+    from .render import with_exception
 
-    checked = live.checked
-    if live.exception is not None and checked.status in ("pass", "suppressed"):
-        checked.status = "review"
-    text = render_plain(checked)
-    payload = render_payload(checked, out_id, live.found, exception=live.exception)
-    page = render_html(checked, extras_html(payload))
-    meta = session()._metadata(out_id, checked, text, page, payload)
-    if live.exception is not None:
-        meta["exception"] = live.exception
-    return {"output_type": "display_data", "data": {"text/plain": text, "text/html": page, MIME: payload},
-            "metadata": {"sdc_magic": meta}}
+    data, metadata = with_exception(live.data, live.metadata, reason)
+    live.data, live.metadata = data, metadata
+    return {"output_type": "display_data", "data": data, "metadata": metadata}
 
 
 def push_update(out_id: str, output: dict[str, Any]) -> None:
@@ -155,5 +145,4 @@ def exception_requested(out_id: str, reason: str) -> None:
     live = _live.get(out_id)
     if live is None:
         return
-    live.exception = reason
-    push_update(out_id, rerender(out_id, live))
+    push_update(out_id, rerender(out_id, live, reason))

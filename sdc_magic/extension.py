@@ -183,7 +183,8 @@ def _display(ip: Any, sess: Session, obj: Any) -> None:
         published = sess.publish(obj, execution_count=count, progress=progress,
                                  suggest=suggest if interactive else None)
         if published.checked is not None:
-            _comm.remember(published.id, published.checked, found.get("found"), found.get("suggester"))
+            _comm.remember(published.id, published.data, published.metadata, found.get("found"),
+                           found.get("suggester"))
     finally:
         if published is not None and progress.display_id is not None:
             update_display(published.data, raw=True, metadata=published.metadata, display_id=progress.display_id)

@@ -114,20 +114,56 @@ def render_plain(checked: Checked) -> str:
     return "\n".join(lines)
 
 
+def badge_html(status: str) -> str:
+    """The status badge of the HTML fallback (colour plus text)."""
+    fg, bg = STATUS_STYLE.get(status, ("#000", "#eee"))
+    return (f'<span class="sdc-magic-badge" data-status="{status}" role="status" '
+            f'style="display:inline-block;padding:1px 6px;border-radius:8px;font-size:85%;'
+            f'color:{fg};background:{bg};border:1px solid {fg}">{html.escape(STATUS_TEXT.get(status, ""))}</span>')
+
+
+def with_exception(data: dict, metadata: dict, reason: str) -> tuple[dict, dict]:
+    """The published bundle of an output after an exception request: the same content, status review.
+
+    Built from what was already published (never re-rendered from the decision, which
+    later outputs may have changed), so it cannot show anything the output did not show.
+    """
+    import copy
+    import json
+
+    from .bundle import MIME, content_digest
+
+    meta = copy.deepcopy(metadata)
+    record = meta["sdc_magic"]
+    old = record["status"]
+    note = f"exception requested: {reason}"
+    page = str(data.get("text/html", ""))
+    page = page.replace(badge_html(old), badge_html("review"), 1)
+    page = page.replace(f'<div class="sdc-magic-output" data-status="{old}">',
+                        '<div class="sdc-magic-output" data-status="review">', 1)
+    if page.endswith("</div>"):
+        page = page[:-len("</div>")] + f"<p><small>{html.escape(note)}</small></p></div>"
+    text = str(data.get("text/plain", "")).replace(f"sdc_magic: {STATUS_TEXT.get(old, old)}",
+                                                   f"sdc_magic: {STATUS_TEXT['review']}", 1) + f"\n  note: {note}"
+    out: dict = {"text/plain": text, "text/html": page}
+    if MIME in data:
+        payload = json.loads(json.dumps(data[MIME]))
+        payload.update(status="review", label=STATUS_TEXT["review"], exception=reason)
+        out[MIME] = payload
+    record.update(status="review", exception=reason, digest=content_digest(out))
+    record["notes"] = [*record.get("notes", []), note]
+    return out, meta
+
+
 def render_html(checked: Checked, extras: str = "") -> str:
     """text/html: a status badge and banner, the protected table, notes (and static reasons/suggestions)."""
-    fg, bg = STATUS_STYLE.get(checked.status, ("#000", "#eee"))
     frame = protected_frame(checked)
     as_frame = frame.to_frame() if isinstance(frame, pd.Series) else frame
     # pandas' own HTML (it honours display.max_rows / max_columns, so huge tables stay small)
     table = as_frame._repr_html_() or html.escape(repr(frame))
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in notes_text(checked))
-    badge = (
-        f'<span class="sdc-magic-badge" data-status="{checked.status}" role="status" '
-        f'style="display:inline-block;padding:1px 6px;border-radius:8px;font-size:85%;'
-        f'color:{fg};background:{bg};border:1px solid {fg}">{html.escape(STATUS_TEXT.get(checked.status, ""))}</span>'
-    )
-    banner = html.escape(banner_text(checked).removeprefix("sdc_magic: "))
+    badge = badge_html(checked.status)
+    banner = html.escape(" · ".join(banner_text(checked).split(" · ")[1:]))  # the badge says the status
     return (
         f'<div class="sdc-magic-output" data-status="{checked.status}">'
         f'<div class="sdc-magic-banner" style="margin-bottom:4px">{badge} '

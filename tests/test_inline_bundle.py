@@ -14,7 +14,6 @@ import json
 import re
 from typing import Any
 
-import numpy as np
 import pytest
 
 from sdc_magic.bundle import MIME, STATUS_LABEL, canonical, content_digest, message_bundle
@@ -205,7 +204,7 @@ def test_comm_actions(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: 
         return found["found"]
 
     published = session.publish(table, suggest=suggest)
-    comm.remember(published.id, published.checked, found["found"], found["suggester"])
+    comm.remember(published.id, published.data, published.metadata, found["found"], found["suggester"])
     try:
         assert comm.handle({"action": "ping", "id": published.id}) == {"ok": True, "known": True}
         assert comm.handle({"action": "exception", "id": "out-999", "reason": "x"})["ok"] is False
@@ -223,7 +222,12 @@ def test_comm_actions(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: 
         assert clearance(output) == "status review"
         assert pushed and pushed[-1][0] == published.id
         assert session.output(published.id).status == "review"
-        cells = np.array([r["cells"][0] for r in output["data"][MIME]["table"]["rows"]])
-        assert (cells == HIDDEN).any()  # still the protected table
+        # the same protected table as published, whatever later outputs did to the decision
+        assert output["data"][MIME]["table"] == published.data[MIME]["table"]
+        published.checked.hidden[:] = False  # (a later change to the decision must not matter)
+        again = comm.rerender(published.id, comm._live[published.id], "again")
+        assert again["data"][MIME]["table"] == published.data[MIME]["table"]
+        assert "needs review" in output["data"]["text/html"] and "needs review" in output["data"]["text/plain"]
+        assert "cleared, cells hidden" not in output["data"]["text/html"]
     finally:
         comm._live.clear()

@@ -4,7 +4,7 @@
  */
 import { Widget } from '@lumino/widgets';
 
-import { badgeText, IOutputInfo, ISummary, STATUSES, statusBarText } from './model';
+import { badgeText, IOutputInfo, isMessage, ISummary, STATUSES, statusBarText } from './model';
 import { statusLabel } from './payload';
 
 export const PANEL_ID = 'sdc-panel';
@@ -151,7 +151,7 @@ export class DisclosurePanel extends Widget {
     if (info.hidden) {
       meta.push(`${info.hidden} hidden`);
     }
-    if (info.cells !== null) {
+    if (info.cells !== null && !isMessage(info)) {
       meta.push(`${info.cells} cells`);
     }
     head.appendChild(el('span', 'sdc-Panel-meta', meta.join(' · ')));

@@ -326,7 +326,7 @@ export class SdcOutput extends Widget implements IRenderMime.IRenderer {
       node.appendChild(details);
     }
 
-    if (p.status === 'suppressed' || p.status === 'pass' || p.status === 'review') {
+    if (p.status === 'suppressed' || p.status === 'review') {
       const details = el('details', 'sdc-Output-exception');
       details.appendChild(el('summary', '', p.exception ? 'Exception requested' : 'Request an exception'));
       if (p.exception) {
