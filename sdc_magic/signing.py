@@ -77,7 +77,7 @@ def _message(digest: str, status: str) -> bytes:
     return f"sdc_magic-clearance/1\n{status}\n{digest}".encode()
 
 
-def sign(digest: str, status: str = "pass") -> str | None:
+def sign(digest: str, status: str) -> str | None:
     """HMAC of an output's clearance (its status and digest), or None without a usable key.
 
     The kernel stores it as ``metadata["sdc_magic"]["hmac"]``. Never raises: signing is an

@@ -133,16 +133,16 @@ def test_another_installation_cannot_check_the_signature(key_file: Path, tmp_pat
     good = output("<table><td>28</td></table>", "28", sign=True)
     monkeypatch.setenv(signing.KEY_ENV, str(tmp_path / "elsewhere" / "key"))
     assert clearance(good, require_hmac=True) == "no valid signature"  # no key there: fail closed
-    signing.sign("x")  # that installation's own key
+    signing.sign("x", "pass")  # that installation's own key
     assert clearance(good, require_hmac=True) == "no valid signature"
 
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes")
 def test_a_key_others_can_read_is_not_used(key_file: Path) -> None:
-    assert signing.sign("d") is not None
+    assert signing.sign("d", "pass") is not None
     key_file.chmod(0o644)
     signing._cache.clear()
-    assert signing.sign("d") is None
+    assert signing.sign("d", "pass") is None
     good = output("<table><td>28</td></table>", "28")
     good["metadata"]["sdc_magic"]["hmac"] = "0" * 64
     assert clearance(good, require_hmac=True) == "no valid signature"
