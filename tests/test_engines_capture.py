@@ -36,9 +36,10 @@ def sess():
     s.capture.uninstall()
 
 
-def _decision(s: Session, obj) -> tuple[str, str, int]:
-    c = s.check(obj)
-    return c.status, c.kind, c.primary_count
+def _decision(s: Session, obj) -> tuple[str, str, int, tuple]:
+    """Primary rules only (protection is the shared pipeline's, tested with pandas)."""
+    c = s.check(obj, protect=False)
+    return c.status, c.kind, c.primary_count, tuple(sorted(c.reason_summary().items()))
 
 
 def test_same_primary_cells_as_pandas(sess: Session, data: pd.DataFrame) -> None:

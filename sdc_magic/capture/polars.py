@@ -173,10 +173,54 @@ class PolarsCapture:
     # ------------------------------------------------------------ wrappers
     def _eager_agg(self, original: Callable) -> Callable:
         def agg(gb: Any, *aggs: Any, **named: Any) -> Any:
+            if not _depth.value:
+                combined = self._combined(gb, aggs, named, original)
+                if combined is not None:
+                    return combined
             return self._guarded(lambda: original(gb, *aggs, **named),
                                  lambda result: self._record_group_by(gb.df, _flatten_by(gb.by), gb.named_by,
                                                                       aggs, named, result, "group_by.agg"))
         return agg
+
+    def _combined(self, gb: Any, aggs: tuple, named: dict, original: Callable) -> Any:
+        """Magnitudes without a unit column: the facts ride along in the user's own aggregation.
+
+        One group_by computes the user's columns and the facts; the user gets exactly the
+        columns they asked for (in their order), the facts stay here. None: not applicable
+        (or the combined call failed), and the caller runs the ordinary path.
+        """
+        try:
+            rules = self.rules()
+            if rules.unit is not None:
+                return None
+            out, multi = measures(aggs, named)
+            schema = gb.df.schema
+            if multi is not None or not out or all(s in ("size", "count") for _, s in out.values()):
+                return None
+            variables = sorted({v for v, st in out.values() if v is not None and v in schema and st != "size"})
+            magnitudes = {v for v, st in out.values() if v in variables and st in contract.MAGNITUDE_EVIDENCE
+                          and _numeric(schema[v])}
+            exprs = _fact_exprs(variables, magnitudes, rules.top_k)
+        except Exception:
+            return None
+        _depth.value += 1
+        try:
+            full = original(gb, *aggs, *exprs, **named)
+        except Exception:
+            return None
+        finally:
+            _depth.value -= 1
+        result = full.select([c for c in full.columns if not c.startswith(contract.PREFIX)])
+        try:
+            keys = [c for c in result.columns if c not in out]
+            facts = full.select(keys + [c for c in full.columns if c.startswith(contract.PREFIX)]).to_pandas()
+            notes: list[str] = []
+            ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, None)
+            contract.register(self.registry, rules, "polars group_by.agg", contract.keyed(result.to_pandas(), keys),
+                              ge, keys, lambda m: out.get(m, (None, "custom")), notes, engine_object=result)
+        except Exception as exc:  # the user's result stands; it is shown without evidence
+            self.registry.failures.append(f"polars: {type(exc).__name__}: {exc}")
+        return result
 
     def _lazy_group_by(self, original: Callable) -> Callable:
         def group_by(lf: Any, *by: Any, **kwargs: Any) -> Any:
@@ -361,6 +405,21 @@ def _facts_from_result(result: Any, keys: list[str], resolved: dict, variables: 
     return out
 
 
+def _fact_exprs(variables: list[str], magnitudes: set[str], k: int) -> list[Any]:
+    """The facts of each group as polars expressions (no unit column)."""
+    import polars as pl
+
+    exprs = [pl.len().alias(f"{contract.PREFIX}rows")]
+    for i, v in enumerate(variables):
+        names = contract.fact_names(i)
+        exprs.append(pl.col(v).count().alias(names["n"]))
+        if v in magnitudes:
+            x = pl.col(v).cast(pl.Float64)
+            exprs += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
+                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"])]
+    return exprs
+
+
 def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: list[str], magnitudes: set[str],
            unit: str | None, k: int, key_casts: dict[str, Any] | None = None) -> pd.DataFrame:
     """One extra aggregation in polars; only the per-group facts come back."""
@@ -368,14 +427,7 @@ def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: l
 
     p = contract.PREFIX
     if unit is None:
-        exprs = [pl.len().alias(f"{p}rows")]
-        for i, v in enumerate(variables):
-            names = contract.fact_names(i)
-            exprs.append(pl.col(v).count().alias(names["n"]))
-            if v in magnitudes:
-                x = pl.col(v).cast(pl.Float64)
-                exprs += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
-                          (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"])]
+        exprs = _fact_exprs(variables, magnitudes, k)
         return lf.group_by(*by, **named_by).agg(exprs).collect().to_pandas()
     inner = [pl.len().alias(f"{p}r")]
     for i, v in enumerate(variables):
