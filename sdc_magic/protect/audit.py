@@ -643,6 +643,8 @@ def intervals(P: Problem, hidden: np.ndarray, tick: Ticker | None = None, seeds:
             if x is not None:
                 np.maximum(best_hi, x, out=best_hi)
                 np.minimum(best_lo, x, out=best_lo)
+            if np.isnan(val):  # every LP method failed: the farthest point found (attained)
+                val = best_hi[j] if sense == 1 else best_lo[j]
             if sense == 1:
                 hi[j] = val
             else:
