@@ -193,3 +193,37 @@ def test_a_rerun_cell_supersedes_its_earlier_outputs(tmp_path: Path) -> None:
     assert restarted.get("out-3").superseded_by == "out-6"
     assert restarted.get("out-1").comments == ["history stays"]
     assert list(restarted.frame()["superseded_by"].fillna("")) == ["out-4", "out-4", "out-6", "", "", ""]
+
+
+LOAD = """
+from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
+ip = start_ipython()
+with capture_output(display=True) as cap:
+    ip.run_line_magic("load_ext", "sdc_magic")
+    result = ip.run_cell("import pandas as pd\\n"
+                         "pd.DataFrame({'g': list('aaaaaab'), 'v': 1}).groupby('g').size()")
+assert result.error_in_exec is None
+from sdc_magic.extension import session
+ledger = session().ledger
+statuses = [o.metadata.get('sdc_magic', {}).get('status') for o in cap.outputs]
+print("LOADED", ledger.persist, [r.id for r in ledger.records], "suppressed" in statuses or "blocked" in statuses)
+print("WARNED", "set aside" in cap.stdout + cap.stderr + repr([o.data for o in cap.outputs]))
+"""
+
+
+def test_load_ext_with_a_damaged_ledger_loads_and_protects(tmp_path: Path) -> None:
+    """Issue 12 item 2: one bad ledger line used to make %load_ext raise, leaving every table raw."""
+    (tmp_path / ".sdc_magic").mkdir()
+    (tmp_path / ".sdc_magic" / "ledger.jsonl").write_bytes(
+        line(record("out-1")) + b'{"event": "output", "record": {"foo": 1}}\n' + b"\xff\xfe\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO), SDC_MAGIC_CONFIG="")
+    env.pop("JPY_SESSION_NAME", None)
+    env.pop("SDC_MAGIC_LEDGER_DIR", None)
+    done = subprocess.run([sys.executable, "-c", LOAD], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "LOADED True ['out-1', 'out-2'] True" in done.stdout
+    assert "WARNED True" in done.stdout
+    assert (tmp_path / ".sdc_magic" / "ledger.jsonl.corrupt").read_bytes() == (
+        b'{"event": "output", "record": {"foo": 1}}\n\xff\xfe\n')
