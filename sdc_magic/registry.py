@@ -3,16 +3,25 @@
 Displayed objects are matched back to an entry first by identity (the very object the
 call returned), then by their layout-free cell keys and values (a reshaped result),
 and last by position (a result whose labels were renamed but whose values are intact).
-The registry is bounded so that holding evidence never grows without limit.
+The registry is bounded so that holding evidence never grows without limit: a budget in
+megabytes (``memory_mb`` in the project configuration, ``SDC_MAGIC_MEMORY_MB``, default
+256) covers every entry's own arrays and the source frames it keeps alive, with
+least-recently-used eviction. Source frames are held weakly, plus strongly for the most
+recently used ones within the budget: a frame the analyst still holds costs nothing extra,
+while a private copy (``crosstab`` builds one) is freed once it leaves the budget. An
+evicted result is no longer recognised and is checked as unverified (counts, or ``?`` and
+``review``): never shown raw, never exportable as verified.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +29,19 @@ import pandas as pd
 from .flatten import Flat, numeric, values_match
 
 MAX_ENTRIES = 256
+#: Default evidence budget (MB): entries' arrays plus the source frames kept alive.
+DEFAULT_BUDGET_MB = 256.0
+#: Failure messages kept (the newest); a long session must not grow a list without bound.
+MAX_FAILURES = 1_000
+
+
+def default_budget_mb() -> float:
+    """``SDC_MAGIC_MEMORY_MB`` if set to a positive number, else :data:`DEFAULT_BUDGET_MB`."""
+    try:
+        value = float(os.environ.get("SDC_MAGIC_MEMORY_MB", ""))
+    except ValueError:
+        return DEFAULT_BUDGET_MB
+    return value if value > 0 and value == value and value != float("inf") else DEFAULT_BUDGET_MB
 
 
 @dataclass
@@ -89,16 +111,110 @@ class Match:
     how: str  # "identity", "labels", "positions"
 
 
-class Registry:
-    """Bounded, thread-safe store of captured entries."""
+class _Failures(list):
+    """A list that keeps only the newest :data:`MAX_FAILURES` messages."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        self._entries: OrderedDict[int, Entry] = OrderedDict()
+    def append(self, item: Any) -> None:
+        super().append(item)
+        if len(self) > MAX_FAILURES:
+            del self[: len(self) - MAX_FAILURES]
+
+
+#: Source fields at least this large are held weakly (plus strongly within the budget).
+HEAVY_BYTES = 1 << 20
+
+
+class HeldSource:
+    """An entry's source recipe whose large fields are held weakly (see the module docstring).
+
+    Small fields (keys, call, a groups index) are kept as they are. Large ones (the
+    frame, per-row group ids, row data) are looked up through weak references: a field
+    reads ``None`` once its budget slot was evicted and nothing else keeps it alive
+    (suggestions and linking then do without it; the entry's evidence stays).
+    """
+
+    def __init__(self, source: object, weak: dict[str, Any]) -> None:
+        self.__dict__["_weak"] = {name: weakref.ref(value) for name, value in weak.items()}
+        for name, value in getattr(source, "__dict__", {}).items():
+            if name not in weak:
+                self.__dict__[name] = value
+
+    def __getattr__(self, name: str) -> Any:
+        weak = self.__dict__.get("_weak", {})
+        if name in weak:
+            return weak[name]()
+        raise AttributeError(name)
+
+    def alive(self) -> list[Any]:
+        """The large fields still alive (to hold them strongly again when used)."""
+        return [obj for obj in (ref() for ref in self.__dict__["_weak"].values()) if obj is not None]
+
+
+def object_nbytes(obj: Any) -> int:
+    """Bytes an object's own buffers take (object columns: their pointers only).
+
+    Shallow on purpose: the strings of an object column are usually shared with the
+    analyst's frame (a copy made by ``crosstab`` copies the pointers, not the strings),
+    and a deep count of 1M strings would cost more than the capture itself.
+    """
+    try:
+        if isinstance(obj, pd.DataFrame):
+            return int(obj.memory_usage(index=True, deep=False).sum())
+        if isinstance(obj, pd.Series):
+            return int(obj.memory_usage(index=True, deep=False))
+        if isinstance(obj, pd.Index):
+            return int(obj.memory_usage(deep=False))
+        if isinstance(obj, np.ndarray):
+            return int(obj.nbytes)
+        size = getattr(obj, "estimated_size", None)  # polars
+        if callable(size):
+            return int(size())
+        return int(getattr(obj, "nbytes", 0) or 0)
+    except Exception:
+        return 0
+
+
+def _is_data(value: Any) -> bool:
+    return isinstance(value, pd.DataFrame | pd.Series | pd.Index | np.ndarray) or callable(
+        getattr(value, "estimated_size", None))
+
+
+def _array_bytes(value: Any) -> int:
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, pd.Index):
+        return int(value.memory_usage(deep=False))
+    return 0
+
+
+def entry_nbytes(entry: Entry) -> int:
+    """Bytes held by an entry's own evidence, flat labels and key (not its source frame)."""
+    total = sum(_array_bytes(v) for v in vars(entry.evidence).values())
+    flat = entry.flat
+    total += sum(_array_bytes(v) for v in flat.dims.values())
+    total += sum(_array_bytes(v) for v in (flat.measure, flat.values, flat.row_pos, flat.col_pos))
+    total += _array_bytes(entry.values2d) + _array_bytes(entry.key)
+    return total + 1024  # the objects themselves, notes and call text
+
+
+class Registry:
+    """Bounded, thread-safe store of captured entries (see the module docstring)."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, budget_mb: float | None = None) -> None:
+        self._entries: OrderedDict[int, Entry] = OrderedDict()  # least recently used first
+        self._sizes: dict[int, int] = {}
+        self._objects: dict[int, list[int]] = {}  # entry id -> keys in _by_object
         self._by_object: dict[int, tuple[weakref.ref, int]] = {}
-        self._lock = threading.Lock()
+        # large source fields held strongly: per entry (least recently used first) the ids
+        # of its objects, and per object [object, bytes, number of entries holding it]
+        self._units: OrderedDict[int, list[int]] = OrderedDict()
+        self._held: dict[int, list[Any]] = {}
+        self._lock = threading.RLock()
         self._ids = itertools.count(1)
         self.max_entries = max_entries
-        self.failures: list[str] = []
+        self.budget_mb = default_budget_mb() if budget_mb is None else float(budget_mb)
+        self.failures: list[str] = _Failures()
+        self.evicted = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -106,24 +222,133 @@ class Registry:
     def new_id(self) -> int:
         return next(self._ids)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes accounted against the budget: entries plus the source data held strongly."""
+        with self._lock:
+            return self._used()
+
+    def _used(self) -> int:
+        return sum(self._sizes.values()) + sum(held[1] for held in self._held.values())
+
     def add(self, entry: Entry, result: object) -> None:
         with self._lock:
             self._entries[entry.id] = entry
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            self._sizes[entry.id] = entry_nbytes(entry)
+            self._hold_source(entry)
             try:
                 key = id(result)
-                ref = weakref.ref(result, lambda _r: self._by_object.pop(key, None))
+                ref = weakref.ref(result, lambda _r, key=key: self._forget_object(key))
                 self._by_object[key] = (ref, entry.id)
+                self._objects.setdefault(entry.id, []).append(key)
             except TypeError:
                 pass
+            self._enforce()
+
+    def _hold_source(self, entry: Entry) -> None:
+        """Hold the source's large fields weakly, and strongly while they fit the budget."""
+        source = entry.source
+        if source is None or isinstance(source, HeldSource):
+            return
+        weak: dict[str, Any] = {}
+        for name, value in list(getattr(source, "__dict__", {}).items()):
+            if not _is_data(value):
+                continue
+            size = object_nbytes(value)
+            if size < HEAVY_BYTES and name != "frame":
+                self._sizes[entry.id] += size  # small: kept with the entry, counted
+                continue
+            try:
+                weakref.ref(value)
+            except TypeError:  # no weak references to this kind of object: keep it, counted
+                self._sizes[entry.id] += size
+                continue
+            weak[name] = value
+        if not weak:
+            return
+        entry.source = HeldSource(source, weak)
+        self._hold(entry.id, list(weak.values()))
+
+    def _hold(self, entry_id: int, objects: list[Any]) -> None:
+        if entry_id in self._units:
+            self._units.move_to_end(entry_id)
+            return
+        keys = []
+        for obj in objects:
+            held = self._held.get(id(obj))
+            if held is not None and held[0] is obj:
+                held[2] += 1
+            else:
+                self._held[id(obj)] = [obj, object_nbytes(obj), 1]
+            keys.append(id(obj))
+        self._units[entry_id] = keys
+
+    def _release(self, entry_id: int) -> None:
+        for key in self._units.pop(entry_id, []):
+            held = self._held.get(key)
+            if held is not None:
+                held[2] -= 1
+                if held[2] <= 0:
+                    del self._held[key]
+
+    def _forget_object(self, key: int) -> None:
+        with self._lock:
+            hit = self._by_object.get(key)
+            if hit is not None and hit[0]() is None:
+                del self._by_object[key]
+
+    def _enforce(self) -> None:
+        """Evict until within budget: strong holds on source data first, then whole entries.
+
+        The newest entry and its source are always kept: the table just computed must be
+        checkable, whatever its size.
+        """
+        budget = self.budget_mb * 1e6
+        newest = next(reversed(self._entries), None)
+        while self._used() > budget:
+            victim = next((e for e in self._units if e != newest), None)
+            if victim is None:
+                break
+            self._release(victim)
+        while len(self._entries) > 1 and (self._used() > budget or len(self._entries) > self.max_entries):
+            entry_id, _ = self._entries.popitem(last=False)
+            self._sizes.pop(entry_id, None)
+            self._release(entry_id)
+            for key in self._objects.pop(entry_id, []):
+                hit = self._by_object.get(key)
+                if hit is not None and hit[1] == entry_id:
+                    del self._by_object[key]
+            self.evicted += 1
+
+    def touch(self, entry: Entry) -> None:
+        """Mark an entry (and its source data, if still alive) as recently used."""
+        with self._lock:
+            if entry.id not in self._entries:
+                return
+            self._entries.move_to_end(entry.id)
+            source = entry.source
+            if isinstance(source, HeldSource):
+                alive = source.alive()
+                if alive:
+                    self._hold(entry.id, alive)
+                    self._enforce()
+
+    def max_cells(self) -> int:
+        """The most cells of any registered entry (a cheap bound before matching a large object)."""
+        with self._lock:
+            return max((len(e.flat) for e in self._entries.values()), default=0)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._sizes.clear()
+            self._objects.clear()
             self._by_object.clear()
+            self._units.clear()
+            self._held.clear()
 
     def entries(self) -> list[Entry]:
+        """Entries, most recently used first."""
         with self._lock:
             return list(reversed(self._entries.values()))
 
@@ -136,6 +361,12 @@ class Registry:
 
     def match(self, flat: Flat, obj: object | None = None) -> Match | None:
         """The entry this displayed table comes from, with the cell mapping; None if unknown."""
+        found = self._match(flat, obj)
+        if found is not None:
+            self.touch(found.entry)
+        return found
+
+    def _match(self, flat: Flat, obj: object | None = None) -> Match | None:
         shown = numeric(flat.values)
         if shown is None:
             return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -190,9 +191,17 @@ class Capture:
         def wrapper(gb: Any, key: Any) -> Any:
             child = original(gb, key)
             if isinstance(gb.obj, pd.DataFrame):
+                # weakly: a GroupBy caches its group ids (8 MB per 1M rows), so holding the
+                # children strongly grew memory by that much per call (issue 12, item 3)
                 if len(self._parents) > 1024:
                     self._parents.clear()
-                self._parents[id(child)] = (child, gb.obj)
+                slot = id(child)
+
+                def forget(ref: Any, slot: int = slot) -> None:
+                    if self._parents.get(slot, (None,))[0] is ref:
+                        del self._parents[slot]
+
+                self._parents[slot] = (weakref.ref(child, forget), gb.obj)
             return child
 
         return wrapper
@@ -268,7 +277,7 @@ class Capture:
         if name in REAGGREGATIONS and self._reaggregate(gb, name, args, kwargs, result):
             return
         parent = self._parents.get(id(gb))
-        frame = obj if isinstance(obj, pd.DataFrame) else (parent[1] if parent and parent[0] is gb else None)
+        frame = obj if isinstance(obj, pd.DataFrame) else (parent[1] if parent and parent[0]() is gb else None)
         unit = self._unit_for(frame, obj.index, notes)
         ids, index = _ids_and_index(gb)
         # keys without a name (groupby on an unnamed array) are still dimensions
@@ -311,6 +320,9 @@ class Capture:
             spec = args[0] if args else kwargs.get("func")
             if stat_name(spec) != "sum":
                 return False
+        cells = obj.size if isinstance(obj, pd.DataFrame) else len(obj)
+        if cells > 10 * max(self.registry.max_cells(), 1_000):
+            return False  # microdata, not a captured table: flattening 1M rows cost seconds per call
         try:
             match = self.registry.match(flatten(obj), obj)
         except (ValueError, TypeError):
