@@ -266,3 +266,29 @@ def test_fast_reaudit_gives_the_scipy_intervals(referrals: Any) -> None:
             assert fast(cert) and reference(cert)
             cell["upper"] -= 5
     assert compared >= 30
+
+
+def test_exception_requests_verify(referrals: Any, tmp_path: Path) -> None:
+    """An exception request turns an output to review: more cautious, never a failure of verify."""
+    import numpy as np
+    import pandas as pd
+
+    from sdc_magic.session import Session
+
+    rng = np.random.default_rng(0)
+    people = pd.DataFrame({"sex": rng.choice(["F", "M"], 300), "band": rng.choice(["60s", "70s", "80s"], 300)})
+    session = Session()
+    session.linking = False  # each output on its own
+    session.capture.install()
+    try:
+        session.publish(referrals.groupby(["admin2", "case_category"]).size().unstack())  # pass
+        session.publish(referrals.groupby(["admin2", "sex", "age_band"]).size().unstack())  # suppressed
+        session.set_microdata(["sex", "band"], k=3)
+        session.publish(people)  # released row-level frame
+    finally:
+        session.capture.uninstall()
+    for record in session.outputs:
+        session.request_exception(record.id, "needed as is")
+    assert [r.status for r in session.outputs] == ["review"] * 3
+    session.export(tmp_path / "x")
+    assert verify(tmp_path / "x") == []
