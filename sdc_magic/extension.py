@@ -21,7 +21,7 @@ from pandas.io.formats.style import Styler
 
 from . import comm as _comm
 from .bundle import message_bundle
-from .capture.display import display_types
+from .capture.display import display_types, protocol_hook
 from .magics import sdc_magic
 from .session import Session
 
@@ -125,6 +125,7 @@ def _load(ip: Any) -> None:
             printer = plain_printer if mime == "text/plain" else _nothing
             saved.append((fmt, t, fmt.for_type(t, printer)))
     _installed["formatters"] = saved
+    _installed["protocol"] = protocol_hook(formatter.ipython_display_formatter, display_handler)
     _installed["print_warning"] = _install_print_warning()
     ip.register_magic_function(sdc_magic, "line", "sdc")
     _installed["ip"] = ip
@@ -141,6 +142,8 @@ def unload(ip: Any) -> None:
     _failsafe.remove()
     if not _installed:
         return
+    if "protocol" in _installed:
+        _installed["protocol"]()  # objects exposing __dataframe__ / __arrow_c_stream__
     for fmt, t, old in reversed(_installed.get("formatters", [])):
         if old is None:
             fmt.pop(t, None)

@@ -114,6 +114,10 @@ SNIPPETS: list[tuple[str, str, list[str], Any, set[str]]] = [
     ("duck_rows", "duckdb.sql('select * from df')", [], None, {"blocked"}),
     ("lazy_plan", "p.lazy().filter(pl.col('age') > 3)", [], None, {"blocked"}),
     ("arrow_rows", "p.head(5).to_arrow()", [], None, {"blocked"}),
+    ("protocol_rows", "class Wrapped:\n    def __init__(self, t):\n        self.t = t\n"
+     "    def __arrow_c_stream__(self, requested_schema=None):\n        return self.t.__arrow_c_stream__(requested_schema)\n"
+     "    def _repr_html_(self):\n        return self.t.to_pandas().to_html()\n"
+     "Wrapped(p.head(5).to_arrow())", [], None, {"blocked"}),
     ("duck_scalar", "duckdb.sql('select count(*) as n from df where age < 1')", [], None, {"review", "pass"}),
 ]
 

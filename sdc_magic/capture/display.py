@@ -128,3 +128,31 @@ def _duckdb_relation(rel: Any) -> tuple[pd.DataFrame, list[str]]:
     notes = [f"a DuckDB relation: only its first {limit} rows were materialised and checked"] \
         if len(frame) >= limit else []
     return frame, notes
+
+
+def protocol_hook(formatter: Any, handler: Any) -> Any:
+    """Send objects of any other class exposing ``__dataframe__`` or ``__arrow_c_stream__``
+    to ``handler`` (IPython's display formatter knows types only); returns the undo.
+
+    The formatter's own lookup runs first, so every other object is displayed as before.
+    """
+    had = "lookup" in vars(formatter)
+    original = formatter.lookup
+
+    def lookup(obj: Any) -> Any:
+        try:
+            return original(obj)
+        except KeyError:
+            if is_table_like(obj):
+                return handler
+            raise
+
+    formatter.lookup = lookup
+
+    def undo() -> None:
+        if had:
+            formatter.lookup = original
+        else:
+            del formatter.lookup
+
+    return undo
