@@ -40,6 +40,10 @@ from .reaudit import verify_certificate
 TABLE_SCHEMA = "sdc_magic.certificate/1"
 MICRODATA_SCHEMA = "sdc_magic.microdata-certificate"
 FOLDER_FILES = ("results.json", "config.json", "summary.html")
+#: calls whose cells add up (counts, sums, means through their sums): hidden cells always come with a
+#: protection table, so a certificate of one without tables has been stripped
+ADDITIVE_CALLS = frozenset({"groupby.size", "groupby.count", "groupby.sum", "groupby.mean", "Series.value_counts",
+                            "DataFrame.value_counts"})
 #: sdc_magic status of an output -> statuses results.json may give it (an exception request turns it to review)
 ALLOWED_STATUS = {"pass": {"pass", "review"}, "suppressed": {"suppressed", "review"}, "review": {"review"}}
 
@@ -148,7 +152,8 @@ def _certificate_shape(cert: dict[str, Any]) -> list[str]:
                         "cell must be listed once, published or hidden")
     if cert["status"] == "pass" and cert["hidden"]:
         problems.append("status pass with hidden cells")
-    audited = [h for h in cert["hidden"] if "interval" in h or "secondary" in (h.get("reasons") or [])]
+    audited = [h for h in cert["hidden"] if "interval" in h or "secondary" in (h.get("reasons") or [])
+               or cert.get("call") in ADDITIVE_CALLS]
     if audited and not cert["tables"]:
         problems.append(f"{len(audited)} hidden cell(s) were hidden to protect others, but the certificate has no "
                         "protection tables to re-audit")

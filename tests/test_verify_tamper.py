@@ -128,6 +128,19 @@ def test_certificate_without_tables_fails(folder: Path) -> None:
     assert any("'tables'" in p for p in verify(folder))
 
 
+def test_certificate_stripped_to_look_primary_only_fails(folder: Path) -> None:
+    """Tables, intervals and 'secondary' removed: a count table's hidden cells still need their tables."""
+    def disguise(cert: dict) -> None:
+        assert cert["call"] == "groupby.size"
+        cert["tables"] = []
+        for item in cert["hidden"]:
+            item.pop("interval", None)
+            item["reasons"] = ["threshold"]
+
+    edit_json(folder, "out-2.certificate.json", disguise)
+    assert any("no protection tables to re-audit" in p for p in verify(folder))
+
+
 def test_hidden_cells_dropped_from_the_certificate_fail(folder: Path) -> None:
     def drop_hidden(cert: dict) -> None:
         cert["hidden"] = []
