@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..config import COSTS, Rules
 from ..rules import CellFacts, assess
-from .audit import Problem, ProgressFn, Ticker, certify, intervals
+from .audit import Problem, ProgressFn, Ticker, TimeLimit, certify, intervals
 from .heuristic import Infeasible, cleanup, repair
 from .levels import decimals_of, protection_levels
 from .lp import Flow
@@ -30,8 +30,15 @@ from .model import TOTAL, TableModel, _sorted_unique, build_dimension, build_mod
 #: it only added its whole time budget to every displayed table.
 AUTO_OPTIMAL_MAX_CELLS = 400
 #: Under ``method="auto"``, the MIP that tries to improve on the audited heuristic
-#: pattern gets this many seconds at least (and as long as the heuristic took).
-AUTO_MIP_SECONDS = 0.5
+#: pattern is limited in deterministic work units, not seconds (issue 13: a budget in
+#: seconds made the pattern depend on the machine's load): branch-and-bound nodes per
+#: master solve and master rounds (each round adds the attacker cuts that failed).
+AUTO_MIP_NODES = 500
+AUTO_MIP_ROUNDS = 25
+#: The clean-up (publishing unneeded secondaries again) may solve this many attacker
+#: LPs per second of ``time_limit`` — a deterministic budget; the hard time limit
+#: still stops it (keeping the last audited pattern).
+CLEANUP_LPS_PER_SECOND = 1000
 METHODS = ("auto", "optimal", "heuristic")
 LEVELS = ("ours", "tau")
 MARGINS = ("hideable", "published", "primary")
@@ -407,35 +414,40 @@ def protect(
         use_optimal = False
     message = ""
     audit_ok = True
+    timed_out = False
     pool: list[Flow] = []
     unprotectable: list[tuple[int, int]] = []
+    tick.deadline = deadline  # every loop of the search stops at the hard time limit
+    work = int(CLEANUP_LPS_PER_SECOND * float(time_limit))
     try:
         blocked = _unhideable_primaries(P)
         if blocked:
             raise Infeasible(blocked)
         hidden, pool = repair(P, P.primary.copy(), [], singletons=singletons, tick=tick)
         method_name = "heuristic+repair"
+        hidden, pool, complete = cleanup(P, hidden, pool, singletons=singletons, tick=tick, work=work)
         if use_optimal:
-            hidden, pool = cleanup(P, hidden, pool, singletons=singletons, tick=tick,
-                                   deadline=t0 + 0.6 * float(time_limit))
-            mip_deadline = deadline
-            if method == "auto":
-                # the heuristic pattern is audited already: give the MIP as long again as
-                # it took (at least AUTO_MIP_SECONDS), not the whole time limit
-                now = time.monotonic()
-                mip_deadline = min(deadline, now + max(AUTO_MIP_SECONDS, now - t0))
+            # deterministic work limits under "auto" (nodes per master solve, master
+            # rounds): the same table gives the same pattern whatever the load
+            nodes, rounds = (AUTO_MIP_NODES, AUTO_MIP_ROUNDS) if method == "auto" else (None, None)
             hidden, pool, status, _lower = optimal(
-                P, singletons=singletons, tick=tick, deadline=mip_deadline, solver=chosen, incumbent=(hidden, pool))
+                P, singletons=singletons, tick=tick, deadline=deadline, solver=chosen, incumbent=(hidden, pool),
+                nodes=nodes, rounds=rounds)
             method_name = f"optimal/{chosen}" + ("" if status == "optimal" else
-                                                 " (time limit: best audited pattern so far)")
-        else:
-            hidden, pool = cleanup(P, hidden, pool, singletons=singletons, tick=tick,
-                                   deadline=max(deadline, t0 + 1.0))
+                                                 " (work or time limit: best audited pattern so far)")
+        elif not complete:
+            method_name += " (clean-up cut short by its budget)"
     except Infeasible as exc:
         unprotectable = exc.failures
         hidden = np.ones(n, dtype=bool)
         method_name = "none (infeasible)"
         audit_ok = False
+    except TimeLimit:
+        timed_out = True
+        hidden = np.ones(n, dtype=bool)
+        method_name = "none (time limit)"
+        audit_ok = False
+    tick.deadline = np.inf  # the final audit and the intervals always run to the end
 
     # ---- final audit: certificates for every attacker, then exact intervals
     tick("audit: final check", None, force=True)
@@ -488,6 +500,10 @@ def protect(
                    + (" against outsiders and single contributors." if singletons else " against outsiders."))
         if pinned.any():
             message += f" {int(pinned.sum())} recoverable secondary cell(s) were published again."
+    elif timed_out:
+        message = (f"No audited suppression pattern was found within the time limit ({float(time_limit):g} s): "
+                   "every cell is hidden. Aggregate the table, or protect it offline with "
+                   "sdc_magic.protect.protect(..., time_limit=...) and a larger limit.")
     else:
         message = _explain(unprotectable, P, labels, req_k, req_s, req_a, margins)
     req = labels.iloc[req_k].reset_index(drop=True)

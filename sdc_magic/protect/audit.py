@@ -39,8 +39,17 @@ from .lp import Attacker, Flow, IntervalEngine, flow_lp, propagated_bounds
 ProgressFn = Callable[[str, float | None], None]
 
 
+class TimeLimit(Exception):
+    """The search's hard time limit struck (raised from :class:`Ticker` calls in loops)."""
+
+
 class Ticker:
-    """Calls the user's progress callback at most every 0.2 s, and checks the deadline."""
+    """Calls the user's progress callback at most every 0.2 s, and enforces the deadline.
+
+    Every loop of the search (audit, repair, clean-up, MIP rounds) calls the ticker, so
+    a deadline set here (``time.monotonic()`` seconds) bounds all of them: the call
+    raises :class:`TimeLimit` once it has passed.  The default deadline is none.
+    """
 
     def __init__(self, progress: ProgressFn | None, deadline: float = np.inf) -> None:
         self.progress = progress
@@ -48,6 +57,8 @@ class Ticker:
         self.deadline = deadline
 
     def __call__(self, message: str, fraction: float | None = None, *, force: bool = False) -> None:
+        if self.deadline < np.inf and time.monotonic() > self.deadline:
+            raise TimeLimit(message)
         if self.progress is None:
             return
         now = time.monotonic()

@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from .audit import BATCH_MIN, Problem, Ticker, certify, one_per_cell, scenario_caps
+from .audit import BATCH_MIN, Problem, Ticker, TimeLimit, certify, one_per_cell, scenario_caps
 from .lp import Flow, flow_lp
 
 #: Up to this many cells, failed requirements are covered one by one (better patterns,
@@ -152,32 +152,44 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
 
 
 def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool, tick: Ticker,
-            deadline: float) -> tuple[np.ndarray, list[Flow]]:
-    """Publish again secondaries that are not needed (most expensive first)."""
+            work: int | None = None, deadline: float = np.inf) -> tuple[np.ndarray, list[Flow], bool]:
+    """Publish again secondaries that are not needed (most expensive first).
+
+    ``work`` bounds the number of attacker LPs the trials may solve: a budget in
+    deterministic work units, so that the same table always gets the same pattern
+    whatever the machine's load.  ``deadline`` (and the ticker's) is the hard time
+    limit: when it strikes, the last audited pattern is kept.  Returns (hidden, pool,
+    complete) where complete is False when a budget or the deadline cut the pass short.
+    """
     secondary = np.flatnonzero(hidden & ~P.primary)
     order = secondary[np.argsort(-P.cost[secondary], kind="stable")]
-    for n_done, i in enumerate(order):
-        if time.monotonic() > deadline:
-            break
-        tick("protect: removing unneeded secondary cells", n_done / max(len(order), 1))
-        trial = hidden.copy()
-        trial[i] = False
-        if _pins_a_primary(P, trial, int(i), singletons):
-            continue
-        kept = [f for f in pool if trial[f.idx].all()]
-        cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True)
-        if not cert.failures:
-            hidden = trial
-            pool = cert.pool
-    return hidden, pool
+    used = 0
+    try:
+        for n_done, i in enumerate(order):
+            if time.monotonic() > deadline or (work is not None and used >= work):
+                return hidden, pool, False
+            tick("protect: removing unneeded secondary cells", n_done / max(len(order), 1))
+            trial = hidden.copy()
+            trial[i] = False
+            if _pins_a_primary(P, trial, int(i), singletons):
+                continue
+            kept = [f for f in pool if trial[f.idx].all()]
+            cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True)
+            used += max(cert.lps, 1)
+            if not cert.failures:
+                hidden = trial
+                pool = cert.pool
+    except TimeLimit:
+        return hidden, pool, False
+    return hidden, pool, True
 
 
-def heuristic(P: Problem, *, singletons: bool, tick: Ticker, cleanup_until: float
+def heuristic(P: Problem, *, singletons: bool, tick: Ticker, work: int | None = None
               ) -> tuple[np.ndarray, list[Flow]]:
     """A protected pattern (primaries + secondaries) and its certificates."""
     hidden = P.primary.copy()
     hidden, pool = repair(P, hidden, [], singletons=singletons, tick=tick)
-    hidden, pool = cleanup(P, hidden, pool, singletons=singletons, tick=tick, deadline=cleanup_until)
+    hidden, pool, _ = cleanup(P, hidden, pool, singletons=singletons, tick=tick, work=work)
     return hidden, pool
 
 

@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 import pulp
 
-from .audit import Problem, Ticker, certify, scenario_caps
+from .audit import Problem, Ticker, TimeLimit, certify, scenario_caps
 from .heuristic import Infeasible, repair
 from .lp import Flow, quiet_highs
 
@@ -65,12 +65,30 @@ def _cbc(**kwargs: object) -> pulp.LpSolver:
         return pulp.PULP_CBC_CMD(**kwargs)
 
 
-def _solver(name: str, time_limit: float) -> pulp.LpSolver:
+class _HiGHS(pulp.HiGHS):  # type: ignore[misc, valid-type]
+    """PuLP's HiGHS, knowing the status a node limit ends with (``kSolutionLimit``).
+
+    PuLP 3.3 has no entry for it in its status table (KeyError); the solution values
+    are already assigned by then, so a node limit is reported like a time limit.
+    """
+
+    def findSolutionValues(self, lp: pulp.LpProblem) -> tuple[int, int]:
+        try:
+            return super().findSolutionValues(lp)
+        except KeyError:
+            if lp.solverModel.getInfo().primal_solution_status == 2:  # feasible point found
+                return pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible
+            return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+
+
+def _solver(name: str, time_limit: float, nodes: int | None = None) -> pulp.LpSolver:
     t = max(float(time_limit), 0.05)
     if name == "HiGHS":
         quiet_highs()  # PuLP makes its own Highs: the banner must be gone before
-        return pulp.HiGHS(msg=False, timeLimit=t, threads=1, random_seed=0, mip_rel_gap=1e-9)
-    return _cbc(msg=False, timeLimit=t, threads=1, gapRel=1e-9, options=["randomCbcSeed 1", "randomSeed 1"])
+        extra = {} if nodes is None else {"mip_max_nodes": int(nodes)}
+        return _HiGHS(msg=False, timeLimit=t, threads=1, random_seed=0, mip_rel_gap=1e-9, **extra)
+    options = ["randomCbcSeed 1", "randomSeed 1"] + ([] if nodes is None else [f"maxNodes {int(nodes)}"])
+    return _cbc(msg=False, timeLimit=t, threads=1, gapRel=1e-9, options=options)
 
 
 def benders_cut(P: Problem, hidden: np.ndarray, k: int, sign: int, scen: int
@@ -116,12 +134,28 @@ def _solve_master(prob: pulp.LpProblem, solver: pulp.LpSolver, tick: Ticker, mes
 
 
 def optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, solver: str,
-            incumbent: tuple[np.ndarray, list[Flow]] | None) -> tuple[np.ndarray, list[Flow], str, float]:
+            incumbent: tuple[np.ndarray, list[Flow]] | None, nodes: int | None = None,
+            rounds: int | None = None) -> tuple[np.ndarray, list[Flow], str, float]:
     """Minimum-cost audited pattern.  Returns (hidden, certificates, status, lower bound).
 
     ``status`` is ``"optimal"`` or ``"time limit"``; in the latter case the pattern is
-    the best audited one found (never an unaudited master solution).
+    the best audited one found (never an unaudited master solution).  ``nodes`` (branch
+    and bound nodes per master solve) and ``rounds`` (master solves) are deterministic
+    work limits: with them the answer does not depend on the machine's speed or load,
+    as long as the hard ``deadline`` does not strike first.
     """
+    try:
+        return _optimal(P, singletons=singletons, tick=tick, deadline=deadline, solver=solver,
+                        incumbent=incumbent, nodes=nodes, rounds=rounds)
+    except TimeLimit:
+        if incumbent is None:
+            raise
+        return incumbent[0], incumbent[1], "time limit", 0.0
+
+
+def _optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, solver: str,
+             incumbent: tuple[np.ndarray, list[Flow]] | None, nodes: int | None,
+             rounds: int | None) -> tuple[np.ndarray, list[Flow], str, float]:
     req_k, req_s, req_a = P.requirements()
     var_cells = np.flatnonzero(P.hideable & ~P.primary)
     prob = pulp.LpProblem("cell_suppression", pulp.LpMinimize)
@@ -151,14 +185,15 @@ def optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, solv
     best_cost = float(P.cost[best_hidden & ~P.primary].sum()) if best_hidden is not None else np.inf
     lower = 0.0
     pool: list[Flow] = list(best_pool)
-    rounds = 0
+    n_rounds = 0
     while True:
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if remaining <= 0 or (rounds is not None and n_rounds >= rounds):
             return (*_fallback(P, best_hidden, best_pool, singletons, tick), "time limit", lower)
-        tick(f"optimal: master problem round {rounds + 1}", None, force=True)
-        status = _solve_master(prob, _solver(solver, remaining), tick, f"optimal: master problem round {rounds + 1}")
-        rounds += 1
+        tick(f"optimal: master problem round {n_rounds + 1}", None, force=True)
+        status = _solve_master(prob, _solver(solver, remaining, nodes), tick,
+                               f"optimal: master problem round {n_rounds + 1}")
+        n_rounds += 1
         if status != pulp.LpStatusOptimal:
             if pulp.LpStatus[status] == "Infeasible":
                 raise Infeasible([])
