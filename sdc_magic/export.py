@@ -254,7 +254,10 @@ def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[s
     export, naming the files, and nothing is deleted.
     """
     folder = Path(folder) if folder is not None else default_export_folder()
-    _prepare(folder, force)
+    try:
+        _prepare(folder, force)
+    except OSError as exc:  # e.g. a file that cannot be removed: say so, no traceback
+        raise ExportError(f"cannot prepare {folder} for the export ({exc.strerror or exc})") from None
     chosen = [r for r in records if r.exportable and r.superseded_by is None and r.csv is not None
               and r.certificate is not None]
     planned = [n for r in chosen for n in (f"{r.id}.csv", f"{r.id}.certificate.json")
