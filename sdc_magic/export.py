@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import html
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -245,21 +246,24 @@ def _prepare(folder: Path, force: bool) -> None:
 
 
 def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[str, Any], *, force: bool = False,
-           xlsx: bool = False) -> list[OutputRecord]:
+           xlsx: bool = False, only: Iterable[str] | None = None) -> list[OutputRecord]:
     """Write the exportable outputs still in the notebook to ``folder``; return the records written.
 
     ``folder=None``: :func:`default_export_folder`. Outputs superseded by a later run of
     their cell, dropped, blocked or uncleared ones are not written. ``force`` replaces an
     earlier export only (see :data:`MANIFEST`); anything else in the folder stops the
-    export, naming the files, and nothing is deleted.
+    export, naming the files, and nothing is deleted. ``only``: the output ids the
+    notebook holds now (a front-end that knows them can pass them, so outputs of deleted
+    cells are left out too).
     """
     folder = Path(folder) if folder is not None else default_export_folder()
     try:
         _prepare(folder, force)
     except OSError as exc:  # e.g. a file that cannot be removed: say so, no traceback
         raise ExportError(f"cannot prepare {folder} for the export ({exc.strerror or exc})") from None
+    wanted = None if only is None else set(only)
     chosen = [r for r in records if r.exportable and r.superseded_by is None and r.csv is not None
-              and r.certificate is not None]
+              and r.certificate is not None and (wanted is None or r.id in wanted)]
     planned = [n for r in chosen for n in (f"{r.id}.csv", f"{r.id}.certificate.json")
                + ((f"{r.id}.xlsx",) if xlsx else ())] + ["results.json", "config.json", "summary.html"]
     written: dict[str, str] = {}

@@ -105,6 +105,8 @@ def test_rerun_cells_export_only_their_latest_outputs(published, tmp_path: Path)
     assert [r.superseded_by for r in ledger.records] == ["out-3", "out-4", None, None]
     assert len(ledger.records) == 4  # the history stays in the ledger
     assert verify(tmp_path / "x") == []
+    # a front-end that knows which outputs the notebook holds (a cell was deleted) can say so
+    assert [r.id for r in export(ledger.records, tmp_path / "y", {}, only=["out-4", "out-1"])] == ["out-4"]
 
 
 def test_default_folder_is_one_per_notebook(published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
