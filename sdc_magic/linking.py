@@ -45,6 +45,8 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import threading
+import time
 import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -60,6 +62,8 @@ MAX_HASHED_COLUMNS = 24
 MAX_UNIVERSES = 4
 MAX_POPULATIONS = 200
 MAX_BYTES = 256 * 2**20  # atoms, populations and row hashes of one session
+SYNC_SAVE_BYTES = 16 * 2**20  # larger linking memories are saved in a background thread
+JOINT_AUDIT_SECONDS = 10.0
 MAX_LEVEL_KEYS = 4  # margins at every subset of up to this many keys (else the grand total only)
 _MISSING = np.uint64(0x9E3779B97F4A7C15)  # hash of "this row has no such column"
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
@@ -76,7 +80,7 @@ def _hash_column(col: pd.Series) -> np.ndarray:
 
 
 _frame_hashes: dict[int, tuple[Any, dict[Hashable, tuple[tuple, np.ndarray]]]] = {}
-MAX_CACHED_FRAMES = 16
+MAX_CACHED_FRAMES = 4
 
 
 def _stamp(col: pd.Series) -> tuple:
@@ -393,9 +397,13 @@ class Linker:
         self.path: Path | None = None
         self.notes: list[str] = []
         self._loaded = False
+        self._saving = threading.Lock()
+        self._pending: list[tuple[Universe, np.ndarray, np.ndarray, list[tuple[Population, np.ndarray]]]] | None = None
+        self._writer: threading.Thread | None = None
 
     # list-like view of the populations (newest last)
     def _all(self) -> list[Population]:
+        self._ensure_loaded()
         pops = [p for u in self.universes for p in u.populations]
         return sorted(pops, key=lambda p: _order(p.out_id))
 
@@ -507,7 +515,7 @@ class Linker:
         best: tuple[Universe, np.ndarray] | None = None
         for u in self.universes:
             cached = u.frames.get(id(frame))
-            if cached is not None and cached[0]() is frame:
+            if cached is not None and cached[0]() is frame and len(cached[2]) == len(frame):
                 return u, cached[2]
             pos = u.locate(frame, keys)
             if pos is None:
@@ -527,7 +535,7 @@ class Linker:
             pos = u.extend(frame, pos, labelled=u.labels is not None)
         try:
             u.frames[id(frame)] = (weakref.ref(frame), tuple(keys), pos)
-            if len(u.frames) > 32:
+            if len(u.frames) > 4:
                 u.frames.pop(next(iter(u.frames)))
         except TypeError:
             pass
@@ -709,10 +717,35 @@ class Linker:
             self.universes = []
 
     def save(self) -> None:
+        """Write the linking memory beside the ledger: at once when small, else in a background
+        thread (the arrays are replaced, never changed in place, so a snapshot is consistent)."""
         if self.path is None:
             return
+        snapshot = [(u, u.row_atom, u.atom_size, [(p, p.group) for p in u.populations]) for u in self.universes]
+        if sum(u.nbytes() for u in self.universes) <= SYNC_SAVE_BYTES:
+            self._write(snapshot)
+            return
+        with self._saving:
+            self._pending = snapshot
+            if self._writer is not None and self._writer.is_alive():
+                return
+            self._writer = threading.Thread(target=self._drain, name="sdc-magic-linking-save", daemon=True)
+            self._writer.start()
+
+    def _drain(self) -> None:
+        while True:
+            with self._saving:
+                snapshot, self._pending = self._pending, None
+            if snapshot is None:
+                return
+            self._write(snapshot)
+
+    def _write(self, snapshot: list[tuple[Universe, np.ndarray, np.ndarray, list[tuple[Population, np.ndarray]]]]) -> None:
+        path = self.path
+        if path is None:
+            return
         try:
-            _save(self.path, self.universes)
+            _save(path, snapshot)
         except Exception as exc:
             self.notes.append(f"linking memory could not be saved ({type(exc).__name__})")
             self.path = None
@@ -875,14 +908,25 @@ def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
 
 
 # ------------------------------------------------------------------ joint audit
-def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = 4
-                ) -> tuple[list[int], list[str], list[str]]:
+def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = 4,
+                seconds: float = JOINT_AUDIT_SECONDS) -> tuple[list[int], list[str], list[str]]:
     """Audit the new table's and related earlier tables' hidden primaries together.
 
     Returns (published groups of the new table to hide in addition, problems that remain,
     notes). Only failures the new table causes count: a cell an attacker already recovers
     from earlier outputs alone is public knowledge (noted, not charged to this table).
+    An audit that does not finish within ``seconds`` is a problem (the table is blocked:
+    fail closed), never a silent pass.
     """
+    try:
+        return _joint_audit(d, linker, protection, max_tables, time.monotonic() + seconds)
+    except TimeoutError:
+        return [], [f"the joint audit with earlier outputs did not finish within {seconds:g} s "
+                    "(aggregate up, or display fewer related tables)"], []
+
+
+def _joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int, deadline: float
+                 ) -> tuple[list[int], list[str], list[str]]:
     new = d.pop
     olds = list(reversed(linker.related(d)))[:max_tables]
     if not olds:
@@ -903,7 +947,7 @@ def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = 4
     n_cells = int(cell_of_atom.max()) + 1 if len(cell_of_atom) else 0
     if n_cells > MAX_JOINT_CELLS:
         if len(tables) > 2:
-            return joint_audit(d, linker, protection, max_tables=len(tables) - 2)
+            return _joint_audit(d, linker, protection, len(tables) - 2, deadline)
         return [], [], [f"joint audit with earlier outputs skipped: {n_cells:,} cells in common"]
     cell_group = [np.full(n_cells, -1, dtype=np.int64) for _ in tables]
     for t, g in enumerate(groups_at):
@@ -947,6 +991,8 @@ def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = 4
         A, b = constraints(use, extra)
         out = {}
         for t, g in wanted:
+            if time.monotonic() > deadline:
+                raise TimeoutError
             members = np.flatnonzero(cell_group[t] == g)
             if not len(members):
                 continue
@@ -1059,13 +1105,13 @@ def _hashes_path(path: Path, uid: str) -> Path:
     return path.with_name(f"{path.name}.{uid}.rows.npz")
 
 
-def _save(path: Path, universes: list[Universe]) -> None:
+def _save(path: Path, snapshot: list[tuple[Universe, np.ndarray, np.ndarray, list[tuple[Population, np.ndarray]]]]) -> None:
     """Atoms and populations in one file (rewritten after each output, small); the row hashes
     of each universe in a file of their own, written only when its rows change."""
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {}
     meta: dict[str, Any] = {"schema": 1, "universes": []}
-    for ui, u in enumerate(universes):
+    for ui, (u, row_atom, atom_size, populations) in enumerate(snapshot):
         if u.n > MAX_SAVED_ROWS:
             continue
         cols = [c for c in u.hashes if isinstance(c, str)]
@@ -1075,12 +1121,12 @@ def _save(path: Path, universes: list[Universe]) -> None:
             np.savez(tmp, **{f"h{ci}": u.hashes[c] for ci, c in enumerate(cols)})
             tmp.replace(rows)
             u.hashes_saved = True
-        umeta: dict[str, Any] = {"uid": u.uid, "n": u.n, "columns": cols,
+        umeta: dict[str, Any] = {"uid": u.uid, "n": len(row_atom), "columns": cols,
                                  "key_columns": sorted(str(k) for k in u.key_columns), "populations": []}
-        arrays[f"u{ui}_row_atom"] = u.row_atom
-        arrays[f"u{ui}_atom_size"] = u.atom_size
-        for pi, p in enumerate(u.populations):
-            arrays[f"u{ui}_p{pi}_group"] = p.group
+        arrays[f"u{ui}_row_atom"] = row_atom
+        arrays[f"u{ui}_atom_size"] = atom_size
+        for pi, (p, group) in enumerate(populations):
+            arrays[f"u{ui}_p{pi}_group"] = group
             arrays[f"u{ui}_p{pi}_size"] = p.size
             arrays[f"u{ui}_p{pi}_published"] = p.published
             arrays[f"u{ui}_p{pi}_hidden"] = p.hidden_shown
@@ -1121,7 +1167,7 @@ def _load(path: Path) -> list[Universe]:
             u.hashes_saved = True
             u.labels = None  # the index of the earlier kernel's frames is gone: content hashes only
             with np.load(_hashes_path(path, u.uid), allow_pickle=False) as rows:
-                u.hashes = {c: np.asarray(rows[f"h{ci}"], dtype=np.uint64) for ci, c in enumerate(um["columns"])}
+                u.hashes = {c: np.asarray(rows[f"h{ci}"], dtype=np.uint64)[:u.n] for ci, c in enumerate(um["columns"])}
             u.key_columns = set(um["key_columns"])
             u.row_atom = np.asarray(data[f"u{ui}_row_atom"], dtype=np.int32)
             u.atom_size = np.asarray(data[f"u{ui}_atom_size"], dtype=np.int64)

@@ -321,3 +321,34 @@ def test_displayed_margins_of_a_filtered_crosstab(session, referrals) -> None:
     assert out.checked.hidden[-1, -1]  # All / All
     total = str(len(few))
     assert total not in out.data["text/plain"] and f">{total}<" not in out.data["text/html"]
+
+
+def test_background_save_and_bounded_memory(tmp_path, referrals, monkeypatch) -> None:
+    """Large linking memories are saved in a background thread (a consistent snapshot), and the
+    memory held is capped: the oldest populations go first."""
+    from sdc_magic import linking
+    from sdc_magic.ledger import Ledger
+    from sdc_magic.session import Session
+
+    monkeypatch.setattr(linking, "SYNC_SAVE_BYTES", 0)
+    first = Session()
+    first.ledger = Ledger(folder=tmp_path)
+    first.capture.install()
+    try:
+        for keys in (["sex"], ["admin2"], ["age_band"], ["case_category"]):
+            first.publish(referrals.groupby(keys).size())
+        writer = first.populations._writer
+        assert writer is not None
+        writer.join(timeout=30)
+        budget = first.populations.nbytes() - 1
+        monkeypatch.setattr(linking, "MAX_BYTES", budget)
+        first.publish(referrals.groupby(["sex", "age_band"]).size())
+        assert first.populations.nbytes() <= budget
+        assert [p.out_id for p in first.populations][-1] == "out-5"
+        assert "out-1" not in [p.out_id for p in first.populations]
+        first.populations._writer.join(timeout=30)
+    finally:
+        first.capture.uninstall()
+    second = Session()
+    second.ledger = Ledger(folder=tmp_path)
+    assert [p.out_id for p in second._linker()] == [p.out_id for p in first.populations]
