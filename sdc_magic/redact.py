@@ -186,7 +186,9 @@ def _hook_known(ledger: str | None, os_path: str | None) -> dict[str, frozenset[
     """The ledger's clearances for a hook; an unreadable ledger clears nothing (fail closed)."""
     if not ledger:
         return None
-    path = notebook_ledger(os_path) if ledger == "auto" and os_path else Path(ledger)
+    if ledger == "auto" and not os_path:
+        return {}  # the notebook's place is unknown: no ledger, nothing cleared
+    path = notebook_ledger(os_path) if ledger == "auto" else Path(ledger)
     try:
         return ledger_clearances(path)
     except OSError:

@@ -41,14 +41,32 @@ except ImportError:  # pragma: no cover
         return method
 
 
-def output_clearance(nb: dict[str, Any]) -> list[dict[str, Any]]:
+def server_checks(os_path: str | None) -> dict[str, Any]:
+    """The stronger checks an administrator turned on for the pre-save hook apply here too.
+
+    ``SDC_MAGIC_REDACT_LEDGER`` (``auto``: the ledger beside the notebook, or a path) and
+    ``SDC_MAGIC_REQUIRE_HMAC=1``, so the copy the guard downloads is redacted exactly as a
+    saved notebook would be.
+    """
+    import os
+
+    from .redact import _hook_known
+
+    ledger = os.environ.get("SDC_MAGIC_REDACT_LEDGER") or None
+    return {"known_digests": _hook_known(ledger, os_path),
+            "require_hmac": os.environ.get("SDC_MAGIC_REQUIRE_HMAC", "").lower() in ("1", "true", "yes")}
+
+
+def output_clearance(nb: dict[str, Any], checks: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """``clearance()`` of every output of ``nb``: [{cell, output, reason}] (reason None: released)."""
+    checks = checks or {}
     rows = []
     for ci, cell in enumerate(nb.get("cells", [])):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         for oi, output in enumerate(cell.get("outputs", []) or []):
-            why = clearance(output, CLEARED) if isinstance(output, dict) else "malformed output"
+            why = clearance(output, CLEARED, checks.get("known_digests"), bool(checks.get("require_hmac"))) \
+                if isinstance(output, dict) else "malformed output"
             rows.append({"cell": ci, "output": oi, "reason": why})
     return rows
 
@@ -76,12 +94,13 @@ def check_notebook(nb: Any) -> None:
                     raise bad(f"'{key}' of output {j} of cell {i} is not an object")
 
 
-def redaction_reply(nb: dict[str, Any], path: str | None) -> dict[str, Any]:
+def redaction_reply(nb: dict[str, Any], path: str | None, os_path: str | None = None) -> dict[str, Any]:
     """The JSON answer of the redact route for notebook ``nb`` (not modified)."""
     check_notebook(nb)
-    outputs = output_clearance(nb)
+    checks = server_checks(os_path)
+    outputs = output_clearance(nb, checks)
     redacted = copy.deepcopy(nb)
-    report = redact_notebook(redacted, CLEARED)
+    report = redact_notebook(redacted, CLEARED, **checks)
     return {
         "schema": SCHEMA,
         "path": path,
@@ -124,6 +143,15 @@ class RedactHandler(APIHandler):
 
     auth_resource = AUTH_RESOURCE
 
+    def _os_path(self, path: str | None) -> str | None:
+        """Where the notebook is on disk (for the ledger beside it), if the contents manager says."""
+        if not path:
+            return None
+        try:
+            return self.contents_manager._get_os_path(path.strip("/"))
+        except Exception:  # not a file-backed contents manager, or a path outside the root
+            return None
+
     @tornado.web.authenticated
     @authorized
     async def post(self) -> None:
@@ -135,7 +163,7 @@ class RedactHandler(APIHandler):
             raise tornado.web.HTTPError(400, "expected a JSON object")
         nb = body.get("notebook", body)
         path = body.get("path") if isinstance(body.get("path"), str) else None
-        self.finish(json.dumps(redaction_reply(nb, path)))
+        self.finish(json.dumps(redaction_reply(nb, path, self._os_path(path))))
 
     @tornado.web.authenticated
     @authorized
@@ -153,7 +181,7 @@ class RedactHandler(APIHandler):
         except Exception as exc:  # unreadable JSON, invalid UTF-8, ...
             raise tornado.web.HTTPError(400, f"cannot read {path} ({type(exc).__name__})") from None
         nb = json.loads(json.dumps(model["content"]))  # NotebookNode -> plain JSON
-        reply = redaction_reply(nb, path)
+        reply = redaction_reply(nb, path, self._os_path(path))
         if self.get_query_argument("download", "0") in ("1", "true", "yes"):
             self.set_header("Content-Type", "application/x-ipynb+json")
             self.set_header("Content-Disposition", content_disposition(redacted_name(path)))

@@ -353,3 +353,31 @@ def test_installed_server_extension_is_enabled() -> None:
     out = _jupyter("server", "extension", "list")
     assert re.search(r"sdc_magic enabled", out), out
     assert re.search(r"sdc_magic \S+ OK", out), out
+
+
+def test_routes_apply_the_ledger_check_the_administrator_set(tmp_path: Path) -> None:
+    """With SDC_MAGIC_REDACT_LEDGER=auto the guard's copy is redacted as the pre-save hook would."""
+    from sdc_magic.ledger import Ledger, OutputRecord
+
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    nb = notebook()
+    real = nb["cells"][1]["outputs"][0]
+    ledger = Ledger(root / "sub" / ".sdc_magic")
+    ledger.add(OutputRecord(id=ledger.new_id(), status="pass", kind="table", hidden=0, cells=1, call="size",
+                            digest=real["metadata"]["sdc_magic"]["digest"], execution_count=1))
+    forged = cleared_output(f"<table><td>{SECRET}</td></table>", SECRET)  # self-made clearance
+    nb["cells"][1]["outputs"].append(forged)
+    (root / "sub" / "analysis.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    jupyter = start_jupyter(tmp_path, root, "jupyter_server", env={"SDC_MAGIC_REDACT_LEDGER": "auto"})
+    try:
+        reply = jupyter.api("/sdc-magic/redact?path=sub/analysis.ipynb")
+        reasons = [o["reason"] for o in reply["outputs"] if o["cell"] == 1]
+        assert reasons == [None, "stream output", "not in the session ledger"]
+        assert SECRET not in json.dumps(reply["notebook"])
+        posted = jupyter.api("/sdc-magic/redact", "POST", {"notebook": nb, "path": "sub/analysis.ipynb"})
+        assert [o["reason"] for o in posted["outputs"] if o["cell"] == 1][2] == "not in the session ledger"
+        elsewhere = jupyter.api("/sdc-magic/redact", "POST", {"notebook": nb, "path": "../outside.ipynb"})
+        assert elsewhere["report"]["kept"] == 0  # no ledger known: nothing is cleared
+    finally:
+        jupyter.stop()
