@@ -520,14 +520,91 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
     if indicator:  # sums and means of a 0/1 variable are protected as the counts they are
         cells["units"] = np.nan_to_num(ones[inner], nan=0.0)
     magnitude = bool(stat & {"sum", "mean"}) and not indicator
+    # a count table whose values are its units is a frequency table for the engine: a hidden
+    # small count's interval must then also reach the threshold (not only ±protection %)
+    frequency = not magnitude and bool(np.array_equal(cells["value"].to_numpy(), cells["units"].to_numpy(
+        dtype=float)))
     kwargs: dict[str, Any] = {"progress": progress} if progress is not None else {}
+    lack_primary = None
+    if indicator and frequency:
+        lack = ev.units[inner] - cells["value"].to_numpy()
+        small_with = (cells["value"] > 0) & (cells["value"] < rules.threshold)
+        lack_primary = cells["primary"].to_numpy() & (lack > 0) & (lack < rules.threshold) & ~small_with.to_numpy()
+        if not lack_primary.any():
+            lack_primary = None
     if public:
         cells = _with_public_cells(cells, internal, dims, public, top_cols)
         kwargs["publish"] = "publish"
     with np.errstate(invalid="ignore", divide="ignore"):  # no numpy warnings in researchers' notebooks
-        result = _call_protect(protect, cells, internal, top_cols if magnitude else None, rules, kwargs)
+        if lack_primary is not None:
+            result = _protect_both_sides(protect, cells, internal, ev.units[inner], lack_primary, rules, kwargs)
+        else:
+            result = _call_protect(protect, cells, internal, top_cols if magnitude else None, rules, kwargs,
+                                   frequency=frequency)
     out = result.cells
     return _map_protection(entry, sel, margin, dims, internal, stat, result, out)
+
+
+@dataclass
+class _Union:
+    """The union of two audited patterns over the same cells (see _protect_both_sides)."""
+
+    cells: pd.DataFrame
+    audit_ok: bool
+    method: str | None
+    message: str | None
+
+
+def _protect_both_sides(protect: Any, cells: pd.DataFrame, internal: list[str], units: np.ndarray,
+                        lack_primary: np.ndarray, rules: Rules, kwargs: dict[str, Any]) -> _Union:
+    """Protect an indicator's counts on both sides: units with and without the attribute.
+
+    A cell where fewer than ``threshold`` units *lack* the attribute must not be pinned
+    close to its cell size: that is a frequency rule on the complement count
+    (size − value). The complement is linear in the published figures when the cell sizes
+    are known (the attacker is assumed to know them), so the table is protected twice,
+    as frequency tables: the counts with the attribute (their own primaries) and the
+    complements (the lack primaries). Hiding the union of both patterns only removes
+    equations from each attacker's system, so both audits keep holding; the intervals
+    of the final model are recomputed for the union from what stays published.
+    """
+    from .certificate import intervals_from_published
+
+    n_inner = len(units)
+    with_side = cells.copy()
+    with_side.loc[with_side.index[:n_inner], "primary"] = cells["primary"].to_numpy()[:n_inner] & ~lack_primary
+    lack_side = cells.copy()
+    lack_side["value"] = np.concatenate([units - cells["value"].to_numpy()[:n_inner],
+                                         cells["value"].to_numpy()[n_inner:]])
+    lack_side["units"] = lack_side["value"]
+    lack_side["primary"] = np.concatenate([lack_primary, np.zeros(len(cells) - n_inner, dtype=bool)])
+    if "publish" in lack_side.columns:  # margin rows published elsewhere are sizes − counts, unknown here
+        lack_side = lack_side.iloc[:n_inner].copy()
+    first = _call_protect(protect, with_side, internal, None, rules, dict(kwargs), frequency=True)
+    kw = {k: v for k, v in kwargs.items() if k != "publish" or "publish" in lack_side.columns}
+    second = _call_protect(protect, lack_side, internal, None, rules, kw, frequency=True)
+    out = first.cells.copy()
+    key = list(internal)
+    hidden_second = second.cells.assign(_h=second.cells["status"].isin(["primary", "secondary"]))
+    merged = out.merge(hidden_second[[*key, "_h"]], on=key, how="left")
+    extra = merged["_h"].fillna(False).to_numpy(dtype=bool) & (out["status"].to_numpy() == "safe")
+    status = out["status"].to_numpy(dtype=object).copy()
+    status[extra] = "secondary"
+    out["status"] = status
+    table = {"dims": internal, "cells": [
+        {"labels": [str(v) for v in rec], "status": st, "value": val}
+        for rec, st, val in zip(out[key].itertuples(index=False), status, out["value"].to_numpy(dtype=float),
+                                strict=True)]}
+    intervals = intervals_from_published(table)
+    lower = out["lower"].to_numpy(dtype=float).copy()
+    upper = out["upper"].to_numpy(dtype=float).copy()
+    for k, (lo, hi) in intervals.items():
+        lower[k], upper[k] = lo, hi
+    out["lower"], out["upper"] = lower, upper
+    ok = bool(getattr(first, "audit_ok", False)) and bool(getattr(second, "audit_ok", False))
+    method = " + ".join(sorted({str(getattr(first, "method", "")), str(getattr(second, "method", ""))}))
+    message = "; ".join(m for m in (getattr(first, "message", None), getattr(second, "message", None)) if m) or None
+    return _Union(out, ok, method, message)
 
 
 def _with_public_cells(cells: pd.DataFrame, internal: list[str], dims: list[str], public: dict,
@@ -582,13 +659,13 @@ def _escape_total(values: np.ndarray) -> np.ndarray:
 
 
 def _call_protect(protect: Any, cells: pd.DataFrame, internal: list[str], top: list[str] | None, rules: Rules,
-                  kwargs: dict[str, Any]) -> Any:
+                  kwargs: dict[str, Any], frequency: bool = False) -> Any:
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return protect(cells, dims=internal, value="value", units="units", top=top, rules=rules,
-                       primary="primary", margins=MARGINS, **kwargs)
+        return protect(cells, dims=internal, value="value", units="value" if frequency else "units", top=top,
+                       rules=rules, primary="primary", margins=MARGINS, **kwargs)
 
 
 def _map_protection(entry: Entry, sel: np.ndarray, margin: np.ndarray, dims: list[str], internal: list[str],
