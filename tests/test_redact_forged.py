@@ -146,3 +146,47 @@ def test_a_key_others_can_read_is_not_used(key_file: Path) -> None:
     good = output("<table><td>28</td></table>", "28")
     good["metadata"]["sdc_magic"]["hmac"] = "0" * 64
     assert clearance(good, require_hmac=True) == "no valid signature"
+
+
+@pytest.mark.notebook
+def test_real_kernel_outputs_pass_the_ledger_check_and_forgeries_do_not(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end: the digests a kernel writes into the notebook are the ones its ledger holds."""
+    import tempfile
+
+    from sdc_magic import notebooks
+    from sdc_magic.notebooks import execute
+
+    ledger_dir = tmp_path / ".sdc_magic"  # where a kernel started beside the notebook keeps its ledger
+    ledger_dir.mkdir()
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(notebooks.tempfile, "mkdtemp",
+                        lambda prefix="", **kw: str(ledger_dir) if prefix == "sdc-ledger-" else real_mkdtemp(prefix, **kw))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in (
+        "%load_ext sdc_magic",
+        "from sdc_magic.datasets import make_referrals\nreferrals = make_referrals()",
+        "referrals.groupby(['admin2', 'case_category']).size().unstack()",
+        "referrals.groupby(['admin2', 'sex', 'age_band']).size().unstack()",
+    )]
+    source = tmp_path / "analysis.ipynb"
+    nbformat.write(nb, source)
+    execute(source, source, cwd=tmp_path)
+    raw = json.loads(source.read_text())
+    tables = [o for c in raw["cells"] for o in c.get("outputs", [])
+              if (o.get("metadata") or {}).get("sdc_magic", {}).get("kind") == "table"]
+    assert [o["metadata"]["sdc_magic"]["status"] for o in tables] == ["pass", "suppressed"]
+    # forge: the suppressed table's text with a hidden cell filled in, status and digest recomputed
+    forged = json.loads(json.dumps(tables[1]))
+    forged["data"] = {"text/plain": f"{SECRET}", "text/html": f"<p>{SECRET}</p>"}
+    forged["metadata"]["sdc_magic"]["digest"] = digest(f"<p>{SECRET}</p>", SECRET)
+    raw["cells"][3]["outputs"].append(forged)
+    source.write_text(json.dumps(raw))
+    target = tmp_path / "clean.ipynb"
+    assert main(["redact", str(source), str(target), "--ledger", "auto"]) == 0
+    clean = json.loads(target.read_text())
+    kept = [o for c in clean["cells"] for o in c.get("outputs", []) if "sdc_magic" in (o.get("metadata") or {})]
+    assert [o["metadata"]["sdc_magic"]["status"] for o in kept
+            if o["metadata"]["sdc_magic"].get("kind") == "table"] == ["pass", "suppressed"]
+    assert SECRET not in target.read_text()
+    assert "not in the session ledger" in target.read_text()
