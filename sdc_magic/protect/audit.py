@@ -47,8 +47,10 @@ class Ticker:
     """Calls the user's progress callback at most every 0.2 s, and enforces the deadline.
 
     Every loop of the search (audit, repair, clean-up, MIP rounds) calls the ticker, so
-    a deadline set here (``time.monotonic()`` seconds) bounds all of them: the call
-    raises :class:`TimeLimit` once it has passed.  The default deadline is none.
+    a deadline set here bounds all of them: the call raises :class:`TimeLimit` once it
+    has passed.  The deadline is in ``time.process_time()`` seconds (this process's CPU
+    time, the MIP's worker thread included), so that a loaded machine does not change
+    the answer.  The default deadline is none.
     """
 
     def __init__(self, progress: ProgressFn | None, deadline: float = np.inf) -> None:
@@ -57,7 +59,7 @@ class Ticker:
         self.deadline = deadline
 
     def __call__(self, message: str, fraction: float | None = None, *, force: bool = False) -> None:
-        if self.deadline < np.inf and time.monotonic() > self.deadline:
+        if self.deadline < np.inf and time.process_time() > self.deadline:
             raise TimeLimit(message)
         if self.progress is None:
             return
@@ -68,7 +70,7 @@ class Ticker:
 
     @property
     def expired(self) -> bool:
-        return time.monotonic() > self.deadline
+        return time.process_time() > self.deadline
 
 
 @dataclass

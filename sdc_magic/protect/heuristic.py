@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from .audit import BATCH_MIN, Problem, Ticker, TimeLimit, certify, one_per_cell, scenario_caps
-from .lp import Flow, flow_lp
+from .lp import Flow, flow_lp, work_done
 
 #: Up to this many cells, failed requirements are covered one by one (better patterns,
 #: less clean-up); above it, a first elastic LP covers a whole batch at once.
@@ -155,18 +155,18 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
             work: int | None = None, deadline: float = np.inf) -> tuple[np.ndarray, list[Flow], bool]:
     """Publish again secondaries that are not needed (most expensive first).
 
-    ``work`` bounds the number of attacker LPs the trials may solve: a budget in
-    deterministic work units, so that the same table always gets the same pattern
-    whatever the machine's load.  ``deadline`` (and the ticker's) is the hard time
+    ``work`` bounds the simplex iterations the trials may spend (:func:`.lp.work_done`):
+    a budget in deterministic work units, so that the same table always gets the same
+    pattern whatever the machine's load.  ``deadline`` (and the ticker's) is the hard time
     limit: when it strikes, the last audited pattern is kept.  Returns (hidden, pool,
     complete) where complete is False when a budget or the deadline cut the pass short.
     """
     secondary = np.flatnonzero(hidden & ~P.primary)
     order = secondary[np.argsort(-P.cost[secondary], kind="stable")]
-    used = 0
+    start = work_done()
     try:
         for n_done, i in enumerate(order):
-            if time.monotonic() > deadline or (work is not None and used >= work):
+            if time.process_time() > deadline or (work is not None and work_done() - start >= work):
                 return hidden, pool, False
             tick("protect: removing unneeded secondary cells", n_done / max(len(order), 1))
             trial = hidden.copy()
@@ -175,7 +175,6 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 continue
             kept = [f for f in pool if trial[f.idx].all()]
             cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True)
-            used += max(cert.lps, 1)
             if not cert.failures:
                 hidden = trial
                 pool = cert.pool

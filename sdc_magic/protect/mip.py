@@ -187,7 +187,7 @@ def _optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, sol
     pool: list[Flow] = list(best_pool)
     n_rounds = 0
     while True:
-        remaining = deadline - time.monotonic()
+        remaining = deadline - time.process_time()
         if remaining <= 0 or (rounds is not None and n_rounds >= rounds):
             return (*_fallback(P, best_hidden, best_pool, singletons, tick), "time limit", lower)
         tick(f"optimal: master problem round {n_rounds + 1}", None, force=True)
