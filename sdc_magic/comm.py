@@ -111,7 +111,10 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
             return {"ok": True, "suggestions": [], "more": False}
         from .render import suggestion_payload
 
+        earlier = list(live.found.items)  # more() rewrites the list: earlier answers must stay
         found = live.suggester.more(live.found, budget=2.0)
+        seen = {s.title for s in earlier}
+        found.items = earlier + [s for s in found.items if s.title not in seen]
         live.found = found
         return {"ok": True, "suggestions": [suggestion_payload(s) for s in found.items],
                 "more": not found.exhausted}

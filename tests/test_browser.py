@@ -440,11 +440,20 @@ def test_demo_notebook_panel_badges_guard_and_redacted_copy(lab: Lab, page: Any,
     dialog_button(page, "Close").click()
     wait_no_dialog(page)
 
+    # -- the status bar item is reachable with the keyboard: Enter opens the panel
+    page.locator('.lm-TabBar-tab[data-id="sdc-panel"]').click()  # close the panel
+    page.wait_for_selector("#sdc-panel", state="hidden")
+    assert page.locator(".sdc-StatusItem").get_attribute("tabindex") == "0"
+    page.locator(".sdc-StatusItem").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#sdc-panel", state="visible")
+
     # -- the kernel dies: the panel, the status bar and the guard still work
     assert lab.fetch(f"/api/kernels/{kernel['id']}", "DELETE").code == 204
     page.wait_for_function(
         "() => !/kernel: (idle|busy)/.test(document.querySelector('#sdc-panel .sdc-Panel-footer').textContent)",
         timeout=30_000)
+    assert "starting" not in page.locator("#sdc-panel .sdc-Panel-footer").inner_text()
     assert panel_items(page) == expected
     assert page.locator(".sdc-StatusItem").inner_text() == status_text
     page.locator("#sdc-panel .sdc-Panel-export").click()
@@ -572,6 +581,28 @@ def test_inline_output_use_this_exception_and_reopen(lab: Lab, page: Any, tmp_pa
     output = page.locator(f'{OUTPUTS}[data-id="{four["id"]}"]')
     output.scroll_into_view_if_needed()
     shot(page, "inline_output.png")
+
+    # -- every reason is reachable: 60 listed, then all
+    total = by_id[four["id"]][1]["reasons_total"]
+    assert total > 60
+    output.locator("details.sdc-Output-reasons > summary").click()
+    reasons = output.locator(".sdc-Output-reasonList > li")
+    assert reasons.count() == 60
+    assert not re.search(r"-0\b", output.locator(".sdc-Output-reasonList").inner_text())
+    output.locator(".sdc-Output-allReasons").click()
+    assert reasons.count() == total
+    output.locator("details.sdc-Output-reasons > summary").click()
+
+    # -- "More options" keeps the earlier suggestions and adds to them
+    before_titles = output.locator(".sdc-Suggestion-title").all_inner_texts()
+    more = output.locator(".sdc-Output-more")
+    if more.count():
+        more.click()
+        output.locator(".sdc-Output-actions .sdc-Output-note",
+                       has_text=re.compile("more found|No further options")).first.wait_for(timeout=60_000)
+        after_titles = output.locator(".sdc-Suggestion-title").all_inner_texts()
+        assert len(after_titles) >= len(before_titles)
+        assert set(before_titles) <= set(after_titles), (before_titles, after_titles)
 
     # -- "Use this": a new cell directly below the output's cell, at once, selected, with the code
     cells = page.locator(f"{CURRENT_NOTEBOOK} .jp-Cell")
