@@ -569,7 +569,11 @@ class Linker:
             a, b, w = self._pairs(d, old)
             if not len(a):
                 continue
+            # when every cell of the old table is published, its margins are sums of published cells:
+            # a new cell (or margin) against them is already checked against the cells themselves
+            fully = bool(old.published.all()) and not old.hidden_model and not old.hidden_shown.any()
             for subset in old.levels():
+                coarse = subset != old.keys
                 mapping, sizes, pub, hidden = old.level_facts(subset)
                 if subset == old.keys:
                     su, bu, ww = a, b, w
@@ -578,7 +582,8 @@ class Linker:
                 inside = (su >= 0) & (bu >= 0)
                 su, bu, ww = su[inside], bu[inside], ww[inside]
                 # forward: a new cell against the sum of the old published cells it touches
-                gap, exact = _gaps(su, bu, ww, sizes, new.size, pub, nb)
+                gap, exact = _gaps(su, bu, ww, sizes, new.size, pub, nb) if not (fully and coarse) else (
+                    np.zeros(nb, dtype=np.int64), np.zeros(nb, dtype=bool))
                 derivable |= exact
                 for g in np.flatnonzero((gap > 0) & (gap < T) & candidate):
                     parts = np.unique(su[bu == g])
@@ -592,7 +597,7 @@ class Linker:
                     g = int(parts[np.argmin(new.size[parts])])
                     hits.setdefault(g, []).append(("differencing", self._msg(old, subset, [s_], new, parts)))
                 # margins of the new table (derivable from its cells, or displayed) against the old cells
-                for nsub, nmap, nlabels, nsizes, npub in new_levels:
+                for nsub, nmap, nlabels, nsizes, npub in ([] if fully and coarse else new_levels):
                     xu, yu, xw = _cross(su, len(sizes), nmap[bu], len(nlabels), ww)
                     inner = (xu >= 0) & (yu >= 0)
                     mgap, _ = _gaps(xu[inner], yu[inner], xw[inner], sizes, nsizes, pub, len(nlabels))
@@ -609,6 +614,8 @@ class Linker:
                         if g not in hits:
                             hits[g] = [("differencing", text)]
                 # a cell an earlier output hid, published here with exactly its rows
+                if not hidden.any():
+                    continue
                 same = (ww == new.size[bu]) & (ww == sizes[su]) & hidden[su]
                 for s_, g in zip(su[same], bu[same], strict=True):
                     if int(g) in hits:
