@@ -204,11 +204,13 @@ def _parts(label: Any) -> list[str]:
 def _model_conflicts(cert: dict[str, Any]) -> list[str]:
     """Protection-table cells whose displayed cell has the other fate in the CSV.
 
-    A table cell is matched to a displayed cell by its labels (one per dimension, plus the
-    measure when the display has one more level); only unambiguous matches count.
+    A table cell names its displayed cell by ``position`` when the certificate gives it;
+    otherwise it is matched by its labels (one per dimension, plus the measure when the
+    display has one more level), and only unambiguous matches count.
     """
     problems: list[str] = []
     displayed = [(item, False) for item in cert["published"]] + [(item, True) for item in cert["hidden"]]
+    at = {tuple(item["position"]): (item, hidden) for item, hidden in displayed}
     for t, table in enumerate(cert["tables"]):
         n = len(table["dims"])
         measure = str(table.get("measure") or "")
@@ -224,7 +226,11 @@ def _model_conflicts(cert: dict[str, Any]) -> list[str]:
             for key in keys:
                 index.setdefault(key, []).append((item, hidden))
         for cell in table["cells"]:
-            found = index.get(tuple(sorted(_parts(" / ".join(map(str, cell["labels"]))))), [])
+            pos = cell.get("position")
+            if isinstance(pos, list) and len(pos) == 2:  # the displayed cell, when the certificate says
+                found = [at[tuple(pos)]] if tuple(pos) in at else []
+            else:
+                found = index.get(tuple(sorted(_parts(" / ".join(map(str, cell["labels"]))))), [])
             if len(found) != 1:
                 continue
             item, hidden = found[0]

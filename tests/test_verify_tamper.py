@@ -191,6 +191,35 @@ def test_certificate_publishing_a_cell_the_csv_hides_fails(folder: Path) -> None
                for p in problems), problems
 
 
+def test_table_cells_with_positions_are_matched_exactly(folder: Path) -> None:
+    """Certificates that name each table cell's displayed position are checked without label matching."""
+    cert = json.loads((folder / "out-2.certificate.json").read_text())
+    table = cert["tables"][0]
+    by_labels = {tuple(sorted(p["row"].split(" / ") + [p["column"]])): p for p in cert["published"] + cert["hidden"]}
+    for cell in table["cells"]:
+        item = by_labels.get(tuple(sorted(cell["labels"])))
+        if item is not None:
+            cell["position"] = item["position"]
+            cell["labels"] = ["x" + str(v) for v in cell["labels"]]  # labels no longer match anything
+    target = next(c for c in table["cells"] if c["status"] == "safe" and "position" in c)
+    (folder / "out-2.certificate.json").write_text(json.dumps(cert))
+    rehash(folder, "out-2.certificate.json")
+    assert not any("publishes cell" in p for p in verify(folder))
+    i, j = target["position"]
+    item = next(p for p in cert["published"] if p["position"] == [i, j])
+    cert["published"].remove(item)
+    cert["hidden"].append({"position": [i, j], "row": item["row"], "column": item["column"], "reasons": ["secondary"]})
+    (folder / "out-2.certificate.json").write_text(json.dumps(cert))
+    lines = (folder / "out-2.csv").read_text().splitlines()
+    cells = lines[i + 1].split(",")
+    cells[j + 1] = ""
+    lines[i + 1] = ",".join(cells)
+    (folder / "out-2.csv").write_text("\n".join(lines) + "\n")
+    rehash(folder, "out-2.certificate.json", "out-2.csv")
+    assert any(f"publishes cell {item['row']} / {item['column']} with a value, but the CSV hides it" in p
+               for p in verify(folder))
+
+
 def test_a_row_added_to_the_csv_fails(folder: Path) -> None:
     with (folder / "out-1.csv").open("a") as fh:
         fh.write("Secret district,1,2,3,4\n")
