@@ -58,7 +58,7 @@ import pandas as pd
 
 MAX_LINKED_ROWS = 5_000_000
 MAX_JOINT_CELLS = 5_000
-MAX_HASHED_COLUMNS = 24
+MAX_HASHED_COLUMNS = 16
 MAX_UNIVERSES = 4
 MAX_POPULATIONS = 200
 MAX_BYTES = 256 * 2**20  # atoms, populations and row hashes of one session
@@ -526,7 +526,8 @@ class Linker:
                 break
         if best is None:
             if len(self.universes) >= MAX_UNIVERSES:
-                self.universes.pop(0)
+                # the smallest goes (an aggregated frame shown as a table), never the microdata's
+                self.universes.remove(min(self.universes, key=lambda x: (x.n, len(x.populations))))
             u = Universe(frame, keys)
             self.universes.append(u)
             best = (u, np.arange(len(frame), dtype=np.int64))

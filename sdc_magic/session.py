@@ -296,6 +296,9 @@ class Session:
             return
         linker = self._linker()
         draft = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id)
+        if linker.notes:  # e.g. the saved linking memory of an earlier kernel could not be read
+            checked.notes.extend(linker.notes)
+            linker.notes.clear()
         if draft is None:
             return
         pop = draft.pop
