@@ -38,6 +38,7 @@ import json
 import os
 import re
 import secrets
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
@@ -91,6 +92,25 @@ def ledger_file_name() -> str:
     """One ledger per notebook when the server tells the kernel which notebook it runs."""
     stem = notebook_stem()
     return f"{stem}.jsonl" if stem else LEDGER_FILE
+
+
+def current_cell_id() -> str | None:
+    """The notebook cell being run, as the front-end names it, or None.
+
+    JupyterLab and Notebook 7 put ``cellId`` in the metadata of each execute request; the
+    kernel keeps that request as the current parent (ipykernel >= 6). nbclient, a console
+    or a script send none: their outputs are then never superseded.
+    """
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        kernel = getattr(ipython.get_ipython(), "kernel", None)
+        parent = kernel.get_parent("shell") if kernel is not None and hasattr(kernel, "get_parent") else None
+        cell = ((parent or {}).get("metadata") or {}).get("cellId")
+    except Exception:  # never let a front-end detail fail a display
+        return None
+    return cell if isinstance(cell, str) and cell else None
 
 
 def now() -> str:
@@ -457,6 +477,8 @@ class Ledger:
         with self._lock:
             if record.kernel_session is None:
                 record.kernel_session = self.token
+            if record.cell_id is None:
+                record.cell_id = current_cell_id()
             self._replace(record)
             if self.persist:
                 self._append({"event": "output", "record": _as_dict(record)})

@@ -227,3 +227,30 @@ def test_load_ext_with_a_damaged_ledger_loads_and_protects(tmp_path: Path) -> No
     assert "WARNED True" in done.stdout
     assert (tmp_path / ".sdc_magic" / "ledger.jsonl.corrupt").read_bytes() == (
         b'{"event": "output", "record": {"foo": 1}}\n\xff\xfe\n')
+
+
+def test_cell_id_comes_from_the_front_ends_execute_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JupyterLab sends ``cellId`` with each execution: a re-run supersedes without any help from the session."""
+    import IPython
+
+    class Kernel:
+        cell = "c-1"
+
+        def get_parent(self, channel: str = "shell") -> dict:
+            return {"header": {}, "metadata": {"cellId": self.cell}}
+
+    class Shell:
+        kernel = Kernel()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    ledger = Ledger(tmp_path)
+    ledger.add(record(ledger.new_id(), execution_count=1))
+    Shell.kernel.cell = "c-2"
+    ledger.add(record(ledger.new_id(), execution_count=2))
+    Shell.kernel.cell = "c-1"
+    ledger.add(record(ledger.new_id(), execution_count=3))
+    assert [r.cell_id for r in ledger.records] == ["c-1", "c-2", "c-1"]
+    assert [r.superseded_by for r in ledger.records] == ["out-3", None, None]
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # a console or a script: no cell ids
+    ledger.add(record(ledger.new_id(), execution_count=4))
+    assert ledger.records[-1].cell_id is None
