@@ -187,7 +187,9 @@ def render_placeholder(reason: str, status: str = "blocked") -> tuple[str, str]:
 
 # ---------------------------------------------------------------------------- the renderer's payload
 #: Reasons listed in the payload (the renderer shows 60, then "show all"); the rest are counted.
-MAX_REASONS_IN_PAYLOAD = 2_000
+MAX_REASONS_IN_PAYLOAD = 1_000
+#: Reasons written into the static HTML fallback (the rest are counted).
+MAX_REASONS_IN_HTML = 200
 #: Rows of a suggestion's preview table (head and tail beyond that, as pandas does).
 PREVIEW_ROWS = 20
 
@@ -379,9 +381,10 @@ def extras_html(payload: dict[str, object]) -> str:
         items = "".join(
             f"<li><b>{html.escape(str(r['cell']))}</b>: {html.escape(str(r['why']))}"
             + (f" — {html.escape(str(r['interval']))}" if r.get("interval") else "") + "</li>"
-            for r in reasons)  # type: ignore[union-attr]
+            for r in reasons[:MAX_REASONS_IN_HTML])  # type: ignore[index,union-attr]
         total = int(payload.get("reasons_total") or 0)
-        more = f"<li>… and {total - len(reasons)} more</li>" if total > len(reasons) else ""  # type: ignore[arg-type]
+        listed = min(len(reasons), MAX_REASONS_IN_HTML)  # type: ignore[arg-type]
+        more = f"<li>… and {total - listed} more</li>" if total > listed else ""
         parts.append(f'<details class="sdc-magic-reasons"><summary>Why cells are hidden ({total})</summary>'
                      f"<ul>{items}{more}</ul></details>")
     suggestions = payload.get("suggestions") or []

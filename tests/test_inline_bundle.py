@@ -231,3 +231,23 @@ def test_comm_actions(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: 
         assert "cleared, cells hidden" not in output["data"]["text/html"]
     finally:
         comm._live.clear()
+
+
+def test_magic_exception_updates_the_output(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: Any) -> None:
+    """``%sdc exception out-N`` pushes the output's new bundle (needs review) to the front-end."""
+    from sdc_magic import comm, extension
+    from sdc_magic.magics import sdc_magic
+
+    monkeypatch.setattr(extension, "_session", session)
+    pushed: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(comm, "push_update", lambda out_id, output: pushed.append((out_id, output)))
+    published = session.publish(referrals.groupby(["admin2", "case_category", "age_band", "sex"]).size())
+    comm.remember(published.id, published.data, published.metadata)
+    try:
+        sdc_magic(f'exception {published.id} "needed for the district plan"')
+        assert [p[0] for p in pushed] == [published.id]
+        output = pushed[0][1]
+        assert output["metadata"]["sdc_magic"]["status"] == "review"
+        assert output["data"][MIME]["exception"] == "needed for the district plan"
+    finally:
+        comm._live.clear()
