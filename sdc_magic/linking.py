@@ -460,6 +460,11 @@ class Linker:
         source = getattr(entry, "source", None)
         if source is None:
             return None
+        reaggregated = getattr(source, "rows", None)
+        if isinstance(reaggregated, tuple) and reaggregated and reaggregated[0] == "reaggregate":
+            source = _compose(source, *reaggregated[1:])
+            if source is None:
+                return None
         frame = source.frame if source.frame is not None else getattr(source, "rows", None)
         if isinstance(frame, pd.Series):
             frame = frame.to_frame(name=frame.name if frame.name is not None else "__value__")
@@ -841,6 +846,45 @@ def _gaps(xu: np.ndarray, yu: np.ndarray, ww: np.ndarray, size_x: np.ndarray, si
     gap[within & ~covered] = (size_y - total)[within & ~covered]
     exact = (covered | within) & (total == size_y)
     return gap, exact
+
+
+@dataclass
+class _Composed:
+    frame: Any
+    keys: list[str]
+    ids: np.ndarray
+    index: pd.Index
+    rows: Any = None
+
+
+def _compose(source: Any, entry: Any, positions: np.ndarray) -> _Composed | None:
+    """A re-aggregation of a captured count table (``counts.groupby(level=0).sum()``, districts
+    summed into regions) covers the rows of the cells it adds: each row of the original
+    frame goes to the new group of its original cell."""
+    original = getattr(entry, "source", None)
+    ids = getattr(source, "ids", None)
+    if original is None or ids is None or getattr(original, "ids", None) is None or original.index is None:
+        return None
+    frame = original.frame if original.frame is not None else getattr(original, "rows", None)
+    if frame is None or len(positions) != len(ids):
+        return None
+    keys = [str(k) for k in (original.keys or [])]
+    if not keys or not set(keys) <= set(entry.flat.dims):
+        return None
+    canon = _canon_index(original.index, keys)
+    arrays = [entry.flat.dims[k] for k in keys]
+    wanted = pd.MultiIndex.from_arrays(arrays) if len(keys) > 1 else pd.Index(arrays[0], dtype=object)
+    group_of_cell = canon.get_indexer(wanted) if canon.is_unique else np.full(len(entry.flat), -1)
+    new_of_old = np.full(len(canon), -1, dtype=np.int64)
+    ok = (positions >= 0) & (np.asarray(ids) >= 0)
+    old_groups = group_of_cell[np.maximum(positions, 0)]
+    ok &= old_groups >= 0
+    new_of_old[old_groups[ok]] = np.asarray(ids, dtype=np.int64)[ok]
+    row_ids = np.asarray(original.ids, dtype=np.int64)
+    composed = np.where(row_ids >= 0, new_of_old[np.maximum(row_ids, 0)], -1)
+    if isinstance(frame, pd.Series):
+        frame = frame.to_frame(name=frame.name if frame.name is not None else "__value__")
+    return _Composed(frame=frame, keys=list(source.keys), ids=composed, index=source.index)
 
 
 def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> np.ndarray:

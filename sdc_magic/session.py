@@ -242,7 +242,9 @@ class Session:
         source = getattr(entry, "source", None)
         keys = [str(k) for k in (getattr(source, "keys", None) or list(entry.dims))]
         call = str(entry.call or "table")
-        what = {"size": "counts", "count": "counts", "value_counts": "counts", "crosstab": "counts",
+        if call.endswith(" of counts"):
+            call = "reaggregate"
+        what = {"reaggregate": "sums of counts", "size": "counts", "count": "counts", "value_counts": "counts", "crosstab": "counts",
                 "sum": "sums", "mean": "means", "median": "medians", "describe": "summary", "nunique": "distinct counts",
                 "pivot_table": "pivot table", "agg": "aggregates", "aggregate": "aggregates"}.get(
             call.rsplit(".", 1)[-1], call)

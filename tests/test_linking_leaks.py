@@ -352,3 +352,15 @@ def test_background_save_and_bounded_memory(tmp_path, referrals, monkeypatch) ->
     second = Session()
     second.ledger = Ledger(folder=tmp_path)
     assert [p.out_id for p in second._linker()] == [p.out_id for p in first.populations]
+
+
+def test_reaggregated_counts_take_part_in_linking(session, referrals) -> None:
+    """8: regions built by summing published district counts (a re-aggregation) are linked: a filtered
+    re-aggregation differing from published districts by two people is caught."""
+    d = referrals
+    session.publish(d.groupby("admin2").size())
+    kept = d[~d["case_id"].isin(d[d["admin2"].isin(["Mirebalais", "Saint-Marc"])]["case_id"].head(2))]
+    counts = kept.groupby("admin2").size()
+    out = session.publish(counts.groupby(REGIONS).sum())
+    assert "differencing" in hidden_cells(out)["Centre"]
+    assert any("sums of counts" in p.title for p in session.populations)

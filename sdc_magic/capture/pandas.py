@@ -359,8 +359,11 @@ class Capture:
             return next((by_name[p] for p in parts if p in by_name), single), "count"
 
         flat = flatten(result, index_names=key_dims)
+        # linking: the rows behind each new cell are those of the cells it adds (Series of counts)
+        source = Source(None, key_dims, f"groupby.{name} of counts", ids=ids, index=index,
+                        rows=("reaggregate", match.entry, match.positions)) if isinstance(obj, pd.Series) else None
         self._register(f"groupby.{name} of counts", result, ge, key_dims, measure_of,
-                       list(match.entry.notes), source=None, flat=flat)
+                       list(match.entry.notes), source=source, flat=flat)
         return True
 
     def _groupby_value_counts(self, gb: Any, frame: pd.DataFrame | None, obj: Any, unit: pd.Series | None,
