@@ -8,7 +8,8 @@ entries and never learns which engine computed a table.
 
 * :mod:`.pandas`: reversible wrappers of pandas' aggregation entry points.
 * :mod:`.contract`: the facts table other engines compute inside the engine → an Entry.
-* :mod:`.polars`, :mod:`.duckdb`: wrappers of polars and DuckDB (facts computed by the engine).
+* :mod:`.polars`, :mod:`.duckdb`, :mod:`.spark`: wrappers of polars, DuckDB and PySpark (facts
+  computed by the engine).
 * :mod:`.display`: engine objects at display time (intercepted types, pandas form).
 
 :class:`Capture` installs the pandas wrappers and, for each optional engine that is
@@ -23,7 +24,8 @@ from typing import Any
 from .pandas import Capture as PandasCapture
 from .pandas import Source, build_entry, stat_name
 
-ENGINES = {"polars": ("polars", "PolarsCapture"), "duckdb": ("duckdb", "DuckDBCapture")}
+ENGINES = {"polars": ("polars", "PolarsCapture"), "duckdb": ("duckdb", "DuckDBCapture"),
+           "spark": ("pyspark", "SparkCapture")}
 
 
 def _engine_available(module: str) -> bool:

@@ -100,6 +100,11 @@ def to_pandas(obj: Any) -> tuple[pd.DataFrame | pd.Series, list[str]]:
         return _duckdb_relation(obj)
     if module.startswith("pyspark"):
         limit = _limit()
+        from .spark import spark_form
+
+        form = spark_form(obj, limit)
+        if form is not None:
+            return form, []
         frame = obj.limit(limit).toPandas()
         return frame, [f"a Spark DataFrame: only its first {limit} rows were materialised and checked"]
     if module.startswith("pyarrow"):
