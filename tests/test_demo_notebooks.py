@@ -53,3 +53,33 @@ def test_row_level_view_is_blocked(nineteen_cells) -> None:
     row_level = [r for r in rows if r.kind == "row-level"]
     assert len(row_level) == 1 and row_level[0].status == "blocked"
     assert "never exportable" in row_level[0].data["text/plain"]
+
+
+@pytest.mark.notebook
+def test_messages_are_cleared_and_nothing_is_left_of_progress(nineteen_cells) -> None:
+    """The banner and %sdc status are harmless cleared messages; no progress output remains."""
+    _, rows = nineteen_cells
+    messages = [r for r in rows if r.kind == "message"]
+    assert len(messages) == 2 and all(r.status == "pass" for r in messages)
+    assert not [r for r in rows if r.kind == "progress"]
+    assert [r for r in rows if r.status == "uncleared"] == []  # every output of demo 01 carries a record
+    # every checked table carries the renderer's payload, with the same status as its record
+    for r in rows:
+        if r.kind == "table":
+            payload = r.data["application/vnd.sdc-magic.v1+json"]
+            assert payload["status"] == r.status and payload["id"] == r.meta["id"]
+
+
+@pytest.mark.notebook
+def test_redacted_copy_opens_clean(nineteen_cells) -> None:
+    import copy
+
+    from sdc_magic.redact import clearance, redact_notebook
+
+    nb, _ = nineteen_cells
+    redacted = copy.deepcopy(nb)
+    first = redact_notebook(redacted)
+    assert first.removed == 1  # the row-level view only: messages and cleared tables stay
+    again = redact_notebook(redacted)
+    assert again.removed == 0
+    assert all(clearance(o) is None for c in redacted.cells if c.cell_type == "code" for o in c.outputs)
