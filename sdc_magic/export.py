@@ -175,7 +175,9 @@ def config_record(chosen: list[OutputRecord], rules: dict[str, Any]) -> dict[str
     """``config.json``: the rules the exported outputs were checked under (per output, and in
     ``rules`` the most recent output's, or the session's when nothing is exported)."""
     by_output = {r.id: (r.certificate or {}).get("rules", r.rules) for r in chosen}
-    shown = next((v for v in reversed(by_output.values()) if isinstance(v, dict)), rules)
+    certified = [(r.certificate or {}).get("rules") for r in chosen]
+    shown = next((v for v in reversed(certified) if isinstance(v, dict)), None) or next(
+        (v for v in reversed(by_output.values()) if isinstance(v, dict)), rules)
     return {"rules": shown, "rules_by_output": by_output, "versions": versions()}
 
 
