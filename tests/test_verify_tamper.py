@@ -334,3 +334,24 @@ def test_exception_requests_verify(referrals: Any, tmp_path: Path) -> None:
     assert [r.status for r in session.outputs] == ["review"] * 3
     session.export(tmp_path / "x")
     assert verify(tmp_path / "x") == []
+
+
+def test_rules_changed_between_outputs_verify(referrals: Any, tmp_path: Path) -> None:
+    """config.json carries each output's rules: a session that changed its rules exports and verifies."""
+    from sdc_magic.session import Session
+
+    session = Session()
+    session.linking = False
+    session.capture.install()
+    try:
+        session.publish(referrals.groupby(["admin2", "sex", "age_band"]).size().unstack())
+        session.set_rules(threshold=10)
+        session.publish(referrals.groupby(["admin2", "case_category"]).size().unstack())
+        session.set_rules(threshold=3)  # the rules at export time are used by no output
+    finally:
+        session.capture.uninstall()
+    session.export(tmp_path / "x")
+    config = json.loads((tmp_path / "x" / "config.json").read_text())
+    assert [r["threshold"] for r in config["rules_by_output"].values()] == [5, 10]
+    assert config["rules"]["threshold"] == 10
+    assert verify(tmp_path / "x") == []
