@@ -282,6 +282,8 @@ class Ledger:
         file would wait for the first one forever.
         """
         with self._lock:
+            if not self._depth:
+                self.folder.mkdir(parents=True, exist_ok=True)  # the first output of a notebook creates it
             if fcntl is None or self._depth:
                 self._depth += 1
                 try:
@@ -289,7 +291,6 @@ class Ledger:
                 finally:
                     self._depth -= 1
                 return
-            self.folder.mkdir(parents=True, exist_ok=True)  # the first output of a notebook creates it
             fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
