@@ -303,6 +303,9 @@ def verify(folder: str | Path) -> list[str]:
     except Exception as exc:
         problems.append(f"results.json: does not follow the schema ({getattr(exc, 'message', exc)})")
     entries = {uid: r for uid, r in results["results"].items() if isinstance(r, dict)}
+    for uid in [u for u in entries if not _simple_name(u)]:
+        problems.append(f"results.json: {uid!r} is not an output id (names a file outside the folder)")
+        del entries[uid]
     expected = set(FOLDER_FILES)
     for uid in entries:
         expected |= {f"{uid}.csv", f"{uid}.certificate.json"}
@@ -326,6 +329,10 @@ def verify(folder: str | Path) -> list[str]:
     if table_rules and by_output is not None and config["rules"] not in table_rules:
         problems.append("config.json: its rules are not those of any exported output")
     return problems
+
+
+def _simple_name(uid: str) -> bool:
+    return bool(uid) and not uid.startswith(".") and not any(ch in uid for ch in "/\\:\0")
 
 
 def _verify_output(folder: Path, uid: str, result: dict[str, Any], by_output: Any, rules: dict[str, Any],

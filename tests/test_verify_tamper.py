@@ -355,3 +355,11 @@ def test_rules_changed_between_outputs_verify(referrals: Any, tmp_path: Path) ->
     assert [r["threshold"] for r in config["rules_by_output"].values()] == [5, 10]
     assert config["rules"]["threshold"] == 10
     assert verify(tmp_path / "x") == []
+
+
+def test_output_ids_naming_files_outside_the_folder_fail(folder: Path) -> None:
+    def escape(data: dict) -> None:
+        data["results"]["../../outside"] = data["results"]["out-1"]
+
+    edit_json(folder, "results.json", escape)
+    assert any("'../../outside' is not an output id" in p for p in verify(folder))
