@@ -194,7 +194,15 @@ export class SdcOutput extends Widget implements IRenderMime.IRenderer {
       this.node.appendChild(el('div', 'sdc-Output-header', 'sdc_magic: output withheld (unreadable record).'));
       return;
     }
-    this._draw(payload);
+    try {
+      this._draw(payload);
+    } catch (error) {
+      // fail closed: nothing half-drawn stays on screen
+      console.error('sdc-magic: could not draw an output', error);
+      this.node.textContent = '';
+      this.node.dataset.status = 'blocked';
+      this.node.appendChild(el('div', 'sdc-Output-header', 'sdc_magic: output withheld (it could not be drawn).'));
+    }
   }
 
   protected onAfterAttach(): void {
