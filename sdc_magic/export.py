@@ -259,13 +259,18 @@ def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[s
     cells are left out too).
     """
     folder = Path(folder) if folder is not None else default_export_folder()
+    wanted = None if only is None else set(only)
+    chosen = [r for r in records if r.exportable and r.superseded_by is None and r.csv is not None
+              and r.certificate is not None and (wanted is None or r.id in wanted)]
+    disagree = _disagreements(chosen)
+    if disagree:  # before anything in the folder is touched
+        raise ExportError("nothing was exported: " + "; ".join(disagree)
+                          + " — the certificate would publish what the table does not (%sdc drop the output, "
+                          "or report it as a bug)")
     try:
         _prepare(folder, force)
     except OSError as exc:  # e.g. a file that cannot be removed: say so, no traceback
         raise ExportError(f"cannot prepare {folder} for the export ({exc.strerror or exc})") from None
-    wanted = None if only is None else set(only)
-    chosen = [r for r in records if r.exportable and r.superseded_by is None and r.csv is not None
-              and r.certificate is not None and (wanted is None or r.id in wanted)]
     planned = [n for r in chosen for n in (f"{r.id}.csv", f"{r.id}.certificate.json")
                + ((f"{r.id}.xlsx",) if xlsx else ())] + ["results.json", "config.json", "summary.html"]
     written: dict[str, str] = {}
@@ -302,6 +307,27 @@ def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[s
         raise ExportError(f"the export to {folder} could not be written ({exc.strerror or exc}); "
                           "run it again with --force once fixed") from None
     return chosen
+
+
+def _disagreements(chosen: list[OutputRecord]) -> list[str]:
+    """Outputs whose certificate and CSV disagree (checked before anything is written).
+
+    The same checks as ``verify``: a certificate that lists a value the CSV does not show
+    (an unrounded value of a rounded table, a cell a later audit hid) would leak it.
+    """
+    from .verification import TABLE_SCHEMA, _certificate_shape, _check_csv, _model_conflicts
+
+    out = []
+    for r in chosen:
+        cert = r.certificate or {}
+        if cert.get("schema") != TABLE_SCHEMA:
+            continue
+        problems = _certificate_shape(cert)
+        if not problems:
+            problems = _check_csv(f"{r.id}.csv", r.csv or "", cert) + _model_conflicts(cert)
+        if problems:
+            out.append(f"{r.id}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    return out
 
 
 def _write_xlsx(path: Path, csv_text: str) -> None:

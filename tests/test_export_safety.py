@@ -119,3 +119,33 @@ def test_default_folder_is_one_per_notebook(published, tmp_path: Path, monkeypat
     assert default_export_folder() == tmp_path / "build" / "export" / "other"
     monkeypatch.delenv("JPY_SESSION_NAME")
     assert default_export_folder() == tmp_path / "build" / "export" / "session"
+
+
+def test_a_certificate_that_publishes_more_than_the_table_is_not_exported(published, tmp_path: Path) -> None:
+    """E.g. a rounded table whose certificate kept exact values, or a cell a later audit hid."""
+    published.export(tmp_path / "earlier")
+    record = published.outputs[0]
+    leaky = copy.deepcopy(record.certificate)
+    leaky["published"][0]["value"] = leaky["published"][0]["value"] + 2  # what the CSV does not show
+    record.certificate = leaky
+    folder = tmp_path / "export"
+    with pytest.raises(ExportError, match=r"out-1: out-1\.csv: cell .* differs from its certificate"):
+        published.export(folder)
+    assert not folder.exists()  # checked before anything is written
+    with pytest.raises(ExportError, match="nothing was exported"):
+        published.export(tmp_path / "earlier", force=True)
+    assert verify(tmp_path / "earlier") == []  # the earlier export is untouched
+
+
+def test_rounded_tables_never_export_exact_values(session, referrals, tmp_path: Path) -> None:
+    session.set_rules(round_to=5)
+    session.publish(referrals.groupby(["admin2", "case_category"]).size().unstack())
+    record = session.outputs[0]
+    shown = {v for line in record.csv.splitlines()[1:] for v in line.split(",")[1:]}
+    certified = {str(c["value"]) for c in record.certificate["published"]}
+    if certified <= shown:  # the certificate publishes only what the table shows
+        session.export(tmp_path / "x")
+        assert verify(tmp_path / "x") == []
+    else:
+        with pytest.raises(ExportError, match="differs from its certificate"):
+            session.export(tmp_path / "x")
