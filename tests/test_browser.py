@@ -560,6 +560,9 @@ def test_inline_output_use_this_exception_and_reopen(lab: Lab, page: Any, tmp_pa
     page.wait_for_function(f"() => document.querySelectorAll('{OUTPUTS}').length >= 3")
     saved = save_notebook(page, lab, "better.ipynb")
     by_id = payloads(saved)
+    kinds = [(o.get("metadata", {}).get("sdc_magic") or {}).get("kind") for c in saved["cells"]
+             if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert "progress" not in kinds  # progress was replaced by its table
     drawn = rendered_outputs(page)
     assert [d["id"] for d in drawn] == list(by_id), (drawn, list(by_id))
     for d in drawn:

@@ -402,13 +402,16 @@ export class SdcOutput extends Widget implements IRenderMime.IRenderer {
       note.textContent = this._insertBelow(s.code) ? 'Inserted in a new cell below.' : 'No notebook here: copy the code instead.';
     });
     copy.addEventListener('click', () => {
-      void navigator.clipboard
-        ?.writeText(s.code)
-        .then(() => (note.textContent = 'Copied.'))
-        .catch(() => {
-          code.select();
-          note.textContent = 'Selected: press Ctrl+C to copy.';
-        });
+      const select = () => {
+        code.focus();
+        code.select();
+        note.textContent = 'Selected: press Ctrl+C to copy.';
+      };
+      if (!navigator.clipboard) {
+        select(); // no clipboard API (e.g. a page not served over https)
+        return;
+      }
+      navigator.clipboard.writeText(s.code).then(() => (note.textContent = 'Copied.'), select);
     });
     row.appendChild(use);
     row.appendChild(copy);
