@@ -163,3 +163,20 @@ def test_extension_works_without_the_engines(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={"SDC_MAGIC_CONFIG": "", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+def test_every_fetch_of_a_captured_relation_gives_only_the_users_columns(sess: Session) -> None:
+    df = pd.DataFrame({"a": list("xxyyz"), "v": [1.0, 2.0, 3.0, 4.0, 5.0]})  # noqa: F841 - found by name
+    for method in ("df", "to_df", "fetchdf", "pl", "arrow", "to_arrow_table", "fetchall", "fetchnumpy"):
+        rel = duckdb.sql("select a, sum(v) s from df group by all")
+        if not hasattr(rel, method):
+            continue
+        result = getattr(rel, method)()
+        if hasattr(result, "read_all"):
+            result = result.read_all()
+        if isinstance(result, list):
+            assert all(len(row) == 2 for row in result), method
+            continue
+        cols = list(result.keys()) if isinstance(result, dict) else list(getattr(result, "column_names", None)
+                                                                          or result.columns)
+        assert cols == ["a", "s"], (method, cols)

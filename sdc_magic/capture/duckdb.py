@@ -38,7 +38,9 @@ import pandas as pd
 from . import contract
 
 _CALL = compile("__sdc_call__(*__sdc_args__, **__sdc_kwargs__)", "<sdc_magic>", "eval")
-FETCHERS = ("df", "to_df", "fetchdf", "pl", "arrow", "fetch_arrow_table", "to_arrow_table")
+#: fetches answered from the evidence run (their result is a frame we can cut to the user's columns);
+#: any other fetch (arrow readers, fetchall, ...) runs the user's own query untouched
+FETCHERS = ("df", "to_df", "fetchdf", "pl")
 
 _lock = threading.RLock()  # weakref callbacks may run while it is held
 _pending: dict[int, tuple[Any, Pending]] = {}
@@ -334,11 +336,12 @@ class DuckDBCapture:
             pending = hit[1]
             try:
                 self.materialise(pending, rel)
-                if pending.facts is None:
+                result = None
+                if pending.facts is None and not kwargs.get("lazy"):
                     # one run: the user's columns of the combined query are the user's result
                     full = getattr(pending.combined, name)(*args, **kwargs)
                     result = _select(full, pending.user_cols)
-                else:
+                if result is None:
                     result = original(rel, *args, **kwargs)
             except Exception as exc:
                 self.registry.failures.append(f"duckdb fetch: {type(exc).__name__}: {exc}")
@@ -435,8 +438,9 @@ class DuckDBCapture:
 
 
 def _select(result: Any, cols: list[str]) -> Any:
+    """The user's columns of an evidence run, or None (never the facts themselves)."""
     if isinstance(result, pd.DataFrame):
         return result[cols]
-    if hasattr(result, "select"):
+    if type(result).__name__ == "DataFrame" and type(result).__module__.startswith("polars"):
         return result.select(cols)
-    return result
+    return None
