@@ -1,10 +1,12 @@
-"""The inline widget: why cells are hidden, better answers, and an exception request.
+"""An ipywidgets view of a checked table: why cells are hidden, better answers, an exception request.
 
-It joins the same output as the text/plain and text/html fallbacks (a notebook reopened
-without a kernel, or converted by nbconvert, still shows the protected table). Widget
-state is saved into notebooks, so every trait holds *only protected content*: the
-protected table's HTML, reasons in plain words (never a hidden value), audited
-intervals, and suggestions that themselves passed the rules.
+No longer published with outputs: a saved notebook showed "Error displaying widget: model
+not found" in place of the table (a trusted notebook does not fall back to text/html), so
+the lab extension's own renderer draws the same content from the output's data
+(``application/vnd.sdc-magic.v1+json``, see :mod:`sdc_magic.render`). Kept for Python use.
+Every trait holds *only protected content*: the protected table's HTML, reasons in plain
+words (never a hidden value), audited intervals, and suggestions that themselves passed
+the rules.
 """
 
 from __future__ import annotations
