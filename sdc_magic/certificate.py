@@ -60,6 +60,19 @@ def versions() -> dict[str, str]:
             "python": platform.python_version()}
 
 
+def _rounded(value: Any, base: int) -> Any:
+    """A published whole number rounded to ``base`` as the display rounds it (0: as is)."""
+    if not base:
+        return value
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return value
+    if not math.isfinite(f) or f != round(f):
+        return value
+    return int(np.round(f / base) * base)
+
+
 def finalise(checked: Any) -> int:
     """Make the protection models agree with the final decision on the displayed cells.
 
@@ -111,8 +124,15 @@ def finalise(checked: Any) -> int:
 
 
 def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, Any]:
-    """The certificate of one checked table (only published values)."""
+    """The certificate of one checked table (only published values).
+
+    A rounded table (``round_to``, OpenSAFELY) publishes rounded values only, in the
+    displayed cells and in its protection tables alike; its tables say ``rounding`` and
+    their intervals are what the rounded figures allow (each known within ± half the
+    base), so the certificate never holds an unrounded count.
+    """
     finalise(checked)
+    rounding = int(checked.rounded) if getattr(checked, "rounded", None) else 0
     frame = checked.frame
     grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
     published: list[dict[str, Any]] = []
@@ -128,7 +148,7 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
                     item["interval"] = [_json_value(interval[0]), _json_value(interval[1])]
                 hidden.append(item)
             else:
-                item["value"] = _json_value(grid.iat[i, j])
+                item["value"] = _json_value(_rounded(grid.iat[i, j], rounding))
                 published.append(item)
     tables = []
     for model in checked.models:
@@ -140,14 +160,19 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
             status = rec["status"]
             row: dict[str, Any] = {"labels": [str(rec[c]) for c in columns], "status": status}
             if status == "safe":
-                row["value"] = _json_value(rec["value"])
+                row["value"] = _json_value(_rounded(rec["value"], rounding))
             else:
                 row["lower"] = _json_value(rec["lower"])
                 row["upper"] = _json_value(rec["upper"])
                 row["reasons"] = [str(r) for r in rec.get("reasons", [])]
             rows.append(row)
-        tables.append({"measure": model.get("measure", ""), "dims": dims, "stat": model.get("stat", []),
-                       "method": model.get("method"), "audit_ok": bool(model.get("audit_ok")), "cells": rows})
+        table = {"measure": model.get("measure", ""), "dims": dims, "stat": model.get("stat", []),
+                 "method": model.get("method"), "audit_ok": bool(model.get("audit_ok")), "cells": rows}
+        if rounding:
+            table["rounding"] = rounding
+            for k, (lo, hi) in intervals_from_published(table).items():
+                rows[k]["lower"], rows[k]["upper"] = _json_value(lo), _json_value(hi)
+        tables.append(table)
     rules = checked.rules.as_dict() if checked.rules is not None else {}
     return {
         "schema": SCHEMA,
@@ -201,11 +226,14 @@ def intervals_from_published(table: dict[str, Any]) -> dict[int, tuple[float, fl
     inner, margins = _relations(labels, len(table["dims"]))
     var_of = {k: i for i, k in enumerate(inner)}
     n = len(inner)
+    half = float(table.get("rounding") or 0) / 2.0  # a rounded figure is known within ± half the base
     fixed_lb = np.zeros(n)
     fixed_ub = np.full(n, np.inf)
     for k in inner:
         if cells[k]["status"] == "safe":
-            fixed_lb[var_of[k]] = fixed_ub[var_of[k]] = float(cells[k]["value"])
+            v = float(cells[k]["value"])
+            fixed_lb[var_of[k]] = max(0.0, v - half) if half else v
+            fixed_ub[var_of[k]] = v + half
     rows = [(k, parts) for k, parts in margins if cells[k]["status"] == "safe" and parts]
     A = lil_matrix((len(rows), n))
     b = np.zeros(len(rows))
@@ -214,6 +242,12 @@ def intervals_from_published(table: dict[str, Any]) -> dict[int, tuple[float, fl
             A[r, var_of[p]] = 1.0
         b[r] = float(cells[k]["value"])
     A = A.tocsr()
+    if half and len(rows):  # v − h ≤ Σ parts ≤ v + h
+        from scipy.sparse import vstack
+
+        eq: dict[str, Any] = {"A_ub": vstack([A, -A]).tocsr(), "b_ub": np.concatenate([b + half, -(b - half)])}
+    else:
+        eq = {"A_eq": A, "b_eq": b} if len(rows) else {}
     bounds = list(zip(fixed_lb, fixed_ub, strict=True))
     out: dict[int, tuple[float, float]] = {}
     targets = [k for k, c in enumerate(cells) if c["status"] != "safe"]
@@ -222,16 +256,19 @@ def intervals_from_published(table: dict[str, Any]) -> dict[int, tuple[float, fl
         c = np.zeros(n)
         for p in ([k] if k in var_of else parts_of.get(k, [])):
             c[var_of[p]] = 1.0
-        lo = linprog(c, A_eq=A if len(rows) else None, b_eq=b if len(rows) else None, bounds=bounds,
-                     method="highs")
-        hi = linprog(-c, A_eq=A if len(rows) else None, b_eq=b if len(rows) else None, bounds=bounds,
-                     method="highs")
+        lo = linprog(c, bounds=bounds, method="highs", **eq)
+        hi = linprog(-c, bounds=bounds, method="highs", **eq)
         if lo.status != 0 or hi.status not in (0, 3):
             out[k] = (math.nan, math.nan)
             continue
         upper = math.inf if hi.status == 3 else -hi.fun
         out[k] = (float(lo.fun), float(upper))
     return out
+
+
+def rounding_slack(table: dict[str, Any], parts: int) -> float:
+    """How far a rounded margin may differ from the sum of its rounded parts."""
+    return float(table.get("rounding") or 0) / 2.0 * (parts + 1)
 
 
 def verify_certificate(cert: dict[str, Any], protection: float | None = None) -> list[str]:
@@ -251,7 +288,8 @@ def verify_certificate(cert: dict[str, Any], protection: float | None = None) ->
                 continue
             if all(cells[p]["status"] == "safe" for p in parts):
                 total = sum(float(cells[p]["value"]) for p in parts)
-                if abs(total - float(cells[k]["value"])) > TOLERANCE * max(1.0, abs(total)):
+                slack = rounding_slack(table, len(parts))
+                if abs(total - float(cells[k]["value"])) > TOLERANCE * max(1.0, abs(total)) + slack:
                     problems.append(f"table {t}: margin {labels[k]} = {cells[k]['value']} but its cells sum to {total:g}")
         try:
             recomputed = intervals_from_published(table)
