@@ -78,9 +78,12 @@ class Session:
         """Check a table without displaying it (the Python API).
 
         ``protect=False`` applies the primary rules only (fast; used to screen candidate
-        tables, whose status is then ``blocked`` whenever a cell is primary).
+        tables, whose status is then ``blocked`` whenever a cell is primary). Cells that earlier
+        outputs would reveal by subtraction are primary here too: a suggested table (and the
+        counts its text quotes) must not undo the linking.
         """
-        return check(obj, self.registry, self.rules, self.protector if protect else False)
+        return check(obj, self.registry, self.rules, self.protector if protect else False,
+                     linker=self._differencing if self.linking else None)
 
     def bundle(self, obj: Any, execution_count: int | None = None, record: bool = True
                ) -> tuple[dict[str, str], dict[str, Any]]:

@@ -429,6 +429,8 @@ class Suggester:
                 parts = np.concatenate([num.to_numpy(float), den.to_numpy(float), (den - num).to_numpy(float)])
                 if (parts < self.rules.threshold).any():
                     continue  # a small (or empty) numerator, denominator or complement
+                if self._linked_away(sub, group, outcome):
+                    continue  # its counts would undo what earlier outputs hid (differencing)
                 rate = num / den
                 gap = float(rate.max() - rate.min())
                 try:
@@ -446,6 +448,15 @@ class Suggester:
                                         score=gap + (1.0 if population else 0.0)))
         found.sort(key=lambda s: (-s.score, s.title))
         return found[:limit]
+
+    def _linked_away(self, sub: pd.DataFrame, group: str, outcome: str) -> bool:
+        """True when the rate's table, checked with the session's linking, has a primary cell."""
+        if self.capturing is None:
+            return False
+        with self.capturing():
+            table = sub.groupby(group, observed=True)[outcome].agg(["sum", "count", "mean"])
+            checked = self.check(table, protect=False)
+        return bool(checked.hidden_count)
 
     # -- driver
     def run(self, budget: float = DEFAULT_BUDGET) -> Suggestions:
