@@ -644,6 +644,19 @@ def test_inline_output_use_this_exception_and_reopen(lab: Lab, page: Any, tmp_pa
     assert cleared_after == cleared_before - 1
     shot(page, "exception_review.png")
 
+    # -- %sdc exception from a cell: the kernel pushes the update, the earlier output shows it at once
+    other = next((d for d in rendered_outputs(page) if d["status"] == "suppressed" and d["id"] != four["id"]), None)
+    assert other is not None, "demo 02 has a second protected table (the INSEE age bands)"
+    if other is not None:
+        last = page.locator(f"{CURRENT_NOTEBOOK} .jp-Cell").last
+        last.locator(".jp-InputArea-prompt").click()
+        page.keyboard.press("Escape")
+        page.keyboard.press("b")  # a new cell below, command mode
+        page.keyboard.press("Enter")
+        page.keyboard.type(f'%sdc exception {other["id"]} "Needed by the national plan"')
+        page.keyboard.press("Shift+Enter")
+        page.locator(f'{OUTPUTS}[data-id="{other["id"]}"][data-status="review"]').wait_for(timeout=30_000)
+
     # -- save, shut the kernel down, reload: every table and its reasons render from the saved data
     saved = save_notebook(page, lab, "better.ipynb")
     by_id = payloads(saved)
