@@ -251,3 +251,17 @@ def test_magic_exception_updates_the_output(monkeypatch: pytest.MonkeyPatch, ses
         assert output["data"][MIME]["exception"] == "needed for the district plan"
     finally:
         comm._live.clear()
+
+
+def test_cells_formatted_as_pandas_shows_counts() -> None:
+    """Counts as integers (not 20.0), missing cells empty (not NaN), decimals aligned per column."""
+    import pandas as pd
+
+    from sdc_magic.render import table_payload
+
+    frame = pd.DataFrame({"n": [20.0, float("nan"), 3.0], "rate": [0.5, 1.25, float("nan")]},
+                         index=pd.Index(["0-11", "12-17", "18+"], name="age_band"))
+    t = table_payload(frame)
+    assert [r["cells"] for r in t["rows"]] == [["20", "0.50"], ["", "1.25"], ["3", ""]]
+    assert t["index_names"] == ["age_band"] and t["columns"] == [["n", "rate"]]
+    assert _json_types(t) == []
