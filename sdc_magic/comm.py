@@ -19,7 +19,6 @@ Replies never hold a hidden value: they are built by the same renderers as the o
 
 from __future__ import annotations
 
-import traceback
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -76,8 +75,9 @@ def _on_open(comm: Any, msg: dict[str, Any]) -> None:
         reply = handle(request)
     except Exception as exc:  # never a traceback to the front-end: it can quote data
         from .extension import session
+        from .tracebacks import safe_format_exc
 
-        session().last_error = traceback.format_exc()
+        session().last_error = safe_format_exc()
         reply = {"ok": False, "error": f"the kernel could not do this ({type(exc).__name__}); %sdc debug has details"}
     try:
         comm.send(reply)

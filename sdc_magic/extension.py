@@ -75,9 +75,10 @@ def load(ip: Any) -> None:
         _load(ip)
     except Exception as exc:
         import contextlib
-        import traceback
 
-        error = traceback.format_exc()
+        from .tracebacks import safe_format_exc
+
+        error = safe_format_exc()
         with contextlib.suppress(Exception):
             unload(ip)  # whatever was half installed
         _failsafe.install(ip, f"{type(exc).__name__}: {exc}")

@@ -8,7 +8,6 @@ records the rules it was checked under.
 from __future__ import annotations
 
 import math
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import certificate
+from . import certificate, signing
 from .bundle import MIME as PAYLOAD_MIME
 from .bundle import canonical
 from .capture import Capture
@@ -26,6 +25,7 @@ from .export import table_csv
 from .ledger import Ledger, OutputRecord
 from .registry import Registry
 from .render import extras_html, render_html, render_payload, render_placeholder, render_plain
+from .tracebacks import safe_format_exc
 
 METADATA_SCHEMA = 1
 #: Larger tables are shown protected but not kept for export (certificates would be huge).
@@ -109,15 +109,17 @@ class Session:
                             published=self._published if linked else None)
             if record and self.linking:
                 self._link(out_id, checked)
+                certificate.finalise(checked)  # models, intervals and display: one final decision
             if checked.kind == "row-level" and self.microdata is not None:
                 self._microdata_check(checked)
+            checked.notes.extend(self.ledger.take_warnings())  # e.g. persistence off: said once, inline
             text = render_plain(checked)
             found = None
             if suggest is not None and checked.hidden_count and checked.kind == "table":
                 try:
                     found = suggest(checked)
                 except Exception:  # suggestions are an extra: the protected table stands without them
-                    self.last_error = traceback.format_exc()
+                    self.last_error = safe_format_exc()
             payload = render_payload(checked, out_id, found)
             page = render_html(checked, extras_html(payload))
             meta = self._metadata(out_id, checked, text, page, payload)
@@ -127,10 +129,13 @@ class Session:
             meta = self._failure_metadata(out_id, "interrupted", text, page)
         except Exception as exc:  # fail closed
             checked = payload = None
-            self.last_error = traceback.format_exc()
+            self.last_error = safe_format_exc()
             reason = str(exc) if getattr(exc, "sdc_note", False) else f"checking failed ({type(exc).__name__})"
             text, page = render_placeholder(reason)
             meta = self._failure_metadata(out_id, reason, text, page)
+        signature = signing.sign(meta["digest"], meta["status"])
+        if signature is not None:  # lets redact --require-hmac tell our clearances from hand-made ones
+            meta["hmac"] = signature
         if record:
             self.ledger.add(self._record(out_id, meta, checked, execution_count))
         from .linking import clear_cache
@@ -158,7 +163,7 @@ class Session:
                 csv_text = table_csv(checked)
                 cert = certificate.build(out_id, checked, f"{out_id}.csv", meta["digest"])
             except Exception:  # not exportable then; the display itself is unaffected
-                self.last_error = traceback.format_exc()
+                self.last_error = safe_format_exc()
                 csv_text = cert = None
         return OutputRecord(
             id=out_id, status=meta["status"], kind=meta.get("kind", "error"), hidden=meta.get("hidden", 0),
