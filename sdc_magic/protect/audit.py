@@ -286,20 +286,25 @@ class Certification:
     lps: int = 0
 
 
-def _pool_matrix(pool: list[Flow], n: int) -> sp.csc_matrix:
-    if not pool:
-        return sp.csc_matrix((0, n))
-    rows = np.concatenate([np.full(len(f.idx), i) for i, f in enumerate(pool)])
-    cols = np.concatenate([f.idx for f in pool])
-    vals = np.concatenate([f.val for f in pool])
-    return sp.csc_matrix((vals, (rows, cols)), shape=(len(pool), n))
+def _flow_reqs(f: Flow, req_k: np.ndarray, req_s: np.ndarray, req_a: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Requirements on cells a flow moves: (their indices, met by the flow, the moved requirement cells).
 
-
-def _hits(F: sp.csc_matrix, k: np.ndarray, sign: np.ndarray, amt: np.ndarray) -> sp.coo_matrix:
-    """(flow, requirement) pairs where the flow meets the requirement."""
-    sub = F[:, k].tocoo()
-    ok = sub.data * sign[sub.col] >= amt[sub.col] * (1 - 1e-6) - 1e-9
-    return sp.coo_matrix((np.ones(int(ok.sum())), (sub.row[ok], sub.col[ok])), shape=sub.shape)
+    ``req_k`` is sorted (:meth:`Problem.requirements`), so each moved cell's
+    requirements are one slice: no sparse matrix per certificate.
+    """
+    lo = np.searchsorted(req_k, f.idx, side="left")
+    hi = np.searchsorted(req_k, f.idx, side="right")
+    has = hi > lo
+    if not has.any():
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, np.zeros(0, dtype=bool), empty
+    counts = hi[has] - lo[has]
+    starts = np.repeat(lo[has], counts)
+    rs = starts + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+    vals = np.repeat(f.val[has], counts)
+    ok = vals * req_s[rs] >= req_a[rs] * (1 - 1e-6) - 1e-9
+    return rs, ok, f.idx[has]
 
 
 #: Open requirements at which the outsider audit asks one elastic LP for a batch of them.
@@ -399,17 +404,13 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     certified_by: list[list[int]] = [[] for _ in range(nreq)]
     touching: dict[int, list[int]] = {}  # requirement cell -> pool flows that move it
 
-    req_cells = np.unique(req_k)
-
     def absorb(start: int) -> None:
-        F = _pool_matrix(pool[start:], P.n)
-        sub = F[:, req_k].tocoo()
-        ok = sub.data * req_s[sub.col] >= req_a[sub.col] * (1 - 1e-6) - 1e-9
-        for fi, r in zip((sub.row[ok] + start).tolist(), sub.col[ok].tolist(), strict=True):
-            certified_by[r].append(fi)
-        sub = F[:, req_cells].tocoo()
-        for fi, k in zip((sub.row + start).tolist(), req_cells[sub.col].tolist(), strict=True):
-            touching.setdefault(k, []).append(fi)
+        for fi in range(start, len(pool)):
+            rs, ok, cells = _flow_reqs(pool[fi], req_k, req_s, req_a)
+            for r in rs[ok].tolist():
+                certified_by[r].append(fi)
+            for k in cells.tolist():
+                touching.setdefault(k, []).append(fi)
 
     def rescued(r: int, L: np.ndarray, U: np.ndarray, avoid: int = -1) -> bool:
         """A pool certificate scaled to requirement r (under ranges L, U); added to the pool."""
@@ -491,7 +492,8 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
 
     def narrow(fi: int) -> None:
         if fi not in hits_of:
-            hits_of[fi] = _hits(_pool_matrix([pool[fi]], P.n), req_k, req_s, req_a).col
+            rs, ok, _ = _flow_reqs(pool[fi], req_k, req_s, req_a)
+            hits_of[fi] = rs[ok]
         v = viol(fi)
         for r2 in hits_of[fi]:
             r2 = int(r2)
