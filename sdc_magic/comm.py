@@ -126,8 +126,19 @@ def rerender(out_id: str, live: Live, reason: str) -> dict[str, Any]:
     from .render import with_exception
 
     data, metadata = with_exception(live.data, live.metadata, reason)
+    _sign(metadata["sdc_magic"])
     live.data, live.metadata = data, metadata
     return {"output_type": "display_data", "data": data, "metadata": metadata}
+
+
+def _sign(record: dict[str, Any]) -> None:
+    """Sign the new digest and status as the session signs its outputs (or drop a stale signature)."""
+    from . import signing
+
+    record.pop("hmac", None)
+    signature = signing.sign(record["digest"], record["status"])
+    if signature is not None:
+        record["hmac"] = signature
 
 
 def push_update(out_id: str, output: dict[str, Any]) -> None:

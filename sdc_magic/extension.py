@@ -207,6 +207,11 @@ def message(text: str) -> None:
     from IPython.display import display
 
     data, meta = message_bundle(text)
+    from . import signing
+
+    signature = signing.sign(meta["sdc_magic"]["digest"], "pass")
+    if signature is not None:  # redact --require-hmac keeps our messages, not hand-made ones
+        meta["sdc_magic"]["hmac"] = signature
     display(data, raw=True, metadata=meta)
 
 

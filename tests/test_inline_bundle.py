@@ -220,6 +220,11 @@ def test_comm_actions(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: 
         assert output["data"][MIME]["label"] == "needs review"
         assert output["data"][MIME]["exception"] == "needs review".replace("needs review", "needed for the district plan")
         assert clearance(output) == "status review"
+        from sdc_magic import signing
+
+        record = output["metadata"]["sdc_magic"]
+        if "hmac" in published.metadata["sdc_magic"]:  # signed like the session signs: new digest, new status
+            assert signing.check(record["digest"], "review", record["hmac"])
         assert pushed and pushed[-1][0] == published.id
         assert session.output(published.id).status == "review"
         # the same protected table as published, whatever later outputs did to the decision
