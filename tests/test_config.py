@@ -120,7 +120,7 @@ def test_toml_syntax_error_names_the_file_and_line(tmp_path: Path, monkeypatch: 
 
 def test_missing_env_config_is_an_error_naming_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SDC_MAGIC_CONFIG", str(tmp_path / "gone.toml"))
-    with pytest.raises(RulesError, match="gone.toml"):
+    with pytest.raises(RulesError, match=r"gone\.toml"):
         load_rules(tmp_path)
 
 
@@ -184,3 +184,14 @@ def test_load_config_missing_env_file_and_good_files(tmp_path: Path, monkeypatch
     assert (loaded.rules, loaded.problems, loaded.memory_mb) == (PRESETS["sacro"], (), 64.0)
     monkeypatch.setenv("SDC_MAGIC_CONFIG", "")
     assert load_config(tmp_path).rules == PRESETS["humanitarian"]
+
+
+@pytest.mark.parametrize("line,key", [("threshold=inf", "threshold"), ("threshold=1e400", "threshold"),
+                                      ("dominance=nan,85", "dominance"), ("p=nan", "p")])
+def test_sdc_rules_magic_names_the_key_of_a_non_finite_value(sdc, line: str, key: str) -> None:
+    from sdc_magic.extension import session
+
+    before = session().rules
+    with pytest.raises(RulesError, match=rf"%sdc rules: {key} "):
+        sdc.magic(f"sdc rules {line}")
+    assert session().rules == before  # nothing changed
