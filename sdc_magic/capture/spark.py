@@ -208,8 +208,12 @@ class SparkCapture:
                          F.countDistinct(F.when(col.isNotNull(), F.col(unit))).alias(names["n"]))
             if v in magnitudes and unit is None:
                 x = col.cast("double")
+                # top-2 by two hash aggregations (max now, the runner-up in a second job):
+                # max_by(.., k) needs a sort-based aggregation, several times slower in Spark
+                top = F.max(F.abs(x)).alias(f"{p}m_{i}") if k == 2 else \
+                    F.max_by(F.abs(x), F.abs(x), k).alias(names["top"])
                 exprs += [F.sum(x).alias(names["t"]), F.sum(F.abs(x)).alias(names["ta"]),
-                          F.max(x < 0).alias(names["neg"]), F.max_by(F.abs(x), F.abs(x), k).alias(names["top"])]
+                          F.max(x < 0).alias(names["neg"]), top]
         return exprs, variables, magnitudes
 
     def _run(self, recipe: Recipe, limit: int | None, to_pandas: Callable | None = None) -> pd.DataFrame:
@@ -224,8 +228,38 @@ class SparkCapture:
         if unit is not None and magnitudes:
             full = full.merge(self._unit_magnitudes(recipe, unit, variables, magnitudes, rules.top_k, fetch),
                               on=recipe.keys, how="left")
+        elif magnitudes and rules.top_k == 2:
+            full = self._runner_up(recipe, full, variables, magnitudes, fetch)
         recipe.unit = unit  # type: ignore[attr-defined]
         recipe.variables = variables  # type: ignore[attr-defined]
+        return full
+
+    def _runner_up(self, recipe: Recipe, full: pd.DataFrame, variables: list[str], magnitudes: set[str],
+                   fetch: Callable) -> pd.DataFrame:
+        """The second largest contribution per group: the groups' maxima (one row per group,
+        broadcast) joined back to the source, one hash aggregation."""
+        from pyspark.sql import functions as F
+
+        p = contract.PREFIX
+        wanted = [(i, v) for i, v in enumerate(variables) if v in magnitudes]
+        small = full[recipe.keys + [f"{p}m_{i}" for i, _ in wanted]].copy()
+        small.columns = [f"{p}k{j}" for j in range(len(recipe.keys))] + [f"{p}m_{i}" for i, _ in wanted]
+        maxima = recipe.source.sparkSession.createDataFrame(small)
+        cond = [recipe.source[key].eqNullSafe(maxima[f"{p}k{j}"]) for j, key in enumerate(recipe.keys)]
+        joined = recipe.source.join(F.broadcast(maxima), cond, "inner")
+        aggs = []
+        for i, v in wanted:
+            x, m = F.abs(F.col(v).cast("double")), F.col(f"{p}m_{i}")
+            aggs += [F.max(F.when(x < m, x)).alias(f"{p}second_{i}"),
+                     F.sum(F.when(x == m, 1).otherwise(0)).alias(f"{p}ties_{i}")]
+        second = fetch(joined.groupBy(*[recipe.source[key] for key in recipe.keys]).agg(*aggs))
+        full = full.merge(second, on=recipe.keys, how="left")
+        for i, _ in wanted:
+            top1 = full[f"{p}m_{i}"].to_numpy(dtype=float, na_value=float("nan"))
+            runner = full[f"{p}second_{i}"].to_numpy(dtype=float, na_value=float("nan"))
+            ties = full[f"{p}ties_{i}"].fillna(0).to_numpy(dtype=float)
+            top2 = [a if t >= 2 else b for a, b, t in zip(top1, runner, ties, strict=True)]
+            full[contract.fact_names(i)["top"]] = [[a, b] for a, b in zip(top1, top2, strict=True)]
         return full
 
     def _unit_magnitudes(self, recipe: Recipe, unit: str, variables: list[str], magnitudes: set[str], k: int,
