@@ -104,7 +104,8 @@ def _load(ip: Any) -> None:
         from .ledger import Ledger
 
         sess.ledger = Ledger(persist=True)  # next to the notebook: survives a kernel restart
-    for warning in list(getattr(sess.ledger, "warnings", None) or []):
+    take = getattr(sess.ledger, "take_warnings", None)  # shown here once, not again under a table
+    for warning in (take() if callable(take) else list(getattr(sess.ledger, "warnings", None) or [])):
         _warn(str(warning))
     sess.capture.frame_finder = _frame_finder(ip)
     sess.capture.install()
