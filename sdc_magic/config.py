@@ -12,8 +12,12 @@ a whole team can pin the rules once:
 2. ``sdc.toml`` in the working directory or any parent;
 3. ``[tool.sdc_magic]`` in a ``pyproject.toml`` in the working directory or any parent.
 
-Every value is validated when it is set; an unknown key or a bad value is an error
-that names the key.
+Every value is validated when it is set; an unknown key or a bad value (including
+``inf`` and ``nan``) is an error that names the key, and a file that cannot be used is an
+error that names the file and line. When the extension loads, :func:`load_config` never
+raises: a configuration that cannot be used gives :data:`STRICT` (the strictest value of
+every rule across the presets) and a problem to show, because loading must never leave
+tables unprotected and a typo must never loosen the rules.
 """
 
 from __future__ import annotations
