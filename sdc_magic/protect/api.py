@@ -19,7 +19,7 @@ from ..rules import CellFacts, assess
 from .audit import Problem, ProgressFn, Ticker, TimeLimit, certify, intervals
 from .heuristic import Infeasible, cleanup, repair
 from .levels import decimals_of, protection_levels
-from .lp import Flow
+from .lp import Flow, set_deadline
 from .mip import available_solvers, optimal
 from .model import TOTAL, TableModel, _sorted_unique, build_dimension, build_model, merged_top
 
@@ -424,6 +424,7 @@ def protect(
     pool: list[Flow] = []
     unprotectable: list[tuple[int, int]] = []
     tick.deadline = deadline  # every loop of the search stops at the hard time limit
+    set_deadline(deadline)  # ... and every LP inside them
     work = int(CLEANUP_ITERATIONS_PER_SECOND * float(time_limit))
     try:
         blocked = _unhideable_primaries(P)
@@ -453,6 +454,8 @@ def protect(
         hidden = np.ones(n, dtype=bool)
         method_name = "none (time limit)"
         audit_ok = False
+    finally:
+        set_deadline(np.inf)
     tick.deadline = np.inf  # the final audit and the intervals always run to the end
 
     # ---- final audit: certificates for every attacker, then exact intervals

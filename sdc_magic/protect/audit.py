@@ -34,13 +34,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from .lp import Attacker, Flow, IntervalEngine, flow_lp, propagated_bounds
+from .lp import Attacker, Flow, IntervalEngine, TimeLimit, flow_lp, propagated_bounds
 
 ProgressFn = Callable[[str, float | None], None]
-
-
-class TimeLimit(Exception):
-    """The search's hard time limit struck (raised from :class:`Ticker` calls in loops)."""
 
 
 class Ticker:

@@ -15,6 +15,7 @@ import ctypes
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -150,6 +151,38 @@ def _option(h: highspy.Highs, name: str) -> object:
 _WORK = threading.local()
 
 
+class TimeLimit(Exception):
+    """The search's hard time limit struck (raised by the ticker's loops or inside an LP)."""
+
+
+def set_deadline(deadline: float) -> None:
+    """A ``time.process_time()`` deadline for every LP this thread solves (inf: none).
+
+    A single large LP (an elastic batch over 20,000 cells) can run for minutes between
+    two ticks of the search's loops; HiGHS's own time limit stops it.  HiGHS counts
+    that limit over an instance's *cumulative* run time (measured: a persistent model
+    hits a 0.05 s limit after a few hundred 0.3 ms solves), so each solve gets the
+    instance's run time so far plus the CPU seconds left.
+    """
+    _WORK.deadline = float(deadline)
+
+
+def _arm(h: highspy.Highs) -> None:
+    left = getattr(_WORK, "deadline", np.inf) - time.process_time()
+    if left <= 0:
+        raise TimeLimit("time limit reached before an LP")
+    h.setOptionValue("time_limit", float(h.getRunTime()) + left if np.isfinite(left) else INF)
+
+
+def _solve(h: highspy.Highs) -> highspy.HighsModelStatus:
+    h.run()
+    _count(h)
+    status = h.getModelStatus()
+    if status == highspy.HighsModelStatus.kTimeLimit:
+        raise TimeLimit("time limit reached in an LP")
+    return status
+
+
 def work_done() -> int:
     """Simplex (and interior point) iterations solved by this thread so far.
 
@@ -173,15 +206,12 @@ def run_robust(h: highspy.Highs) -> highspy.HighsModelStatus:
     options are put back afterwards.  Returns the first definite status (optimal,
     infeasible, unbounded) or the last one.
     """
-    h.run()
-    _count(h)
-    status = h.getModelStatus()
+    _arm(h)
+    status = _solve(h)
     if status in _DEFINITE:
         return status
     h.clearSolver()
-    h.run()
-    _count(h)
-    status = h.getModelStatus()
+    status = _solve(h)
     if status in _DEFINITE:
         return status
     for opts in ({"presolve": "on", "simplex_strategy": 1}, {"presolve": "on", "solver": "ipm"}):
@@ -190,9 +220,7 @@ def run_robust(h: highspy.Highs) -> highspy.HighsModelStatus:
             for k, v in opts.items():
                 h.setOptionValue(k, v)
             h.clearSolver()
-            h.run()
-            _count(h)
-            status = h.getModelStatus()
+            status = _solve(h)
         finally:
             for k, v in old.items():
                 h.setOptionValue(k, v)
