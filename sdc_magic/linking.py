@@ -657,8 +657,13 @@ class Linker:
         return out
 
     def published_elsewhere(self, d: Draft) -> dict[tuple[str, ...], set[tuple]]:
-        """Cells of the new table (inner, or margins) whose rows are exactly a cell — or a sum of
-        cells — that earlier outputs published: public knowledge, never worth hiding."""
+        """Cells of the new table (inner, or margins) whose rows are exactly a cell that earlier
+        outputs published: public knowledge, never worth hiding.
+
+        Only single cells: a cell equal to a *sum* of published cells is public too, but pinning
+        every such sum leaves the per-table engine too little room (it then blocks tables whose
+        small cells are already public); the joint audit accounts for those sums instead.
+        """
         out: dict[tuple[str, ...], set[tuple]] = {}
         new = d.pop
         olds = list(reversed(self.related(d)))
@@ -676,7 +681,8 @@ class Linker:
                     s_ = np.where(aa >= 0, omap[np.maximum(aa, 0)], -1)
                     su, bu, ww = _cross(s_, len(osizes), bb, len(labels), w)
                     inside = (su >= 0) & (bu >= 0)
-                    public |= _gaps(su[inside], bu[inside], ww[inside], osizes, nsizes, opub, len(labels))[1]
+                    one = np.bincount(bu[inside], minlength=len(labels)) == 1
+                    public |= _gaps(su[inside], bu[inside], ww[inside], osizes, nsizes, opub, len(labels))[1] & one
             if public.any():
                 out[subset] = {tuple(labels[g]) for g in np.flatnonzero(public)}
         return out

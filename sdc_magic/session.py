@@ -264,14 +264,20 @@ class Session:
 
         if not isinstance(self.populations, Linker):
             self.populations = Linker()
+        from .ledger import notebook_stem
+
         ledger = self.ledger
         path = None
-        if getattr(ledger, "persist", False):
+        # saved per notebook (the server names it): a console, a script or an in-process shell
+        # sharing the working directory's default ledger keeps its linking memory to itself
+        if getattr(ledger, "persist", False) and notebook_stem():
             try:
                 path = ledger.path.with_name(ledger.path.name + ".linking.npz")
             except Exception:  # no folder: memory only
                 path = None
         if path != self.populations.path:
+            if self.populations.path is not None:  # another notebook's ledger: another memory
+                self.populations = Linker()
             self.populations.attach(path)
         return self.populations
 

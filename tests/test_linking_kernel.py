@@ -76,8 +76,10 @@ def _hidden_rules(meta: dict[str, Any]) -> dict[str, set[str]]:
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
     workdir = tmp_path_factory.mktemp("linking-kernel")
-    _, first = execute_notebook(FIRST, workdir, name="first.ipynb")
-    _, second = execute_notebook(SECOND, workdir, name="second.ipynb")  # a new kernel: a restart
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JPY_SESSION_NAME", "analysis.ipynb")  # as the server names the notebook to its kernel
+        _, first = execute_notebook(FIRST, workdir, name="first.ipynb")
+        _, second = execute_notebook(SECOND, workdir, name="second.ipynb")  # a new kernel: a restart
     return first, second
 
 

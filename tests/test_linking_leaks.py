@@ -165,8 +165,9 @@ def test_a_hidden_grand_total_stays_hidden(session, referrals, how) -> None:
     assert any("its grand total" in m for m in messages(second))
 
 
-def test_restart_keeps_the_populations(tmp_path, referrals) -> None:
+def test_restart_keeps_the_populations(tmp_path, referrals, monkeypatch) -> None:
     """7d: after a kernel restart, a table differing by a few people from an earlier one is caught."""
+    monkeypatch.setenv("JPY_SESSION_NAME", "analysis.ipynb")  # the server names the notebook
     from sdc_magic.datasets import make_referrals
     from sdc_magic.ledger import Ledger
     from sdc_magic.session import Session
@@ -331,6 +332,7 @@ def test_background_save_and_bounded_memory(tmp_path, referrals, monkeypatch) ->
     from sdc_magic.session import Session
 
     monkeypatch.setattr(linking, "SYNC_SAVE_BYTES", 0)
+    monkeypatch.setenv("JPY_SESSION_NAME", "analysis.ipynb")
     first = Session()
     first.ledger = Ledger(folder=tmp_path)
     first.capture.install()
@@ -364,3 +366,21 @@ def test_reaggregated_counts_take_part_in_linking(session, referrals) -> None:
     out = session.publish(counts.groupby(REGIONS).sum())
     assert "differencing" in hidden_cells(out)["Centre"]
     assert any("sums of counts" in p.title for p in session.populations)
+
+
+def test_no_linking_memory_without_a_notebook(tmp_path, referrals, monkeypatch) -> None:
+    """A console or an in-process shell using the working directory's default ledger keeps its
+    linking memory in memory: other processes sharing that folder do not inherit it."""
+    from sdc_magic.ledger import Ledger
+    from sdc_magic.session import Session
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    s = Session()
+    s.ledger = Ledger(folder=tmp_path)
+    s.capture.install()
+    try:
+        s.publish(referrals.groupby("sex").size())
+    finally:
+        s.capture.uninstall()
+    assert len(s.populations) == 1
+    assert not any(p.name.endswith(".linking.npz") for p in tmp_path.iterdir())
