@@ -332,8 +332,8 @@ class Population:
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(group → level group, level sizes, level published, level hidden) at ``subset``.
 
-        A margin is published when every cell in it is, or when the table's margins are
-        public (all its cells were displayed) and its protection did not hide it.
+        A margin is published when every cell in it is, or when the table displayed its
+        margins and its protection did not hide this one.
         """
         published = self.published if published is None else published
         mapping, labels = self.level(subset)
@@ -496,7 +496,10 @@ class Linker:
             labels = [()]
         group_of_entry = np.where(margin, -1, group_of_entry)
         display_group = np.where(positions >= 0, group_of_entry[np.maximum(positions, 0)], -1)
-        margins_public = bool(np.isin(np.flatnonzero(~margin & (group_of_entry >= 0)), positions).all())
+        # what an attacker knows of the margins: those displayed (margins=True), and sums of published
+        # cells. (The per-table engine assumes every margin known; across tables that would charge a
+        # new table for margins nobody can compute.)
+        margins_public = bool(((positions >= 0) & margin[np.maximum(positions, 0)]).any())
         placed = self._place(frame, keys)
         if placed is None:
             return None

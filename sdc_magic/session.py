@@ -300,13 +300,27 @@ class Session:
         draft = self._draft(entry, positions)
         if draft is None or not self.populations.related(draft):
             return {}
-        return self.populations.published_elsewhere(draft)
+        public = self.populations.published_elsewhere(draft)
+        self._public_given = bool(public)
+        return public
 
     def _link(self, out_id: str, checked: Checked) -> None:
         """Joint audit with related earlier outputs; then remember this output's population."""
         from .linking import joint_audit, record_hidden_model
         from .rules import Reason
 
+        pinned = getattr(self, "_public_given", False) and checked.kind == "table" and checked.status == "blocked" \
+            and any(n.startswith("No suppression pattern can protect") for n in checked.notes)
+        self._public_given = False
+        if pinned:
+            # the cells earlier outputs published pin some small cells: those are public knowledge
+            # already, hiding them protects nothing. Protect the table on its own, and let the joint
+            # audit with the earlier outputs judge what this table adds (and only that).
+            alone = check(checked.frame, self.registry, self.rules, self.protector, linker=self._differencing)
+            if alone.status != "blocked":
+                alone.notes.append("some hidden cells were already recoverable from earlier outputs: "
+                                   "this table was protected on its own, then audited with them")
+                checked.__dict__.update(alone.__dict__)
         if checked.kind != "table" or checked.status not in ("pass", "suppressed", "review") \
                 or checked.hidden.size > MAX_EXPORT_CELLS:
             return
