@@ -342,9 +342,19 @@ class Suggester:
             text = dict(zip(column.tolist(), column.astype(str).tolist(), strict=True))
             mapping = {text[k]: v for k, v in mapping.items() if k in text}
             mapping_code, as_type = dict_literal(mapping), "str"
-        recoded = self.frame.assign(**{key: self.frame[key].astype(as_type).replace(mapping)})
+        recoded_column = self.frame[key].astype(as_type).replace(mapping)
+        order_code = ""
+        if kind == "merge" and as_type == "object":  # adjacent bands stay in their order (not alphabetical) in the new table
+            new_order = list(dict.fromkeys(mapping.get(x, x) for x in ordered))
+            try:
+                order_code = f".astype(pd.CategoricalDtype({literal(new_order)}, ordered=True))"
+                recoded_column = recoded_column.astype(pd.CategoricalDtype(new_order, ordered=True))
+            except (NoLiteral, ValueError, TypeError):
+                order_code = ""
+                recoded_column = self.frame[key].astype(as_type).replace(mapping)
+        recoded = self.frame.assign(**{key: recoded_column})
         code = (f"recoded = {self.name}.assign(**{{{literal(key)}: {self.name}[{literal(key)}]"
-                f".astype({as_type}).replace({mapping_code})}})\n"
+                f".astype({as_type}).replace({mapping_code}){order_code}}})\n"
                 + self._agg_code("recoded", self.keys))
         title = f"{what}: " + "; ".join(f"{new} = {' + '.join(old)}" for new, old in recoding.items() if len(old) > 1)
         return self._evaluate(kind, title, code, recoded, self.keys, recoding=recoding)
@@ -367,17 +377,41 @@ class Suggester:
         return None
 
     def _cut(self, key: str) -> Suggestion | None:
+        """New cut points on the numeric column a band was cut from.
+
+        An analyst picks few, wide bands with round edges, not the finest partition that
+        passes (single years of age would pass one by one and give 50 bands): candidate
+        edges are multiples of a round step (1, 2 or 5 × 10^k, about 20 steps over the
+        range), the finest passing partition over them is found by dynamic programming,
+        then its smallest adjacent bands are merged until there are no more bands than the
+        dimension has now.
+        """
         source = self._numeric_source(key)
         if source is None:
             return None
         others = [k for k in self.keys if k != key]
         values = self.frame[source]
-        grouped = self.frame.groupby([values, *[self.frame[o] for o in others]], observed=True).size()
+        finite = values.to_numpy(dtype=float, na_value=np.nan)
+        finite = finite[np.isfinite(finite)]
+        if len(finite) == 0:
+            return None
+        step = _round_step(float(finite.min()), float(finite.max()))
+        start = np.floor(values / step) * step
+        grouped = self.frame.groupby([start, *[self.frame[o] for o in others]], observed=True).size()
         table = (grouped.unstack(others) if others else grouped.to_frame()).fillna(0).sort_index()
         groups = merge_adjacent(table.to_numpy(dtype=float), self.rules)
         if groups is None or len(groups) < 2:
             return None
+        wanted = max(2, int(self.frame[key].nunique(dropna=True)))
+        totals = table.to_numpy(dtype=float).sum(axis=1)
+        while len(groups) > wanted:  # merge the smallest band into its smaller neighbour
+            sizes = [totals[g].sum() for g in groups]
+            i = int(np.argmin(sizes))
+            j = i - 1 if i == len(groups) - 1 or (i > 0 and sizes[i - 1] <= sizes[i + 1]) else i + 1
+            a, b = sorted((i, j))
+            groups[a:b + 1] = [groups[a] + groups[b]]
         points = [table.index[g[0]] for g in groups[1:]]
+        points = [int(p) if float(p).is_integer() else float(p) for p in points]
         edges = [-np.inf, *points, np.inf]
         names = []
         for lo, hi in itertools.pairwise(edges):
@@ -515,6 +549,18 @@ class Suggester:
                 kept.append(s)
         recodes = [s for s in clean if s.kind != "drop"]
         out.items = recodes + kept + rates
+
+
+def _round_step(lo: float, hi: float, steps: int = 20) -> float:
+    """A round bin width (1, 2 or 5 × 10^k) giving about ``steps`` bins over [lo, hi]."""
+    span = max(hi - lo, 1e-12)
+    raw = span / steps
+    power = 10.0 ** np.floor(np.log10(raw))
+    for m in (1.0, 2.0, 5.0, 10.0):
+        if m * power >= raw:
+            step = m * power
+            break
+    return max(step, 1.0) if float(lo).is_integer() and float(hi).is_integer() else step
 
 
 def _num(x: Any) -> str:

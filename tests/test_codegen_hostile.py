@@ -22,8 +22,8 @@ EVIL = "__import__('os').system('touch PWNED')"
 HOSTILE_COLUMNS = [EVIL, "age band", "class", "1st", "it's \"quoted\"", "new\nline", "x=1, y", "lambda"]
 # methods and keywords the generator may use; anything else in the tree came from the data
 METHODS = {"groupby", "size", "unstack", "assign", "astype", "replace", "cut", "agg", "sum", "mean",
-           "median", "min", "max", "std", "var", "count"}
-KEYWORDS = {"observed", "bins", "right", "labels", None}
+           "median", "min", "max", "std", "var", "count", "CategoricalDtype"}
+KEYWORDS = {"observed", "bins", "right", "labels", "ordered", None}
 
 
 def hostile_frame(n: int = 600, seed: int = 3) -> pd.DataFrame:

@@ -67,7 +67,7 @@ def test_insee_age_bands_merge_the_youngest(session) -> None:
     found, _ = session.suggestions(checked, name_of=lambda f, k: "firms", budget=30)
     merge = next(s for s in found.items if s.kind == "merge")
     assert merge.recoding == {"<30": ["<25", "25-30"], "30-50": ["30-50"], ">50": [">50"]}
-    merged = eval(merge.code.split("\n")[0].split(" = ", 1)[1], {"firms": firms})
+    merged = eval(merge.code.split("\n")[0].split(" = ", 1)[1], {"firms": firms, "pd": pd})
     counts = merged.groupby(["status", "manager_age"]).size()
     assert counts.min() >= 3 and counts[("polluting", "<30")] == 7
     # the merged table, published after the protected original, reveals none of its hidden cells
