@@ -144,3 +144,27 @@ def test_widget_state_holds_only_protected_content(session, referrals) -> None:
     import re
 
     assert not re.findall(r"(?<!fewer than )\b\d+ records", why)
+
+
+def test_cut_points_are_few_and_round() -> None:
+    """Single years of age pass one by one; an analyst wants a few round bands instead."""
+    from sdc_magic.datasets import make_referrals
+    from sdc_magic.session import Session
+
+    sess = Session()
+    referrals = make_referrals()
+    with sess.capturing():
+        table = referrals.groupby(["sex", "age_band"]).size().unstack()
+    checked = sess.check(table)
+    from sdc_magic.suggest import Suggester
+
+    finder = Suggester(checked.entry.source.frame, list(checked.entry.source.keys), None, "size", sess.rules,
+                    sess.check, name="referrals", capturing=sess.capturing)
+    cut = finder._cut("age_band")
+    assert cut is not None
+    bands = referrals["age_band"].nunique()
+    labels = cut.recoding.keys()
+    assert 2 <= len(labels) <= bands
+    edges = [float(x) for x in cut.title.split(": ")[1].split(", ")]
+    assert all(e % 5 == 0 for e in edges), edges
+    assert cut.hidden == 0
