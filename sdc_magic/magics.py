@@ -7,7 +7,7 @@
 ``%sdc exception out-7 "why"``  ask the output checker to release out-7 as it is (status review)
 ``%sdc comment out-7 "text"``   a comment for the checker
 ``%sdc drop out-7``             exclude out-7 from export
-``%sdc export DIR [--force] [--xlsx]``  write cleared outputs, certificates and results.json
+``%sdc export [DIR] [--force] [--xlsx]``  write cleared outputs, certificates and results.json (default: build/export/<notebook>/)
 ``%sdc verify DIR``             re-check an export folder without the data
 ``%sdc microdata keys=sex,birth_year,education k=3 sensitive=hiv_status l=2 max_risk=5``
                                 row-level frames displayed afterwards are checked for k-anonymity
@@ -65,10 +65,12 @@ def sdc_magic(line: str) -> None:
             _say(f"{record.id}: excluded from export")
         elif command == "export":
             args = shlex.split(rest)
-            folder = next((a for a in args if not a.startswith("--")), None)
-            if folder is None:
-                raise RulesError("usage: %sdc export DIR [--force] [--xlsx]")
+            folder = next((a for a in args if not a.startswith("--")), None)  # None: one folder per notebook
             written = sess.export(folder, force="--force" in args, xlsx="--xlsx" in args)
+            if folder is None:
+                from .export import default_export_folder
+
+                folder = str(default_export_folder())
             skipped = [r.id for r in sess.outputs if not r.exportable]
             _say(f"exported {len(written)} output(s) to {folder}: " + ", ".join(r.id for r in written))
             if skipped:

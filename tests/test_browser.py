@@ -435,7 +435,8 @@ def test_demo_notebook_panel_badges_guard_and_redacted_copy(lab: Lab, page: Any,
     page.locator("#sdc-panel .sdc-Panel-export").click()
     dialog.wait_for()
     page.wait_for_selector(".jp-Dialog .sdc-DialogText")
-    assert "%sdc export build/export --force" in dialog.inner_text()
+    assert "%sdc export --force" in dialog.inner_text()  # the default: one folder per notebook
+    assert "build/export/demo" in dialog.inner_text(), dialog.inner_text()
     shot(page, "export_dialog.png")
     dialog_button(page, "Close").click()
     wait_no_dialog(page)

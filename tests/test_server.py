@@ -307,7 +307,7 @@ def test_schema_is_served_and_admin_overrides_lock_the_guard(server: Jupyter) ->
     props = settings["schema"]["properties"]
     assert props["guardLocked"]["default"] is True
     assert props["guardEnabled"]["default"] is True
-    assert props["exportDir"]["default"] == "build/export"
+    assert props["exportDir"]["default"] == ""  # empty: the kernel's folder per notebook
 
 
 def test_extension_points_do_not_import_the_server() -> None:

@@ -98,7 +98,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
       listenForUpdates(panel);
     });
-    const options: IOptions = { guardEnabled: true, guardLocked: false, exportDir: 'build/export', badges: true };
+    const options: IOptions = { guardEnabled: true, guardLocked: false, exportDir: '', badges: true };
     const watcher = new NotebookWatcher(tracker);
 
     const select = async (info: IOutputInfo) => {
@@ -203,7 +203,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
             });
             options.guardEnabled = guardState.enabled;
             options.guardLocked = guardState.locked;
-            options.exportDir = typeof composite.exportDir === 'string' ? composite.exportDir : 'build/export';
+            options.exportDir = typeof composite.exportDir === 'string' ? composite.exportDir : '';
             options.badges = composite.badges !== false;
             render();
           };

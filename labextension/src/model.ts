@@ -448,9 +448,13 @@ export function stripAnsi(text: string): string {
   return text.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '');
 }
 
-/** The magic the Export button runs. Quotes the directory when needed. */
+/** The magic the Export button runs. Quotes the directory when needed; no directory:
+ * the kernel's default, one folder per notebook (build/export/<notebook>/). */
 export function exportCode(dir: string): string {
-  const d = dir.trim() || 'build/export';
+  const d = dir.trim();
+  if (!d) {
+    return '%sdc export --force';
+  }
   const quoted = /[\s"']/.test(d) ? JSON.stringify(d) : d;
   return `%sdc export ${quoted} --force`;
 }

@@ -236,7 +236,7 @@ describe('versions and kernel replies', () => {
   it('builds the export magic and cleans tracebacks', () => {
     assert.equal(exportCode('build/export'), '%sdc export build/export --force');
     assert.equal(exportCode('my dir'), '%sdc export "my dir" --force');
-    assert.equal(exportCode(''), '%sdc export build/export --force');
+    assert.equal(exportCode(''), '%sdc export --force');
     assert.equal(stripAnsi('\u001b[0;31mUsageError\u001b[0m: bad'), 'UsageError: bad');
   });
 });
