@@ -111,6 +111,6 @@ def _looks_row_level(obj: pd.DataFrame | pd.Series, registry: Registry) -> bool:
                 try:
                     if frame.index.isin(source.index).all() and isinstance(source.index, pd.RangeIndex):
                         return True
-                except TypeError:
+                except (TypeError, ValueError):  # e.g. a MultiIndex against a RangeIndex
                     continue
     return numeric(np.asarray(frame.to_numpy(dtype=object)).reshape(-1)) is None
