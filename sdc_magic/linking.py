@@ -442,6 +442,8 @@ class Linker:
             base = self._draft(entry, positions, threshold)
             if base is None:
                 return None
+            if len(_drafts) >= 4:  # checks outside a display (suggestions, the API) are not cleared after
+                _drafts.pop(next(iter(_drafts)))
             _drafts[id(entry)] = (entry, positions, base)
         pop = base.pop
         n_groups = len(pop.labels)
