@@ -357,7 +357,7 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     hidden = primary.copy()
     status, secondary, intervals, method = "review", np.zeros(len(flat), dtype=bool), {}, None
     if primary.any():
-        outcome = _protect_grid(values, integer, primary, shape, flat, rules, protector)
+        outcome = _protect_grid(values, integer, primary, shape, flat, rules, protector, resolved.frame)
         status, secondary, intervals, method, _ = _apply(outcome, "review", primary, hidden, reasons, notes)
     if unverified.any():
         notes.append("numbers that are not counts could not be verified: this output is not exportable")
@@ -705,24 +705,35 @@ def _map_protection(entry: Entry, sel: np.ndarray, margin: np.ndarray, dims: lis
 
 
 def _protect_grid(values: np.ndarray, integer: np.ndarray, primary: np.ndarray, shape: tuple[int, int], flat: Any,
-                  rules: Rules, protector: Any) -> Outcome | None:
-    """Protection of an unverified table of counts, its displayed rows × columns as dimensions."""
+                  rules: Rules, protector: Any, frame: Any = None) -> Outcome | None:
+    """Protection of an unverified table of counts, its displayed rows × columns as dimensions.
+
+    The engine's cells are named by the displayed labels (made unique), so that its
+    messages say "D13 / neglect", never "9 / 0"; positions map the result back.
+    """
     protect = _load_protector(protector)
     if protect is None:
         return None
+    row_names = _unique_names(frame.index if frame is not None else range(shape[0]), shape[0])
+    col_names = _unique_names(frame.columns if isinstance(frame, pd.DataFrame) else [getattr(frame, "name", "")],
+                              shape[1])
     cells = pd.DataFrame({"row": flat.row_pos, "col": flat.col_pos})
+    to_row = {name: i for i, name in enumerate(row_names)}
+    to_col = {name: j for j, name in enumerate(col_names)}
     cells["value"] = np.where(integer, np.nan_to_num(values), 0.0)
     cells["units"] = cells["value"]
     cells["primary"] = primary
     dims = ["row", "col"] if shape[1] > 1 else ["row"]
-    result = protect(cells, dims=dims, value="value", units="units", rules=rules, primary="primary",
+    named = cells.assign(row=[row_names[i] for i in flat.row_pos], col=[col_names[j] for j in flat.col_pos])
+    result = protect(named, dims=dims, value="value", units="value", rules=rules, primary="primary",
                      margins=MARGINS)
     out = result.cells
     inner = out
     for d in dims:
         inner = inner[inner[d] != "Total"]
-    key = pd.MultiIndex.from_arrays([inner[d].astype(int).to_numpy() for d in dims]) if len(dims) > 1 \
-        else pd.Index(inner[dims[0]].astype(int).to_numpy())
+    back = {"row": to_row, "col": to_col}
+    key = pd.MultiIndex.from_arrays([inner[d].map(back[d]).to_numpy() for d in dims]) if len(dims) > 1 \
+        else pd.Index(inner[dims[0]].map(back[dims[0]]).to_numpy())
     want = pd.MultiIndex.from_arrays([cells[d].to_numpy() for d in dims]) if len(dims) > 1 \
         else pd.Index(cells[dims[0]].to_numpy())
     pos = key.get_indexer(want)
@@ -735,6 +746,21 @@ def _protect_grid(values: np.ndarray, integer: np.ndarray, primary: np.ndarray, 
                  if np.isfinite(lower[pos[i]])}
     return Outcome(secondary, intervals, bool(getattr(result, "audit_ok", False)), getattr(result, "method", None),
                    getattr(result, "message", None))
+
+
+def _unique_names(labels: Any, n: int) -> list[str]:
+    """Displayed labels as text, unique (a repeated one gets " #2", " #3"), never "Total"."""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for label in list(labels)[:n]:
+        text = " / ".join(map(str, label)) if isinstance(label, tuple) else str(label)
+        if text == "Total":
+            text = "Total\u200b"
+        seen[text] = seen.get(text, 0) + 1
+        out.append(text if seen[text] == 1 else f"{text} #{seen[text]}")
+    while len(out) < n:
+        out.append(f"#{len(out) + 1}")
+    return out
 
 
 def digest(*parts: str) -> str:
