@@ -82,8 +82,9 @@ def _ledger() -> Any:
     return session().ledger.frame()
 
 
-def _export(folder: Any, force: bool = False, xlsx: bool = False) -> Any:
-    """Write this session's cleared outputs, certificates and results.json to ``folder``."""
+def _export(folder: Any = None, force: bool = False, xlsx: bool = False) -> Any:
+    """Write this session's cleared outputs, certificates and results.json to ``folder``
+    (default: ``build/export/<notebook>/``, one folder per notebook)."""
     from .extension import session
 
     return session().export(folder, force=force, xlsx=xlsx)
