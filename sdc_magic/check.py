@@ -15,7 +15,6 @@ audited interval of each hidden cell, and the output's status:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -568,7 +567,7 @@ def _protect_both_sides(protect: Any, cells: pd.DataFrame, internal: list[str], 
     equations from each attacker's system, so both audits keep holding; the intervals
     of the final model are recomputed for the union from what stays published.
     """
-    from .certificate import intervals_from_published
+    from .certificate import recompute_intervals
 
     n_inner = len(units)
     with_side = cells.copy()
@@ -590,17 +589,7 @@ def _protect_both_sides(protect: Any, cells: pd.DataFrame, internal: list[str], 
     extra = merged["_h"].fillna(False).to_numpy(dtype=bool) & (out["status"].to_numpy() == "safe")
     status = out["status"].to_numpy(dtype=object).copy()
     status[extra] = "secondary"
-    out["status"] = status
-    table = {"dims": internal, "cells": [
-        {"labels": [str(v) for v in rec], "status": st, "value": val}
-        for rec, st, val in zip(out[key].itertuples(index=False), status, out["value"].to_numpy(dtype=float),
-                                strict=True)]}
-    intervals = intervals_from_published(table)
-    lower = out["lower"].to_numpy(dtype=float).copy()
-    upper = out["upper"].to_numpy(dtype=float).copy()
-    for k, (lo, hi) in intervals.items():
-        lower[k], upper[k] = lo, hi
-    out["lower"], out["upper"] = lower, upper
+    out = recompute_intervals(out, key, status)
     ok = bool(getattr(first, "audit_ok", False)) and bool(getattr(second, "audit_ok", False))
     method = " + ".join(sorted({str(getattr(first, "method", "")), str(getattr(second, "method", ""))}))
     message = "; ".join(m for m in (getattr(first, "message", None), getattr(second, "message", None)) if m) or None
@@ -765,8 +754,6 @@ def _unique_names(labels: Any, n: int) -> list[str]:
 
 def digest(*parts: str) -> str:
     """SHA-256 of the published content (what an output checker can re-hash)."""
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode("utf-8"))
-        h.update(b"\0")
-    return h.hexdigest()
+    from .bundle import digest as content_hash
+
+    return content_hash(*parts)
