@@ -278,9 +278,9 @@ def _label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[i
     inner = ~np.asarray(ev.is_margin, dtype=bool)
     first_measure = flat.measure == flat.measure[0] if len(flat) else np.zeros(0, bool)
     for dim, labels in flat.dims.items():
-        kinds = {type(v) for v in labels[inner]}
-        if not kinds or not all(issubclass(k, int | float | np.integer | np.floating) and not issubclass(
-                k, bool | np.bool_) for k in kinds):
+        # numbers only (no bools, strings, intervals); one pass in C, not a Python loop per cell
+        if not inner.any() or pd.Index(labels[inner]).inferred_type not in ("integer", "floating",
+                                                                           "mixed-integer-float"):
             continue
         sel = inner & first_measure
         if not sel.any():

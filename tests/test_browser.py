@@ -103,24 +103,34 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-@pytest.fixture
-def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1500, "height": 950}, accept_downloads=True)
+def new_page(context: Any) -> Any:
+    """A page that records its console messages and page errors (``page.console_messages``)."""
     pg = context.new_page()
     pg.set_default_timeout(30_000)
     messages: list[str] = []
     pg.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
     pg.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
     pg.console_messages = messages  # type: ignore[attr-defined]
+    return pg
+
+
+def last_screenshot(pg: Any, name: str) -> None:
+    """The last state of a test, for a look when one fails (never hides the test's own error)."""
+    try:
+        (SCREENSHOTS / "last").mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(SCREENSHOTS / "last" / f"{name}.png"))
+    except Exception:
+        pass
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1500, "height": 950}, accept_downloads=True)
+    pg = new_page(context)
     try:
         yield pg
     finally:
-        # The last state of every test, for a look when one fails.
-        try:
-            (SCREENSHOTS / "last").mkdir(parents=True, exist_ok=True)
-            pg.screenshot(path=str(SCREENSHOTS / "last" / f"{request.node.name}.png"))
-        except Exception:  # a screenshot must not hide the test's own error
-            pass
+        last_screenshot(pg, request.node.name)
         context.close()
 
 

@@ -21,6 +21,8 @@ from test_browser import (
     CHROMIUM_ARGS,
     REPO,
     SCREENSHOTS,
+    last_screenshot,
+    new_page,
     payloads,
     source_of,
     wait_kernel_idle,
@@ -71,20 +73,11 @@ def page(tmp_path: Path) -> Iterator[Any]:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 950}, accept_downloads=True)
-        pg = context.new_page()
-        pg.set_default_timeout(30_000)
-        messages: list[str] = []
-        pg.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
-        pg.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
-        pg.console_messages = messages  # type: ignore[attr-defined]
+        pg = new_page(context)
         try:
             yield pg
         finally:
-            try:
-                (SCREENSHOTS / "last").mkdir(parents=True, exist_ok=True)
-                pg.screenshot(path=str(SCREENSHOTS / "last" / "notebook7.png"))
-            except Exception:
-                pass
+            last_screenshot(pg, "notebook7")
             browser.close()
 
 
