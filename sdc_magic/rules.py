@@ -233,8 +233,16 @@ def assess(facts: CellFacts, rules: Rules) -> Assessment:
         low_dof = (kinds == "spread") & ~empty & (units - 1 < rules.dof)
         out.add(low_dof, "dof", lambda i: f"fewer than {rules.dof} degrees of freedom (dof rule {rules.dof})")
 
-    # Custom statistics: frequency only, and a human must look.
+    # Custom statistics: frequency, and a human must look. A custom result that is a whole
+    # number between 1 and threshold − 1 may be a count (``agg(lambda s: s.sum())`` of a
+    # flag): it is hidden like one, since we cannot know what it counts.
     custom = kinds == "custom"
+    if facts.value is not None and custom.any():
+        shown = np.asarray(facts.value, dtype=float)
+        maybe_count = custom & np.isfinite(shown) & (shown == np.round(shown)) & (shown > 0) \
+            & (shown < rules.threshold) & ~structural & ~small
+        out.add(maybe_count, "threshold",
+                lambda i: f"a whole number below {rules.threshold} from an unknown statistic may be a count")
     out.add(custom, "custom", lambda i: f"statistic {stat[i]!r} is not known to the rules: check by hand",
             primary=False)
 

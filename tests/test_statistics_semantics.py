@@ -284,3 +284,14 @@ def test_two_valued_coding_is_an_indicator_too(sess, d):
         plain = d.groupby("region")["age"].sum()  # many values: a magnitude, not a count
     assert {"R1", "R2"} <= hidden_labels(sess.check(total))
     assert sess.check(plain).status == "pass"
+
+
+def test_small_whole_number_from_an_unknown_statistic_is_hidden(sess, d):
+    """``agg(lambda s: s.sum())`` of a flag: we cannot know it is a count, so a small whole
+    number is hidden like one (and the table needs review)."""
+    with sess.capturing():
+        table = d.groupby("region")["flag"].agg(lambda s: s.sum())
+        means = d.groupby("region")["income"].agg(lambda s: s.mean())  # not whole numbers: shown
+    checked = sess.check(table)
+    assert "R1" in hidden_labels(checked) and checked.status != "pass"
+    assert sess.check(means).hidden.sum() == 0 and sess.check(means).status == "review"
