@@ -114,13 +114,25 @@ def keyed(result: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def register(registry: Registry, rules: Any, call: str, shown: pd.DataFrame, ge: GroupEvidence,
              keys: list[str], measure_of: Callable[[str], tuple[Any, str]], notes: list[str],
-             engine_object: Any = None, margin_label: str | None = None) -> Any:
-    """Record the evidence of one engine aggregation; ``shown`` is its pandas form (keys as index)."""
-    from .pandas import build_entry
+             engine_object: Any = None, margin_label: str | None = None,
+             rows: pd.DataFrame | None = None) -> Any:
+    """Record the evidence of one engine aggregation; ``shown`` is its pandas form (keys as index).
+
+    ``rows`` (optional) lets the table take part in linking (:mod:`sdc_magic.linking`)
+    without the microdata leaving the engine: one row per source row that reached the
+    aggregation, holding the grouping keys (as shown) and, per other source column, a
+    64-bit hash computed by the engine, in columns named ``"<engine>#<column>"`` (so
+    that rows of one engine are matched by content across its tables; they are never
+    mixed with pandas' own fingerprints).  It is used for linking only, never for
+    suggestions.
+    """
+    from .pandas import Source, build_entry
 
     flat = flatten(shown)
     entry = build_entry(registry.new_id(), call, flat, ge, keys, measure_of, notes, rules.top_k, margin_label)
     entry.unit = rules.unit if ge.unit_column else None
+    if rows is not None:
+        entry.source = Source(None, list(keys), call, rows=rows)
     registry.add(entry, shown)
     if engine_object is not None:
         remember(engine_object, shown)
