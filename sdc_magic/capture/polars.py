@@ -136,6 +136,8 @@ class PolarsCapture:
         self._patch(LazyGroupBy, "agg", self._lazy_agg)
         self._patch(LazyGroupBy, "len", self._lazy_len)
         self._patch(pl.LazyFrame, "collect", self._collect)
+        for owner in (pl.DataFrame, pl.LazyFrame, pl.Series):
+            self._patch(owner, "describe", self._describe)
         self.installed = True
 
     def uninstall(self) -> None:
@@ -216,8 +218,12 @@ class PolarsCapture:
             facts = full.select(keys + [c for c in full.columns if c.startswith(contract.PREFIX)]).to_pandas()
             notes: list[str] = []
             ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, None)
+            set_indicators(facts, ge, variables)
+            rows = _linking_rows(gb.df.lazy(), _flatten_by(gb.by), gb.named_by, keys, out,
+                                 int(facts[f"{contract.PREFIX}rows"].sum()))
             contract.register(self.registry, rules, "polars group_by.agg", contract.keyed(result.to_pandas(), keys),
-                              ge, keys, lambda m: out.get(m, (None, "custom")), notes, engine_object=result)
+                              ge, keys, lambda m: out.get(m, (None, "custom")), notes, engine_object=result,
+                              rows=rows)
         except Exception as exc:  # the user's result stands; it is shown without evidence
             self.registry.failures.append(f"polars: {type(exc).__name__}: {exc}")
         return result
@@ -276,6 +282,17 @@ class PolarsCapture:
                                  lambda result: self._record_value_counts(s, kwargs, result))
         return value_counts
 
+    def _describe(self, original: Callable) -> Callable:
+        """``describe`` of a DataFrame, LazyFrame (eager result) or Series: evidence per column.
+
+        DataFrame.describe runs LazyFrame.describe and Series.describe runs DataFrame.describe:
+        only the outermost call records (depth guard), on the object the user sees.
+        """
+        def describe(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            return self._guarded(lambda: original(obj, *args, **kwargs),
+                                 lambda result: self._record_describe(obj, result))
+        return describe
+
     def _keep(self, store: dict, obj: Any, value: Any) -> None:
         key = id(obj)
         try:
@@ -311,14 +328,16 @@ class PolarsCapture:
 
     def _register(self, call: str, lf: Any, by: list[Any], named_by: dict, keys: list[str],
                   resolved: dict[str, tuple[str | None, str]], measure_of: Callable, result: Any,
-                  schema: Any, shown: pd.DataFrame | None = None, key_casts: dict[str, Any] | None = None) -> None:
+                  schema: Any, shown: pd.DataFrame | None = None, key_casts: dict[str, Any] | None = None,
+                  variables: list[str] | None = None, margin_label: str | None = None, link: bool = True) -> None:
         rules = self.rules()
         notes: list[str] = []
         unit = rules.unit
         if unit is not None and unit not in schema:
             notes.append(f"unit column {unit!r} not found for this table: rows counted as units")
             unit = None
-        variables = sorted({v for v, s in resolved.values() if v is not None and v in schema and s != "size"})
+        if variables is None:
+            variables = sorted({v for v, s in resolved.values() if v is not None and v in schema and s != "size"})
         magnitudes = {v for v, s in resolved.values() if v in variables and s in contract.MAGNITUDE_EVIDENCE
                       and _numeric(schema[v])}
         if shown is None:
@@ -330,8 +349,12 @@ class PolarsCapture:
         else:
             facts = _facts(lf, by, named_by, keys, variables, magnitudes, unit, rules.top_k, key_casts)
         ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, unit)
+        set_indicators(facts, ge, variables)
+        rows = None
+        if link:
+            rows = _linking_rows(lf, by, named_by, keys, resolved, int(ge.rows.sum()) if ge.rows is not None else 0)
         contract.register(self.registry, rules, f"polars {call}", shown, ge, keys, measure_of, notes,
-                          engine_object=result)
+                          engine_object=result, margin_label=margin_label, rows=rows)
 
     def _record_pivot(self, df: Any, on: Any, kwargs: dict, result: Any) -> None:
         import polars as pl
@@ -365,6 +388,51 @@ class PolarsCapture:
         self._register("pivot", df.lazy(), [*index, pl.col(on_col).cast(pl.String)], {}, keys,
                        {"": (var, stat)}, lambda m: (var, stat), result, schema, shown=shown,
                        key_casts={on_col: pl.String})
+
+    def _record_describe(self, obj: Any, result: Any) -> None:
+        """Evidence of ``describe``: one group (the whole frame), per column its units, its
+        magnitudes (mean, std are magnitude statistics), and its missing values (a
+        ``null_count`` is a count of the units lacking the value: a pseudo-variable)."""
+        import polars as pl
+
+        if not isinstance(result, pl.DataFrame) or "statistic" not in result.columns:
+            return
+        if isinstance(obj, pl.Series):
+            name = obj.name
+            frame = obj.to_frame(name).lazy()
+            columns = [name]
+        else:
+            frame = obj.lazy()
+            columns = [c for c in result.columns if c != "statistic"]
+        schema = frame.collect_schema()
+        if not all(c in schema for c in columns):
+            return
+        nulls = {c: f"{contract.PREFIX}null_{c}" for c in columns}
+        lf = frame.with_columns([pl.when(pl.col(c).is_null()).then(pl.lit(1)).alias(n) for c, n in nulls.items()])
+        variables = {c: c for c in columns}
+        single = columns[0] if isinstance(obj, pl.Series) else None
+
+        def measure_of(measure: str) -> tuple[str | None, str]:
+            from .pandas import DESCRIBE_STATS, stat_name
+
+            parts = measure.split("|") if measure else []
+            if single is not None:  # a Series' describe: its one value column is "value"
+                parts = [q for q in parts if q != "value"] or parts
+            var = next((variables[q] for q in parts if q in variables), single)
+            rest = [q for q in parts if q not in variables or variables[q] != var] if var else parts
+            if len(rest) != 1 or var is None:
+                return var, "custom"
+            stat = rest[0]
+            if stat == "null_count":
+                return nulls[var], "count"
+            return var, DESCRIBE_STATS.get(stat, stat_name(stat))
+
+        shown = result.to_pandas().set_index("statistic")
+        shown.index.name = None
+        resolved = {f"{st}|{c}": measure_of(f"{st}|{c}") for c in columns for st in ("count", "mean")}
+        full_schema = lf.collect_schema()
+        self._register("describe", lf, [], {}, [], resolved, measure_of, result, full_schema, shown=shown,
+                       variables=[*columns, *nulls.values()], link=False)
 
     def _record_value_counts(self, s: Any, kwargs: dict, result: Any) -> None:
         import polars as pl
@@ -409,38 +477,124 @@ def _fact_exprs(variables: list[str], magnitudes: set[str], k: int) -> list[Any]
     """The facts of each group as polars expressions (no unit column)."""
     import polars as pl
 
-    exprs = [pl.len().alias(f"{contract.PREFIX}rows")]
+    p = contract.PREFIX
+    exprs = [pl.len().alias(f"{p}rows")]
     for i, v in enumerate(variables):
         names = contract.fact_names(i)
         exprs.append(pl.col(v).count().alias(names["n"]))
         if v in magnitudes:
             x = pl.col(v).cast(pl.Float64)
+            lo, hi = x.min(), x.max()
             exprs += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
-                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"])]
+                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"]),
+                      # indicator facts (a 0/1 or two-valued variable: its sum is a count)
+                      lo.alias(f"{p}lo_{i}"), hi.alias(f"{p}hi_{i}"), (x == hi).sum().alias(f"{p}chi_{i}"),
+                      ((x == lo) | (x == hi)).all().alias(f"{p}ok_{i}")]
     return exprs
+
+
+def _grouped(lf: Any, by: list[Any], named_by: dict, exprs: list[Any]) -> Any:
+    """``lf.group_by(by).agg(exprs)``; without keys, one group (a constant key, dropped after)."""
+    import polars as pl
+
+    if by or named_by:
+        return lf.group_by(*by, **named_by).agg(exprs)
+    key = f"{contract.PREFIX}all"
+    return lf.group_by(pl.lit(0).alias(key)).agg(exprs).drop(key)
 
 
 def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: list[str], magnitudes: set[str],
            unit: str | None, k: int, key_casts: dict[str, Any] | None = None) -> pd.DataFrame:
-    """One extra aggregation in polars; only the per-group facts come back."""
+    """One extra aggregation in polars; only the per-group facts come back.
+
+    With a unit column, one pre-aggregation to (keys, unit) — rows and per variable its
+    count, sum, min and max — then the facts per group from that much smaller table.
+    """
     import polars as pl
 
     p = contract.PREFIX
     if unit is None:
-        exprs = _fact_exprs(variables, magnitudes, k)
-        return lf.group_by(*by, **named_by).agg(exprs).collect().to_pandas()
+        return _grouped(lf, by, named_by, _fact_exprs(variables, magnitudes, k)).collect().to_pandas()
     inner = [pl.len().alias(f"{p}r")]
     for i, v in enumerate(variables):
         inner.append(pl.col(v).count().alias(f"{p}c{i}"))
         if v in magnitudes:
-            inner.append(pl.col(v).cast(pl.Float64).sum().alias(f"{p}s{i}"))
-    per_unit = lf.group_by(*by, pl.col(unit).alias(f"{p}u"), **named_by).agg(inner)
+            x = pl.col(v).cast(pl.Float64)
+            inner += [x.sum().alias(f"{p}s{i}"), x.min().alias(f"{p}mn{i}"), x.max().alias(f"{p}mx{i}"),
+                      ((x == x.min()) | (x == x.max())).all().alias(f"{p}ok{i}")]
+    per_unit = _grouped(lf, [*by, pl.col(unit).alias(f"{p}u")], named_by, inner)
     outer = [pl.col(f"{p}r").sum().alias(f"{p}rows"), pl.len().alias(f"{p}units")]
     for i, v in enumerate(variables):
         names = contract.fact_names(i)
         outer.append((pl.col(f"{p}c{i}") > 0).sum().alias(names["n"]))
         if v in magnitudes:
             x = pl.when(pl.col(f"{p}c{i}") > 0).then(pl.col(f"{p}s{i}"))
+            mn, mx = pl.col(f"{p}mn{i}"), pl.col(f"{p}mx{i}")
+            lo, hi = mn.min(), mx.max()
             outer += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
-                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"])]
-    return per_unit.group_by(keys).agg(outer).collect().to_pandas()
+                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"]),
+                      lo.alias(f"{p}lo_{i}"), hi.alias(f"{p}hi_{i}"), (mx == hi).sum().alias(f"{p}chi_{i}"),
+                      (pl.col(f"{p}ok{i}") & ((mn == lo) | (mn == hi)) & ((mx == lo) | (mx == hi)))
+                      .all().alias(f"{p}ok_{i}")]
+    return _grouped(per_unit, keys, {}, outer).collect().to_pandas()
+
+
+def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
+    """Mark indicator variables (only 0/1, or two values, over the whole aggregation) with the
+    units having the attribute per group (``VarEvidence.ones``), as the pandas path does
+    (:func:`sdc_magic.evidence.indicator_level`): their sums and means are counts."""
+    import numpy as np
+
+    p = contract.PREFIX
+    for i, v in enumerate(variables):
+        if f"{p}lo_{i}" not in facts.columns or v not in ge.variables:
+            continue
+        lo_g = pd.to_numeric(facts[f"{p}lo_{i}"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        hi_g = pd.to_numeric(facts[f"{p}hi_{i}"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        has = np.isfinite(lo_g) & np.isfinite(hi_g)
+        if not has.any() or not bool(facts[f"{p}ok_{i}"].fillna(True).astype(bool).all()):
+            continue
+        lo, hi = float(lo_g[has].min()), float(hi_g[has].max())
+        if not (np.isin(lo_g[has], [lo, hi]).all() and np.isin(hi_g[has], [lo, hi]).all()):
+            continue
+        if lo >= 0.0 and hi <= 1.0 and {lo, hi} <= {0.0, 1.0}:
+            level = 1.0
+        elif lo != hi:
+            level = hi
+        else:
+            continue
+        chi = pd.to_numeric(facts[f"{p}chi_{i}"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
+        ge.variables[v].ones = np.where(has & (hi_g == level), chi, 0).astype(np.int64)
+
+
+def _linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
+                  resolved: dict[str, tuple[str | None, str]], n_rows: int) -> pd.DataFrame | None:
+    """The rows behind a table for linking (:func:`contract.register`'s ``rows``), or None.
+
+    One row per source row that reached the aggregation: the grouping keys as the table
+    shows them, and per other column a 64-bit hash computed by polars (the values never
+    leave polars). Skipped above ``linking.MAX_LINKED_ROWS`` rows (linking is not
+    attempted there for pandas either) and if anything fails: the table is then checked
+    on its own. A table of one variable's statistics covers the rows where it is known.
+    """
+    import polars as pl
+
+    from ..linking import MAX_LINKED_ROWS
+
+    if n_rows <= 0 or n_rows > MAX_LINKED_ROWS:
+        return None
+    try:
+        schema = lf.collect_schema()
+        key_exprs = [pl.col(b) if isinstance(b, str) else b for b in by]
+        key_exprs += [(pl.col(e) if isinstance(e, str) else e).alias(str(n)) for n, e in named_by.items()]
+        hashes = [pl.col(c).hash(seed=0).alias(f"polars#{c}") for c in schema.names()
+                  if c not in keys and not c.startswith(contract.PREFIX)]
+        stats = {st for _, st in resolved.values()}
+        variables = {v for v, _ in resolved.values() if v is not None}
+        query = lf
+        if "size" not in stats and len(variables) == 1 and next(iter(variables)) in schema:
+            query = query.filter(pl.col(next(iter(variables))).is_not_null())
+        rows = query.select([*key_exprs, *hashes]).collect().to_pandas()
+        return rows if len(rows) <= MAX_LINKED_ROWS else None
+    except Exception:
+        return None
