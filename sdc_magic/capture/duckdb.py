@@ -1,26 +1,38 @@
-"""Evidence capture for DuckDB: ``duckdb.sql`` / ``duckdb.query`` and a connection's
-``sql`` / ``query`` with a ``GROUP BY``.
+"""Evidence capture for DuckDB: ``duckdb.sql`` / ``duckdb.query`` / ``duckdb.execute`` and a
+connection's ``sql`` / ``query`` / ``execute``, for ``GROUP BY`` (with ``ROLLUP``, ``CUBE``,
+``GROUPING SETS``) and ``PIVOT``.
 
-The query is parsed with sqlglot. Its last statement, when it is a ``SELECT`` with a
-``GROUP BY`` whose every group key is a column of the result, gets one *evidence query*
-beside it, run by DuckDB:
+The query is parsed with sqlglot (:mod:`.sql`). Its last statement, when it is a grouped
+``SELECT`` whose every group key is a column of the result, or a ``PIVOT ... ON ... USING
+... GROUP BY``, gets one *evidence query* beside it, run by DuckDB:
 
 * without a unit column: the user's own select with the facts appended as extra columns
   (``count(*)``, per variable ``count(x)``, ``sum(x)``, ``sum(abs(x))``, ``bool_or(x < 0)`` and
   ``max(abs(x), k)``, DuckDB's top-k aggregate): one pass gives the user's table *and* its
   facts, so displaying or fetching the result costs one query, not two;
 * with a unit column: ``count(DISTINCT unit)``; for magnitudes the contributions are first
-  summed per (group, unit) in a sub-query, then aggregated per group.
+  summed per (group, unit) in a sub-query, then aggregated per group;
+* grouping sets add ``GROUPING(key)`` per key: a NULL made by the grouping is a margin
+  (labelled ``"Total"`` in the checked form, the label the pandas path's margins get in the
+  protection engine), a NULL with ``GROUPING() = 0`` is real data and stays a label;
+* a PIVOT is planned as the long ``SELECT keys, on, agg GROUP BY ALL`` whose groups are
+  its cells; the checked form is the wide result with the columns' level named by ``on``.
 
-Only the per-group facts come back to Python; the microdata never leave DuckDB. The
-evidence query is *bound* when the user's relation is created (so Python objects that
-DuckDB finds by variable name resolve exactly as in the user's query), and *run* when the
-relation is first displayed or fetched (``df``, ``pl``, ``arrow``...), whose result is then
-taken from that same run. A relation displayed is the result of that run, computed when
-it was first needed.
+Only the per-group facts come back to Python; the microdata never leave DuckDB. For linking
+(:mod:`sdc_magic.linking`) a third query returns, when the source has at most
+``MAX_LINKED_ROWS`` rows, one row per source row with the keys and DuckDB's ``hash()`` of
+every source column (64-bit fingerprints, never values).
 
-Anything else (a query we cannot parse, a window function, ``GROUPING SETS``, a group key
-that is not a result column) is left alone: its table is displayed without evidence.
+The evidence queries are *bound* when the user's relation is created (so Python objects
+that DuckDB finds by variable name resolve exactly as in the user's query), and *run* when
+the relation is first displayed or fetched, whose result is then taken from that same run.
+``execute()`` runs the user's statement at once: its evidence is bound before it and run
+after the user's fetch (``df``, ``fetchdf``, ``fetchall``, ...), so the user's result is
+DuckDB's own, untouched.
+
+Anything else (a query we cannot parse, a window function, a group key that is not a result
+column) gets no evidence: a displayed relation of it is shown in a form the pipeline checks
+as unverified (text columns as labels, whole numbers as counts), never raw.
 """
 
 from __future__ import annotations
@@ -33,51 +45,107 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import contract
+from .sql import Plan, combined_query, facts_query, plan, rows_query, stat_of
 
 _CALL = compile("__sdc_call__(*__sdc_args__, **__sdc_kwargs__)", "<sdc_magic>", "eval")
-#: fetches answered from the evidence run (their result is a frame we can cut to the user's columns);
-#: any other fetch (arrow readers, fetchall, ...) runs the user's own query untouched
+#: relation fetches answered from the evidence run (their result is a frame we can cut to the
+#: user's columns); any other fetch runs the user's own query untouched (the facts never reach
+#: the user), then the evidence is registered and the result remembered with it
 FETCHERS = ("df", "to_df", "fetchdf", "pl")
+OTHER_FETCHERS = ("arrow", "fetch_arrow_table", "to_arrow_table", "fetchall", "fetchnumpy")
+#: connection fetches that consume a whole ``execute()`` result
+CONNECTION_FETCHERS = ("df", "fetchdf", "fetch_df", "pl", "arrow", "fetch_arrow_table", "to_arrow_table",
+                       "fetchall", "fetchnumpy")
+#: connection fetches that take part of a result: the evidence of that execute is dropped
+PARTIAL_FETCHERS = ("fetchone", "fetchmany", "fetch_df_chunk", "fetch_record_batch", "to_arrow_reader")
+MARGIN = "Total"  # the pandas path's margin label inside the protection engine
+_AGGREGATING = ("group", "pivot", "count(", "sum(", "avg(", "mean(", "min(", "max(", "median(", "quantile",
+                "stddev", "var")
 
 _lock = threading.RLock()  # weakref callbacks may run while it is held
 _pending: dict[int, tuple[Any, Pending]] = {}
+_executed: dict[int, tuple[Any, Pending]] = {}  # connection -> evidence of its last execute()
+_unplanned: dict[int, Any] = {}  # relations that aggregate without evidence (weak refs)
+
+# kept under its old name: the Spark capture reads statistics of SQL aggregates through it
+_stat_of = stat_of
 
 
 @dataclass
 class Pending:
-    """A captured relation: its evidence query, bound, not yet run."""
+    """A captured query: its evidence queries, bound, not yet run."""
 
-    combined: Any  # relation: the user's columns + facts (None when the facts have their own query)
+    plan: Plan
+    combined: Any  # relation: the user's columns + facts (+ GROUPING flags); for a PIVOT the long query
     facts: Any  # relation of facts when they need their own query (unit + magnitudes), else None
+    rows: Any  # relation of row fingerprints for linking, or None
     user_cols: list[str]
-    keys: list[str]
-    measures: dict[str, tuple[str | None, str]]
     variables: list[str]
     unit: str | None
     notes: list[str] = field(default_factory=list)
     form: pd.DataFrame | None = None
     registered: bool = False
+    user_rel: Any = None  # an execute()'s own query, bound (a PIVOT's wide table is fetched from it)
     lock: Any = field(default_factory=threading.Lock)
 
 
-def _drop(key: int) -> None:
+def _drop(table: dict[int, Any], key: int) -> None:
     try:
         with _lock:
-            _pending.pop(key, None)
+            table.pop(key, None)
     except Exception:  # interpreter shutdown
         pass
 
 
-def captured_form(rel: Any) -> pd.DataFrame | None:
-    """The checked pandas form of a captured relation (runs its evidence query once)."""
+def _remember(table: dict[int, Any], obj: Any, value: Any) -> None:
+    key = id(obj)
+    try:
+        ref = weakref.ref(obj, lambda _r: _drop(table, key))
+    except TypeError:
+        return
     with _lock:
-        hit = _pending.get(id(rel))
-    if hit is None or hit[0]() is not rel:
+        if len(table) > 512:
+            table.pop(next(iter(table)))
+        table[key] = (ref, value)
+
+
+def _lookup(table: dict[int, Any], obj: Any) -> Any:
+    with _lock:
+        hit = table.get(id(obj))
+    if hit is None or hit[0]() is not obj:
         return None
-    return _CAPTURE.materialise(hit[1], rel) if _CAPTURE is not None else None
+    return hit[1]
+
+
+def captured_form(rel: Any) -> pd.DataFrame | None:
+    """The checked pandas form of a displayed relation (runs its evidence query once).
+
+    A relation that aggregates but has no evidence gets a form with its text columns as
+    labels, so that the pipeline checks its numbers as unverified (whole numbers as
+    counts) instead of taking the table for row-level data shown as it is.
+    """
+    pending = _lookup(_pending, rel)
+    if pending is not None and _CAPTURE is not None:
+        form = _CAPTURE.materialise(pending, rel)
+        if form is not None:
+            return form
+    if pending is not None or _lookup(_unplanned, rel) is not None:
+        return _unverified_form(rel)
+    return None
+
+
+def _unverified_form(rel: Any) -> pd.DataFrame:
+    rows = pd.get_option("display.max_rows") or 60
+    frame = rel.limit(max(int(rows), 1) + 1).df()
+    labels = [c for c in frame.columns
+              if not (pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))]
+    if labels and len(labels) < frame.shape[1]:
+        frame = frame.set_index(labels)
+    return frame
 
 
 _CAPTURE: DuckDBCapture | None = None
@@ -102,161 +170,14 @@ def in_caller_frame(depth: int) -> Callable[..., Any]:
     return run
 
 
-def _stat_of(node: Any) -> tuple[str | None, str, Any]:
-    """(variable name, statistic, column node) of one aggregate projection."""
-    from sqlglot import exp
-
-    while isinstance(node, exp.Alias | exp.Round | exp.Cast | exp.TryCast | exp.Paren):
-        node = node.this
-    name = type(node).__name__.lower()
-    if isinstance(node, exp.Count):
-        arg = node.this
-        if isinstance(arg, exp.Star) or arg is None:
-            return None, "size", None
-        if isinstance(arg, exp.Distinct):
-            cols = arg.expressions
-            if len(cols) == 1 and isinstance(cols[0], exp.Column):
-                return cols[0].name, "nunique", cols[0]
-            return None, "custom", None
-        if isinstance(arg, exp.Column):
-            return arg.name, "count", arg
-        return None, "custom", None
-    if not isinstance(node, exp.AggFunc):
-        return None, "custom", None
-    arg = node.this
-    if isinstance(node, exp.PercentileCont | exp.PercentileDisc | exp.Quantile | exp.ApproxQuantile):
-        from .pandas import quantile_stat
-
-        q = node.args.get("quantile") or node.expression
-        try:
-            stat = quantile_stat(float(q.name)) if q is not None else "custom"
-        except (TypeError, ValueError):
-            stat = "custom"
-        return (arg.name if isinstance(arg, exp.Column) else None), stat, arg if isinstance(arg, exp.Column) else None
-    aliases = {"avg": "mean", "stddevsamp": "std", "stddevpop": "std", "variancepop": "var", "variance": "var",
-               "anyvalue": "first", "arbitrary": "first"}
-    stat = contract.ENGINE_STATS.get(aliases.get(name, name), aliases.get(name, "custom"))
-    if stat not in contract.ENGINE_STATS.values():
-        stat = "custom"
-    if isinstance(arg, exp.Column) and not node.args.get("expressions"):
-        return arg.name, stat, arg
-    return None, "custom", None
-
-
-@dataclass
-class Plan:
-    """How to compute the evidence of one parsed SELECT."""
-
-    select: Any
-    keys: list[str]  # output names of the key columns
-    key_nodes: list[Any]
-    measures: dict[str, tuple[str | None, str]]
-    columns: dict[str, Any]  # variable -> column node
-
-
-def plan(query: str, out_cols: list[str]) -> Plan | None:
-    """Parse the last statement; None when it is not a plain grouped SELECT we understand."""
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]
-    except Exception:
-        return None
-    if not statements or not isinstance(statements[-1], exp.Select):
-        return None
-    select = statements[-1]
-    group = select.args.get("group")
-    if group is None or select.find(exp.Window) is not None:
-        return None
-    if group.args.get("grouping_sets") or group.args.get("cube") or group.args.get("rollup"):
-        return None
-    projections = select.expressions
-    if len(projections) != len(out_cols) or any(isinstance(p, exp.Star) for p in projections):
-        return None
-    keys, key_nodes, measures, columns = [], [], {}, {}
-    for p, name in zip(projections, out_cols, strict=True):
-        if p.find(exp.AggFunc) is None:
-            keys.append(name)
-            key_nodes.append(p)
-            continue
-        var, stat, node = _stat_of(p)
-        measures[name] = (var, stat)
-        if var is not None and node is not None:
-            columns.setdefault(var, node)
-    if not keys or not measures:
-        return None
-    # every GROUP BY expression must be a key column of the result (else rows lack labels)
-    shown = {p.unalias().sql("duckdb") for p in key_nodes} | {p.alias_or_name for p in key_nodes}
-    for g in group.expressions:
-        text = g.sql("duckdb")
-        if isinstance(g, exp.Literal) and g.is_int:
-            continue
-        if text not in shown and g.name not in shown:
-            return None
-    return Plan(select, keys, key_nodes, measures, columns)
-
-
-def _sql_of(node: Any) -> str:
-    return node.sql("duckdb")
-
-
-def combined_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str | None, k: int) -> str:
-    """The user's select with the facts appended (no unit, or a unit and counts only)."""
-    import sqlglot
-
-    pre = contract.PREFIX
-    extra = [f"count(*) AS {pre}rows"]
-    if unit is not None:
-        extra.append(f'count(DISTINCT "{unit}") AS {pre}units')
-    for i, v in enumerate(variables):
-        names = contract.fact_names(i)
-        col = _sql_of(p.columns[v])
-        if unit is None:
-            extra.append(f"count({col}) AS {names['n']}")
-        else:
-            extra.append(f'count(DISTINCT CASE WHEN {col} IS NOT NULL THEN "{unit}" END) AS {names["n"]}')
-        if v in magnitudes and unit is None:
-            x = f"CAST({col} AS DOUBLE)"
-            extra += [f"sum({x}) AS {names['t']}", f"sum(abs({x})) AS {names['ta']}",
-                      f"bool_or({x} < 0) AS {names['neg']}", f"max(abs({x}), {int(k)}) AS {names['top']}"]
-    select = p.select.copy()
-    for e in extra:
-        select = select.select(sqlglot.parse_one(e, read="duckdb"), copy=False)
-    return select.sql("duckdb")
-
-
-def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, k: int) -> str:
-    """Facts with a unit column: contributions summed per (group, unit), then per group."""
-    import sqlglot
-    from sqlglot import exp
-
-    pre = contract.PREFIX
-    inner = p.select.copy()
-    inner.set("expressions", [])
-    for arg in ("having", "order", "limit", "offset", "qualify", "distinct"):
-        inner.set(arg, None)
-    items = [f"{_sql_of(n.unalias())} AS {pre}k{j}" for j, n in enumerate(p.key_nodes)]
-    items += [f'"{unit}" AS {pre}u', f"count(*) AS {pre}r"]
-    for i, v in enumerate(variables):
-        col = _sql_of(p.columns[v])
-        items.append(f"count({col}) AS {pre}c{i}")
-        if v in magnitudes:
-            items.append(f"sum(CAST({col} AS DOUBLE)) AS {pre}s{i}")
-    for e in items:
-        inner = inner.select(sqlglot.parse_one(e, read="duckdb"), copy=False)
-    inner.set("group", exp.Group(expressions=[exp.Literal.number(j + 1) for j in range(len(p.key_nodes) + 1)]))
-    outer = [f'{pre}k{j} AS "{name}"' for j, name in enumerate(p.keys)]
-    outer += [f"sum({pre}r) AS {pre}rows", f"count(*) AS {pre}units"]
-    for i, v in enumerate(variables):
-        names = contract.fact_names(i)
-        outer.append(f"count(*) FILTER (WHERE {pre}c{i} > 0) AS {names['n']}")
-        if v in magnitudes:
-            x = f"{pre}s{i}"
-            outer += [f"sum({x}) AS {names['t']}", f"sum(abs({x})) AS {names['ta']}",
-                      f"bool_or({x} < 0) AS {names['neg']}", f"max(abs({x}), {int(k)}) AS {names['top']}"]
-    keys = ", ".join(f"{pre}k{j}" for j in range(len(p.keys)))
-    return f"SELECT {', '.join(outer)} FROM ({inner.sql('duckdb')}) AS {pre}per_unit GROUP BY {keys}"
+def _as_pandas(result: Any, columns: list[str]) -> pd.DataFrame | None:
+    """A fetched result as pandas (for remembering the form of a polars/arrow result)."""
+    if isinstance(result, pd.DataFrame):
+        return result
+    module = type(result).__module__ or ""
+    if module.startswith(("polars", "pyarrow")) and hasattr(result, "to_pandas"):
+        return result.to_pandas()
+    return None
 
 
 class DuckDBCapture:
@@ -274,17 +195,29 @@ class DuckDBCapture:
             return
         import duckdb
 
-        module_sql = duckdb.sql
-        self._patch(duckdb, "sql", self._module_wrapper(module_sql))
+        self._patch(duckdb, "sql", self._module_wrapper(duckdb.sql))
         self._patch(duckdb, "query", self._module_wrapper(duckdb.query))
+        if hasattr(duckdb, "execute"):
+            self._patch(duckdb, "execute", self._module_execute_wrapper(duckdb.execute))
         conn = duckdb.DuckDBPyConnection
         for name in ("sql", "query"):
             if name in conn.__dict__:
                 self._patch(conn, name, self._connection_wrapper(conn.__dict__[name]))
+        if "execute" in conn.__dict__:
+            self._patch(conn, "execute", self._execute_wrapper(conn.__dict__["execute"]))
+        for name in CONNECTION_FETCHERS:
+            if name in conn.__dict__:
+                self._patch(conn, name, self._connection_fetch_wrapper(conn.__dict__[name], full=True))
+        for name in PARTIAL_FETCHERS:
+            if name in conn.__dict__:
+                self._patch(conn, name, self._connection_fetch_wrapper(conn.__dict__[name], full=False))
         rel = duckdb.DuckDBPyRelation
         for name in FETCHERS:
             if name in rel.__dict__:
                 self._patch(rel, name, self._fetch_wrapper(rel.__dict__[name], name))
+        for name in OTHER_FETCHERS:
+            if name in rel.__dict__:
+                self._patch(rel, name, self._other_fetch_wrapper(rel.__dict__[name]))
         _CAPTURE = self
         self.installed = True
 
@@ -295,6 +228,8 @@ class DuckDBCapture:
         self._saved.clear()
         with _lock:
             _pending.clear()
+            _executed.clear()
+            _unplanned.clear()
         if _CAPTURE is self:
             _CAPTURE = None
         self.installed = False
@@ -304,6 +239,12 @@ class DuckDBCapture:
                             else owner.__dict__[name]))
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         setattr(owner, name, wrapper)
+
+    def _original(self, owner_name: str, name: str) -> Callable | None:
+        for owner, n, original in self._saved:
+            if n == name and isinstance(owner, type) and owner.__name__ == owner_name:
+                return original
+        return None
 
     # ------------------------------------------------------------ wrappers
     def _module_wrapper(self, original: Callable) -> Callable:
@@ -326,18 +267,68 @@ class DuckDBCapture:
 
         return sql
 
+    def _execute_wrapper(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def execute(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            run = in_caller_frame(1)
+            _drop(_executed, id(con))  # a new statement ends the previous result
+            pending = self._prepare_execute(con, query, run, args, kwargs)
+            out = run(original, con, query, *args, **kwargs)
+            if pending is not None and out is not None:
+                _remember(_executed, out, pending)
+            return out
+
+        return execute
+
+    def _module_execute_wrapper(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def execute(query: Any, *args: Any, **kwargs: Any) -> Any:
+            import duckdb
+
+            run = in_caller_frame(1)
+            con = kwargs.get("connection") or duckdb.default_connection()
+            _drop(_executed, id(con))
+            pending = self._prepare_execute(con, query, run, args, {k: v for k, v in kwargs.items()
+                                                                    if k != "connection"})
+            out = run(original, query, *args, **kwargs)
+            if pending is not None and out is not None:
+                _remember(_executed, out, pending)
+            return out
+
+        return execute
+
+    def _prepare_execute(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict) -> Pending | None:
+        """Bind the evidence of an ``execute()`` before the statement runs (binding later
+        would end the user's pending result)."""
+        if not isinstance(query, str) or not _aggregates(query):
+            return None
+        sql = self._original("DuckDBPyConnection", "sql")
+        if sql is None:
+            return None
+        params = args[0] if args else kwargs.get("parameters")
+        try:
+            def bind(q: str) -> Any:
+                return run(sql, con, q, params=params) if params is not None else run(sql, con, q)
+
+            rel = bind(query)
+            pending = self._prepare(rel, query, bind)
+            if pending is not None and pending.plan.pivot is not None:
+                pending.user_rel = rel
+            return pending
+        except Exception as exc:  # never break user code: the fetched table has no evidence
+            self.registry.failures.append(f"duckdb execute: {type(exc).__name__}: {exc}")
+            return None
+
     def _fetch_wrapper(self, original: Callable, name: str) -> Callable:
         @functools.wraps(original)
         def fetch(rel: Any, *args: Any, **kwargs: Any) -> Any:
-            with _lock:
-                hit = _pending.get(id(rel))
-            if hit is None or hit[0]() is not rel:
+            pending = _lookup(_pending, rel)
+            if pending is None:
                 return original(rel, *args, **kwargs)
-            pending = hit[1]
             try:
                 self.materialise(pending, rel)
                 result = None
-                if pending.facts is None and not kwargs.get("lazy"):
+                if pending.facts is None and pending.plan.pivot is None and not kwargs.get("lazy"):
                     # one run: the user's columns of the combined query are the user's result
                     full = getattr(pending.combined, name)(*args, **kwargs)
                     result = _select(full, pending.user_cols)
@@ -352,26 +343,54 @@ class DuckDBCapture:
 
         return fetch
 
+    def _other_fetch_wrapper(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def fetch(rel: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(rel, *args, **kwargs)
+            pending = _lookup(_pending, rel)
+            if pending is not None:
+                self._register_result(pending, rel, result)
+            return result
+
+        return fetch
+
+    def _connection_fetch_wrapper(self, original: Callable, full: bool) -> Callable:
+        @functools.wraps(original)
+        def fetch(con: Any, *args: Any, **kwargs: Any) -> Any:
+            pending = _lookup(_executed, con)
+            if pending is None:
+                return original(con, *args, **kwargs)
+            _drop(_executed, id(con))
+            result = original(con, *args, **kwargs)  # the user's result, as DuckDB gives it
+            if full:
+                self._register_result(pending, None, result)
+            return result
+
+        return fetch
+
+    def _register_result(self, pending: Pending, rel: Any, result: Any) -> None:
+        """Evidence for a result fetched by the user's own query (run after it)."""
+        try:
+            form = self.materialise(pending, rel)
+        except Exception as exc:
+            self.registry.failures.append(f"duckdb fetch: {type(exc).__name__}: {exc}")
+            return
+        if form is not None and result is not None and not isinstance(result, pd.DataFrame | list | dict | tuple):
+            contract.remember(result, form)
+
     # ------------------------------------------------------------ capture
     def _capture(self, rel: Any, query: Any, run: Callable[[str], Any]) -> None:
-        if rel is None or not isinstance(query, str) or "group" not in query.lower():
+        if rel is None or not isinstance(query, str) or not _aggregates(query):
             return
         try:
             pending = self._prepare(rel, query, run)
-        except Exception as exc:  # never break user code: shown without evidence
+        except Exception as exc:  # never break user code; its display is checked as unverified
             self.registry.failures.append(f"duckdb: {type(exc).__name__}: {exc}")
-            return
+            pending = None
         if pending is None:
+            _remember(_unplanned, rel, True)
             return
-        key = id(rel)
-        try:
-            ref = weakref.ref(rel, lambda _r: _drop(key))
-        except TypeError:
-            return
-        with _lock:
-            if len(_pending) > 512:
-                _pending.pop(next(iter(_pending)))
-            _pending[key] = (ref, pending)
+        _remember(_pending, rel, pending)
 
     def _prepare(self, rel: Any, query: str, run: Callable[[str], Any]) -> Pending | None:
         rules = self.rules()
@@ -383,17 +402,18 @@ class DuckDBCapture:
         magnitudes = {v for v, s in p.measures.values() if v in variables and s in contract.MAGNITUDE_EVIDENCE}
         unit = rules.unit
         notes: list[str] = []
-        facts = None
+        facts = combined = None
         if unit is not None:
             try:
                 if magnitudes:
                     facts = run(facts_query(p, variables, magnitudes, unit, rules.top_k))
-                    combined = None  # the user's own relation gives the table (never held here)
+                    if p.grouping:  # the GROUPING flags tell the table's margins apart
+                        combined = run(combined_query(p, [], set(), None, rules.top_k))
                 else:
                     combined = run(combined_query(p, variables, magnitudes, unit, rules.top_k))
             except Exception:
                 notes.append(f"unit column {unit!r} not found for this table: rows counted as units")
-                unit, facts = None, None
+                unit, facts, combined = None, None, None
         if unit is None:
             try:
                 combined = run(combined_query(p, variables, magnitudes, None, rules.top_k))
@@ -402,39 +422,247 @@ class DuckDBCapture:
                     raise
                 magnitudes = set()  # e.g. a non-numeric variable: counts only
                 combined = run(combined_query(p, variables, magnitudes, None, rules.top_k))
-        return Pending(combined, facts, out_cols, p.keys, p.measures, variables, unit, notes)
+        rows = None
+        stats = {s for _, s in p.measures.values()}
+        only = variables[0] if len(variables) == 1 and "size" not in stats else None
+        try:
+            text = rows_query(p, only)
+            rows = run(text) if text is not None else None
+        except Exception:
+            rows = None  # linking only: the table is still checked
+        if rows is None:
+            notes.append("not linked with other tables (its source rows could not be fingerprinted)")
+        return Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
 
     def materialise(self, pending: Pending, rel: Any) -> pd.DataFrame | None:
+        """Run the evidence once, register it, and return the checked pandas form."""
         with pending.lock:
             if pending.registered:
                 return pending.form
             pending.registered = True
-            rules = self.rules()
+            p = pending.plan
+            if p.pivot is not None:
+                user = self._user_df(rel, pending)
+                facts = pending.facts.df() if pending.facts is not None else pending.combined.df()
+                pending.form = self._register_pivot(pending, user, facts)
+                return pending.form
             if pending.facts is None:
-                full = pending.combined.df()
-                user = full[pending.user_cols]
-                facts = full
+                facts = user = pending.combined.df()  # one run: the user's columns and the facts
             else:
-                user = self._original_df(rel)
                 facts = pending.facts.df()
-            shown = contract.keyed(user.copy(), pending.keys)
-            ge = contract.group_evidence_from_facts(facts, pending.keys, pending.variables, rules.top_k,
-                                                    pending.unit)
-            measures = pending.measures
+                user = pending.combined.df() if pending.combined is not None else self._user_df(rel, pending)
+            if p.grouping:
+                pending.form = self._register_grouping(pending, user, facts)
+            else:
+                pending.form = self._register_plain(pending, user[pending.user_cols], facts)
+            return pending.form
 
-            def measure_of(m: str) -> tuple[str | None, str]:
-                return measures.get(m, (None, "custom"))
+    def _user_df(self, rel: Any, pending: Pending) -> pd.DataFrame:
+        """The user's own table, run by DuckDB (an execute()'s: its query bound as a relation)."""
+        rel = rel if rel is not None else pending.user_rel
+        if rel is None:
+            raise ValueError("no relation to fetch")
+        original = self._original("DuckDBPyRelation", "df")
+        return original(rel) if original is not None else rel.df()
 
-            contract.register(self.registry, rules, "duckdb sql", shown, ge, pending.keys, measure_of,
-                              list(pending.notes))
-            pending.form = shown
-            return shown
+    # ------------------------------------------------------------ registration
+    def _measure_of(self, pending: Pending) -> Callable[[str], tuple[str | None, str]]:
+        measures = pending.plan.measures
 
-    def _original_df(self, rel: Any) -> pd.DataFrame:
-        for owner, name, original in self._saved:
-            if name == "df" and isinstance(owner, type):
-                return original(rel)
-        return rel.df()
+        def measure_of(m: str) -> tuple[str | None, str]:
+            return measures.get(m, (None, "custom"))
+
+        return measure_of
+
+    def _register(self, pending: Pending, shown: pd.DataFrame, ge: Any, keys: list[str],
+                  measure_of: Callable[[str], tuple[str | None, str]], rows: pd.DataFrame | None,
+                  margin_label: str | None = None, margin_evidence: Callable | None = None,
+                  notes: list[str] | None = None) -> Any:
+        """contract.register, plus the evidence of margins (grouping sets)."""
+        from ..flatten import flatten
+        from .pandas import Source, build_entry
+
+        rules = self.rules()
+        if margin_evidence is None:
+            return contract.register(self.registry, rules, "duckdb sql", shown, ge, keys, measure_of,
+                                     list(notes if notes is not None else pending.notes),
+                                     margin_label=margin_label, rows=rows)
+        entry = build_entry(self.registry.new_id(), "duckdb sql", flatten(shown), ge, keys, measure_of,
+                            list(notes if notes is not None else pending.notes), rules.top_k, margin_label,
+                            margin_evidence)
+        entry.unit = rules.unit if ge.unit_column else None
+        if rows is not None:
+            entry.source = Source(None, list(keys), "duckdb sql", rows=rows)
+        self.registry.add(entry, shown)
+        return entry
+
+    def _evidence(self, pending: Pending, facts: pd.DataFrame, keys: list[str]) -> Any:
+        return contract.group_evidence_from_facts(facts, keys, pending.variables, self.rules().top_k, pending.unit)
+
+    def _register_plain(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+        keys = pending.plan.keys
+        shown = contract.keyed(user.copy(), keys)
+        ge = self._evidence(pending, facts, keys)
+        rows = self._rows(pending, facts)
+        self._register(pending, shown, ge, keys, self._measure_of(pending), rows)
+        return shown
+
+    def _register_grouping(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+        """ROLLUP / CUBE / GROUPING SETS: rows with a grouping NULL are margins."""
+        from ..flatten import MISSING_LABEL
+
+        p = pending.plan
+        keys = p.keys
+        flags = _flags(facts, len(keys))
+        base = ~flags.any(axis=1)
+        user_flags = _flags(user, len(keys))  # the combined run always carries the GROUPING flags
+        label = _margin_label(user, keys, user_flags)
+        table = user[pending.user_cols].copy()
+        for j, k in enumerate(keys):
+            if user_flags[:, j].any():
+                col = table[k].astype(object)
+                col[user_flags[:, j]] = label
+                table[k] = col
+        shown = contract.keyed(table, keys)
+        ge_base = self._evidence(pending, facts[base].reset_index(drop=True), keys)
+        cache: dict[tuple[str, ...], Any] = {}
+
+        def margin_evidence(fixed: tuple[str, ...]) -> Any:
+            if fixed not in cache:
+                want = np.array([k not in fixed for k in keys])
+                sel = (flags == want).all(axis=1)
+                cache[fixed] = self._evidence(pending, facts[sel].reset_index(drop=True), list(fixed))
+            return cache[fixed]
+
+        rows = self._rows(pending, facts[base])
+        measure_of = self._measure_of(pending)
+        self._register(pending, shown, ge_base, keys, measure_of, rows, label, margin_evidence)
+        # the frame DuckDB itself returns (df(), fetchdf(), execute().df()) shows a margin as a
+        # NULL: registered too, unless a real NULL label makes such rows ambiguous
+        real_null = any((~user_flags[:, j] & user[k].isna().to_numpy()).any() for j, k in enumerate(keys))
+        if not real_null:
+            raw = contract.keyed(user[pending.user_cols].copy(), keys)
+            self._register(pending, raw, ge_base, keys, measure_of, rows, MISSING_LABEL, margin_evidence)
+        else:
+            pending.notes.append("margins and real missing labels look alike in the fetched frame: "
+                                 "display the relation to see them told apart")
+        return shown
+
+    def _register_pivot(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+        """PIVOT: the wide table, its columns' level named by the ON column (a dimension)."""
+        p = pending.plan
+        assert p.pivot is not None
+        row_keys, on = p.pivot.row_keys, p.pivot.on
+        keys = p.keys
+        ((var, stat),) = p.measures.values()
+        shown = contract.keyed(user.copy(), row_keys)
+        shown.columns = pd.Index([str(c) for c in shown.columns], dtype=object, name=on)
+        ge = self._evidence(pending, facts, keys)
+        rows = self._rows(pending, facts)
+        self._register(pending, shown, ge, keys, lambda _m: (var, stat), rows)
+        # DuckDB's own frame (fetched): value columns unnamed, one measure per column
+        wide = contract.keyed(user.copy(), row_keys)
+        ge_wide, measure_of = _wide_evidence(ge, wide, row_keys, var, stat)
+        self._register(pending, wide, ge_wide, row_keys, measure_of, None)
+        return shown
+
+    def _rows(self, pending: Pending, facts: pd.DataFrame) -> pd.DataFrame | None:
+        """The row fingerprints for linking (None with a note when too many or not available)."""
+        from ..linking import MAX_LINKED_ROWS
+
+        if pending.rows is None:
+            return None
+        if pending.plan.having:
+            pending.notes.append("not linked with other tables (HAVING: rows behind dropped groups unknown)")
+            return None
+        n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
+        if n > MAX_LINKED_ROWS:
+            pending.notes.append(f"not linked with other tables (more than {MAX_LINKED_ROWS:,} source rows)")
+            return None
+        try:
+            frame = pending.rows.df()
+        except Exception as exc:
+            self.registry.failures.append(f"duckdb rows: {type(exc).__name__}: {exc}")
+            return None
+        keys = pending.plan.keys
+        hashed = list(frame.columns[len(keys):])
+        out: dict[str, Any] = {}
+        for name, col in zip(hashed, range(len(keys), frame.shape[1]), strict=True):
+            label = f"duckdb#{name}"
+            if label not in out:
+                out[label] = frame.iloc[:, col].to_numpy(dtype=np.uint64, na_value=0)
+        for j, k in enumerate(keys):
+            out[k] = frame.iloc[:, j].to_numpy()
+        rows = pd.DataFrame(out)
+        # rows are matched across tables by content, never by position (DuckDB's row order is
+        # not a row identity): a non-unique index keeps linking from aligning them by label
+        rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
+        return rows
+
+
+def _flags(frame: pd.DataFrame, n: int) -> np.ndarray:
+    """GROUPING(key) != 0 per row and key: the key is a margin there."""
+    pre = contract.PREFIX
+    return np.stack([pd.to_numeric(frame[f"{pre}g{j}"]).to_numpy() != 0 for j in range(n)], axis=1)
+
+
+def _aggregates(query: str) -> bool:
+    low = query.lower()
+    return any(word in low for word in _AGGREGATING)
+
+
+def _margin_label(user: pd.DataFrame, keys: list[str], flags: np.ndarray) -> str:
+    """"Total", unless a real label is called so (then a label no real one uses)."""
+    real = set()
+    for j, k in enumerate(keys):
+        if k in user.columns:
+            values = user[k].to_numpy(dtype=object)[~flags[:, j]]
+            real.update(v for v in values if isinstance(v, str))
+    for label in (MARGIN, "All", "Total (all)", "Σ"):
+        if label not in real:
+            return label
+    return MARGIN + "\u2009(margin)"
+
+
+def _wide_evidence(ge: Any, wide: pd.DataFrame, row_keys: list[str], var: str | None,
+                   stat: str) -> tuple[Any, Callable[[str], tuple[str | None, str]]]:
+    """Evidence of DuckDB's wide PIVOT frame: one measure per value column, each its own
+    variable whose facts are those of the (row keys, column) cell."""
+    from ..evidence import GroupEvidence, VarEvidence
+    from ..flatten import canonical_labels
+
+    index = wide.index
+    n_keys = len(row_keys)
+    canon_rows = [canonical_labels(index.get_level_values(i) if isinstance(index, pd.MultiIndex) else index)
+                  for i in range(n_keys)]
+    long_index = ge.index
+    variables: dict[Any, VarEvidence] = {}
+    for c in wide.columns:
+        arrays = [*canon_rows, np.full(len(index), str(c), dtype=object)]
+        pos = long_index.get_indexer(pd.MultiIndex.from_arrays(arrays))
+        taken = ge.take(pos, pd.RangeIndex(len(pos)))
+        if var is not None and var in taken.variables:
+            variables[str(c)] = taken.variables[var]
+        else:
+            units = taken.units
+            variables[str(c)] = VarEvidence(units=units, total=np.full(len(pos), np.nan),
+                                            total_abs=np.full(len(pos), np.nan),
+                                            negative=np.zeros(len(pos), dtype=bool),
+                                            top=np.full((len(pos), ge.variables[next(iter(ge.variables))].top.shape[1]
+                                                         if ge.variables else 1), np.nan))
+    if n_keys > 1:
+        ev_index = pd.MultiIndex.from_arrays(canon_rows, names=row_keys)
+    else:
+        ev_index = pd.Index(canon_rows[0], dtype=object, name=row_keys[0])
+    units = np.zeros(len(index), dtype=np.int64)
+    out = GroupEvidence(index=ev_index, units=units, variables=variables, unit_column=ge.unit_column, rows=None)
+    # a count(*) cell counts its rows: as a count of the column's own "variable"
+    wide_stat = "count" if stat == "size" else stat
+
+    def measure_of(m: str) -> tuple[str | None, str]:
+        return (str(m), wide_stat) if str(m) in variables else (None, "custom")
+
+    return out, measure_of
 
 
 def _select(result: Any, cols: list[str]) -> Any:

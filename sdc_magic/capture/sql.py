@@ -1,0 +1,421 @@
+"""Parsing DuckDB SQL into an evidence plan, and the SQL of the evidence and linking queries.
+
+Kept apart from :mod:`.duckdb` (which wraps DuckDB's Python API) because the plan is pure
+text work over sqlglot's tree: it can be tested without running a query, and the queries
+it writes are the only place where the facts are defined.
+
+A :class:`Plan` describes one grouped aggregation the user asked for:
+
+* a ``SELECT ... GROUP BY`` (plain, ``GROUP BY ALL``, positional, or with ``ROLLUP``,
+  ``CUBE`` and ``GROUPING SETS``: then :attr:`Plan.sets` lists the grouping sets and the
+  evidence carries ``GROUPING(key)`` per key, so a NULL *made by the grouping* (a margin) is
+  told apart from a NULL that is real data);
+* a DuckDB ``PIVOT src ON col USING agg(x) GROUP BY keys`` (also inside ``SELECT * FROM
+  (...)``): planned as the equivalent long ``SELECT keys, col, agg(x) ... GROUP BY ALL``
+  whose groups are the pivot's cells; :attr:`Plan.pivot` says how the wide result is laid out.
+
+Everything else returns ``None``: the caller leaves the table without evidence, and the
+display pipeline then checks it as unverified or withholds it (never shows it as checked).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import contract
+
+MAX_SETS = 64  # CUBE over 6 keys; beyond that the evidence would dwarf the user's query
+
+
+@dataclass
+class Pivot:
+    """Layout of a PIVOT result: row keys as columns, one column per value of ``on``."""
+
+    on: str  # the name the columns' level gets in the checked form
+    row_keys: list[str]
+
+
+@dataclass
+class Plan:
+    """How to compute the evidence of one grouped aggregation."""
+
+    select: Any  # sqlglot Select: the user's (or, for a PIVOT, the equivalent long) query
+    keys: list[str]  # output names of the key columns
+    key_nodes: list[Any]  # their projections
+    measures: dict[str, tuple[str | None, str]]  # output column -> (variable, statistic)
+    columns: dict[str, Any]  # variable -> column node
+    group_text: list[str] = field(default_factory=list)  # per key, its GROUP BY expression (for GROUPING())
+    sets: list[tuple[int, ...]] | None = None  # grouping sets as key positions; None: one set of every key
+    pivot: Pivot | None = None
+    having: bool = False
+
+    @property
+    def grouping(self) -> bool:
+        return self.sets is not None
+
+
+def stat_of(node: Any) -> tuple[str | None, str, Any]:
+    """(variable name, statistic, column node) of one aggregate projection."""
+    from sqlglot import exp
+
+    while isinstance(node, exp.Alias | exp.Round | exp.Cast | exp.TryCast | exp.Paren):
+        node = node.this
+    name = type(node).__name__.lower()
+    if isinstance(node, exp.Count):
+        arg = node.this
+        if isinstance(arg, exp.Star) or arg is None:
+            return None, "size", None
+        if isinstance(arg, exp.Distinct):
+            cols = arg.expressions
+            if len(cols) == 1 and isinstance(cols[0], exp.Column):
+                return cols[0].name, "nunique", cols[0]
+            return None, "custom", None
+        if isinstance(arg, exp.Column):
+            return arg.name, "count", arg
+        return None, "custom", None
+    if not isinstance(node, exp.AggFunc):
+        return None, "custom", None
+    arg = node.this
+    if isinstance(node, exp.PercentileCont | exp.PercentileDisc | exp.Quantile | exp.ApproxQuantile):
+        from .pandas import quantile_stat
+
+        q = node.args.get("quantile") or node.expression
+        try:
+            stat = quantile_stat(float(q.name)) if q is not None else "custom"
+        except (TypeError, ValueError):
+            stat = "custom"
+        return (arg.name if isinstance(arg, exp.Column) else None), stat, arg if isinstance(arg, exp.Column) else None
+    aliases = {"avg": "mean", "stddevsamp": "std", "stddevpop": "std", "variancepop": "var", "variance": "var",
+               "anyvalue": "first", "arbitrary": "first"}
+    stat = contract.ENGINE_STATS.get(aliases.get(name, name), aliases.get(name, "custom"))
+    if stat not in contract.ENGINE_STATS.values():
+        stat = "custom"
+    if isinstance(arg, exp.Column) and not node.args.get("expressions"):
+        return arg.name, stat, arg
+    return None, "custom", None
+
+
+def _parse_last(query: str) -> Any:
+    import sqlglot
+
+    try:
+        statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]
+    except Exception:
+        return None
+    return statements[-1] if statements else None
+
+
+def plan(query: str, out_cols: list[str]) -> Plan | None:
+    """Parse the last statement; None when it is not a grouped query we understand."""
+    from sqlglot import exp
+
+    stmt = _parse_last(query)
+    if stmt is None:
+        return None
+    pivot = _pivot_node(stmt)
+    if pivot is not None:
+        return _pivot_plan(pivot, out_cols)
+    if not isinstance(stmt, exp.Select):
+        return None
+    return _select_plan(stmt, out_cols)
+
+
+def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
+    from sqlglot import exp
+
+    group = select.args.get("group")
+    if group is None or select.find(exp.Window) is not None:
+        return None
+    if any(isinstance(t, exp.Pivot) for t in select.find_all(exp.Pivot)):
+        return None  # a PIVOT clause inside a select: its output columns are not the projections
+    projections = select.expressions
+    if len(projections) != len(out_cols) or any(isinstance(p, exp.Star) for p in projections):
+        return None
+    keys, key_nodes, measures, columns = [], [], {}, {}
+    for p, name in zip(projections, out_cols, strict=True):
+        if p.find(exp.AggFunc) is None:
+            if p.find(exp.Grouping) is not None:
+                return None  # the user's own GROUPING() column: a label we do not model
+            keys.append(name)
+            key_nodes.append(p)
+            continue
+        var, stat, node = stat_of(p)
+        measures[name] = (var, stat)
+        if var is not None and node is not None:
+            columns.setdefault(var, node)
+    if not keys or not measures:
+        return None
+    sets = _grouping_sets(group, key_nodes, keys)
+    if sets is False:
+        return None
+    group_sets, group_text = sets  # type: ignore[misc]
+    return Plan(select, keys, key_nodes, measures, columns, group_text=group_text, sets=group_sets,
+                having=select.args.get("having") is not None)
+
+
+def _key_position(g: Any, key_nodes: list[Any], keys: list[str]) -> int | None:
+    from sqlglot import exp
+
+    if isinstance(g, exp.Paren):
+        g = g.this
+    if isinstance(g, exp.Literal) and g.is_int:
+        pos = int(g.name) - 1
+        # a position names a projection; it must be a key's
+        return None if pos < 0 else pos if pos < len(key_nodes) else None
+    text = g.sql("duckdb")
+    for j, (node, name) in enumerate(zip(key_nodes, keys, strict=True)):
+        if text in (node.unalias().sql("duckdb"), node.alias_or_name) or (g.name in (name, node.alias_or_name) \
+                and isinstance(g, exp.Column) and not g.table):
+            return j
+    return None
+
+
+def _grouping_sets(group: Any, key_nodes: list[Any], keys: list[str]) -> Any:
+    """(sets, group text per key): sets None for a plain GROUP BY; False when not understood.
+
+    ``ROLLUP (a, b)`` gives the sets ``(a, b), (a), ()``, ``CUBE`` every subset, ``GROUPING
+    SETS`` its listed sets; several items multiply (``a, ROLLUP (b)``). Every grouping
+    expression must be a key of the result, and the set of every key must be among the sets
+    (its rows are the inner cells; the other sets are margins of it).
+    """
+    from sqlglot import exp
+
+    n = len(keys)
+    text = [key_nodes[j].unalias().sql("duckdb") for j in range(n)]
+    if group.args.get("all"):
+        return None, text
+    options: list[list[frozenset[int]]] = []
+    mentioned: set[int] = set()
+
+    def position(g: Any) -> int | None:
+        j = _key_position(g, key_nodes, keys)
+        if j is not None:
+            mentioned.add(j)
+            if not (isinstance(g, exp.Literal) or (isinstance(g, exp.Paren) and isinstance(g.this, exp.Literal))):
+                text[j] = (g.this if isinstance(g, exp.Paren) else g).sql("duckdb")
+        return j
+
+    def members(item: Any) -> list[int] | None:
+        nodes = item.expressions if isinstance(item, exp.Tuple) else [item]
+        out = [position(x) for x in nodes]
+        return None if any(j is None for j in out) else out  # type: ignore[return-value]
+
+    items = list(group.expressions)
+    for legacy in ("grouping_sets", "cube", "rollup"):  # older sqlglot keeps them apart
+        extra = group.args.get(legacy)
+        if extra:
+            items += extra if isinstance(extra, list) else [extra]
+    for item in items:
+        if isinstance(item, exp.Rollup):
+            cols = members(exp.Tuple(expressions=list(item.expressions)))
+            if cols is None:
+                return False
+            options.append([frozenset(cols[:i]) for i in range(len(cols), -1, -1)])
+        elif isinstance(item, exp.Cube):
+            cols = members(exp.Tuple(expressions=list(item.expressions)))
+            if cols is None or len(cols) > 6:
+                return False
+            options.append([frozenset(c) for r in range(len(cols), -1, -1) for c in itertools.combinations(cols, r)])
+        elif isinstance(item, exp.GroupingSets):
+            listed = []
+            for s in item.expressions:
+                cols = members(s.this if isinstance(s, exp.Paren) else s)
+                if cols is None:
+                    return False
+                listed.append(frozenset(cols))
+            options.append(listed)
+        else:
+            j = position(item)
+            if j is None:
+                return False
+            options.append([frozenset([j])])
+    if set(range(n)) - mentioned:
+        return False  # a key column that is not grouped on
+    sets = [frozenset()]
+    for choice in options:
+        sets = [s | o for s in sets for o in choice]
+        if len(sets) > MAX_SETS:
+            return False
+    if len(set(sets)) != len(sets):
+        return False  # a repeated set repeats its rows: labels would not identify cells
+    full = frozenset(range(n))
+    if sets == [full]:
+        return None, text
+    if full not in sets:
+        return False
+    return [tuple(sorted(s)) for s in sets], text
+
+
+def _pivot_node(stmt: Any) -> Any:
+    """The PIVOT statement, bare or as ``SELECT * FROM (PIVOT ...)``; else None."""
+    from sqlglot import exp
+
+    if isinstance(stmt, exp.Pivot):
+        return stmt
+    if isinstance(stmt, exp.Select) and len(stmt.expressions) == 1 and isinstance(stmt.expressions[0], exp.Star):
+        if any(stmt.args.get(a) for a in ("where", "group", "having", "joins", "qualify", "limit", "offset")):
+            return None
+        src = stmt.args.get("from_") or stmt.args.get("from")
+        inner = getattr(src, "this", None)
+        if isinstance(inner, exp.Subquery) and isinstance(inner.this, exp.Pivot):
+            return inner.this
+    return None
+
+
+def _pivot_plan(node: Any, out_cols: list[str]) -> Plan | None:
+    """PIVOT src ON col USING agg GROUP BY keys → the long SELECT whose groups are its cells."""
+    import sqlglot
+    from sqlglot import exp
+
+    if node.args.get("unpivot"):
+        return None
+    ons = node.expressions or []
+    using = node.args.get("using") or []
+    group = node.args.get("group")
+    if len(ons) != 1 or len(using) != 1 or group is None:
+        return None
+    on = ons[0]
+    values = None
+    if isinstance(on, exp.In):
+        on, values = on.this, on.expressions
+    if not isinstance(on, exp.Column):
+        return None
+    row_keys = []
+    for g in group.expressions:
+        if not isinstance(g, exp.Column):
+            return None
+        row_keys.append(g.name)
+    if not row_keys or row_keys != out_cols[:len(row_keys)] or on.name in out_cols:
+        return None
+    agg = using[0]
+    var, stat, col = stat_of(agg)
+    source = node.this
+    if source is None:
+        return None
+    on_sql = on.sql("duckdb")
+    where = f" WHERE {on_sql} IN ({', '.join(v.sql('duckdb') for v in values)})" if values else ""
+    keys_sql = ", ".join(g.sql("duckdb") for g in group.expressions)
+    measure = f"{contract.PREFIX}value"
+    long_sql = (f'SELECT {keys_sql}, coalesce(CAST({on_sql} AS VARCHAR), \'NULL\') AS "{on.name}", '
+                f'{agg.unalias().sql("duckdb")} AS {measure} FROM {source.sql("duckdb")}{where} GROUP BY ALL')
+    try:
+        select = sqlglot.parse_one(long_sql, read="duckdb")
+    except Exception:
+        return None
+    keys = [*row_keys, on.name]
+    key_nodes = list(select.expressions[:len(keys)])
+    columns = {var: col} if var is not None and col is not None else {}
+    return Plan(select, keys, key_nodes, {measure: (var, stat)}, columns,
+                group_text=[n.unalias().sql("duckdb") for n in key_nodes], pivot=Pivot(on.name, row_keys))
+
+
+# --------------------------------------------------------------------- evidence queries
+def _flags(p: Plan) -> list[str]:
+    pre = contract.PREFIX
+    return [f"GROUPING({t}) AS {pre}g{j}" for j, t in enumerate(p.group_text)] if p.grouping else []
+
+
+def combined_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str | None, k: int) -> str:
+    """The user's select with the facts appended (no unit, or a unit and counts only).
+
+    With grouping sets, ``GROUPING(key)`` per key tells a margin's NULL from a real one.
+    """
+    import sqlglot
+
+    pre = contract.PREFIX
+    extra = [f"count(*) AS {pre}rows", *_flags(p)]
+    if unit is not None:
+        extra.append(f'count(DISTINCT "{unit}") AS {pre}units')
+    for i, v in enumerate(variables):
+        names = contract.fact_names(i)
+        col = p.columns[v].sql("duckdb")
+        if unit is None:
+            extra.append(f"count({col}) AS {names['n']}")
+        else:
+            extra.append(f'count(DISTINCT CASE WHEN {col} IS NOT NULL THEN "{unit}" END) AS {names["n"]}')
+        if v in magnitudes and unit is None:
+            x = f"CAST({col} AS DOUBLE)"
+            extra += [f"sum({x}) AS {names['t']}", f"sum(abs({x})) AS {names['ta']}",
+                      f"bool_or({x} < 0) AS {names['neg']}", f"max(abs({x}), {int(k)}) AS {names['top']}"]
+    select = p.select.copy()
+    for e in extra:
+        select = select.select(sqlglot.parse_one(e, read="duckdb"), copy=False)
+    return select.sql("duckdb")
+
+
+def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, k: int) -> str:
+    """Facts with a unit column: contributions summed per (group, unit), then per group.
+
+    With grouping sets the per-unit step groups by every set plus the unit (a unit's
+    contribution to a margin is its sum over the whole margin, not over each inner cell).
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    pre = contract.PREFIX
+    inner = p.select.copy()
+    inner.set("expressions", [])
+    for arg in ("having", "order", "limit", "offset", "qualify", "distinct"):
+        inner.set(arg, None)
+    items = [f"{n.unalias().sql('duckdb')} AS {pre}k{j}" for j, n in enumerate(p.key_nodes)]
+    items += [f'"{unit}" AS {pre}u', f"count(*) AS {pre}r", *_flags(p)]
+    for i, v in enumerate(variables):
+        col = p.columns[v].sql("duckdb")
+        items.append(f"count({col}) AS {pre}c{i}")
+        if v in magnitudes:
+            items.append(f"sum(CAST({col} AS DOUBLE)) AS {pre}s{i}")
+    for e in items:
+        inner = inner.select(sqlglot.parse_one(e, read="duckdb"), copy=False)
+    if p.grouping:
+        sets = ", ".join("(" + ", ".join([*(p.group_text[j] for j in s), f'"{unit}"']) + ")" for s in p.sets or [])
+        inner.set("group", sqlglot.parse_one(f"SELECT 1 GROUP BY GROUPING SETS ({sets})", read="duckdb")
+                  .args["group"])
+    else:
+        inner.set("group", exp.Group(expressions=[exp.Literal.number(j + 1) for j in range(len(p.key_nodes) + 1)]))
+    outer = [f'{pre}k{j} AS "{name}"' for j, name in enumerate(p.keys)]
+    outer += [f"{pre}g{j}" for j in range(len(p.keys))] if p.grouping else []
+    outer += [f"sum({pre}r) AS {pre}rows", f"count(*) AS {pre}units"]
+    for i, v in enumerate(variables):
+        names = contract.fact_names(i)
+        outer.append(f"count(*) FILTER (WHERE {pre}c{i} > 0) AS {names['n']}")
+        if v in magnitudes:
+            x = f"{pre}s{i}"
+            outer += [f"sum({x}) AS {names['t']}", f"sum(abs({x})) AS {names['ta']}",
+                      f"bool_or({x} < 0) AS {names['neg']}", f"max(abs({x}), {int(k)}) AS {names['top']}"]
+    group_cols = [f"{pre}k{j}" for j in range(len(p.keys))] + \
+        ([f"{pre}g{j}" for j in range(len(p.keys))] if p.grouping else [])
+    return f"SELECT {', '.join(outer)} FROM ({inner.sql('duckdb')}) AS {pre}per_unit GROUP BY {', '.join(group_cols)}"
+
+
+def rows_query(p: Plan, only_known: str | None = None) -> str | None:
+    """One row per source row reaching the aggregation: its keys (as DuckDB computes them
+    for the table) and ``hash()`` of every source column, for linking. None if not expressible.
+
+    ``only_known``: a variable whose NULL rows are left out (a table of that variable's
+    statistics only covers the rows where it is known).
+    """
+    import sqlglot
+
+    select = p.select.copy()
+    for arg in ("having", "order", "limit", "offset", "qualify", "distinct", "group"):
+        select.set(arg, None)
+    if only_known is not None and only_known in p.columns:
+        select = select.where(sqlglot.parse_one(f"{p.columns[only_known].sql('duckdb')} IS NOT NULL",
+                                                read="duckdb"), copy=False)
+    with_sql = ""
+    for name in ("with", "with_"):
+        cte = select.args.get(name)
+        if cte is not None:
+            with_sql = cte.sql("duckdb") + " "
+            select.set(name, None)
+    select.set("expressions", [])
+    select = select.select(sqlglot.parse_one(f"1 AS {contract.PREFIX}probe", read="duckdb"), copy=False)
+    text = select.sql("duckdb")
+    head = f"SELECT 1 AS {contract.PREFIX}probe "
+    if not text.startswith(head):
+        return None
+    items = [f'{n.unalias().sql("duckdb")} AS {contract.PREFIX}k{j}' for j, n in enumerate(p.key_nodes)]
+    items.append("hash(COLUMNS(*))")
+    return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"
