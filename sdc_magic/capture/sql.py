@@ -21,6 +21,7 @@ display pipeline then checks it as unverified or withholds it (never shows it as
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,13 +98,27 @@ def stat_of(node: Any) -> tuple[str | None, str, Any]:
     return None, "custom", None
 
 
+_PIVOT_TAIL = re.compile(r"\s+(order\s+by|limit)\b(?![^()]*\))[^;]*;?\s*$", re.IGNORECASE)
+
+
 def _parse_last(query: str) -> Any:
+    """The last statement, parsed. sqlglot does not parse ``ORDER BY`` / ``LIMIT`` after a
+    PIVOT statement; they only order or cut the rows (the facts cover every group), so they
+    are left out of the plan."""
     import sqlglot
 
     try:
         statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]
     except Exception:
-        return None
+        if not re.match(r"\s*pivot\b", query, re.IGNORECASE) or ";" in query.strip().rstrip(";"):
+            return None
+        shorter = _PIVOT_TAIL.sub("", query)
+        if shorter == query:
+            return None
+        try:
+            statements = [s for s in sqlglot.parse(shorter, read="duckdb") if s is not None]
+        except Exception:
+            return None
     return statements[-1] if statements else None
 
 

@@ -1,0 +1,336 @@
+"""DuckDB SQL as a researcher writes it: counts, sums with dominance, means, distinct units,
+PIVOT, ROLLUP / CUBE / GROUPING SETS, ``execute().df()`` and friends, and linking of DuckDB
+tables (differencing through filters, cells hidden elsewhere).
+
+Small, hand-made data make every expected cell concrete: district C has 3 people (2 F,
+1 M), so with the default threshold of 5 its cells are primary; the rest are large.
+Ground truths that depend on larger data are computed with plain pandas.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("sqlglot")
+
+from sdc_magic.config import preset  # noqa: E402
+from sdc_magic.flatten import MISSING_LABEL  # noqa: E402
+from sdc_magic.session import Session  # noqa: E402
+
+
+@pytest.fixture
+def people() -> pd.DataFrame:
+    """73 people: A 40 (20 F / 20 M), B 30 (15 / 15), C 3 (2 F / 1 M); two per household."""
+    rng = np.random.default_rng(11)
+    district = np.repeat(["A", "B", "C"], [40, 30, 3])
+    sex = np.array(["F", "M"] * 35 + ["F", "F", "M"])
+    income = np.round(rng.uniform(10, 20, 73), 2)
+    income[0] = 5000.0  # one person earns almost all of A / F
+    return pd.DataFrame({"person": np.arange(73), "household": np.arange(73) // 2, "district": district,
+                         "sex": sex, "age": rng.integers(18, 80, 73), "income": income})
+
+
+@pytest.fixture
+def sess():
+    s = Session()
+    s.capture.install()
+    yield s
+    s.capture.uninstall()
+
+
+def hidden(published) -> dict[tuple[str, ...], list[str]]:
+    """Hidden cells of a published output (labels, measure dropped) -> their rules."""
+    meta = published.metadata["sdc_magic"]
+    out = {}
+    for r in meta["reasons"]:
+        if not r["hidden"]:
+            continue
+        parts: list[str] = []
+        for c in r["cell"]:
+            if isinstance(c, str) and c.startswith("("):  # a row of a MultiIndex, as its tuple's text
+                parts += [str(x) for x in ast.literal_eval(c.replace("nan", "None"))]
+            elif c not in ("n", "s", "m", "u", "None", None):
+                parts.append(str(c))
+        out[tuple(parts)] = [x["rule"] for x in r["reasons"]]
+    return out
+
+
+def status(published) -> str:
+    return published.metadata["sdc_magic"]["status"]
+
+
+# ------------------------------------------------------------------ plain GROUP BY
+def test_count_hides_the_small_district_like_pandas(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841 - DuckDB finds it by name
+    out = sess.publish(duckdb.sql("select district, sex, count(*) n from df group by all order by all"))
+    cells = hidden(out)
+    assert status(out) == "suppressed"
+    assert cells[("C", "F")] == ["threshold"] and cells[("C", "M")] == ["threshold"]
+    assert all(k[0] != "A" for k in cells)  # A's cells are large and not needed to protect C
+    pandas_out = sess.publish(people.groupby(["district", "sex"]).size().rename("n"))
+    assert set(hidden(pandas_out)) == set(cells)
+
+
+def test_sum_with_dominance(people: pd.DataFrame) -> None:
+    s = Session(rules=preset("insee"))  # threshold 3, NK(1, 85)
+    s.capture.install()
+    try:
+        df = people  # noqa: F841
+        out = s.publish(duckdb.sql("select district, sex, sum(income) s from df group by all"))
+        cells = hidden(out)
+        assert "dominance" in cells[("A", "F")]  # 5000 of about 5300
+        assert "threshold" in cells[("C", "M")]  # one person
+        assert "threshold" in cells[("C", "F")]  # two people, below 3
+        assert ("B", "F") not in cells and ("B", "M") not in cells
+    finally:
+        s.capture.uninstall()
+
+
+def test_mean_is_checked_on_its_people(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    out = sess.publish(duckdb.sql("select district, avg(age) m from df group by district"))
+    cells = hidden(out)
+    assert set(cells) >= {("C",)} and cells[("C",)] == ["threshold"]
+    assert ("A",) not in cells or "threshold" not in cells[("A",)]
+
+
+def test_distinct_units(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    out = sess.publish(duckdb.sql("select district, count(distinct household) u from df group by all"))
+    assert hidden(out)[("C",)] == ["threshold"]  # 2 households
+    sess.set_rules(unit="household")
+    out = sess.publish(duckdb.sql("select district, count(*) n from df group by all"))
+    assert "threshold" in hidden(out)[("C",)]
+    entry = sess.registry.entries()[0]
+    units = dict(zip(entry.flat.dims["district"], entry.evidence.units, strict=True))
+    assert units == {"A": 20, "B": 15, "C": 2}  # distinct households, counted by DuckDB
+
+
+# ------------------------------------------------------------------ PIVOT
+def test_pivot_counts_relation_and_fetched_frame(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    rel = duckdb.sql("PIVOT df ON sex USING count(*) GROUP BY district ORDER BY district")
+    out = sess.publish(rel)
+    cells = hidden(out)
+    assert status(out) == "suppressed"
+    assert cells[("C", "F")] == ["threshold"] and cells[("C", "M")] == ["threshold"]
+    assert not any(k[0] == "A" for k in cells)
+    fetched = rel.df()  # DuckDB's own wide frame: district, F, M
+    assert list(fetched.columns) == ["district", "F", "M"]
+    c = sess.check(fetched)
+    assert c.kind == "table" and c.status == "suppressed"
+    assert c.hidden.shape == (3, 3)  # the displayed frame: district, F, M
+    mask = pd.DataFrame(c.hidden[:, 1:], index=fetched["district"], columns=fetched.columns[1:])
+    assert mask.loc["C"].all() and not mask.loc["A"].any() and not c.hidden[:, 0].any()
+
+
+def test_pivot_sum_select_star_form(people: pd.DataFrame) -> None:
+    s = Session(rules=preset("insee"))
+    s.capture.install()
+    try:
+        df = people  # noqa: F841
+        out = s.publish(duckdb.sql("SELECT * FROM (PIVOT df ON sex USING sum(income) GROUP BY district)"))
+        cells = hidden(out)
+        assert "dominance" in cells[("A", "F")] and "threshold" in cells[("C", "M")]
+    finally:
+        s.capture.uninstall()
+
+
+# ------------------------------------------------------------------ ROLLUP / CUBE / GROUPING SETS
+def test_rollup_margins_are_totals(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    rel = duckdb.sql("select district, sex, count(*) n from df group by rollup(district, sex)")
+    form = sess.check(rel).frame
+    assert ("Total", "Total") in form.index and ("C", "Total") in form.index
+    assert form.loc[("Total", "Total"), "n"] == 73
+    out = sess.publish(rel)
+    cells = hidden(out)
+    assert ("C", "F") in cells and ("C", "M") in cells and ("C", "Total") in cells  # 3 people
+    assert ("Total", "Total") not in cells and ("A", "Total") not in cells
+    entry = sess.registry.entries()[0]
+    assert entry.evidence.is_margin.sum() == 4  # A, B, C totals and the grand total
+
+
+def test_real_null_label_is_not_a_margin(sess: Session, people: pd.DataFrame) -> None:
+    df = people.copy()
+    df.loc[df.index[:2], "sex"] = None  # two people of A with no sex recorded: a real, small cell
+    rel = duckdb.sql("select district, sex, count(*) n from df group by rollup(district, sex)")
+    form = sess.check(rel).frame
+    labels = set(form.index.tolist())
+    assert ("A", "Total") in labels and any(d == "A" and pd.isna(x) for d, x in labels)
+    out = sess.publish(rel)
+    cells = hidden(out)
+    assert any(k[0] == "A" and k[1] in ("nan", "None", "<NA>", MISSING_LABEL, "missing") for k in cells), cells
+    assert ("A", "Total") not in cells  # 40 people
+    entry = sess.registry.entries()[0]
+    margins = {k for k, m in zip(zip(entry.flat.dims["district"], entry.flat.dims["sex"], strict=True),
+                                 entry.evidence.is_margin, strict=True) if m}
+    assert ("A", "Total") in margins and ("A", MISSING_LABEL) not in margins
+
+
+def test_grouping_sets_and_cube_with_units(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    out = sess.publish(duckdb.sql(
+        "select district, sex, count(*) n from df group by grouping sets ((district, sex), (district), ())"))
+    assert ("C", "Total") in hidden(out) and ("Total", "Total") not in hidden(out)
+    sess.set_rules(unit="household")
+    rel = duckdb.sql("select district, sex, sum(income) s from df group by cube(district, sex)")
+    sess.check(rel)
+    entry = sess.registry.entries()[0]
+    flat = entry.flat
+    units = {(d, x): u for d, x, u in zip(flat.dims["district"], flat.dims["sex"], entry.evidence.units,
+                                          strict=True)}
+    # a household of a man and a woman is one unit of its district's margin, not two
+    assert units[("A", "Total")] == people[people.district == "A"].household.nunique() == 20
+    assert units[("Total", "F")] == people[people.sex == "F"].household.nunique()
+    assert units[("Total", "Total")] == 37
+
+
+# ------------------------------------------------------------------ execute() and fetches
+def test_execute_fetches_are_checked_and_untouched(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    con = duckdb.connect()
+    q = "select district, sex, count(*) n from df group by all order by all"
+    got = con.execute(q).df()
+    sess.capture.uninstall()
+    plain = duckdb.connect().execute(q).df()
+    sess.capture.install()
+    pd.testing.assert_frame_equal(got, plain)
+    c = sess.check(got)
+    assert c.kind == "table" and c.status == "suppressed"
+    hidden_rows = set(got.loc[c.hidden[:, -1] if c.hidden.ndim == 2 else c.hidden, "district"])
+    assert hidden_rows >= {"C"} and "A" not in hidden_rows
+    rows = con.execute(q).fetchall()
+    assert rows == list(plain.itertuples(index=False, name=None))
+    c = sess.check(pd.DataFrame(rows, columns=["district", "sex", "n"]))
+    assert c.kind == "table" and c.status == "suppressed"
+    table = con.execute(q).to_arrow_table()
+    assert sess.check(table).status == "suppressed"
+    rollup = con.execute("select district, sex, count(*) n from df group by rollup(district, sex)").fetchdf()
+    c = sess.check(rollup)
+    assert c.kind == "table" and c.status == "suppressed"
+    small = rollup["district"].eq("C").to_numpy()
+    assert c.hidden[small, -1].all() and len(c.hidden[small]) == 3  # C / F, C / M and C's margin
+    assert not c.hidden[rollup["district"].isna().to_numpy(), -1].any()  # the grand total (73)
+
+
+def test_module_execute_and_parameters(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    got = duckdb.execute("select district, count(*) n from df where age >= ? group by all order by 1", [0]).df()
+    assert got["n"].tolist() == [40, 30, 3]
+    c = sess.check(got)
+    assert c.kind == "table" and c.hidden[got["district"].eq("C").to_numpy(), -1].all()
+
+
+def test_results_unchanged_with_the_extension(people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    queries = [
+        "select district, sex, count(*) n, sum(income) s from df group by rollup(district, sex) order by all",
+        "PIVOT df ON sex USING avg(age) GROUP BY district ORDER BY district",
+        "select district, count(distinct household) u from df group by cube(district) order by all",
+    ]
+    plain, tuples = [], []
+    for q in queries:  # (a comprehension's frame would not show DuckDB the name df)
+        plain.append(duckdb.sql(q).df())
+        tuples.append(duckdb.sql(q).fetchall())
+    s = Session()
+    s.capture.install()
+    try:
+        for q, expected, rows in zip(queries, plain, tuples, strict=True):
+            pd.testing.assert_frame_equal(duckdb.sql(q).df(), expected)
+            pd.testing.assert_frame_equal(duckdb.connect().execute(q).df(), expected)
+            assert duckdb.sql(q).fetchall() == rows
+            assert duckdb.connect().execute(q).fetchall() == rows
+            assert duckdb.sql(q).pl().to_pandas().equals(duckdb.sql(q).df())
+    finally:
+        s.capture.uninstall()
+
+
+def test_unparsed_aggregate_is_checked_as_unverified(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    rel = duckdb.sql("select district, n from (select district, count(*) n from df group by all) order by 1")
+    c = sess.check(rel)
+    assert c.kind == "unverified" and c.status in ("review", "suppressed")
+    assert c.hidden[list(c.frame.index).index("C")].all()  # 3: a whole number taken as a count
+
+
+# ------------------------------------------------------------------ linking
+def test_differencing_through_a_filter(referrals: pd.DataFrame) -> None:
+    df = referrals  # noqa: F841
+    removed = (referrals["age"] >= 90).groupby(referrals["admin2"]).sum()
+    leaking = {d for d, n in removed.items() if 0 < n < 5}
+    assert leaking and (removed == 0).any()
+    s = Session()
+    s.capture.install()
+    try:
+        assert status(s.publish(duckdb.sql("select admin2, count(*) n from df group by all"))) == "pass"
+        second = s.publish(duckdb.sql("select admin2, count(*) n from df where age < 90 group by all"))
+        cells = hidden(second)
+        assert {k[0] for k in cells} == leaking
+        assert all("differencing" in rules for rules in cells.values())
+    finally:
+        s.capture.uninstall()
+
+
+def test_red_team_differencing_leaks_without_linking(referrals: pd.DataFrame, monkeypatch) -> None:
+    """The same two queries with the row fingerprints switched off: both tables are cleared
+    and their difference gives the number of old people per district (1 to 4 in some)."""
+    from sdc_magic.capture import sql as sqlmod
+
+    df = referrals  # noqa: F841
+    monkeypatch.setattr(sqlmod, "rows_query", lambda *a, **k: None)
+    monkeypatch.setattr("sdc_magic.capture.duckdb.rows_query", lambda *a, **k: None)
+    s = Session()
+    s.capture.install()
+    try:
+        first = s.publish(duckdb.sql("select admin2, count(*) n from df group by all order by 1"))
+        second = s.publish(duckdb.sql("select admin2, count(*) n from df where age < 90 group by all order by 1"))
+        assert status(first) == "pass" and status(second) == "pass"
+        a = pd.Series(first.checked.frame["n"].to_numpy(), index=first.checked.frame.index)
+        b = pd.Series(second.checked.frame["n"].to_numpy(), index=second.checked.frame.index)
+        leak = (a - b)
+        assert ((leak > 0) & (leak < 5)).any()  # what linking exists to stop
+    finally:
+        s.capture.uninstall()
+
+
+def test_cells_hidden_elsewhere_stay_hidden(sess: Session, people: pd.DataFrame) -> None:
+    """A cell one table hid (to protect C) published by another query with exactly its rows."""
+    df = people  # noqa: F841
+    first = sess.publish(duckdb.sql("PIVOT df ON sex USING count(*) GROUP BY district"))
+    secondary = [k for k, r in hidden(first).items() if r == ["secondary"]]
+    assert secondary, hidden(first)
+    district, sex = secondary[0]
+    second = sess.publish(duckdb.sql(
+        f"select district, sex, count(*) n from df where district = '{district}' and sex = '{sex}' group by all"))
+    assert (district, sex) in hidden(second)
+    # and the grand total of the first table's people, hidden in a ROLLUP, is hidden by a plain count
+    third = sess.publish(duckdb.sql("select district, count(*) n from df where district = 'C' group by all"))
+    assert ("C",) in hidden(third)
+
+
+def test_linking_skipped_above_the_row_limit(sess: Session, people: pd.DataFrame, monkeypatch) -> None:
+    import sdc_magic.linking as linking
+
+    monkeypatch.setattr(linking, "MAX_LINKED_ROWS", 50)
+    df = people  # noqa: F841
+    out = sess.publish(duckdb.sql("select district, count(*) n from df group by all"))
+    assert any("not linked" in n for n in out.metadata["sdc_magic"].get("notes", [])) or \
+        any("not linked" in n for n in sess.registry.entries()[0].notes)
+
+
+def test_rows_for_linking_are_hashes_not_values(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    sess.check(duckdb.sql("select district, sum(income) s from df group by all"))
+    rows = sess.registry.entries()[0].source.rows
+    assert len(rows) == 73
+    assert {c for c in rows.columns if c.startswith("duckdb#")} == {f"duckdb#{c}" for c in people.columns}
+    assert all(rows[c].dtype == np.uint64 for c in rows.columns if c.startswith("duckdb#"))
+    assert not np.isin(people["income"].to_numpy(), rows.drop(columns="district").to_numpy()).any()
+    json.dumps(list(map(str, rows.columns)))
