@@ -624,6 +624,20 @@ class Linker:
                         g = int(inside_m[np.argmin(new.size[inside_m])])
                         if g not in hits:
                             hits[g] = [("differencing", text)]
+                    # a margin of the new table with exactly the rows of a cell an earlier output hid
+                    # (e.g. its grand total): publishing it would undo that output's protection
+                    if hidden.any():
+                        xs, ys, xws = xu[inner], yu[inner], xw[inner]
+                        exact = (xws == nsizes[ys]) & (xws == sizes[xs]) & hidden[xs]
+                        for s_, m_ in zip(xs[exact], ys[exact], strict=True):
+                            where = cell_name(old.level(subset)[1][int(s_)]) if subset else "its grand total"
+                            text = (f"{old.title} ({old.out_id}) hid these same cases ({where}) to protect its "
+                                    "small cells: publishing them here would undo that")
+                            margins.append((nsub, int(m_), text))
+                            inside_m = np.flatnonzero((nmap == m_) & candidate & (new.size > 0))
+                            if len(inside_m):
+                                g = int(inside_m[np.argmin(new.size[inside_m])])
+                                hits.setdefault(g, [("linked", text)])
                 # a cell an earlier output hid, published here with exactly its rows
                 if not hidden.any():
                     continue

@@ -334,3 +334,18 @@ def test_rows_for_linking_are_hashes_not_values(sess: Session, people: pd.DataFr
     assert all(rows[c].dtype == np.uint64 for c in rows.columns if c.startswith("duckdb#"))
     assert not np.isin(people["income"].to_numpy(), rows.drop(columns="district").to_numpy()).any()
     json.dumps(list(map(str, rows.columns)))
+
+
+def test_hidden_margin_published_as_another_querys_grand_total(sess: Session, people: pd.DataFrame) -> None:
+    """B's total is hidden by a ROLLUP (with A's and the grand total shown it would give C's 3);
+    a second query over B alone has that very total as its grand total: hidden too."""
+    df = people  # noqa: F841
+    first = sess.publish(duckdb.sql("select district, sex, count(*) n from df group by rollup(district, sex)"))
+    cells = hidden(first)
+    assert cells[("B", "Total")] == ["secondary"] and cells[("C", "Total")] == ["threshold"]
+    assert ("A", "Total") not in cells and ("Total", "Total") not in cells
+    second = sess.publish(duckdb.sql("select sex, count(*) n from df where district = 'B' group by rollup(sex)"))
+    cells = hidden(second)
+    assert ("Total",) in cells  # 30 = 73 - 40 - 3 would give C away
+    assert cells[("F",)] == ["linked"] and cells[("M",)] == ["linked"]
+    assert "30" not in json.dumps(second.metadata["sdc_magic"]["reasons"])
