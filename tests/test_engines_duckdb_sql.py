@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -349,3 +351,91 @@ def test_hidden_margin_published_as_another_querys_grand_total(sess: Session, pe
     assert ("Total",) in cells  # 30 = 73 - 40 - 3 would give C away
     assert cells[("F",)] == ["linked"] and cells[("M",)] == ["linked"]
     assert "30" not in json.dumps(second.metadata["sdc_magic"]["reasons"])
+
+
+# ------------------------------------------------------------------ a real kernel
+KERNEL_SETUP = """\
+import numpy as np, pandas as pd, duckdb
+rng = np.random.default_rng(5)
+n_a, n_b = 40, 30
+df = pd.DataFrame({
+    "district": ["A"] * n_a + ["B"] * n_b + ["C"] * 3,
+    "sex": ["F", "M"] * ((n_a + n_b) // 2) + ["F", "F", "M"],
+    "age": list(rng.integers(20, 60, n_a + n_b)) + [91, 93, 97],
+    "income": list(np.round(rng.uniform(10, 20, n_a + n_b), 2)) + [13.37, 16.91, 19.07],
+})
+df.loc[[0, 2], "age"] = [95, 96]  # two old people in A / F: the only difference the filter makes there
+con = duckdb.connect()
+pd.set_option("display.max_rows", 1000)
+"""
+# C / F = 30.28, C / M = 19.07, C = 49.35 (3 people); mean age of C 93.67; as numbers, never inside another
+PLANTED = ("13.37", "16.91", "19.07", "30.28", "49.35", "93.67", "93.66")
+PLANTED_RE = re.compile(r"(?<![\d.])(" + "|".join(re.escape(p) for p in PLANTED) + r")(?!\d)")
+KERNEL_SNIPPETS = {
+    "sum": 'duckdb.sql("select district, sex, sum(income) s from df group by all")',
+    "pivot": 'duckdb.sql("PIVOT df ON sex USING sum(income) GROUP BY district ORDER BY district")',
+    "rollup": 'duckdb.sql("select district, sex, sum(income) s from df group by rollup(district, sex)")',
+    "sets_df": ('con.execute("select district, sex, sum(income) s from df '
+                'group by grouping sets ((district, sex), (district), ())").df()'),
+    "mean_fetchdf": 'con.execute("select district, avg(age) m from df group by all").fetchdf()',
+    "cube_pl": 'duckdb.sql("select district, sex, sum(income) s from df group by cube(district, sex)").pl()',
+    "fetchall": ('pd.DataFrame(con.execute("select district, sum(income) s from df group by 1").fetchall(), '
+                 'columns=["district", "s"])'),
+    "arrow": 'con.execute("select district, sex, sum(income) s from df group by all").to_arrow_table()',
+    "count_all": 'duckdb.sql("select district, count(*) n from df group by all order by 1")',
+    "count_young": 'duckdb.sql("select district, count(*) n from df where age < 90 group by all order by 1")',
+}
+
+
+@pytest.fixture(scope="module")
+def kernel_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from _nbutil import execute_notebook
+
+    work = tmp_path_factory.mktemp("duckdb_sql")
+    sources = ["%load_ext sdc_magic", KERNEL_SETUP, *KERNEL_SNIPPETS.values()]
+    _, nb = execute_notebook(sources, work, name="duckdb_sql.ipynb", timeout=600)
+    return nb
+
+
+def _kernel_outputs(nb: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return nb["cells"][2 + list(KERNEL_SNIPPETS).index(name)]["outputs"]
+
+
+@pytest.mark.notebook
+def test_kernel_no_planted_value_in_any_mime_type(kernel_run: dict[str, Any]) -> None:
+    from _nbutil import text_of
+
+    for cell in kernel_run["cells"][:2]:
+        assert not [o for o in cell["outputs"] if o["output_type"] == "error"], cell["outputs"]
+    for name in KERNEL_SNIPPETS:
+        outs = [o for o in _kernel_outputs(kernel_run, name) if o["output_type"] != "stream"]
+        assert outs, name
+        for out in outs:
+            assert out["output_type"] == "display_data", (name, out["output_type"], out.get("evalue"))
+            meta = out.get("metadata", {}).get("sdc_magic")
+            assert meta is not None, name
+            if meta.get("kind") == "message":  # the transient progress note
+                continue
+            assert meta["status"] in ("suppressed", "review", "blocked"), (name, meta["status"])
+            if name not in ("count_young",):  # every table has C's small cells, hidden by evidence
+                assert meta["kind"] == "table" and meta["status"] == "suppressed", (name, meta["kind"], meta["status"])
+            for mime, value in out["data"].items():
+                text = text_of(value) if isinstance(value, str | list) else json.dumps(value)
+                assert not PLANTED_RE.search(text), (name, mime, PLANTED_RE.search(text))
+            assert not PLANTED_RE.search(json.dumps(out.get("metadata", {}))), name
+
+
+@pytest.mark.notebook
+def test_kernel_differencing_hides_district_a(kernel_run: dict[str, Any]) -> None:
+    """count_young differs from count_all by 2 people in A: A is hidden there, not in count_all."""
+    def cells(name: str) -> dict[str, list[str]]:
+        out = next(o for o in _kernel_outputs(kernel_run, name) if o["output_type"] == "display_data"
+                   and o["metadata"]["sdc_magic"].get("kind") != "message")
+        meta = out["metadata"]["sdc_magic"]
+        return {r["cell"][0]: [x["rule"] for x in r["reasons"]] for r in meta["reasons"] if r["hidden"]}
+
+    assert "A" not in cells("count_all") and "threshold" in cells("count_all")["C"]
+    young = cells("count_young")
+    assert "differencing" in young["A"] and "C" not in young  # C's three people are all 90 or older
+    # B only ever to protect others: a secondary cell, or the same people an earlier output hid
+    assert set(young) <= {"A", "B"} and set(young.get("B", [])) <= {"secondary", "linked"}
