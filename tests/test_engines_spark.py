@@ -106,3 +106,172 @@ def test_spark_frame_is_withheld_not_raw_when_published(sdf) -> None:
     published = s.publish(sdf.groupBy("admin2").count(), record=False)
     assert published.metadata["sdc_magic"]["status"] == "blocked"
     assert set(published.data) <= {"text/plain", "text/html", "application/vnd.sdc-magic.v1+json"}
+
+
+# ---------------------------------------------------------------- researcher snippets
+@pytest.fixture(scope="module")
+def people(spark):
+    """Three districts: A (30 people), B (20: 4 women), C (3); households of 2 in A, 5 in B."""
+    rows = []
+    for i in range(30):
+        rows.append(("A", "F" if i % 2 else "M", 20 + i, 1000.0 + 10 * i, i // 2, i % 6 == 0))
+    for i in range(20):
+        rows.append(("B", "F" if i < 4 else "M", 30 + i, 900.0 + 5 * i, 100 + i // 5, i % 5 == 0))
+    for i in range(3):
+        rows.append(("C", "M", 40 + i, 800.0, 200 + i, False))
+    cols = ["district", "sex", "age", "income", "household", "disabled"]
+    return spark.createDataFrame(pd.DataFrame(rows, columns=cols))
+
+
+@pytest.fixture
+def sess():
+    s = Session()  # humanitarian: threshold 5
+    s.capture.install()
+    yield s
+    s.capture.uninstall()
+
+
+def _hidden_by(c, key: str) -> dict:
+    frame = c.frame
+    labels = frame[key].tolist() if key in frame.columns else list(frame.index)
+    return dict(zip(labels, c.hidden[:, -1].tolist(), strict=True))
+
+
+def test_count_by_district(people, sess) -> None:
+    t = people.groupBy("district").count()
+    form = t.toPandas()
+    assert sorted(form.columns) == ["count", "district"]
+    c = sess.check(form, protect=False)
+    assert _hidden_by(c, "district") == {"A": False, "B": False, "C": True}
+
+
+def test_sum_dominated_by_one_firm(spark) -> None:
+    from pyspark.sql import functions as F
+
+    from sdc_magic.config import preset
+
+    s = Session(rules=preset("insee"))
+    s.set_rules(p=10.0)
+    s.capture.install()
+    try:
+        firms = spark.createDataFrame(pd.DataFrame({
+            "sector": ["x"] * 6 + ["y"] * 6 + ["z"] * 4,
+            "turnover": [1000.0, 10, 10, 10, 10, 10, 50, 60, 55, 52, 58, 61, 100, 100, 4, 4]}))
+        t = firms.groupBy("sector").agg(F.sum("turnover").alias("turnover"))
+        c = s.check(t.toPandas(), protect=False)
+        # x: one firm makes 95 %; z: two firms of 100 (tie at the maximum: the second estimates
+        # the first exactly, p% rule); y: no dominance
+        assert _hidden_by(c, "sector") == {"x": True, "y": False, "z": True}
+        assert {"dominance", "p_percent"} <= set(c.reason_summary())
+    finally:
+        s.capture.uninstall()
+
+
+def test_mean_with_distinct_households(people, sess) -> None:
+    from pyspark.sql import functions as F
+
+    sess.set_rules(unit="household")
+    c = sess.check(people.groupBy("district").agg(F.avg("income").alias("income")).toPandas(), protect=False)
+    assert _hidden_by(c, "district") == {"A": False, "B": True, "C": True}  # B: 4 households, C: 3
+    sess.set_rules(unit=None)
+    c = sess.check(people.groupBy("district").agg(F.avg("income").alias("income")).toPandas(), protect=False)
+    assert _hidden_by(c, "district") == {"A": False, "B": False, "C": True}
+
+
+def test_sum_of_a_flag_is_a_count(people, sess) -> None:
+    from pyspark.sql import functions as F
+
+    t = people.groupBy("district").agg(F.sum(F.col("disabled").cast("int")).alias("disabled")).toPandas()
+    assert dict(zip(t["district"], t["disabled"], strict=True)) == {"A": 5, "B": 4, "C": 0}
+    c = sess.check(t, protect=False)
+    assert _hidden_by(c, "district") == {"A": False, "B": True, "C": True}
+
+
+def test_pivot_count_hides_the_few_women(people, sess) -> None:
+    sess.capture.uninstall()
+    plain = people.groupBy("district").pivot("sex").count().toPandas().sort_values("district")
+    sess.capture.install()
+    t = people.groupBy("district").pivot("sex").count()
+    fetched = t.toPandas().sort_values("district")
+    pd.testing.assert_frame_equal(fetched.reset_index(drop=True), plain.reset_index(drop=True))
+    c = sess.check(t, protect=False)  # the display: the wide table, cells = (district, sex)
+    frame = c.frame
+    hidden = {(d, s): bool(c.hidden[i, j]) for i, d in enumerate(frame.index)
+              for j, s in enumerate(frame.columns)}
+    assert hidden[("B", "F")]  # 4 women
+    assert hidden[("C", "M")]  # 3 men
+    assert not hidden[("A", "F")] and not hidden[("A", "M")] and not hidden[("B", "M")]
+    assert c.kind == "table"
+
+
+def test_pivot_with_values_and_sum(people, sess) -> None:
+    from pyspark.sql import functions as F
+
+    t = people.groupBy("district").pivot("sex", ["F", "M"]).agg(F.sum("income"))
+    c = sess.check(t, protect=False)
+    assert c.kind == "table"
+    frame = c.frame
+    hidden = {(d, s): bool(c.hidden[i, j]) for i, d in enumerate(frame.index) for j, s in enumerate(frame.columns)}
+    assert hidden[("B", "F")] and hidden[("C", "M")] and not hidden[("A", "M")]
+
+
+def test_crosstab_counts(people, sess) -> None:
+    for t in (people.crosstab("district", "sex"), people.stat.crosstab("district", "sex")):
+        c = sess.check(t, protect=False)
+        assert c.kind == "table", c.notes
+        frame = c.frame
+        hidden = {(d, s): bool(c.hidden[i, j]) for i, d in enumerate(frame.index)
+                  for j, s in enumerate(frame.columns)}
+        assert hidden[("B", "F")] and hidden[("C", "M")]
+        assert not hidden[("A", "F")] and not hidden[("B", "M")]
+        assert not hidden[("C", "F")]  # an empty cell: zeros are allowed under these rules
+
+
+def test_crosstab_unchanged_with_capture(people, sess) -> None:
+    sess.capture.uninstall()
+    plain = people.crosstab("district", "sex").toPandas()
+    sess.capture.install()
+    captured = people.crosstab("district", "sex").toPandas()
+    key = "district_sex"
+    pd.testing.assert_frame_equal(captured.sort_values(key).reset_index(drop=True),
+                                  plain.sort_values(key).reset_index(drop=True))
+
+
+def test_same_values_as_plain_spark(people, sess) -> None:
+    from pyspark.sql import functions as F
+
+    def run():
+        return people.groupBy("district", "sex").agg(F.sum("income").alias("s"), F.count("age").alias("n"),
+                                                     F.max("age").alias("oldest")).toPandas()
+
+    captured = run().sort_values(["district", "sex"]).reset_index(drop=True)
+    sess.capture.uninstall()
+    plain = run().sort_values(["district", "sex"]).reset_index(drop=True)
+    sess.capture.install()
+    pd.testing.assert_frame_equal(captured, plain)
+
+
+def test_eager_repr_shows_no_rows(spark, people, sess) -> None:
+    spark.conf.set("spark.sql.repl.eagerEval.enabled", "true")
+    try:
+        text = repr(people)
+        assert text.startswith("DataFrame[") and "Port" not in text and "1000.0" not in text
+        assert people._repr_html_() is None
+    finally:
+        spark.conf.unset("spark.sql.repl.eagerEval.enabled")
+
+
+def test_show_displays_the_checked_table(people, sdc) -> None:
+    sdc.ns["people"] = people
+    ran = sdc.run("people.groupBy('district').count().show()")
+    meta = ran.meta
+    assert meta["status"] != "pass"
+    assert "| C" not in ran.stdout  # Spark's own text table is not printed
+    ran = sdc.run("people.show()")  # microdata: the checked display (blocked: never exportable)
+    assert ran.meta["status"] == "blocked" and ran.meta["kind"] == "row-level"
+    assert "+--------" not in ran.stdout  # not Spark's own printout
+
+
+def test_show_without_the_extension_is_spark_s_own(people, capsys) -> None:
+    people.groupBy("district").count().show()
+    assert "district" in capsys.readouterr().out

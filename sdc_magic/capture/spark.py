@@ -1,16 +1,33 @@
-"""Evidence capture for PySpark (classic sessions): ``df.groupBy(...)`` then ``agg``,
-``count``, ``sum``, ``avg``/``mean``, ``min``, ``max``.
+"""Evidence capture for PySpark (classic sessions and Spark Connect).
+
+Captured: ``df.groupBy(...)`` then ``agg``, ``count``, ``sum``, ``avg``/``mean``, ``min``,
+``max``; ``df.groupBy(...).pivot(col[, values])`` then the same (one aggregate column
+per pivot value); ``df.crosstab(a, b)`` / ``df.stat.crosstab(a, b)``.
 
 Spark DataFrames are lazy, so nothing runs when the user aggregates: the wrapper records
 the recipe (source DataFrame, keys, the user's aggregate expressions). When the result is
-displayed or fetched with ``toPandas()``, *one* Spark job computes the user's columns and
-the facts together: ``source.groupBy(keys).agg(*user_exprs, *facts)`` with rows,
-distinct units (``count(DISTINCT unit)``), and per variable the units with a value, total,
-absolute total, negative contributions and the k largest absolute contributions
-(``max_by(abs(x), abs(x), k)``, Spark ≥ 4). Only the aggregated rows come back to the
-driver; on a cluster (or Spark Connect) the same code runs one job there, and moves one
-row per group. With a unit column and magnitudes, contributions are first summed per
-(group, unit): one more job. Anything else is displayed without evidence (fail closed).
+displayed or fetched with ``toPandas()``, Spark computes the facts beside it and only one
+row per group comes back to the driver:
+
+* ``groupBy`` without a unit column: **one job**, ``source.groupBy(keys).agg(*user_exprs,
+  *facts)`` — rows, per variable the units with a value, total, absolute total, negative
+  contributions and the two largest absolute contributions. Top-2 is computed in the same
+  job: the group's maximum as a window over the keys (``max(|x|) OVER (PARTITION BY keys)``),
+  then in the one aggregation the runner-up is ``max(|x|)`` over the rows below it (and the
+  count of rows at the maximum, for ties). ``max_by(|x|, |x|, k)`` serves k > 2.
+* with a unit column (distinct units per cell): the user's own job, and one facts job that
+  first aggregates to one row per (keys, unit) — rows, per variable count and sum — and
+  then the facts per group from that (no ``count(DISTINCT)``, contributions per unit).
+* pivots and crosstabs: the user's own job (Spark's wide result, untouched) and one facts
+  job over the long form ``groupBy(keys, pivot)``, whose groups are the wide table's cells.
+
+Spark Connect DataFrames get the same wrappers (with Connect's own functions) when
+``pyspark.sql.connect`` can be imported. Display paths that print data without going
+through IPython's formatters — ``show()``, and ``__repr__`` / ``_repr_html_`` when eager
+evaluation is on — are intercepted: ``show()`` displays the checked table when the
+extension is loaded (and prints a note, never the rows, if that fails); ``__repr__`` gives the
+schema only and ``_repr_html_`` nothing, so a front-end falls back to the checked display.
+Anything else is displayed without evidence (fail closed).
 """
 
 from __future__ import annotations
@@ -18,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -31,24 +49,50 @@ _lock = threading.RLock()
 _recipes: dict[int, tuple[Any, Recipe]] = {}
 _CAPTURE: SparkCapture | None = None
 _TEXT = re.compile(r"^Column<'(.*)'>$", re.S)
+_CONNECT = "pyspark.sql.connect"
 
 
 class Recipe:
-    """A captured aggregation: how to recompute it with its facts."""
+    """A captured aggregation: how to compute its facts (and, for ``groupBy``, its columns)."""
 
-    def __init__(self, source: Any, keys: list[str], exprs: list[Any], measures: dict[str, tuple[str | None, str]]):
+    def __init__(self, source: Any, keys: list[str], exprs: list[Any], measures: dict[str, tuple[str | None, str]],
+                 kind: str = "group", pivot: str | None = None, values: list[Any] | None = None,
+                 by: list[str] | None = None):
         self.source = source
-        self.keys = keys
+        self.keys = keys  # the evidence keys: the group-by keys (and the pivot column, by its label)
+        self.by = by if by is not None else keys  # source columns grouped by (crosstab: its two columns)
         self.exprs = exprs
         self.measures = measures
+        self.kind = kind  # "group" | "pivot" | "crosstab"
+        self.pivot = pivot
+        self.values = values
         self.form: pd.DataFrame | None = None
+        self.unit: str | None = None
+        self.variables: list[str] = []
         self.lock = threading.Lock()
+
+
+def _functions(df: Any) -> Any:
+    """The functions module matching a DataFrame's flavour (Connect columns for Connect)."""
+    if type(df).__module__.startswith(_CONNECT):
+        from pyspark.sql.connect.functions import builtin as F
+        return F
+    from pyspark.sql import functions as F
+    return F
+
+
+def _window(df: Any) -> Any:
+    if type(df).__module__.startswith(_CONNECT):
+        from pyspark.sql.connect.window import Window
+        return Window
+    from pyspark.sql import Window
+    return Window
 
 
 def _stat(expr: Any, out_name: str) -> tuple[str | None, str]:
     import sqlglot
 
-    from .duckdb import _stat_of
+    from .sql import stat_of
 
     m = _TEXT.match(str(expr))
     text = m.group(1) if m else str(expr)
@@ -56,7 +100,7 @@ def _stat(expr: Any, out_name: str) -> tuple[str | None, str]:
         node = sqlglot.parse_one(text, read="spark")
     except Exception:
         return None, "custom"
-    var, stat, _ = _stat_of(node)
+    var, stat, _ = stat_of(node)
     if stat == "count" and out_name != f"count({var})":
         # Spark prints count(DISTINCT x) as count(x) once aliased: ambiguous, so not a plain count
         return var, "nunique" if out_name.lower().startswith("count(distinct") else "custom"
@@ -69,7 +113,13 @@ def spark_form(df: Any, limit: int | None) -> pd.DataFrame | None:
         hit = _recipes.get(id(df))
     if hit is None or hit[0]() is not df or _CAPTURE is None:
         return None
-    return _CAPTURE.materialise(hit[1], limit)
+    return _CAPTURE.materialise(df, hit[1], limit)
+
+
+def _extension_loaded() -> bool:
+    """Whether sdc_magic's display handlers are installed in a running IPython."""
+    ext = sys.modules.get("sdc_magic.extension")
+    return bool(ext is not None and getattr(ext, "_installed", {}).get("formatters"))
 
 
 class SparkCapture:
@@ -78,8 +128,8 @@ class SparkCapture:
     def __init__(self, registry: Any, rules: Callable[[], Any]) -> None:
         self.registry = registry
         self.rules = rules
-        self._saved: list[tuple[Any, str, Any]] = []
-        self._groups: dict[int, tuple[Any, tuple[Any, list[str]]]] = {}
+        self._saved: list[tuple[Any, str, bool, Any]] = []
+        self._groups: dict[int, tuple[Any, tuple[Any, list[str], str | None, list[Any] | None]]] = {}
         self.installed = False
 
     def install(self) -> None:
@@ -89,11 +139,23 @@ class SparkCapture:
         from pyspark.sql.classic.dataframe import DataFrame
         from pyspark.sql.group import GroupedData
 
-        for name in ("groupBy", "groupby"):
-            self._patch(DataFrame, name, self._group_by(getattr(DataFrame, name)))
-        for name in ("agg", "count", "sum", "avg", "mean", "min", "max"):
-            self._patch(GroupedData, name, self._aggregate(getattr(GroupedData, name), name))
-        self._patch(DataFrame, "toPandas", self._to_pandas(DataFrame.toPandas))
+        flavours: list[tuple[type, type]] = [(DataFrame, GroupedData)]
+        connect = _connect_classes()
+        if connect is not None:
+            flavours.append(connect)
+        for frame_cls, group_cls in flavours:
+            for name in ("groupBy", "groupby"):
+                if name in frame_cls.__dict__:
+                    self._patch(frame_cls, name, self._group_by(frame_cls.__dict__[name]))
+            self._patch(group_cls, "pivot", self._pivot(group_cls.__dict__["pivot"]))
+            for name in ("agg", "count", "sum", "avg", "mean", "min", "max"):
+                if name in group_cls.__dict__:
+                    self._patch(group_cls, name, self._aggregate(group_cls.__dict__[name], name))
+            self._patch(frame_cls, "crosstab", self._crosstab(frame_cls.__dict__["crosstab"]))
+            self._patch(frame_cls, "toPandas", self._to_pandas(frame_cls.__dict__["toPandas"]))
+            self._patch(frame_cls, "show", self._show(frame_cls.__dict__["show"]))
+            self._patch(frame_cls, "__repr__", self._repr(frame_cls.__dict__["__repr__"]))
+            self._patch(frame_cls, "_repr_html_", self._repr_html(frame_cls.__dict__["_repr_html_"]))
         _CAPTURE = self
         self.installed = True
 
@@ -118,6 +180,13 @@ class SparkCapture:
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         setattr(owner, name, wrapper)
 
+    def _original(self, owner: type, name: str) -> Callable:
+        for cls in owner.__mro__:
+            for o, n, _had, original in self._saved:
+                if o is cls and n == name:
+                    return original
+        return getattr(owner, name)
+
     # ------------------------------------------------------------ wrappers
     def _group_by(self, original: Callable) -> Callable:
         @functools.wraps(original)
@@ -125,10 +194,24 @@ class SparkCapture:
             gd = original(df, *cols)
             keys = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], list | tuple) else list(cols)
             if keys and all(isinstance(k, str) for k in keys):
-                _keep(self._groups, gd, (df, keys))
+                _keep(self._groups, gd, (df, keys, None, None))
             return gd
 
         return group_by
+
+    def _pivot(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def pivot(gd: Any, pivot_col: Any, values: Any = None) -> Any:
+            out = original(gd, pivot_col) if values is None else original(gd, pivot_col, values)
+            with contextlib.suppress(Exception):
+                hit = self._groups.get(id(gd))
+                if hit is not None and hit[0]() is gd and isinstance(pivot_col, str) and hit[1][2] is None:
+                    df, keys = hit[1][0], hit[1][1]
+                    if pivot_col not in keys:
+                        _keep(self._groups, out, (df, keys, pivot_col, list(values) if values is not None else None))
+            return out
+
+        return pivot
 
     def _aggregate(self, original: Callable, name: str) -> Callable:
         @functools.wraps(original)
@@ -137,12 +220,30 @@ class SparkCapture:
             try:
                 hit = self._groups.get(id(gd))
                 if hit is not None and hit[0]() is gd:
-                    self._record(hit[1][0], hit[1][1], name, args, result)
+                    df, keys, pivot, values = hit[1]
+                    self._record(df, keys, name, args, result, pivot, values)
             except Exception as exc:  # never break user code: shown without evidence
                 self.registry.failures.append(f"spark: {type(exc).__name__}: {exc}")
             return result
 
         return aggregate
+
+    def _crosstab(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def crosstab(df: Any, col1: str, col2: str) -> Any:
+            result = original(df, col1, col2)
+            try:
+                if isinstance(col1, str) and isinstance(col2, str) and col1 != col2:
+                    label = f"{col1}_{col2}"
+                    recipe = Recipe(df, [label, col2], [], {"": (None, "size")}, kind="crosstab",
+                                    pivot=col2, by=[col1, col2])
+                    with _lock:
+                        _keep(_recipes, result, recipe)
+            except Exception as exc:
+                self.registry.failures.append(f"spark crosstab: {type(exc).__name__}: {exc}")
+            return result
+
+        return crosstab
 
     def _to_pandas(self, original: Callable) -> Callable:
         @functools.wraps(original)
@@ -153,20 +254,61 @@ class SparkCapture:
                 return original(df)
             recipe = hit[1]
             try:
-                full = self._run(recipe, None, original)
-                user = full[[c for c in full.columns if not str(c).startswith(contract.PREFIX)]]
-                self._register(recipe, full, user)
-                return user
+                user, facts = self._run(df, recipe, None, original)
             except Exception as exc:
                 self.registry.failures.append(f"spark toPandas: {type(exc).__name__}: {exc}")
                 return original(df)
+            try:
+                self._register(recipe, facts, user)
+            except Exception as exc:  # the user's result stands; it is checked without evidence
+                self.registry.failures.append(f"spark toPandas: {type(exc).__name__}: {exc}")
+            return user
 
         return to_pandas
 
-    # ------------------------------------------------------------ recording
-    def _record(self, source: Any, keys: list[str], name: str, args: tuple, result: Any) -> None:
-        from pyspark.sql import functions as F
+    def _show(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def show(df: Any, n: int = 20, truncate: bool | int = True, vertical: bool = False) -> None:
+            if not _extension_loaded():
+                return original(df, n, truncate, vertical)
+            try:
+                from IPython.display import display
 
+                captured = False
+                with _lock:
+                    hit = _recipes.get(id(df))
+                    captured = hit is not None and hit[0]() is df
+                display(df if captured else df.limit(int(n)))
+            except Exception as exc:  # fail closed: a note, never the rows
+                self.registry.failures.append(f"spark show: {type(exc).__name__}: {exc}")
+                print("sdc_magic: this Spark table could not be checked and is not shown "
+                      "(display it, or `%sdc debug`).")
+            return None
+
+        return show
+
+    def _repr(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def spark_repr(df: Any) -> str:
+            # eager evaluation makes repr() print rows: the schema only, as without it
+            try:
+                return "DataFrame[{}]".format(", ".join(f"{n}: {t}" for n, t in df.dtypes))
+            except Exception:
+                return f"<{type(df).__name__}: not shown (sdc_magic)>"
+
+        return spark_repr
+
+    def _repr_html(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def repr_html(df: Any) -> None:
+            return None  # displays go through the checked display handler
+
+        return repr_html
+
+    # ------------------------------------------------------------ recording
+    def _record(self, source: Any, keys: list[str], name: str, args: tuple, result: Any,
+                pivot: str | None = None, values: list[Any] | None = None) -> None:
+        F = _functions(source)
         if name == "agg":
             if len(args) == 1 and isinstance(args[0], dict):
                 exprs = [getattr(F, stat if stat != "mean" else "avg")(col) for col, stat in args[0].items()]
@@ -179,141 +321,301 @@ class SparkCapture:
                 return  # all numeric columns: not captured (shown without evidence)
             fn = "avg" if name == "mean" else name
             exprs = [getattr(F, fn)(c) for c in args]
-        out_names = [c for c in result.columns if c not in keys]
-        if len(out_names) != len(exprs):
-            return
-        measures = {out: _stat(e, out) for out, e in zip(out_names, exprs, strict=True)}
-        if name == "count":
-            measures = {"count": (None, "size")}
+        if pivot is not None:
+            if len(exprs) != 1:
+                return  # several aggregates per pivot value: shown without evidence
+            stat = (None, "size") if name == "count" else _stat(exprs[0], _out_name(exprs[0]))
+            recipe = Recipe(source, [*keys, pivot], exprs, {"": stat}, kind="pivot", pivot=pivot,
+                            values=values, by=[*keys, pivot])
+        else:
+            out_names = [c for c in result.columns if c not in keys]
+            if len(out_names) != len(exprs):
+                return
+            measures = {out: _stat(e, out) for out, e in zip(out_names, exprs, strict=True)}
+            if name == "count":
+                measures = {"count": (None, "size")}
+            recipe = Recipe(source, keys, exprs, measures)
         with _lock:
-            _keep(_recipes, result, Recipe(source, keys, exprs, measures))
+            _keep(_recipes, result, recipe)
 
-    def _facts(self, recipe: Recipe, unit: str | None, k: int) -> tuple[list[Any], list[str], set[str]]:
-        from pyspark.sql import functions as F
-
+    def _plan(self, recipe: Recipe, unit: str | None) -> tuple[list[str], set[str]]:
         schema = dict(recipe.source.dtypes)
         variables = sorted({v for v, s in recipe.measures.values() if v in schema and s != "size"})
         numeric = {"int", "bigint", "smallint", "tinyint", "double", "float", "boolean"}
         magnitudes = {v for v, s in recipe.measures.values()
                       if v in variables and s in contract.MAGNITUDE_EVIDENCE
                       and (schema[v] in numeric or schema[v].startswith("decimal"))}
-        p = contract.PREFIX
-        exprs = [F.count(F.lit(1)).alias(f"{p}rows")]
-        if unit is not None:
-            exprs.append(F.countDistinct(F.col(unit)).alias(f"{p}units"))
-        for i, v in enumerate(variables):
-            names = contract.fact_names(i)
-            col = F.col(v)
-            exprs.append(F.count(col).alias(names["n"]) if unit is None else
-                         F.countDistinct(F.when(col.isNotNull(), F.col(unit))).alias(names["n"]))
-            if v in magnitudes and unit is None:
-                x = col.cast("double")
-                # top-2 by two hash aggregations (max now, the runner-up in a second job):
-                # max_by(.., k) needs a sort-based aggregation, several times slower in Spark
-                top = F.max(F.abs(x)).alias(f"{p}m_{i}") if k == 2 else \
-                    F.max_by(F.abs(x), F.abs(x), k).alias(names["top"])
-                exprs += [F.sum(x).alias(names["t"]), F.sum(F.abs(x)).alias(names["ta"]),
-                          F.max(x < 0).alias(names["neg"]), top]
-        return exprs, variables, magnitudes
+        return variables, magnitudes
 
-    def _run(self, recipe: Recipe, limit: int | None, to_pandas: Callable | None = None) -> pd.DataFrame:
+    def _keyed_source(self, recipe: Recipe) -> tuple[Any, list[str]]:
+        """The source with the evidence keys as columns (a pivot or crosstab column by its label)."""
+        F = _functions(recipe.source)
+        src = recipe.source
+        if recipe.kind == "group":
+            return src, recipe.keys
+        if recipe.kind == "pivot":
+            if recipe.values is not None:
+                src = src.filter(F.col(recipe.pivot).isin(list(recipe.values)))
+            cols = [F.col(k) for k in recipe.keys[:-1]] + [_label(F, recipe.pivot).alias(recipe.keys[-1])]
+        else:  # crosstab: both columns as strings, as Spark labels them
+            a, b = recipe.by
+            cols = [_label(F, a).alias(recipe.keys[0]), _label(F, b).alias(recipe.keys[1])]
+        used = {c for c in src.columns if c not in recipe.by}
+        return src.select(*cols, *[F.col(c) for c in used]), recipe.keys
+
+    def _facts_job(self, recipe: Recipe, unit: str | None, variables: list[str], magnitudes: set[str], k: int,
+                   user_exprs: list[Any]) -> tuple[Any, Any, dict[int, Any], list[str]]:
+        """(the facts job, the frame of contributions, variable i's contribution column, keys).
+
+        The contributions are the source rows, or with a unit column one row per (keys, unit)
+        holding each variable's sum (a unit's contribution).
+        """
+        src, keys = self._keyed_source(recipe)
+        F = _functions(src)
+        p = contract.PREFIX
+        wanted = [i for i, v in enumerate(variables) if v in magnitudes]
+        if unit is None:
+            values = {i: F.col(variables[i]) for i in wanted}
+            job = _aggregate_facts(src, keys, values, len(variables), k, F, rows=F.count(F.lit(1)), units=None,
+                                   user_exprs=user_exprs, present=lambda i: F.count(F.col(variables[i])))
+            return job, src, values, keys
+        inner = [F.count(F.lit(1)).alias(f"{p}r")]
+        for i, v in enumerate(variables):
+            inner.append(F.count(F.col(v)).alias(f"{p}c{i}"))
+            if v in magnitudes:
+                inner.append(F.sum(F.col(v).cast("double")).alias(f"{p}s{i}"))
+        per_unit = src.groupBy(*keys, unit).agg(*inner)
+        values = {i: F.when(F.col(f"{p}c{i}") > 0, F.col(f"{p}s{i}")) for i in wanted}
+        job = _aggregate_facts(per_unit, keys, values, len(variables), k, F, rows=F.sum(F.col(f"{p}r")),
+                               units=F.count(F.lit(1)), user_exprs=[],
+                               present=lambda i: F.sum(F.when(F.col(f"{p}c{i}") > 0, 1).otherwise(0)))
+        return job, per_unit, values, keys
+
+    def _run(self, df: Any, recipe: Recipe, limit: int | None, to_pandas: Callable | None = None
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(the user's result, the facts), both as pandas: one job, or the user's and one facts job
+        (plus, rarely, a job for the exact runner-up of the groups whose decision needs it)."""
         rules = self.rules()
-        unit = rules.unit if rules.unit in dict(recipe.source.dtypes) else None
-        exprs, variables, magnitudes = self._facts(recipe, unit, rules.top_k)
-        job = recipe.source.groupBy(*recipe.keys).agg(*recipe.exprs, *exprs)
-        if limit is not None:
-            job = job.limit(limit)
-        fetch = to_pandas or self._original_to_pandas()
-        full = fetch(job)
-        if unit is not None and magnitudes:
-            full = full.merge(self._unit_magnitudes(recipe, unit, variables, magnitudes, rules.top_k, fetch),
-                              on=recipe.keys, how="left")
-        elif magnitudes and rules.top_k == 2:
-            full = self._runner_up(recipe, full, variables, magnitudes, fetch)
-        recipe.unit = unit  # type: ignore[attr-defined]
-        recipe.variables = variables  # type: ignore[attr-defined]
-        return full
+        schema = dict(recipe.source.dtypes)
+        unit = rules.unit if rules.unit in schema and rules.unit not in recipe.by else None
+        variables, magnitudes = self._plan(recipe, unit)
+        fetch = to_pandas or self._original(type(df), "toPandas")
+        recipe.unit, recipe.variables = unit, variables
+        if recipe.kind == "group" and unit is None:
+            job, contrib, values, keys = self._facts_job(recipe, None, variables, magnitudes, rules.top_k,
+                                                         recipe.exprs)
+            if limit is not None:
+                job = job.limit(limit)
+            facts = fetch(job)
+            user = facts[[c for c in facts.columns if not str(c).startswith(contract.PREFIX)]].copy()
+        else:
+            user = fetch(df if limit is None else df.limit(limit))
+            job, contrib, values, keys = self._facts_job(recipe, unit, variables, magnitudes, rules.top_k, [])
+            facts = fetch(job)
+        facts = self._second(facts, contrib, values, keys, rules, fetch)
+        return user, facts
 
-    def _runner_up(self, recipe: Recipe, full: pd.DataFrame, variables: list[str], magnitudes: set[str],
-                   fetch: Callable) -> pd.DataFrame:
-        """The second largest contribution per group: the groups' maxima (one row per group,
-        broadcast) joined back to the source, one hash aggregation."""
-        from pyspark.sql import functions as F
+    def _second(self, facts: pd.DataFrame, contrib: Any, values: dict[int, Any], keys: list[str], rules: Any,
+                fetch: Callable) -> pd.DataFrame:
+        """The top-2 contributions per group from (max, sum of squares), exact where it matters.
 
-        p = contract.PREFIX
-        wanted = [(i, v) for i, v in enumerate(variables) if v in magnitudes]
-        small = full[recipe.keys + [f"{p}m_{i}" for i, _ in wanted]].copy()
-        small.columns = [f"{p}k{j}" for j in range(len(recipe.keys))] + [f"{p}m_{i}" for i, _ in wanted]
-        maxima = recipe.source.sparkSession.createDataFrame(small)
-        cond = [recipe.source[key].eqNullSafe(maxima[f"{p}k{j}"]) for j, key in enumerate(recipe.keys)]
-        joined = recipe.source.join(F.broadcast(maxima), cond, "inner")
-        aggs = []
-        for i, v in wanted:
-            x, m = F.abs(F.col(v).cast("double")), F.col(f"{p}m_{i}")
-            aggs += [F.max(F.when(x < m, x)).alias(f"{p}second_{i}"),
-                     F.sum(F.when(x == m, 1).otherwise(0)).alias(f"{p}ties_{i}")]
-        second = fetch(joined.groupBy(*[recipe.source[key] for key in recipe.keys]).agg(*aggs))
-        full = full.merge(second, on=recipe.keys, how="left")
-        for i, _ in wanted:
-            top1 = full[f"{p}m_{i}"].to_numpy(dtype=float, na_value=float("nan"))
-            runner = full[f"{p}second_{i}"].to_numpy(dtype=float, na_value=float("nan"))
-            ties = full[f"{p}ties_{i}"].fillna(0).to_numpy(dtype=float)
-            top2 = [a if t >= 2 else b for a, b, t in zip(top1, runner, ties, strict=True)]
-            full[contract.fact_names(i)["top"]] = [[a, b] for a, b in zip(top1, top2, strict=True)]
-        return full
-
-    def _unit_magnitudes(self, recipe: Recipe, unit: str, variables: list[str], magnitudes: set[str], k: int,
-                         fetch: Callable) -> pd.DataFrame:
-        from pyspark.sql import functions as F
+        With x1 the largest contribution, S the sum of the squares of the others and R their
+        sum, the runner-up x2 lies in [S / R, sqrt(S)] (exact for one or two contributors). Where
+        the p% rule or an (n ≥ 2) dominance rule decides alike at both ends, the upper end is
+        kept (protection intervals computed from it are at least those of x2); the other groups
+        — usually none — get their exact runner-up in one more job over those groups only.
+        """
+        import numpy as np
 
         p = contract.PREFIX
-        inner = [F.sum(F.col(v).cast("double")).alias(f"{p}s{i}") for i, v in enumerate(variables) if v in magnitudes]
-        per_unit = recipe.source.groupBy(*recipe.keys, unit).agg(*inner)
-        outer = []
-        for i, v in enumerate(variables):
-            if v not in magnitudes:
+        facts = facts.copy()
+        for i, x in values.items():
+            if f"{p}top1_{i}" not in facts.columns:
                 continue
             names = contract.fact_names(i)
-            x = F.col(f"{p}s{i}")
-            outer += [F.sum(x).alias(names["t"]), F.sum(F.abs(x)).alias(names["ta"]),
-                      F.max(x < 0).alias(names["neg"]), F.max_by(F.abs(x), F.abs(x), k).alias(names["top"])]
-        return fetch(per_unit.groupBy(*recipe.keys).agg(*outer))
 
-    def _original_to_pandas(self) -> Callable:
-        for _owner, name, _had, original in self._saved:
-            if name == "toPandas":
-                return original
-        return lambda df: df.toPandas()
+            def num(name: str) -> np.ndarray:
+                return pd.to_numeric(facts[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
-    def materialise(self, recipe: Recipe, limit: int | None) -> pd.DataFrame:
+            x1, sq, tabs, total = num(f"{p}top1_{i}"), num(f"{p}sq_{i}"), num(names["ta"]), num(names["t"])
+            neg = facts[names["neg"]].fillna(False).to_numpy(dtype=bool)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rest_sq = np.maximum(np.nan_to_num(sq) - np.nan_to_num(x1) ** 2, 0.0)
+                rest = np.maximum(np.nan_to_num(tabs) - np.nan_to_num(x1), 0.0)
+                lo = np.where(rest > 0, rest_sq / rest, 0.0)
+                hi = np.minimum(np.minimum(np.sqrt(rest_sq), np.nan_to_num(x1)), rest)
+                # float sums: the bounds are widened by their rounding error (relative to x1)
+                slack = 1e-6 * np.nan_to_num(x1)
+                lo, hi = np.maximum(lo - slack, 0.0), np.minimum(hi + slack, np.minimum(np.nan_to_num(x1), rest))
+                hi = np.maximum(hi, lo)
+            denom = np.where(neg, np.nan_to_num(tabs), np.abs(np.nan_to_num(total)))
+            unsure = np.zeros(len(facts), dtype=bool)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                if rules.p is not None:
+                    limit = rules.p / 100.0 * x1
+                    unsure |= (denom - x1 - lo < limit) != (denom - x1 - hi < limit)
+                if rules.dominance is not None and rules.dominance[0] >= 2:
+                    share = rules.dominance[1] / 100.0
+                    unsure |= ((x1 + lo) / denom > share) != ((x1 + hi) / denom > share)
+            unsure &= np.isfinite(x1) & (hi > lo)
+            second = hi.copy()
+            if unsure.any():
+                exact = self._runner_up(facts.loc[unsure, keys], x1[unsure], contrib, x, keys, fetch)
+                second[unsure] = exact
+            top1 = np.where(np.isfinite(x1), x1, np.nan)
+            second = np.where(np.isfinite(x1), second, np.nan)
+            facts[names["top"]] = [[a, b] for a, b in zip(top1, second, strict=True)]
+        return facts
+
+    def _runner_up(self, groups: pd.DataFrame, x1: Any, contrib: Any, x: Any, keys: list[str],
+                   fetch: Callable) -> Any:
+        """The exact second largest |contribution| of the given groups: their maxima (a few rows,
+        broadcast) joined back to the contributions, one hash aggregation."""
+        import numpy as np
+
+        F = _functions(contrib)
+        p = contract.PREFIX
+        small = groups.copy()
+        small.columns = [f"{p}k{j}" for j in range(len(keys))]
+        small[f"{p}m"] = np.asarray(x1, dtype=float)
+        small[f"{p}g"] = np.arange(len(small), dtype=np.int64)
+        maxima = contrib.sparkSession.createDataFrame(small)
+        cond = [contrib[key].eqNullSafe(maxima[f"{p}k{j}"]) for j, key in enumerate(keys)]
+        a = F.abs(x.cast("double"))
+        m = F.col(f"{p}m")
+        joined = contrib.join(F.broadcast(maxima), cond, "inner")
+        out = fetch(joined.groupBy(f"{p}g").agg(F.max(F.when(a < m, a)).alias(f"{p}second"),
+                                                F.sum(F.when(a == m, 1).otherwise(0)).alias(f"{p}ties")))
+        second = np.zeros(len(small))
+        g = out[f"{p}g"].to_numpy(dtype=np.int64)
+        runner = pd.to_numeric(out[f"{p}second"], errors="coerce").fillna(0.0).to_numpy(dtype=float)
+        ties = pd.to_numeric(out[f"{p}ties"], errors="coerce").fillna(0).to_numpy(dtype=float)
+        second[g] = np.where(ties >= 2, small[f"{p}m"].to_numpy()[g], runner)
+        return second
+
+    def materialise(self, df: Any, recipe: Recipe, limit: int | None) -> pd.DataFrame | None:
         with recipe.lock:
             if recipe.form is not None:
                 return recipe.form
-            full = self._run(recipe, limit)
-            user = full[[c for c in full.columns if not str(c).startswith(contract.PREFIX)]]
-            self._register(recipe, full, user)
+            user, facts = self._run(df, recipe, limit)
+            self._register(recipe, facts, user)
             return recipe.form
 
-    def _register(self, recipe: Recipe, full: pd.DataFrame, user: pd.DataFrame) -> None:
+    def _register(self, recipe: Recipe, facts: pd.DataFrame, user: pd.DataFrame) -> None:
         rules = self.rules()
         notes: list[str] = []
-        if rules.unit is not None and getattr(recipe, "unit", None) is None:
+        if rules.unit is not None and recipe.unit is None:
             notes.append(f"unit column {rules.unit!r} not found for this table: rows counted as units")
-        ge = contract.group_evidence_from_facts(full, recipe.keys, recipe.variables, rules.top_k,
-                                                recipe.unit)
-        shown = contract.keyed(user.copy(), recipe.keys)
+        from .polars import set_indicators
+
+        facts = _indicators(facts, recipe.variables)
+        ge = contract.group_evidence_from_facts(facts, recipe.keys, recipe.variables, rules.top_k, recipe.unit)
+        set_indicators(facts, ge, recipe.variables)
+        if recipe.kind == "group":
+            shown = contract.keyed(user.copy(), recipe.keys)
+            call = "spark groupBy.agg"
+        else:
+            index = recipe.keys[:-1]
+            shown = user.set_index(index) if index else user.copy()
+            shown.columns = pd.Index([str(c) for c in shown.columns], name=recipe.keys[-1])
+            call = f"spark {recipe.kind}"
         measures = recipe.measures
-        contract.register(self.registry, rules, "spark groupBy.agg", shown, ge, recipe.keys,
-                          lambda m: measures.get(m, (None, "custom")), notes)
+        measure_of = (lambda m: measures[""]) if recipe.kind != "group" else \
+            (lambda m: measures.get(m, (None, "custom")))
+        contract.register(self.registry, rules, call, shown, ge, recipe.keys, measure_of, notes)
         if recipe.form is None:
             recipe.form = shown
+
+
+def _aggregate_facts(frame: Any, keys: list[str], values: dict[int, Any], n_vars: int, k: int, F: Any,
+                     rows: Any, units: Any, user_exprs: list[Any], present: Callable[[int], Any]) -> Any:
+    """``frame.groupBy(keys).agg(user_exprs, facts)``: one hash aggregation, one job.
+
+    ``values[i]`` is variable i's contribution per row of ``frame`` (a source row, or a unit's
+    sum after the per-unit pre-aggregation). The largest contribution is ``max(|x|)`` and the
+    sum of squares bounds the runner-up (see :meth:`SparkCapture._second`); k > 2 uses
+    ``max_by(|x|, |x|, k)`` (a sort-based aggregation: slower).
+    """
+    p = contract.PREFIX
+    exprs = [rows.alias(f"{p}rows")]
+    if units is not None:
+        exprs.append(units.alias(f"{p}units"))
+    for i in range(n_vars):
+        exprs.append(present(i).alias(contract.fact_names(i)["n"]))
+    for i, value in values.items():
+        names = contract.fact_names(i)
+        x = value.cast("double")
+        a = F.abs(x)
+        exprs += [F.sum(x).alias(names["t"]), F.sum(a).alias(names["ta"]), F.max(x < 0).alias(names["neg"]),
+                  F.sum(x * x).alias(f"{p}sq_{i}")]
+        if units is None:  # indicator facts (row values)
+            exprs += [F.min(x).alias(f"{p}lo_{i}"), F.max(x).alias(f"{p}hi_{i}"), F.count(x).alias(f"{p}cnt_{i}")]
+        if k == 2:
+            exprs.append(F.max(a).alias(f"{p}top1_{i}"))
+        else:
+            exprs.append(F.max_by(a, a, k).alias(names["top"]))
+    return frame.groupBy(*keys).agg(*user_exprs, *exprs)
+
+
+def _indicators(facts: pd.DataFrame, variables: list[str]) -> pd.DataFrame:
+    """Indicator facts from sums: a group's values all lie at its minimum or maximum exactly
+    when the sum of ``(x - lo)(hi - x)`` over its rows is 0 (each term is >= 0), which is
+    ``-Σx² + (lo + hi)Σx - lo·hi·n``; the count at the maximum is then ``(Σx - lo·n)/(hi - lo)``.
+    """
+    import numpy as np
+
+    p = contract.PREFIX
+    out = facts.copy()
+
+    def num(name: str) -> np.ndarray:
+        return pd.to_numeric(out[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+    for i in range(len(variables)):
+        if f"{p}cnt_{i}" not in out.columns:
+            continue
+
+        lo, hi, n, sq = (num(f"{p}{f}_{i}") for f in ("lo", "hi", "cnt", "sq"))
+        t = np.nan_to_num(num(contract.fact_names(i)["t"]))
+        n = np.nan_to_num(n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spread = -np.nan_to_num(sq) + (lo + hi) * t - lo * hi * n
+            out[f"{p}ok_{i}"] = ~(np.abs(spread) > 1e-9 * np.maximum(np.abs(np.nan_to_num(sq)), 1.0))
+            out[f"{p}chi_{i}"] = np.where(hi > lo, np.rint((t - lo * n) / (hi - lo)), n)
+    return out
+
+
+def _label(F: Any, column: str) -> Any:
+    """A column's values as Spark names them in a pivot's or crosstab's labels ("null" for null)."""
+    return F.coalesce(F.col(column).cast("string"), F.lit("null"))
+
+
+def _out_name(expr: Any) -> str:
+    m = _TEXT.match(str(expr))
+    return m.group(1) if m else str(expr)
+
+
+def _connect_classes() -> tuple[type, type] | None:
+    """Spark Connect's DataFrame and GroupedData, when Connect's dependencies are installed."""
+    import importlib.util
+    import warnings
+
+    try:
+        if importlib.util.find_spec("grpc") is None:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from pyspark.sql.connect.dataframe import DataFrame
+            from pyspark.sql.connect.group import GroupedData
+        return DataFrame, GroupedData
+    except Exception:
+        return None
 
 
 def _keep(store: dict, obj: Any, value: Any) -> None:
     key = id(obj)
 
-    def drop(_r: Any) -> None:
-        with contextlib.suppress(Exception):  # interpreter shutdown
+    def drop(_r: Any, _suppress: Any = contextlib.suppress) -> None:
+        with _suppress(Exception):  # bound early: at interpreter shutdown module globals are gone
             store.pop(key, None)
 
     try:
