@@ -439,3 +439,20 @@ def test_kernel_differencing_hides_district_a(kernel_run: dict[str, Any]) -> Non
     assert "differencing" in young["A"] and "C" not in young  # C's three people are all 90 or older
     # B only ever to protect others: a secondary cell, or the same people an earlier output hid
     assert set(young) <= {"A", "B"} and set(young.get("B", [])) <= {"secondary", "linked"}
+
+
+def test_execute_of_statements_runs_them_once(sess: Session, people: pd.DataFrame) -> None:
+    """CREATE ... AS SELECT ... GROUP BY, and several statements, are never bound (binding runs them)."""
+    df = people  # noqa: F841
+    con = duckdb.connect()
+    con.execute("create table t as select district, count(*) n from df group by all")
+    con.execute("insert into t select district, count(*) n from df group by all; select 1")
+    assert con.execute("select count(*) from t").fetchall() == [(6,)]
+    got = con.execute("select district, sum(n) n from t group by all order by 1").df()
+    assert got["n"].tolist() == [80, 60, 6]  # its source is the table t: checked on t's rows
+
+
+def test_window_over_rows_is_not_taken_for_a_table(sess: Session, people: pd.DataFrame) -> None:
+    df = people  # noqa: F841
+    rel = duckdb.sql("select district, count(*) over (partition by district) n from df")
+    assert sess.check(rel).kind == "row-level"

@@ -38,6 +38,7 @@ as unverified (text columns as labels, whole numbers as counts), never raw.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import threading
 import weakref
@@ -49,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from . import contract
-from .sql import Plan, combined_query, facts_query, plan, rows_query, stat_of
+from .sql import Plan, combined_query, facts_query, plan, rows_query, single_query, stat_of
 
 _CALL = compile("__sdc_call__(*__sdc_args__, **__sdc_kwargs__)", "<sdc_magic>", "eval")
 #: relation fetches answered from the evidence run (their result is a frame we can cut to the
@@ -300,8 +301,8 @@ class DuckDBCapture:
     def _prepare_execute(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict) -> Pending | None:
         """Bind the evidence of an ``execute()`` before the statement runs (binding later
         would end the user's pending result)."""
-        if not isinstance(query, str) or not _aggregates(query):
-            return None
+        if not isinstance(query, str) or not _aggregates(query) or not single_query(query):
+            return None  # binding anything but one query would run it (CREATE ... AS, several statements)
         sql = self._original("DuckDBPyConnection", "sql")
         if sql is None:
             return None
@@ -388,7 +389,8 @@ class DuckDBCapture:
             self.registry.failures.append(f"duckdb: {type(exc).__name__}: {exc}")
             pending = None
         if pending is None:
-            _remember(_unplanned, rel, True)
+            if _grouped(query):
+                _remember(_unplanned, rel, True)
             return
         _remember(_pending, rel, pending)
 
@@ -604,6 +606,12 @@ def _flags(frame: pd.DataFrame, n: int) -> np.ndarray:
     """GROUPING(key) != 0 per row and key: the key is a margin there."""
     pre = contract.PREFIX
     return np.stack([pd.to_numeric(frame[f"{pre}g{j}"]).to_numpy() != 0 for j in range(n)], axis=1)
+
+
+def _grouped(query: str) -> bool:
+    """A grouped query (GROUP BY or PIVOT), not a window over rows (those are row-level)."""
+    return bool(re.search(r"\bgroup\s+by\b|\bpivot\b", query, re.IGNORECASE)) and \
+        not re.search(r"\bover\s*\(", query, re.IGNORECASE)
 
 
 def _aggregates(query: str) -> bool:

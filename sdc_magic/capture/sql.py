@@ -122,6 +122,18 @@ def _parse_last(query: str) -> Any:
     return statements[-1] if statements else None
 
 
+def single_query(query: str) -> bool:
+    """One statement, a query (SELECT or PIVOT): binding it as a relation runs nothing."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]
+    except Exception:
+        statements = [] if ";" in query.strip().rstrip(";") else [_parse_last(query)]
+    return len(statements) == 1 and isinstance(statements[0], exp.Select | exp.Pivot | exp.Union)
+
+
 def plan(query: str, out_cols: list[str]) -> Plan | None:
     """Parse the last statement; None when it is not a grouped query we understand."""
     from sqlglot import exp
