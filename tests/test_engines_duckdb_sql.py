@@ -456,3 +456,35 @@ def test_window_over_rows_is_not_taken_for_a_table(sess: Session, people: pd.Dat
     df = people  # noqa: F841
     rel = duckdb.sql("select district, count(*) over (partition by district) n from df")
     assert sess.check(rel).kind == "row-level"
+
+
+def test_pivot_with_an_aliased_aggregate(sess: Session, people: pd.DataFrame) -> None:
+    """USING sum(x) AS s names DuckDB's columns F_s, M_s: still the cells of (district, sex)."""
+    df = people  # noqa: F841
+    rel = duckdb.sql("PIVOT df ON sex USING count(*) AS n GROUP BY district")
+    assert list(rel.columns) == ["district", "F_n", "M_n"]
+    cells = hidden(sess.publish(rel))
+    assert cells[("C", "F")] == ["threshold"] and cells[("C", "M")] == ["threshold"]
+    fetched = rel.df()
+    c = sess.check(fetched)
+    assert c.kind == "table" and c.hidden[fetched["district"].eq("C").to_numpy(), 1:].all()
+
+
+def test_evidence_that_matches_no_cell_is_not_trusted(sess: Session, people: pd.DataFrame, monkeypatch) -> None:
+    """Facts whose labels match no shown cell would read as empty cells (0 units, cleared):
+    such a table is checked as unverified instead."""
+    from sdc_magic.capture import contract
+
+    real = contract.group_evidence_from_facts
+
+    def misread(facts, keys, *args, **kwargs):
+        facts = facts.copy()
+        for k in keys:
+            facts[k] = "elsewhere"  # every group under a label the table does not show
+        return real(facts, keys, *args, **kwargs)
+
+    monkeypatch.setattr(contract, "group_evidence_from_facts", misread)
+    df = people  # noqa: F841
+    c = sess.check(duckdb.sql("select district, count(*) n from df group by all order by 1"))
+    assert c.kind == "unverified" and c.status != "pass"
+    assert c.hidden[list(c.frame.index).index("C")].all()

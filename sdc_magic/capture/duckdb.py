@@ -131,7 +131,11 @@ def captured_form(rel: Any) -> pd.DataFrame | None:
     """
     pending = _lookup(_pending, rel)
     if pending is not None and _CAPTURE is not None:
-        form = _CAPTURE.materialise(pending, rel)
+        try:
+            form = _CAPTURE.materialise(pending, rel)
+        except Exception as exc:  # evidence we cannot trust: the table is checked as unverified
+            _CAPTURE.registry.failures.append(f"duckdb evidence: {type(exc).__name__}: {exc}")
+            form = None
         if form is not None:
             return form
     if pending is not None or _lookup(_unplanned, rel) is not None:
@@ -480,18 +484,16 @@ class DuckDBCapture:
                   measure_of: Callable[[str], tuple[str | None, str]], rows: pd.DataFrame | None,
                   margin_label: str | None = None, margin_evidence: Callable | None = None,
                   notes: list[str] | None = None) -> Any:
-        """contract.register, plus the evidence of margins (grouping sets)."""
+        """As contract.register, plus the evidence of margins (grouping sets), and refused when
+        a shown value found no facts (a layout we misread must not pass as empty cells)."""
         from ..flatten import flatten
         from .pandas import Source, build_entry
 
         rules = self.rules()
-        if margin_evidence is None:
-            return contract.register(self.registry, rules, "duckdb sql", shown, ge, keys, measure_of,
-                                     list(notes if notes is not None else pending.notes),
-                                     margin_label=margin_label, rows=rows)
         entry = build_entry(self.registry.new_id(), "duckdb sql", flatten(shown), ge, keys, measure_of,
                             list(notes if notes is not None else pending.notes), rules.top_k, margin_label,
                             margin_evidence)
+        _check_consistent(entry)
         entry.unit = rules.unit if ge.unit_column else None
         if rows is not None:
             entry.source = Source(None, list(keys), "duckdb sql", rows=rows)
@@ -558,13 +560,15 @@ class DuckDBCapture:
         keys = p.keys
         ((var, stat),) = p.measures.values()
         shown = contract.keyed(user.copy(), row_keys)
-        shown.columns = pd.Index([str(c) for c in shown.columns], dtype=object, name=on)
+        suffix = f"_{p.pivot.alias}" if p.pivot.alias else ""
+        shown.columns = pd.Index([str(c)[:-len(suffix)] if suffix and str(c).endswith(suffix) else str(c)
+                                  for c in shown.columns], dtype=object, name=on)
         ge = self._evidence(pending, facts, keys)
         rows = self._rows(pending, facts)
         self._register(pending, shown, ge, keys, lambda _m: (var, stat), rows)
         # DuckDB's own frame (fetched): value columns unnamed, one measure per column
         wide = contract.keyed(user.copy(), row_keys)
-        ge_wide, measure_of = _wide_evidence(ge, wide, row_keys, var, stat)
+        ge_wide, measure_of = _wide_evidence(ge, wide, row_keys, var, stat, suffix)
         self._register(pending, wide, ge_wide, row_keys, measure_of, None)
         return shown
 
@@ -602,6 +606,24 @@ class DuckDBCapture:
         return rows
 
 
+def _check_consistent(entry: Any) -> None:
+    """Every cell showing a value other than 0 must have found its group's facts.
+
+    A cell whose labels matched no group gets no units, which the rules read as an empty
+    cell; if it shows a number, the layout was misread: the table must not be cleared on
+    such evidence (it is checked as unverified instead).
+    """
+    from ..flatten import numeric
+
+    values = numeric(entry.flat.values)
+    if values is None:
+        raise ValueError("a DuckDB table with non-numeric cells")
+    units = np.asarray(entry.evidence.units, dtype=float)
+    lost = (units == 0) & ~np.isnan(values) & (values != 0) & ~np.asarray(entry.evidence.is_margin, dtype=bool)
+    if lost.any():
+        raise ValueError(f"{int(lost.sum())} cells of a DuckDB table found no evidence")
+
+
 def _flags(frame: pd.DataFrame, n: int) -> np.ndarray:
     """GROUPING(key) != 0 per row and key: the key is a margin there."""
     pre = contract.PREFIX
@@ -632,8 +654,8 @@ def _margin_label(user: pd.DataFrame, keys: list[str], flags: np.ndarray) -> str
     return MARGIN + "\u2009(margin)"
 
 
-def _wide_evidence(ge: Any, wide: pd.DataFrame, row_keys: list[str], var: str | None,
-                   stat: str) -> tuple[Any, Callable[[str], tuple[str | None, str]]]:
+def _wide_evidence(ge: Any, wide: pd.DataFrame, row_keys: list[str], var: str | None, stat: str,
+                   suffix: str = "") -> tuple[Any, Callable[[str], tuple[str | None, str]]]:
     """Evidence of DuckDB's wide PIVOT frame: one measure per value column, each its own
     variable whose facts are those of the (row keys, column) cell."""
     from ..evidence import GroupEvidence, VarEvidence
@@ -646,7 +668,8 @@ def _wide_evidence(ge: Any, wide: pd.DataFrame, row_keys: list[str], var: str | 
     long_index = ge.index
     variables: dict[Any, VarEvidence] = {}
     for c in wide.columns:
-        arrays = [*canon_rows, np.full(len(index), str(c), dtype=object)]
+        value = str(c)[:-len(suffix)] if suffix and str(c).endswith(suffix) else str(c)
+        arrays = [*canon_rows, np.full(len(index), value, dtype=object)]
         pos = long_index.get_indexer(pd.MultiIndex.from_arrays(arrays))
         taken = ge.take(pos, pd.RangeIndex(len(pos)))
         if var is not None and var in taken.variables:

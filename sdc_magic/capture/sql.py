@@ -36,6 +36,7 @@ class Pivot:
 
     on: str  # the name the columns' level gets in the checked form
     row_keys: list[str]
+    alias: str = ""  # USING agg AS alias: DuckDB names the columns "<value>_<alias>"
 
 
 @dataclass
@@ -335,7 +336,7 @@ def _pivot_plan(node: Any, out_cols: list[str]) -> Plan | None:
     key_nodes = list(select.expressions[:len(keys)])
     columns = {var: col} if var is not None and col is not None else {}
     return Plan(select, keys, key_nodes, {measure: (var, stat)}, columns,
-                group_text=[n.unalias().sql("duckdb") for n in key_nodes], pivot=Pivot(on.name, row_keys))
+                group_text=[n.unalias().sql("duckdb") for n in key_nodes], pivot=Pivot(on.name, row_keys, agg.alias if isinstance(agg, exp.Alias) else ""))
 
 
 # --------------------------------------------------------------------- evidence queries
