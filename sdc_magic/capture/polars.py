@@ -515,6 +515,16 @@ def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: l
     p = contract.PREFIX
     if unit is None:
         return _grouped(lf, by, named_by, _fact_exprs(variables, magnitudes, k)).collect().to_pandas()
+    if not magnitudes:
+        # counts only: distinct units by a hash distinct per group (about 2x cheaper than a
+        # pre-aggregation to (keys, unit) when nearly every pair is distinct); a variable
+        # without missing values has every unit of its group
+        nulls = lf.select([pl.col(v).null_count() for v in variables]).collect().row(0) if variables else ()
+        exprs = [pl.len().alias(f"{p}rows"), pl.col(unit).n_unique().alias(f"{p}units")]
+        for i, (v, missing) in enumerate(zip(variables, nulls, strict=True)):
+            u = pl.col(unit).n_unique() if not missing else pl.col(unit).filter(pl.col(v).is_not_null()).n_unique()
+            exprs.append(u.alias(contract.fact_names(i)["n"]))
+        return _grouped(lf, by, named_by, exprs).collect().to_pandas()
     inner = [pl.len().alias(f"{p}r")]
     for i, v in enumerate(variables):
         inner.append(pl.col(v).count().alias(f"{p}c{i}"))
