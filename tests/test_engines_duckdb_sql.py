@@ -488,3 +488,20 @@ def test_evidence_that_matches_no_cell_is_not_trusted(sess: Session, people: pd.
     c = sess.check(duckdb.sql("select district, count(*) n from df group by all order by 1"))
     assert c.kind == "unverified" and c.status != "pass"
     assert c.hidden[list(c.frame.index).index("C")].all()
+
+
+def test_execute_and_sql_tables_are_linked(referrals: pd.DataFrame) -> None:
+    """The first count fetched with execute().df(), the second displayed as a relation."""
+    df = referrals.assign(**{f"extra{i}": i for i in range(20)})  # noqa: F841 - a wide source: a few columns hashed
+    removed = (referrals["age"] >= 90).groupby(referrals["admin2"]).sum()
+    s = Session()
+    s.capture.install()
+    try:
+        first = duckdb.connect().execute("select admin2, count(*) n from df group by all").df()
+        assert status(s.publish(first)) == "pass"
+        rows = s.registry.entries()[0].source.rows
+        assert sum(c.startswith("duckdb#") for c in rows.columns) == 15
+        second = s.publish(duckdb.sql("select admin2, count(*) n from df where age < 90 group by all"))
+        assert {k[0] for k in hidden(second)} == {d for d, n in removed.items() if 0 < n < 5}
+    finally:
+        s.capture.uninstall()

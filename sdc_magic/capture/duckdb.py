@@ -63,6 +63,7 @@ CONNECTION_FETCHERS = ("df", "fetchdf", "fetch_df", "pl", "arrow", "fetch_arrow_
                        "fetchall", "fetchnumpy")
 #: connection fetches that take part of a result: the evidence of that execute is dropped
 PARTIAL_FETCHERS = ("fetchone", "fetchmany", "fetch_df_chunk", "fetch_record_batch", "to_arrow_reader")
+MAX_HASHED = 15  # source columns fingerprinted for linking (linking reads at most 16 columns)
 MARGIN = "Total"  # the pandas path's margin label inside the protection engine
 _AGGREGATING = ("group", "pivot", "count(", "sum(", "avg(", "mean(", "min(", "max(", "median(", "quantile",
                 "stddev", "var")
@@ -434,6 +435,11 @@ class DuckDBCapture:
         try:
             text = rows_query(p, only)
             rows = run(text) if text is not None else None
+            hashed = list(rows.columns)[len(p.keys):] if rows is not None else []
+            if len(hashed) > MAX_HASHED:  # binding only: nothing ran yet
+                once = [c for c in dict.fromkeys(hashed) if hashed.count(c) == 1][:MAX_HASHED]
+                text = rows_query(p, only, once)
+                rows = run(text) if text is not None else None
         except Exception:
             rows = None  # linking only: the table is still checked
         if rows is None:

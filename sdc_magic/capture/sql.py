@@ -417,12 +417,13 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
     return f"SELECT {', '.join(outer)} FROM ({inner.sql('duckdb')}) AS {pre}per_unit GROUP BY {', '.join(group_cols)}"
 
 
-def rows_query(p: Plan, only_known: str | None = None) -> str | None:
+def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None = None) -> str | None:
     """One row per source row reaching the aggregation: its keys (as DuckDB computes them
     for the table) and ``hash()`` of every source column, for linking. None if not expressible.
 
     ``only_known``: a variable whose NULL rows are left out (a table of that variable's
-    statistics only covers the rows where it is known).
+    statistics only covers the rows where it is known). ``columns``: hash only these source
+    columns (a wide source: linking reads a few columns, the rest would only cost memory).
     """
     import sqlglot
 
@@ -445,5 +446,8 @@ def rows_query(p: Plan, only_known: str | None = None) -> str | None:
     if not text.startswith(head):
         return None
     items = [f'{n.unalias().sql("duckdb")} AS {contract.PREFIX}k{j}' for j, n in enumerate(p.key_nodes)]
-    items.append("hash(COLUMNS(*))")
+    if columns is None:
+        items.append("hash(COLUMNS(*))")
+    else:
+        items += ['hash("{0}") AS "{0}"'.format(c.replace('"', '""')) for c in columns]
     return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"
