@@ -91,6 +91,7 @@ class Pending:
     notes: list[str] = field(default_factory=list)
     form: pd.DataFrame | None = None
     registered: bool = False
+    full: pd.DataFrame | None = None  # the combined run, until the first pandas fetch takes it
     user_rel: Any = None  # an execute()'s own query, bound (a PIVOT's wide table is fetched from it)
     lock: Any = field(default_factory=threading.Lock)
 
@@ -334,7 +335,11 @@ class DuckDBCapture:
             try:
                 self.materialise(pending, rel)
                 result = None
-                if pending.facts is None and pending.plan.pivot is None and not kwargs.get("lazy"):
+                full, pending.full = pending.full, None
+                if full is not None and name in ("df", "to_df", "fetchdf") and not args and not kwargs:
+                    # the run that made the evidence gave the user's columns too: not run twice
+                    result = full[pending.user_cols].copy()
+                elif pending.facts is None and pending.plan.pivot is None and not kwargs.get("lazy"):
                     # one run: the user's columns of the combined query are the user's result
                     full = getattr(pending.combined, name)(*args, **kwargs)
                     result = _select(full, pending.user_cols)
@@ -460,6 +465,7 @@ class DuckDBCapture:
                 return pending.form
             if pending.facts is None:
                 facts = user = pending.combined.df()  # one run: the user's columns and the facts
+                pending.full = facts  # answers the first pandas fetch (then dropped)
             else:
                 facts = pending.facts.df()
                 user = pending.combined.df() if pending.combined is not None else self._user_df(rel, pending)
