@@ -401,6 +401,8 @@ class SparkCapture:
         variables, magnitudes = self._plan(recipe, unit)
         fetch = to_pandas or self._original(type(df), "toPandas")
         recipe.unit, recipe.variables = unit, variables
+        if unit is not None and all(st in ("size", "count") for _, st in recipe.measures.values()):
+            return self._run_unit_counts(df, recipe, unit, variables, limit, fetch, rules)
         if recipe.kind == "group" and unit is None:
             job, contrib, values, keys = self._facts_job(recipe, None, variables, magnitudes, rules.top_k,
                                                          recipe.exprs)
@@ -413,6 +415,58 @@ class SparkCapture:
             job, contrib, values, keys = self._facts_job(recipe, unit, variables, magnitudes, rules.top_k, [])
             facts = fetch(job)
         facts = self._second(facts, contrib, values, keys, rules, fetch)
+        return user, facts
+
+    def _run_unit_counts(self, df: Any, recipe: Recipe, unit: str, variables: list[str], limit: int | None,
+                         fetch: Callable, rules: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Count tables with a unit column: distinct units estimated in the same job as the
+        user's columns (``approx_count_distinct``, HyperLogLog++, 1 % error: one hash
+        aggregation, no shuffle of (keys, unit) pairs), and counted exactly by one more job over
+        the groups where a rule can depend on them (an estimate below twice the largest unit
+        threshold: the frequency threshold and the dof rule), usually few. Only count tables take
+        this path, whose rules read units through those thresholds only. Missing unit ids count
+        as one unit (as in pandas)."""
+        import numpy as np
+
+        src, keys = self._keyed_source(recipe)
+        F = _functions(src)
+        p = contract.PREFIX
+        u = F.col(unit)
+
+        def units_exprs(distinct: Callable[[Any], Any]) -> list[Any]:
+            out = [(distinct(u) + F.max(F.when(u.isNull(), 1).otherwise(0))).alias(f"{p}units")]
+            for i, v in enumerate(variables):
+                has = F.col(v).isNotNull()
+                out.append((distinct(F.when(has, u)) + F.max(F.when(has & u.isNull(), 1).otherwise(0)))
+                           .alias(contract.fact_names(i)["n"]))
+            return out
+
+        exprs = [F.count(F.lit(1)).alias(f"{p}rows"), *units_exprs(lambda c: F.approx_count_distinct(c, 0.01))]
+        if recipe.kind == "group":
+            job = src.groupBy(*keys).agg(*recipe.exprs, *exprs)
+            facts = fetch(job if limit is None else job.limit(limit))
+            user = facts[[c for c in facts.columns if not str(c).startswith(contract.PREFIX)]].copy()
+        else:
+            user = fetch(df if limit is None else df.limit(limit))
+            facts = fetch(src.groupBy(*keys).agg(*exprs))
+        names = [f"{p}units"] + [contract.fact_names(i)["n"] for i in range(len(variables))]
+        bound = 2 * max(int(rules.threshold), int(rules.dof or 0) + 1)
+        estimates = facts[names].apply(pd.to_numeric, errors="coerce").fillna(0)
+        low = (estimates.min(axis=1) < bound).to_numpy()
+        if low.any():
+            small = facts.loc[low, keys].copy()
+            small.columns = [f"{p}k{j}" for j in range(len(keys))]
+            small[f"{p}g"] = np.arange(len(small), dtype=np.int64)
+            wanted = src.sparkSession.createDataFrame(small)
+            cond = [src[key].eqNullSafe(wanted[f"{p}k{j}"]) for j, key in enumerate(keys)]
+            exact = fetch(src.join(F.broadcast(wanted), cond, "inner").groupBy(f"{p}g")
+                          .agg(*units_exprs(lambda c: F.countDistinct(c))))
+            rows = np.flatnonzero(low)[exact[f"{p}g"].to_numpy(dtype=np.int64)]
+            facts = facts.copy()
+            for name in names:
+                values = facts[name].to_numpy(dtype=np.int64, copy=True)
+                values[rows] = exact[name].to_numpy(dtype=np.int64)
+                facts[name] = values
         return user, facts
 
     def _second(self, facts: pd.DataFrame, contrib: Any, values: dict[int, Any], keys: list[str], rules: Any,
