@@ -208,3 +208,21 @@ def test_pandas_form_matches_pandas(sess: Session) -> None:
     form, _ = to_pandas(d)
     assert isinstance(form, pd.DataFrame)
     assert list(form.index)[:3] == ["count", "null_count", "mean"]
+
+
+def test_lazy_filter_differencing(sess: Session) -> None:
+    people = _people()
+    sess.publish(people.lazy().group_by("district").agg(pl.len().alias("n")).collect())
+    second = sess.publish(people.lazy().filter(pl.col("age") < 100).group_by("district")
+                          .agg(pl.len().alias("n")).collect())
+    assert "differencing" in {r for v in _hidden(second).values() for r in v}
+
+
+def test_linking_skipped_above_the_row_limit(sess: Session, monkeypatch) -> None:
+    import sdc_magic.linking as linking
+
+    monkeypatch.setattr(linking, "MAX_LINKED_ROWS", 10)
+    people = _people()
+    sess.publish(people.group_by("district").len())
+    second = sess.publish(people.filter(pl.col("age") < 100).group_by("district").len())
+    assert "differencing" not in {r for v in _hidden(second).values() for r in v}  # not linked: 53 rows > 10
