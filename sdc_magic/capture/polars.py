@@ -488,8 +488,7 @@ def _fact_exprs(variables: list[str], magnitudes: set[str], k: int) -> list[Any]
             exprs += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
                       (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"]),
                       # indicator facts (a 0/1 or two-valued variable: its sum is a count)
-                      lo.alias(f"{p}lo_{i}"), hi.alias(f"{p}hi_{i}"), (x == hi).sum().alias(f"{p}chi_{i}"),
-                      ((x == lo) | (x == hi)).all().alias(f"{p}ok_{i}")]
+                      lo.alias(f"{p}lo_{i}"), hi.alias(f"{p}hi_{i}"), (x * x).sum().alias(f"{p}sq_{i}")]
     return exprs
 
 
@@ -531,7 +530,7 @@ def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: l
         if v in magnitudes:
             x = pl.col(v).cast(pl.Float64)
             inner += [x.sum().alias(f"{p}s{i}"), x.min().alias(f"{p}mn{i}"), x.max().alias(f"{p}mx{i}"),
-                      ((x == x.min()) | (x == x.max())).all().alias(f"{p}ok{i}")]
+                      (x * x).sum().alias(f"{p}q{i}")]
     per_unit = _grouped(lf, [*by, pl.col(unit).alias(f"{p}u")], named_by, inner)
     outer = [pl.col(f"{p}r").sum().alias(f"{p}rows"), pl.len().alias(f"{p}units")]
     for i, v in enumerate(variables):
@@ -544,8 +543,7 @@ def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: l
             outer += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
                       (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"]),
                       lo.alias(f"{p}lo_{i}"), hi.alias(f"{p}hi_{i}"), (mx == hi).sum().alias(f"{p}chi_{i}"),
-                      (pl.col(f"{p}ok{i}") & ((mn == lo) | (mn == hi)) & ((mx == lo) | (mx == hi)))
-                      .all().alias(f"{p}ok_{i}")]
+                      pl.col(f"{p}q{i}").sum().alias(f"{p}sq_{i}"), pl.col(f"{p}c{i}").sum().alias(f"{p}cnt_{i}")]
     return _grouped(per_unit, keys, {}, outer).collect().to_pandas()
 
 
@@ -556,13 +554,25 @@ def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
     import numpy as np
 
     p = contract.PREFIX
+
+    def num(name: str) -> np.ndarray:
+        if name not in facts.columns:
+            return np.zeros(len(facts))
+        return pd.to_numeric(facts[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
     for i, v in enumerate(variables):
-        if f"{p}lo_{i}" not in facts.columns or v not in ge.variables:
+        if f"{p}lo_{i}" not in facts.columns or f"{p}sq_{i}" not in facts.columns or v not in ge.variables:
             continue
-        lo_g = pd.to_numeric(facts[f"{p}lo_{i}"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        hi_g = pd.to_numeric(facts[f"{p}hi_{i}"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        lo_g, hi_g = num(f"{p}lo_{i}"), num(f"{p}hi_{i}")
         has = np.isfinite(lo_g) & np.isfinite(hi_g)
-        if not has.any() or not bool(facts[f"{p}ok_{i}"].fillna(True).astype(bool).all()):
+        # every row at its group's min or max <=> the sum of (x - lo)(hi - x) >= 0 terms is 0,
+        # i.e. -Σx² + (lo + hi)Σx - lo·hi·n = 0; then (Σx - lo·n) / (hi - lo) rows are at hi
+        n = np.nan_to_num(num(f"{p}cnt_{i}") if f"{p}cnt_{i}" in facts.columns else num(contract.fact_names(i)["n"]))
+        t, sq = np.nan_to_num(num(contract.fact_names(i)["t"])), np.nan_to_num(num(f"{p}sq_{i}"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spread = np.where(has, -sq + (lo_g + hi_g) * t - lo_g * hi_g * n, 0.0)
+            at_hi = np.where(has & (hi_g > lo_g), np.rint((t - lo_g * n) / (hi_g - lo_g)), n)
+        if not has.any() or (np.abs(spread) > 1e-9 * np.maximum(np.abs(sq), 1.0)).any():
             continue
         lo, hi = float(lo_g[has].min()), float(hi_g[has].max())
         if not (np.isin(lo_g[has], [lo, hi]).all() and np.isin(hi_g[has], [lo, hi]).all()):
@@ -573,7 +583,9 @@ def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
             level = hi
         else:
             continue
-        chi = pd.to_numeric(facts[f"{p}chi_{i}"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
+        # units at the attribute: counted per unit in a unit path, else the rows at the maximum
+        chi = np.nan_to_num(num(f"{p}chi_{i}")).astype(np.int64) if f"{p}chi_{i}" in facts.columns \
+            else at_hi.astype(np.int64)
         ge.variables[v].ones = np.where(has & (hi_g == level), chi, 0).astype(np.int64)
 
 

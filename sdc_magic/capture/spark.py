@@ -562,7 +562,6 @@ class SparkCapture:
             notes.append(f"unit column {rules.unit!r} not found for this table: rows counted as units")
         from .polars import set_indicators
 
-        facts = _indicators(facts, recipe.variables)
         ge = contract.group_evidence_from_facts(facts, recipe.keys, recipe.variables, rules.top_k, recipe.unit)
         set_indicators(facts, ge, recipe.variables)
         if recipe.kind == "group":
@@ -609,33 +608,6 @@ def _aggregate_facts(frame: Any, keys: list[str], values: dict[int, Any], n_vars
         else:
             exprs.append(F.max_by(a, a, k).alias(names["top"]))
     return frame.groupBy(*keys).agg(*user_exprs, *exprs)
-
-
-def _indicators(facts: pd.DataFrame, variables: list[str]) -> pd.DataFrame:
-    """Indicator facts from sums: a group's values all lie at its minimum or maximum exactly
-    when the sum of ``(x - lo)(hi - x)`` over its rows is 0 (each term is >= 0), which is
-    ``-Σx² + (lo + hi)Σx - lo·hi·n``; the count at the maximum is then ``(Σx - lo·n)/(hi - lo)``.
-    """
-    import numpy as np
-
-    p = contract.PREFIX
-    out = facts.copy()
-
-    def num(name: str) -> np.ndarray:
-        return pd.to_numeric(out[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-
-    for i in range(len(variables)):
-        if f"{p}cnt_{i}" not in out.columns:
-            continue
-
-        lo, hi, n, sq = (num(f"{p}{f}_{i}") for f in ("lo", "hi", "cnt", "sq"))
-        t = np.nan_to_num(num(contract.fact_names(i)["t"]))
-        n = np.nan_to_num(n)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            spread = -np.nan_to_num(sq) + (lo + hi) * t - lo * hi * n
-            out[f"{p}ok_{i}"] = ~(np.abs(spread) > 1e-9 * np.maximum(np.abs(np.nan_to_num(sq)), 1.0))
-            out[f"{p}chi_{i}"] = np.where(hi > lo, np.rint((t - lo * n) / (hi - lo)), n)
-    return out
 
 
 def _label(F: Any, column: str) -> Any:
