@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .local import LocalAttacker
 from .lp import Attacker, Flow, IntervalEngine, TimeLimit, flow_lp, propagated_bounds
 
 ProgressFn = Callable[[str, float | None], None]
@@ -381,11 +382,17 @@ def rescale(f: Flow, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray
 
 
 def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool = True,
-            tick: Ticker | None = None, stop_at_first: bool = False) -> Certification:
+            tick: Ticker | None = None, stop_at_first: bool = False, exact: bool = True) -> Certification:
     """Find a certificate for every requirement and every attacker, or name the failures.
 
     ``pool`` holds certificates found earlier; those whose support is still hidden are
     re-used.  The returned pool contains all valid certificates (old and new).
+
+    ``exact=False`` (the repair loop of a large pattern): only the cheap searches run
+    (re-used and rescaled certificates, small LPs around each primary, single-relation
+    bounds); whatever they leave uncertified is reported as failing without the
+    whole-table LP that would prove it.  The caller covers those failures, checking each
+    before hiding anything, and the final audit is always exact.
     """
     tick = tick or Ticker(None)
     req_k, req_s, req_a = P.requirements()
@@ -431,10 +438,51 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
         return viol_cache[fi]
 
     absorb(0)
+    # on large patterns a small LP around the primary usually finds the certificate
+    # (see .local); the whole-table LP only decides what it does not find
+    local = LocalAttacker(P.M, P.Mc, hidden, P._weights()) if LocalAttacker.worth(hidden) else None
+
+    def reach(lp: Attacker, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray) -> Flow | None:
+        if local is not None:
+            got = local.reach(k, sign, amt, L, U)
+            if got is not None:
+                return got
+        return lp.reach(k, sign, amt)
+
     # outsider: big batches in one elastic LP, stragglers one by one from a warm basis
     att = P.attacker(hidden)
     open_ = np.array([r for r in range(nreq) if not certified_by[r]], dtype=np.int64)
     failed = np.zeros(nreq, dtype=bool)
+    if len(open_) >= BATCH_MIN:
+        # a bound proved by single relations below the level: fails without an LP
+        # (the primaries-only pattern of a large table: most primaries are alone in a
+        # relation, and proving it with whole-table LPs took seconds)
+        lo_b, hi_b = propagated_bounds(P.Mc, H, P.L, P.U)
+        at = np.searchsorted(H, req_k[open_])
+        room = np.where(req_s[open_] > 0, hi_b[at], -lo_b[at])
+        short = room < req_a[open_] * (1 - 1e-9) - 1e-12
+        for r in open_[short].tolist():
+            failed[r] = True
+            failures.append((r, -1))
+        if short.any() and stop_at_first:
+            return Certification(failures, pool, lps)
+        open_ = open_[~short]
+    if local is not None and len(open_):
+        # first the small LPs around each primary (cheap; most certificates are local)
+        for n_done, r in enumerate(open_.tolist()):
+            tick("audit: finding certificates", n_done / max(len(open_), 1))
+            if certified_by[r] or rescued(r, P.L, P.U):
+                continue
+            flow = local.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), P.L, P.U)
+            if flow is not None:
+                pool.append(flow)
+                absorb(len(pool) - 1)
+        open_ = np.array([r for r in open_.tolist() if not certified_by[r]], dtype=np.int64)
+    if not exact and local is not None:
+        for r in open_.tolist():
+            failed[r] = True
+            failures.append((r, -1))
+        open_ = open_[:0]
     while len(open_):
         tick("audit: finding certificates", 1 - len(open_) / nreq)
         if len(open_) >= BATCH_MIN and P.n > BATCH_MIN_CELLS:
@@ -447,23 +495,25 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                     pool.append(part)
                     absorb(len(pool) - 1)
             if sat.any():
-                open_ = np.array([r for r in range(nreq) if not certified_by[r] and not failed[r]], dtype=np.int64)
+                open_ = np.array([r for r in open_.tolist() if not certified_by[r] and not failed[r]],
+                                 dtype=np.int64)
                 continue
-        r = int(open_[0])
-        if rescued(r, P.L, P.U):
-            open_ = np.array([r for r in open_ if not certified_by[r] and not failed[r]], dtype=np.int64)
-            continue
-        flow = att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
-        lps += 1
-        if flow is not None:
-            pool.append(flow)
-            absorb(len(pool) - 1)
-        if not certified_by[r]:
-            failed[r] = True
-            failures.append((r, -1))
-            if stop_at_first:
-                return Certification(failures, pool, lps)
-        open_ = np.array([r for r in open_ if not certified_by[r] and not failed[r]], dtype=np.int64)
+        # stragglers one by one (exact: a requirement left without a certificate fails)
+        for r in open_.tolist():
+            tick("audit: finding certificates", None)
+            if certified_by[r] or rescued(r, P.L, P.U):
+                continue
+            flow = att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
+            lps += 1
+            if flow is not None:
+                pool.append(flow)
+                absorb(len(pool) - 1)
+            if not certified_by[r]:
+                failed[r] = True
+                failures.append((r, -1))
+                if stop_at_first:
+                    return Certification(failures, pool, lps)
+        break
 
     if not singletons or len(insiders) == 0:
         return Certification(failures, pool, lps)
@@ -509,7 +559,10 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
             L[cells] = P.scen_L[cells]
             U[cells] = P.scen_U[cells]
             att.set_caps(L, U)
-            flow = att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
+            if not exact and local is not None:
+                flow = local.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
+            else:
+                flow = reach(att, int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
             lps += 1
             if flow is not None:
                 pool.append(flow)
@@ -537,7 +590,10 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                     narrow(len(pool) - 1)
                     blocked[r].discard(s)
                     continue
-                flow = feas.reach(int(req_k[r]), int(req_s[r]), amt)
+                if not exact and local is not None:
+                    flow = local.reach(int(req_k[r]), int(req_s[r]), amt, *caps)
+                else:
+                    flow = reach(feas, int(req_k[r]), int(req_s[r]), amt, *caps)
                 lps += 1
                 if flow is None:
                     failures.append((r, int(s)))
@@ -600,6 +656,45 @@ def _sparse_weights(P: Problem, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- intervals
+#: Hidden cells from which :func:`intervals` first sweeps many extremes with one LP.
+SWEEP_MIN_HIDDEN = 200
+#: A sweep round that proves fewer open extremes than this ends the sweeps (a sweep LP
+#: costs a few single-cell LPs).
+SWEEP_MIN_PROVED = 16
+SWEEP_ROUNDS = 60
+
+
+def _sweep(eng: IntervalEngine, best_lo: np.ndarray, best_hi: np.ndarray, lo_bound: np.ndarray,
+           hi_bound: np.ndarray, tol: np.ndarray, tick: Ticker) -> None:
+    """Reach many proved bounds at once: one LP pushes every open cell towards its bound.
+
+    On a large count table the attacker's extremes are nearly all the bounds a single
+    relation proves (all 2,238 of the 300×100 table's), each reached by a short cycle
+    of hidden cells; one LP maximising the sum of the open cells' normalised
+    deviations reaches a large share of them together.  Its points are attained
+    deviations, so this only narrows what the per-cell LPs must still decide:
+    exactness does not depend on it.
+    """
+    for sense, best, bound in ((1, best_hi, hi_bound), (-1, best_lo, lo_bound)):
+        for _ in range(SWEEP_ROUNDS):
+            tick("audit: computing intervals", None)
+            finite = np.isfinite(bound)
+            open_ = finite & (sense * (np.where(finite, bound, 0.0) - best) > tol)
+            n_open = int(open_.sum())
+            if n_open == 0:
+                break
+            w = np.zeros(len(best))
+            w[open_] = sense / np.maximum(np.abs(bound[open_]), 1e-9)
+            x = eng.sweep(w)
+            if x is None:
+                break
+            np.maximum(best_hi, x, out=best_hi)
+            np.minimum(best_lo, x, out=best_lo)
+            proved = int((open_ & (sense * (np.where(finite, bound, 0.0) - best) <= tol)).sum())
+            if proved < SWEEP_MIN_PROVED:
+                break
+
+
 def intervals(P: Problem, hidden: np.ndarray, tick: Ticker | None = None, seeds: list[Flow] | None = None
               ) -> tuple[np.ndarray, np.ndarray]:
     """Exact attacker interval (lower, upper) of every hidden cell; NaN for published ones.
@@ -645,6 +740,8 @@ def intervals(P: Problem, hidden: np.ndarray, tick: Ticker | None = None, seeds:
         up = ray > 0
         best_hi[up] = np.inf
         hi_bound = np.where(up, np.inf, hi_bound)
+    if n >= SWEEP_MIN_HIDDEN:
+        _sweep(eng, best_lo, best_hi, lo_bound, hi_bound, tol, tick)
     for j in range(n):
         tick("audit: computing intervals", j / n)
         for sense in (1, -1):

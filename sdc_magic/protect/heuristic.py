@@ -30,6 +30,7 @@ import time
 import numpy as np
 
 from .audit import BATCH_MIN, Problem, Ticker, TimeLimit, certify, one_per_cell, scenario_caps
+from .local import LocalAttacker
 from .lp import Flow, flow_lp, work_done
 
 #: Up to this many cells, failed requirements are covered one by one (better patterns,
@@ -69,7 +70,9 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
     cand = np.flatnonzero(P.hideable | hidden)
     hopeless: set[tuple[int, int]] = set()
     for _ in range(max_rounds):
-        cert = certify(P, hidden, pool, singletons=singletons, tick=tick)
+        # large patterns: cheap searches only; each reported failure is checked before
+        # it is covered (below), and the caller's final audit is exact
+        cert = certify(P, hidden, pool, singletons=singletons, tick=tick, exact=not LocalAttacker.worth(hidden))
         pool = cert.pool
         fails = [f for f in cert.failures if f not in hopeless]
         if not fails:
@@ -84,7 +87,7 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
             L, U = (P.L, P.U) if s < 0 else scenario_caps(P, s)
             rs = np.array(sorted(set(by_scen[s])), dtype=np.int64)
             batch = one_per_cell(rs, req_k)
-            if len(batch) >= BATCH_MIN and P.n > SMALL_TABLE:
+            if len(batch) >= BATCH_MIN and P.n > SMALL_TABLE and not LocalAttacker.worth(hidden):
                 # many failures at once (a large table's first round): one elastic LP
                 amts = _amounts(P, batch, s)
                 level = float(np.max(amts))
@@ -124,6 +127,13 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
     att.set_caps(*caps)
     cov.set_caps(*caps)
     everything = np.arange(P.n)
+    # large patterns: small LPs around the primary first (a check over the hidden cells,
+    # then the cheapest cover among the cells nearby); the whole-table LPs decide the rest
+    near_hidden = near_cover = None
+    if LocalAttacker.worth(hidden):
+        near_hidden = LocalAttacker(P.M, P.Mc, hidden, P._weights())
+        rank = np.where(hidden, 0.0, 1.0 + P.cost / max(float(P.cost.max()), 1e-12))
+        near_cover = LocalAttacker(P.M, P.Mc, allowed | hidden, P._weights(), rank=rank)
     try:
         for r in batch:
             tick("protect: choosing secondary cells", None)
@@ -132,6 +142,19 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
             if s >= 0:
                 amt = P.insider_amount(k, s, sign, amt)
                 if amt <= 0:
+                    continue
+            if near_hidden is not None and near_cover is not None:
+                done = near_hidden.reach(k, sign, amt, *caps)
+                if done is not None:
+                    pool.append(done)
+                    continue
+                w_up, w_dn = _cover_weights(P, everything, hidden, amt)
+                near_cover.rank = np.where(hidden, 0.0, near_cover.rank)
+                near_cover.set_weights(w_up, w_dn)
+                flow = near_cover.reach(k, sign, amt, *caps)
+                if flow is not None:
+                    hidden[flow.idx] = True
+                    pool.append(flow)
                     continue
             att.set_hidden(hidden)
             done = att.reach(k, sign, amt)
