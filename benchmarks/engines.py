@@ -4,6 +4,7 @@
     python benchmarks/engines.py --rows 1e6
     python benchmarks/engines.py --large    # 100M rows (DuckDB only; needs ~8 GB)
     python benchmarks/engines.py --spark    # PySpark local[2] (Java 17), 10M rows generated in Spark
+    python benchmarks/engines.py --only polars
 
 *plain* is what a user runs without the extension (the query, and its result fetched as
 pandas for DuckDB — what a display does); *with evidence* is the same call with the capture
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +43,14 @@ def make_data(rows: int, seed: int = 7) -> pd.DataFrame:
         "turnover": rng.lognormal(3.0, 1.5, rows),
         "firm_id": rng.integers(0, max(rows // 3, 1), rows),
     })
+
+
+def load() -> str:
+    """The machine's load average (timings on a shared machine are only comparable at like load)."""
+    try:
+        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average unknown"
 
 
 def best(fn: Callable[[], Any], repeat: int) -> float:
@@ -81,7 +91,8 @@ def spark_main(rows: int, repeat: int) -> None:
     ).cache()
     t0 = time.perf_counter()
     sdf.count()
-    print(f"Spark {spark.version} local[2]: {rows:,} rows generated and cached in {time.perf_counter() - t0:.1f} s")
+    print(f"Spark {spark.version} local[2]: {rows:,} rows generated and cached in {time.perf_counter() - t0:.1f} s "
+          f"({load()})")
     keys = ["region", "activity", "size"]
     cases = [("count", lambda: sdf.groupBy(*keys).count()),
              ("sum (top-k)", lambda: sdf.groupBy(*keys).agg(F.sum("turnover").alias("turnover")))]
@@ -101,6 +112,7 @@ def spark_main(rows: int, repeat: int) -> None:
             print(f"Spark   {op:12s} unit={unit or 'rows':8s} plain {plain:7.3f} s  with evidence {ev:7.3f} s "
                   f"({ev / plain:5.2f}x)", flush=True)
     spark.stop()
+    print(f"({load()})")
     print("\n| engine | statistic | units | plain (s) | with evidence (s) | ratio |")
     print("|---|---|---|---:|---:|---:|")
     for engine, op, unit, plain, ev in results:
@@ -113,6 +125,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--large", action="store_true", help="100M rows (DuckDB only)")
     parser.add_argument("--spark", action="store_true", help="PySpark local[2] instead of polars and DuckDB")
+    parser.add_argument("--only", choices=["polars", "duckdb"], help="one of the two in-process engines")
     args = parser.parse_args()
     rows = int(1e8 if args.large else args.rows)
     if args.spark:
@@ -135,7 +148,7 @@ def main() -> None:
     con.unregister("firms")
     del data
     print(f"{rows:,} rows generated in {time.perf_counter() - t0:.1f} s "
-          f"(polars {pl.__version__}, duckdb {duckdb.__version__})")
+          f"(polars {pl.__version__}, duckdb {duckdb.__version__}; {load()})")
 
     keys = ["region", "activity", "size"]
     q_count = "SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"
@@ -144,7 +157,9 @@ def main() -> None:
         ("DuckDB", "count", lambda: con.sql(q_count)),
         ("DuckDB", "sum (top-k)", lambda: con.sql(q_sum)),
     ]
-    if not args.large:
+    if args.only == "polars":
+        cases = []
+    if not args.large and args.only != "duckdb":
         cases += [
             ("polars", "count", lambda: p.group_by(keys).len()),
             ("polars", "sum (top-k)", lambda: p.group_by(keys).agg(pl.col("turnover").sum())),
@@ -183,6 +198,7 @@ def main() -> None:
                   f"({ev / plain:5.2f}x)  displayed and checked {t:7.3f} s ({t / plain:5.2f}x)  "
                   f"status {statuses[-1]}", flush=True)
 
+    print(f"({load()})")
     print("\n| engine | statistic | units | plain (s) | with evidence (s) | ratio | displayed, checked (s) | ratio |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for engine, op, unit, plain, ev, t, _ in results:
