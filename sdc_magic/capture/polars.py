@@ -601,7 +601,7 @@ def _linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
     """
     import polars as pl
 
-    from ..linking import MAX_LINKED_ROWS
+    from ..linking import MAX_HASHED_COLUMNS, MAX_LINKED_ROWS
 
     if n_rows <= 0 or n_rows > MAX_LINKED_ROWS:
         return None
@@ -609,8 +609,10 @@ def _linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
         schema = lf.collect_schema()
         key_exprs = [pl.col(b) if isinstance(b, str) else b for b in by]
         key_exprs += [(pl.col(e) if isinstance(e, str) else e).alias(str(n)) for n, e in named_by.items()]
+        # linking reads the first MAX_HASHED_COLUMNS columns: hash no more than it reads
+        room = max(MAX_HASHED_COLUMNS - len(keys), 1)
         hashes = [pl.col(c).hash(seed=0).alias(f"polars#{c}") for c in schema.names()
-                  if c not in keys and not c.startswith(contract.PREFIX)]
+                  if c not in keys and not c.startswith(contract.PREFIX)][:room]
         stats = {st for _, st in resolved.values()}
         variables = {v for v, _ in resolved.values() if v is not None}
         query = lf
