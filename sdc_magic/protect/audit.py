@@ -548,7 +548,8 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 blocked[r2].discard(int(req_k[r2]))
 
     # many blocked primaries: first one LP against every insider at once
-    lps += _insider_batches(P, H, insiders, blocked, req_k, req_s, req_a, pool, narrow, tick)
+    if exact or local is None:  # (a cheap audit leaves those to the small LPs below)
+        lps += _insider_batches(P, H, insiders, blocked, req_k, req_s, req_a, pool, narrow, tick)
     try:
         for r in range(nreq):
             if len(blocked[r]) < 2:
@@ -656,6 +657,22 @@ def _sparse_weights(P: Problem, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- intervals
+def _stretched(f: Flow, L: np.ndarray, U: np.ndarray) -> list[np.ndarray]:
+    """``t·f`` for the largest t > 0 and the most negative t < 0 that keep every cell in its range."""
+    v = f.val
+    lo, hi = L[f.idx], U[f.idx]
+    out = [v]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up = np.where(v > 0, hi / v, np.where(v < 0, lo / -v, np.inf))
+        down = np.where(v > 0, lo / v, np.where(v < 0, hi / -v, np.inf))
+    t_up, t_down = float(np.min(up, initial=np.inf)), float(np.min(down, initial=np.inf))
+    if np.isfinite(t_up) and t_up > 0:
+        out.append(v * t_up)
+    if np.isfinite(t_down) and t_down > 0:
+        out.append(-v * t_down)
+    return out
+
+
 #: Hidden cells from which :func:`intervals` first sweeps many extremes with one LP.
 SWEEP_MIN_HIDDEN = 200
 #: A sweep round that proves fewer open extremes than this ends the sweeps (a sweep LP
@@ -727,8 +744,11 @@ def intervals(P: Problem, hidden: np.ndarray, tick: Ticker | None = None, seeds:
     for f in seeds or []:
         loc = pos[f.idx]
         if len(loc) and (loc >= 0).all():
-            best_hi[loc] = np.maximum(best_hi[loc], f.val)
-            best_lo[loc] = np.minimum(best_lo[loc], f.val)
+            # a certificate stretched as far as the ranges allow, both ways, is still a
+            # feasible deviation: free points that often reach a cell's proved bound
+            for v in _stretched(f, P.L, P.U):
+                best_hi[loc] = np.maximum(best_hi[loc], v)
+                best_lo[loc] = np.minimum(best_lo[loc], v)
     # (published cells stay at 0 in both; M·v = 0 is checked on every relation)
     sub = P.Mc[:, H]
     floor = -P.L[H]

@@ -28,7 +28,9 @@ from .lp import Flow, _clip_weights, _inf, lp_scale, new_highs, run_robust
 #: away from the primary).  The first holds a cycle through k in a 2-D table (two
 #: relations away); a 3-D table's smallest cycles are cubes, whose far corner is three
 #: relations away, found among a thousand or so cells.
-SIZES = ((60, 2), (1500, 3))
+#: From the second layer on, a cell is taken only when it shares this many relations
+#: with the cells already taken (it closes a cycle); the last size takes every cell.
+SIZES = ((60, 2, 2), (200, 3, 2), (1000, 3, 1))
 #: Below this many hidden cells the whole-table LP (warm-started) is as cheap.
 MIN_HIDDEN = 600
 
@@ -51,6 +53,9 @@ class LocalAttacker:
         self.rank = rank
         self.found = 0
         self.missed = 0
+        #: the neighbourhood size that found the last certificate: tried first next time
+        #: (2-D tables stay at the smallest; a 3-D table does not waste one per call)
+        self.start = 0
 
     def set_weights(self, w_up: np.ndarray, w_dn: np.ndarray) -> None:
         """Cost per unit of upward / downward deviation (a covering search changes them per call)."""
@@ -65,7 +70,7 @@ class LocalAttacker:
     def _relations(self, cells: np.ndarray) -> np.ndarray:
         return _gather(self.Mc.indptr, self.Mc.indices, cells)
 
-    def near(self, k: int, max_cells: int, depth: int) -> np.ndarray:
+    def near(self, k: int, max_cells: int, depth: int, min_hits: int = 1) -> np.ndarray:
         """The movable cells within ``depth`` relations of k (sorted), k included.
 
         When a layer would pass ``max_cells``, the cells sharing the most relations
@@ -76,7 +81,7 @@ class LocalAttacker:
         seen[k] = True
         frontier = np.array([k], dtype=np.int64)
         taken = 1
-        for _ in range(depth):
+        for level in range(depth):
             rels = np.unique(self._relations(frontier))
             if not len(rels):
                 break
@@ -85,6 +90,11 @@ class LocalAttacker:
             if not len(reach):
                 break
             cand, hits = np.unique(reach, return_counts=True)
+            if level > 0 and min_hits > 1:
+                keep = hits >= min_hits
+                cand, hits = cand[keep], hits[keep]
+                if not len(cand):
+                    break
             room = max_cells - taken
             if len(cand) > room:
                 keys = (cand, -hits) if self.rank is None else (cand, self.rank[cand], -hits)
@@ -107,14 +117,15 @@ class LocalAttacker:
         if not self.hidden[k]:
             return None
         last: np.ndarray | None = None
-        for max_cells, depth in SIZES:
-            cells = self.near(int(k), max_cells, depth)
+        for i in range(self.start, len(SIZES)):
+            cells = self.near(int(k), *SIZES[i])
             if last is not None and len(cells) == len(last):
                 break  # the larger neighbourhood is the same one
             last = cells
             flow = self._solve(cells, int(k), sign, amt, L, U, exact)
             if flow is not None:
                 self.found += 1
+                self.start = i
                 return flow
         self.missed += 1
         return None
