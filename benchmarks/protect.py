@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -269,7 +271,7 @@ def write_hrc(hierarchy: dict, path: Path) -> Path:
     return path
 
 
-def tau_run(t: dict, method: str, workdir: Path) -> dict:
+def tau_run(t: dict, method: str, workdir: Path, timeout: float = 600.0) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     micro = micro_of(t)
     micro_path = workdir / "micro.csv"
@@ -290,9 +292,17 @@ def tau_run(t: dict, method: str, workdir: Path) -> dict:
         spec_path.write_text(json.dumps(spec))
     # tau-Argus writes CSPlogfile.txt, FullJJ.log, JJUit.dat, cspSCIP.*, *.lp ... into the
     # current directory: run it inside this table's work dir, never in the repo root
-    proc = subprocess.run([str(VENV / "bin" / "python"), str(ROOT / "benchmarks" / "_protect_tau.py"),
-                           str(spec_path.resolve())], capture_output=True, text=True, timeout=1800,
-                          cwd=str(workdir.resolve()))
+    # its own process group: a timeout stops tau-Argus's engine too, not only the Python wrapper
+    proc = subprocess.Popen([str(VENV / "bin" / "python"), str(ROOT / "benchmarks" / "_protect_tau.py"),
+                             str(spec_path.resolve())], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=str(workdir.resolve()), start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return {"error": f"not finished in {timeout:g} s (stopped)"}
+    proc = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     if proc.returncode:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -306,6 +316,7 @@ def main() -> None:
     ap.add_argument("--install-tau", action="store_true", help="create build/bench-venv with pytauargus")
     ap.add_argument("--only", help="run the tables whose name contains this text")
     ap.add_argument("--no-tau-levels", action="store_true", help="skip the run with tau-Argus's levels")
+    ap.add_argument("--tau-timeout", type=float, default=600.0, help="wall seconds per tau-Argus run")
     args = ap.parse_args()
     use_tau, why = (False, "--no-tau") if args.no_tau else tau_ready(args.install_tau)
     if not use_tau:
@@ -331,7 +342,7 @@ def main() -> None:
             tau_lv = runs[-1][1]
             for method in ("OPT", "MOD"):
                 # tau-Argus's batch files break on "(", "," or quotes in paths
-                out = tau_run(t, method, work / re.sub(r"[^A-Za-z0-9_.-]", "_", name))
+                out = tau_run(t, method, work / re.sub(r"[^A-Za-z0-9_.-]", "_", name), args.tau_timeout)
                 if "error" in out:
                     print(f"{name:26} {'tau ' + method:24} {'-':>5} {'-':>5} {'-':>13} {'-':>7} {'-':>6}  "
                           f"({out['error'][:60]})")

@@ -53,6 +53,7 @@ class LocalAttacker:
         self.rank = rank
         self.found = 0
         self.missed = 0
+        self._h: highspy.Highs | None = None
         #: the neighbourhood size that found the last certificate: tried first next time
         #: (2-D tables stay at the smallest; a 3-D table does not waste one per call)
         self.start = 0
@@ -96,6 +97,10 @@ class LocalAttacker:
                 if not len(cand):
                     break
             room = max_cells - taken
+            if depth >= 3 and level < depth - 1:
+                # leave room for the farther layers (a cube's far corner is three
+                # relations away; a crowded first layer would leave it out)
+                room = min(room, max_cells * (level + 1) // (2 * depth - 1) - taken + (1 if level == 0 else 0))
             if len(cand) > room:
                 keys = (cand, -hits) if self.rank is None else (cand, self.rank[cand], -hits)
                 order = np.lexsort(keys)[:room]
@@ -151,7 +156,9 @@ class LocalAttacker:
         col_hi[j + n if sign > 0 else j] = 0.0
         w = _clip_weights(np.concatenate([self.w_up[cells], self.w_dn[cells]])) / sigma
         A = sp.hstack([sub, -sub], format="csc")
-        h = new_highs()
+        if self._h is None:
+            self._h = new_highs()  # one instance, a new model per LP (options set once)
+        h = self._h
         lp = highspy.HighsLp()
         lp.num_col_ = 2 * n
         lp.num_row_ = A.shape[0]
@@ -166,6 +173,7 @@ class LocalAttacker:
         lp.a_matrix_.value_ = A.data.astype(float)
         h.passModel(lp)
         if run_robust(h) != highspy.HighsModelStatus.kOptimal:
+            h.clearSolver()
             return None
         x = np.asarray(h.getSolution().col_value) / sigma
         f = x[:n] - x[n:]
