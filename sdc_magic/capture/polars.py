@@ -202,7 +202,7 @@ class PolarsCapture:
             variables = sorted({v for v, st in out.values() if v is not None and v in schema and st != "size"})
             magnitudes = {v for v, st in out.values() if v in variables and st in contract.MAGNITUDE_EVIDENCE
                           and _numeric(schema[v])}
-            exprs = _fact_exprs(variables, magnitudes, rules.top_k)
+            exprs = _fact_exprs(variables, magnitudes, rules.top_k, indicator_levels(gb.df.lazy(), magnitudes))
         except Exception:
             return None
         _depth.value += 1
@@ -347,7 +347,8 @@ class PolarsCapture:
         if unit is None and counts_only and (sizes or not resolved) and not key_casts:
             facts = _facts_from_result(result, keys, resolved, variables, sizes)
         else:
-            facts = _facts(lf, by, named_by, keys, variables, magnitudes, unit, rules.top_k, key_casts)
+            facts = _facts(lf, by, named_by, keys, variables, magnitudes, unit, rules.top_k, key_casts,
+                           indicator_levels(lf, magnitudes))
         ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, unit)
         set_indicators(facts, ge, variables)
         rows = None
@@ -473,7 +474,35 @@ def _facts_from_result(result: Any, keys: list[str], resolved: dict, variables: 
     return out
 
 
-def _fact_exprs(variables: list[str], magnitudes: set[str], k: int) -> list[Any]:
+def indicator_levels(lf: Any, magnitudes: set[str]) -> dict[str, float]:
+    """The attribute level of each magnitude variable that is an indicator (only 0/1, or two
+    values, as :func:`sdc_magic.evidence.indicator_level`), by one pass over those columns:
+    per group only the units at that level are then counted, for indicators only."""
+    import polars as pl
+
+    if not magnitudes:
+        return {}
+    cols = sorted(magnitudes)
+    exprs = []
+    for j, v in enumerate(cols):
+        x = pl.col(v).cast(pl.Float64)
+        exprs += [x.min().alias(f"lo{j}"), x.max().alias(f"hi{j}"),
+                  ((x != x.min()) & (x != x.max())).any().alias(f"other{j}")]
+    row = lf.select(exprs).collect().row(0, named=True)
+    out: dict[str, float] = {}
+    for j, v in enumerate(cols):
+        lo, hi, other = row[f"lo{j}"], row[f"hi{j}"], row[f"other{j}"]
+        if lo is None or hi is None or other or lo != lo or hi != hi:
+            continue
+        if lo >= 0.0 and hi <= 1.0 and {lo, hi} <= {0.0, 1.0}:
+            out[v] = 1.0
+        elif lo != hi:
+            out[v] = float(hi)
+    return out
+
+
+def _fact_exprs(variables: list[str], magnitudes: set[str], k: int, levels: dict[str, float] | None = None
+                ) -> list[Any]:
     """The facts of each group as polars expressions (no unit column)."""
     import polars as pl
 
@@ -484,11 +513,10 @@ def _fact_exprs(variables: list[str], magnitudes: set[str], k: int) -> list[Any]
         exprs.append(pl.col(v).count().alias(names["n"]))
         if v in magnitudes:
             x = pl.col(v).cast(pl.Float64)
-            lo, hi = x.min(), x.max()
             exprs += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
-                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"]),
-                      # indicator facts (a 0/1 or two-valued variable: its sum is a count)
-                      lo.alias(f"{p}lo_{i}"), hi.alias(f"{p}hi_{i}"), (x * x).sum().alias(f"{p}sq_{i}")]
+                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"])]
+            if levels and v in levels:  # an indicator: its sum is a count of the rows at the level
+                exprs.append((x == levels[v]).sum().alias(f"{p}ones_{i}"))
     return exprs
 
 
@@ -503,7 +531,8 @@ def _grouped(lf: Any, by: list[Any], named_by: dict, exprs: list[Any]) -> Any:
 
 
 def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: list[str], magnitudes: set[str],
-           unit: str | None, k: int, key_casts: dict[str, Any] | None = None) -> pd.DataFrame:
+           unit: str | None, k: int, key_casts: dict[str, Any] | None = None,
+           levels: dict[str, float] | None = None) -> pd.DataFrame:
     """One extra aggregation in polars; only the per-group facts come back.
 
     With a unit column, one pre-aggregation to (keys, unit) — rows and per variable its
@@ -513,7 +542,7 @@ def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: l
 
     p = contract.PREFIX
     if unit is None:
-        return _grouped(lf, by, named_by, _fact_exprs(variables, magnitudes, k)).collect().to_pandas()
+        return _grouped(lf, by, named_by, _fact_exprs(variables, magnitudes, k, levels)).collect().to_pandas()
     if not magnitudes:
         # counts only: distinct units by a hash distinct per group (about 2x cheaper than a
         # pre-aggregation to (keys, unit) when nearly every pair is distinct); a variable
@@ -529,8 +558,9 @@ def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: l
         inner.append(pl.col(v).count().alias(f"{p}c{i}"))
         if v in magnitudes:
             x = pl.col(v).cast(pl.Float64)
-            inner += [x.sum().alias(f"{p}s{i}"), x.min().alias(f"{p}mn{i}"), x.max().alias(f"{p}mx{i}"),
-                      (x * x).sum().alias(f"{p}q{i}")]
+            inner.append(x.sum().alias(f"{p}s{i}"))
+            if levels and v in levels:  # a unit has the attribute if one of its rows has it
+                inner.append((x == levels[v]).any().alias(f"{p}a{i}"))
     per_unit = _grouped(lf, [*by, pl.col(unit).alias(f"{p}u")], named_by, inner)
     outer = [pl.col(f"{p}r").sum().alias(f"{p}rows"), pl.len().alias(f"{p}units")]
     for i, v in enumerate(variables):
@@ -538,12 +568,10 @@ def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: l
         outer.append((pl.col(f"{p}c{i}") > 0).sum().alias(names["n"]))
         if v in magnitudes:
             x = pl.when(pl.col(f"{p}c{i}") > 0).then(pl.col(f"{p}s{i}"))
-            mn, mx = pl.col(f"{p}mn{i}"), pl.col(f"{p}mx{i}")
-            lo, hi = mn.min(), mx.max()
             outer += [x.sum().alias(names["t"]), x.abs().sum().alias(names["ta"]),
-                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"]),
-                      lo.alias(f"{p}lo_{i}"), hi.alias(f"{p}hi_{i}"), (mx == hi).sum().alias(f"{p}chi_{i}"),
-                      pl.col(f"{p}q{i}").sum().alias(f"{p}sq_{i}"), pl.col(f"{p}c{i}").sum().alias(f"{p}cnt_{i}")]
+                      (x < 0).any().alias(names["neg"]), x.abs().drop_nulls().top_k(k).alias(names["top"])]
+            if levels and v in levels:
+                outer.append(pl.col(f"{p}a{i}").fill_null(False).sum().alias(f"{p}ones_{i}"))
     return _grouped(per_unit, keys, {}, outer).collect().to_pandas()
 
 
@@ -561,6 +589,9 @@ def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
         return pd.to_numeric(facts[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
     for i, v in enumerate(variables):
+        if f"{p}ones_{i}" in facts.columns and v in ge.variables:  # counted by the engine (polars)
+            ge.variables[v].ones = np.nan_to_num(num(f"{p}ones_{i}")).astype(np.int64)
+            continue
         if f"{p}lo_{i}" not in facts.columns or f"{p}sq_{i}" not in facts.columns or v not in ge.variables:
             continue
         lo_g, hi_g = num(f"{p}lo_{i}"), num(f"{p}hi_{i}")
