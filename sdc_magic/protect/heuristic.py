@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from .audit import BATCH_MIN, Problem, Ticker, TimeLimit, certify, one_per_cell, scenario_caps
-from .local import LocalAttacker
+from .local import COVER_SIZES, LocalAttacker
 from .lp import Flow, flow_lp, work_done
 
 #: Up to this many cells, failed requirements are covered one by one (better patterns,
@@ -133,7 +133,7 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
     if LocalAttacker.worth(hidden):
         near_hidden = LocalAttacker(P.M, P.Mc, hidden, P._weights())
         rank = np.where(hidden, 0.0, 1.0 + P.cost / max(float(P.cost.max()), 1e-12))
-        near_cover = LocalAttacker(P.M, P.Mc, allowed | hidden, P._weights(), rank=rank)
+        near_cover = LocalAttacker(P.M, P.Mc, allowed | hidden, P._weights(), rank=rank, sizes=COVER_SIZES)
     try:
         for r in batch:
             tick("protect: choosing secondary cells", None)
