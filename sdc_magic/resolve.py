@@ -77,9 +77,27 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
                     res.cell_rows = inner.row_pos
                     res.cell_cols = np.asarray(value_cols)[inner.col_pos]
                     return res
+    if isinstance(obj, pd.DataFrame) and _known_aggregate(obj):
+        # an engine aggregation without evidence: its text columns are the labels
+        labels = [c for c in obj.columns
+                  if not (pd.api.types.is_numeric_dtype(obj[c]) and not pd.api.types.is_bool_dtype(obj[c]))]
+        if labels and len(labels) < obj.shape[1]:
+            try:
+                indexed = obj.set_index(labels)
+                return Resolved("unverified", indexed, flatten(indexed),
+                                notes=["an aggregation without evidence: its label columns are shown as the index"])
+            except (KeyError, ValueError, TypeError):
+                pass
+        return Resolved("unverified", obj, flat)
     if _looks_row_level(obj, registry):
         return Resolved("row-level", obj, flat)
     return Resolved("unverified", obj, flat)
+
+
+def _known_aggregate(obj: pd.DataFrame) -> bool:
+    from .capture.contract import is_aggregate
+
+    return is_aggregate(obj)
 
 
 def _flattenable(obj: pd.DataFrame | pd.Series) -> bool:

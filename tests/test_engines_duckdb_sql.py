@@ -23,6 +23,7 @@ pytest.importorskip("sqlglot")
 
 from sdc_magic.config import preset  # noqa: E402
 from sdc_magic.flatten import MISSING_LABEL  # noqa: E402
+from sdc_magic.render import protected_frame  # noqa: E402
 from sdc_magic.session import Session  # noqa: E402
 
 
@@ -505,3 +506,26 @@ def test_execute_and_sql_tables_are_linked(referrals: pd.DataFrame) -> None:
         assert {k[0] for k in hidden(second)} == {d for d, n in removed.items() if 0 < n < 5}
     finally:
         s.capture.uninstall()
+
+
+def test_fetched_aggregate_we_cannot_plan_is_checked_not_shown_as_rows(sess: Session) -> None:
+    """GROUPING SETS without the full key set cannot be planned: every fetch of it is still a table.
+
+    Before, ``con.execute(q).df()`` of such a query was taken for row-level data (text
+    columns in the body) and shown as it is, with its counts of 1.
+    """
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"d": rng.choice(list("ABCD"), 300), "s": rng.choice(list("FM"), 300)})
+    df.loc[0, "d"] = "Z"  # one person in district Z
+    q = "select d, s, count(*) n from df group by grouping sets ((d), (s))"
+    con = duckdb.connect()
+    for obj in (duckdb.sql(q).df(), con.execute(q).df(), con.execute(q).fetchdf(), duckdb.execute(q).df()):
+        c = sess.check(obj)
+        assert c.kind == "unverified" and c.status != "cleared"
+        assert c.primary_count >= 1
+        shown = protected_frame(c)
+        z = [i for i, lab in enumerate(shown.index) if "Z" in str(lab)]
+        assert z  # the label stays; its count of 1 does not
+        assert all(pd.isna(v) or v == "✕" for v in np.asarray(shown.iloc[z[0]], dtype=object).ravel())
+    # a plain row-level fetch is still row-level
+    assert sess.check(con.execute("select * from df").df()).kind == "row-level"

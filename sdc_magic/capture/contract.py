@@ -178,3 +178,31 @@ def form_of(engine_object: Any) -> pd.DataFrame | pd.Series | None:
 def clear() -> None:
     with _lock:
         _forms.clear()
+
+
+# --------------------------------------------------------------------- aggregates without evidence
+_aggregates: dict[int, Any] = {}
+
+
+def mark_aggregate(frame: pd.DataFrame) -> None:
+    """Note that ``frame`` is the result of an aggregation we could not capture.
+
+    Its text columns are then labels, not row-level data: the display checks its numbers as
+    unverified (whole numbers as counts) instead of showing a table of small counts as
+    microdata (issue 14: a DuckDB query we cannot plan, fetched with ``.df()``).
+    """
+    key = id(frame)
+    try:
+        ref: Any = weakref.ref(frame, lambda _r: _aggregates.pop(key, None))
+    except TypeError:
+        return
+    with _lock:
+        _aggregates[key] = ref
+        while len(_aggregates) > MAX_FORMS:
+            _aggregates.pop(next(iter(_aggregates)))
+
+
+def is_aggregate(obj: Any) -> bool:
+    with _lock:
+        ref = _aggregates.get(id(obj))
+    return ref is not None and ref() is obj

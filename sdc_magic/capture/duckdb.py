@@ -71,6 +71,7 @@ _AGGREGATING = ("group", "pivot", "count(", "sum(", "avg(", "mean(", "min(", "ma
 _lock = threading.RLock()  # weakref callbacks may run while it is held
 _pending: dict[int, tuple[Any, Pending]] = {}
 _executed: dict[int, tuple[Any, Pending]] = {}  # connection -> evidence of its last execute()
+_executed_unplanned: dict[int, Any] = {}  # connection whose last execute() aggregates without evidence
 _unplanned: dict[int, Any] = {}  # relations that aggregate without evidence (weak refs)
 
 # kept under its old name: the Spark capture reads statistics of SQL aggregates through it
@@ -236,6 +237,7 @@ class DuckDBCapture:
         with _lock:
             _pending.clear()
             _executed.clear()
+            _executed_unplanned.clear()
             _unplanned.clear()
         if _CAPTURE is self:
             _CAPTURE = None
@@ -279,10 +281,13 @@ class DuckDBCapture:
         def execute(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             run = in_caller_frame(1)
             _drop(_executed, id(con))  # a new statement ends the previous result
+            _drop(_executed_unplanned, id(con))
             pending = self._prepare_execute(con, query, run, args, kwargs)
             out = run(original, con, query, *args, **kwargs)
             if pending is not None and out is not None:
                 _remember(_executed, out, pending)
+            elif out is not None and isinstance(query, str) and _aggregates(query):
+                _remember(_executed_unplanned, out, True)
             return out
 
         return execute
@@ -295,11 +300,14 @@ class DuckDBCapture:
             run = in_caller_frame(1)
             con = kwargs.get("connection") or duckdb.default_connection()
             _drop(_executed, id(con))
+            _drop(_executed_unplanned, id(con))
             pending = self._prepare_execute(con, query, run, args, {k: v for k, v in kwargs.items()
                                                                     if k != "connection"})
             out = run(original, query, *args, **kwargs)
             if pending is not None and out is not None:
                 _remember(_executed, out, pending)
+            elif out is not None and isinstance(query, str) and _aggregates(query):
+                _remember(_executed_unplanned, out, True)
             return out
 
         return execute
@@ -331,7 +339,10 @@ class DuckDBCapture:
         def fetch(rel: Any, *args: Any, **kwargs: Any) -> Any:
             pending = _lookup(_pending, rel)
             if pending is None:
-                return original(rel, *args, **kwargs)
+                result = original(rel, *args, **kwargs)
+                if isinstance(result, pd.DataFrame) and _lookup(_unplanned, rel) is not None:
+                    contract.mark_aggregate(result)  # checked as unverified, never as row-level data
+                return result
             try:
                 self.materialise(pending, rel)
                 result = None
@@ -370,7 +381,10 @@ class DuckDBCapture:
         def fetch(con: Any, *args: Any, **kwargs: Any) -> Any:
             pending = _lookup(_executed, con)
             if pending is None:
-                return original(con, *args, **kwargs)
+                result = original(con, *args, **kwargs)
+                if isinstance(result, pd.DataFrame) and _lookup(_executed_unplanned, con) is not None:
+                    contract.mark_aggregate(result)  # checked as unverified, never as row-level data
+                return result
             _drop(_executed, id(con))
             result = original(con, *args, **kwargs)  # the user's result, as DuckDB gives it
             if full:
