@@ -310,6 +310,12 @@ BATCH_MIN = 24
 BATCH_MIN_CELLS = 5000
 
 
+def _planar(P: Problem, H: np.ndarray) -> bool:
+    """True when most hidden cells lie in at most two relations (a 2-D table's inner cells)."""
+    degree = np.diff(P.Mc.indptr)[H]
+    return bool(len(degree)) and float(np.median(degree)) <= 2
+
+
 def one_per_cell(idx: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Requirement indices keeping only the first one for each cell (one direction per LP)."""
     _, first = np.unique(k[idx], return_index=True)
@@ -467,8 +473,27 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
         if short.any() and stop_at_first:
             return Certification(failures, pool, lps)
         open_ = open_[~short]
+    if (local is not None and len(open_) >= BATCH_MIN and P.n > BATCH_MIN_CELLS and _planar(P, H)
+            and not len(insiders)):
+        # a 2-D pattern: one elastic batch LP certifies hundreds of primaries in a tenth of a
+        # second (300x100: 5 LPs for 2,958 primaries); on 3-D patterns it is degenerate and
+        # slow (2-12 s per LP on 25x20x10 and 50x40x10), where the small LPs below win.
+        # With insiders, the small LPs' certificates (kept off insiders' cells) leave the
+        # insider checks far less to do (300x100: 1,900 small LPs in all, against 3,700)
+        for _ in range(8):
+            batch = one_per_cell(open_, req_k)
+            sat, flow = flow_lp(P.Mc, H, P.L, P.U, req_k[batch], req_s[batch], req_a[batch],
+                                *_sparse_weights(P, H))
+            lps += 1
+            if flow is not None:
+                for part in split_flow(P, flow):
+                    pool.append(part)
+                    absorb(len(pool) - 1)
+            open_ = np.array([r for r in open_.tolist() if not certified_by[r]], dtype=np.int64)
+            if not sat.any() or len(open_) < BATCH_MIN:
+                break
     if local is not None and len(open_):
-        # first the small LPs around each primary (cheap; most certificates are local)
+        # the small LPs around each primary (cheap; most certificates are local)
         for n_done, r in enumerate(open_.tolist()):
             tick("audit: finding certificates", n_done / max(len(open_), 1))
             if certified_by[r] or rescued(r, P.L, P.U):
