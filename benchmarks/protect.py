@@ -337,7 +337,10 @@ def main() -> None:
             print(f"{name:26} {label:24} {r['primaries']:5d} {r['secondaries']:5d} {r['hidden_value']:13.0f} "
                   f"{r['cpu']:7.2f} {'yes' if r['audit'] else 'NO':>6}  {r['method']}")
             sys.stdout.flush()
-        if use_tau:
+        if use_tau and t["kind"] == "magnitude" and "contrib" not in t["cells"].columns:
+            print(f"{name:26} {'tau OPT / MOD':24} {'-':>5} {'-':>5} {'-':>13} {'-':>7} {'-':>6}  "
+                  "(not run: the table has no contributions for tau-Argus's microdata)")
+        elif use_tau:
             work.mkdir(parents=True, exist_ok=True)
             tau_lv = runs[-1][1]
             for method in ("OPT", "MOD"):
