@@ -156,11 +156,14 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
                     hidden[flow.idx] = True
                     pool.append(flow)
                     continue
-            att.set_hidden(hidden)
-            done = att.reach(k, sign, amt)
-            if done is not None:
-                pool.append(done)
-                continue
+            if near_hidden is None:
+                # (on large patterns the whole-table cover below also answers this: hidden
+                # cells cost nothing, so an existing certificate is its cheapest cover)
+                att.set_hidden(hidden)
+                done = att.reach(k, sign, amt)
+                if done is not None:
+                    pool.append(done)
+                    continue
             w_up, w_dn = _cover_weights(P, everything, hidden, amt)
             cov.set_weights(w_up, w_dn)
             flow = cov.reach(k, sign, amt)
@@ -197,7 +200,10 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
             if _pins_a_primary(P, trial, int(i), singletons):
                 continue
             kept = [f for f in pool if trial[f.idx].all()]
-            cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True)
+            # large patterns: a cheap audit; what it cannot certify keeps the cell hidden
+            # (a conservative answer: the final audit is exact either way)
+            cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True,
+                           exact=not LocalAttacker.worth(trial))
             if not cert.failures:
                 hidden = trial
                 pool = cert.pool
