@@ -156,14 +156,14 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
                     hidden[flow.idx] = True
                     pool.append(flow)
                     continue
-            if near_hidden is None:
-                # (on large patterns the whole-table cover below also answers this: hidden
-                # cells cost nothing, so an existing certificate is its cheapest cover)
-                att.set_hidden(hidden)
-                done = att.reach(k, sign, amt)
-                if done is not None:
-                    pool.append(done)
-                    continue
+            # (the whole-table cover below would answer this too, hidden cells costing
+            # nothing, but over every cell it is several times slower: 4.6 s against
+            # 0.8 s per LP on 50x40x10)
+            att.set_hidden(hidden)
+            done = att.reach(k, sign, amt)
+            if done is not None:
+                pool.append(done)
+                continue
             w_up, w_dn = _cover_weights(P, everything, hidden, amt)
             cov.set_weights(w_up, w_dn)
             flow = cov.reach(k, sign, amt)
