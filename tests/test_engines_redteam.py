@@ -1,0 +1,414 @@
+"""Red team: researcher-style attempts to get a small cell (1-4 people) or one person's value
+out of polars or DuckDB past the checks.
+
+Data: 73 people, district A 40 (20 F / 20 M), B 30 (15 / 15), C 3 (2 F / 1 M); persons 5 and 6
+(district A) are aged 101 and 102, everyone else 18-79. Humanitarian preset: threshold 5.
+
+A test marked ``xfail(strict=True, reason="leak: ...")`` shows a leak: a status other than
+``blocked`` whose shown values give a small cell exactly (the arithmetic is in the test).
+The other tests are attacks that were stopped, with the cells we expect hidden.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pl = pytest.importorskip("polars")
+duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("sqlglot")
+
+from sdc_magic.config import preset  # noqa: E402
+from sdc_magic.render import protected_frame  # noqa: E402
+from sdc_magic.session import Session  # noqa: E402
+
+X = "✕"
+
+
+def _people() -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    district = np.repeat(["A", "B", "C"], [40, 30, 3])
+    sex = np.array(["F", "M"] * 35 + ["F", "F", "M"])
+    age = rng.integers(18, 80, 73)
+    age[5], age[6] = 101, 102
+    return pd.DataFrame({"person": np.arange(73), "household": np.arange(73) // 2, "district": district,
+                         "sex": sex, "age": age.astype(np.int64), "flag": rng.integers(0, 2, 73),
+                         "income": np.round(rng.uniform(10, 20, 73), 2)})
+
+
+PEOPLE = _people()
+
+
+@pytest.fixture
+def sess():
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    yield s
+    s.capture.uninstall()
+
+
+@pytest.fixture
+def df() -> pd.DataFrame:
+    return PEOPLE.copy()
+
+
+@pytest.fixture
+def p() -> pl.DataFrame:
+    return pl.from_pandas(PEOPLE)
+
+
+def _shown(out) -> pd.DataFrame:
+    """What the user sees (hidden cells as ✕), as the tests of the engines publish it."""
+    assert out.checked is not None
+    return protected_frame(out.checked)
+
+
+def _status(out) -> str:
+    return out.metadata["sdc_magic"]["status"]
+
+
+def _col(frame: pd.DataFrame, name: str) -> dict:
+    """Column ``name`` of a shown frame keyed by its first label (index or first column)."""
+    if name in frame.columns and frame.index.nlevels == 1 and not isinstance(frame.index, pd.RangeIndex):
+        return dict(zip(frame.index, frame[name], strict=True))
+    first = frame.columns[0]
+    return dict(zip(frame[first], frame[name], strict=True))
+
+
+def _num(v) -> float | None:
+    return None if v == X else float(v)
+
+
+# ====================================================================== LEAKS
+# ---- linking across engines: the same people, a filter differing by C's 3 people
+@pytest.mark.xfail(strict=True, reason="leak: polars table then DuckDB filtered table are not linked "
+                   "(each engine hashes its own way): F 37-35=2, M 36-35=1 people of district C")
+def test_leak_polars_then_duckdb_filter_differencing(sess: Session, df: pd.DataFrame, p: pl.DataFrame) -> None:
+    first = sess.publish(p.group_by("sex").len().sort("sex"))
+    second = sess.publish(duckdb.sql("select sex, count(*) n from df where district <> 'C' group by sex order by 1"))
+    a, b = _col(_shown(first), "len"), _col(_shown(second), "n")
+    assert _status(first) != "blocked" and _status(second) != "blocked"
+    recovered = {k: int(a[k]) - int(b[k]) for k in ("F", "M")} if X not in (*a.values(), *b.values()) else None
+    assert recovered != {"F": 2, "M": 1}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: DuckDB table then polars filtered table: F 37-35=2, M 36-35=1")
+def test_leak_duckdb_then_polars_filter_differencing(sess: Session, df: pd.DataFrame, p: pl.DataFrame) -> None:
+    first = sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))
+    second = sess.publish(p.filter(pl.col("district") != "C").group_by("sex").len().sort("sex"))
+    a, b = _col(_shown(first), "n"), _col(_shown(second), "len")
+    recovered = {k: int(a[k]) - int(b[k]) for k in ("F", "M")} if X not in (*a.values(), *b.values()) else None
+    assert recovered != {"F": 2, "M": 1}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: pandas table then DuckDB filtered table over the same frame: "
+                   "F 37-35=2, M 36-35=1")
+def test_leak_pandas_then_duckdb_filter_differencing(sess: Session, df: pd.DataFrame) -> None:
+    first = sess.publish(df.groupby("sex").size().rename("n").to_frame())
+    second = sess.publish(duckdb.sql("select sex, count(*) n from df where district <> 'C' group by sex order by 1"))
+    a, b = _col(_shown(first), "n"), _col(_shown(second), "n")
+    recovered = {k: int(a[k]) - int(b[k]) for k in ("F", "M")} if X not in (*a.values(), *b.values()) else None
+    assert recovered != {"F": 2, "M": 1}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: polars table, then DuckDB SQL over the *polars frame itself*: "
+                   "F 37-35=2, M 36-35=1")
+def test_leak_duckdb_over_the_polars_frame(sess: Session, p: pl.DataFrame) -> None:
+    first = sess.publish(p.group_by("sex").len().sort("sex"))
+    second = sess.publish(duckdb.sql("select sex, count(*) n from p where district <> 'C' group by sex order by 1"))
+    a, b = _col(_shown(first), "len"), _col(_shown(second), "n")
+    recovered = {k: int(a[k]) - int(b[k]) for k in ("F", "M")} if X not in (*a.values(), *b.values()) else None
+    assert recovered != {"F": 2, "M": 1}
+
+
+# ---- differencing with the filter inside the aggregate (conditional count, same engine)
+@pytest.mark.xfail(strict=True, reason="leak: count(*) FILTER (WHERE district <> 'C') is not linked to the "
+                   "plain count: F 37-35=2, M 36-35=1")
+def test_leak_duckdb_count_filter_clause_differencing(sess: Session, df: pd.DataFrame) -> None:
+    first = sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))
+    second = sess.publish(duckdb.sql(
+        "select sex, count(*) filter (where district <> 'C') n from df group by sex order by 1"))
+    assert _status(second) != "blocked"
+    a, b = _col(_shown(first), "n"), _col(_shown(second), "n")
+    recovered = {k: int(a[k]) - int(b[k]) for k in ("F", "M")} if X not in (*a.values(), *b.values()) else None
+    assert recovered != {"F": 2, "M": 1}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: sum(case when district <> 'C' then 1 else 0 end): F 37-35=2, M 36-35=1")
+def test_leak_duckdb_sum_case_flag_differencing(sess: Session, df: pd.DataFrame) -> None:
+    first = sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))
+    second = sess.publish(duckdb.sql(
+        "select sex, sum(case when district <> 'C' then 1 else 0 end) n from df group by sex order by 1"))
+    assert _status(second) != "blocked"
+    a, b = _col(_shown(first), "n"), _col(_shown(second), "n")
+    recovered = {k: int(a[k]) - int(_num(b[k])) for k in ("F", "M")} if X not in (*a.values(), *b.values()) else None
+    assert recovered != {"F": 2, "M": 1}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: polars (pl.col('district') != 'C').sum(): F 37-35=2, M 36-35=1")
+def test_leak_polars_boolean_sum_differencing(sess: Session, p: pl.DataFrame) -> None:
+    first = sess.publish(p.group_by("sex").len().sort("sex"))
+    second = sess.publish(p.group_by("sex").agg((pl.col("district") != "C").sum().alias("n")).sort("sex"))
+    assert _status(second) != "blocked"
+    a, b = _col(_shown(first), "len"), _col(_shown(second), "n")
+    recovered = {k: int(a[k]) - int(b[k]) for k in ("F", "M")} if X not in (*a.values(), *b.values()) else None
+    assert recovered != {"F": 2, "M": 1}
+
+
+# ---- polars describe is not linked: one person removed, mean*count gives their age
+@pytest.mark.xfail(strict=True, reason="leak: describe() of all and of all but person 72 are both 'suppressed' "
+                   "and show count and mean: 73*mean73 - 72*mean72 = age of person 72")
+def test_leak_polars_describe_mean_differencing(sess: Session, p: pl.DataFrame) -> None:
+    first = sess.publish(p.select("age").describe())
+    second = sess.publish(p.filter(pl.col("person") != 72).select("age").describe())
+    assert _status(first) != "blocked" and _status(second) != "blocked"
+    a, b = _shown(first), _shown(second)
+    stats_a = dict(zip(a.index, a["age"], strict=True))
+    stats_b = dict(zip(b.index, b["age"], strict=True))
+    got = None
+    if X not in (stats_a["count"], stats_a["mean"], stats_b["count"], stats_b["mean"]):
+        got = round(float(stats_a["count"]) * float(stats_a["mean"]) - float(stats_b["count"]) * float(stats_b["mean"]))
+    assert got != int(PEOPLE.age[72])
+
+
+# ---- one person's value through an arithmetic wrapper (max is blocked, max + 0 is not)
+@pytest.mark.xfail(strict=True, reason="leak: max(age) is blocked but max(age)+0 shows 102, one person's age")
+def test_leak_duckdb_max_plus_zero(sess: Session, df: pd.DataFrame) -> None:
+    plain = sess.publish(duckdb.sql("select district, max(age) m from df group by district order by 1"))
+    assert _status(plain) == "blocked"
+    out = sess.publish(duckdb.sql("select district, max(age)+0 m from df group by district order by 1"))
+    assert _status(out) == "blocked" or _col(_shown(out), "m")["A"] == X
+
+
+@pytest.mark.xfail(strict=True, reason="leak: arg_max(age, age) / first(age order by age desc) show 102")
+def test_leak_duckdb_argmax_first(sess: Session, df: pd.DataFrame) -> None:
+    a = sess.publish(duckdb.sql("select district, arg_max(age, age) m from df group by district order by 1"))
+    b = sess.publish(duckdb.sql("select district, first(age order by age desc) m from df group by district order by 1"))
+    for out in (a, b):
+        assert _status(out) == "blocked" or _col(_shown(out), "m")["A"] == X
+
+
+@pytest.mark.xfail(strict=True, reason="leak: polars max()+0 and sort().last() show 102, one person's age")
+def test_leak_polars_max_wrapped(sess: Session, p: pl.DataFrame) -> None:
+    plain = sess.publish(p.group_by("district").agg(pl.col("age").max()).sort("district"))
+    assert _status(plain) == "blocked"
+    a = sess.publish(p.group_by("district").agg((pl.col("age").max() + 0).alias("m")).sort("district"))
+    b = sess.publish(p.group_by("district").agg(pl.col("age").sort().last().alias("m")).sort("district"))
+    for out in (a, b):
+        assert _status(out) == "blocked" or _col(_shown(out), "m")["A"] == X
+
+
+# ---- scalar (no GROUP BY) arithmetic on a count
+@pytest.mark.xfail(strict=True, reason="leak: select count(*)+100 ... where district='C' shows 103 (review): 103-100=3")
+def test_leak_duckdb_scalar_count_plus_constant(sess: Session, df: pd.DataFrame) -> None:
+    plain = sess.publish(duckdb.sql("select count(*) n from df where district = 'C'"))
+    assert _shown(plain)["n"].iloc[0] == X
+    out = sess.publish(duckdb.sql("select count(*)+100 n from df where district = 'C'"))
+    assert _status(out) == "blocked" or _shown(out)["n"].iloc[0] == X
+
+
+# ---- secondary suppression lost when the count is wrapped: B is shown, C = total - A - B
+@pytest.mark.xfail(strict=True, reason="leak: polars (pl.len()*2+1) is 'review' and shows A 81 -> 40 and "
+                   "B 61 -> 30 (only C hidden, no secondary); describe() then shows count 73 ('suppressed', "
+                   "not linked): C = 73 - 40 - 30 = 3")
+def test_leak_polars_wrapped_len_then_describe_count(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.group_by("district").agg((pl.len() * 2 + 1).alias("n")).sort("district"))
+    wrapped = _col(_shown(out), "n")
+    assert wrapped["C"] == X
+    desc = _shown(sess.publish(p.select("age").describe()))
+    count = dict(zip(desc.index, desc["age"], strict=True))["count"]
+    got = None
+    if X not in (wrapped["A"], wrapped["B"], count):
+        got = int(float(count)) - (int(wrapped["A"]) - 1) // 2 - (int(wrapped["B"]) - 1) // 2
+    assert got != 3
+
+
+@pytest.mark.xfail(strict=True, reason="leak: DuckDB count(*)*2+1 is 'review' and shows A 81 -> 40, B 61 -> 30 "
+                   "(no secondary for C); a polars describe() of the same data shows count 73: C = 73 - 40 - 30 = 3")
+def test_leak_duckdb_wrapped_count_then_polars_describe(sess: Session, df: pd.DataFrame, p: pl.DataFrame) -> None:
+    out = sess.publish(duckdb.sql("select district, count(*)*2+1 n from df group by district order by 1"))
+    wrapped = _col(_shown(out), "n")
+    assert wrapped["C"] == X
+    desc = _shown(sess.publish(p.select("age").describe()))
+    count = dict(zip(desc.index, desc["age"], strict=True))["count"]
+    got = None
+    if X not in (wrapped["A"], wrapped["B"], count):
+        got = int(float(count)) - (int(wrapped["A"]) - 1) // 2 - (int(wrapped["B"]) - 1) // 2
+    assert got != 3
+
+
+# ---- a PIVOT with two USING aggregates is 'unverified': the income sums of C are shown
+@pytest.mark.xfail(strict=True, reason="leak: PIVOT ... USING count(*) AS n, sum(income) AS s (review, "
+                   "unverified) shows C's M_s = the one man of C's income")
+def test_leak_pivot_two_using_shows_one_persons_income(sess: Session, df: pd.DataFrame) -> None:
+    out = sess.publish(duckdb.sql("PIVOT df ON sex USING count(*) AS n, sum(income) AS s GROUP BY district "
+                                  "ORDER BY district"))
+    shown = _shown(out)
+    cell = _col(shown, "M_s")["C"]
+    one_man = float(PEOPLE[(PEOPLE.district == "C") & (PEOPLE.sex == "M")].income.iloc[0])
+    assert _status(out) == "blocked" or cell == X or abs(float(str(cell).rstrip(" ?")) - one_man) > 0.005
+
+
+# ====================================================================== OVER-PROTECTION
+@pytest.mark.xfail(strict=True, reason="over-protection: polars pivot(...).sort('district') loses its evidence "
+                   "and is blocked as row-level; without .sort() it is 'suppressed' with 4 cells hidden")
+def test_overprotection_polars_pivot_then_sort(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.pivot(on="sex", index="district", values="person", aggregate_function="len")
+                       .sort("district"))
+    assert out.checked.kind == "table"
+
+
+@pytest.mark.xfail(strict=True, reason="over-protection: DuckDB 2.x relation .arrow() returns a RecordBatchReader; "
+                   "the check fails (AttributeError on to_pandas) and the honest table is withheld")
+def test_overprotection_duckdb_arrow_reader(sess: Session, df: pd.DataFrame) -> None:
+    out = sess.publish(duckdb.sql("select district, count(*) n from df group by district order by 1").arrow())
+    assert out.checked is not None and _status(out) == "suppressed"
+
+
+@pytest.mark.xfail(strict=True, reason="over-protection: count(distinct sex) per district (2, 2, 2: categories, "
+                   "not people) is blocked with every cell hidden")
+def test_overprotection_count_distinct_category(sess: Session, df: pd.DataFrame) -> None:
+    out = sess.publish(duckdb.sql("select district, count(distinct sex) m from df group by district order by 1"))
+    assert _status(out) != "blocked"
+
+
+# ====================================================================== STOPPED
+def test_stopped_duckdb_filter_differencing(sess: Session, df: pd.DataFrame) -> None:
+    sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))
+    out = sess.publish(duckdb.sql("select sex, count(*) n from df where district <> 'C' group by sex order by 1"))
+    assert _status(out) == "blocked"
+    assert set(_col(_shown(out), "n").values()) == {X}
+
+
+def test_stopped_duckdb_one_person_removed(sess: Session, df: pd.DataFrame) -> None:
+    sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))
+    out = sess.publish(duckdb.sql("select sex, count(*) n from df where person <> 72 group by sex order by 1"))
+    assert _col(_shown(out), "n")["M"] == X
+
+
+def test_stopped_polars_filter_differencing(sess: Session, p: pl.DataFrame) -> None:
+    sess.publish(p.group_by("sex").len().sort("sex"))
+    out = sess.publish(p.filter(pl.col("district") != "C").group_by("sex").len().sort("sex"))
+    assert set(_col(_shown(out), "len").values()) == {X}
+
+
+def test_stopped_execute_df_differencing(sess: Session, df: pd.DataFrame) -> None:
+    sess.publish(duckdb.execute("select sex, count(*) n from df group by sex order by 1").df())
+    out = sess.publish(duckdb.execute(
+        "select sex, count(*) n from df where district <> 'C' group by sex order by 1").df())
+    assert set(_col(_shown(out), "n").values()) == {X}
+
+
+def test_stopped_relation_then_pl_fetch_differencing(sess: Session, df: pd.DataFrame) -> None:
+    sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))
+    out = sess.publish(duckdb.sql(
+        "select sex, count(*) n from df where district <> 'C' group by sex order by 1").pl())
+    assert set(_col(_shown(out), "n").values()) == {X}
+
+
+@pytest.mark.parametrize("stat", ["income", "age"])
+def test_stopped_sum_and_mean_one_person_removed(sess: Session, p: pl.DataFrame, df: pd.DataFrame,
+                                                 stat: str) -> None:
+    if stat == "income":
+        sess.publish(duckdb.sql("select sex, sum(income) s from df group by sex order by 1"))
+        out = sess.publish(duckdb.sql("select sex, sum(income) s from df where person <> 72 group by sex order by 1"))
+        assert _col(_shown(out), "s")["M"] == X
+    else:
+        sess.publish(p.group_by("sex").agg(pl.col("age").mean(), pl.len()).sort("sex"))
+        out = sess.publish(p.filter(pl.col("person") != 72).group_by("sex").agg(pl.col("age").mean(), pl.len())
+                           .sort("sex"))
+        shown = _shown(out)
+        assert _col(shown, "age")["M"] == X and _col(shown, "len")["M"] == X
+
+
+def test_stopped_rollup_margins_then_subquery(sess: Session, df: pd.DataFrame) -> None:
+    roll = _shown(sess.publish(duckdb.sql(
+        "select district, sex, count(*) n from df group by rollup(district, sex)")))
+    for k in [("B", "Total"), ("C", "Total"), ("B", "F"), ("B", "M"), ("C", "F"), ("C", "M")]:
+        assert roll.loc[k, "n"] == X
+    assert int(roll.loc[("Total", "Total"), "n"]) == 73 and int(roll.loc[("A", "Total"), "n"]) == 40
+    # the district total of A is 40 = 20 + 20: nothing new about B or C
+    out = _shown(sess.publish(duckdb.sql("select sex, count(*) n from df where district = 'A' group by sex")))
+    assert set(_col(out, "n").values()) == {20}
+
+
+def test_stopped_rollup_then_wrapped_count(sess: Session, df: pd.DataFrame) -> None:
+    sess.publish(duckdb.sql("select district, sex, count(*) n from df group by rollup(district, sex)"))
+    out = _col(_shown(sess.publish(duckdb.sql(
+        "select district, count(*)*2+1 n from df group by district order by 1"))), "n")
+    assert out["B"] == X and out["C"] == X  # B hidden because the ROLLUP hid it (linked)
+
+
+def test_stopped_wrapped_count_then_rollup(sess: Session, df: pd.DataFrame) -> None:
+    sess.publish(duckdb.sql("select district, count(*)*2+1 n from df group by district order by 1"))
+    roll = _shown(sess.publish(duckdb.sql(
+        "select district, sex, count(*) n from df group by rollup(district, sex)")))
+    assert roll.loc[("Total", "Total"), "n"] == X  # B (30) was published: the grand total would give C
+    assert roll.loc[("C", "Total"), "n"] == X
+
+
+def test_stopped_pivot_then_sex_totals(sess: Session, df: pd.DataFrame) -> None:
+    piv = _shown(sess.publish(duckdb.sql("PIVOT df ON sex USING count(*) GROUP BY district ORDER BY district")))
+    assert (piv.loc["B"] == X).all() and (piv.loc["C"] == X).all() and (piv.loc["A"] == 20).all()
+    # F 37 - A 20 = B_F + C_F = 17: two unknowns, C not recoverable
+    tot = _col(_shown(sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))), "n")
+    assert tot == {"F": 37, "M": 36}
+
+
+def test_stopped_partial_grouping_sets(sess: Session, df: pd.DataFrame) -> None:
+    out = _shown(sess.publish(duckdb.sql(
+        "select district, sex, count(*) n from df group by grouping sets ((district), (sex))")))
+    vals = list(out["n"])
+    assert vals.count(X) == 2  # B and C hidden; F 37 + M 36 - A 40 = B + C = 33 only
+
+
+@pytest.mark.parametrize("sql", [
+    "select district, count(*) filter (where age > 100) n from df group by district order by 1",
+    "select district, sum(case when age > 100 then 1 else 0 end) n from df group by district order by 1",
+    "select district, count(case when age > 100 then 1 end) n from df group by district order by 1",
+])
+def test_stopped_conditional_counts_of_few(sess: Session, df: pd.DataFrame, sql: str) -> None:
+    out = _col(_shown(sess.publish(duckdb.sql(sql))), "n")
+    assert out["A"] == X  # the 2 centenarians of A
+
+
+def test_stopped_polars_conditional_counts_of_few(sess: Session, p: pl.DataFrame) -> None:
+    a = sess.publish(p.group_by("district").agg(pl.col("age").filter(pl.col("age") > 100).count().alias("n"))
+                     .sort("district"))
+    b = sess.publish(p.group_by("district").agg((pl.col("age") > 100).sum().alias("n")).sort("district"))
+    for out in (a, b):
+        assert _col(_shown(out), "n")["A"] == X
+
+
+def test_stopped_describe_min_max(sess: Session, p: pl.DataFrame) -> None:
+    out = _shown(sess.publish(p.filter(pl.col("district") == "A").select("age").describe()))
+    stats = dict(zip(out.index, out["age"], strict=True))
+    assert stats["min"] == X and stats["max"] == X
+
+
+@pytest.mark.parametrize(("sql", "status", "small_hidden"), [
+    ("select district, max(age) m from df group by district", "blocked", True),
+    ("select * from (select district, count(*) n from df group by district) where n < 10", "review", True),
+    ("with t as (select district, count(*) n from df group by district) select district, n + 0 as n from t",
+     "review", True),
+    ("select district, count(*) n from df group by district union all select 'X', 1", "review", True),
+    ("select district, count(*) n from df group by district having count(*) < 10", "suppressed", True),
+    ("select district, string_agg(sex, '') m from df group by district", "blocked", False),
+])
+def test_stopped_sql_shapes(sess: Session, df: pd.DataFrame, sql: str, status: str, small_hidden: bool) -> None:
+    out = sess.publish(duckdb.sql(sql))
+    assert _status(out) == status
+    if small_hidden:
+        shown = _shown(out)
+        assert shown.loc["C"].iloc[0] == X  # district C, 3 people
+
+
+def test_stopped_fetch_variants(sess: Session, df: pd.DataFrame) -> None:
+    q = "select district, count(*) n from df group by district order by 1"
+    assert _status(sess.publish(duckdb.sql(q).fetchall())) == "blocked"
+    for obj in (pd.DataFrame(duckdb.sql(q).fetchnumpy()), duckdb.execute(q).df(), duckdb.execute(q).fetchdf(),
+                duckdb.sql(q).pl()):
+        shown = _shown(sess.publish(obj))
+        vals = _col(shown, "n")
+        assert vals["C"] == X and vals["B"] == X and int(vals["A"]) == 40
