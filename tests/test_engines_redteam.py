@@ -617,7 +617,6 @@ def test_stopped_dominant_firm_shapes() -> None:
         s.capture.uninstall()
 
 
-
 def test_stopped_parameters_views_and_relational_filters(sess: Session, df: pd.DataFrame) -> None:
     sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))
     outs = [
