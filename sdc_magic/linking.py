@@ -924,6 +924,17 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
     (var,) = variables
     if var not in frame.columns:
         return ids
+    if stats <= {"sum"}:
+        # the sum of an indicator (0/1 flag, boolean, two-valued coding) counts the rows at
+        # its attribute level: those rows are the table's population, as for a count of them
+        # (red team: sum(flag) by sex, then a count of flagged rows outside district C)
+        from .evidence import indicator_level
+
+        values = pd.to_numeric(frame[var], errors="coerce").to_numpy(dtype=float, na_value=np.nan) \
+            if not pd.api.types.is_bool_dtype(frame[var]) else frame[var].to_numpy(dtype=float)
+        level = indicator_level(values)
+        if level is not None:
+            return np.where(values == level, ids, -1)
     known = frame[var].notna().to_numpy()
     return np.where(known, ids, -1)
 

@@ -77,6 +77,11 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
                     res.cell_rows = inner.row_pos
                     res.cell_cols = np.asarray(value_cols)[inner.col_pos]
                     return res
+    reason = _withheld(obj)
+    if reason is not None:
+        from .capture.contract import Withheld
+
+        raise Withheld(reason)
     if isinstance(obj, pd.DataFrame) and _known_aggregate(obj):
         # an engine aggregation without evidence: its text columns are the labels
         labels = [c for c in obj.columns
@@ -92,6 +97,12 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
     if _looks_row_level(obj, registry):
         return Resolved("row-level", obj, flat)
     return Resolved("unverified", obj, flat)
+
+
+def _withheld(obj: object) -> str | None:
+    from .capture.contract import withheld_reason
+
+    return withheld_reason(obj)
 
 
 def _known_aggregate(obj: pd.DataFrame) -> bool:

@@ -206,3 +206,34 @@ def is_aggregate(obj: Any) -> bool:
     with _lock:
         ref = _aggregates.get(id(obj))
     return ref is not None and ref() is obj
+
+
+# --------------------------------------------------------------------- withheld results
+class Withheld(Exception):
+    """An engine result that must not be shown at all (the reason says why and what to do)."""
+
+    sdc_note = True  # the display shows the reason in its blocked placeholder
+
+
+_withheld: dict[int, tuple[Any, str]] = {}
+
+
+def mark_withheld(obj: Any, reason: str) -> None:
+    """Withhold the display of ``obj`` (e.g. the pandas frame fetched from a withheld query)."""
+    key = id(obj)
+    try:
+        ref: Any = weakref.ref(obj, lambda _r: _withheld.pop(key, None))
+    except TypeError:
+        return
+    with _lock:
+        _withheld[key] = (ref, reason)
+        while len(_withheld) > MAX_FORMS:
+            _withheld.pop(next(iter(_withheld)))
+
+
+def withheld_reason(obj: Any) -> str | None:
+    with _lock:
+        hit = _withheld.get(id(obj))
+    if hit is None or hit[0]() is not obj:
+        return None
+    return hit[1]

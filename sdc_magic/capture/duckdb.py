@@ -95,6 +95,7 @@ class Pending:
     full: pd.DataFrame | None = None  # the combined run, until the first pandas fetch takes it
     user_rel: Any = None  # an execute()'s own query, bound (a PIVOT's wide table is fetched from it)
     lock: Any = field(default_factory=threading.Lock)
+    withheld: str | None = None  # why the result must not be shown at all (see contract.Withheld)
 
 
 def _drop(table: dict[int, Any], key: int) -> None:
@@ -136,6 +137,8 @@ def captured_form(rel: Any) -> pd.DataFrame | None:
     if pending is not None and _CAPTURE is not None:
         try:
             form = _CAPTURE.materialise(pending, rel)
+        except contract.Withheld:
+            raise  # shown as a blocked placeholder with the reason
         except Exception as exc:  # evidence we cannot trust: the table is checked as unverified
             _CAPTURE.registry.failures.append(f"duckdb evidence: {type(exc).__name__}: {exc}")
             form = None
@@ -157,6 +160,9 @@ def _unverified_form(rel: Any) -> pd.DataFrame:
 
 
 _CAPTURE: DuckDBCapture | None = None
+HAVING_WITH_TOTALS = ("HAVING drops groups that this table's ROLLUP / CUBE / GROUPING SETS totals still "
+                      "count, so subtracting the groups shown from a total gives the dropped ones away. Filter rows "
+                      "with WHERE, or leave the totals out and let sdc_magic hide the small groups.")
 
 
 def in_caller_frame(depth: int) -> Callable[..., Any]:
@@ -345,6 +351,14 @@ class DuckDBCapture:
                 return result
             try:
                 self.materialise(pending, rel)
+            except contract.Withheld as exc:
+                result = original(rel, *args, **kwargs)
+                contract.mark_withheld(result, str(exc))
+                return result
+            except Exception:
+                pass  # (the fetch below records the failure)
+            try:
+                self.materialise(pending, rel)
                 result = None
                 full, pending.full = pending.full, None
                 if full is not None and name in ("df", "to_df", "fetchdf") and not args and not kwargs:
@@ -397,6 +411,10 @@ class DuckDBCapture:
         """Evidence for a result fetched by the user's own query (run after it)."""
         try:
             form = self.materialise(pending, rel)
+        except contract.Withheld as exc:
+            if result is not None:
+                contract.mark_withheld(result, str(exc))
+            return
         except Exception as exc:
             self.registry.failures.append(f"duckdb fetch: {type(exc).__name__}: {exc}")
             return
@@ -469,6 +487,8 @@ class DuckDBCapture:
         """Run the evidence once, register it, and return the checked pandas form."""
         with pending.lock:
             if pending.registered:
+                if pending.withheld:
+                    raise contract.Withheld(pending.withheld)
                 return pending.form
             pending.registered = True
             p = pending.plan
@@ -483,6 +503,11 @@ class DuckDBCapture:
             else:
                 facts = pending.facts.df()
                 user = pending.combined.df() if pending.combined is not None else self._user_df(rel, pending)
+            if p.grouping and p.having:
+                # its totals count the groups HAVING drops: total − shown groups = a dropped
+                # (small) group.  Withheld rather than shown (red team: C = 73 − 40 − 30)
+                pending.withheld = HAVING_WITH_TOTALS
+                raise contract.Withheld(HAVING_WITH_TOTALS)
             if p.grouping:
                 pending.form = self._register_grouping(pending, user, facts)
             else:
@@ -533,7 +558,7 @@ class DuckDBCapture:
         keys = pending.plan.keys
         shown = contract.keyed(user.copy(), keys)
         ge = self._evidence(pending, facts, keys)
-        rows = self._rows(pending, facts)
+        rows = self._rows(pending, facts, shown)
         self._register(pending, shown, ge, keys, self._measure_of(pending), rows)
         return shown
 
@@ -598,14 +623,14 @@ class DuckDBCapture:
         self._register(pending, wide, ge_wide, row_keys, measure_of, None)
         return shown
 
-    def _rows(self, pending: Pending, facts: pd.DataFrame) -> pd.DataFrame | None:
+    def _rows(self, pending: Pending, facts: pd.DataFrame, shown: pd.DataFrame | None = None
+              ) -> pd.DataFrame | None:
         """The row fingerprints for linking (None with a note when too many or not available)."""
         from ..linking import MAX_LINKED_ROWS
 
         if pending.rows is None:
             return None
-        if pending.plan.having:
-            pending.notes.append("not linked with other tables (HAVING: rows behind dropped groups unknown)")
+        if pending.plan.having and pending.plan.grouping:
             return None
         n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
         if n > MAX_LINKED_ROWS:
@@ -626,6 +651,14 @@ class DuckDBCapture:
         for j, k in enumerate(keys):
             out[k] = frame.iloc[:, j].to_numpy()
         rows = pd.DataFrame(out)
+        if pending.plan.having and shown is not None and keys:
+            # HAVING drops groups: the table's population is the rows of the groups it shows
+            # (a later total then differs from their sum by the dropped rows: differencing)
+            kept = pd.MultiIndex.from_frame(shown.index.to_frame(index=False).astype(object)) if len(keys) > 1 \
+                else pd.Index(shown.index.astype(object))
+            mine = pd.MultiIndex.from_arrays([rows[k].astype(object) for k in keys]) if len(keys) > 1 \
+                else pd.Index(rows[keys[0]].astype(object))
+            rows = rows[mine.isin(kept)]
         # rows are matched across tables by content, never by position (DuckDB's row order is
         # not a row identity): a non-unique index keeps linking from aligning them by label
         rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
