@@ -104,8 +104,7 @@ def test_leak_duckdb_then_polars_filter_differencing(sess: Session, df: pd.DataF
     assert recovered != {"F": 2, "M": 1}
 
 
-@pytest.mark.xfail(strict=True, reason="leak: pandas table then DuckDB filtered table over the same frame: "
-                   "F 37-35=2, M 36-35=1")
+# (was a leak; fixed: small sources link by their values, flag sums by the flagged rows)
 def test_leak_pandas_then_duckdb_filter_differencing(sess: Session, df: pd.DataFrame) -> None:
     first = sess.publish(df.groupby("sex").size().rename("n").to_frame())
     second = sess.publish(duckdb.sql("select sex, count(*) n from df where district <> 'C' group by sex order by 1"))
@@ -253,8 +252,7 @@ def test_leak_pivot_two_using_shows_one_persons_income(sess: Session, df: pd.Dat
 
 
 # ---- a sum of a 0/1 flag is a count of the flagged, but its rows for linking are the whole group
-@pytest.mark.xfail(strict=True, reason="leak: sum(flag) by sex (F 14) then count where flag = 1 and district <> 'C' "
-                   "(F 13), both 'pass': 14 - 13 = 1 flagged woman in district C")
+# (was a leak; fixed: small sources link by their values, flag sums by the flagged rows)
 def test_leak_duckdb_flag_sum_then_filtered_count(sess: Session, df: pd.DataFrame) -> None:
     a = _col(_shown(sess.publish(duckdb.sql("select sex, sum(flag) n from df group by sex order by 1"))), "n")
     b = _col(_shown(sess.publish(duckdb.sql(

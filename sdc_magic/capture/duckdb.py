@@ -96,6 +96,7 @@ class Pending:
     user_rel: Any = None  # an execute()'s own query, bound (a PIVOT's wide table is fetched from it)
     lock: Any = field(default_factory=threading.Lock)
     withheld: str | None = None  # why the result must not be shown at all (see contract.Withheld)
+    rows_raw: Any = None  # the same rows with the source values themselves (small sources, see _rows)
 
 
 def _drop(table: dict[int, Any], key: int) -> None:
@@ -160,6 +161,10 @@ def _unverified_form(rel: Any) -> pd.DataFrame:
 
 
 _CAPTURE: DuckDBCapture | None = None
+#: Up to this many source rows, linking gets the rows' values (in-process: the source is a
+#: pandas or polars frame or a local table), so that DuckDB, pandas and polars tables of the
+#: same people are compared; above it, DuckDB's own hashes (DuckDB tables among themselves).
+RAW_LINKED_ROWS = 1_000_000
 HAVING_WITH_TOTALS = ("HAVING drops groups that this table's ROLLUP / CUBE / GROUPING SETS totals still "
                       "count, so subtracting the groups shown from a total gives the dropped ones away. Filter rows "
                       "with WHERE, or leave the totals out and let sdc_magic hide the small groups.")
@@ -466,22 +471,27 @@ class DuckDBCapture:
                     raise
                 magnitudes = set()  # e.g. a non-numeric variable: counts only
                 combined = run(combined_query(p, variables, magnitudes, None, rules.top_k))
-        rows = None
+        rows = rows_raw = None
         stats = {s for _, s in p.measures.values()}
         only = variables[0] if len(variables) == 1 and "size" not in stats else None
         try:
             text = rows_query(p, only)
             rows = run(text) if text is not None else None
             hashed = list(rows.columns)[len(p.keys):] if rows is not None else []
+            once = None
             if len(hashed) > MAX_HASHED:  # binding only: nothing ran yet
                 once = [c for c in dict.fromkeys(hashed) if hashed.count(c) == 1][:MAX_HASHED]
                 text = rows_query(p, only, once)
                 rows = run(text) if text is not None else None
+            raw_text = rows_query(p, only, once, raw=True)
+            rows_raw = run(raw_text) if raw_text is not None and rows is not None else None
         except Exception:
-            rows = None  # linking only: the table is still checked
+            rows = rows_raw = None  # linking only: the table is still checked
         if rows is None:
             notes.append("not linked with other tables (its source rows could not be fingerprinted)")
-        return Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
+        pending = Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
+        pending.rows_raw = rows_raw
+        return pending
 
     def materialise(self, pending: Pending, rel: Any) -> pd.DataFrame | None:
         """Run the evidence once, register it, and return the checked pandas form."""
@@ -636,8 +646,9 @@ class DuckDBCapture:
         if n > MAX_LINKED_ROWS:
             pending.notes.append(f"not linked with other tables (more than {MAX_LINKED_ROWS:,} source rows)")
             return None
+        raw = pending.rows_raw is not None and n <= RAW_LINKED_ROWS
         try:
-            frame = pending.rows.df()
+            frame = (pending.rows_raw if raw else pending.rows).df()
         except Exception as exc:
             self.registry.failures.append(f"duckdb rows: {type(exc).__name__}: {exc}")
             return None
@@ -645,6 +656,12 @@ class DuckDBCapture:
         hashed = list(frame.columns[len(keys):])
         out: dict[str, Any] = {}
         for name, col in zip(hashed, range(len(keys), frame.shape[1]), strict=True):
+            if raw:
+                # the values: linking fingerprints them as it does pandas' (same rows, same
+                # fingerprints, whichever engine made the table)
+                if name not in out and name not in keys:
+                    out[name] = frame.iloc[:, col].to_numpy()
+                continue
             label = f"duckdb#{name}"
             if label not in out:
                 out[label] = frame.iloc[:, col].to_numpy(dtype=np.uint64, na_value=0)

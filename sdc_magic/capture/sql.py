@@ -417,7 +417,8 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
     return f"SELECT {', '.join(outer)} FROM ({inner.sql('duckdb')}) AS {pre}per_unit GROUP BY {', '.join(group_cols)}"
 
 
-def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None = None) -> str | None:
+def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None = None, *,
+               raw: bool = False) -> str | None:
     """One row per source row reaching the aggregation: its keys (as DuckDB computes them
     for the table) and ``hash()`` of every source column, for linking. None if not expressible.
 
@@ -446,8 +447,12 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     if not text.startswith(head):
         return None
     items = [f'{n.unalias().sql("duckdb")} AS {contract.PREFIX}k{j}' for j, n in enumerate(p.key_nodes)]
+    # raw: the values themselves (a small in-process source: pandas' own fingerprints then
+    # link this table with pandas and polars tables of the same rows); else DuckDB's hash()
+    wrap = "{0}" if raw else "hash({0})"
     if columns is None:
-        items.append("hash(COLUMNS(*))")
+        items.append(wrap.format("COLUMNS(*)"))
     else:
-        items += ['hash("{0}") AS "{0}"'.format(c.replace('"', '""')) for c in columns]
+        quoted = ['"' + c.replace('"', '""') + '"' for c in columns]
+        items += [f"{wrap.format(q)} AS {q}" for q in quoted]
     return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"
