@@ -180,8 +180,39 @@ def clear() -> None:
         _forms.clear()
 
 
-# --------------------------------------------------------------------- aggregates without evidence
-_aggregates: dict[int, Any] = {}
+# --------------------------------------------------------------------- marks on engine results
+class _WeakMarks:
+    """A value per live object (by identity, held weakly), at most :data:`MAX_FORMS` of them."""
+
+    def __init__(self) -> None:
+        self._table: dict[int, tuple[Any, Any]] = {}
+
+    def set(self, obj: Any, value: Any) -> None:
+        key = id(obj)
+        try:
+            ref: Any = weakref.ref(obj, lambda _r: self._forget(key))
+        except TypeError:
+            return
+        with _lock:
+            self._table[key] = (ref, value)
+            while len(self._table) > MAX_FORMS:
+                self._table.pop(next(iter(self._table)))
+
+    def get(self, obj: Any) -> Any:
+        with _lock:
+            hit = self._table.get(id(obj))
+        return None if hit is None or hit[0]() is not obj else hit[1]
+
+    def _forget(self, key: int) -> None:
+        try:
+            with _lock:
+                self._table.pop(key, None)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+_aggregates = _WeakMarks()
+_withheld = _WeakMarks()
 
 
 def mark_aggregate(frame: pd.DataFrame) -> None:
@@ -191,49 +222,23 @@ def mark_aggregate(frame: pd.DataFrame) -> None:
     unverified (whole numbers as counts) instead of showing a table of small counts as
     microdata (issue 14: a DuckDB query we cannot plan, fetched with ``.df()``).
     """
-    key = id(frame)
-    try:
-        ref: Any = weakref.ref(frame, lambda _r: _aggregates.pop(key, None))
-    except TypeError:
-        return
-    with _lock:
-        _aggregates[key] = ref
-        while len(_aggregates) > MAX_FORMS:
-            _aggregates.pop(next(iter(_aggregates)))
+    _aggregates.set(frame, True)
 
 
 def is_aggregate(obj: Any) -> bool:
-    with _lock:
-        ref = _aggregates.get(id(obj))
-    return ref is not None and ref() is obj
+    return bool(_aggregates.get(obj))
 
 
-# --------------------------------------------------------------------- withheld results
 class Withheld(Exception):
     """An engine result that must not be shown at all (the reason says why and what to do)."""
 
     sdc_note = True  # the display shows the reason in its blocked placeholder
 
 
-_withheld: dict[int, tuple[Any, str]] = {}
-
-
 def mark_withheld(obj: Any, reason: str) -> None:
     """Withhold the display of ``obj`` (e.g. the pandas frame fetched from a withheld query)."""
-    key = id(obj)
-    try:
-        ref: Any = weakref.ref(obj, lambda _r: _withheld.pop(key, None))
-    except TypeError:
-        return
-    with _lock:
-        _withheld[key] = (ref, reason)
-        while len(_withheld) > MAX_FORMS:
-            _withheld.pop(next(iter(_withheld)))
+    _withheld.set(obj, reason)
 
 
 def withheld_reason(obj: Any) -> str | None:
-    with _lock:
-        hit = _withheld.get(id(obj))
-    if hit is None or hit[0]() is not obj:
-        return None
-    return hit[1]
+    return _withheld.get(obj)

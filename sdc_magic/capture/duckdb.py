@@ -291,15 +291,8 @@ class DuckDBCapture:
         @functools.wraps(original)
         def execute(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             run = in_caller_frame(1)
-            _drop(_executed, id(con))  # a new statement ends the previous result
-            _drop(_executed_unplanned, id(con))
-            pending = self._prepare_execute(con, query, run, args, kwargs)
-            out = run(original, con, query, *args, **kwargs)
-            if pending is not None and out is not None:
-                _remember(_executed, out, pending)
-            elif out is not None and isinstance(query, str) and _aggregates(query):
-                _remember(_executed_unplanned, out, True)
-            return out
+            return self._executing(con, query, run, args, kwargs,
+                                   lambda: run(original, con, query, *args, **kwargs))
 
         return execute
 
@@ -310,18 +303,24 @@ class DuckDBCapture:
 
             run = in_caller_frame(1)
             con = kwargs.get("connection") or duckdb.default_connection()
-            _drop(_executed, id(con))
-            _drop(_executed_unplanned, id(con))
-            pending = self._prepare_execute(con, query, run, args, {k: v for k, v in kwargs.items()
-                                                                    if k != "connection"})
-            out = run(original, query, *args, **kwargs)
-            if pending is not None and out is not None:
-                _remember(_executed, out, pending)
-            elif out is not None and isinstance(query, str) and _aggregates(query):
-                _remember(_executed_unplanned, out, True)
-            return out
+            bind_kwargs = {k: v for k, v in kwargs.items() if k != "connection"}
+            return self._executing(con, query, run, args, bind_kwargs,
+                                   lambda: run(original, query, *args, **kwargs))
 
         return execute
+
+    def _executing(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict,
+                   statement: Callable[[], Any]) -> Any:
+        """One ``execute()``: bind its evidence, run the user's statement, remember both."""
+        _drop(_executed, id(con))  # a new statement ends the previous result
+        _drop(_executed_unplanned, id(con))
+        pending = self._prepare_execute(con, query, run, args, kwargs)
+        out = statement()
+        if pending is not None and out is not None:
+            _remember(_executed, out, pending)
+        elif out is not None and isinstance(query, str) and _aggregates(query):
+            _remember(_executed_unplanned, out, True)
+        return out
 
     def _prepare_execute(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict) -> Pending | None:
         """Bind the evidence of an ``execute()`` before the statement runs (binding later

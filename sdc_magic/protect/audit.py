@@ -455,6 +455,18 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 return got
         return lp.reach(k, sign, amt)
 
+    def batch_round(open_: np.ndarray) -> np.ndarray:
+        """One elastic LP for a batch of open requirements (one per cell); its parts join the pool."""
+        nonlocal lps
+        batch = one_per_cell(open_, req_k)
+        sat, flow = flow_lp(P.Mc, H, P.L, P.U, req_k[batch], req_s[batch], req_a[batch], *_sparse_weights(P, H))
+        lps += 1
+        if flow is not None:
+            for part in split_flow(P, flow):
+                pool.append(part)
+                absorb(len(pool) - 1)
+        return sat
+
     # outsider: big batches in one elastic LP, stragglers one by one from a warm basis
     att = P.attacker(hidden)
     open_ = np.array([r for r in range(nreq) if not certified_by[r]], dtype=np.int64)
@@ -481,14 +493,7 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
         # With insiders, the small LPs' certificates (kept off insiders' cells) leave the
         # insider checks far less to do (300x100: 1,900 small LPs in all, against 3,700)
         for _ in range(8):
-            batch = one_per_cell(open_, req_k)
-            sat, flow = flow_lp(P.Mc, H, P.L, P.U, req_k[batch], req_s[batch], req_a[batch],
-                                *_sparse_weights(P, H))
-            lps += 1
-            if flow is not None:
-                for part in split_flow(P, flow):
-                    pool.append(part)
-                    absorb(len(pool) - 1)
+            sat = batch_round(open_)
             open_ = np.array([r for r in open_.tolist() if not certified_by[r]], dtype=np.int64)
             if not sat.any() or len(open_) < BATCH_MIN:
                 break
@@ -511,14 +516,7 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     while len(open_):
         tick("audit: finding certificates", 1 - len(open_) / nreq)
         if len(open_) >= BATCH_MIN and P.n > BATCH_MIN_CELLS:
-            batch = one_per_cell(open_, req_k)
-            sat, flow = flow_lp(P.Mc, H, P.L, P.U, req_k[batch], req_s[batch], req_a[batch],
-                                *_sparse_weights(P, H))
-            lps += 1
-            if flow is not None:
-                for part in split_flow(P, flow):
-                    pool.append(part)
-                    absorb(len(pool) - 1)
+            sat = batch_round(open_)
             if sat.any():
                 open_ = np.array([r for r in open_.tolist() if not certified_by[r] and not failed[r]],
                                  dtype=np.int64)
