@@ -632,3 +632,17 @@ def test_pandas_flag_sum_then_flagged_count_is_caught(sess: Session, df: pd.Data
     for sex in flagged_c.index:
         a, b = (np.asarray(t.loc[sex], dtype=object).ravel()[0] for t in (first, second))
         assert X in (a, b), (sex, a, b)  # never both shown
+
+
+# ---- the HAVING fix, tried another way: the total glued on by hand (one more query shape)
+@pytest.mark.xfail(strict=True, reason="leak (review, never cleared or exported): HAVING count >= 5 UNION ALL a "
+                   "hand-made 'Total' row, or the total as a scalar subquery column, is not planned; the "
+                   "unverified check sees 40, 30, 73 (no small number) and shows them: 73 - 40 - 30 = 3")
+@pytest.mark.parametrize("q", [
+    "select district, count(*) n from df group by district having count(*) >= 5 "
+    "union all select 'Total', count(*) from df",
+    "select district, count(*) n, (select count(*) from df) total from df group by district having count(*) >= 5"])
+def test_leak_having_with_a_hand_made_total(sess: Session, df: pd.DataFrame, q: str) -> None:
+    out = sess.publish(duckdb.sql(q))
+    text = out.data["text/plain"]
+    assert _status(out) == "blocked" or not ("40" in text and "30" in text and "73" in text)
