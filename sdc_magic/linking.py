@@ -381,7 +381,7 @@ class Draft:
 
 #: Drafts of the current display (the differencing check, the published-cells lookup and
 #: the final record share one), cleared by :func:`clear_cache` after each display.
-_drafts: dict[int, tuple[Any, Any, Draft]] = {}
+_drafts: dict[tuple[int, Any], tuple[Any, Any, Draft]] = {}
 
 
 def clear_cache() -> None:
@@ -431,20 +431,23 @@ class Linker:
 
     # -------------------------------------------------------- drafts
     def draft(self, out_id: str, title: str, entry: Any, positions: np.ndarray | None,
-              hidden_flat: np.ndarray | None, threshold: int) -> Draft | None:
+              hidden_flat: np.ndarray | None, threshold: int, flagged: Any = None) -> Draft | None:
+        """The population a displayed table publishes; with ``flagged``, the rows at the
+        attribute level of that indicator variable (see :func:`indicator_variables`)."""
         if positions is None or entry is None:
             return None
-        cached = _drafts.get(id(entry))
+        key = (id(entry), flagged)
+        cached = _drafts.get(key)
         if cached is not None and cached[0] is entry and cached[1] is positions \
                 and cached[2].version == cached[2].universe.version:
             base = cached[2]
         else:
-            base = self._draft(entry, positions, threshold)
+            base = self._draft(entry, positions, threshold, flagged)
             if base is None:
                 return None
-            if len(_drafts) >= 4:  # checks outside a display (suggestions, the API) are not cleared after
+            if len(_drafts) >= 8:  # checks outside a display (suggestions, the API) are not cleared after
                 _drafts.pop(next(iter(_drafts)))
-            _drafts[id(entry)] = (entry, positions, base)
+            _drafts[key] = (entry, positions, base)
         pop = base.pop
         n_groups = len(pop.labels)
         shown = base.display_group >= 0
@@ -452,13 +455,16 @@ class Linker:
         published = np.bincount(base.display_group[visible], minlength=n_groups) > 0
         any_shown = np.bincount(base.display_group[shown], minlength=n_groups) > 0
         hidden_shown = any_shown & ~published
+        if flagged is not None:
+            title = f"{title}, its rows with {flagged} set"
         fresh = Population(out_id=out_id, title=title, universe=pop.universe, keys=pop.keys, group=pop.group,
                            labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
                            threshold=threshold, margins_public=pop.margins_public, _levels=pop._levels)
         return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
                      base.display_group, base.display_margin)
 
-    def _draft(self, entry: Any, positions: np.ndarray, threshold: int) -> Draft | None:
+    def _draft(self, entry: Any, positions: np.ndarray, threshold: int, flagged: Any = None
+               ) -> Draft | None:
         source = getattr(entry, "source", None)
         if source is None:
             return None
@@ -484,7 +490,13 @@ class Linker:
         flat = entry.flat
         if not set(keys) <= set(flat.dims):
             return None
-        ids = _restrict_to_variable(entry, frame, ids)
+        if flagged is None:
+            ids = _restrict_to_variable(entry, frame, ids)
+        else:
+            at_level = _at_indicator_level(frame, flagged)
+            if at_level is None:
+                return None
+            ids = np.where(at_level, ids, -1)
         # the group of each entry cell (margins excluded), then of each displayed cell
         margin = np.asarray(entry.evidence.is_margin, dtype=bool)
         if keys:
@@ -928,15 +940,54 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
         # the sum of an indicator (0/1 flag, boolean, two-valued coding) counts the rows at
         # its attribute level: those rows are the table's population, as for a count of them
         # (red team: sum(flag) by sex, then a count of flagged rows outside district C)
-        from .evidence import indicator_level
-
-        values = pd.to_numeric(frame[var], errors="coerce").to_numpy(dtype=float, na_value=np.nan) \
-            if not pd.api.types.is_bool_dtype(frame[var]) else frame[var].to_numpy(dtype=float)
-        level = indicator_level(values)
-        if level is not None:
-            return np.where(values == level, ids, -1)
+        at_level = _at_indicator_level(frame, var)
+        if at_level is not None:
+            return np.where(at_level, ids, -1)
     known = frame[var].notna().to_numpy()
     return np.where(known, ids, -1)
+
+
+def _at_indicator_level(frame: pd.DataFrame, var: Any) -> np.ndarray | None:
+    """Rows at the attribute level of an indicator column (None: not an indicator)."""
+    from .evidence import indicator_level
+
+    if var not in frame.columns:
+        return None
+    col = frame[var]
+    values = col.to_numpy(dtype=float) if pd.api.types.is_bool_dtype(col) else \
+        pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    level = indicator_level(values)
+    return None if level is None else values == level
+
+
+def indicator_variables(entry: Any) -> list[Any]:
+    """Indicator variables whose flagged rows a table publishes *besides* its own population.
+
+    A mean of a 0/1 flag times the group's count (shown beside it, or published elsewhere)
+    is the count of the flagged rows; so is a sum of the flag in a table that also counts
+    rows. Those flagged rows are a second population of the same output, linked like a
+    count of them (red team: count and avg(flag) by sex, then the flagged count outside one
+    district differs by one person). A table of the flag's sums alone is already linked as
+    the flagged rows (:func:`_restrict_to_variable`).
+    """
+    ev = getattr(entry, "evidence", None)
+    source = getattr(entry, "source", None)
+    if ev is None or source is None:
+        return []
+    frame = source.frame if source.frame is not None else getattr(source, "rows", None)
+    if not isinstance(frame, pd.DataFrame):
+        return []
+    stats = np.asarray(ev.stat).astype(str)
+    variables = np.asarray(ev.var, dtype=object)
+    only_sums = set(stats.tolist()) <= {"sum"} and len({v for v in variables.tolist() if v is not None}) == 1
+    out: list[Any] = []
+    for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
+                             if v is not None and st in ("mean", "sum")):
+        if only_sums or var not in frame.columns:
+            continue
+        if _at_indicator_level(frame, var) is not None:
+            out.append(var)
+    return out[:4]
 
 
 def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:

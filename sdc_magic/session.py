@@ -281,17 +281,26 @@ class Session:
             self.populations.attach(path)
         return self.populations
 
-    def _draft(self, entry: Any, positions: Any, hidden: Any = None, out_id: str = "this table") -> Any:
-        return self._linker().draft(out_id, self._title(entry), entry, positions, hidden, self.rules.threshold)
+    def _draft(self, entry: Any, positions: Any, hidden: Any = None, out_id: str = "this table",
+               flagged: Any = None) -> Any:
+        return self._linker().draft(out_id, self._title(entry), entry, positions, hidden, self.rules.threshold,
+                                    flagged=flagged)
 
     def _differencing(self, entry: Any, positions: Any, is_margin: Any) -> dict[int, Any]:
-        """Cells that earlier outputs would reveal by subtraction (made primary before protection)."""
+        """Cells that earlier outputs would reveal by subtraction (made primary before protection):
+        for the table's rows, and for the flagged rows its indicator means or sums publish."""
+        from .linking import indicator_variables
+
         if not self._linker():
             return {}
-        draft = self._draft(entry, positions)
-        if draft is None or not self.populations.related(draft):
-            return {}
-        return self.populations.differencing_reasons(draft, positions)
+        out: dict[int, Any] = {}
+        for flagged in [None, *indicator_variables(entry)]:
+            draft = self._draft(entry, positions, flagged=flagged)
+            if draft is None or not self.populations.related(draft):
+                continue
+            for i, reasons in self.populations.differencing_reasons(draft, positions).items():
+                out.setdefault(i, []).extend(reasons)
+        return out
 
     def _published(self, entry: Any, positions: Any) -> dict:
         """Cells of this table that earlier outputs already published (never chosen as secondaries)."""
@@ -363,6 +372,13 @@ class Session:
                     return
                 draft.pop.hidden_model = hidden_model
         linker.commit(draft)
+        from .linking import indicator_variables
+
+        for flagged in indicator_variables(checked.entry):
+            # the flagged rows a mean (or sum) of an indicator publishes: a second population
+            extra = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id, flagged)
+            if extra is not None:
+                linker.commit(extra)
 
     @property
     def outputs(self) -> list[OutputRecord]:
