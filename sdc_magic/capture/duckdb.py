@@ -50,7 +50,17 @@ import numpy as np
 import pandas as pd
 
 from . import contract
-from .sql import Plan, combined_query, facts_query, plan, rows_query, single_query, stat_of
+from .sql import (
+    MIXED_LEVELS,
+    Plan,
+    combined_query,
+    facts_query,
+    mixed_levels,
+    plan,
+    rows_query,
+    single_query,
+    stat_of,
+)
 
 _CALL = compile("__sdc_call__(*__sdc_args__, **__sdc_kwargs__)", "<sdc_magic>", "eval")
 #: relation fetches answered from the evidence run (their result is a frame we can cut to the
@@ -72,7 +82,7 @@ _lock = threading.RLock()  # weakref callbacks may run while it is held
 _pending: dict[int, tuple[Any, Pending]] = {}
 _executed: dict[int, tuple[Any, Pending]] = {}  # connection -> evidence of its last execute()
 _executed_unplanned: dict[int, Any] = {}  # connection whose last execute() aggregates without evidence
-_unplanned: dict[int, Any] = {}  # relations that aggregate without evidence (weak refs)
+_unplanned: dict[int, Any] = {}  # relations that aggregate without evidence (weak refs): True or a withheld reason
 
 # kept under its old name: the Spark capture reads statistics of SQL aggregates through it
 _stat_of = stat_of
@@ -145,7 +155,10 @@ def captured_form(rel: Any) -> pd.DataFrame | None:
             form = None
         if form is not None:
             return form
-    if pending is not None or _lookup(_unplanned, rel) is not None:
+    unplanned = _lookup(_unplanned, rel)
+    if isinstance(unplanned, str):
+        raise contract.Withheld(unplanned)  # an unplanned shape that must not be shown (the reason says why)
+    if pending is not None or unplanned is not None:
         return _unverified_form(rel)
     return None
 
@@ -319,14 +332,16 @@ class DuckDBCapture:
         if pending is not None and out is not None:
             _remember(_executed, out, pending)
         elif out is not None and isinstance(query, str) and _aggregates(query):
-            _remember(_executed_unplanned, out, True)
+            _remember(_executed_unplanned, out, _withheld_reason(query) or True)
         return out
 
     def _prepare_execute(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict) -> Pending | None:
         """Bind the evidence of an ``execute()`` before the statement runs (binding later
         would end the user's pending result)."""
         if not isinstance(query, str) or not _aggregates(query) or not single_query(query):
-            return None  # binding anything but one query would run it (CREATE ... AS, several statements)
+            return None
+        if _withheld_reason(query) is not None:
+            return None  # remembered as withheld after the statement (see _executing)  # binding anything but one query would run it (CREATE ... AS, several statements)
         sql = self._original("DuckDBPyConnection", "sql")
         if sql is None:
             return None
@@ -350,7 +365,10 @@ class DuckDBCapture:
             pending = _lookup(_pending, rel)
             if pending is None:
                 result = original(rel, *args, **kwargs)
-                if isinstance(result, pd.DataFrame) and _lookup(_unplanned, rel) is not None:
+                unplanned = _lookup(_unplanned, rel)
+                if isinstance(unplanned, str):
+                    contract.mark_withheld(result, unplanned)
+                elif isinstance(result, pd.DataFrame) and unplanned is not None:
                     contract.mark_aggregate(result)  # checked as unverified, never as row-level data
                 return result
             try:
@@ -390,6 +408,10 @@ class DuckDBCapture:
             pending = _lookup(_pending, rel)
             if pending is not None:
                 self._register_result(pending, rel, result)
+            else:
+                unplanned = _lookup(_unplanned, rel)
+                if isinstance(unplanned, str):
+                    contract.mark_withheld(result, unplanned)
             return result
 
         return fetch
@@ -400,7 +422,10 @@ class DuckDBCapture:
             pending = _lookup(_executed, con)
             if pending is None:
                 result = original(con, *args, **kwargs)
-                if isinstance(result, pd.DataFrame) and _lookup(_executed_unplanned, con) is not None:
+                unplanned = _lookup(_executed_unplanned, con)
+                if isinstance(unplanned, str):
+                    contract.mark_withheld(result, unplanned)
+                elif isinstance(result, pd.DataFrame) and unplanned is not None:
                     contract.mark_aggregate(result)  # checked as unverified, never as row-level data
                 return result
             _drop(_executed, id(con))
@@ -429,13 +454,18 @@ class DuckDBCapture:
     def _capture(self, rel: Any, query: Any, run: Callable[[str], Any]) -> None:
         if rel is None or not isinstance(query, str) or not _aggregates(query):
             return
+        reason = _withheld_reason(query)
+        if reason is not None:
+            _remember(_unplanned, rel, reason)
+            return
+        failed = False
         try:
             pending = self._prepare(rel, query, run)
         except Exception as exc:  # never break user code; its display is checked as unverified
             self.registry.failures.append(f"duckdb: {type(exc).__name__}: {exc}")
-            pending = None
+            pending, failed = None, True
         if pending is None:
-            if _grouped(query):
+            if failed or _grouped(query):
                 _remember(_unplanned, rel, True)
             return
         _remember(_pending, rel, pending)
@@ -536,7 +566,8 @@ class DuckDBCapture:
         measures = pending.plan.measures
 
         def measure_of(m: str) -> tuple[str | None, str]:
-            return measures.get(m, (None, "custom"))
+            # a scalar query's cells are measured "<row>|<column>" (no dimension names the row)
+            return measures.get(m) or measures.get(str(m).rsplit("|", 1)[-1], (None, "custom"))
 
         return measure_of
 
@@ -553,6 +584,7 @@ class DuckDBCapture:
         entry = build_entry(self.registry.new_id(), "duckdb sql", flatten(shown), ge, keys, measure_of,
                             list(notes if notes is not None else pending.notes), rules.top_k, margin_label,
                             margin_evidence)
+        _unwrap_values(entry, pending.plan.affine)
         _check_consistent(entry)
         entry.unit = rules.unit if ge.unit_column else None
         if rows is not None:
@@ -681,6 +713,33 @@ class DuckDBCapture:
         return rows
 
 
+#: statistics whose displayed value the protection model takes as the cell's value (sums and
+#: means are modelled by their facts' totals, whatever is displayed)
+_VALUE_MODELLED = frozenset({"count", "size", "nunique", "proportion", "percent"})
+
+
+def _unwrap_values(entry: Any, affine: dict[str, tuple[float, float]]) -> None:
+    """Give the rules and the protection model the inner aggregate's values.
+
+    A cell showing ``a * count + b`` is a count: the rules judge it by its facts (units), but
+    the additive model and the distinct-count rule read the cell's value, and with b ≠ 0
+    the displayed values do not add up (red team: ``count(*) * 2 + 1`` had no secondary
+    suppression; C = 73 − 40 − 30). The value recorded for the check is ``(y − b) / a``,
+    rounded for counts; the displayed values stay in ``values2d`` for matching.
+    """
+    if not affine:
+        return
+    ev = entry.evidence
+    measures = np.asarray(entry.flat.measure).astype(str)
+    names = np.array([m.rsplit("|", 1)[-1] for m in measures], dtype=object)
+    value = np.asarray(ev.value, dtype=float).copy()
+    for name, (a, b) in affine.items():
+        sel = ((measures == name) | (names == name)) & np.isin(ev.stat.astype(str), list(_VALUE_MODELLED))
+        if sel.any():
+            value[sel] = np.round((value[sel] - b) / a)
+    ev.value = value
+
+
 def _check_consistent(entry: Any) -> None:
     """Every cell showing a value other than 0 must have found its group's facts.
 
@@ -703,6 +762,39 @@ def _flags(frame: pd.DataFrame, n: int) -> np.ndarray:
     """GROUPING(key) != 0 per row and key: the key is a margin there."""
     pre = contract.PREFIX
     return np.stack([pd.to_numeric(frame[f"{pre}g{j}"]).to_numpy() != 0 for j in range(n)], axis=1)
+
+
+PIVOT_SEVERAL = ("a PIVOT with several USING aggregates is not checked cell by cell here: pivot one aggregate "
+                 "at a time (each is checked and protected), or GROUP BY the keys and the ON column.")
+
+
+def _withheld_reason(query: str) -> str | None:
+    """Why a query we cannot plan must not be shown at all (None: check it as usual).
+
+    Fail closed for shapes whose cells are related in ways no plan models: aggregates of
+    different grouping levels side by side, and PIVOTs of several aggregates.
+    """
+    try:
+        if mixed_levels(query):
+            return MIXED_LEVELS
+        if re.search(r"\bpivot\b", query, re.IGNORECASE) and _pivot_aggregates(query) > 1:
+            return PIVOT_SEVERAL
+    except Exception:  # a parse we cannot read: the usual (unverified) path
+        return None
+    return None
+
+
+def _pivot_aggregates(query: str) -> int:
+    """The number of USING aggregates of the query's PIVOT (0 when there is none)."""
+    from sqlglot import exp
+
+    from .sql import _parse_last, _pivot_node
+
+    stmt = _parse_last(query)
+    node = _pivot_node(stmt) if stmt is not None else None
+    if node is None and stmt is not None:
+        node = next((p for p in stmt.find_all(exp.Pivot)), None)
+    return len(node.args.get("using") or []) if node is not None else 0
 
 
 def _grouped(query: str) -> bool:

@@ -52,6 +52,9 @@ class Plan:
     sets: list[tuple[int, ...]] | None = None  # grouping sets as key positions; None: one set of every key
     pivot: Pivot | None = None
     having: bool = False
+    #: output column -> (a, b): the column shows ``a * aggregate + b`` (``count(*) * 2 + 1``,
+    #: ``max(age) + 0``); absent when it shows the aggregate itself (or a ROUND / CAST of it)
+    affine: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def grouping(self) -> bool:
@@ -97,6 +100,198 @@ def stat_of(node: Any) -> tuple[str | None, str, Any]:
     if isinstance(arg, exp.Column) and not node.args.get("expressions"):
         return arg.name, stat, arg
     return None, "custom", None
+
+
+#: wrappers that keep an aggregate's value (up to rounding or the type): peeled off
+_KEEPING = ("Alias", "Paren", "Round", "Cast", "TryCast")
+
+
+def _number(node: Any) -> float | None:
+    """A numeric literal's value (``2``, ``-1.5``, ``(3)``), else None."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Paren):
+        return _number(node.this)
+    if isinstance(node, exp.Neg):
+        inner = _number(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return float(node.name)
+        except ValueError:
+            return None
+    return None
+
+
+def unwrap_affine(node: Any) -> tuple[Any, float, float] | None:
+    """(inner aggregate, a, b) when ``node`` shows ``a * inner + b``; None otherwise.
+
+    Why: the statistic a cell reveals is its inner aggregate, whatever arithmetic with
+    constants is written around it (red team: ``max(age) + 0`` showed one person's age
+    while ``max(age)`` was blocked; ``count(*) * 2 + 1`` lost secondary suppression).
+    ROUND and CAST keep the value (to rounding), so they leave a and b as they are.
+    """
+    from sqlglot import exp
+
+    a, b = 1.0, 0.0
+    while True:
+        if type(node).__name__ in _KEEPING:
+            node = node.this
+            continue
+        if isinstance(node, exp.Neg):
+            a, b = -a, b
+            node = node.this
+            continue
+        if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div):
+            left, right = node.this, node.expression
+            lc, rc = _number(left), _number(right)
+            if (lc is None) == (rc is None):
+                return None  # two aggregates, or two constants: not one statistic
+            c = lc if lc is not None else rc
+            assert c is not None
+            inner = right if lc is not None else left
+            if isinstance(node, exp.Add):
+                b += a * c
+            elif isinstance(node, exp.Sub):
+                if lc is not None:  # c - w
+                    b += a * c
+                    a = -a
+                else:
+                    b -= a * c
+            elif isinstance(node, exp.Mul):
+                a *= c
+            else:
+                if lc is not None or c == 0:
+                    return None  # c / w is not affine in w
+                a /= c
+            if a == 0:
+                return None
+            node = inner
+            continue
+        break
+    return node, a, b
+
+
+def _case_as_condition(case: Any) -> tuple[Any, float] | None:
+    """``CASE WHEN c THEN k [WHEN ...] [ELSE 0 | ELSE NULL] END`` with one numeric constant
+    k: (the CASE giving 1 where it gave k, NULL elsewhere; k), else None."""
+    from sqlglot import exp
+
+    if not isinstance(case, exp.Case) or case.this is not None:
+        return None
+    default = case.args.get("default")
+    if default is not None and not isinstance(default, exp.Null) and _number(default) != 0:
+        return None
+    ifs = case.args.get("ifs") or []
+    values = {_number(i.args.get("true")) for i in ifs}
+    if not ifs or len(values) != 1 or None in values:
+        return None
+    (k,) = values
+    if not k:
+        return None
+    out = case.copy()
+    out.set("default", None)
+    for i in out.args["ifs"]:
+        i.set("true", exp.Literal.number(1))
+    return out, float(k)
+
+
+def analyse(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, float]:
+    """(variable, statistic, column node, a, b) of one aggregate projection, for DuckDB.
+
+    Plans what the cell reveals rather than its syntax: arithmetic with constants around
+    the aggregate (``a``, ``b``); a condition inside it (``count(*) FILTER (WHERE c)``,
+    ``count_if(c)``, ``sum(CASE WHEN c THEN 1 ELSE 0 END)``, ``count(CASE ... END)``) is
+    the statistic over the rows meeting it, given as a derived column named ``synthetic``
+    that is NULL elsewhere (its facts and its linked rows are then those rows);
+    ``arg_max(x, x)``, ``max_by``, ``first(x ORDER BY ...)`` are one unit's value.
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    custom: tuple[str | None, str, Any, float, float] = (None, "custom", None, 1.0, 0.0)
+    found = unwrap_affine(node)
+    if found is None:
+        return custom
+    agg, a, b = found
+    cond = None
+    if isinstance(agg, exp.Filter):
+        where = agg.expression
+        cond = where.this if isinstance(where, exp.Where) else where
+        agg = agg.this
+    while isinstance(agg, exp.IgnoreNulls | exp.RespectNulls):
+        agg = agg.this
+
+    def derived(expr: Any, stat: str, scale: float = 1.0) -> tuple[str | None, str, Any, float, float]:
+        """The statistic of ``expr`` over the rows meeting ``cond`` (a derived column)."""
+        if cond is not None:
+            expr = exp.Case(ifs=[exp.If(this=cond.copy(), true=expr.copy())])
+        if isinstance(expr, exp.Column):
+            return expr.name, stat, expr, a * scale, b
+        text = f"({expr.sql('duckdb')})"
+        return synthetic, stat, sqlglot.parse_one(text, read="duckdb"), a * scale, b
+
+    if isinstance(agg, exp.CountIf):
+        cond = agg.this if cond is None else exp.and_(cond.copy(), agg.this.copy())
+        return derived(exp.Literal.number(1), "count")
+    if isinstance(agg, exp.Count):
+        arg = agg.this
+        if isinstance(arg, exp.Star) or arg is None:
+            if cond is None:
+                return None, "size", None, a, b
+            return derived(exp.Literal.number(1), "count")
+        if isinstance(arg, exp.Distinct):
+            var, stat, col = stat_of(agg)
+            if cond is not None or col is None:
+                return custom
+            return var, stat, col, a, b
+        if arg.find(exp.AggFunc, exp.Window, exp.Subquery) is not None:
+            return custom
+        return derived(arg, "count")  # count(expr): the rows where expr is not NULL
+    if isinstance(agg, exp.ArgMax | exp.ArgMin):
+        x, y = agg.this, agg.expression
+        if not isinstance(x, exp.Column):
+            return custom
+        same = isinstance(y, exp.Column) and y.sql("duckdb") == x.sql("duckdb")
+        stat = ("max" if isinstance(agg, exp.ArgMax) else "min") if same else "first"
+        return derived(x, stat)  # the value of one unit (the one with the extreme y)
+    if isinstance(agg, exp.First | exp.Last | exp.AnyValue):
+        arg = agg.this
+        if isinstance(arg, exp.Order):
+            arg = arg.this
+        if not isinstance(arg, exp.Column):
+            return custom
+        return derived(arg, "last" if isinstance(agg, exp.Last) else "first")
+    if isinstance(agg, exp.Sum):
+        as_count = _case_as_condition(agg.this)
+        if as_count is not None:
+            case, k = as_count
+            return derived(case, "count", k)  # sum(CASE WHEN c THEN k ELSE 0 END) = k * count
+        case = agg.this
+        if isinstance(case, exp.Case) and case.this is None and len(case.args.get("ifs") or []) == 1:
+            # sum(CASE WHEN c THEN x [ELSE 0] END): the sum of x over the rows meeting c
+            default = case.args.get("default")
+            branch = case.args["ifs"][0]
+            if (default is None or isinstance(default, exp.Null) or _number(default) == 0) \
+                    and isinstance(branch.args.get("true"), exp.Column):
+                inner = branch.args["true"]
+                c = branch.this if cond is None else exp.and_(cond.copy(), branch.this.copy())
+                return _conditional(inner, c, "sum", synthetic, a, b)
+    var, stat, col = stat_of(agg)
+    if var is None or col is None:
+        return custom if stat != "size" else (None, "size", None, a, b)
+    if cond is not None:
+        return derived(col, stat)
+    return var, stat, col, a, b
+
+
+def _conditional(col: Any, cond: Any, stat: str, synthetic: str, a: float, b: float
+                 ) -> tuple[str | None, str, Any, float, float]:
+    import sqlglot
+    from sqlglot import exp
+
+    expr = exp.Case(ifs=[exp.If(this=cond.copy(), true=col.copy())])
+    return synthetic, stat, sqlglot.parse_one(f"({expr.sql('duckdb')})", read="duckdb"), a, b
 
 
 _PIVOT_TAIL = re.compile(r"\s+(order\s+by|limit)\b(?![^()]*\))[^;]*;?\s*$", re.IGNORECASE)
@@ -154,7 +349,9 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
     from sqlglot import exp
 
     group = select.args.get("group")
-    if group is None or select.find(exp.Window) is not None:
+    if select.find(exp.Window) is not None:
+        return None
+    if group is None and not _scalar_aggregate(select):
         return None
     if any(isinstance(t, exp.Pivot) for t in select.find_all(exp.Pivot)):
         return None  # a PIVOT clause inside a select: its output columns are not the projections
@@ -162,25 +359,47 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
     if len(projections) != len(out_cols) or any(isinstance(p, exp.Star) for p in projections):
         return None
     keys, key_nodes, measures, columns = [], [], {}, {}
-    for p, name in zip(projections, out_cols, strict=True):
+    affine: dict[str, tuple[float, float]] = {}
+    for j, (p, name) in enumerate(zip(projections, out_cols, strict=True)):
         if p.find(exp.AggFunc) is None:
             if p.find(exp.Grouping) is not None:
                 return None  # the user's own GROUPING() column: a label we do not model
             keys.append(name)
             key_nodes.append(p)
             continue
-        var, stat, node = stat_of(p)
+        var, stat, node, a, b = analyse(p, f"{contract.PREFIX}x{j}")
         measures[name] = (var, stat)
+        if (a, b) != (1.0, 0.0):
+            affine[name] = (a, b)
         if var is not None and node is not None:
             columns.setdefault(var, node)
-    if not keys or not measures:
+    if not measures or (group is not None and not keys):
         return None
+    if group is None:
+        # a scalar SELECT over a WHERE is one group (red team: count(*) + 100 of district C)
+        return Plan(select, [], [], measures, columns, affine=affine)
     sets = _grouping_sets(group, key_nodes, keys)
     if sets is False:
         return None
     group_sets, group_text = sets  # type: ignore[misc]
     return Plan(select, keys, key_nodes, measures, columns, group_text=group_text, sets=group_sets,
-                having=select.args.get("having") is not None)
+                having=select.args.get("having") is not None, affine=affine)
+
+
+def _scalar_aggregate(select: Any) -> bool:
+    """A SELECT without GROUP BY whose every projection is an aggregate: one group.
+
+    No HAVING, DISTINCT, QUALIFY or set operations; the FROM may be anything (a WHERE, a
+    join, a subquery): the facts are computed over the same rows by the same FROM.
+    """
+    from sqlglot import exp
+
+    if any(select.args.get(a) for a in ("having", "qualify", "distinct")):
+        return False
+    projections = select.expressions
+    if not projections or any(isinstance(p, exp.Star) or p.find(exp.AggFunc) is None for p in projections):
+        return False
+    return (select.args.get("from_") or select.args.get("from")) is not None
 
 
 def _key_position(g: Any, key_nodes: list[Any], keys: list[str]) -> int | None:
@@ -414,7 +633,8 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
                       f"bool_or({x} < 0) AS {names['neg']}", f"max(abs({x}), {int(k)}) AS {names['top']}"]
     group_cols = [f"{pre}k{j}" for j in range(len(p.keys))] + \
         ([f"{pre}g{j}" for j in range(len(p.keys))] if p.grouping else [])
-    return f"SELECT {', '.join(outer)} FROM ({inner.sql('duckdb')}) AS {pre}per_unit GROUP BY {', '.join(group_cols)}"
+    tail = f" GROUP BY {', '.join(group_cols)}" if group_cols else ""  # a scalar query: one group
+    return f"SELECT {', '.join(outer)} FROM ({inner.sql('duckdb')}) AS {pre}per_unit{tail}"
 
 
 def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None = None, *,
@@ -456,3 +676,57 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
         quoted = ['"' + c.replace('"', '""') + '"' for c in columns]
         items += [f"{wrap.format(q)} AS {q}" for q in quoted]
     return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"
+
+
+# --------------------------------------------------------------------- unplannable mixes
+MIXED_LEVELS = ("this query puts aggregates at different levels side by side (a UNION ALL of grouped and "
+                "total rows, or a scalar subquery total beside groups): subtracting the groups shown from the "
+                "total would give the others away, and it cannot be checked as one table. Publish the groups "
+                "and the total as separate queries (each is checked and linked), or use GROUP BY ROLLUP.")
+
+
+def mixed_levels(query: str) -> bool:
+    """Whether the last statement shows aggregates of different grouping levels together.
+
+    Looks at the branches of a top-level UNION and at scalar subqueries in the projections
+    (not at CTEs or FROM subqueries, whose rows are the input of the outer query). Two
+    aggregating scopes whose GROUP BY differ (one may have none: a total) make the result
+    a hand-made table with margins that no plan checks: subtracting shows a dropped
+    (small) group (red team: HAVING count >= 5 UNION ALL 'Total', 73 − 40 − 30 = 3).
+    """
+    from sqlglot import exp
+
+    stmt = _parse_last(query)
+    if stmt is None:
+        return False
+    branches: list[Any] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, exp.Union | exp.Intersect | exp.Except):
+            walk(node.this)
+            walk(node.expression)
+        elif isinstance(node, exp.Subquery):
+            walk(node.this)
+        elif isinstance(node, exp.Select):
+            branches.append(node)
+
+    walk(stmt)
+    levels: set[str] = set()
+    for select in branches:
+        scopes = [select]
+        for p in select.expressions:
+            scopes += list(p.find_all(exp.Select))
+        for scope in scopes:
+            own = [p for p in scope.expressions if _aggregates_here(p, scope)]
+            if not own:
+                continue
+            group = scope.args.get("group")
+            levels.add(group.sql("duckdb") if group is not None else "()")
+    return len(levels) > 1
+
+
+def _aggregates_here(projection: Any, scope: Any) -> bool:
+    """An aggregate of this SELECT itself (not of a nested subquery)."""
+    from sqlglot import exp
+
+    return any(agg.find_ancestor(exp.Select) is scope for agg in projection.find_all(exp.AggFunc))
