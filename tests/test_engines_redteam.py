@@ -172,7 +172,7 @@ def test_leak_polars_describe_mean_differencing(sess: Session, p: pl.DataFrame) 
 
 
 # ---- one person's value through an arithmetic wrapper (max is blocked, max + 0 is not)
-@pytest.mark.xfail(strict=True, reason="leak: max(age) is blocked but max(age)+0 shows 102, one person's age")
+# (was a leak; fixed: arithmetic with constants around an aggregate is planned as the aggregate)
 def test_leak_duckdb_max_plus_zero(sess: Session, df: pd.DataFrame) -> None:
     plain = sess.publish(duckdb.sql("select district, max(age) m from df group by district order by 1"))
     assert _status(plain) == "blocked"
@@ -180,7 +180,7 @@ def test_leak_duckdb_max_plus_zero(sess: Session, df: pd.DataFrame) -> None:
     assert _status(out) == "blocked" or _col(_shown(out), "m")["A"] == X
 
 
-@pytest.mark.xfail(strict=True, reason="leak: arg_max(age, age) / first(age order by age desc) show 102")
+# (was a leak; fixed: arg_max / max_by / first(x ORDER BY ...) are planned as one unit's value)
 def test_leak_duckdb_argmax_first(sess: Session, df: pd.DataFrame) -> None:
     a = sess.publish(duckdb.sql("select district, arg_max(age, age) m from df group by district order by 1"))
     b = sess.publish(duckdb.sql("select district, first(age order by age desc) m from df group by district order by 1"))
@@ -199,7 +199,7 @@ def test_leak_polars_max_wrapped(sess: Session, p: pl.DataFrame) -> None:
 
 
 # ---- scalar (no GROUP BY) arithmetic on a count
-@pytest.mark.xfail(strict=True, reason="leak: select count(*)+100 ... where district='C' shows 103 (review): 103-100=3")
+# (was a leak; fixed: a scalar SELECT is planned as one group, count(*)+100 as the count)
 def test_leak_duckdb_scalar_count_plus_constant(sess: Session, df: pd.DataFrame) -> None:
     plain = sess.publish(duckdb.sql("select count(*) n from df where district = 'C'"))
     assert _shown(plain)["n"].iloc[0] == X
@@ -223,8 +223,7 @@ def test_leak_polars_wrapped_len_then_describe_count(sess: Session, p: pl.DataFr
     assert got != 3
 
 
-@pytest.mark.xfail(strict=True, reason="leak: DuckDB count(*)*2+1 is 'review' and shows A 81 -> 40, B 61 -> 30 "
-                   "(no secondary for C); a polars describe() of the same data shows count 73: C = 73 - 40 - 30 = 3")
+# (was a leak; fixed: count(*)*2+1 is planned as the count; the protection model gets the counts)
 def test_leak_duckdb_wrapped_count_then_polars_describe(sess: Session, df: pd.DataFrame, p: pl.DataFrame) -> None:
     out = sess.publish(duckdb.sql("select district, count(*)*2+1 n from df group by district order by 1"))
     wrapped = _col(_shown(out), "n")
@@ -336,8 +335,7 @@ def test_leak_filter_then_scalar_statistic(sess: Session, df: pd.DataFrame, p: p
 
 
 # ---- a single firm's dominant value through an arithmetic wrapper
-@pytest.mark.xfail(strict=True, reason="leak (INSEE preset): sum(turnover) of S1/N is hidden for dominance but "
-                   "sum(turnover)*1, asked first, is 'review' and shows 10130.8, of which one firm has 10000")
+# (was a leak; fixed: sum(turnover)*1 is planned as the sum: dominance applies)
 def test_leak_dominant_firm_through_times_one() -> None:
     rng = np.random.default_rng(5)
     firms = pd.DataFrame({"firm": np.arange(40), "sector": np.repeat(["S1", "S2"], 20),
@@ -680,9 +678,7 @@ def test_pandas_flag_sum_then_flagged_count_is_caught(sess: Session, df: pd.Data
 
 
 # ---- the HAVING fix, tried another way: the total glued on by hand (one more query shape)
-@pytest.mark.xfail(strict=True, reason="leak (review, never cleared or exported): HAVING count >= 5 UNION ALL a "
-                   "hand-made 'Total' row, or the total as a scalar subquery column, is not planned; the "
-                   "unverified check sees 40, 30, 73 (no small number) and shows them: 73 - 40 - 30 = 3")
+# (was a leak; fixed: aggregates of different grouping levels side by side are withheld)
 @pytest.mark.parametrize("q", [
     "select district, count(*) n from df group by district having count(*) >= 5 "
     "union all select 'Total', count(*) from df",
