@@ -110,7 +110,7 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
         return Checked("blocked", "row-level", frame, np.zeros(shape, bool), rules=rules,
                        notes=resolved.notes + ["row-level data: never exportable"])
     if resolved.kind == "unverified":
-        return hide_value_order(_check_unverified(resolved, rules, protector, shape))
+        return hide_value_order(_check_unverified(resolved, rules, protector, shape, registry))
     return hide_value_order(_check_table(resolved, rules, protector, shape, linker, progress, published))
 
 
@@ -336,7 +336,25 @@ def _finish(resolved: Resolved, rules: Rules, shape: tuple[int, int], status: st
                    hidden_flat=hidden.copy(), cell_rows=rows, cell_cols=cols)
 
 
-def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int]) -> Checked:
+def hidden_cells_of_entry(entry: Any, rules: Rules, protector: Any = None) -> np.ndarray:
+    """Per cell of a captured entry, hidden or not when the entry is protected on its own
+    (a derived table without evidence inherits these, see :mod:`derived`). Fails closed:
+    if checking the entry raises, every cell counts as hidden."""
+    from .registry import Match
+
+    flat = entry.flat
+    try:
+        frame = pd.DataFrame(np.asarray(entry.values2d, dtype=float).reshape(flat.shape))
+        resolved = Resolved("table", frame, flat, match=Match(entry, np.arange(len(flat)), "identity"),
+                            evidence=entry.evidence, cell_rows=flat.row_pos, cell_cols=flat.col_pos)
+        checked = _check_table(resolved, rules, protector, flat.shape)
+        return np.asarray(checked.hidden[flat.row_pos, flat.col_pos], dtype=bool)
+    except Exception:  # fail closed: a parent we cannot judge hides all it has
+        return np.ones(len(flat), dtype=bool)
+
+
+def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
+                      registry: Any = None) -> Checked:
     flat = resolved.flat
     assert flat is not None
     resolved.cell_rows = flat.row_pos
@@ -358,6 +376,17 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     if primary.any():
         outcome = _protect_grid(values, integer, primary, shape, flat, rules, protector, resolved.frame)
         status, secondary, intervals, method, _ = _apply(outcome, "review", primary, hidden, reasons, notes)
+    if registry is not None and protector is not False:
+        from .derived import inherit
+
+        inherited = inherit(flat, registry, rules, _load_protector(protector))
+        if inherited is not None:
+            notes.append(inherited.note)
+            for i in np.flatnonzero(inherited.hidden & ~hidden):
+                reasons.setdefault(int(i), []).append(Reason(
+                    "derived", f"computed from {inherited.parent_call}, whose cell with these labels is hidden"))
+            hidden |= inherited.hidden
+            secondary = secondary | (inherited.hidden & ~primary)
     if unverified.any():
         notes.append("numbers that are not counts could not be verified: this output is not exportable")
         for i in np.flatnonzero(unverified):

@@ -142,4 +142,24 @@ def _looks_row_level(obj: pd.DataFrame | pd.Series, registry: Registry) -> bool:
                         return True
                 except (TypeError, ValueError):  # e.g. a MultiIndex against a RangeIndex
                     continue
+                if _carries_row_index(frame.index, source):
+                    return True
     return numeric(np.asarray(frame.to_numpy(dtype=object)).reshape(-1)) is None
+
+
+def _carries_row_index(index: pd.Index, source: pd.DataFrame) -> bool:
+    """A MultiIndex with an unnamed level of distinct source row labels holds one row per
+    person (``groupby(...).nlargest``, ``head`` per group): row-level values, not a table."""
+    if not isinstance(index, pd.MultiIndex) or len(index) < 1:
+        return False
+    for level, name in enumerate(index.names):
+        if name is not None:
+            continue
+        values = index.get_level_values(level)
+        try:
+            if values.is_unique and bool(values.isin(source.index).all()) \
+                    and pd.api.types.is_integer_dtype(values.dtype):
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False

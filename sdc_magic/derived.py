@@ -1,0 +1,140 @@
+"""Hidden cells a derived table inherits from the captured table it was computed from.
+
+A table computed *from* a captured aggregate with arithmetic pandas does not record
+(``cumsum``, ``diff``, ``pct_change``, ``s / len(df)``, ``np.log(s)``, ``s.max() - s``,
+``shift``, ``rolling``) has no evidence of its own: it is checked as ``unverified``, whole
+numbers as counts. Its values can still give back the small cell the captured table hid:
+a cumulative count ``40, 70, 73`` gives ``C = 73 - 70 = 3``; a share ``0.041`` of 73
+people is 3. (Red team, pandas: 13 of 31 transforms of a count table showed a figure
+recovering a hidden cell, at ``review``.)
+
+Such a table carries the labels of its parent. Its cells are hidden where the parent,
+protected on its own, hides a cell with the same labels (whatever the measure), and
+wherever it shows a number equal to a value the parent hides (``shift`` moves a hidden
+value under another label). The table stays ``review``: this is damage limitation for
+what is on screen, not a proof; only tables with evidence are cleared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import permutations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .flatten import Flat, numeric
+
+#: Captured entries looked at, most recently used first.
+MAX_PARENTS = 32
+#: Parents larger than this are judged by their primary cells only (no secondary run).
+MAX_PROTECTED_PARENT_CELLS = 5_000
+#: Protected parents remembered (per entry object).
+_CACHE_SIZE = 16
+_cache: dict[int, tuple[Any, Any, frozenset[tuple], np.ndarray]] = {}
+
+
+@dataclass
+class Inherited:
+    """Cells of the derived table to hide (per flat cell), and why."""
+
+    hidden: np.ndarray
+    parent_call: str
+    note: str
+
+
+def inherit(flat: Flat, registry: Any, rules: Any, protector: Any) -> Inherited | None:
+    """The hidden cells ``flat`` inherits from its most likely parent, or None."""
+    if flat is None or len(flat) == 0 or not flat.dims:
+        return None
+    shown = numeric(flat.values)
+    best: tuple[float, int, Any, np.ndarray] | None = None
+    for rank, entry in enumerate(registry.entries()[:MAX_PARENTS]):
+        mapped = _map_labels(flat, entry.flat)
+        if mapped is None:
+            continue
+        found, keys = mapped
+        score = float(found.mean())
+        if score < 0.5 or (int(found.sum()) < 2 and len(flat) > 1):
+            continue
+        if best is None or score > best[0]:
+            best = (score, rank, entry, keys)
+    if best is None:
+        return None
+    _, _, entry, keys = best
+    hidden_keys, hidden_values = _parent_hidden(entry, rules, protector)
+    if not hidden_keys:
+        return None
+    hidden = np.fromiter((k in hidden_keys for k in keys), dtype=bool, count=len(keys))
+    if shown is not None and len(hidden_values):
+        finite = np.isfinite(shown)
+        # a hidden value moved under another label (shift, reversed values): hidden too
+        same = np.zeros(len(shown), dtype=bool)
+        same[finite] = np.isin(np.round(shown[finite], 6), np.round(hidden_values, 6))
+        hidden |= same
+    if not hidden.any():
+        return None
+    note = (f"computed from {entry.call}, which hides {len(hidden_keys)} cell(s) on its own: the same rows are "
+            "hidden here, and any number equal to a hidden value (this table has no evidence of its own)")
+    return Inherited(hidden=hidden, parent_call=entry.call, note=note)
+
+
+def _map_labels(flat: Flat, parent: Flat) -> tuple[np.ndarray, list[tuple]] | None:
+    """Per displayed cell, whether its labels are a parent cell's labels, and its key in the
+    parent's dimension order. Dimensions are matched by name, or, when the names differ
+    (an unnamed index after arithmetic), by the labels they hold."""
+    names = list(flat.dim_names)
+    pnames = list(parent.dim_names)
+    if not names or not pnames or len(names) > len(pnames) or len(pnames) > 4:
+        return None
+    plabels = {p: set(pd.unique(pd.Index(parent.dims[p], dtype=object))) for p in pnames}
+    order: list[str] | None = None
+    if set(names) <= set(pnames):
+        order = names
+    else:
+        best = -1
+        for cand in permutations(pnames, len(names)):
+            hits = sum(int(pd.Index(flat.dims[n], dtype=object).isin(list(plabels[c])).sum())
+                       for n, c in zip(names, cand, strict=True))
+            if hits > best:
+                best, order = hits, list(cand)
+    assert order is not None
+    cols = [pd.Index(flat.dims[n], dtype=object) for n in names]
+    found = np.ones(len(flat), dtype=bool)
+    for idx, c in zip(cols, order, strict=True):
+        found &= np.asarray(idx.isin(list(plabels[c])))
+    # a key over the parent's dimensions: the displayed ones, the others left open (None)
+    keys = []
+    positions = {c: i for i, c in enumerate(order)}
+    for k in range(len(flat)):
+        keys.append(tuple(cols[positions[p]][k] if p in positions else None for p in pnames))
+    return found, keys
+
+
+def _parent_hidden(entry: Any, rules: Any, protector: Any) -> tuple[frozenset[tuple], np.ndarray]:
+    """The parent's hidden cells, protected on its own: their label keys (with every partial
+    key a derived table of fewer dimensions would use) and their values."""
+    cached = _cache.get(id(entry))
+    if cached is not None and cached[0] is entry and cached[1] is rules:
+        return cached[2], cached[3]
+    from .check import hidden_cells_of_entry
+
+    hidden = hidden_cells_of_entry(entry, rules, protector if len(entry.flat) <= MAX_PROTECTED_PARENT_CELLS
+                                   else False)
+    pnames = list(entry.flat.dim_names)
+    keys: set[tuple] = set()
+    for i in np.flatnonzero(hidden):
+        full = tuple(entry.flat.dims[p][i] for p in pnames)
+        keys.add(full)
+        n = len(full)
+        for mask in range(1, 1 << n):  # partial keys: a derived table over some of the dimensions
+            keys.add(tuple(full[j] if mask >> j & 1 else None for j in range(n)))
+    values = numeric(entry.flat.values)
+    hidden_values = values[hidden & np.isfinite(values)] if values is not None else np.zeros(0)
+    hidden_values = hidden_values[hidden_values != 0]  # a zero is everywhere in derived tables
+    out = (frozenset(keys), np.unique(hidden_values))
+    if len(_cache) >= _CACHE_SIZE:
+        _cache.pop(next(iter(_cache)))
+    _cache[id(entry)] = (entry, rules, *out)
+    return out
