@@ -188,7 +188,7 @@ def test_leak_duckdb_argmax_first(sess: Session, df: pd.DataFrame) -> None:
         assert _status(out) == "blocked" or _col(_shown(out), "m")["A"] == X
 
 
-@pytest.mark.xfail(strict=True, reason="leak: polars max()+0 and sort().last() show 102, one person's age")
+# (was a leak; fixed: polars expressions are planned by what they reveal: max()+0 and sort().last() are max)
 def test_leak_polars_max_wrapped(sess: Session, p: pl.DataFrame) -> None:
     plain = sess.publish(p.group_by("district").agg(pl.col("age").max()).sort("district"))
     assert _status(plain) == "blocked"
@@ -208,9 +208,7 @@ def test_leak_duckdb_scalar_count_plus_constant(sess: Session, df: pd.DataFrame)
 
 
 # ---- secondary suppression lost when the count is wrapped: B is shown, C = total - A - B
-@pytest.mark.xfail(strict=True, reason="leak: polars (pl.len()*2+1) is 'review' and shows A 81 -> 40 and "
-                   "B 61 -> 30 (only C hidden, no secondary); describe() then shows count 73 ('suppressed', "
-                   "not linked): C = 73 - 40 - 30 = 3")
+# (was a leak; fixed: a wrapped len() is checked and protected with the inner counts: B is secondary)
 def test_leak_polars_wrapped_len_then_describe_count(sess: Session, p: pl.DataFrame) -> None:
     out = sess.publish(p.group_by("district").agg((pl.len() * 2 + 1).alias("n")).sort("district"))
     wrapped = _col(_shown(out), "n")
@@ -374,8 +372,7 @@ def test_having_then_grand_total_is_caught(sess: Session, df: pd.DataFrame) -> N
 
 
 # ====================================================================== OVER-PROTECTION
-@pytest.mark.xfail(strict=True, reason="over-protection: polars pivot(...).sort('district') loses its evidence "
-                   "and is blocked as row-level; without .sort() it is 'suppressed' with 4 cells hidden")
+# (was over-protection; fixed: sort/select/head of a captured polars result keeps its evidence)
 def test_overprotection_polars_pivot_then_sort(sess: Session, p: pl.DataFrame) -> None:
     out = sess.publish(p.pivot(on="sex", index="district", values="person", aggregate_function="len")
                        .sort("district"))

@@ -18,12 +18,16 @@ evidence: row-level when it has text columns, unverified otherwise (fail closed)
 from __future__ import annotations
 
 import functools
+import io
+import json
 import re
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import contract
@@ -75,9 +79,15 @@ def _output_name(expr: Any) -> str | None:
 
 def measures(aggs: tuple, named: dict[str, Any]) -> tuple[dict[str, tuple[str | None, str]], str | None]:
     """Output column → (variable, statistic), and the statistic of multi-output expressions."""
+    planned, multi = expression_plans(aggs, named)
+    return {name: (p.var, p.stat) for name, p in planned.items()}, multi
+
+
+def expression_plans(aggs: tuple, named: dict[str, Any]) -> tuple[dict[str, Plan], str | None]:
+    """Output column → :class:`Plan`, and the statistic of multi-output expressions."""
     import polars as pl
 
-    out: dict[str, tuple[str | None, str]] = {}
+    out: dict[str, Plan] = {}
     multi: set[str] = set()
     flat: list[Any] = []
     for a in aggs:
@@ -91,10 +101,10 @@ def measures(aggs: tuple, named: dict[str, Any]) -> tuple[dict[str, tuple[str | 
         if name is None:
             multi.add(_multi_stat(expr))
             continue
-        out[name] = expression_stat(expr) if isinstance(a, pl.Expr) else (a, "custom")
+        out[name] = plan_expression(expr) if isinstance(a, pl.Expr) else Plan(a, "custom")
     for name, a in named.items():
         expr = pl.col(a) if isinstance(a, str) else a
-        out[str(name)] = expression_stat(expr) if isinstance(expr, pl.Expr) else (None, "custom")
+        out[str(name)] = plan_expression(expr) if isinstance(expr, pl.Expr) else Plan(None, "custom")
     return out, (multi.pop() if len(multi) == 1 else ("custom" if multi else None))
 
 
@@ -104,11 +114,220 @@ def _multi_stat(expr: Any) -> str:
     return contract.ENGINE_STATS.get(m.group(1), "custom") if m else "custom"
 
 
+# ------------------------------------------------------------------ planning what an expression reveals
+@dataclass(frozen=True)
+class Plan:
+    """What one aggregation expression reveals, whatever its syntax.
+
+    ``var``/``stat`` name the aggregate the rules check. ``derived`` is the per-row
+    expression behind ``var`` when it is not a plain column (a boolean condition, a
+    product): it is materialised under the name ``var`` so the facts and the linking rows
+    see it (a sum of a condition is then an indicator sum: a count of the rows where it
+    holds). ``inner`` is the bare aggregate when the shown value is a transform of it
+    (``agg * c + d``, a cast, a rounding): the table is checked and protected with the
+    inner aggregate's values, never with the transformed ones (an affine map with an
+    offset is not additive).
+    """
+
+    var: str | None
+    stat: str
+    derived: Any = None
+    inner: Any = None
+
+
+_AGGS = {"Max": "max", "Min": "min", "Sum": "sum", "Mean": "mean", "Median": "median", "Count": "count",
+         "NUnique": "nunique", "First": "first", "Last": "last", "Std": "std", "Var": "var"}
+_ARITHMETIC = {"Plus", "Minus", "Multiply", "TrueDivide", "Divide", "FloorDivide"}
+_TRANSFORMS = {"Round", "Floor", "Ceil", "RoundSF"}
+#: per-row nodes a derived variable may contain (no aggregation, window, sort or gather)
+_ROW_WISE = {"Column", "Literal", "BinaryExpr", "Cast", "Ternary", "Function", "Alias"}
+_ROW_FUNCTIONS = {"Boolean", "Abs", "Round", "Floor", "Ceil", "FillNull", "StringExpr", "Negate", "Clip"}
+
+
+def _tree(expr: Any) -> Any:
+    return json.loads(expr.meta.serialize(format="json"))
+
+
+def _as_expr(node: Any) -> Any:
+    import polars as pl
+
+    return pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")
+
+
+def _literal(node: Any) -> bool:
+    return isinstance(node, dict) and set(node) == {"Literal"}
+
+
+def _function_name(fn: Any) -> str:
+    return fn if isinstance(fn, str) else next(iter(fn)) if isinstance(fn, dict) and fn else ""
+
+
+def _row_wise(node: Any) -> bool:
+    """Whether a subtree computes one value per row (so it can be materialised as a column)."""
+    if isinstance(node, list):
+        return all(_row_wise(n) for n in node)
+    if not isinstance(node, dict):
+        return True
+    if len(node) != 1:
+        return False
+    (kind, body), = node.items()
+    if kind not in _ROW_WISE:
+        return False
+    if kind in ("Column", "Literal"):
+        return True
+    if kind == "Function":
+        return _function_name(body.get("function")) in _ROW_FUNCTIONS and _row_wise(body.get("input", []))
+    if kind == "Cast":
+        return _row_wise(body.get("expr"))
+    if kind == "BinaryExpr":
+        return _row_wise(body.get("left")) and _row_wise(body.get("right"))
+    if kind == "Ternary":
+        return all(_row_wise(body.get(k)) for k in ("predicate", "truthy", "falsy"))
+    return _row_wise(body[0]) if kind == "Alias" and isinstance(body, list) else False
+
+
+def _column(node: Any) -> str | None:
+    return node["Column"] if isinstance(node, dict) and set(node) == {"Column"} and \
+        isinstance(node["Column"], str) else None
+
+
+def _extreme(kind: str, source: Any) -> tuple[str | None, str] | None:
+    """first()/last() of a sorted column or of a top_k: the maximum or the minimum (an
+    extreme is one unit's own value, checked like max/min whichever rank is picked)."""
+    if not isinstance(source, dict) or len(source) != 1:
+        return None
+    (inner_kind, body), = source.items()
+    if inner_kind == "Sort" and isinstance(body, dict):
+        var = _column(body.get("expr"))
+        descending = bool((body.get("options") or {}).get("descending"))
+        if var is None:
+            return None
+        return var, ("max" if (kind == "Last") != descending else "min")
+    if inner_kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) == "TopK":
+        inputs = body.get("input") or []
+        var = _column(inputs[0]) if inputs else None
+        if var is None:
+            return None
+        fn = body["function"]
+        smallest = isinstance(fn, dict) and bool((fn.get("TopK") or {}).get("descending"))
+        return var, ("min" if smallest else "max")
+    return None
+
+
+def _plan_aggregate(node: dict) -> Plan | None:
+    """The plan of a bare aggregate node (no wrapper), or None when it is not one."""
+    (kind, body), = node.items()
+    if kind == "Len":
+        return Plan(None, "size")
+    if kind == "Gather" and isinstance(body, dict) and body.get("returns_scalar"):
+        var, idx = _column(body.get("expr")), body.get("idx")
+        if var is not None and isinstance(idx, dict) and "Function" in idx:
+            fn = _function_name(idx["Function"].get("function"))
+            if fn in ("ArgMax", "ArgMin") and [_column(i) for i in idx["Function"].get("input", [])] == [var]:
+                return Plan(var, "max" if fn == "ArgMax" else "min")
+        return None
+    if kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) == "Quantile":
+        from .pandas import quantile_stat
+
+        inputs = body.get("input") or []
+        var = _column(inputs[0]) if inputs else None
+        q = inputs[1].get("Literal", {}) if len(inputs) > 1 and _literal(inputs[1]) else {}
+        value = next(iter((q.get("Dyn") or q.get("Scalar") or {}).values()), None) if isinstance(q, dict) else None
+        if var is None or not isinstance(value, int | float):
+            return None
+        return Plan(var, quantile_stat(float(value)))
+    if kind != "Agg" or not isinstance(body, dict) or len(body) != 1:
+        return None
+    (agg, payload), = body.items()
+    stat = _AGGS.get(agg)
+    if stat is None:
+        return None
+    source = payload
+    if isinstance(payload, dict) and "input" in payload:
+        source = payload["input"]
+    elif isinstance(payload, list) and payload:  # Std / Var: [input, ddof]
+        source = payload[0]
+    if agg == "Count" and isinstance(payload, dict) and payload.get("include_nulls"):
+        stat = "size"
+    if stat in ("first", "last"):
+        hit = _extreme(agg, source)
+        if hit is not None:
+            return Plan(*hit)
+    var = _column(source)
+    if var is not None:
+        return Plan(var, stat)
+    if stat == "size":
+        return Plan(None, "size")
+    if isinstance(source, dict) and _row_wise(source) and stat in ("sum", "mean", "count", "min", "max", "median",
+                                                                   "std", "var", "nunique"):
+        derived = _as_expr(source)
+        return Plan(str(derived), stat, derived=derived)
+    return None
+
+
+def plan_expression(expr: Any) -> Plan:
+    """What one aggregation expression reveals (see :class:`Plan`); "custom" when we cannot tell.
+
+    Wrappers are peeled first (alias, cast, rounding, arithmetic with a constant on either
+    side): the value shown is then a transform of the aggregate inside, which the rules
+    judge (``max(age) + 0`` is one person's age like ``max(age)``).
+    """
+    try:
+        node = _tree(expr)
+    except Exception:
+        var, stat = expression_stat(expr)
+        return Plan(var, stat)
+    wrapped = False
+    while isinstance(node, dict) and len(node) == 1:
+        (kind, body), = node.items()
+        if kind == "Alias" and isinstance(body, list) and body:
+            node = body[0]
+        elif kind == "Cast" and isinstance(body, dict):
+            node, wrapped = body.get("expr"), True
+        elif kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) in _TRANSFORMS \
+                and len(body.get("input") or []) == 1:
+            node, wrapped = body["input"][0], True
+        elif kind == "BinaryExpr" and isinstance(body, dict) and body.get("op") in _ARITHMETIC \
+                and (_literal(body.get("left")) != _literal(body.get("right"))):
+            node, wrapped = (body["right"] if _literal(body.get("left")) else body["left"]), True
+        else:
+            break
+    planned = Plan(None, "size") if node == "Len" else \
+        _plan_aggregate(node) if isinstance(node, dict) and len(node) == 1 else None
+    if planned is None:
+        var, stat = expression_stat(expr)
+        return Plan(var, stat)
+    if wrapped:
+        try:
+            inner = _as_expr(node)
+        except Exception:
+            return Plan(planned.var, "custom")
+        return Plan(planned.var, planned.stat, planned.derived, inner)
+    return planned
+
+
 def _flatten_by(by: tuple) -> list[Any]:
     out: list[Any] = []
     for b in by:
         out.extend(b if isinstance(b, list | tuple) else [b])
     return out
+
+
+@dataclass
+class _Recipe:
+    """What registering a captured result (or a frame derived from it) needs."""
+
+    call: str
+    ge: Any
+    keys: list[str]
+    measure_of: Callable[[str], tuple[str | None, str]]
+    notes: list[str]
+    rows: pd.DataFrame | None
+    margin_label: str | None
+    to_shown: Callable[[Any], pd.DataFrame]
+    inner: dict[str, Any]
+    inner_frame: Any
+    derive: bool = True
 
 
 class PolarsCapture:
@@ -120,6 +339,7 @@ class PolarsCapture:
         self._saved: list[tuple[Any, str, Any]] = []
         self._lazy: dict[int, tuple[Any, Any]] = {}  # id(lazy result) -> (weakref, recipe)
         self._lazy_groups: dict[int, tuple[Any, Any]] = {}  # id(LazyGroupBy) -> (weakref, (lf, by, named))
+        self._recipes: dict[int, tuple[Any, Any]] = {}  # id(captured result) -> (weakref, _Recipe)
         self.installed = False
 
     def install(self) -> None:
@@ -138,6 +358,8 @@ class PolarsCapture:
         self._patch(pl.LazyFrame, "collect", self._collect)
         for owner in (pl.DataFrame, pl.LazyFrame, pl.Series):
             self._patch(owner, "describe", self._describe)
+        for name in ("sort", "select", "head", "tail", "limit"):
+            self._patch(pl.DataFrame, name, functools.partial(self._derived, name=name))
         self.installed = True
 
     def uninstall(self) -> None:
@@ -146,6 +368,7 @@ class PolarsCapture:
         self._saved.clear()
         self._lazy.clear()
         self._lazy_groups.clear()
+        self._recipes.clear()
         self.installed = False
 
     def _patch(self, owner: type, name: str, make: Callable[[Any], Callable]) -> None:
@@ -195,7 +418,10 @@ class PolarsCapture:
             rules = self.rules()
             if rules.unit is not None:
                 return None
-            out, multi = measures(aggs, named)
+            planned, multi = expression_plans(aggs, named)
+            if any(p.derived is not None or p.inner is not None for p in planned.values()):
+                return None  # a derived variable or a wrapped aggregate: the ordinary path plans it
+            out = {name: (p.var, p.stat) for name, p in planned.items()}
             schema = gb.df.schema
             if multi is not None or not out or all(s in ("size", "count") for _, s in out.values()):
                 return None
@@ -312,8 +538,11 @@ class PolarsCapture:
             return
         lf = frame.lazy()
         keys = lf.group_by(*by, **named_by).agg([]).collect_schema().names()
-        out, multi = measures(aggs, named)
+        planned, multi = expression_plans(aggs, named)
+        out = {name: (p.var, p.stat) for name, p in planned.items()}
+        lf = with_derived(lf, planned)
         schema = lf.collect_schema()
+        inner = {name: p.inner for name, p in planned.items() if p.inner is not None and name in result.columns}
 
         def measure_of(measure: str) -> tuple[str | None, str]:
             if measure in out:
@@ -324,12 +553,14 @@ class PolarsCapture:
 
         present = [c for c in result.columns if c not in keys]
         resolved = {c: measure_of(c) for c in present}
-        self._register(call, lf, by, named_by, keys, resolved, measure_of, result, schema)
+        self._register(call, lf, by, named_by, keys, resolved, measure_of, result, schema, inner=inner)
 
     def _register(self, call: str, lf: Any, by: list[Any], named_by: dict, keys: list[str],
                   resolved: dict[str, tuple[str | None, str]], measure_of: Callable, result: Any,
-                  schema: Any, shown: pd.DataFrame | None = None, key_casts: dict[str, Any] | None = None,
-                  variables: list[str] | None = None, margin_label: str | None = None, link: bool = True) -> None:
+                  schema: Any, to_shown: Callable[[Any], pd.DataFrame] | None = None,
+                  key_casts: dict[str, Any] | None = None,
+                  variables: list[str] | None = None, margin_label: str | None = None, link: bool = True,
+                  inner: dict[str, Any] | None = None) -> Any:
         rules = self.rules()
         notes: list[str] = []
         unit = rules.unit
@@ -340,11 +571,17 @@ class PolarsCapture:
             variables = sorted({v for v, s in resolved.values() if v is not None and v in schema and s != "size"})
         magnitudes = {v for v, s in resolved.values() if v in variables and s in contract.MAGNITUDE_EVIDENCE
                       and _numeric(schema[v])}
-        if shown is None:
-            shown = contract.keyed(result.to_pandas(), keys)
+        # a derived frame (sorted, ...) of a plain group_by result is found by its labels and values
+        # (keys as columns, as displayed); one whose values are not what the evidence holds (a wrapped
+        # aggregate) or whose layout the labels do not give back (pivot, describe) is registered
+        derive = to_shown is not None or bool(inner)
+        if to_shown is None:
+            def to_shown(res: Any) -> pd.DataFrame:
+                return contract.keyed(res.to_pandas(), keys)
+        shown = to_shown(result)
         counts_only = all(s in ("size", "count") for _, s in resolved.values())
         sizes = [c for c, (_, s) in resolved.items() if s == "size"]
-        if unit is None and counts_only and (sizes or not resolved) and not key_casts:
+        if unit is None and counts_only and (sizes or not resolved) and not key_casts and not inner:
             facts = _facts_from_result(result, keys, resolved, variables, sizes)
         else:
             facts = _facts(lf, by, named_by, keys, variables, magnitudes, unit, rules.top_k, key_casts,
@@ -354,8 +591,56 @@ class PolarsCapture:
         rows = None
         if link:
             rows = _linking_rows(lf, by, named_by, keys, resolved, int(ge.rows.sum()) if ge.rows is not None else 0)
-        contract.register(self.registry, rules, f"polars {call}", shown, ge, keys, measure_of, notes,
-                          engine_object=result, margin_label=margin_label, rows=rows)
+        inner_frame = None
+        if inner:
+            inner_frame = _grouped(lf, by, named_by, [e.alias(c) for c, e in inner.items()]).collect()
+            notes.append(f"{', '.join(sorted(inner))}: a transform of an aggregate (arithmetic with constants, "
+                         "cast or rounding), checked and protected as that aggregate")
+        recipe = _Recipe(f"polars {call}", ge, keys, measure_of, notes, rows, margin_label, to_shown,
+                         inner or {}, inner_frame, derive)
+        return self._publish(recipe, result, shown)
+
+    def _publish(self, recipe: _Recipe, result: Any, shown: pd.DataFrame) -> Any:
+        """Register ``result`` (pandas form ``shown``) with the recipe's evidence, and keep the
+        recipe with it so that a frame derived from it keeping its cells keeps its evidence."""
+        wrapped = None
+        if recipe.inner:  # before registering: a failure leaves the table without evidence (unverified)
+            wrapped = _inner_cell_values(recipe.inner_frame, recipe.keys, result, recipe.inner, shown)
+        entry = contract.register(self.registry, self.rules(), recipe.call, shown, recipe.ge, recipe.keys,
+                                  recipe.measure_of, list(recipe.notes), engine_object=result,
+                                  margin_label=recipe.margin_label, rows=recipe.rows)
+        if wrapped is not None:
+            mask, values = wrapped
+            value = np.asarray(entry.evidence.value, dtype=float).copy()
+            value[mask] = values[mask]
+            entry.evidence.value = value
+        self._keep(self._recipes, result, recipe)
+        return entry
+
+    def _derived(self, original: Callable, name: str) -> Callable:
+        """``sort``, ``select`` of columns, ``head`` / ``tail`` / ``limit`` of all rows of a captured
+        result: the same cells in another order or layout, registered with the same evidence
+        (over-protection otherwise: ``pivot(...).sort(...)`` was shown as row-level data)."""
+        def derived(df: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(df, *args, **kwargs)
+            if _depth.value:
+                return result
+            hit = self._recipes.get(id(df))
+            if hit is None or hit[0]() is not df or not hit[1].derive:
+                return result
+            _depth.value += 1
+            try:
+                import polars as pl
+
+                if isinstance(result, pl.DataFrame) and result.height == df.height \
+                        and set(result.columns) <= set(df.columns):
+                    self._publish(hit[1], result, hit[1].to_shown(result))
+            except Exception as exc:  # the derived frame is then shown without evidence (fail closed)
+                self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")
+            finally:
+                _depth.value -= 1
+            return result
+        return derived
 
     def _record_pivot(self, df: Any, on: Any, kwargs: dict, result: Any) -> None:
         import polars as pl
@@ -382,12 +667,16 @@ class PolarsCapture:
                                            else expression_stat(agg)[1])
         var = None if stat == "size" else values
         on_col = on_cols[0]
-        shown = result.to_pandas().set_index(index)
-        shown.columns = pd.Index([str(c) for c in shown.columns], name=on_col)
+
+        def to_shown(res: Any) -> pd.DataFrame:
+            shown = res.to_pandas().set_index(index)
+            shown.columns = pd.Index([str(c) for c in shown.columns], name=on_col)
+            return shown
+
         keys = [*index, on_col]
         schema = df.collect_schema() if hasattr(df, "collect_schema") else df.schema
         self._register("pivot", df.lazy(), [*index, pl.col(on_col).cast(pl.String)], {}, keys,
-                       {"": (var, stat)}, lambda m: (var, stat), result, schema, shown=shown,
+                       {"": (var, stat)}, lambda m: (var, stat), result, schema, to_shown=to_shown,
                        key_casts={on_col: pl.String})
 
     def _record_describe(self, obj: Any, result: Any) -> None:
@@ -428,11 +717,15 @@ class PolarsCapture:
                 return nulls[var], "count"
             return var, DESCRIBE_STATS.get(stat, stat_name(stat))
 
-        shown = result.to_pandas().set_index("statistic")
-        shown.index.name = None
+
+        def to_shown(res: Any) -> pd.DataFrame:
+            shown = res.to_pandas().set_index("statistic")
+            shown.index.name = None
+            return shown
+
         resolved = {f"{st}|{c}": measure_of(f"{st}|{c}") for c in columns for st in ("count", "mean")}
         full_schema = lf.collect_schema()
-        self._register("describe", lf, [], {}, [], resolved, measure_of, result, full_schema, shown=shown,
+        self._register("describe", lf, [], {}, [], resolved, measure_of, result, full_schema, to_shown=to_shown,
                        variables=[*columns, *nulls.values()], link=False)
 
     def _record_value_counts(self, s: Any, kwargs: dict, result: Any) -> None:
@@ -447,6 +740,54 @@ class PolarsCapture:
         resolved = {c: (None, stat) for c in count_col}
         self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
                        lambda m: (None, stat), result, frame.schema)
+
+
+def with_derived(lf: Any, planned: dict[str, Plan]) -> Any:
+    """``lf`` with the derived variables of ``planned`` as columns, first (so that linking,
+    which reads the first columns, sees them): a sum of a condition is then an indicator sum
+    over a real column, counted and linked as the rows where the condition holds."""
+    import polars as pl
+
+    derived = {p.var: p.derived for p in planned.values() if p.derived is not None and p.var is not None}
+    if not derived:
+        return lf
+    return lf.select([*(e.alias(v) for v, e in derived.items()), pl.all()])
+
+
+def _inner_cell_values(values: Any, keys: list[str], result: Any, inner: dict[str, Any],
+                       shown: pd.DataFrame) -> tuple[Any, Any]:
+    """Per cell of ``shown`` (flattened): whether it is wrapped, and its inner aggregate's value.
+
+    The protection model adds cells up (a margin is the sum of its cells): ``len() * 2 + 1``
+    is not additive, its inner count is. The displayed values stay as they are (matching a
+    derived frame by values uses them); only what the rules and the protection see changes.
+    Any failure raises: the capture then fails and the table is checked as unverified.
+    """
+    import polars as pl
+
+    from ..flatten import flatten, numeric
+
+    rest = result.drop(list(inner))
+    if keys:
+        idx = f"{contract.PREFIX}pos"
+        joined = rest.with_row_index(idx).join(values, on=keys, how="left", nulls_equal=True).sort(idx).drop(idx)
+    else:
+        if values.height != 1 or result.height != 1:
+            raise ValueError("a wrapped aggregate without keys gave more than one row")
+        joined = pl.concat([rest, values], how="horizontal")
+    joined = joined.select(result.columns)
+    inner_shown = contract.keyed(joined.to_pandas(), keys) if keys else joined.to_pandas()
+    inner_shown.index = shown.index
+    inner_shown.columns = shown.columns
+    flat, flat_inner = flatten(shown), flatten(inner_shown)
+    if len(flat_inner) != len(flat) or not np.array_equal(flat_inner.measure.astype(str), flat.measure.astype(str)):
+        raise ValueError("the inner aggregates do not line up with the table")
+    parts = [set(str(m).split("|")) for m in flat.measure]
+    mask = np.array([bool(p & set(inner)) for p in parts], dtype=bool)
+    inner_values = numeric(flat_inner.values)
+    if inner_values is None:
+        raise ValueError("the inner aggregates are not numbers")
+    return mask, np.asarray(inner_values, dtype=float)
 
 
 def _numeric(dtype: Any) -> bool:
