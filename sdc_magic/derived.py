@@ -26,6 +26,8 @@ import pandas as pd
 
 from .flatten import Flat, numeric
 
+#: Larger unverified tables are not matched to a parent (they are checked as counts only).
+MAX_DERIVED_CELLS = 100_000
 #: Captured entries looked at, most recently used first.
 MAX_PARENTS = 32
 #: Parents larger than this are judged by their primary cells only (no secondary run).
@@ -46,7 +48,7 @@ class Inherited:
 
 def inherit(flat: Flat, registry: Any, rules: Any, protector: Any) -> Inherited | None:
     """The hidden cells ``flat`` inherits from its most likely parent, or None."""
-    if flat is None or len(flat) == 0 or not flat.dims:
+    if flat is None or len(flat) == 0 or not flat.dims or len(flat) > MAX_DERIVED_CELLS:
         return None
     shown = numeric(flat.values)
     best: tuple[float, int, Any, np.ndarray] | None = None
@@ -105,10 +107,9 @@ def _map_labels(flat: Flat, parent: Flat) -> tuple[np.ndarray, list[tuple]] | No
     for idx, c in zip(cols, order, strict=True):
         found &= np.asarray(idx.isin(list(plabels[c])))
     # a key over the parent's dimensions: the displayed ones, the others left open (None)
-    keys = []
     positions = {c: i for i, c in enumerate(order)}
-    for k in range(len(flat)):
-        keys.append(tuple(cols[positions[p]][k] if p in positions else None for p in pnames))
+    open_dim = [None] * len(flat)
+    keys = list(zip(*[cols[positions[p]].tolist() if p in positions else open_dim for p in pnames], strict=True))
     return found, keys
 
 
