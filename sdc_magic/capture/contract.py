@@ -90,7 +90,10 @@ def group_evidence_from_facts(facts: pd.DataFrame, keys: list[str], variables: l
                               reverse=True)[:k]
                 if vals:
                     top[r, :len(vals)] = vals
-        out[var] = VarEvidence(units=var_units, total=total, total_abs=total_abs, negative=negative, top=top)
+        # optional: units meeting a condition, when the variable is its 0/1 indicator
+        ones = _ints(facts, f"{PREFIX}ones_{i}", n) if f"{PREFIX}ones_{i}" in facts.columns else None
+        out[var] = VarEvidence(units=var_units, total=total, total_abs=total_abs, negative=negative, top=top,
+                               ones=ones)
     return GroupEvidence(index=index, units=units, variables=out, unit_column=unit, rows=rows)
 
 

@@ -51,6 +51,7 @@ import pandas as pd
 
 from . import contract
 from .sql import (
+    INDICATOR,
     MIXED_LEVELS,
     Plan,
     combined_query,
@@ -506,7 +507,8 @@ class DuckDBCapture:
         try:
             text = rows_query(p, only)
             rows = run(text) if text is not None else None
-            hashed = list(rows.columns)[len(p.keys):] if rows is not None else []
+            hashed = [c for c in list(rows.columns)[len(p.keys):] if not str(c).startswith(INDICATOR)] \
+                if rows is not None else []
             once = None
             if len(hashed) > MAX_HASHED:  # binding only: nothing ran yet
                 once = [c for c in dict.fromkeys(hashed) if hashed.count(c) == 1][:MAX_HASHED]
@@ -692,6 +694,9 @@ class DuckDBCapture:
                 # fingerprints, whichever engine made the table)
                 if name not in out and name not in keys:
                     out[name] = frame.iloc[:, col].to_numpy()
+                continue
+            if str(name).startswith(INDICATOR):  # a condition's indicator: its 0/1 values
+                out[name] = frame.iloc[:, col].to_numpy()
                 continue
             label = f"duckdb#{name}"
             if label not in out:

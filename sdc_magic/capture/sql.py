@@ -173,38 +173,65 @@ def unwrap_affine(node: Any) -> tuple[Any, float, float] | None:
 
 
 def _case_as_condition(case: Any) -> tuple[Any, float] | None:
-    """``CASE WHEN c THEN k [WHEN ...] [ELSE 0 | ELSE NULL] END`` with one numeric constant
-    k: (the CASE giving 1 where it gave k, NULL elsewhere; k), else None."""
+    """A CASE whose every result is 0, NULL or one constant k ≠ 0 (``CASE WHEN c THEN 1 ELSE
+    0 END``, ``CASE WHEN c THEN 0 ELSE 1 END``): (the condition "the CASE gives k", k);
+    else None. Its sum is k times the count of the rows meeting that condition."""
     from sqlglot import exp
 
-    if not isinstance(case, exp.Case) or case.this is not None:
-        return None
-    default = case.args.get("default")
-    if default is not None and not isinstance(default, exp.Null) and _number(default) != 0:
+    if not isinstance(case, exp.Case):
         return None
     ifs = case.args.get("ifs") or []
-    values = {_number(i.args.get("true")) for i in ifs}
-    if not ifs or len(values) != 1 or None in values:
+    results = [i.args.get("true") for i in ifs]
+    default = case.args.get("default")
+    if default is not None:
+        results.append(default)
+    values = set()
+    for r in results:
+        if isinstance(r, exp.Null):
+            continue
+        v = _number(r)
+        if v is None:
+            return None
+        values.add(v)
+    nonzero = values - {0.0}
+    if not ifs or len(nonzero) != 1:
         return None
-    (k,) = values
-    if not k:
-        return None
-    out = case.copy()
-    out.set("default", None)
-    for i in out.args["ifs"]:
-        i.set("true", exp.Literal.number(1))
-    return out, float(k)
+    (k,) = nonzero
+    return exp.NEQ(this=exp.Paren(this=case.copy()), expression=exp.Literal.number(0)), float(k)
+
+
+INDICATOR = f"{contract.PREFIX}if_"  # name prefix of a condition's 0/1 indicator column
+
+
+def indicator_column(cond: Any) -> tuple[str, Any]:
+    """(name, node) of ``CASE WHEN cond THEN 1 ELSE 0 END``; the name is derived from the
+    condition's text, so two tables counting the same condition share the column (linking
+    compares rows by the columns tables have in common)."""
+    import hashlib
+
+    import sqlglot
+
+    text = cond.sql("duckdb")
+    name = INDICATOR + hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
+    return name, sqlglot.parse_one(f"(CASE WHEN {text} THEN 1 ELSE 0 END)", read="duckdb")
 
 
 def analyse(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, float]:
     """(variable, statistic, column node, a, b) of one aggregate projection, for DuckDB.
 
-    Plans what the cell reveals rather than its syntax: arithmetic with constants around
-    the aggregate (``a``, ``b``); a condition inside it (``count(*) FILTER (WHERE c)``,
-    ``count_if(c)``, ``sum(CASE WHEN c THEN 1 ELSE 0 END)``, ``count(CASE ... END)``) is
-    the statistic over the rows meeting it, given as a derived column named ``synthetic``
-    that is NULL elsewhere (its facts and its linked rows are then those rows);
-    ``arg_max(x, x)``, ``max_by``, ``first(x ORDER BY ...)`` are one unit's value.
+    Plans what the cell reveals rather than its syntax:
+
+    * arithmetic with constants around the aggregate (``a``, ``b``: see :func:`unwrap_affine`);
+    * a count of the rows meeting a condition (``count(*) FILTER (WHERE c)``, ``count_if(c)``,
+      ``sum(CASE WHEN c THEN 1 ELSE 0 END)``, ``count(CASE WHEN c THEN 1 END)``, ``count(expr)``)
+      is the sum of the condition's 0/1 indicator (:func:`indicator_column`), as pandas
+      plans the sum of a flag: the rules then count the units with and without it, and
+      linking takes the rows meeting it as the table's population (red team: the same
+      filter in WHERE was caught, inside FILTER it was not: F 37 − 35 = 2);
+    * another aggregate with a condition (``sum(x) FILTER (WHERE c)``, ``sum(CASE WHEN c
+      THEN x END)``) is the aggregate of a derived column ``synthetic``, NULL where c fails;
+    * ``arg_max(x, x)``, ``max_by``, ``first(x ORDER BY ...)``, ``last``: one unit's value
+      (max / min when x orders itself, else first).
     """
     import sqlglot
     from sqlglot import exp
@@ -222,32 +249,40 @@ def analyse(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, flo
     while isinstance(agg, exp.IgnoreNulls | exp.RespectNulls):
         agg = agg.this
 
-    def derived(expr: Any, stat: str, scale: float = 1.0) -> tuple[str | None, str, Any, float, float]:
+    def both(extra: Any) -> Any:
+        return extra.copy() if cond is None else exp.and_(exp.Paren(this=cond.copy()), exp.Paren(this=extra.copy()))
+
+    def counted(condition: Any, scale: float = 1.0) -> tuple[str | None, str, Any, float, float]:
+        if condition.find(exp.AggFunc, exp.Window, exp.Subquery) is not None:
+            return custom
+        name, column = indicator_column(condition)
+        return name, "sum", column, a * scale, b
+
+    def derived(expr: Any, stat: str) -> tuple[str | None, str, Any, float, float]:
         """The statistic of ``expr`` over the rows meeting ``cond`` (a derived column)."""
         if cond is not None:
             expr = exp.Case(ifs=[exp.If(this=cond.copy(), true=expr.copy())])
         if isinstance(expr, exp.Column):
-            return expr.name, stat, expr, a * scale, b
-        text = f"({expr.sql('duckdb')})"
-        return synthetic, stat, sqlglot.parse_one(text, read="duckdb"), a * scale, b
+            return expr.name, stat, expr, a, b
+        if expr.find(exp.AggFunc, exp.Window, exp.Subquery) is not None:
+            return custom
+        return synthetic, stat, sqlglot.parse_one(f"({expr.sql('duckdb')})", read="duckdb"), a, b
 
     if isinstance(agg, exp.CountIf):
-        cond = agg.this if cond is None else exp.and_(cond.copy(), agg.this.copy())
-        return derived(exp.Literal.number(1), "count")
+        return counted(both(agg.this))
     if isinstance(agg, exp.Count):
         arg = agg.this
         if isinstance(arg, exp.Star) or arg is None:
-            if cond is None:
-                return None, "size", None, a, b
-            return derived(exp.Literal.number(1), "count")
+            return (None, "size", None, a, b) if cond is None else counted(cond)
         if isinstance(arg, exp.Distinct):
             var, stat, col = stat_of(agg)
             if cond is not None or col is None:
                 return custom
             return var, stat, col, a, b
-        if arg.find(exp.AggFunc, exp.Window, exp.Subquery) is not None:
-            return custom
-        return derived(arg, "count")  # count(expr): the rows where expr is not NULL
+        if isinstance(arg, exp.Column) and cond is None:
+            return arg.name, "count", arg, a, b
+        # count(expr): the rows where expr is not NULL (and the filter holds)
+        return counted(both(exp.Not(this=exp.Is(this=exp.Paren(this=arg.copy()), expression=exp.Null()))))
     if isinstance(agg, exp.ArgMax | exp.ArgMin):
         x, y = agg.this, agg.expression
         if not isinstance(x, exp.Column):
@@ -264,9 +299,9 @@ def analyse(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, flo
         return derived(arg, "last" if isinstance(agg, exp.Last) else "first")
     if isinstance(agg, exp.Sum):
         as_count = _case_as_condition(agg.this)
-        if as_count is not None:
-            case, k = as_count
-            return derived(case, "count", k)  # sum(CASE WHEN c THEN k ELSE 0 END) = k * count
+        if as_count is not None:  # sum(CASE WHEN c THEN k ELSE 0 END) = k * count of c
+            condition, k = as_count
+            return counted(both(condition), k)
         case = agg.this
         if isinstance(case, exp.Case) and case.this is None and len(case.args.get("ifs") or []) == 1:
             # sum(CASE WHEN c THEN x [ELSE 0] END): the sum of x over the rows meeting c
@@ -274,24 +309,14 @@ def analyse(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, flo
             branch = case.args["ifs"][0]
             if (default is None or isinstance(default, exp.Null) or _number(default) == 0) \
                     and isinstance(branch.args.get("true"), exp.Column):
-                inner = branch.args["true"]
-                c = branch.this if cond is None else exp.and_(cond.copy(), branch.this.copy())
-                return _conditional(inner, c, "sum", synthetic, a, b)
+                cond = both(branch.this)
+                return derived(branch.args["true"], "sum")
     var, stat, col = stat_of(agg)
     if var is None or col is None:
         return custom if stat != "size" else (None, "size", None, a, b)
     if cond is not None:
         return derived(col, stat)
     return var, stat, col, a, b
-
-
-def _conditional(col: Any, cond: Any, stat: str, synthetic: str, a: float, b: float
-                 ) -> tuple[str | None, str, Any, float, float]:
-    import sqlglot
-    from sqlglot import exp
-
-    expr = exp.Case(ifs=[exp.If(this=cond.copy(), true=col.copy())])
-    return synthetic, stat, sqlglot.parse_one(f"({expr.sql('duckdb')})", read="duckdb"), a, b
 
 
 _PIVOT_TAIL = re.compile(r"\s+(order\s+by|limit)\b(?![^()]*\))[^;]*;?\s*$", re.IGNORECASE)
@@ -582,6 +607,9 @@ def combined_query(p: Plan, variables: list[str], magnitudes: set[str], unit: st
             extra.append(f"count({col}) AS {names['n']}")
         else:
             extra.append(f'count(DISTINCT CASE WHEN {col} IS NOT NULL THEN "{unit}" END) AS {names["n"]}')
+        if v.startswith(INDICATOR):  # a condition's indicator: the units meeting it
+            extra.append(f"count(*) FILTER (WHERE {col} = 1) AS {pre}ones_{i}" if unit is None else
+                         f'count(DISTINCT CASE WHEN {col} = 1 THEN "{unit}" END) AS {pre}ones_{i}')
         if v in magnitudes and unit is None:
             x = f"CAST({col} AS DOUBLE)"
             extra += [f"sum({x}) AS {names['t']}", f"sum(abs({x})) AS {names['ta']}",
@@ -613,6 +641,8 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
         items.append(f"count({col}) AS {pre}c{i}")
         if v in magnitudes:
             items.append(f"sum(CAST({col} AS DOUBLE)) AS {pre}s{i}")
+        if v.startswith(INDICATOR):
+            items.append(f"max({col}) AS {pre}o{i}")
     for e in items:
         inner = inner.select(sqlglot.parse_one(e, read="duckdb"), copy=False)
     if p.grouping:
@@ -627,6 +657,8 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
     for i, v in enumerate(variables):
         names = contract.fact_names(i)
         outer.append(f"count(*) FILTER (WHERE {pre}c{i} > 0) AS {names['n']}")
+        if v.startswith(INDICATOR):  # units meeting the condition in at least one of their rows
+            outer.append(f"count(*) FILTER (WHERE {pre}o{i} = 1) AS {pre}ones_{i}")
         if v in magnitudes:
             x = f"{pre}s{i}"
             outer += [f"sum({x}) AS {names['t']}", f"sum(abs({x})) AS {names['ta']}",
@@ -675,6 +707,8 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     else:
         quoted = ['"' + c.replace('"', '""') + '"' for c in columns]
         items += [f"{wrap.format(q)} AS {q}" for q in quoted]
+    # a condition's 0/1 indicator, as values (linking takes the rows meeting it as the population)
+    items += [f'{node.sql("duckdb")} AS "{v}"' for v, node in p.columns.items() if v.startswith(INDICATOR)]
     return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"
 
 
