@@ -360,6 +360,10 @@ class PolarsCapture:
             self._patch(owner, "describe", self._describe)
         for name in ("sort", "select", "head", "tail", "limit"):
             self._patch(pl.DataFrame, name, functools.partial(self._derived, name=name))
+        self._patch(pl.LazyFrame, "select", self._lazy_select)
+        for name in FRAME_STATISTICS:
+            self._patch(pl.DataFrame, name, functools.partial(self._frame_statistic, name=name))
+            self._patch(pl.LazyFrame, name, functools.partial(self._lazy_statistic, name=name))
         self.installed = True
 
     def uninstall(self) -> None:
@@ -490,10 +494,11 @@ class PolarsCapture:
             hit = self._lazy.get(id(lf))
             if hit is None or hit[0]() is not lf or _depth.value:
                 return original(lf, *args, **kwargs)
-            source, by, named_by, aggs, named = hit[1]
+            source, by, named_by, aggs, named = hit[1][:5]
+            call = hit[1][5] if len(hit[1]) > 5 else "group_by.agg"
             return self._guarded(lambda: original(lf, *args, **kwargs),
                                  lambda result: self._record_group_by(source, by, named_by, aggs, named, result,
-                                                                      "group_by.agg"))
+                                                                      call))
         return collect
 
     def _pivot(self, original: Callable) -> Callable:
@@ -537,7 +542,7 @@ class PolarsCapture:
         if not isinstance(result, pl.DataFrame):
             return
         lf = frame.lazy()
-        keys = lf.group_by(*by, **named_by).agg([]).collect_schema().names()
+        keys = lf.group_by(*by, **named_by).agg([]).collect_schema().names() if by or named_by else []
         planned, multi = expression_plans(aggs, named)
         out = {name: (p.var, p.stat) for name, p in planned.items()}
         lf = with_derived(lf, planned)
@@ -545,6 +550,8 @@ class PolarsCapture:
         inner = {name: p.inner for name, p in planned.items() if p.inner is not None and name in result.columns}
 
         def measure_of(measure: str) -> tuple[str | None, str]:
+            if not keys and measure not in out and measure.startswith("0|"):
+                measure = measure[2:]  # one group without keys: its row label 0 is part of the measure
             if measure in out:
                 return out[measure]
             if multi is not None and measure in schema:
@@ -625,22 +632,57 @@ class PolarsCapture:
             result = original(df, *args, **kwargs)
             if _depth.value:
                 return result
-            hit = self._recipes.get(id(df))
-            if hit is None or hit[0]() is not df or not hit[1].derive:
-                return result
             _depth.value += 1
             try:
                 import polars as pl
 
-                if isinstance(result, pl.DataFrame) and result.height == df.height \
-                        and set(result.columns) <= set(df.columns):
-                    self._publish(hit[1], result, hit[1].to_shown(result))
-            except Exception as exc:  # the derived frame is then shown without evidence (fail closed)
+                hit = self._recipes.get(id(df))
+                if hit is not None and hit[0]() is df:  # a captured result: never a population of its own
+                    if hit[1].derive and isinstance(result, pl.DataFrame) and result.height == df.height \
+                            and set(result.columns) <= set(df.columns):
+                        self._publish(hit[1], result, hit[1].to_shown(result))
+                elif name == "select" and _aggregate_select(args, kwargs) and isinstance(result, pl.DataFrame) \
+                        and result.height == 1:
+                    self._record_group_by(df, [], {}, args, kwargs, result, "select")
+            except Exception as exc:  # the frame is then shown without evidence (fail closed)
                 self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")
             finally:
                 _depth.value -= 1
             return result
         return derived
+
+    def _frame_statistic(self, original: Callable, name: str) -> Callable:
+        """``DataFrame.mean()`` (``sum``, ``max``, ...): one row of one statistic per column over
+        the whole frame, i.e. ``select(pl.col(c).<name>() ...)`` without keys: one group."""
+        def statistic(df: Any, *args: Any, **kwargs: Any) -> Any:
+            import polars as pl
+
+            return self._guarded(lambda: original(df, *args, **kwargs),
+                                 lambda result: self._record_group_by(
+                                     df, [], {}, tuple(getattr(pl.col(c), name)() for c in df.columns), {},
+                                     result, name) if self._recipes.get(id(df)) is None else None)
+        return statistic
+
+    def _lazy_select(self, original: Callable) -> Callable:
+        """``LazyFrame.select`` of aggregates only (one group): recorded at ``collect()``."""
+        def select(lf: Any, *exprs: Any, **named: Any) -> Any:
+            result = original(lf, *exprs, **named)
+            if not _depth.value and _aggregate_select(exprs, named):
+                self._keep(self._lazy, result, (lf, [], {}, exprs, named, "select"))
+            return result
+        return select
+
+    def _lazy_statistic(self, original: Callable, name: str) -> Callable:
+        """``LazyFrame.mean()`` (``sum``, ``max``, ...): recorded at ``collect()`` as one group."""
+        def statistic(lf: Any, *args: Any, **kwargs: Any) -> Any:
+            import polars as pl
+
+            result = original(lf, *args, **kwargs)
+            if not _depth.value:
+                aggs = tuple(getattr(pl.col(c), name)() for c in lf.collect_schema().names())
+                self._keep(self._lazy, result, (lf, [], {}, aggs, {}, name))
+            return result
+        return statistic
 
     def _record_pivot(self, df: Any, on: Any, kwargs: dict, result: Any) -> None:
         import polars as pl
@@ -726,7 +768,7 @@ class PolarsCapture:
         resolved = {f"{st}|{c}": measure_of(f"{st}|{c}") for c in columns for st in ("count", "mean")}
         full_schema = lf.collect_schema()
         self._register("describe", lf, [], {}, [], resolved, measure_of, result, full_schema, to_shown=to_shown,
-                       variables=[*columns, *nulls.values()], link=False)
+                       variables=[*columns, *nulls.values()])
 
     def _record_value_counts(self, s: Any, kwargs: dict, result: Any) -> None:
         import polars as pl
@@ -740,6 +782,25 @@ class PolarsCapture:
         resolved = {c: (None, stat) for c in count_col}
         self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
                        lambda m: (None, stat), result, frame.schema)
+
+
+#: DataFrame / LazyFrame methods computing one statistic per column over all rows (one group)
+FRAME_STATISTICS = ("sum", "mean", "median", "max", "min", "std", "var")
+
+
+def _aggregate_select(exprs: tuple, named: dict) -> bool:
+    """Whether a ``select`` computes aggregates only (one row: one group), each of a known kind."""
+    import polars as pl
+
+    flat: list[Any] = []
+    for e in exprs:
+        flat.extend(e if isinstance(e, list | tuple) else [e])
+    flat += list(named.values())
+    if not flat or not all(isinstance(e, pl.Expr) for e in flat):
+        return False
+    planned, multi = expression_plans(tuple(e for e in exprs), named)
+    return multi not in ("custom",) and bool(planned or multi) \
+        and all(p.stat != "custom" for p in planned.values())
 
 
 def with_derived(lf: Any, planned: dict[str, Plan]) -> Any:
