@@ -1,0 +1,220 @@
+"""Red team, polars (issue 14): the same figures as the fixed leaks of ``test_engines_redteam.py``,
+asked for in other ways — another wrapper, lazy instead of eager, another statistic, the
+other order, a Series instead of a DataFrame.
+
+Data and rules as there: 73 people, district A 40 (20 F / 20 M), B 30 (15 / 15), C 3 (2 F / 1 M);
+persons 5 and 6 (district A) are aged 101 and 102; humanitarian preset, threshold 5.
+Each test asserts what is shown: which cells are ✕ and which values stay visible.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+pl = pytest.importorskip("polars")
+pytest.importorskip("duckdb")
+pytest.importorskip("sqlglot")
+
+from test_engines_redteam import PEOPLE  # noqa: E402
+
+from sdc_magic.config import preset  # noqa: E402
+from sdc_magic.render import protected_frame  # noqa: E402
+from sdc_magic.session import Session  # noqa: E402
+
+X = "✕"
+
+
+@pytest.fixture
+def sess():
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    yield s
+    s.capture.uninstall()
+
+
+@pytest.fixture
+def p() -> pl.DataFrame:
+    return pl.from_pandas(PEOPLE)
+
+
+def _shown(out) -> pd.DataFrame:
+    assert out.checked is not None
+    return protected_frame(out.checked)
+
+
+def _status(out) -> str:
+    return out.metadata["sdc_magic"]["status"]
+
+
+def _cells(out, column: str) -> dict:
+    """Column ``column`` of what is shown, by the first label (index or first column), as text."""
+    frame = _shown(out)
+    if column in frame.columns and not isinstance(frame.index, pd.RangeIndex):
+        return {k: str(v) for k, v in zip(frame.index, frame[column], strict=True)}
+    return {k: str(v) for k, v in zip(frame[frame.columns[0]], frame[column], strict=True)}
+
+
+def _describe(out, column: str = "age") -> dict:
+    frame = _shown(out)
+    return {k: str(v) for k, v in zip(frame.index, frame[column], strict=True)}
+
+
+# ---------------------------------------------------------------- an extreme behind a wrapper
+@pytest.mark.parametrize("expr", [
+    (pl.col("age").max() - 0).cast(pl.Float64).round(0),
+    pl.col("age").top_k(1).first(),
+    pl.col("age").get(pl.col("age").arg_max()),
+    pl.col("age").sort(descending=True).first(),
+    pl.col("age").quantile(1.0) + 0,
+], ids=["minus-0-cast-round", "top_k-first", "get-arg_max", "sort-desc-first", "quantile1-plus-0"])
+def test_max_behind_a_wrapper_is_a_max(sess: Session, p: pl.DataFrame, expr) -> None:
+    out = sess.publish(p.group_by("district").agg(expr.alias("m")).sort("district"))
+    assert _status(out) == "blocked"  # every maximum is one person's age
+    assert set(_cells(out, "m").values()) == {X}
+
+
+def test_lazy_max_times_one_is_a_max(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.lazy().group_by("district").agg((pl.col("age").max() * 1).alias("m")).collect())
+    assert _status(out) == "blocked" and set(_cells(out, "m").values()) == {X}
+
+
+def test_bottom_k_last_is_a_min(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.group_by("district").agg(pl.col("age").bottom_k(1).last().alias("m")).sort("district"))
+    assert _status(out) == "blocked" and set(_cells(out, "m").values()) == {X}
+
+
+# ---------------------------------------------------------------- a count behind a wrapper keeps its secondary
+@pytest.mark.parametrize(("build", "a_value"), [
+    (lambda p: p.group_by("district").agg((pl.len() + 100).alias("n")).sort("district"), "140"),
+    (lambda p: p.lazy().group_by("district").agg((pl.len() * 2 + 1).alias("n")).collect(), "81"),
+    (lambda p: p.group_by("district").agg((pl.len().cast(pl.Float64) * 1.5).alias("n")).sort("district"), "60.0"),
+], ids=["plus-100", "lazy-times-2-plus-1", "cast-times-1.5"])
+def test_wrapped_count_hides_a_secondary(sess: Session, p: pl.DataFrame, build, a_value: str) -> None:
+    out = sess.publish(build(p))
+    assert _status(out) == "suppressed"
+    assert _cells(out, "n") == {"A": a_value, "B": X, "C": X}  # B too: else 73 - A - B gives C
+
+
+def test_total_first_then_wrapped_count(sess: Session, p: pl.DataFrame) -> None:
+    """The other order: the grand total (a select without keys) before the wrapped table."""
+    total = sess.publish(p.select(pl.len()))
+    assert _status(total) == "pass" and _shown(total).iloc[0, 0] == 73
+    out = sess.publish(p.group_by("district").agg((pl.len() * 2 + 1).alias("n")).sort("district"))
+    assert _cells(out, "n") == {"A": "81", "B": X, "C": X}
+
+
+def test_wrapped_sum_hides_a_secondary(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.group_by("district").agg((pl.col("income").sum() * 1).alias("s")).sort("district"))
+    shown = _cells(out, "s")
+    assert shown["C"] == X and shown["B"] == X and shown["A"] != X
+
+
+# ---------------------------------------------------------------- a sum of a condition is a count of its rows
+@pytest.mark.parametrize("expr", [
+    (pl.col("district") != "C").cast(pl.Int32).sum(),
+    pl.when(pl.col("district") != "C").then(1).otherwise(0).sum(),
+    (pl.col("district") != "C").sum() * 1,
+], ids=["cast-sum", "when-then-sum", "sum-times-1"])
+def test_condition_sum_is_a_count_on_both_sides(sess: Session, p: pl.DataFrame, expr) -> None:
+    """37 - 35 = 2 women and 36 - 35 = 1 man lack the condition: both cells hidden."""
+    sess.publish(p.group_by("sex").len().sort("sex"))
+    out = sess.publish(p.group_by("sex").agg(expr.alias("n")).sort("sex"))
+    assert _status(out) == "blocked" and set(_cells(out, "n").values()) == {X}
+
+
+def test_condition_mean_beside_the_count(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.group_by("sex").agg(pl.len(), (pl.col("district") != "C").mean().alias("m")).sort("sex"))
+    assert _cells(out, "len") == {"F": "37", "M": "36"} and _cells(out, "m") == {"F": X, "M": X}
+
+
+@pytest.mark.parametrize("order", ["count first", "condition first"])
+def test_condition_sum_is_linked_to_its_rows(sess: Session, p: pl.DataFrame, order: str) -> None:
+    """Outside A per sex (17, 16) against district B per sex (15, 15): C's 2 and 1 people."""
+    def count():
+        return sess.publish(p.lazy().filter(pl.col("district") == "B").group_by("sex").len().collect().sort("sex"))
+
+    def condition():
+        return sess.publish(p.group_by("sex").agg((pl.col("district") != "A").sum().alias("n")).sort("sex"))
+
+    if order == "count first":
+        first, second = count(), condition()
+        assert _cells(first, "len") == {"F": "15", "M": "15"}
+        assert _cells(second, "n") == {"F": X, "M": X}
+    else:
+        first, second = condition(), count()
+        assert _cells(first, "n") == {"F": "17", "M": "16"}
+        assert _cells(second, "len") == {"F": X, "M": X}
+    assert _status(second) == "blocked"
+    assert any(r.rule == "differencing" for rs in second.checked.reasons.values() for r in rs)
+
+
+# ---------------------------------------------------------------- one group without keys
+@pytest.mark.parametrize(("build", "column"), [
+    (lambda p: p.lazy().filter(pl.col("district") == "C").select(pl.col("age").max()).collect(), "age"),
+    (lambda p: p.filter(pl.col("district") == "C").select(pl.col("income").sum()), "income"),
+    (lambda p: p.filter(pl.col("district") == "C").select(pl.len()), "len"),
+    (lambda p: p.filter(pl.col("district") == "C").select((pl.col("age").max() + 0).alias("m")), "m"),
+    (lambda p: p.lazy().filter(pl.col("district") == "C").select("income").sum().collect(), "income"),
+], ids=["lazy-max", "sum", "len", "max-plus-0", "lazy-frame-sum"])
+def test_statistic_of_three_people_without_keys(sess: Session, p: pl.DataFrame, build, column: str) -> None:
+    out = sess.publish(build(p))
+    assert out.checked.kind == "table" and _status(out) in ("suppressed", "blocked")
+    assert _shown(out)[column].iloc[0] == X
+
+
+def test_frame_mean_of_three_people(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.filter(pl.col("district") == "C").select("age", "income").mean())
+    assert _status(out) == "blocked" and set(_shown(out).iloc[0].tolist()) == {X}
+
+
+def test_statistic_of_everyone_without_keys_is_shown(sess: Session, p: pl.DataFrame) -> None:
+    """Not over-protected: a mean over 73 people passes; their maximum (102, one person) does not."""
+    mean = sess.publish(p.select(pl.col("age").mean()))
+    assert _status(mean) == "pass" and round(float(_shown(mean).iloc[0, 0]), 2) == round(PEOPLE.age.mean(), 2)
+    top = sess.publish(p.select(pl.col("age").max()))
+    assert _shown(top).iloc[0, 0] == X
+    # a select of plain columns stays row-level: only aggregates are one group
+    assert sess.publish(p.select("district", "age")).checked.kind == "row-level"
+
+
+# ---------------------------------------------------------------- describe is linked
+def test_series_describe_one_person_fewer(sess: Session, p: pl.DataFrame) -> None:
+    first = sess.publish(p["age"].describe())
+    second = sess.publish(p.filter(pl.col("person") != 72)["age"].describe())
+    assert _status(first) != "blocked" and _status(second) == "blocked"
+
+
+def test_lazy_describe_one_person_fewer_in_either_order(sess: Session, p: pl.DataFrame) -> None:
+    fewer = sess.publish(p.lazy().filter(pl.col("person") != 72).select("age").describe())
+    assert _status(fewer) != "blocked" and _describe(fewer)["count"] == "72.0"
+    everyone = sess.publish(p.select("age").describe())
+    assert _status(everyone) == "blocked"
+    assert any(r.rule == "differencing" for rs in everyone.checked.reasons.values() for r in rs)
+
+
+def test_describe_then_count_of_one_person_fewer(sess: Session, p: pl.DataFrame) -> None:
+    """describe's count row is a count of its rows: a count without person 72 differs by one."""
+    sess.publish(p.select("income").describe())
+    out = sess.publish(p.filter(pl.col("person") != 72).select(pl.len()))
+    assert _shown(out).iloc[0, 0] == X
+
+
+# ---------------------------------------------------------------- a captured result's cells, rearranged
+@pytest.mark.parametrize("rearrange", [
+    lambda t: t.sort("district", descending=True),
+    lambda t: t.select(["district", "F", "M"]),
+    lambda t: t.head(10),
+], ids=["sort-desc", "select-columns", "head-all-rows"])
+def test_pivot_rearranged_keeps_its_evidence(sess: Session, p: pl.DataFrame, rearrange) -> None:
+    table = p.pivot(on="sex", index="district", values="person", aggregate_function="len")
+    out = sess.publish(rearrange(table))
+    assert out.checked.kind == "table" and _status(out) == "suppressed"
+    shown = _shown(out)
+    assert shown.loc["A", "F"] == 20 and shown.loc["A", "M"] == 20
+    assert {shown.loc[d, s] for d in ("B", "C") for s in ("F", "M")} == {X}
+
+
+def test_wrapped_count_sorted_keeps_its_secondary(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.group_by("district").agg((pl.len() * 2 + 1).alias("n")).sort("n", descending=True))
+    assert _cells(out, "n") == {"A": "81", "B": X, "C": X}
