@@ -377,6 +377,7 @@ class Draft:
     atom_size: np.ndarray
     display_group: np.ndarray  # per displayed flat cell, its group (-1: none / margin)
     display_margin: np.ndarray | None = None  # displayed flat cells that are margins (crosstab margins=True)
+    unit: Hashable | None = None  # the declared unit column, when the universe holds its values
 
 
 #: Drafts of the current display (the differencing check, the published-cells lookup and
@@ -461,7 +462,7 @@ class Linker:
                            labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
                            threshold=threshold, margins_public=pop.margins_public, _levels=pop._levels)
         return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
-                     base.display_group, base.display_margin)
+                     base.display_group, base.display_margin, base.unit)
 
     def _draft(self, entry: Any, positions: np.ndarray, threshold: int, flagged: Any = None
                ) -> Draft | None:
@@ -530,7 +531,9 @@ class Linker:
                          hidden_shown=np.zeros(n_groups, bool), threshold=threshold,
                          margins_public=margins_public)
         display_margin = np.flatnonzero((positions >= 0) & margin[np.maximum(positions, 0)])
-        return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin)
+        unit = getattr(entry, "unit", None)
+        unit = unit if unit is not None and unit in universe.hashes and unit in frame.columns else None
+        return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit)
 
     def _place(self, frame: pd.DataFrame, keys: list[str]) -> tuple[Universe, np.ndarray] | None:
         self._ensure_loaded()
@@ -588,6 +591,7 @@ class Linker:
             npub = np.bincount(nmap, weights=~candidate, minlength=len(nlabels)) == 0
             new_levels.append((nsub, nmap, nlabels, nsizes, npub))
         derivable = np.zeros(nb, dtype=bool)
+        units = _UnitGaps(d, T) if d.unit is not None else None
         for old in reversed(self.related(d)):
             a, b, w = self._pairs(d, old)
             if not len(a):
@@ -608,12 +612,18 @@ class Linker:
                 gap, exact = _gaps(su, bu, ww, sizes, new.size, pub, nb) if not (fully and coarse) else (
                     np.zeros(nb, dtype=np.int64), np.zeros(nb, dtype=bool))
                 derivable |= exact
-                for g in np.flatnonzero((gap > 0) & (gap < T) & candidate):
+                few_units = units.few(gap, su, bu, old, mapping, forward=True) if units is not None else ()
+                for g in np.union1d(np.flatnonzero((gap > 0) & (gap < T) & candidate), few_units).astype(int):
+                    if not candidate[g]:
+                        continue
                     parts = np.unique(su[bu == g])
                     hits.setdefault(int(g), []).append(("differencing", self._msg(old, subset, parts, new, [g])))
                 # reverse: an old published cell against the sum of the new cells it touches
                 rgap, _ = _gaps(bu, su, ww, new.size, sizes, candidate, len(sizes))
-                for s_ in np.flatnonzero((rgap > 0) & (rgap < T) & pub):
+                few_units = units.few(rgap, su, bu, old, mapping, forward=False) if units is not None else ()
+                for s_ in np.union1d(np.flatnonzero((rgap > 0) & (rgap < T) & pub), few_units).astype(int):
+                    if not pub[s_]:
+                        continue
                     parts = np.unique(bu[su == s_])
                     if any(int(g) in hits for g in parts):
                         continue
@@ -859,6 +869,88 @@ def _cross(a: np.ndarray, na: int, b: np.ndarray, nb: int, w: np.ndarray
     keep = (uniq != 0) & (counts > 0)
     uniq, counts = uniq[keep], counts[keep]
     return uniq // (nb + 1) - 1, uniq % (nb + 1) - 1, counts.astype(np.int64)
+
+
+class _UnitGaps:
+    """Differences between two tables counted in distinct units, not rows.
+
+    With a unit column declared, a filter that removes 6 episodes of 2 people leaves a row
+    difference of 6 (not below the threshold) but isolates 2 units: the two published counts
+    then describe a cell of 2 people. For a pair already derivable in rows (``_gaps``), the
+    rows that differ are the symmetric difference of the new cell and the old cells it
+    touches; their distinct units are counted from the unit column's row hashes.
+    """
+
+    #: Row differences larger than this are not recounted in units (cost bound).
+    MAX_ROWS = 200_000
+    #: Candidate cells recounted per comparison (cost bound; beyond, rows decide).
+    MAX_CANDIDATES = 256
+
+    def __init__(self, d: Draft, threshold: int) -> None:
+        self.d = d
+        self.threshold = threshold
+        self.hashes = d.universe.hashes[d.unit]
+        self._csr: tuple[np.ndarray, np.ndarray] | None = None
+        self.most_rows = _most_rows_per_unit(d.universe, d.unit)
+
+    def _rows_of(self, atoms: np.ndarray) -> np.ndarray:
+        if self._csr is None:
+            order = np.argsort(self.d.new_row_atom, kind="stable")
+            starts = np.searchsorted(self.d.new_row_atom[order], np.arange(len(self.d.atom_size) + 1))
+            self._csr = (order, starts)
+        order, starts = self._csr
+        lens = starts[atoms + 1] - starts[atoms]
+        total = int(lens.sum())
+        if not total:
+            return np.zeros(0, dtype=np.int64)
+        offsets = np.repeat(starts[atoms] - np.cumsum(lens) + lens, lens) + np.arange(total)
+        return order[offsets]
+
+    def count(self, atoms: np.ndarray) -> int:
+        """Distinct units among the rows of ``atoms`` (a row without a unit value counts as one)."""
+        values = self.hashes[self._rows_of(atoms)]
+        known = values != _MISSING
+        return int(len(np.unique(values[known])) + (~known).sum())
+
+    def few(self, gap: np.ndarray, su: np.ndarray, bu: np.ndarray, old: Population, mapping: np.ndarray,
+            forward: bool) -> np.ndarray:
+        """Cells (new cells if ``forward``, else old level cells) whose row gap is at least the
+        threshold but whose differing rows hold fewer than threshold units."""
+        T = self.threshold
+        # d differing rows hold at least d / (most rows of one unit) units: most gaps need no count
+        cands = np.flatnonzero((gap >= T) & (gap <= self.MAX_ROWS) & (gap < T * self.most_rows)
+                               )[: self.MAX_CANDIDATES]
+        if not len(cands):
+            return np.zeros(0, dtype=np.int64)
+        d = self.d
+        old_group = old.group[d.parent]
+        old_level = np.where(old_group >= 0, mapping[np.maximum(old_group, 0)], -1)
+        new_group = d.pop.group
+        out = []
+        for c in cands:
+            if forward:  # new cell c against the old cells it touches
+                in_old = np.isin(old_level, np.unique(su[bu == c]))
+                in_new = new_group == c
+            else:  # old cell c against the new cells it touches
+                in_old = old_level == c
+                in_new = np.isin(new_group, np.unique(bu[su == c]))
+            n = self.count(np.flatnonzero(in_old ^ in_new))
+            if 0 < n < T:
+                out.append(int(c))
+        return np.asarray(out, dtype=np.int64)
+
+
+def _most_rows_per_unit(universe: Universe, unit: Hashable) -> int:
+    """The largest number of rows one unit has in the universe (cached per universe size)."""
+    cache = universe.__dict__.setdefault("_most_rows", {})
+    hit = cache.get(unit)
+    if hit is not None and hit[0] == universe.n:
+        return hit[1]
+    h = universe.hashes[unit]
+    known = h[h != _MISSING]
+    most = int(np.unique(known, return_counts=True)[1].max()) if len(known) else 1
+    cache[unit] = (universe.n, most)
+    return most
 
 
 def _gaps(xu: np.ndarray, yu: np.ndarray, ww: np.ndarray, size_x: np.ndarray, size_y: np.ndarray,
