@@ -37,6 +37,9 @@ class Pivot:
     on: str  # the name the columns' level gets in the checked form
     row_keys: list[str]
     alias: str = ""  # USING agg AS alias: DuckDB names the columns "<value>_<alias>"
+    #: several USING aggregates: their aliases, one per measure ``__sdc_value<i>`` (the wide
+    #: columns are "<value>_<alias>"); empty for one aggregate
+    aliases: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -546,8 +549,12 @@ def _pivot_plan(node: Any, out_cols: list[str]) -> Plan | None:
     ons = node.expressions or []
     using = node.args.get("using") or []
     group = node.args.get("group")
-    if len(ons) != 1 or len(using) != 1 or group is None:
+    if len(ons) != 1 or not using or group is None:
         return None
+    several = len(using) > 1
+    aliases = [u.alias if isinstance(u, exp.Alias) else "" for u in using]
+    if several and (not all(aliases) or len(set(aliases)) != len(aliases)):
+        return None  # DuckDB's own names of unaliased aggregates are not parsed here
     on = ons[0]
     values = None
     if isinstance(on, exp.In):
@@ -563,6 +570,16 @@ def _pivot_plan(node: Any, out_cols: list[str]) -> Plan | None:
         return None
     agg = using[0]
     var, stat, col = stat_of(agg)
+    measures: dict[str, tuple[str | None, str]] = {}
+    columns: dict[str, Any] = {}
+    if several:
+        for i, u in enumerate(using):
+            v, st, c, a, b = analyse(u, f"{contract.PREFIX}x{i}")
+            if (a, b) != (1.0, 0.0):
+                return None
+            measures[f"{contract.PREFIX}value{i}"] = (v, st)
+            if v is not None and c is not None:
+                columns.setdefault(v, c)
     source = node.this
     if source is None:
         return None
@@ -570,17 +587,22 @@ def _pivot_plan(node: Any, out_cols: list[str]) -> Plan | None:
     where = f" WHERE {on_sql} IN ({', '.join(v.sql('duckdb') for v in values)})" if values else ""
     keys_sql = ", ".join(g.sql("duckdb") for g in group.expressions)
     measure = f"{contract.PREFIX}value"
+    aggs = f'{agg.unalias().sql("duckdb")} AS {measure}' if not several else \
+        ", ".join(f'{u.unalias().sql("duckdb")} AS {m}' for u, m in zip(using, measures, strict=True))
     long_sql = (f'SELECT {keys_sql}, coalesce(CAST({on_sql} AS VARCHAR), \'NULL\') AS "{on.name}", '
-                f'{agg.unalias().sql("duckdb")} AS {measure} FROM {source.sql("duckdb")}{where} GROUP BY ALL')
+                f'{aggs} FROM {source.sql("duckdb")}{where} GROUP BY ALL')
     try:
         select = sqlglot.parse_one(long_sql, read="duckdb")
     except Exception:
         return None
     keys = [*row_keys, on.name]
     key_nodes = list(select.expressions[:len(keys)])
-    columns = {var: col} if var is not None and col is not None else {}
-    return Plan(select, keys, key_nodes, {measure: (var, stat)}, columns,
-                group_text=[n.unalias().sql("duckdb") for n in key_nodes], pivot=Pivot(on.name, row_keys, agg.alias if isinstance(agg, exp.Alias) else ""))
+    if not several:
+        columns = {var: col} if var is not None and col is not None else {}
+        measures = {measure: (var, stat)}
+    return Plan(select, keys, key_nodes, measures, columns,
+                group_text=[n.unalias().sql("duckdb") for n in key_nodes],
+                pivot=Pivot(on.name, row_keys, aliases[0] if not several else "", aliases if several else []))
 
 
 # --------------------------------------------------------------------- evidence queries
