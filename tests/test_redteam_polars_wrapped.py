@@ -218,3 +218,31 @@ def test_pivot_rearranged_keeps_its_evidence(sess: Session, p: pl.DataFrame, rea
 def test_wrapped_count_sorted_keeps_its_secondary(sess: Session, p: pl.DataFrame) -> None:
     out = sess.publish(p.group_by("district").agg((pl.len() * 2 + 1).alias("n")).sort("n", descending=True))
     assert _cells(out, "n") == {"A": "81", "B": X, "C": X}
+
+
+# ---------------------------------------------------------------- fail closed
+def test_wrapped_count_whose_capture_fails_is_withheld(sess: Session, p: pl.DataFrame, monkeypatch) -> None:
+    """Checked as unverified, 81 61 7 would pass the small-number check and 7 = 2·3 + 1 gives C."""
+    from sdc_magic.capture import polars as cap
+
+    def boom(*a, **k):
+        raise RuntimeError("engine down")
+
+    monkeypatch.setattr(cap, "_inner_cell_values", boom)
+    out = sess.publish(p.group_by("district").agg((pl.len() * 2 + 1).alias("n")))
+    assert _status(out) == "blocked" and out.checked is None  # withheld: nothing of the table shown
+    assert "61" not in out.data["text/plain"]
+    assert any("engine down" in f for f in sess.registry.failures)
+
+
+def test_statistic_without_keys_whose_capture_fails_is_withheld(sess: Session, p: pl.DataFrame,
+                                                                monkeypatch) -> None:
+    from sdc_magic.capture import polars as cap
+
+    def boom(*a, **k):
+        raise RuntimeError("engine down")
+
+    monkeypatch.setattr(cap, "_facts", boom)
+    out = sess.publish(p.lazy().filter(pl.col("district") == "C").select(pl.col("age").max()).collect())
+    assert _status(out) == "blocked" and out.checked is None
+    assert "71" not in out.data["text/plain"]

@@ -382,7 +382,10 @@ class PolarsCapture:
         self._saved.append((owner, name, original))
         setattr(owner, name, wrapper)
 
-    def _guarded(self, call: Callable[[], Any], record: Callable[[Any], None]) -> Any:
+    def _guarded(self, call: Callable[[], Any], record: Callable[[Any], None], withhold: bool = False) -> Any:
+        """Run the user's call, then record its evidence; a failure to record never breaks user
+        code. ``withhold``: an aggregation whose unverified check could show what it should hide
+        (a wrapped count, a max) is withheld instead when its capture fails (fail closed)."""
         if _depth.value:
             return call()
         _depth.value += 1
@@ -395,6 +398,8 @@ class PolarsCapture:
             record(result)
         except Exception as exc:  # never break user code; the table will show without evidence
             self.registry.failures.append(f"polars: {type(exc).__name__}: {exc}")
+            if withhold:
+                _withhold(result)
         finally:
             _depth.value -= 1
         return result
@@ -408,7 +413,8 @@ class PolarsCapture:
                     return combined
             return self._guarded(lambda: original(gb, *aggs, **named),
                                  lambda result: self._record_group_by(gb.df, _flatten_by(gb.by), gb.named_by,
-                                                                      aggs, named, result, "group_by.agg"))
+                                                                      aggs, named, result, "group_by.agg"),
+                                 withhold=True)
         return agg
 
     def _combined(self, gb: Any, aggs: tuple, named: dict, original: Callable) -> Any:
@@ -454,8 +460,9 @@ class PolarsCapture:
             contract.register(self.registry, rules, "polars group_by.agg", contract.keyed(result.to_pandas(), keys),
                               ge, keys, lambda m: out.get(m, (None, "custom")), notes, engine_object=result,
                               rows=rows)
-        except Exception as exc:  # the user's result stands; it is shown without evidence
+        except Exception as exc:  # the user's result stands; it is withheld at display (fail closed)
             self.registry.failures.append(f"polars: {type(exc).__name__}: {exc}")
+            _withhold(result)
         return result
 
     def _lazy_group_by(self, original: Callable) -> Callable:
@@ -498,7 +505,7 @@ class PolarsCapture:
             call = hit[1][5] if len(hit[1]) > 5 else "group_by.agg"
             return self._guarded(lambda: original(lf, *args, **kwargs),
                                  lambda result: self._record_group_by(source, by, named_by, aggs, named, result,
-                                                                      call))
+                                                                      call), withhold=True)
         return collect
 
     def _pivot(self, original: Callable) -> Callable:
@@ -644,8 +651,9 @@ class PolarsCapture:
                 elif name == "select" and _aggregate_select(args, kwargs) and isinstance(result, pl.DataFrame) \
                         and result.height == 1:
                     self._record_group_by(df, [], {}, args, kwargs, result, "select")
-            except Exception as exc:  # the frame is then shown without evidence (fail closed)
+            except Exception as exc:  # withheld at display (fail closed)
                 self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")
+                _withhold(result)
             finally:
                 _depth.value -= 1
             return result
@@ -660,7 +668,7 @@ class PolarsCapture:
             return self._guarded(lambda: original(df, *args, **kwargs),
                                  lambda result: self._record_group_by(
                                      df, [], {}, tuple(getattr(pl.col(c), name)() for c in df.columns), {},
-                                     result, name) if self._recipes.get(id(df)) is None else None)
+                                     result, name) if self._recipes.get(id(df)) is None else None, withhold=True)
         return statistic
 
     def _lazy_select(self, original: Callable) -> Callable:
@@ -782,6 +790,22 @@ class PolarsCapture:
         resolved = {c: (None, stat) for c in count_col}
         self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
                        lambda m: (None, stat), result, frame.schema)
+
+
+def _withhold(result: Any) -> None:
+    """Withhold the display of a polars result whose capture failed (its pandas form is
+    marked, so the display shows a placeholder; the reason quotes no data)."""
+    try:
+        import polars as pl
+
+        if not isinstance(result, pl.DataFrame):
+            return
+        form = result.to_pandas()
+        contract.mark_withheld(form, "sdc_magic could not check this polars aggregation: not shown "
+                                     "(%sdc debug has the details)")
+        contract.remember(result, form)
+    except Exception:  # nothing more to do: the display then checks it as unverified
+        pass
 
 
 #: DataFrame / LazyFrame methods computing one statistic per column over all rows (one group)
