@@ -648,8 +648,8 @@ class PolarsCapture:
                     if hit[1].derive and isinstance(result, pl.DataFrame) and result.height == df.height \
                             and set(result.columns) <= set(df.columns):
                         self._publish(hit[1], result, hit[1].to_shown(result))
-                elif name == "select" and _aggregate_select(args, kwargs) and isinstance(result, pl.DataFrame) \
-                        and result.height == 1:
+                elif name == "select" and isinstance(result, pl.DataFrame) and result.height == 1 \
+                        and _aggregate_select(args, kwargs):
                     self._record_group_by(df, [], {}, args, kwargs, result, "select")
             except Exception as exc:  # withheld at display (fail closed)
                 self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")
