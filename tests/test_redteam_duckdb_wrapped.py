@@ -221,3 +221,43 @@ def test_pivot_of_unnamed_aggregates_is_withheld(sess: Session, df: pd.DataFrame
     out = sess.publish(duckdb.sql("PIVOT df ON sex USING count(*), sum(income) GROUP BY district"))
     assert _status(out) == "blocked" and "several USING aggregates" in _text(out)
     assert f"{_income('C', 'M'):.2f}" not in _text(out)
+
+
+# ---------------------------------------------------------------- scalar totals beside earlier tables
+@pytest.mark.parametrize("total", ["select count(*) n from df", "select count(*) + 0 n from df",
+                                   "select count(person) n from df where true"])
+def test_scalar_total_after_having_is_caught(sess: Session, df: pd.DataFrame, total: str) -> None:
+    """HAVING shows A 40 and B 30; a scalar total (one group, linked) would give C = 73 - 70."""
+    a = _col(_shown(sess.publish(duckdb.sql(
+        "select district, count(*) n from df group by district having count(*) >= 5 order by 1"))), "n")
+    assert a == {"A": 40, "B": 30}
+    assert _shown(sess.publish(duckdb.sql(total)))["n"].iloc[0] == X
+
+
+# ---------------------------------------------------------------- streamed results (DuckDB 2.x .arrow())
+def test_arrow_reader_of_sums_and_after_a_count(sess: Session, df: pd.DataFrame) -> None:
+    sums = _shown(sess.publish(duckdb.sql(
+        "select district, sum(income) s from df group by district order by 1").arrow()))
+    assert list(sums["s"])[1:] == [X, X]
+    assert round(float(sums["s"].iloc[0]), 2) == round(float(PEOPLE[PEOPLE.district == "A"].income.sum()), 2)
+    sess.publish(duckdb.sql(PLAIN))
+    out = sess.publish(duckdb.sql(
+        "select sex, count(*) n from df where district <> 'C' group by sex order by 1").arrow())
+    assert _status(out) == "blocked" and set(_col(_shown(out), "n").values()) == {X}
+
+
+# ---------------------------------------------------------------- the relational API
+def test_relational_aggregate_shapes(sess: Session, df: pd.DataFrame) -> None:
+    rel = duckdb.from_df(df)
+    counts = _col(_shown(sess.publish(rel.aggregate("district, count(*) n"))), "n")  # groups implied
+    assert counts == {"A": 40, "B": X, "C": X}
+    sums = _shown(sess.publish(rel.aggregate("district, sum(income) s", "district").df()))
+    assert _col(sums, "s")["C"] == X and _col(sums, "s")["A"] != X
+    few = sess.publish(rel.filter("district = 'C'").aggregate("count(*) * 2 + 10 n"))
+    assert _shown(few)["n"].iloc[0] == X  # 16 would be C's 3 people
+
+
+def test_relational_conditional_count_differencing(sess: Session, df: pd.DataFrame) -> None:
+    sess.publish(duckdb.sql(PLAIN))
+    out = sess.publish(duckdb.from_df(df).aggregate("sex, count(*) filter (where district <> 'C') n", "sex"))
+    assert set(_col(_shown(out), "n").values()) == {X}

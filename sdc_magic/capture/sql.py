@@ -401,6 +401,8 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
             affine[name] = (a, b)
         if var is not None and node is not None:
             columns.setdefault(var, node)
+    if group is not None and not keys and group.args.get("all") and not group.expressions:
+        group = None  # GROUP BY ALL with nothing to group by: one group (as DuckDB computes it)
     if not measures or (group is not None and not keys):
         return None
     if group is None:
