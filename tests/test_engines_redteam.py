@@ -375,8 +375,7 @@ def test_overprotection_polars_pivot_then_sort(sess: Session, p: pl.DataFrame) -
     assert out.checked.kind == "table"
 
 
-@pytest.mark.xfail(strict=True, reason="over-protection: DuckDB 2.x relation .arrow() returns a RecordBatchReader; "
-                   "the check fails (AttributeError on to_pandas) and the honest table is withheld")
+# (was over-protection; fixed: the evidence runs before the user's streamed fetch, the reader keeps it)
 def test_overprotection_duckdb_arrow_reader(sess: Session, df: pd.DataFrame) -> None:
     out = sess.publish(duckdb.sql("select district, count(*) n from df group by district order by 1").arrow())
     assert out.checked is not None and _status(out) == "suppressed"
@@ -389,8 +388,7 @@ def test_overprotection_count_distinct_category(sess: Session, df: pd.DataFrame)
     assert _status(out) != "blocked"
 
 
-@pytest.mark.xfail(strict=True, reason="over-protection: the relational API duckdb.from_df(df).aggregate("
-                   "'district, count(*) n') is not captured: blocked as row-level (A 40, B 30, C 3 all withheld)")
+# (was over-protection; fixed: rel.aggregate(...) is captured as its SQL over the source relation)
 def test_overprotection_relational_aggregate(sess: Session, df: pd.DataFrame) -> None:
     out = sess.publish(duckdb.from_df(df).aggregate("district, count(*) n", "district"))
     assert out.checked.kind == "table"
