@@ -138,7 +138,9 @@ class Plan:
 _AGGS = {"Max": "max", "Min": "min", "Sum": "sum", "Mean": "mean", "Median": "median", "Count": "count",
          "NUnique": "nunique", "First": "first", "Last": "last", "Std": "std", "Var": "var"}
 _ARITHMETIC = {"Plus", "Minus", "Multiply", "TrueDivide", "Divide", "FloorDivide"}
-_TRANSFORMS = {"Round", "Floor", "Ceil", "RoundSF"}
+#: functions of one value (further arguments constant) that give the aggregate back, exactly or nearly
+_TRANSFORMS = {"Round", "Floor", "Ceil", "RoundSF", "Negate", "Abs", "FillNull", "Clip", "Pow", "Log", "Log1p",
+               "Exp", "Sqrt", "Cbrt"}
 #: per-row nodes a derived variable may contain (no aggregation, window, sort or gather)
 _ROW_WISE = {"Column", "Literal", "BinaryExpr", "Cast", "Ternary", "Function", "Alias"}
 _ROW_FUNCTIONS = {"Boolean", "Abs", "Round", "Floor", "Ceil", "FillNull", "StringExpr", "Negate", "Clip"}
@@ -214,12 +216,53 @@ def _extreme(kind: str, source: Any) -> tuple[str | None, str] | None:
     return None
 
 
+def _int_literal(node: Any) -> int | None:
+    if not _literal(node):
+        return None
+    lit = node["Literal"]
+    value = next(iter((lit.get("Dyn") or lit.get("Scalar") or {}).values()), None) if isinstance(lit, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _peel_source(source: Any, stat: str) -> tuple[Any, str, Any]:
+    """The per-row input of an aggregate without what only selects rows: ``drop_nulls()`` (the
+    statistic ignores nulls anyway; a row count becomes a count of values), ``unique()`` before
+    an extreme or a distinct count, ``filter(cond)`` (the aggregate of ``when(cond).then(x)``:
+    the same rows, as a derived variable, returned third). (None, stat, None) when a selection
+    cannot be planned."""
+    import polars as pl
+
+    while isinstance(source, dict) and len(source) == 1:
+        (kind, body), = source.items()
+        if kind == "Function" and isinstance(body, dict) and len(body.get("input") or []) == 1:
+            fn = _function_name(body.get("function"))
+            if fn == "DropNulls":
+                source, stat = body["input"][0], ("count" if stat == "size" else stat)
+                continue
+            if fn == "Unique" and stat in ("max", "min", "nunique"):
+                source = body["input"][0]
+                continue
+            return source, stat, None
+        if kind == "Filter" and isinstance(body, dict):
+            inner, by = body.get("input"), body.get("by")
+            if not (_row_wise(inner) and _row_wise(by)):
+                return None, stat, None
+            return source, ("count" if stat == "size" else stat), pl.when(_as_expr(by)).then(_as_expr(inner))
+        return source, stat, None
+    return source, stat, None
+
+
 def _plan_aggregate(node: dict) -> Plan | None:
     """The plan of a bare aggregate node (no wrapper), or None when it is not one."""
     (kind, body), = node.items()
     if kind == "Len":
         return Plan(None, "size")
     if kind == "Gather" and isinstance(body, dict) and body.get("returns_scalar"):
+        position = _int_literal(body.get("idx"))
+        if position in (0, -1):  # sort().get(0) / get(-1): an end of the sorted column
+            hit = _extreme("First" if position == 0 else "Last", body.get("expr"))
+            if hit is not None:
+                return Plan(*hit)
         var, idx = _column(body.get("expr")), body.get("idx")
         if var is not None and isinstance(idx, dict) and "Function" in idx:
             fn = _function_name(idx["Function"].get("function"))
@@ -253,6 +296,11 @@ def _plan_aggregate(node: dict) -> Plan | None:
         hit = _extreme(agg, source)
         if hit is not None:
             return Plan(*hit)
+    source, stat, filtered = _peel_source(source, stat)
+    if source is None:
+        return None
+    if filtered is not None:
+        return Plan(str(filtered), stat, derived=filtered)
     var = _column(source)
     if var is not None:
         return Plan(var, stat)
@@ -285,15 +333,18 @@ def plan_expression(expr: Any) -> Plan:
         elif kind == "Cast" and isinstance(body, dict):
             node, wrapped = body.get("expr"), True
         elif kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) in _TRANSFORMS \
-                and len(body.get("input") or []) == 1:
+                and body.get("input") and all(_literal(i) for i in body["input"][1:]):
             node, wrapped = body["input"][0], True
         elif kind == "BinaryExpr" and isinstance(body, dict) and body.get("op") in _ARITHMETIC \
                 and (_literal(body.get("left")) != _literal(body.get("right"))):
             node, wrapped = (body["right"] if _literal(body.get("left")) else body["left"]), True
         else:
             break
-    planned = Plan(None, "size") if node == "Len" else \
-        _plan_aggregate(node) if isinstance(node, dict) and len(node) == 1 else None
+    try:
+        planned = Plan(None, "size") if node == "Len" else \
+            _plan_aggregate(node) if isinstance(node, dict) and len(node) == 1 else None
+    except Exception:  # an unexpected tree: the expression is unknown to the rules
+        planned = None
     if planned is None:
         var, stat = expression_stat(expr)
         return Plan(var, stat)
