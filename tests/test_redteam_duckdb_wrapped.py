@@ -261,3 +261,20 @@ def test_relational_conditional_count_differencing(sess: Session, df: pd.DataFra
     sess.publish(duckdb.sql(PLAIN))
     out = sess.publish(duckdb.from_df(df).aggregate("sex, count(*) filter (where district <> 'C') n", "sex"))
     assert set(_col(_shown(out), "n").values()) == {X}
+
+
+# ---------------------------------------------------------------- fail closed
+def test_planning_failure_is_withheld(sess: Session, df: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If preparing the evidence fails, the result is withheld: an unverified check would
+    show 81, 61 and 7 (7 = 2·3 + 1 is not a small number)."""
+    from sdc_magic.capture.duckdb import DuckDBCapture
+
+    def broken(*_a, **_k):
+        raise RuntimeError("evidence could not be bound")
+
+    monkeypatch.setattr(DuckDBCapture, "_prepare", broken)
+    q = "select district, count(*)*2+1 n from df group by district order by 1"
+    for obj in (duckdb.sql(q), duckdb.sql(q).df(), duckdb.execute(q).df()):
+        out = sess.publish(obj)
+        assert _status(out) == "blocked" and out.checked is None
+        assert not any(v in _text(out) for v in ("81", "61"))

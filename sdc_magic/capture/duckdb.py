@@ -351,35 +351,43 @@ class DuckDBCapture:
         _drop(_executed_unplanned, id(con))
         pending = self._prepare_execute(con, query, run, args, kwargs)
         out = statement()
-        if pending is not None and out is not None:
+        if isinstance(pending, str) and out is not None:
+            _remember(_executed_unplanned, out, pending)
+        elif pending is not None and out is not None:
             _remember(_executed, out, pending)
         elif out is not None and isinstance(query, str) and _aggregates(query):
             _remember(_executed_unplanned, out, _withheld_reason(query) or True)
         return out
 
-    def _prepare_execute(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict) -> Pending | None:
+    def _prepare_execute(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict
+                         ) -> Pending | str | None:
         """Bind the evidence of an ``execute()`` before the statement runs (binding later
-        would end the user's pending result)."""
+        would end the user's pending result). A string: why its result must be withheld."""
         if not isinstance(query, str) or not _aggregates(query) or not single_query(query):
-            return None
+            return None  # binding anything but one query would run it (CREATE ... AS, several statements)
         if mixed_levels_safe(query):
-            return None  # remembered as withheld after the statement (see _executing)  # binding anything but one query would run it (CREATE ... AS, several statements)
+            return None  # remembered as withheld after the statement (see _executing)
         sql = self._original("DuckDBPyConnection", "sql")
         if sql is None:
             return None
         params = args[0] if args else kwargs.get("parameters")
-        try:
-            def bind(q: str) -> Any:
-                return run(sql, con, q, params=params) if params is not None else run(sql, con, q)
 
+        def bind(q: str) -> Any:
+            return run(sql, con, q, params=params) if params is not None else run(sql, con, q)
+
+        try:
             rel = bind(query)
-            pending = self._prepare(rel, query, bind)
-            if pending is not None and pending.plan.pivot is not None:
-                pending.user_rel = rel
-            return pending
         except Exception as exc:  # never break user code: the fetched table has no evidence
             self.registry.failures.append(f"duckdb execute: {type(exc).__name__}: {exc}")
             return None
+        try:
+            pending = self._prepare(rel, query, bind)
+        except Exception as exc:  # fail closed, as for a relation (see _capture)
+            self.registry.failures.append(f"duckdb execute: {type(exc).__name__}: {exc}")
+            return PLANNING_FAILED
+        if pending is not None and pending.plan.pivot is not None:
+            pending.user_rel = rel
+        return pending
 
     def _fetch_wrapper(self, original: Callable, name: str) -> Callable:
         @functools.wraps(original)
@@ -496,9 +504,12 @@ class DuckDBCapture:
             pending, failed = None, True
         if pending is None:
             reason = _withheld_reason(query)
+            if failed:
+                # fail closed: an unverified check could pass a wrapped small count (7 = 2·3 + 1)
+                reason = reason or PLANNING_FAILED
             if reason is not None:
                 _remember(_unplanned, rel, reason)
-            elif failed or _grouped(query):
+            elif _grouped(query):
                 _remember(_unplanned, rel, True)
             return
         _remember(_pending, rel, pending)
@@ -841,6 +852,8 @@ def _flags(frame: pd.DataFrame, n: int) -> np.ndarray:
     return np.stack([pd.to_numeric(frame[f"{pre}g{j}"]).to_numpy() != 0 for j in range(n)], axis=1)
 
 
+PLANNING_FAILED = ("the evidence of this query could not be prepared, so it cannot be checked: it is not shown "
+                   "(%sdc debug shows why). Simplify the query, or aggregate in pandas.")
 RELATION_VIEW = "__sdc_relation"  # the name a captured relation's source takes in its evidence queries
 PIVOT_SEVERAL = ("a PIVOT with several USING aggregates is not checked cell by cell here: pivot one aggregate "
                  "at a time (each is checked and protected), or GROUP BY the keys and the ON column.")
