@@ -113,3 +113,34 @@ def test_an_unrelated_table_with_other_labels_is_not_touched(sess: Session) -> N
     other = pd.Series([12.5, 40.25, 7.75], index=pd.Index(["north", "south", "east"], name="zone"))
     out = sess.publish(other)
     assert X not in _shown(out).tolist()
+
+
+# ---- GroupBy.apply: any function of a group is judged by the units of its group
+@pytest.mark.parametrize("func", [np.sum, lambda x: x.sum() * 1.0, lambda x: x.max(), lambda x: x.iloc[0]])
+def test_groupby_apply_hides_a_group_of_three(sess: Session, func) -> None:
+    """C has 3 people: whatever the function computes from them (a sum of their ages, one
+    person's value) is hidden, as for agg(lambda); the table is 'review' (unknown statistic)."""
+    out = sess.publish(DF.groupby("district").age.apply(func))
+    shown = _shown(out)
+    assert shown["C"] == X and shown["A"] != X
+    assert _status(out) == "review"
+
+
+def test_groupby_apply_of_a_frame_per_group_hides_the_small_group(sess: Session) -> None:
+    out = sess.publish(DF.groupby("district")[["age", "flag"]].apply(lambda g: g.sum()))
+    frame = protected_frame(out.checked)
+    assert (frame.loc["C"] == X).all() and (frame.loc["A"] != X).all()
+
+
+def test_groupby_apply_with_rows_per_group_is_not_a_table_of_groups(sess: Session) -> None:
+    """nlargest per group returns people, not groups: not captured, so never 'pass'."""
+    out = sess.publish(DF.groupby("district").age.apply(lambda x: x.nlargest(2)))
+    assert _status(out) in ("review", "blocked")
+
+
+def test_apply_leaves_pandas_results_unchanged(sess: Session) -> None:
+    expected = DF.groupby("district").age.apply(lambda x: x.max() - x.min())
+    sess.capture.uninstall()
+    plain = DF.groupby("district").age.apply(lambda x: x.max() - x.min())
+    sess.capture.install()
+    pd.testing.assert_series_equal(expected, plain)

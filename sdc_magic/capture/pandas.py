@@ -30,7 +30,7 @@ from ..registry import CellEvidence, Entry, Registry
 
 GROUPBY_METHODS = (
     "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
-    "quantile", "agg", "aggregate", "describe", "value_counts", "nunique",
+    "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply",
 )
 DESCRIBE_STATS = {
     "count": "count", "mean": "mean", "std": "std", "min": "min", "max": "max", "50%": "median",
@@ -291,6 +291,8 @@ class Capture:
         if name == "value_counts":
             self._groupby_value_counts(gb, frame, obj, unit, kwargs, result, notes, key_dims)
             return
+        if name == "apply" and not _one_row_per_group(flat_obj, index):
+            return  # rows per group (nlargest, head, a frame each): not a table of groups, unverified
         measure_of = _groupby_measures(name, args, kwargs, obj)
         flat = flatten(flat_obj, index_names=key_dims if getattr(gb, "as_index", True) else None)
         needed = {measure_of(m) for m in set(flat.measure.tolist())}
@@ -710,6 +712,16 @@ def _as_names(x: Any) -> list[str] | None:
     return None
 
 
+def _one_row_per_group(result: Any, index: pd.Index) -> bool:
+    """Whether a ``GroupBy.apply`` result has exactly the groups as its rows (a value, or a
+    row of values, per group), so its cells can be judged by the units of their group."""
+    try:
+        return isinstance(result, pd.Series | pd.DataFrame) and result.index.nlevels == index.nlevels \
+            and len(result) == len(index) and bool(result.index.isin(index).all())
+    except (TypeError, ValueError):
+        return False
+
+
 def _groupby_measures(name: str, args: tuple, kwargs: dict, obj: Any) -> Callable[[str], tuple[str | None, str]]:
     """How each output column of a GroupBy call maps to (variable, statistic)."""
     series_var = obj.name if isinstance(obj, pd.Series) else None
@@ -779,6 +791,8 @@ def _groupby_measures(name: str, args: tuple, kwargs: dict, obj: Any) -> Callabl
                 return var, "quantile"
 
         return quantile_measure
+    if name == "apply":  # any function of a group: its units are known, not what it computes
+        return lambda measure: (split(measure)[0], "custom")
     stat = "size" if name == "size" else stat_name(name)
     return lambda measure: (None if stat == "size" else split(measure)[0], stat)
 
