@@ -222,6 +222,54 @@ def indicator_column(cond: Any) -> tuple[str, Any]:
 def analyse(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, float]:
     """(variable, statistic, column node, a, b) of one aggregate projection, for DuckDB.
 
+    A projection that is none of the shapes below but combines several aggregates of the
+    group (``avg(x) * count(*)``, ``sum(x) - min(x)``, ``coalesce(sum(x), 0)``) is planned by
+    :func:`_composite`.
+    """
+    found = _analyse_one(node, synthetic)
+    if found[1] == "custom":
+        return _composite(node, synthetic) or found
+    return found
+
+
+#: statistics that are one unit's value, whatever else a composite combines them with
+_EXTREMES = ("max", "min", "first", "last", "mode")
+
+
+def _composite(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, float] | None:
+    """A function of several aggregates of the same group, planned as what it reveals.
+
+    Its cells are judged by the most revealing part (red team: ``avg(turnover) * count(*)``
+    is the sum, and showed a dominant firm's turnover at review): an extreme (max, min,
+    first, ...) makes it one unit's value; else one magnitude variable (sum, mean, std of x,
+    with any counts) makes it that variable's statistic, checked with its dominance and
+    protected through its totals. Counts only, two magnitude variables, a subquery, or a
+    part we cannot read: None (a custom statistic, at review).
+    """
+    from sqlglot import exp
+
+    if node.find(exp.Subquery, exp.Window) is not None:
+        return None
+    outer = [a for a in node.find_all(exp.AggFunc) if a.find_ancestor(exp.AggFunc) is None]
+    if len(outer) < 1:
+        return None
+    parts = [_analyse_one(a, f"{synthetic}_{i}") for i, a in enumerate(outer)]
+    if any(p[1] == "custom" for p in parts):
+        return None
+    for var, stat, col, _a, _b in parts:
+        if stat in _EXTREMES or stat.startswith("quantile") or stat == "median":
+            return var, stat, col, 1.0, 0.0
+    magnitude = [p for p in parts if p[1] in contract.MAGNITUDE_EVIDENCE and p[0] is not None
+                 and not str(p[0]).startswith(INDICATOR)]
+    if len({p[0] for p in magnitude}) != 1:
+        return None
+    var, stat, col, _a, _b = magnitude[0]
+    return var, stat, col, 1.0, 0.0
+
+
+def _analyse_one(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, float]:
+    """(variable, statistic, column node, a, b) of one aggregate (possibly wrapped).
+
     Plans what the cell reveals rather than its syntax:
 
     * arithmetic with constants around the aggregate (``a``, ``b``: see :func:`unwrap_affine`);
