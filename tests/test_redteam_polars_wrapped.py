@@ -276,3 +276,25 @@ def test_statistic_without_keys_whose_capture_fails_is_withheld(sess: Session, p
     out = sess.publish(p.lazy().filter(pl.col("district") == "C").select(pl.col("age").max()).collect())
     assert _status(out) == "blocked" and out.checked is None
     assert "71" not in out.data["text/plain"]
+
+
+# ---------------------------------------------------------------- the labels dropped, the cells kept
+def test_max_with_its_labels_dropped_is_still_a_max(sess: Session, p: pl.DataFrame) -> None:
+    """``select`` of the value column alone: before, an unverified 102 / 78 / 71 at review."""
+    out = sess.publish(p.group_by("district").agg(pl.col("age").max()).sort("district").select("age"))
+    assert out.checked.kind == "table" and _status(out) == "blocked"
+    assert set(_shown(out)["age"].tolist()) == {X}
+
+
+def test_wrapped_count_with_its_labels_dropped_keeps_its_secondary(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.group_by("district").agg((pl.len() * 2 + 1).alias("n"), pl.col("age").mean())
+                       .sort("district").select("n", "age"))
+    assert out.checked.kind == "table"
+    assert _cells(out, "n") == {"A": "81", "B": X, "C": X}  # the group labels stay the index
+
+
+def test_describe_with_its_labels_dropped(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.filter(pl.col("district") == "C").select("age").describe().select("age"))
+    assert out.checked.kind == "table"
+    shown = _describe(out)
+    assert shown["count"] == X and shown["mean"] == X and shown["max"] == X

@@ -379,6 +379,7 @@ class _Recipe:
     inner: dict[str, Any]
     inner_frame: Any
     derive: bool = True
+    labels: tuple[str, ...] = ()  # the result's columns that are the pandas form's index
 
 
 class PolarsCapture:
@@ -508,9 +509,13 @@ class PolarsCapture:
             set_indicators(facts, ge, variables)
             rows = _linking_rows(gb.df.lazy(), _flatten_by(gb.by), gb.named_by, keys, out,
                                  int(facts[f"{contract.PREFIX}rows"].sum()))
-            contract.register(self.registry, rules, "polars group_by.agg", contract.keyed(result.to_pandas(), keys),
-                              ge, keys, lambda m: out.get(m, (None, "custom")), notes, engine_object=result,
-                              rows=rows)
+
+            def to_shown(res: Any) -> pd.DataFrame:
+                return contract.keyed(res.to_pandas(), keys)
+
+            recipe = _Recipe("polars group_by.agg", ge, keys, lambda m: out.get(m, (None, "custom")), notes, rows,
+                             None, to_shown, {}, None, False, tuple(keys))
+            self._publish(recipe, result, to_shown(result))
         except Exception as exc:  # the user's result stands; it is withheld at display (fail closed)
             self.registry.failures.append(f"polars: {type(exc).__name__}: {exc}")
             _withhold(result)
@@ -625,7 +630,7 @@ class PolarsCapture:
                   schema: Any, to_shown: Callable[[Any], pd.DataFrame] | None = None,
                   key_casts: dict[str, Any] | None = None,
                   variables: list[str] | None = None, margin_label: str | None = None, link: bool = True,
-                  inner: dict[str, Any] | None = None) -> Any:
+                  inner: dict[str, Any] | None = None, labels: list[str] | None = None) -> Any:
         rules = self.rules()
         notes: list[str] = []
         unit = rules.unit
@@ -662,15 +667,17 @@ class PolarsCapture:
             notes.append(f"{', '.join(sorted(inner))}: a transform of an aggregate (arithmetic with constants, "
                          "cast or rounding), checked and protected as that aggregate")
         recipe = _Recipe(f"polars {call}", ge, keys, measure_of, notes, rows, margin_label, to_shown,
-                         inner or {}, inner_frame, derive)
+                         inner or {}, inner_frame, derive, tuple(keys if labels is None else labels))
         return self._publish(recipe, result, shown)
 
-    def _publish(self, recipe: _Recipe, result: Any, shown: pd.DataFrame) -> Any:
+    def _publish(self, recipe: _Recipe, result: Any, shown: pd.DataFrame, base: Any = None) -> Any:
         """Register ``result`` (pandas form ``shown``) with the recipe's evidence, and keep the
-        recipe with it so that a frame derived from it keeping its cells keeps its evidence."""
+        recipe with it so that a frame derived from it keeping its cells keeps its evidence.
+        ``base``: the captured frame with its labels, when ``result`` lost them (same rows)."""
         wrapped = None
-        if recipe.inner:  # before registering: a failure leaves the table without evidence (unverified)
-            wrapped = _inner_cell_values(recipe.inner_frame, recipe.keys, result, recipe.inner, shown)
+        if recipe.inner:  # before registering: a failure withholds the table (fail closed)
+            wrapped = _inner_cell_values(recipe.inner_frame, recipe.keys, result if base is None else base,
+                                         recipe.inner, shown)
         entry = contract.register(self.registry, self.rules(), recipe.call, shown, recipe.ge, recipe.keys,
                                   recipe.measure_of, list(recipe.notes), engine_object=result,
                                   margin_label=recipe.margin_label, rows=recipe.rows)
@@ -696,9 +703,7 @@ class PolarsCapture:
 
                 hit = self._recipes.get(id(df))
                 if hit is not None and hit[0]() is df:  # a captured result: never a population of its own
-                    if hit[1].derive and isinstance(result, pl.DataFrame) and result.height == df.height \
-                            and set(result.columns) <= set(df.columns):
-                        self._publish(hit[1], result, hit[1].to_shown(result))
+                    self._rearranged(hit[1], df, result, name)
                 elif name == "select" and isinstance(result, pl.DataFrame) and result.height == 1 \
                         and _aggregate_select(args, kwargs):
                     self._record_group_by(df, [], {}, args, kwargs, result, "select")
@@ -709,6 +714,32 @@ class PolarsCapture:
                 _depth.value -= 1
             return result
         return derived
+
+    def _rearranged(self, recipe: _Recipe, df: Any, result: Any, name: str) -> None:
+        """Register ``result``, the same cells as the captured ``df`` (sorted, some columns, all
+        rows), when its labels and values alone would not find the evidence back: a pivot, a
+        describe, a wrapped aggregate, or a select that dropped the label columns (the group
+        labels then stay the pandas form's index, as in pandas: the cells are the same)."""
+        import polars as pl
+
+        if not isinstance(result, pl.DataFrame) or result.height != df.height \
+                or not set(result.columns) <= set(df.columns):
+            return
+        if name == "select" and not result.equals(df.select(result.columns)):
+            return  # not the same cells (e.g. pl.col("n") * 2 keeps the name "n")
+        if all(c in result.columns for c in recipe.labels):
+            if recipe.derive:
+                self._publish(recipe, result, recipe.to_shown(result))
+            else:  # found by its labels and values; kept for what may be derived from it next
+                self._keep(self._recipes, result, recipe)
+            return
+        if name != "select":
+            return
+        full = recipe.to_shown(df)
+        values = [c for c in result.columns if c not in recipe.labels]
+        if not values or not all(c in full.columns for c in values):
+            return
+        self._publish(recipe, result, full[values], base=df)
 
     def _frame_statistic(self, original: Callable, name: str) -> Callable:
         """``DataFrame.mean()`` (``sum``, ``max``, ...): one row of one statistic per column over
@@ -778,7 +809,7 @@ class PolarsCapture:
         schema = df.collect_schema() if hasattr(df, "collect_schema") else df.schema
         self._register("pivot", df.lazy(), [*index, pl.col(on_col).cast(pl.String)], {}, keys,
                        {"": (var, stat)}, lambda m: (var, stat), result, schema, to_shown=to_shown,
-                       key_casts={on_col: pl.String})
+                       key_casts={on_col: pl.String}, labels=index)
 
     def _record_describe(self, obj: Any, result: Any) -> None:
         """Evidence of ``describe``: one group (the whole frame), per column its units, its
@@ -827,7 +858,7 @@ class PolarsCapture:
         resolved = {f"{st}|{c}": measure_of(f"{st}|{c}") for c in columns for st in ("count", "mean")}
         full_schema = lf.collect_schema()
         self._register("describe", lf, [], {}, [], resolved, measure_of, result, full_schema, to_shown=to_shown,
-                       variables=[*columns, *nulls.values()])
+                       variables=[*columns, *nulls.values()], labels=["statistic"])
 
     def _record_value_counts(self, s: Any, kwargs: dict, result: Any) -> None:
         import polars as pl
@@ -913,6 +944,7 @@ def _inner_cell_values(values: Any, keys: list[str], result: Any, inner: dict[st
         joined = pl.concat([rest, values], how="horizontal")
     joined = joined.select(result.columns)
     inner_shown = contract.keyed(joined.to_pandas(), keys) if keys else joined.to_pandas()
+    inner_shown = inner_shown[list(shown.columns)]  # a select may have kept some columns, in its order
     inner_shown.index = shown.index
     inner_shown.columns = shown.columns
     flat, flat_inner = flatten(shown), flatten(inner_shown)
