@@ -179,6 +179,8 @@ def test_one_units_value_other_forms(sess: Session, df: pd.DataFrame, expr: str)
     "group by district having count(*) >= 5",
     "select district, count(*) n from df where district <> 'C' group by district "
     "union all select 'all', sum(1) from df",
+    "with t as (select district, count(*) n from df group by district having count(*) >= 5), "
+    "tot as (select count(*) total from df) select * from t, tot",
 ])
 def test_hand_made_totals_other_forms(sess: Session, df: pd.DataFrame, sql: str) -> None:
     for obj in (duckdb.sql(sql), duckdb.sql(sql).df(), duckdb.execute(sql).df()):

@@ -792,42 +792,29 @@ MIXED_LEVELS = ("this query puts aggregates at different levels side by side (a 
 
 
 def mixed_levels(query: str) -> bool:
-    """Whether the last statement shows aggregates of different grouping levels together.
+    """Whether the last statement computes aggregates of different grouping levels whose
+    values reach the result.
 
-    Looks at the branches of a top-level UNION and at scalar subqueries in the projections
-    (not at CTEs or FROM subqueries, whose rows are the input of the outer query). Two
-    aggregating scopes whose GROUP BY differ (one may have none: a total) make the result
-    a hand-made table with margins that no plan checks: subtracting shows a dropped
-    (small) group (red team: HAVING count >= 5 UNION ALL 'Total', 73 − 40 − 30 = 3).
+    Every SELECT of the statement counts (UNION branches, scalar subqueries in projections,
+    CTEs, FROM subqueries) except those inside a WHERE, HAVING or QUALIFY condition (their
+    values filter rows, they are not shown). Two aggregating SELECTs whose GROUP BY differ
+    (one may have none: a total) make a hand-made table with margins that no plan checks:
+    subtracting shows a dropped (small) group (red team: HAVING count >= 5 UNION ALL
+    'Total', 73 − 40 − 30 = 3; the same total as a scalar subquery, or from a CTE).
     """
     from sqlglot import exp
 
     stmt = _parse_last(query)
     if stmt is None:
         return False
-    branches: list[Any] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, exp.Union | exp.Intersect | exp.Except):
-            walk(node.this)
-            walk(node.expression)
-        elif isinstance(node, exp.Subquery):
-            walk(node.this)
-        elif isinstance(node, exp.Select):
-            branches.append(node)
-
-    walk(stmt)
     levels: set[str] = set()
-    for select in branches:
-        scopes = [select]
-        for p in select.expressions:
-            scopes += list(p.find_all(exp.Select))
-        for scope in scopes:
-            own = [p for p in scope.expressions if _aggregates_here(p, scope)]
-            if not own:
-                continue
-            group = scope.args.get("group")
-            levels.add(group.sql("duckdb") if group is not None else "()")
+    for scope in stmt.find_all(exp.Select):
+        if scope.find_ancestor(exp.Where, exp.Having, exp.Qualify) is not None:
+            continue
+        if not any(_aggregates_here(p, scope) for p in scope.expressions):
+            continue
+        group = scope.args.get("group")
+        levels.add(group.sql("duckdb") if group is not None else "()")
     return len(levels) > 1
 
 
