@@ -89,3 +89,57 @@ def test_large_three_dimensional_table_is_protected_not_blocked() -> None:
     hid = cells[small]
     assert ((hid.upper >= 5 - 1e-9) & (hid.lower <= hid.value - 1 + 1e-9)).all()
     assert res.method.startswith("heuristic") or res.method.startswith("optimal")
+
+
+def _hier_counts(seed: int) -> tuple[pd.DataFrame, dict]:
+    """A 2-level hierarchy (4 groups of 6 leaves) × 30 columns × 3: boxes must stay inside a group."""
+    rng = np.random.default_rng(seed)
+    rows = [(f"g{g}l{leaf}", f"c{c:02d}", f"z{z}", int(rng.negative_binomial(2, 0.3)))
+            for g in range(4) for leaf in range(6) for c in range(30) for z in range(3)]
+    df = pd.DataFrame(rows, columns=["v0", "v1", "v2", "n"])
+    df = df[df.n > 0].reset_index(drop=True)
+    return df, {"v0": {f"g{g}": [f"g{g}l{leaf}" for leaf in range(6)] for g in range(4)}}
+
+
+@pytest.mark.parametrize("case", ["2d", "3d", "hierarchy"])
+def test_box_certificates_give_the_whole_table_verdicts(case, monkeypatch) -> None:
+    """Sums of boxes (local.Boxes) replace most local LPs: same failures, every certificate checked."""
+    if case == "hierarchy":
+        df, hier = _hier_counts(9)
+    else:
+        df, hier = _counts((120, 60) if case == "2d" else (20, 15, 8), 11, 0.15 if case == "2d" else 0.3), None
+    dims = [c for c in df.columns if c.startswith("v")]
+
+    def problem():
+        tab = _prepare(df, dims, "n", None, None, hier, None, True)
+        a = tab.value
+        n = len(a)
+        primary = (a > 0) & (a < 5) & tab.model.is_inner
+        lpl = np.where(primary, np.minimum(a, 1.0), 0.0)
+        upl = np.where(primary, np.where(a == 1, 25.0, 5.0 - a), 0.0)
+        scen = np.where(a == 1, 0.0, np.nan)
+        P = audit.Problem(tab.model.M, a, a.copy(), np.full(n, np.inf), primary, np.ones(n, bool), lpl, upl,
+                          np.maximum(a, 1.0), scen.copy(), scen.copy(), S=tab.model.S.tocsr(),
+                          boxes=local.Boxes.of(tab.model))
+        return P, primary.copy()
+
+    P, hidden = problem()
+    assert local.LocalAttacker.worth(hidden)
+    fast = audit.certify(P, hidden, [], singletons=True)
+    P2, _ = problem()
+    P2.boxes = None
+    monkeypatch.setattr(local, "MIN_HIDDEN", 10**9)
+    slow = audit.certify(P2, hidden, [], singletons=True)
+    assert sorted(fast.failures) == sorted(slow.failures)
+    assert len(fast.failures) > 0
+    for f in fast.pool:
+        assert hidden[f.idx].all()
+        assert np.abs(P.M[:, f.idx] @ f.val).max(initial=0.0) <= 1e-6 * max(1.0, np.abs(f.val).max())
+        assert (f.val <= P.U[f.idx] + 1e-7).all() and (-f.val <= P.L[f.idx] + 1e-7).all()
+    # boxes did the work: most outsider certificates are sums of boxes
+    monkeypatch.setattr(local, "MIN_HIDDEN", 600)
+    att = local.LocalAttacker(P.M, P.Mc, hidden, P._weights(), boxes=P.boxes)
+    req_k, req_s, req_a = P.requirements()
+    for r in range(0, len(req_k), 7):
+        att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), P.L, P.U)
+    assert att.boxed > 0.5 * att.found

@@ -19,6 +19,7 @@ from ..rules import CellFacts, assess
 from .audit import Problem, ProgressFn, Ticker, TimeLimit, certify, intervals
 from .heuristic import Infeasible, cleanup, repair
 from .levels import decimals_of, protection_levels
+from .local import Boxes
 from .lp import Flow, set_deadline
 from .mip import available_solvers, optimal
 from .model import TOTAL, TableModel, _sorted_unique, build_dimension, build_model, merged_top
@@ -413,7 +414,8 @@ def protect(
             a, tab.top, unit_counts, rules, is_primary,
             1.0 if frequency else 10.0 ** (-decimals_of(a[model.is_inner])))
     P = Problem(model.M, a, L, U, is_primary, hideable, lpl, upl, c_int, scen_L, scen_U,
-                S=model.S.tocsr(), top1=top1, insider_unit=insider_unit, own_lpl=own_lpl, own_upl=own_upl)
+                S=model.S.tocsr(), top1=top1, insider_unit=insider_unit, own_lpl=own_lpl, own_upl=own_upl,
+                boxes=Boxes.of(model))
 
     # ---- search
     deadline = time.process_time() + float(time_limit)  # CPU seconds (see Ticker)

@@ -131,7 +131,7 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
     # then the cheapest cover among the cells nearby); the whole-table LPs decide the rest
     near_hidden = near_cover = None
     if LocalAttacker.worth(hidden):
-        near_hidden = LocalAttacker(P.M, P.Mc, hidden, P._weights())
+        near_hidden = LocalAttacker(P.M, P.Mc, hidden, P._weights(), boxes=P.boxes)
         rank = np.where(hidden, 0.0, 1.0 + P.cost / max(float(P.cost.max()), 1e-12))
         near_cover = LocalAttacker(P.M, P.Mc, allowed | hidden, P._weights(), rank=rank, sizes=COVER_SIZES)
     try:
