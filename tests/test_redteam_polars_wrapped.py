@@ -298,3 +298,16 @@ def test_describe_with_its_labels_dropped(sess: Session, p: pl.DataFrame) -> Non
     assert out.checked.kind == "table"
     shown = _describe(out)
     assert shown["count"] == X and shown["mean"] == X and shown["max"] == X
+
+
+# ---------------------------------------------------------------- lazy: sorted before collect()
+def test_lazy_wrapped_count_sorted_before_collect(sess: Session, p: pl.DataFrame) -> None:
+    """Before: the sorted plan was collected without evidence, 81 / 61 / 7 at review (7 = 2·3 + 1)."""
+    out = sess.publish(p.lazy().group_by("district").agg((pl.len() * 2 + 1).alias("n")).sort("district").collect())
+    assert out.checked.kind == "table" and _cells(out, "n") == {"A": "81", "B": X, "C": X}
+
+
+def test_lazy_max_sorted_before_collect(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.lazy().group_by("district").agg(pl.col("age").max()).sort("age", descending=True)
+                       .collect())
+    assert _status(out) == "blocked" and set(_shown(out)["age"].tolist()) == {X}

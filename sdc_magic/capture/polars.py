@@ -413,6 +413,7 @@ class PolarsCapture:
         for name in ("sort", "select", "head", "tail", "limit"):
             self._patch(pl.DataFrame, name, functools.partial(self._derived, name=name))
         self._patch(pl.LazyFrame, "select", self._lazy_select)
+        self._patch(pl.LazyFrame, "sort", self._lazy_sort)
         for name in FRAME_STATISTICS:
             self._patch(pl.DataFrame, name, functools.partial(self._frame_statistic, name=name))
             self._patch(pl.LazyFrame, name, functools.partial(self._lazy_statistic, name=name))
@@ -757,10 +758,23 @@ class PolarsCapture:
         """``LazyFrame.select`` of aggregates only (one group): recorded at ``collect()``."""
         def select(lf: Any, *exprs: Any, **named: Any) -> Any:
             result = original(lf, *exprs, **named)
-            if not _depth.value and _aggregate_select(exprs, named):
+            hit = self._lazy.get(id(lf))
+            captured = hit is not None and hit[0]() is lf  # an aggregate already: not a population of rows
+            if not _depth.value and not captured and _aggregate_select(exprs, named):
                 self._keep(self._lazy, result, (lf, [], {}, exprs, named, "select"))
             return result
         return select
+
+    def _lazy_sort(self, original: Callable) -> Callable:
+        """``sort`` of a lazy aggregation before ``collect()``: the same groups, recorded at collect
+        (the evidence is aligned by the group labels, so the order does not matter)."""
+        def sort(lf: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(lf, *args, **kwargs)
+            hit = self._lazy.get(id(lf))
+            if not _depth.value and hit is not None and hit[0]() is lf:
+                self._keep(self._lazy, result, hit[1])
+            return result
+        return sort
 
     def _lazy_statistic(self, original: Callable, name: str) -> Callable:
         """``LazyFrame.mean()`` (``sum``, ``max``, ...): recorded at ``collect()`` as one group."""
