@@ -9,10 +9,14 @@ declared: the count a user asked for is the number of rows in the cell.
 
 Covered: ``DataFrame.group_by(...)`` then ``agg`` (and ``len``, ``count``, ``sum``, ``mean``,
 ``median``, ``min``, ``max``, ``n_unique``, ``first``, ``last``, ``quantile``, which polars
-routes through ``agg``); ``LazyFrame.group_by(...).agg(...)`` (or ``.len()``) followed
-directly by ``collect()``; ``DataFrame.pivot``; ``Series.value_counts``. Anything else
-(e.g. a lazy plan sorted after the aggregation) is displayed as an engine object without
-evidence: row-level when it has text columns, unverified otherwise (fail closed).
+routes through ``agg``); ``LazyFrame.group_by(...).agg(...)`` (or ``.len()``), sorted or not,
+then ``collect()``; a ``select`` of aggregates only and ``DataFrame/LazyFrame.mean()`` (``sum``,
+``max``, ...) without keys (one group); ``DataFrame.pivot``; ``Series.value_counts``;
+``describe``. An expression is planned by what it reveals (:func:`plan_expression`), not by
+its syntax. ``sort``, ``select`` of columns and ``head``/``tail`` of all rows of a captured
+result keep its evidence. Anything else (e.g. a lazy plan filtered after the aggregation)
+is displayed as an engine object without evidence: row-level when it has text columns,
+unverified otherwise; a captured aggregation whose capture fails is withheld (fail closed).
 """
 
 from __future__ import annotations
