@@ -51,7 +51,8 @@ def test_max_through_other_wrappers(sess: Session, df: pd.DataFrame, expr: str) 
 
 
 @pytest.mark.parametrize("expr, a_value", [("100 - count(*)", 60), ("count(*) * 3 - 7", 113),
-                                           ("(count(*) + 1) * 2", 82)])
+                                           ("(count(*) + 1) * 2", 82), ("count(*) + (select 100)", 140),
+                                           ("count(*) * (2 + 1) - cast(1 as int)", 119)])
 def test_affine_counts_keep_secondary_suppression(sess: Session, df: pd.DataFrame, expr: str,
                                                   a_value: int) -> None:
     """B is hidden as in the plain count: the displayed values do not add up, the counts do."""

@@ -110,10 +110,11 @@ _KEEPING = ("Alias", "Paren", "Round", "Cast", "TryCast")
 
 
 def _number(node: Any) -> float | None:
-    """A numeric literal's value (``2``, ``-1.5``, ``(3)``), else None."""
+    """A constant's value (``2``, ``-1.5``, ``(3)``, ``2 + 1``, ``CAST(2 AS DOUBLE)``,
+    ``(SELECT 100)``), else None: a constant written another way is still a constant."""
     from sqlglot import exp
 
-    if isinstance(node, exp.Paren):
+    if isinstance(node, exp.Paren | exp.Cast | exp.TryCast):
         return _number(node.this)
     if isinstance(node, exp.Neg):
         inner = _number(node.this)
@@ -123,6 +124,21 @@ def _number(node: Any) -> float | None:
             return float(node.name)
         except ValueError:
             return None
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div):
+        left, right = _number(node.this), _number(node.expression)
+        if left is None or right is None:
+            return None
+        if isinstance(node, exp.Add):
+            return left + right
+        if isinstance(node, exp.Sub):
+            return left - right
+        if isinstance(node, exp.Mul):
+            return left * right
+        return left / right if right else None
+    if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+        select = node.this
+        if len(select.expressions) == 1 and not any(select.args.get(a) for a in ("from", "from_", "where")):
+            return _number(select.expressions[0].unalias())
     return None
 
 
