@@ -199,11 +199,54 @@ def _structural(flat: Flat | None, rules: Rules) -> np.ndarray:
     return out
 
 
-def _facts(ev: Any, structural: np.ndarray) -> CellFacts:
+def _facts(ev: Any, structural: np.ndarray, entry: Any = None, rules: Rules | None = None) -> CellFacts:
     """The rules' view of captured evidence (one entry per cell)."""
     return CellFacts(stat=ev.stat, units=ev.units, total=ev.total, top=ev.top, negative=ev.negative,
                      total_abs=ev.total_abs, structural=structural, ones=getattr(ev, "ones", None),
-                     value=ev.value)
+                     value=ev.value, counts_units=_distinct_counts_units(ev, entry, rules))
+
+
+#: A column with at most this share of distinct values among its known values is a
+#: categorical variable: a distinct count of it counts categories, not people.
+CATEGORY_SHARE = 0.05
+
+
+def _distinct_counts_units(ev: Any, entry: Any, rules: Rules | None) -> np.ndarray | None:
+    """Per cell, whether a distinct count counts units rather than categories.
+
+    ``nunique`` of ``household`` is a number of households (a count: 2 households is a
+    small cell); ``nunique`` of ``sex`` is 1 or 2 whatever the group's size, and hiding it
+    as a small count blocked every such table (red team, DuckDB ``count(distinct sex)``).
+    A variable is categorical when the source shows it, over all rows, with at most
+    ``CATEGORY_SHARE`` distinct values per known value, and it is not the declared unit
+    column; when the source is not at hand, the distinct count counts units (the stricter
+    reading). The cell's own units are judged by the threshold either way.
+    """
+    stat = np.asarray(ev.stat).astype(str)
+    distinct = stat == "nunique"
+    if not distinct.any() or entry is None:
+        return None
+    source = getattr(entry, "source", None)
+    frame = getattr(source, "frame", None) if source is not None else None
+    if frame is None:
+        frame = getattr(source, "rows", None)
+    if not isinstance(frame, pd.DataFrame):
+        return None
+    out = np.ones(len(stat), dtype=bool)
+    variables = np.asarray(ev.var, dtype=object)
+    unit = rules.unit if rules is not None else None
+    for var in {v for v in variables[distinct].tolist() if v is not None and v != ""}:
+        if var == unit or var not in frame.columns:
+            continue
+        try:
+            col = frame[var]
+            known = int(col.notna().sum())
+            categories = known > 0 and col.nunique(dropna=True) <= CATEGORY_SHARE * known
+        except (TypeError, ValueError):
+            continue
+        if categories:
+            out[distinct & (variables == var)] = False
+    return out
 
 
 def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
@@ -212,7 +255,7 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     flat = resolved.flat
     entry = resolved.match.entry if resolved.match else None
     assert ev is not None and flat is not None and entry is not None
-    facts = _facts(ev, _structural(resolved.flat, rules))
+    facts = _facts(ev, _structural(resolved.flat, rules), entry, rules)
     assessment = rules_mod.assess(facts, rules)
     primary = assessment.primary.copy()
     reasons = {i: list(rs) for i, rs in assessment.reasons.items()}
@@ -464,7 +507,7 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
     if resolved.match.how == "identity":
         primary_all = np.zeros(len(ev_all.value), dtype=bool)
     else:
-        facts_all = _facts(ev_all, _structural(entry.flat, rules))
+        facts_all = _facts(ev_all, _structural(entry.flat, rules), entry, rules)
         primary_all = rules_mod.assess(facts_all, rules).primary
     shown = positions >= 0
     primary_all[positions[shown & primary_shown]] = True

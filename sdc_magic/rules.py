@@ -12,8 +12,10 @@ statistic        rules
 ===============  ==========================================================
 count, size,     frequency threshold on units; zeros policy. Percentages and
 percent          proportions derived from counts follow their count.
-nunique          a distinct count is a count: the threshold applies to the
-                 distinct count shown *and* to the cell's units
+nunique          a distinct count of units (an identifier, the declared unit
+                 column) is a count: the threshold applies to the distinct
+                 count shown *and* to the cell's units; a distinct count of
+                 categories (``sex``: 2) is judged by the cell's units only
 sum, mean        frequency + (n,k) dominance + p% rule on magnitudes
 sum, mean of an  a count in disguise (the sum counts people, the mean is a
 indicator (0/1)  proportion): the units *with* and *without* the attribute
@@ -97,6 +99,9 @@ class CellFacts:
         ones: for sums and means of an indicator (0/1) variable, the units having the
             attribute (NaN elsewhere).
         value: the published value of each cell (distinct counts are checked on it).
+        counts_units: per cell, whether a distinct count counts units (people,
+            households: the shown number is then checked against the threshold) rather
+            than categories; None: every distinct count counts units.
     """
 
     stat: np.ndarray
@@ -108,6 +113,7 @@ class CellFacts:
     structural: np.ndarray | None = None
     ones: np.ndarray | None = None
     value: np.ndarray | None = None
+    counts_units: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.units)
@@ -186,6 +192,8 @@ def assess(facts: CellFacts, rules: Rules) -> Assessment:
     if facts.value is not None:
         shown = np.asarray(facts.value, dtype=float)
         distinct = (stat == "nunique") & np.isfinite(shown) & ~structural & ~small
+        if facts.counts_units is not None:
+            distinct &= np.asarray(facts.counts_units, dtype=bool)
         few = distinct & (shown > 0) & (shown < rules.threshold)
         out.add(few, "threshold", lambda i: f"a distinct count below {rules.threshold} (threshold {rules.threshold})")
 

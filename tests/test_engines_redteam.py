@@ -381,11 +381,12 @@ def test_overprotection_duckdb_arrow_reader(sess: Session, df: pd.DataFrame) -> 
     assert out.checked is not None and _status(out) == "suppressed"
 
 
-@pytest.mark.xfail(strict=True, reason="over-protection: count(distinct sex) per district (2, 2, 2: categories, "
-                   "not people) is blocked with every cell hidden")
+# (was over-protection: blocked; fixed: a distinct count of a categorical column counts categories,
+# judged by the group's units only)
 def test_overprotection_count_distinct_category(sess: Session, df: pd.DataFrame) -> None:
     out = sess.publish(duckdb.sql("select district, count(distinct sex) m from df group by district order by 1"))
     assert _status(out) != "blocked"
+    assert _col(_shown(out), "m") == {"A": 2, "B": 2, "C": X}  # C: a group of 3 people
 
 
 # (was over-protection; fixed: rel.aggregate(...) is captured as its SQL over the source relation)
