@@ -311,3 +311,18 @@ def test_lazy_max_sorted_before_collect(sess: Session, p: pl.DataFrame) -> None:
     out = sess.publish(p.lazy().group_by("district").agg(pl.col("age").max()).sort("age", descending=True)
                        .collect())
     assert _status(out) == "blocked" and set(_shown(out)["age"].tolist()) == {X}
+
+
+# ---------------------------------------------------------------- renamed measures
+def test_wrapped_count_renamed_keeps_its_secondary(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.group_by("district").agg((pl.len() * 2 + 1).alias("n"), pl.col("age").mean())
+                       .rename({"n": "count", "age": "mean age"}).sort("district"))
+    assert out.checked.kind == "table"
+    assert _cells(out, "count") == {"A": "81", "B": X, "C": X}
+
+
+def test_describe_renamed(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.filter(pl.col("district") == "C").select("age").describe().rename({"age": "Age"}))
+    assert out.checked.kind == "table"
+    shown = _describe(out, "Age")
+    assert shown["count"] == X and shown["max"] == X

@@ -414,7 +414,7 @@ class PolarsCapture:
         self._patch(pl.LazyFrame, "collect", self._collect)
         for owner in (pl.DataFrame, pl.LazyFrame, pl.Series):
             self._patch(owner, "describe", self._describe)
-        for name in ("sort", "select", "head", "tail", "limit"):
+        for name in ("sort", "select", "head", "tail", "limit", "rename"):
             self._patch(pl.DataFrame, name, functools.partial(self._derived, name=name))
         self._patch(pl.LazyFrame, "select", self._lazy_select)
         self._patch(pl.LazyFrame, "sort", self._lazy_sort)
@@ -727,8 +727,14 @@ class PolarsCapture:
         labels then stay the pandas form's index, as in pandas: the cells are the same)."""
         import polars as pl
 
-        if not isinstance(result, pl.DataFrame) or result.height != df.height \
-                or not set(result.columns) <= set(df.columns):
+        if not isinstance(result, pl.DataFrame) or result.height != df.height:
+            return
+        if name == "rename":
+            recipe = _renamed(recipe, df, result)
+            if recipe is not None:
+                self._publish(recipe, result, recipe.to_shown(result))
+            return
+        if not set(result.columns) <= set(df.columns):
             return
         if name == "select" and not result.equals(df.select(result.columns)):
             return  # not the same cells (e.g. pl.col("n") * 2 keeps the name "n")
@@ -937,6 +943,28 @@ def with_derived(lf: Any, planned: dict[str, Plan]) -> Any:
     if not derived:
         return lf
     return lf.select([*(e.alias(v) for v, e in derived.items()), pl.all()])
+
+
+def _renamed(recipe: _Recipe, df: Any, result: Any) -> _Recipe | None:
+    """The recipe of ``df.rename(...)`` when only measure columns were renamed (a label or a
+    pivot's category renamed changes the cells' labels: None, found by values or not at all)."""
+    import dataclasses
+
+    if len(df.columns) != len(result.columns):
+        return None
+    mapping = {old: new for old, new in zip(df.columns, result.columns, strict=True) if old != new}
+    if not mapping or any(old in recipe.labels for old in mapping) or set(recipe.keys) - set(recipe.labels):
+        return None  # labels renamed, or a pivot (its columns are the categories of a key)
+    inverse = {new: old for old, new in mapping.items()}
+    measure_of = recipe.measure_of
+
+    def renamed_measure(measure: str) -> tuple[str | None, str]:
+        return measure_of("|".join(inverse.get(part, part) for part in measure.split("|")))
+
+    inner = {mapping.get(c, c): e for c, e in recipe.inner.items()}
+    frame = recipe.inner_frame.rename({c: mapping[c] for c in recipe.inner if c in mapping}) \
+        if recipe.inner_frame is not None else None
+    return dataclasses.replace(recipe, measure_of=renamed_measure, inner=inner, inner_frame=frame, derive=True)
 
 
 def _inner_cell_values(values: Any, keys: list[str], result: Any, inner: dict[str, Any],
