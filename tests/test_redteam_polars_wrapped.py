@@ -326,3 +326,39 @@ def test_describe_renamed(sess: Session, p: pl.DataFrame) -> None:
     assert out.checked.kind == "table"
     shown = _describe(out, "Age")
     assert shown["count"] == X and shown["max"] == X
+
+
+# ---------------------------------------------------------------- several aggregates combined
+@pytest.mark.parametrize("expr", [
+    pl.col("turnover").mean() * pl.len(),
+    pl.col("turnover").sum() / pl.col("turnover").count(),
+    (pl.col("turnover").mean() * pl.len()).round(1),
+    pl.when(pl.len() > 0).then(pl.col("turnover").sum()),
+    pl.when(pl.col("firm") >= 0).then(pl.col("turnover")).otherwise(0).sum(),
+], ids=["mean-times-len", "sum-over-count", "rounded", "when-len-then-sum", "sum-of-when"])
+def test_dominant_firm_through_combined_aggregates(expr) -> None:
+    """mean × len is the sum, sum / count the mean: the dominant firm's cell is hidden (INSEE)."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    firms = pl.DataFrame({"firm": np.arange(40), "sector": np.repeat(["S1", "S2"], 20),
+                          "region": np.tile(["N", "S"], 20), "turnover": np.round(rng.uniform(10, 20, 40), 1)})
+    firms = firms.with_columns(pl.when(pl.col("firm") == 0).then(10000.0).otherwise(pl.col("turnover"))
+                               .alias("turnover"))
+    s = Session(rules=preset("insee"))
+    s.capture.install()
+    try:
+        out = s.publish(firms.group_by("sector", "region").agg(expr.alias("s")).sort("sector", "region"))
+        assert out.checked.kind == "table"
+        shown = _shown(out)
+        cell = shown.loc[("S1", "N"), "s"] if "s" in shown.columns and isinstance(shown.index, pd.MultiIndex) \
+            else shown.set_index(["sector", "region"]).loc[("S1", "N"), "s"]
+        assert cell == X
+    finally:
+        s.capture.uninstall()
+
+
+def test_sum_minus_min_is_a_minimum(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.group_by("district").agg((pl.col("age").sum() - pl.col("age").min()).alias("m"))
+                       .sort("district"))
+    assert _status(out) == "blocked" and set(_cells(out, "m").values()) == {X}

@@ -317,6 +317,61 @@ def _plan_aggregate(node: dict) -> Plan | None:
     return None
 
 
+#: statistics that are one unit's value, whatever a composite combines them with
+_EXTREME_STATS = ("max", "min", "first", "last", "mode", "median")
+
+
+def _outer_aggregates(node: Any, out: list[Any]) -> bool:
+    """Collect the aggregates of ``node`` not nested in another one, through arithmetic, casts,
+    conditions and value functions only; False for anything else (a window, a cumulative or
+    rolling function): the composite is then not planned."""
+    if node == "Len":
+        out.append(node)
+        return True
+    if isinstance(node, list):
+        return all(_outer_aggregates(n, out) for n in node)
+    if not isinstance(node, dict):
+        return True
+    if len(node) != 1:
+        return all(_outer_aggregates(v, out) for v in node.values())
+    (kind, body), = node.items()
+    if kind in ("Agg", "Gather") or (kind == "Function" and isinstance(body, dict)
+                                     and _function_name(body.get("function")) == "Quantile"):
+        out.append(node)
+        return True
+    if kind in ("Column", "Literal"):
+        return True
+    if kind == "Function" and isinstance(body, dict):
+        fn = _function_name(body.get("function"))
+        return fn in _TRANSFORMS | {"Coalesce"} and _outer_aggregates(body.get("input"), out)
+    if kind in ("BinaryExpr", "Cast", "Alias", "Ternary"):
+        return _outer_aggregates(body, out)
+    return False  # a window (over), a cumulative or rolling function, ...: not planned
+
+
+def _composite(node: Any) -> Plan | None:
+    """A function of several aggregates of the group (``mean * len()``, ``sum - min``,
+    ``sum / count``), planned by its most revealing part, as for DuckDB: an extreme (or a
+    median) makes it that unit's value; else one magnitude variable (sum, mean, std of x,
+    with any counts) makes it that variable's statistic, checked with its dominance and
+    protected through its totals. Counts only, two magnitude variables, or a part we cannot
+    plan: None (a custom statistic, at review)."""
+    outer: list[Any] = []
+    if not _outer_aggregates(node, outer) or len(outer) < 2:
+        return None
+    parts = [Plan(None, "size") if n == "Len" else _plan_aggregate(n) for n in outer]
+    if any(p is None or p.stat == "custom" for p in parts):
+        return None
+    for p in parts:
+        if p is not None and (p.stat in _EXTREME_STATS or p.stat.startswith("quantile")):
+            return Plan(p.var, p.stat, p.derived)
+    magnitude = [p for p in parts if p is not None and p.var is not None and p.stat in contract.MAGNITUDE_EVIDENCE]
+    if len({p.var for p in magnitude}) != 1:
+        return None
+    first = magnitude[0]
+    return Plan(first.var, first.stat, first.derived)
+
+
 def plan_expression(expr: Any) -> Plan:
     """What one aggregation expression reveals (see :class:`Plan`); "custom" when we cannot tell.
 
@@ -347,6 +402,9 @@ def plan_expression(expr: Any) -> Plan:
     try:
         planned = Plan(None, "size") if node == "Len" else \
             _plan_aggregate(node) if isinstance(node, dict) and len(node) == 1 else None
+        if planned is None and node is not None:
+            planned = _composite(node)
+            wrapped = False  # judged by its most revealing part; the values shown are what it is
     except Exception:  # an unexpected tree: the expression is unknown to the rules
         planned = None
     if planned is None:
