@@ -362,3 +362,16 @@ def test_sum_minus_min_is_a_minimum(sess: Session, p: pl.DataFrame) -> None:
     out = sess.publish(p.group_by("district").agg((pl.col("age").sum() - pl.col("age").min()).alias("m"))
                        .sort("district"))
     assert _status(out) == "blocked" and set(_cells(out, "m").values()) == {X}
+
+
+# ---------------------------------------------------------------- several columns at once
+def test_wrapped_sums_of_several_columns_keep_their_secondary(sess: Session, p: pl.DataFrame) -> None:
+    """``pl.col("age", "income").sum() + 100``: before, 'review' with B shown (C = total - A - B)."""
+    out = sess.publish(p.group_by("district").agg(pl.col("age", "income").sum() + 100).sort("district"))
+    assert _status(out) == "suppressed"
+    assert _cells(out, "age")["B"] == X and _cells(out, "income")["B"] == X and _cells(out, "age")["C"] == X
+
+
+def test_wrapped_means_of_all_columns_without_keys(sess: Session, p: pl.DataFrame) -> None:
+    out = sess.publish(p.filter(pl.col("district") == "C").select(pl.exclude("district", "sex").mean() * 1))
+    assert out.checked.kind == "table" and set(_shown(out).iloc[0].tolist()) == {X}

@@ -87,8 +87,14 @@ def measures(aggs: tuple, named: dict[str, Any]) -> tuple[dict[str, tuple[str | 
     return {name: (p.var, p.stat) for name, p in planned.items()}, multi
 
 
-def expression_plans(aggs: tuple, named: dict[str, Any]) -> tuple[dict[str, Plan], str | None]:
-    """Output column → :class:`Plan`, and the statistic of multi-output expressions."""
+def expression_plans(aggs: tuple, named: dict[str, Any], schema: Any = None,
+                     keys: tuple[str, ...] = ()) -> tuple[dict[str, Plan], str | None]:
+    """Output column → :class:`Plan`, and the statistic of multi-output expressions.
+
+    With the source ``schema``, a multi-output expression over one selector
+    (``pl.col("a", "b").sum() + 100``, ``pl.all().max()``) is expanded into one expression per
+    output column, each planned on its own (a wrapped sum then gets its inner values).
+    """
     import polars as pl
 
     out: dict[str, Plan] = {}
@@ -103,7 +109,13 @@ def expression_plans(aggs: tuple, named: dict[str, Any]) -> tuple[dict[str, Plan
             continue
         name = _output_name(expr)
         if name is None:
-            multi.add(_multi_stat(expr))
+            expanded = None
+            if schema is not None:  # a schema, or a function giving it (resolved only when needed)
+                expanded = _expand(expr, schema() if callable(schema) else schema, keys)
+            if expanded is None:
+                multi.add(_multi_stat(expr))
+            else:
+                out.update({n: plan_expression(e) for n, e in expanded.items()})
             continue
         out[name] = plan_expression(expr) if isinstance(a, pl.Expr) else Plan(a, "custom")
     for name, a in named.items():
@@ -112,7 +124,60 @@ def expression_plans(aggs: tuple, named: dict[str, Any]) -> tuple[dict[str, Plan
     return out, (multi.pop() if len(multi) == 1 else ("custom" if multi else None))
 
 
+def _expand(expr: Any, schema: Any, keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """One expression per output of a multi-output expression with a single selector, whose
+    outputs keep their columns' names; None otherwise (its statistic is then planned as one)."""
+    import polars as pl
+
+    def substitute(node: Any, name: str) -> Any:
+        if isinstance(node, list):
+            return [substitute(n, name) for n in node]
+        if not isinstance(node, dict):
+            return node
+        if set(node) == {"Selector"}:
+            return {"Column": name}
+        return {k: substitute(v, name) for k, v in node.items()}
+
+    try:
+        tree = _tree(expr)
+        text = json.dumps(tree)
+        if text.count('{"Selector":') != 1 or '{"Column":' in text:
+            return None
+        names = pl.LazyFrame(schema=schema).select(expr).collect_schema().names()
+        out: dict[str, Any] = {}
+        for name in names:
+            if name in keys:
+                continue
+            single = _as_expr(substitute(tree, name))
+            if _output_name(single) != name:
+                return None
+            out[name] = single
+        return out
+    except Exception:
+        return None
+
+
 def _multi_stat(expr: Any) -> str:
+    """The statistic of an expression with several outputs (``pl.all().max()``,
+    ``pl.col("a", "b").sum()``), peeled of its wrappers as :func:`plan_expression` does. A
+    wrapped additive statistic is "custom" (the inner values per output are not computed: its
+    protection model would add transformed values); a wrapped extreme stays an extreme."""
+    try:
+        node, wrapped = _peel(_tree(expr))
+        if isinstance(node, dict) and set(node) == {"Agg"} and isinstance(node["Agg"], dict) \
+                and len(node["Agg"]) == 1:
+            (agg, payload), = node["Agg"].items()
+            stat = _AGGS.get(agg, "custom")
+            if agg == "Count" and isinstance(payload, dict) and payload.get("include_nulls"):
+                stat = "size"
+            source = payload.get("input") if isinstance(payload, dict) and "input" in payload else \
+                payload[0] if isinstance(payload, list) and payload else payload
+            if wrapped and stat not in _EXTREME_STATS:
+                return "custom"
+            if isinstance(source, dict) and set(source) <= {"Selector", "Column"}:
+                return stat
+    except Exception:
+        pass
     text = _WRAPPERS.sub("", str(expr))
     m = re.search(r"\.(\w+)\(\)$", text)
     return contract.ENGINE_STATS.get(m.group(1), "custom") if m else "custom"
@@ -372,18 +437,9 @@ def _composite(node: Any) -> Plan | None:
     return Plan(first.var, first.stat, first.derived)
 
 
-def plan_expression(expr: Any) -> Plan:
-    """What one aggregation expression reveals (see :class:`Plan`); "custom" when we cannot tell.
-
-    Wrappers are peeled first (alias, cast, rounding, arithmetic with a constant on either
-    side): the value shown is then a transform of the aggregate inside, which the rules
-    judge (``max(age) + 0`` is one person's age like ``max(age)``).
-    """
-    try:
-        node = _tree(expr)
-    except Exception:
-        var, stat = expression_stat(expr)
-        return Plan(var, stat)
+def _peel(node: Any) -> tuple[Any, bool]:
+    """The node inside alias, cast, value functions with constant arguments and arithmetic with
+    a constant; and whether anything but an alias was peeled (the value shown is transformed)."""
     wrapped = False
     while isinstance(node, dict) and len(node) == 1:
         (kind, body), = node.items()
@@ -399,6 +455,22 @@ def plan_expression(expr: Any) -> Plan:
             node, wrapped = (body["right"] if _literal(body.get("left")) else body["left"]), True
         else:
             break
+    return node, wrapped
+
+
+def plan_expression(expr: Any) -> Plan:
+    """What one aggregation expression reveals (see :class:`Plan`); "custom" when we cannot tell.
+
+    Wrappers are peeled first (alias, cast, rounding, arithmetic with a constant on either
+    side): the value shown is then a transform of the aggregate inside, which the rules
+    judge (``max(age) + 0`` is one person's age like ``max(age)``).
+    """
+    try:
+        node = _tree(expr)
+    except Exception:
+        var, stat = expression_stat(expr)
+        return Plan(var, stat)
+    node, wrapped = _peel(node)
     try:
         planned = Plan(None, "size") if node == "Len" else \
             _plan_aggregate(node) if isinstance(node, dict) and len(node) == 1 else None
@@ -669,7 +741,7 @@ class PolarsCapture:
             return
         lf = frame.lazy()
         keys = lf.group_by(*by, **named_by).agg([]).collect_schema().names() if by or named_by else []
-        planned, multi = expression_plans(aggs, named)
+        planned, multi = expression_plans(aggs, named, lf.collect_schema(), tuple(keys))
         out = {name: (p.var, p.stat) for name, p in planned.items()}
         lf = with_derived(lf, planned)
         schema = lf.collect_schema()
@@ -768,7 +840,7 @@ class PolarsCapture:
                 if hit is not None and hit[0]() is df:  # a captured result: never a population of its own
                     self._rearranged(hit[1], df, result, name)
                 elif name == "select" and isinstance(result, pl.DataFrame) and result.height == 1 \
-                        and _aggregate_select(args, kwargs):
+                        and _aggregate_select(args, kwargs, df.schema):
                     self._record_group_by(df, [], {}, args, kwargs, result, "select")
             except Exception as exc:  # withheld at display (fail closed)
                 self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")
@@ -828,7 +900,7 @@ class PolarsCapture:
             result = original(lf, *exprs, **named)
             hit = self._lazy.get(id(lf))
             captured = hit is not None and hit[0]() is lf  # an aggregate already: not a population of rows
-            if not _depth.value and not captured and _aggregate_select(exprs, named):
+            if not _depth.value and not captured and _aggregate_select(exprs, named, lf.collect_schema):
                 self._keep(self._lazy, result, (lf, [], {}, exprs, named, "select"))
             return result
         return select
@@ -976,7 +1048,7 @@ def _withhold(result: Any) -> None:
 FRAME_STATISTICS = ("sum", "mean", "median", "max", "min", "std", "var")
 
 
-def _aggregate_select(exprs: tuple, named: dict) -> bool:
+def _aggregate_select(exprs: tuple, named: dict, schema: Any = None) -> bool:
     """Whether a ``select`` computes aggregates only (one row: one group), each of a known kind."""
     import polars as pl
 
@@ -986,7 +1058,7 @@ def _aggregate_select(exprs: tuple, named: dict) -> bool:
     flat += list(named.values())
     if not flat or not all(isinstance(e, pl.Expr) for e in flat):
         return False
-    planned, multi = expression_plans(tuple(e for e in exprs), named)
+    planned, multi = expression_plans(tuple(e for e in exprs), named, schema)
     return multi not in ("custom",) and bool(planned or multi) \
         and all(p.stat != "custom" for p in planned.values())
 
