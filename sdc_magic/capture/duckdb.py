@@ -638,7 +638,9 @@ class DuckDBCapture:
         return entry
 
     def _evidence(self, pending: Pending, facts: pd.DataFrame, keys: list[str]) -> Any:
-        return contract.group_evidence_from_facts(facts, keys, pending.variables, self.rules().top_k, pending.unit)
+        ge = contract.group_evidence_from_facts(facts, keys, pending.variables, self.rules().top_k, pending.unit)
+        _mark_indicators(facts, ge, pending.variables)
+        return ge
 
     def _register_plain(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
         keys = pending.plan.keys
@@ -979,3 +981,38 @@ def _select(result: Any, cols: list[str]) -> Any:
     if type(result).__name__ == "DataFrame" and type(result).__module__.startswith("polars"):
         return result.select(cols)
     return None
+
+
+def _mark_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
+    """Sums and means of a 0/1 (or two-valued) column are counts on both sides, as in pandas
+    (a DuckDB ``sum(flag)`` of 38 among 40 people was cleared: 2 people without the flag).
+
+    The evidence query gives, per group and variable, the minimum, maximum, sum of squares
+    and count of the row values (see ``sql.combined_query`` / ``facts_query``); with a unit
+    column, also the sum and count of each unit's largest row value, from which the units
+    at the attribute level follow once the variable's two levels are known (every unit's
+    largest value is one of them). :func:`polars.set_indicators` then decides, as for the
+    other engines, whether the variable is an indicator and sets its ``ones``.
+    """
+    from .polars import set_indicators
+
+    p = contract.PREFIX
+    facts = facts.copy()
+    for i, _ in enumerate(variables):
+        lo_name, hi_name, hsum, hcnt = f"{p}lo_{i}", f"{p}hi_{i}", f"{p}hsum_{i}", f"{p}hcnt_{i}"
+        if hsum not in facts.columns or lo_name not in facts.columns:
+            continue
+        lo_g = pd.to_numeric(facts[lo_name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        hi_g = pd.to_numeric(facts[hi_name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        if not np.isfinite(lo_g).any():
+            continue
+        lo, hi = float(np.nanmin(lo_g)), float(np.nanmax(hi_g))
+        if hi <= lo:
+            continue
+        level = 1.0 if lo >= 0.0 and hi <= 1.0 else hi
+        s_ = pd.to_numeric(facts[hsum], errors="coerce").to_numpy(dtype=float, na_value=0.0)
+        n_ = pd.to_numeric(facts[hcnt], errors="coerce").to_numpy(dtype=float, na_value=0.0)
+        other = 0.0 if level == 1.0 else lo
+        with np.errstate(invalid="ignore", divide="ignore"):
+            facts[f"{p}chi_{i}"] = np.rint(np.where(n_ > 0, (s_ - other * n_) / (level - other), 0.0))
+    set_indicators(facts, ge, variables)

@@ -702,6 +702,9 @@ def combined_query(p: Plan, variables: list[str], magnitudes: set[str], unit: st
             x = f"CAST({col} AS DOUBLE)"
             extra += [f"sum({x}) AS {names['t']}", f"sum(abs({x})) AS {names['ta']}",
                       f"bool_or({x} < 0) AS {names['neg']}", f"max(abs({x}), {int(k)}) AS {names['top']}"]
+            if not v.startswith(INDICATOR):  # is it a 0/1 (two-valued) variable? (see set_indicators)
+                extra += [f"min({x}) AS {pre}lo_{i}", f"max({x}) AS {pre}hi_{i}", f"sum({x} * {x}) AS {pre}sq_{i}",
+                          f"count({x}) AS {pre}cnt_{i}"]
     select = p.select.copy()
     for e in extra:
         select = select.select(sqlglot.parse_one(e, read="duckdb"), copy=False)
@@ -729,6 +732,9 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
         items.append(f"count({col}) AS {pre}c{i}")
         if v in magnitudes:
             items.append(f"sum(CAST({col} AS DOUBLE)) AS {pre}s{i}")
+            if not v.startswith(INDICATOR):  # row values of a possible 0/1 variable, per unit
+                items += [f"min(CAST({col} AS DOUBLE)) AS {pre}l{i}", f"max(CAST({col} AS DOUBLE)) AS {pre}h{i}",
+                          f"sum(CAST({col} AS DOUBLE) * CAST({col} AS DOUBLE)) AS {pre}q{i}"]
         if v.startswith(INDICATOR):
             items.append(f"max({col}) AS {pre}o{i}")
     for e in items:
@@ -751,6 +757,10 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
             x = f"{pre}s{i}"
             outer += [f"sum({x}) AS {names['t']}", f"sum(abs({x})) AS {names['ta']}",
                       f"bool_or({x} < 0) AS {names['neg']}", f"max(abs({x}), {int(k)}) AS {names['top']}"]
+            if not v.startswith(INDICATOR):  # a 0/1 variable: row values at two levels, units at the top one
+                outer += [f"min({pre}l{i}) AS {pre}lo_{i}", f"max({pre}h{i}) AS {pre}hi_{i}",
+                          f"sum({pre}q{i}) AS {pre}sq_{i}", f"sum({pre}c{i}) AS {pre}cnt_{i}",
+                          f"sum({pre}h{i}) AS {pre}hsum_{i}", f"count({pre}h{i}) AS {pre}hcnt_{i}"]
     group_cols = [f"{pre}k{j}" for j in range(len(p.keys))] + \
         ([f"{pre}g{j}" for j in range(len(p.keys))] if p.grouping else [])
     tail = f" GROUP BY {', '.join(group_cols)}" if group_cols else ""  # a scalar query: one group
