@@ -635,7 +635,12 @@ class PolarsCapture:
             return None
         finally:
             _depth.value -= 1
-        result = full.select([c for c in full.columns if not c.startswith(contract.PREFIX)])
+        _depth.value += 1  # our own selects below are not the user's
+        try:
+            result = full.select([c for c in full.columns if not c.startswith(contract.PREFIX)])
+        finally:
+            _depth.value -= 1
+        _depth.value += 1
         try:
             keys = [c for c in result.columns if c not in out]
             facts = full.select(keys + [c for c in full.columns if c.startswith(contract.PREFIX)]).to_pandas()
@@ -654,6 +659,8 @@ class PolarsCapture:
         except Exception as exc:  # the user's result stands; it is withheld at display (fail closed)
             self.registry.failures.append(f"polars: {type(exc).__name__}: {exc}")
             _withhold(result)
+        finally:
+            _depth.value -= 1
         return result
 
     def _lazy_group_by(self, original: Callable) -> Callable:
