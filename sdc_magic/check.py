@@ -123,8 +123,9 @@ def _value_ordered(frame: pd.DataFrame | pd.Series) -> bool:
     grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
     if len(grid) < 3:
         return False
+    labels = _row_labels(grid)
     try:
-        if grid.index.is_monotonic_increasing or grid.index.is_monotonic_decreasing:
+        if labels.is_monotonic_increasing or labels.is_monotonic_decreasing:
             return False  # ordered by label: the order says nothing about values
     except TypeError:
         pass
@@ -139,6 +140,21 @@ def _value_ordered(frame: pd.DataFrame | pd.Series) -> bool:
         if (steps >= 0).all() or (steps <= 0).all():
             return True
     return False
+
+
+def _row_labels(grid: pd.DataFrame) -> pd.Index:
+    """The labels of the rows: the index, or for a frame with a default integer index (a
+    polars or DuckDB result shown with its keys as columns) its text columns."""
+    if isinstance(grid.index, pd.RangeIndex):
+        text = [c for c in grid.columns
+                if not (pd.api.types.is_numeric_dtype(grid[c]) and not pd.api.types.is_bool_dtype(grid[c]))]
+        if text:
+            try:
+                return pd.MultiIndex.from_frame(grid[text].astype(str)) if len(text) > 1 \
+                    else pd.Index(grid[text[0]].astype(str))
+            except (TypeError, ValueError):
+                pass
+    return grid.index
 
 
 def hide_value_order(checked: Checked) -> Checked:
@@ -157,14 +173,18 @@ def hide_value_order(checked: Checked) -> Checked:
     shown_rows = np.flatnonzero(~rows_hidden)
     hidden_rows = np.flatnonzero(rows_hidden)
     try:
-        order = np.argsort(pd.Index(checked.frame.index[hidden_rows]).map(str).to_numpy(dtype=str), kind="stable")
+        grid = checked.frame.to_frame() if isinstance(checked.frame, pd.Series) else checked.frame
+        order = np.argsort(pd.Index(_row_labels(grid)[hidden_rows]).map(str).to_numpy(dtype=str), kind="stable")
         hidden_rows = hidden_rows[order]
     except (TypeError, ValueError):
         pass
     perm = np.concatenate([shown_rows, hidden_rows])
     new_of_old = np.empty_like(perm)
     new_of_old[perm] = np.arange(len(perm))
+    synthetic = isinstance(checked.frame.index, pd.RangeIndex)
     checked.frame = checked.frame.iloc[perm]
+    if synthetic:  # row numbers, not labels: renumbered, or they would tell the sorted order
+        checked.frame = checked.frame.set_axis(pd.RangeIndex(len(perm)), axis=0)
     checked.hidden = checked.hidden[perm]
     if checked.unverified is not None:
         checked.unverified = checked.unverified[perm]
