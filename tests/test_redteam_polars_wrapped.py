@@ -375,3 +375,16 @@ def test_wrapped_sums_of_several_columns_keep_their_secondary(sess: Session, p: 
 def test_wrapped_means_of_all_columns_without_keys(sess: Session, p: pl.DataFrame) -> None:
     out = sess.publish(p.filter(pl.col("district") == "C").select(pl.exclude("district", "sex").mean() * 1))
     assert out.checked.kind == "table" and set(_shown(out).iloc[0].tolist()) == {X}
+
+
+# ---------------------------------------------------------------- another variable at the extreme
+@pytest.mark.parametrize("expr", [
+    pl.col("income").sort_by("age").last(),
+    pl.col("income").top_k_by("age", 1).first(),
+    pl.col("income").get(pl.col("age").arg_max()),
+    pl.col("income").sort_by("age", descending=True).first() + 0,
+], ids=["sort_by-last", "top_k_by-first", "get-arg_max-of-age", "sort_by-desc-first-plus-0"])
+def test_income_of_the_oldest_is_one_persons_value(sess: Session, p: pl.DataFrame, expr) -> None:
+    """The income of the oldest person per district (A: the 102-year-old's)."""
+    out = sess.publish(p.group_by("district").agg(expr.alias("m")).sort("district"))
+    assert _status(out) == "blocked" and set(_cells(out, "m").values()) == {X}

@@ -274,13 +274,23 @@ def _extreme(kind: str, source: Any) -> tuple[str | None, str] | None:
         if var is None:
             return None
         return var, ("max" if (kind == "Last") != descending else "min")
-    if inner_kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) == "TopK":
+    if inner_kind == "SortBy" and isinstance(body, dict):  # x.sort_by(y).last(): x of the unit with the largest y
+        var = _column(body.get("expr"))
+        order = (body.get("sort_options") or {}).get("descending")
+        descending = bool(order[0]) if isinstance(order, list) and order else bool(order)
+        if var is None:
+            return None
+        return var, ("max" if (kind == "Last") != descending else "min")
+    if inner_kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) in ("TopK",
+                                                                                                          "TopKBy"):
         inputs = body.get("input") or []
         var = _column(inputs[0]) if inputs else None
         if var is None:
             return None
         fn = body["function"]
-        smallest = isinstance(fn, dict) and bool((fn.get("TopK") or {}).get("descending"))
+        option = next(iter(fn.values()), {}) if isinstance(fn, dict) else {}
+        order = option.get("descending") if isinstance(option, dict) else None
+        smallest = bool(order[0]) if isinstance(order, list) and order else bool(order)
         return var, ("min" if smallest else "max")
     return None
 
@@ -335,7 +345,9 @@ def _plan_aggregate(node: dict) -> Plan | None:
         var, idx = _column(body.get("expr")), body.get("idx")
         if var is not None and isinstance(idx, dict) and "Function" in idx:
             fn = _function_name(idx["Function"].get("function"))
-            if fn in ("ArgMax", "ArgMin") and [_column(i) for i in idx["Function"].get("input", [])] == [var]:
+            by = [_column(i) for i in idx["Function"].get("input", [])]
+            if fn in ("ArgMax", "ArgMin") and len(by) == 1 and by[0] is not None:
+                # x.get(y.arg_max()): x of the unit with the largest y, one unit's value
                 return Plan(var, "max" if fn == "ArgMax" else "min")
         return None
     if kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) == "Quantile":
