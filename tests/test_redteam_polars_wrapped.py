@@ -71,8 +71,12 @@ def _describe(out, column: str = "age") -> dict:
     pl.col("age").unique().max(),
     pl.col("age").drop_nulls().max().sqrt(),
     pl.col("age").filter(pl.col("sex") == "M").max(),
+    pl.col("age").sort().slice(-1, 1).first(),
+    pl.col("age").sort().reverse().first(),
+    pl.col("age").gather(0).first(),
 ], ids=["minus-0-cast-round", "top_k-first", "get-arg_max", "sort-desc-first", "quantile1-plus-0",
-        "sort-get-last", "unique-max", "drop_nulls-sqrt", "filter-max"])
+        "sort-get-last", "unique-max", "drop_nulls-sqrt", "filter-max", "slice-last", "reverse-first",
+        "gather-0"])
 def test_max_behind_a_wrapper_is_a_max(sess: Session, p: pl.DataFrame, expr) -> None:
     out = sess.publish(p.group_by("district").agg(expr.alias("m")).sort("district"))
     assert _status(out) == "blocked"  # every maximum is one person's age
@@ -94,7 +98,9 @@ def test_bottom_k_last_is_a_min(sess: Session, p: pl.DataFrame) -> None:
     (lambda p: p.group_by("district").agg((pl.len() + 100).alias("n")).sort("district"), "140"),
     (lambda p: p.lazy().group_by("district").agg((pl.len() * 2 + 1).alias("n")).collect(), "81"),
     (lambda p: p.group_by("district").agg((pl.len().cast(pl.Float64) * 1.5).alias("n")).sort("district"), "60.0"),
-], ids=["plus-100", "lazy-times-2-plus-1", "cast-times-1.5"])
+    (lambda p: p.group_by("district").agg(pl.sum_horizontal(100, pl.len()).alias("n")).sort("district"), "140"),
+    (lambda p: p.group_by("district").agg((pl.len() * pl.len()).alias("n")).sort("district"), "1600"),
+], ids=["plus-100", "lazy-times-2-plus-1", "cast-times-1.5", "sum_horizontal", "len-squared"])
 def test_wrapped_count_hides_a_secondary(sess: Session, p: pl.DataFrame, build, a_value: str) -> None:
     out = sess.publish(build(p))
     assert _status(out) == "suppressed"
@@ -388,3 +394,10 @@ def test_income_of_the_oldest_is_one_persons_value(sess: Session, p: pl.DataFram
     """The income of the oldest person per district (A: the 102-year-old's)."""
     out = sess.publish(p.group_by("district").agg(expr.alias("m")).sort("district"))
     assert _status(out) == "blocked" and set(_cells(out, "m").values()) == {X}
+
+
+def test_null_count_is_a_count_of_the_rows_lacking_the_value(sess: Session, p: pl.DataFrame) -> None:
+    """``null_count()`` is an indicator sum (rows lacking the value): C's 3 lack it on one side."""
+    out = sess.publish(p.group_by("district").agg(pl.col("age").null_count()).sort("district"))
+    assert out.checked.kind == "table" and _status(out) == "suppressed"
+    assert _cells(out, "age") == {"A": "0", "B": X, "C": X}

@@ -209,7 +209,7 @@ _AGGS = {"Max": "max", "Min": "min", "Sum": "sum", "Mean": "mean", "Median": "me
 _ARITHMETIC = {"Plus", "Minus", "Multiply", "TrueDivide", "Divide", "FloorDivide"}
 #: functions of one value (further arguments constant) that give the aggregate back, exactly or nearly
 _TRANSFORMS = {"Round", "Floor", "Ceil", "RoundSF", "Negate", "Abs", "FillNull", "Clip", "Pow", "Log", "Log1p",
-               "Exp", "Sqrt", "Cbrt"}
+               "Exp", "Sqrt", "Cbrt", "SumHorizontal", "MaxHorizontal", "MinHorizontal", "MeanHorizontal"}
 #: per-row nodes a derived variable may contain (no aggregation, window, sort or gather)
 _ROW_WISE = {"Column", "Literal", "BinaryExpr", "Cast", "Ternary", "Function", "Alias"}
 _ROW_FUNCTIONS = {"Boolean", "Abs", "Round", "Floor", "Ceil", "FillNull", "StringExpr", "Negate", "Clip"}
@@ -268,6 +268,21 @@ def _extreme(kind: str, source: Any) -> tuple[str | None, str] | None:
     if not isinstance(source, dict) or len(source) != 1:
         return None
     (inner_kind, body), = source.items()
+    if inner_kind == "Slice" and isinstance(body, dict):  # sort().slice(-1, 1).first(): near the end
+        offset = _int_literal(body.get("offset"))
+        if offset is None:
+            return None
+        return _extreme("Last" if offset < 0 else "First", body.get("input"))
+    if inner_kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) == "Reverse" \
+            and len(body.get("input") or []) == 1:
+        return _extreme("First" if kind == "Last" else "Last", body["input"][0])
+    if inner_kind == "Gather" and isinstance(body, dict):  # gather(0).first(): one row's value
+        position = _int_literal(body.get("idx"))
+        if position is None:
+            return None
+        hit = _extreme("First" if position >= 0 else "Last", body.get("expr"))
+        var = _column(body.get("expr"))
+        return hit if hit is not None else ((var, "first") if var is not None else None)
     if inner_kind == "Sort" and isinstance(body, dict):
         var = _column(body.get("expr"))
         descending = bool((body.get("options") or {}).get("descending"))
@@ -350,6 +365,15 @@ def _plan_aggregate(node: dict) -> Plan | None:
                 # x.get(y.arg_max()): x of the unit with the largest y, one unit's value
                 return Plan(var, "max" if fn == "ArgMax" else "min")
         return None
+    if kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) == "NullCount":
+        inputs = body.get("input") or []
+        var = _column(inputs[0]) if len(inputs) == 1 else None
+        if var is None:
+            return None
+        import polars as pl
+
+        missing = pl.col(var).is_null()  # a count of the rows lacking the value: an indicator sum
+        return Plan(str(missing), "sum", derived=missing)
     if kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) == "Quantile":
         from .pandas import quantile_stat
 
@@ -439,6 +463,12 @@ def _composite(node: Any) -> Plan | None:
     parts = [Plan(None, "size") if n == "Len" else _plan_aggregate(n) for n in outer]
     if any(p is None or p.stat == "custom" for p in parts):
         return None
+    if all(p is not None and p.stat == "size" for p in parts):
+        import polars as pl
+
+        # len() * len(), len() ** 2 + 1: a function of the group's row count, checked and
+        # protected with the count's values
+        return Plan(None, "size", inner=pl.len())
     for p in parts:
         if p is not None and (p.stat in _EXTREME_STATS or p.stat.startswith("quantile")):
             return Plan(p.var, p.stat, p.derived)
@@ -460,8 +490,8 @@ def _peel(node: Any) -> tuple[Any, bool]:
         elif kind == "Cast" and isinstance(body, dict):
             node, wrapped = body.get("expr"), True
         elif kind == "Function" and isinstance(body, dict) and _function_name(body.get("function")) in _TRANSFORMS \
-                and body.get("input") and all(_literal(i) for i in body["input"][1:]):
-            node, wrapped = body["input"][0], True
+                and len([i for i in body.get("input") or [] if not _literal(i)]) == 1:
+            node, wrapped = next(i for i in body["input"] if not _literal(i)), True
         elif kind == "BinaryExpr" and isinstance(body, dict) and body.get("op") in _ARITHMETIC \
                 and (_literal(body.get("left")) != _literal(body.get("right"))):
             node, wrapped = (body["right"] if _literal(body.get("left")) else body["left"]), True
