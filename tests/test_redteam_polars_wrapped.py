@@ -401,3 +401,17 @@ def test_null_count_is_a_count_of_the_rows_lacking_the_value(sess: Session, p: p
     out = sess.publish(p.group_by("district").agg(pl.col("age").null_count()).sort("district"))
     assert out.checked.kind == "table" and _status(out) == "suppressed"
     assert _cells(out, "age") == {"A": "0", "B": X, "C": X}
+
+
+# ---------------------------------------------------------------- the largest values selected without keys
+@pytest.mark.parametrize("build", [
+    lambda p: p.select(pl.col("age").top_k(2)),
+    lambda p: p.select(pl.col("age").sort().tail(1)),
+    lambda p: p.lazy().select(pl.col("age").sort().head(2)).collect(),
+    lambda p: p.select(pl.col("income").sort_by("age").tail(1)),
+], ids=["top_k-2", "sort-tail-1", "lazy-sort-head-2", "sort_by-tail-1"])
+def test_largest_values_selected_without_keys(sess: Session, p: pl.DataFrame, build) -> None:
+    """Before: 'review' (unverified) showing 102, 101: each row is one person's value."""
+    out = sess.publish(build(p))
+    assert out.checked.kind == "table" and _status(out) in ("suppressed", "blocked")
+    assert set(_shown(out).iloc[:, 0].tolist()) == {X}

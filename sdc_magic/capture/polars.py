@@ -202,6 +202,7 @@ class Plan:
     stat: str
     derived: Any = None
     inner: Any = None
+    several: bool = False  # top_k(k) / sort().tail(k) without an aggregate: k values, each one unit's
 
 
 _AGGS = {"Max": "max", "Min": "min", "Sum": "sum", "Mean": "mean", "Median": "median", "Count": "count",
@@ -349,6 +350,12 @@ def _peel_source(source: Any, stat: str) -> tuple[Any, str, Any]:
 def _plan_aggregate(node: dict) -> Plan | None:
     """The plan of a bare aggregate node (no wrapper), or None when it is not one."""
     (kind, body), = node.items()
+    if kind == "Slice" or (kind == "Function" and isinstance(body, dict)
+                           and _function_name(body.get("function")) in ("TopK", "TopKBy")):
+        # a selection of the largest / smallest values (top_k(k), sort().tail(k)): each one unit's
+        hit = _extreme("First", node) if kind == "Function" else \
+            _extreme("Last" if (_int_literal(body.get("offset")) or 0) < 0 else "First", body.get("input"))
+        return Plan(*hit, several=True) if hit is not None else None
     if kind == "Len":
         return Plan(None, "size")
     if kind == "Gather" and isinstance(body, dict) and body.get("returns_scalar"):
@@ -797,8 +804,9 @@ class PolarsCapture:
         inner = {name: p.inner for name, p in planned.items() if p.inner is not None and name in result.columns}
 
         def measure_of(measure: str) -> tuple[str | None, str]:
-            if not keys and measure not in out and measure.startswith("0|"):
-                measure = measure[2:]  # one group without keys: its row label 0 is part of the measure
+            if not keys and measure not in out and re.match(r"\d+\|", measure):
+                # one group without keys: its row label (0, or 0..k-1 for top_k(k)) is part of the measure
+                measure = measure.split("|", 1)[1]
             if measure in out:
                 return out[measure]
             if multi is not None and measure in schema:
@@ -888,8 +896,8 @@ class PolarsCapture:
                 hit = self._recipes.get(id(df))
                 if hit is not None and hit[0]() is df:  # a captured result: never a population of its own
                     self._rearranged(hit[1], df, result, name)
-                elif name == "select" and isinstance(result, pl.DataFrame) and result.height == 1 \
-                        and _aggregate_select(args, kwargs, df.schema):
+                elif name == "select" and isinstance(result, pl.DataFrame) and result.height >= 1 \
+                        and _keyless(_aggregate_select(args, kwargs, df.schema), result.height):
                     self._record_group_by(df, [], {}, args, kwargs, result, "select")
             except Exception as exc:  # withheld at display (fail closed)
                 self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")
@@ -1097,8 +1105,9 @@ def _withhold(result: Any) -> None:
 FRAME_STATISTICS = ("sum", "mean", "median", "max", "min", "std", "var")
 
 
-def _aggregate_select(exprs: tuple, named: dict, schema: Any = None) -> bool:
-    """Whether a ``select`` computes aggregates only (one row: one group), each of a known kind."""
+def _aggregate_select(exprs: tuple, named: dict, schema: Any = None) -> int:
+    """Whether a ``select`` computes aggregates only, each of a known kind: 0 no, 1 yes (one row:
+    one group), 2 yes with selections of several extreme values (``top_k(k)``: k rows)."""
     import polars as pl
 
     flat: list[Any] = []
@@ -1106,10 +1115,16 @@ def _aggregate_select(exprs: tuple, named: dict, schema: Any = None) -> bool:
         flat.extend(e if isinstance(e, list | tuple) else [e])
     flat += list(named.values())
     if not flat or not all(isinstance(e, pl.Expr) for e in flat):
-        return False
+        return 0
     planned, multi = expression_plans(tuple(e for e in exprs), named, schema)
-    return multi not in ("custom",) and bool(planned or multi) \
-        and all(p.stat != "custom" for p in planned.values())
+    if multi in ("custom",) or not (planned or multi) or any(p.stat == "custom" for p in planned.values()):
+        return 0
+    return 2 if any(p.several for p in planned.values()) else 1
+
+
+def _keyless(kind: int, height: int) -> bool:
+    """Whether a select of this :func:`_aggregate_select` kind and result height is one group."""
+    return (kind == 1 and height == 1) or kind == 2
 
 
 def with_derived(lf: Any, planned: dict[str, Plan]) -> Any:
