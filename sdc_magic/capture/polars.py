@@ -886,9 +886,13 @@ class PolarsCapture:
         result: the same cells in another order or layout, registered with the same evidence
         (over-protection otherwise: ``pivot(...).sort(...)`` was shown as row-level data)."""
         def derived(df: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(df, *args, **kwargs)
             if _depth.value:
-                return result
+                return original(df, *args, **kwargs)
+            _depth.value += 1  # limit() calls head(): only the outermost call records
+            try:
+                result = original(df, *args, **kwargs)
+            finally:
+                _depth.value -= 1
             _depth.value += 1
             try:
                 import polars as pl
