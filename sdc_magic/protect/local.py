@@ -209,6 +209,8 @@ class LocalAttacker:
 BOX_LIMIT = 20_000
 #: ... and at most this many boxes are added up into one certificate.
 BOX_ROUNDS = 6
+#: Code spaces up to this many keys get a dense key -> cell table (8 bytes a key).
+DENSE_KEYS = 4_000_000
 
 
 class Boxes:
@@ -239,6 +241,13 @@ class Boxes:
         self.sorted_keys = sorted_keys
         self.sorted_idx = sorted_idx
         self.keys = self.codes @ self.radix
+        #: a dense key -> cell table when the code space is small (one index instead of
+        #: a binary search per corner: the searches are most of a box's cost)
+        space = int(self.radix[0]) * len(dims[0].labels) if len(dims) else 0  # every code combination
+        self.lookup: np.ndarray | None = None
+        if space <= DENSE_KEYS:
+            self.lookup = np.full(space, -1, dtype=np.int64)
+            self.lookup[self.keys] = np.arange(len(self.keys))
         # per dimension and code: its partners (codes) and the sign of the partner's move
         self.partners: list[list[tuple[np.ndarray, np.ndarray]]] = []
         for dim in dims:
@@ -271,6 +280,9 @@ class Boxes:
         return cls(model.codes, model.dims, ex["radix"], ex["sorted_keys"], ex["sorted_idx"])  # type: ignore[attr-defined]
 
     def _cells(self, keys: np.ndarray) -> np.ndarray:
+        """Cell index of each key, -1 where the cell does not exist (a known zero)."""
+        if self.lookup is not None:
+            return self.lookup[keys]
         sk = self.sorted_keys
         pos = np.minimum(np.searchsorted(sk, keys), len(sk) - 1)
         return np.where(sk[pos] == keys, self.sorted_idx[pos], -1)
