@@ -457,7 +457,9 @@ class Linker:
         any_shown = np.bincount(base.display_group[shown], minlength=n_groups) > 0
         hidden_shown = any_shown & ~published
         if flagged is not None:
-            title = f"{title}, its rows with {flagged} set"
+            name = flagged[1] if isinstance(flagged, tuple) else flagged
+            name = "a condition" if str(name).startswith(("__sdc", ".when")) else repr(name)
+            title = f"{title}, its rows with {name} " + ("known" if isinstance(flagged, tuple) else "set")
         fresh = Population(out_id=out_id, title=title, universe=pop.universe, keys=pop.keys, group=pop.group,
                            labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
                            threshold=threshold, margins_public=pop.margins_public, _levels=pop._levels)
@@ -493,6 +495,10 @@ class Linker:
             return None
         if flagged is None:
             ids = _restrict_to_variable(entry, frame, ids)
+        elif isinstance(flagged, tuple) and flagged[:1] == ("known",):
+            if flagged[1] not in frame.columns:
+                return None
+            ids = np.where(frame[flagged[1]].notna().to_numpy(), ids, -1)
         else:
             at_level = _at_indicator_level(frame, flagged)
             if at_level is None:
@@ -729,7 +735,8 @@ class Linker:
         return out
 
     # -------------------------------------------------------- recording
-    def commit(self, d: Draft) -> None:
+    def commit(self, d: Draft, record: bool = True) -> None:
+        """Remember a draft's population (``record=False``: a trial, see :meth:`within_table`)."""
         u = d.universe
         if d.version != u.version:
             return  # the universe changed under the draft (should not happen within one display)
@@ -739,9 +746,46 @@ class Linker:
             p.group = p.group[d.parent]
         u.populations.append(d.pop)
         u.version += 1
+        if not record:
+            return
         self._drop_duplicates(u)
         self._bound()
         self.save()
+
+    def within_table(self, title: str, entry: Any, positions: np.ndarray, threshold: int,
+                     variants: list[Any]) -> dict[int, list[Any]]:
+        """Differencing between the populations one table publishes side by side.
+
+        A table of counts per sex with the counts of district A and of district B beside them
+        (polars ``filter`` inside ``agg``, SQL ``FILTER (WHERE …)``, means of flags) gives
+        the rest (C) by subtraction: 37 − 20 − 15 = 2. Each variant (the flagged rows of each
+        indicator, then the table's own rows) is compared with those drafted before it, as a
+        later output would be; the universe is restored afterwards, so nothing is recorded.
+        """
+        first = self.draft("this table", title, entry, positions, None, threshold, flagged=variants[0])
+        if first is None:
+            return {}
+        u = first.universe
+        saved = (u.row_atom, u.atom_size, u.version, u.populations, [(p, p.group) for p in u.populations])
+        out: dict[int, list[Any]] = {}
+        try:
+            u.populations = []  # only this table's populations take part
+            for n, variant in enumerate(variants):
+                d = first if n == 0 else self.draft("this table", title, entry, positions, None, threshold,
+                                                    flagged=variant)
+                if d is None or d.universe is not u:
+                    continue
+                if u.populations:
+                    found = self.differencing_reasons(d, positions)
+                    for i, reasons in _variant_cells(found, entry, positions, variant).items():
+                        out.setdefault(i, []).extend(reasons)
+                self.commit(d, record=False)
+        finally:
+            u.row_atom, u.atom_size, u.version, u.populations = saved[:4]
+            for p, group in saved[4]:
+                p.group = group
+            clear_cache()  # drafts made during the trial describe atoms that no longer exist
+        return out
 
     def _drop_duplicates(self, u: Universe) -> None:
         """The same table displayed again replaces its earlier record (it publishes nothing new)."""
@@ -1039,6 +1083,25 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
     return np.where(known, ids, -1)
 
 
+def _variant_cells(found: dict[int, Any], entry: Any, positions: np.ndarray, variant: Any) -> dict[int, Any]:
+    """Of the cells a differencing hit names (every cell of a group), those publishing the
+    variant population (its variable's cells); all of them if none does or for ``None``."""
+    if variant is None or not found:
+        return found
+    known = isinstance(variant, tuple)
+    var = variant[1] if known else variant
+    try:
+        at = np.maximum(np.asarray(positions), 0)
+        cell_var = np.asarray(entry.evidence.var, dtype=object)[at]
+        cell_stat = np.asarray(entry.evidence.stat).astype(str)[at]
+    except (AttributeError, IndexError, TypeError):
+        return found
+    stats = ("count",) if known else ("sum", "mean")
+    mine = {i: rs for i, rs in found.items()
+            if i < len(cell_var) and cell_var[i] == var and cell_stat[i] in stats}
+    return mine or found
+
+
 def _at_indicator_level(frame: pd.DataFrame, var: Any) -> np.ndarray | None:
     """Rows at the attribute level of an indicator column (None: not an indicator)."""
     from .evidence import indicator_level
@@ -1071,7 +1134,9 @@ def indicator_variables(entry: Any) -> list[Any]:
         return []
     stats = np.asarray(ev.stat).astype(str)
     variables = np.asarray(ev.var, dtype=object)
-    only_sums = set(stats.tolist()) <= {"sum"} and len({v for v in variables.tolist() if v is not None}) == 1
+    named = {v for v in variables.tolist() if v is not None and v != ""}
+    one_variable = len(named) == 1 and "size" not in set(stats.tolist())
+    only_sums = set(stats.tolist()) <= {"sum"} and one_variable
     out: list[Any] = []
     for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
                              if v is not None and st in ("mean", "sum")):
@@ -1079,7 +1144,18 @@ def indicator_variables(entry: Any) -> list[Any]:
             continue
         if _at_indicator_level(frame, var) is not None:
             out.append(var)
-    return out[:4]
+    # a count of a variable counts the rows where it is known: beside other columns (a
+    # filter inside the aggregation, polars ``col.filter(cond).count()``), a population too
+    for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
+                             if v is not None and v != "" and st == "count"):
+        if one_variable or var not in frame.columns or var in out:
+            continue
+        try:
+            if frame[var].isna().any():
+                out.append(("known", var))
+        except (TypeError, ValueError):
+            continue
+    return out[:6]
 
 
 def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:

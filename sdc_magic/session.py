@@ -289,16 +289,23 @@ class Session:
     def _differencing(self, entry: Any, positions: Any, is_margin: Any) -> dict[int, Any]:
         """Cells that earlier outputs would reveal by subtraction (made primary before protection):
         for the table's rows, and for the flagged rows its indicator means or sums publish."""
-        from .linking import indicator_variables
+        from .linking import _variant_cells, indicator_variables
 
-        if not self._linker():
+        variants = [*indicator_variables(entry), None]
+        if not self._linker() and len(variants) == 1:
             return {}
         out: dict[int, Any] = {}
-        for flagged in [None, *indicator_variables(entry)]:
+        for flagged in variants:
             draft = self._draft(entry, positions, flagged=flagged)
             if draft is None or not self.populations.related(draft):
                 continue
-            for i, reasons in self.populations.differencing_reasons(draft, positions).items():
+            found = self.populations.differencing_reasons(draft, positions)
+            for i, reasons in _variant_cells(found, entry, positions, flagged).items():
+                out.setdefault(i, []).extend(reasons)
+        if len(variants) > 1:  # populations published side by side in this one table
+            within = self._linker().within_table(self._title(entry), entry, positions, self.rules.threshold,
+                                                 [None, *variants[:-1]])
+            for i, reasons in within.items():
                 out.setdefault(i, []).extend(reasons)
         return out
 
@@ -486,3 +493,4 @@ class Session:
         return {"schema": METADATA_SCHEMA, "id": out_id, "status": "blocked", "kind": "error", "hidden": 0,
                 "cells": 0, "reasons": [], "notes": [reason], "rules": self.rules.as_dict(),
                 "digest": digest(page, text)}
+

@@ -311,9 +311,8 @@ def test_sum_minus_min_is_one_persons_value(sess: Session, df: pd.DataFrame) -> 
     assert _status(out) == "blocked" and set(_col(_shown(out), "m").values()) == {X}
 
 
-@pytest.mark.xfail(strict=True, reason="open (linking): two conditional counts side by side, one condition "
-                   "nesting the other (age < 50, and age < 50 or district C): M 21 - 20 = 1 man of C aged 50+ "
-                   "at 'pass'; published as two tables the second is blocked (differencing)")
+# (was a leak at 'pass'; fixed: the populations one table publishes side by side are differenced
+# against each other, linking.Linker.within_table)
 def test_two_nested_conditional_counts_side_by_side(sess: Session, df: pd.DataFrame) -> None:
     shown = _shown(sess.publish(duckdb.sql(
         "select sex, count(*) filter (where age < 50) a, count(*) filter (where age < 50 or district = 'C') b "
