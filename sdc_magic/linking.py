@@ -456,7 +456,9 @@ class Linker:
         published = np.bincount(base.display_group[visible], minlength=n_groups) > 0
         any_shown = np.bincount(base.display_group[shown], minlength=n_groups) > 0
         hidden_shown = any_shown & ~published
-        if flagged is not None:
+        if isinstance(flagged, tuple) and flagged[:1] == ("combined",):
+            title = f"{title}, its conditional columns together"
+        elif flagged is not None:
             name = flagged[1] if isinstance(flagged, tuple) else flagged
             name = "a condition" if str(name).startswith(("__sdc", ".when")) else repr(name)
             title = f"{title}, its rows with {name} " + ("known" if isinstance(flagged, tuple) else "set")
@@ -493,8 +495,19 @@ class Linker:
         flat = entry.flat
         if not set(keys) <= set(flat.dims):
             return None
+        combined: list[Any] | None = None
         if flagged is None:
             ids = _restrict_to_variable(entry, frame, ids)
+        elif isinstance(flagged, tuple) and flagged[:1] == ("combined",):
+            # disjoint variants as one population over (group, variant): sums across them
+            combined = list(flagged[1])
+            member = np.full(len(frame), -1, dtype=np.int64)
+            for j, v in enumerate(combined):
+                mask = _variant_rows(frame, v)
+                if mask is None or (mask & (member >= 0)).any():
+                    return None  # overlapping rows: not one partition
+                member[mask] = j
+            ids = np.where((member >= 0) & (ids >= 0), ids * len(combined) + member, -1)
         elif isinstance(flagged, tuple) and flagged[:1] == ("known",):
             if flagged[1] not in frame.columns:
                 return None
@@ -516,12 +529,18 @@ class Linker:
             group_of_entry = np.zeros(len(flat), dtype=np.int64)
             labels = [()]
         group_of_entry = np.where(margin, -1, group_of_entry)
+        if combined is not None:
+            k = len(combined)
+            j_of_cell = _variant_of_cells(entry, combined)
+            group_of_entry = np.where((group_of_entry >= 0) & (j_of_cell >= 0), group_of_entry * k + j_of_cell, -1)
+            labels = [(*lab, f"column {j + 1}") for lab in labels for j in range(k)]
+            keys = [*keys, "__variant"]
         display_group = np.where(positions >= 0, group_of_entry[np.maximum(positions, 0)], -1)
         # what an attacker knows of the margins: those displayed (margins=True), and sums of published
         # cells. (The per-table engine assumes every margin known; across tables that would charge a
         # new table for margins nobody can compute.)
         margins_public = bool(((positions >= 0) & margin[np.maximum(positions, 0)]).any())
-        placed = self._place(frame, keys)
+        placed = self._place(frame, [k for k in keys if k != "__variant"])
         if placed is None:
             return None
         universe, rows = placed
@@ -1086,8 +1105,8 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
 def _variant_cells(found: dict[int, Any], entry: Any, positions: np.ndarray, variant: Any) -> dict[int, Any]:
     """Of the cells a differencing hit names (every cell of a group), those publishing the
     variant population (its variable's cells); all of them if none does or for ``None``."""
-    if variant is None or not found:
-        return found
+    if variant is None or not found or (isinstance(variant, tuple) and variant[:1] == ("combined",)):
+        return found  # a combined population's groups are already its variants' cells
     known = isinstance(variant, tuple)
     var = variant[1] if known else variant
     try:
@@ -1100,6 +1119,28 @@ def _variant_cells(found: dict[int, Any], entry: Any, positions: np.ndarray, var
     mine = {i: rs for i, rs in found.items()
             if i < len(cell_var) and cell_var[i] == var and cell_stat[i] in stats}
     return mine or found
+
+
+def _variant_rows(frame: pd.DataFrame, variant: Any) -> np.ndarray | None:
+    """The rows a variant population holds (see :func:`indicator_variables`)."""
+    if isinstance(variant, tuple) and variant[:1] == ("known",):
+        return frame[variant[1]].notna().to_numpy() if variant[1] in frame.columns else None
+    return _at_indicator_level(frame, variant)
+
+
+def _variant_of_cells(entry: Any, variants: list[Any]) -> np.ndarray:
+    """Per entry cell, which variant its column publishes (-1: none)."""
+    ev = entry.evidence
+    cell_var = np.asarray(ev.var, dtype=object)
+    cell_stat = np.asarray(ev.stat).astype(str)
+    out = np.full(len(cell_var), -1, dtype=np.int64)
+    for j, v in enumerate(variants):
+        known = isinstance(v, tuple)
+        var = v[1] if known else v
+        stats = ("count",) if known else ("sum", "mean")
+        hit = np.fromiter((x == var for x in cell_var), dtype=bool, count=len(cell_var)) & np.isin(cell_stat, stats)
+        out[hit & (out < 0)] = j
+    return out
 
 
 def _at_indicator_level(frame: pd.DataFrame, var: Any) -> np.ndarray | None:
@@ -1155,7 +1196,12 @@ def indicator_variables(entry: Any) -> list[Any]:
                 out.append(("known", var))
         except (TypeError, ValueError):
             continue
-    return out[:6]
+    out = out[:6]
+    if len(out) >= 2:
+        # side by side, disjoint variants add up (district A and B beside each other: their sum
+        # against a total published elsewhere gives C); one population over (group, variant)
+        out.append(("combined", tuple(out)))
+    return out
 
 
 def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:

@@ -169,10 +169,8 @@ def test_filtered_count_is_linked_to_its_rows(sess: Session, p: pl.DataFrame) ->
     assert any(r.rule == "differencing" for rs in out.checked.reasons.values() for r in rs)
 
 
-@pytest.mark.xfail(strict=True, reason="leak (open): two conditional counts side by side (district A, district B "
-                   "per sex: 20/20 and 15/15) pass; with the count per sex (37/36), C = 37 - 20 - 15 = 2 and "
-                   "36 - 20 - 15 = 1. A table is linked as one population (or one per indicator), and "
-                   "differencing compares a new cell with sums of cells of one earlier population only")
+# (was a leak at 'pass'; fixed: disjoint conditional columns are also linked as one population over
+# (group, column), so their sum is differenced against the total published before)
 def test_leak_two_conditional_counts_side_by_side(sess: Session, p: pl.DataFrame) -> None:
     first = sess.publish(p.group_by("sex").len().sort("sex"))
     out = sess.publish(p.group_by("sex").agg(pl.col("person").filter(pl.col("district") == "A").count().alias("a"),
