@@ -143,3 +143,21 @@ def test_box_certificates_give_the_whole_table_verdicts(case, monkeypatch) -> No
     for r in range(0, len(req_k), 7):
         att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), P.L, P.U)
     assert att.boxed > 0.5 * att.found
+
+
+def test_incremental_cleanup_keeps_the_same_pattern(monkeypatch) -> None:
+    """Clean-up trials auditing only the requirements the published cell touched end on the same pattern."""
+    heuristic = importlib.import_module("sdc_magic.protect.heuristic")
+    df = _counts((16, 12, 6), 21, 0.3)
+    kw = dict(dims=["v0", "v1", "v2"], value="n", rules=Rules(threshold=5, protection=10.0), singletons=True,
+              time_limit=120)
+    trials = []
+    real = heuristic._PoolIndex.trial
+    monkeypatch.setattr(heuristic._PoolIndex, "trial", lambda self, i: trials.append(i) or real(self, i))
+    fast = protect(df, **kw)
+    assert trials  # the incremental trials ran
+    monkeypatch.setattr(heuristic, "INCREMENTAL_CLEANUP", False)
+    slow = protect(df, **kw)
+    assert fast.audit_ok and slow.audit_ok
+    assert (fast.cells.status == "secondary").sum() > 0
+    pd.testing.assert_frame_equal(fast.cells, slow.cells)

@@ -27,6 +27,7 @@ certificate).
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -432,7 +433,7 @@ def rescale(f: Flow, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray
 
 
 def _absorb_many(pool: list[Flow], start: int, req_k: np.ndarray, req_s: np.ndarray, req_a: np.ndarray,
-                 certified_by: list[list[int]], touching: dict[int, list[int]]) -> None:
+                 certified_by: defaultdict[int, list[int]], touching: dict[int, list[int]]) -> None:
     """What ``pool[start:]`` certifies and touches, appended in pool order (as one by one).
 
     An audit starts by taking in every certificate found so far (10,000 of them during
@@ -460,7 +461,8 @@ def _absorb_many(pool: list[Flow], start: int, req_k: np.ndarray, req_s: np.ndar
 
 
 def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool = True,
-            tick: Ticker | None = None, stop_at_first: bool = False, exact: bool = True) -> Certification:
+            tick: Ticker | None = None, stop_at_first: bool = False, exact: bool = True,
+            only: np.ndarray | None = None) -> Certification:
     """Find a certificate for every requirement and every attacker, or name the failures.
 
     ``pool`` holds certificates found earlier; those whose support is still hidden are
@@ -471,6 +473,11 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     bounds); whatever they leave uncertified is reported as failing without the
     whole-table LP that would prove it.  The caller covers those failures, checking each
     before hiding anything, and the final audit is always exact.
+
+    ``only`` (requirement indices): check these requirements alone, the others being
+    known to hold (the clean-up: publishing one cell again only concerns requirements
+    whose certificates it moved; everything else keeps its certificates, and a
+    requirement's verdict depends only on the certificates that meet it).
     """
     tick = tick or Ticker(None)
     req_k, req_s, req_a = P.requirements()
@@ -482,7 +489,8 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     lps = 0
     if nreq == 0:
         return Certification(failures, pool, 0)
-    certified_by: list[list[int]] = [[] for _ in range(nreq)]
+    # (a dict filled on demand: a clean-up trial checks a few requirements of 20,000)
+    certified_by: defaultdict[int, list[int]] = defaultdict(list)
     touching: dict[int, list[int]] = {}  # requirement cell -> pool flows that move it
 
     def absorb(start: int) -> None:
@@ -545,7 +553,11 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
 
     # outsider: big batches in one elastic LP, stragglers one by one from a warm basis
     att = P.attacker(hidden)
-    open_ = np.array([r for r in range(nreq) if not certified_by[r]], dtype=np.int64)
+    active = np.ones(nreq, dtype=bool)
+    if only is not None:
+        active[:] = False
+        active[np.asarray(only, dtype=np.int64)] = True
+    open_ = np.array([r for r in range(nreq) if active[r] and not certified_by[r]], dtype=np.int64)
     failed = np.zeros(nreq, dtype=bool)
     if len(open_) >= BATCH_MIN:
         # a bound proved by single relations below the level: fails without an LP
@@ -619,7 +631,7 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
 
     blocked: list[set[int]] = []
     for r in range(nreq):
-        if failed[r]:
+        if failed[r] or not active[r]:
             blocked.append(set())
             continue
         b: set[int] | None = None
