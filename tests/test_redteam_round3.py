@@ -1,0 +1,179 @@
+"""Red team, round 3: researcher-style snippets that try to put a small cell (1-4 people) or one
+person's value into a cleared output (``pass`` / ``suppressed``) or one at ``review``.
+
+Data (as in ``test_engines_redteam``): 73 people, district A 40 (20 F / 20 M), B 30 (15 / 15),
+C 3 (2 F / 1 M); persons 5 and 6 (district A, one M one F) are aged 101 and 102, everyone else
+18-79. Humanitarian preset: threshold 5.
+
+A test marked ``xfail(strict=True, reason="leak: ...")`` shows a leak: the assertion fails exactly
+on the recovered small figure. The other tests are attacks that were stopped, with the cells we
+expect hidden.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pl = pytest.importorskip("polars")
+duckdb = pytest.importorskip("duckdb")
+pytest.importorskip("sqlglot")
+
+from sdc_magic.config import preset  # noqa: E402
+from sdc_magic.render import protected_frame  # noqa: E402
+from sdc_magic.session import Session  # noqa: E402
+
+X = "✕"
+CLEARED = ("pass", "suppressed")
+
+
+def _people() -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    district = np.repeat(["A", "B", "C"], [40, 30, 3])
+    sex = np.array(["F", "M"] * 35 + ["F", "F", "M"])
+    age = rng.integers(18, 80, 73)
+    age[5], age[6] = 101, 102
+    return pd.DataFrame({"person": np.arange(73), "household": np.arange(73) // 2, "district": district,
+                         "sex": sex, "age": age.astype(np.int64), "flag": rng.integers(0, 2, 73),
+                         "income": np.round(rng.uniform(10, 20, 73), 2)})
+
+
+PEOPLE = _people()
+
+
+def _episodes() -> pd.DataFrame:
+    """Several rows per person: C's three people have four episodes each, others one to three."""
+    reps = np.where(PEOPLE.district == "C", 4, np.random.default_rng(3).integers(1, 4, 73))
+    return PEOPLE.loc[PEOPLE.index.repeat(reps)].reset_index(drop=True)
+
+
+def _session(rules=None) -> Session:
+    s = Session(rules=rules or preset("humanitarian"))
+    s.capture.install()
+    return s
+
+
+@pytest.fixture
+def sess():
+    s = _session()
+    yield s
+    s.capture.uninstall()
+
+
+@pytest.fixture
+def df() -> pd.DataFrame:
+    return PEOPLE.copy()
+
+
+@pytest.fixture
+def p() -> pl.DataFrame:
+    return pl.from_pandas(PEOPLE)
+
+
+def _shown(out) -> pd.DataFrame | pd.Series:
+    assert out.checked is not None
+    return protected_frame(out.checked)
+
+
+def _status(out) -> str:
+    return out.metadata["sdc_magic"]["status"]
+
+
+def _cells(out, column: str | None = None) -> dict:
+    """First label -> shown value, for a Series, a one-column frame or a column of a frame."""
+    shown = _shown(out)
+    if isinstance(shown, pd.Series):
+        return dict(zip(shown.index, shown, strict=True))
+    if column is None:
+        column = shown.columns[-1]
+    if shown.index.nlevels == 1 and not isinstance(shown.index, pd.RangeIndex):
+        return dict(zip(shown.index, shown[column], strict=True))
+    return dict(zip(shown[shown.columns[0]], shown[column], strict=True))
+
+
+def _difference(first: dict, second: dict) -> dict | None:
+    """first - second per label, or None if a cell is hidden."""
+    if X in (*first.values(), *second.values()):
+        return None
+    return {k: round(float(first[k]) - float(second[k]), 6) for k in first}
+
+
+# ====================================================================== LEAKS (cleared)
+# ---- 1. a column changed between two outputs breaks linking: rows are matched by label *and* the
+# content of every shared non-key column, so the same people with one column recoded (a type cast,
+# rounding, a case change, a cleaned-up label) are a new population, never differenced.
+# 37 - 35 = 2 women and 36 - 35 = 1 man of district C, at 'pass'.
+def _cast_age(d: pd.DataFrame) -> pd.DataFrame:
+    d = d.copy()
+    d["age"] = d["age"].astype(float)  # in place, as a researcher cleans a column
+    return d
+
+
+RECODES = {
+    "age cast to float in place": _cast_age,
+    "income rounded": lambda d: d.assign(income=d.income.round(0)),
+    "district lower-cased": lambda d: d.assign(district=d.district.str.lower()),
+    "every column as text": lambda d: d.astype(str),
+    "sixteen new columns in front": lambda d: pd.concat(
+        [pd.DataFrame({f"q{i}": 0 for i in range(16)}, index=d.index), d], axis=1),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: sex counts 37/36, then recoded frame without C 35/35 -> C is 2 F, 1 M")
+@pytest.mark.parametrize("recode", list(RECODES))
+def test_leak_recoded_column_escapes_linking(sess: Session, df: pd.DataFrame, recode: str) -> None:
+    first = sess.publish(df.groupby("sex").size())
+    d = RECODES[recode](df)
+    second = sess.publish(d[d.district.str.upper() != "C"].groupby("sex").size())
+    got = _difference(_cells(first), _cells(second))
+    assert not (_status(first) in CLEARED and _status(second) in CLEARED and got == {"F": 2, "M": 1})
+
+
+@pytest.mark.xfail(strict=True, reason="leak: polars sex counts 37/36, then cast/rounded column without C 35/35")
+@pytest.mark.parametrize("expr", [pl.col("age").cast(pl.Float64), pl.col("income").round(0)], ids=["cast", "round"])
+def test_leak_polars_with_columns_escapes_linking(sess: Session, p: pl.DataFrame, expr) -> None:
+    first = sess.publish(p.group_by("sex").len().sort("sex"))
+    second = sess.publish(p.with_columns(expr).filter(pl.col("district") != "C").group_by("sex").len().sort("sex"))
+    got = _difference(_cells(first, "len"), _cells(second, "len"))
+    assert not (_status(first) in CLEARED and _status(second) in CLEARED and got == {"F": 2, "M": 1})
+
+
+# ---- 2. the certificate exported with a suppressed table carries its grand total (73), which the
+# table itself does not show and linking does not count as published: a later table of everyone
+# under 100 (36 + 35 = 71) passes, and 73 - 71 = 2 people aged over 100, both outputs cleared.
+@pytest.mark.xfail(strict=True, reason="leak: certificate total 73 - (36 + 35) under 100 = 2 people aged 100+")
+def test_leak_certificate_total_against_a_later_table(sess: Session, df: pd.DataFrame, tmp_path) -> None:
+    first = sess.publish(df.groupby("district").size())
+    second = sess.publish(df[df.age < 100].groupby("sex").size())
+    assert _status(first) == "suppressed" and _cells(first)["C"] == X
+    sess.export(tmp_path / "out", force=True)
+    cert = json.loads((tmp_path / "out" / "out-1.certificate.json").read_text())
+    totals = [c["value"] for t in cert["tables"] for c in t["cells"] if c["labels"] == ["Total"] and "value" in c]
+    shown = _cells(second)
+    recovered = totals[0] - sum(int(v) for v in shown.values()) if totals and X not in shown.values() else None
+    assert not (_status(second) in CLEARED and recovered == 2)
+
+
+# ---- 3. distinct counts of the declared unit are not additive, so no margin protects them: with
+# several rows per person, people per district (A 40, B 30, C hidden) and people per sex (37 + 36)
+# are both cleared, and 73 - 40 - 30 = 3 people in C.
+@pytest.mark.xfail(strict=True, reason="leak: distinct people by sex 37 + 36 - by district 40 - 30 = 3 in C")
+@pytest.mark.parametrize("unit", [True, False], ids=["unit declared", "no unit"])
+def test_leak_distinct_people_by_district_and_by_sex(unit: bool) -> None:
+    rules = dataclasses.replace(preset("humanitarian"), unit="person") if unit else preset("humanitarian")
+    s = _session(rules)
+    try:
+        ep = _episodes()
+        by_district = s.publish(ep.groupby("district").agg(n=("person", "nunique")))
+        by_sex = s.publish(ep.groupby("sex").agg(n=("person", "nunique")))
+        a, b = _cells(by_district, "n"), _cells(by_sex, "n")
+        recovered = None
+        if X not in (a["A"], a["B"], *b.values()):
+            recovered = sum(int(v) for v in b.values()) - int(a["A"]) - int(a["B"])
+        assert not (_status(by_district) in CLEARED and _status(by_sex) in CLEARED and recovered == 3)
+    finally:
+        s.capture.uninstall()
