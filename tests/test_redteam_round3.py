@@ -363,3 +363,117 @@ def test_leak_one_persons_age_from_three_sums(sess: Session, df: pd.DataFrame) -
     if X not in (ac["M"], bc["M"], everyone["M"]):
         got = int(ac["M"]) + int(bc["M"]) - int(everyone["M"])
     assert not (all(_status(o) in CLEARED for o in outs) and got == int(PEOPLE.age[72]))
+
+
+# ====================================================================== LEAKS at 'review' (on screen)
+# ---- 11. one person's value from a group-wise selection pandas runs row by row: the oldest woman
+# (102) and man (101), persons 6 and 5, shown as numbers at 'review'.
+SELECTIONS = {
+    "nlargest(1)": lambda d: d.groupby("sex").age.nlargest(1),
+    "apply sort iloc[-1]": lambda d: d.groupby("sex").age.apply(lambda x: x.sort_values().iloc[-1]),
+    "agg max - mean, plus the mean": lambda d: d.groupby("sex").age.agg(lambda x: x.max() - x.mean()),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: the oldest woman's and man's ages (102, 101) shown at review")
+@pytest.mark.parametrize("how", list(SELECTIONS))
+def test_leak_review_oldest_persons_age(sess: Session, df: pd.DataFrame, how: str) -> None:
+    out = sess.publish(SELECTIONS[how](df))
+    shown = _shown(out)
+    values = [v for v in np.ravel(shown.to_numpy()) if v != X]
+    if how.startswith("agg"):
+        values = [float(v) + float(m) for v, m in zip(values, df.groupby("sex").age.mean(), strict=False)]
+    assert not (_status(out) != "blocked" and {round(float(v)) for v in values} >= {101, 102})
+
+
+# ---- 12. a cumulative count of age bands (value_counts with bins, then cumsum): 73 - 71 = 2 people
+# aged over 100, at 'review'.
+@pytest.mark.xfail(strict=True, reason="leak: cumulative age bands 73 - 71 = 2 people over 100, at review")
+def test_leak_review_cumulative_value_counts_with_bins(sess: Session, df: pd.DataFrame) -> None:
+    out = sess.publish(df.age.value_counts(bins=[0, 50, 100, 200], sort=False).cumsum())
+    values = list(_cells(out).values())
+    got = None if X in values[-2:] else int(values[-1]) - int(values[-2])
+    assert not (_status(out) != "blocked" and got == 2)
+
+
+# ====================================================================== STOPPED
+# ---- filters that remove C's three people (or persons 5 and 6) in unusual ways, after the sex totals
+# 37/36: the second table is blocked, every cell hidden.
+FILTERS = {
+    "isin": lambda d: d[d.district.isin(["A", "B"])],
+    "query": lambda d: d.query("district != 'C'"),
+    "str.contains": lambda d: d[d.district.str.contains("A|B")],
+    "merge with a lookup": lambda d: d.merge(pd.DataFrame({"district": ["A", "B"], "name": ["a", "b"]})),
+    "concat of two districts": lambda d: pd.concat([d[d.district == "A"], d[d.district == "B"]]),
+    "shuffled, then filtered": lambda d: d.sample(frac=1, random_state=1).query("district != 'C'"),
+    "nsmallest by age (drops 5, 6)": lambda d: d.nsmallest(71, "age"),
+    "keys only": lambda d: d[["sex", "district"]][d.district != "C"],
+    "columns renamed": lambda d: d.rename(columns=str.upper).rename(columns={"SEX": "sex"})[d.district != "C"],
+    "fillna": lambda d: d.fillna(0)[d.district != "C"],
+    "set_index person": lambda d: d.set_index("person")[lambda x: x.district != "C"],
+}
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+def test_stopped_filter_forms(sess: Session, df: pd.DataFrame, name: str) -> None:
+    sess.publish(df.groupby("sex").size())
+    out = sess.publish(FILTERS[name](df).groupby("sex").size())
+    assert _status(out) == "blocked" and set(_cells(out).values()) == {X}
+
+
+@pytest.mark.parametrize("engine_sql", [
+    "select sex, count(*) n from df where person not in (select person from df where district = 'C') group by 1",
+    "with lk as (select * from (values ('A'), ('B')) t(d)) select sex, count(*) n from df join lk on df.district = lk.d group by 1",
+    "select sex, count(*) n from df semi join (select 'A' d union all select 'B') t on df.district = t.d group by 1",
+], ids=["not in subquery", "join a VALUES lookup", "semi join"])
+def test_stopped_duckdb_filter_forms(sess: Session, df: pd.DataFrame, engine_sql: str) -> None:
+    sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))
+    out = sess.publish(duckdb.sql(engine_sql + " order by 1"))
+    assert _status(out) == "blocked" and set(_cells(out, "n").values()) == {X}
+
+
+@pytest.mark.parametrize("build", [
+    lambda p: p.lazy().join(pl.LazyFrame({"district": ["A", "B"]}), on="district").group_by("sex").len().sort("sex").collect(),
+    lambda p: p.filter(pl.col("district").is_in(["A", "B"])).group_by("sex").len().sort("sex"),
+    lambda p: p.sort("age").head(71).group_by("sex").len().sort("sex"),
+], ids=["lazy join lookup", "is_in", "sort head 71"])
+def test_stopped_polars_filter_forms(sess: Session, p: pl.DataFrame, build) -> None:
+    sess.publish(p.group_by("sex").len().sort("sex"))
+    out = sess.publish(build(p))
+    assert _status(out) == "blocked" and set(np.ravel(_shown(out)["len"].to_numpy())) == {X}
+
+
+# ---- one person (72, a man of C) removed: his age or income from means, sums, medians and std
+@pytest.mark.parametrize("stat", ["mean", "sum", "median", "std"])
+@pytest.mark.parametrize("column", ["age", "income"])
+def test_stopped_one_person_removed_statistics(sess: Session, df: pd.DataFrame, stat: str, column: str) -> None:
+    sess.publish(df.groupby("sex").size())
+    sess.publish(df.groupby("sex")[column].agg(stat))
+    out = sess.publish(df[df.person != 72].groupby("sex")[column].agg(stat))
+    assert _cells(out)["M"] == X
+
+
+# ---- margins, normalised tables, NaN keys and unused categories keep C (and B, its secondary) hidden
+# (describe: B's count and mean hidden, its spread and quartiles of 30 people shown)
+TABLES = {
+    "crosstab margins": lambda d: pd.crosstab(d.district, d.sex, margins=True),
+    "crosstab normalize index + margins": lambda d: pd.crosstab(d.district, d.sex, normalize="index", margins=True),
+    "crosstab normalize columns + margins": lambda d: pd.crosstab(d.district, d.sex, normalize="columns", margins=True),
+    "crosstab normalize all": lambda d: pd.crosstab(d.district, d.sex, normalize="all"),
+    "pivot_table count+mean, margins": lambda d: d.pivot_table(index="district", columns="sex", values="age",
+                                                               aggfunc=["count", "mean"], margins=True),
+    "groupby dropna=False": lambda d: d.assign(district=d.district.where(d.person < 70)).groupby("district", dropna=False).size(),
+    "categorical observed=False": lambda d: d.assign(district=pd.Categorical(d.district, ["A", "B", "C", "D"]))
+    .groupby("district", observed=False).size(),
+    "describe by district": lambda d: d.groupby("district").age.describe(),
+}
+
+
+@pytest.mark.parametrize("name", list(TABLES))
+def test_stopped_table_shapes_hide_c_and_b(sess: Session, df: pd.DataFrame, name: str) -> None:
+    out = sess.publish(TABLES[name](df))
+    shown = _shown(out)
+    rows = [r for r in shown.index if r == "C" or (isinstance(r, float) and np.isnan(r))]
+    assert rows and all(set(np.ravel(shown.loc[[r]].to_numpy())) == {X} for r in rows)
+    if "B" in shown.index and name != "describe by district":  # B's quartiles (30 people) may show
+        assert set(np.ravel(shown.loc[["B"]].to_numpy())) == {X}
