@@ -792,6 +792,19 @@ SWEEP_MIN_PROVED = 16
 SWEEP_ROUNDS = 60
 
 
+def _one_per_relation(cols: sp.csc_matrix, open_: np.ndarray) -> np.ndarray:
+    """Open cells (in index order, deterministic) such that no two share a relation."""
+    taken = np.zeros(cols.shape[0], dtype=bool)
+    out = np.zeros(len(open_), dtype=bool)
+    ptr, rel = cols.indptr, cols.indices
+    for j in np.flatnonzero(open_).tolist():
+        r = rel[ptr[j]:ptr[j + 1]]
+        if not taken[r].any():
+            taken[r] = True
+            out[j] = True
+    return out
+
+
 def _sweep(eng: IntervalEngine, best_lo: np.ndarray, best_hi: np.ndarray, lo_bound: np.ndarray,
            hi_bound: np.ndarray, tol: np.ndarray, tick: Ticker) -> None:
     """Reach many proved bounds at once: one LP pushes every open cell towards its bound.
@@ -802,7 +815,14 @@ def _sweep(eng: IntervalEngine, best_lo: np.ndarray, best_hi: np.ndarray, lo_bou
     deviations reaches a large share of them together.  Its points are attained
     deviations, so this only narrows what the per-cell LPs must still decide:
     exactness does not depend on it.
+
+    Each round pushes at most one open cell per relation (:func:`_one_per_relation`):
+    two cells of one relation compete for the same room (both going up needs the
+    others down), and an LP pushing every open cell ends at a vertex where few reach
+    their bound.  Measured: 25×20×10 intervals 3.5 → 1.3 s (16 sweeps instead of 29),
+    50×40×10 21 → 14 s, 300×100 0.9 → 0.8 s; the same intervals.
     """
+    cols = eng.A.tocsc()
     for sense, best, bound in ((1, best_hi, hi_bound), (-1, best_lo, lo_bound)):
         for _ in range(SWEEP_ROUNDS):
             tick("audit: computing intervals", None)
@@ -811,8 +831,9 @@ def _sweep(eng: IntervalEngine, best_lo: np.ndarray, best_hi: np.ndarray, lo_bou
             n_open = int(open_.sum())
             if n_open == 0:
                 break
+            pick = _one_per_relation(cols, open_)
             w = np.zeros(len(best))
-            w[open_] = sense / np.maximum(np.abs(bound[open_]), 1e-9)
+            w[pick] = sense / np.maximum(np.abs(bound[pick]), 1e-9)
             x = eng.sweep(w)
             if x is None:
                 break
