@@ -272,6 +272,7 @@ class Boxes:
         N = self.codes.shape[1]
         #: every corner but k itself: which dimensions take the partner
         self.masks = np.array([[(m >> d) & 1 for d in range(N)] for m in range(1, 2**N)], dtype=bool)
+        self.mask_int = self.masks.astype(np.int64)
 
     @classmethod
     def of(cls, model: object) -> Boxes:
@@ -357,27 +358,21 @@ class Boxes:
             sizes = [len(x[0]) for x in cand]
         grids = np.meshgrid(*[np.arange(n) for n in sizes], indexing="ij")
         pick = [g.ravel() for g in grids]
-        n_box = len(pick[0])
-        cap = np.full(n_box, min(room_k, want))
-        weight = np.full(n_box, float(weights[k]))
-        corner_cells = np.empty((len(self.masks), n_box), dtype=np.int64)
-        corner_unit = np.empty((len(self.masks), n_box))
-        for m, mask in enumerate(self.masks):
-            key = np.full(n_box, key_k, dtype=np.int64)
-            unit = np.ones(n_box)
-            for d in np.flatnonzero(mask):
-                key += cand[d][0][pick[d]]
-                unit *= cand[d][1][pick[d]]
-            cell = self._cells(key)
-            exists = cell >= 0
-            cs = np.where(exists, cell, 0)
-            room = np.where(exists & movable[cs], np.where(sign * unit > 0, U[cs], L[cs]), 0.0)
-            np.minimum(cap, room, out=cap)
-            corner_cells[m] = cell
-            corner_unit[m] = unit
-            weight += weights[cs]
-            if not (cap > 0).any():
-                return None
+        # every corner of every box at once: (corners, boxes) keys, signs, cells and room
+        delta = np.stack([cand[d][0][pick[d]] for d in range(N)])
+        negative = np.stack([cand[d][1][pick[d]] < 0 for d in range(N)]).astype(np.int64)
+        keys = key_k + self.mask_int @ delta
+        corner_unit = np.where((self.mask_int @ negative) % 2 == 1, -1.0, 1.0)
+        corner_cells = self._cells(keys)
+        exists = corner_cells >= 0
+        cs = np.where(exists, corner_cells, 0)
+        room = np.where(exists & movable[cs], np.where(sign * corner_unit > 0, U[cs], L[cs]), 0.0)
+        cap = np.minimum(room.min(axis=0), min(room_k, want))
+        if not (cap > 0).any():
+            return None
+        weight = np.full(cs.shape[1], float(weights[k]))
+        for row in weights[cs]:  # (in corner order: the same sums, the same ties, as one by one)
+            weight += row
         best_cap = float(cap.max())
         top = np.flatnonzero(cap >= best_cap)
         b = int(top[np.argmin(weight[top])])
