@@ -652,3 +652,40 @@ def test_leak_review_rollup_filtered_in_an_outer_query(sess: Session, df: pd.Dat
     values = [v for v in _cells(out, "n").values() if v != X]
     got = max(int(v) for v in values) * 2 - sum(int(v) for v in values) if len(values) == 3 else None
     assert not (_status(out) != "blocked" and got == 3)
+
+
+# ---- 19. the same in pandas: a count table dressed for a report ("n (pct%)", a percent column after
+# reset_index, a label or a date column beside the counts) has text / dates in its body or is a
+# frame of aggregated rows, so it is "row-level data": 'blocked' and displayed as it is, C = 3.
+def _counts() -> pd.Series:
+    return PEOPLE.groupby("district").size()
+
+
+DRESSED = {
+    "n (pct%) strings": lambda: _counts().astype(str) + " (" + (100 * _counts() / _counts().sum()).round(1).astype(str) + "%)",
+    "reset_index + pct column": lambda: _counts().reset_index(name="n").assign(pct=lambda x: 100 * x.n / x.n.sum()),
+    "label column beside n": lambda: _counts().to_frame("n").assign(label=lambda x: "district " + x.index),
+    "date column beside n": lambda: _counts().to_frame("n").assign(when=pd.Timestamp("2024-01-01")),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: a dressed count table is 'row-level' and displayed raw: C 3 on screen")
+@pytest.mark.parametrize("name", list(DRESSED))
+def test_leak_screen_dressed_count_table_shown_raw(sess: Session, name: str) -> None:
+    out = sess.publish(DRESSED[name]())
+    text = out.data["text/plain"].split("sdc_magic:")[0]
+    row_c = [line.split() for line in text.splitlines() if line.split()[:1] == ["C"] or line.split()[1:2] == ["C"]]
+    got = None
+    if row_c:
+        cells = row_c[0][1:] if row_c[0][0] == "C" else row_c[0][2:]
+        got = int(cells[0]) if cells and cells[0].isdigit() else None
+    assert got != 3
+
+
+# stopped: the same count table as plain strings or formatted numbers keeps its protection
+@pytest.mark.parametrize("build", [lambda: _counts().astype(str), lambda: _counts().map("{:,}".format),
+                                   lambda: pd.crosstab(PEOPLE.district, PEOPLE.sex).astype(str)],
+                         ids=["astype(str)", "map format", "crosstab astype(str)"])
+def test_stopped_count_table_as_text(sess: Session, build) -> None:
+    out = sess.publish(build())
+    assert _status(out) == "suppressed" and set(np.ravel(_shown(out).loc[["B", "C"]].to_numpy())) == {X}
