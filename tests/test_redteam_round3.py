@@ -773,3 +773,32 @@ def test_leak_review_duckdb_summarize_of_an_aggregate(sess: Session, df: pd.Data
     out = sess.publish(duckdb.sql("summarize (select district, sex, count(*) n from df group by all)"))
     line = next(x.split() for x in _plain_text(out).splitlines() if x.split()[:1] == ["n"])
     assert not (_status(out) != "blocked" and line[2:4] == ["1", "20"] and "2" in line[6:9])
+
+
+# ---- 15b. duplicated rows in DuckDB (UNION ALL) and polars (concat): 72/71 after 37/36 -> C 2/1;
+# two rounds in one DuckDB table: 37/36 and 35/35, all at 'pass'.
+@pytest.mark.xfail(strict=True, reason="leak: everyone + everyone but C (UNION ALL / pl.concat) 72/71 after 37/36 -> 2/1")
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_leak_duplicated_rows_other_engines(sess: Session, df: pd.DataFrame, p: pl.DataFrame, engine: str) -> None:
+    if engine == "duckdb":
+        first = sess.publish(duckdb.sql("select sex, count(*) n from df group by 1 order by 1"))
+        second = sess.publish(duckdb.sql("select sex, count(*) n from (select * from df union all "
+                                         "select * from df where district <> 'C') group by 1 order by 1"))
+        a, b = _cells(first, "n"), _cells(second, "n")
+    else:
+        first = sess.publish(p.group_by("sex").len().sort("sex"))
+        second = sess.publish(pl.concat([p, p.filter(pl.col("district") != "C")]).group_by("sex").len().sort("sex"))
+        a, b = _cells(first, "len"), _cells(second, "len")
+    got = None if X in (*a.values(), *b.values()) else {k: 2 * int(a[k]) - int(b[k]) for k in ("F", "M")}
+    assert not (_status(second) in CLEARED and got == {"F": 2, "M": 1})
+
+
+@pytest.mark.xfail(strict=True, reason="leak: DuckDB rounds 1/2 by sex 37/36 and 35/35 in one table -> C 2/1")
+def test_leak_duckdb_rounds_in_one_table(sess: Session, df: pd.DataFrame) -> None:
+    out = sess.publish(duckdb.sql("select r, sex, count(*) n from (select 1 r, * from df union all "
+                                  "select 2 r, * from df where district <> 'C') group by all order by all"))
+    shown = _shown(out)["n"]
+    got = None
+    if X not in shown.to_numpy():
+        got = {k: int(shown.loc[(1, k)]) - int(shown.loc[(2, k)]) for k in ("F", "M")}
+    assert not (_status(out) in CLEARED and got == {"F": 2, "M": 1})
