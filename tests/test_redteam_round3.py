@@ -876,3 +876,20 @@ def test_leak_overlapping_conditional_counts_and_total_in_one_table(sess: Sessio
     if X not in (*n.values(), *ac.values(), *bc.values()):
         got = {k: int(ac[k]) + int(bc[k]) - int(n[k]) for k in ("F", "M")}
     assert not (_status(out) in CLEARED and got == {"F": 2, "M": 1})
+
+
+# ---- 23. re-aggregating a captured polars count table by sex (the sex totals 37/36, publishable and
+# shown by the same step in pandas) is blocked entirely.
+@pytest.mark.xfail(strict=True, reason="overprotection: polars group_by(sex).sum() of the district x sex counts blocked")
+def test_overprotection_polars_reaggregation_of_a_count_table(sess: Session, p: pl.DataFrame) -> None:
+    table = _pl_counts(p)
+    sess.publish(table)
+    out = sess.publish(table.group_by("sex").agg(pl.col("len").sum()).sort("sex"))
+    assert _cells(out, "len") == {"F": 37, "M": 36}
+
+
+def test_pandas_reaggregation_of_a_count_table_is_shown(sess: Session, df: pd.DataFrame) -> None:
+    table = df.groupby(["district", "sex"]).size()
+    sess.publish(table)
+    out = sess.publish(table.groupby(level="sex").sum())
+    assert _status(out) == "pass" and _cells(out) == {"F": 37, "M": 36}
