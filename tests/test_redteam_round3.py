@@ -916,6 +916,8 @@ CROSSTABS_WITH_MISSING = {
     "crosstab, flag missing for C": lambda d: pd.crosstab(d.sex, d.flag.where(d.district != "C")),
     "pivot_table count, margins": lambda d: d.assign(d2=d.district.where(d.district != "C")).pivot_table(
         index="sex", columns="d2", values="person", aggfunc="count", margins=True),
+    "groupby(sex).value_counts(), flag missing for C": lambda d: d.assign(f2=d.flag.where(d.district != "C"))
+    .groupby("sex").f2.value_counts().unstack(),
 }
 
 
@@ -935,3 +937,22 @@ def test_stopped_groupby_drops_missing_keys_as_a_filter(sess: Session, df: pd.Da
     sess.publish(df.groupby("sex").size())
     out = sess.publish(df.assign(d2=df.district.where(df.district != "C")).groupby(["sex", "d2"]).size())
     assert _status(out) == "blocked" and set(_cells(out).values()) == {X}
+
+
+# stopped: the same missing values through the other forms (linked as the rows where the value is known)
+MISSING_STOPPED = {
+    "duckdb count(col)": lambda d: duckdb.sql("select sex, count(f2) n from d group by 1 order by 1"),
+    "polars count": lambda d: pl.from_pandas(d).group_by("sex").agg(pl.col("f2").count()).sort("sex"),
+    "polars drop_nulls": lambda d: pl.from_pandas(d).drop_nulls("f2").group_by("sex").len().sort("sex"),
+    "pandas dropna": lambda d: d.dropna(subset=["f2"]).groupby("sex").size(),
+    "pivot_table count of a column with NaN": lambda d: d.pivot_table(index="sex", values="f2", aggfunc="count"),
+    "describe of a column with NaN": lambda d: d.groupby("sex").f2.describe(),
+}
+
+
+@pytest.mark.parametrize("how", list(MISSING_STOPPED))
+def test_stopped_missing_values_other_forms(sess: Session, df: pd.DataFrame, how: str) -> None:
+    d = df.assign(f2=df.flag.where(df.district != "C"))
+    sess.publish(d.groupby("sex").size())
+    out = sess.publish(MISSING_STOPPED[how](d))
+    assert _status(out) == "blocked" and set(np.ravel(_shown(out).drop(columns="sex", errors="ignore").to_numpy())) == {X}
