@@ -973,3 +973,11 @@ def test_leak_dummy_rows_appended(sess: Session, df: pd.DataFrame, ignore_index:
     got = _difference(_cells(first), _cells(second))
     got = None if got is None else {k: round(v + 1) for k, v in got.items()}
     assert not (_status(second) in CLEARED and got == {"F": 2, "M": 1})
+
+
+# ---- 27. percent of the total by sex through a scalar subquery (50.68 / 49.32, no small cell) is
+# withheld outright, while the same share through a window function is shown raw (section 16).
+@pytest.mark.xfail(strict=True, reason="overprotection: percent of total by sex (no small cell) withheld")
+def test_overprotection_percent_of_total_by_scalar_subquery(sess: Session, df: pd.DataFrame) -> None:
+    out = sess.publish(duckdb.sql("select sex, count(*) * 100.0 / (select count(*) from df) pct from df group by 1 order by 1"))
+    assert _status(out) != "blocked"
