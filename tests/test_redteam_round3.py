@@ -1058,3 +1058,24 @@ def test_leak_two_microdata_releases_differ_by_c(sess: Session, df: pd.DataFrame
     a, b = _shown(full), _shown(part)  # the rows as released
     men = pd.crosstab(a.sex, a.flag).loc["M"] - pd.crosstab(b.sex, b.flag).loc["M"]
     assert not (_status(full) in CLEARED and _status(part) in CLEARED and men.to_dict() == {0: 1, 1: 0})
+
+
+# ---- 29. data-driven bin edges as labels: pd.qcut / pd.cut(bins=k) put the minimum and maximum of the
+# variable into the first and last labels: "(71.0, 102.0]" is the oldest person's age (the maximum
+# itself is blocked as one person's value); "(16.61, 19.99]" the highest income (person 35), at
+# 'pass' / 'suppressed'.
+BINNED = {
+    "qcut(age, 4)": (lambda d: d.groupby(pd.qcut(d.age, 4), observed=True).size(), 102.0),
+    "cut(age, 4)": (lambda d: d.groupby(pd.cut(d.age, 4), observed=True).size(), 102.0),
+    "crosstab(qcut(income, 3), sex)": (lambda d: pd.crosstab(pd.qcut(d.income, 3), d.sex), float(PEOPLE.income.max())),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: last bin label of qcut / cut(bins=k) is the maximum: 102 (age), 19.99 (income)")
+@pytest.mark.parametrize("how", list(BINNED))
+def test_leak_bin_edges_carry_the_maximum(sess: Session, df: pd.DataFrame, how: str) -> None:
+    build, maximum = BINNED[how]
+    out = sess.publish(build(df))
+    last = _shown(out).index[-1]
+    edge = last.right if isinstance(last, pd.Interval) else float(str(last).rstrip("]").split(",")[-1])
+    assert not (_status(out) in CLEARED and float(edge) == maximum)
