@@ -62,3 +62,27 @@ def test_a_flag_both_sides_large_passes() -> None:
         assert out.metadata["sdc_magic"]["status"] == "pass"
     finally:
         s.capture.uninstall()
+
+
+def test_two_sessions_installed_at_once_do_not_deadlock() -> None:
+    """A session whose capture stayed installed (an extension loaded in an in-process shell)
+    and a second one on top: fetching DuckDB's own result from inside a check must reach
+    DuckDB's method, not the first session's wrapper (that ran the check again and waited
+    forever on the evidence lock: the CI suite hung on a PIVOT)."""
+    import threading
+
+    outer, inner = Session(rules=preset("humanitarian")), Session(rules=preset("humanitarian"))
+    outer.capture.install()
+    inner.capture.install()
+    result: dict = {}
+    try:
+        df = DF  # noqa: F841 - read by DuckDB's replacement scan
+        rel = duckdb.sql("PIVOT df ON district USING sum(income) AS s, count(*) AS n GROUP BY flag ORDER BY flag")
+        worker = threading.Thread(target=lambda: result.setdefault("out", inner.publish(rel)), daemon=True)
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive(), "the check deadlocked"
+        assert result["out"].metadata["sdc_magic"]["status"] in ("pass", "suppressed", "review", "blocked")
+    finally:
+        inner.capture.uninstall()
+        outer.capture.uninstall()

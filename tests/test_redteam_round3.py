@@ -123,8 +123,14 @@ RECODES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="leak: sex counts 37/36, then recoded frame without C 35/35 -> C is 2 F, 1 M")
-@pytest.mark.parametrize("recode", list(RECODES))
+_RECODE_OPEN = {"every column as text", "sixteen new columns in front"}
+
+
+# (fixed for one recoded column: rows are the same people when most of their columns agree;
+# still open when most columns change)
+@pytest.mark.parametrize("recode", [pytest.param(r, marks=pytest.mark.xfail(
+    strict=True, reason="leak: sex counts 37/36, then recoded frame without C 35/35 -> C is 2 F, 1 M"))
+    if r in _RECODE_OPEN else r for r in RECODES])
 def test_leak_recoded_column_escapes_linking(sess: Session, df: pd.DataFrame, recode: str) -> None:
     first = sess.publish(df.groupby("sex").size())
     d = RECODES[recode](df)
@@ -133,7 +139,7 @@ def test_leak_recoded_column_escapes_linking(sess: Session, df: pd.DataFrame, re
     assert not (_status(first) in CLEARED and _status(second) in CLEARED and got == {"F": 2, "M": 1})
 
 
-@pytest.mark.xfail(strict=True, reason="leak: polars sex counts 37/36, then cast/rounded column without C 35/35")
+# (was a leak; fixed: rows are the same people when most of their columns agree)
 @pytest.mark.parametrize("expr", [pl.col("age").cast(pl.Float64), pl.col("income").round(0)], ids=["cast", "round"])
 def test_leak_polars_with_columns_escapes_linking(sess: Session, p: pl.DataFrame, expr) -> None:
     first = sess.publish(p.group_by("sex").len().sort("sex"))
@@ -216,7 +222,7 @@ def test_leak_duckdb_recoded_column_escapes_linking(sess: Session, df: pd.DataFr
 
 # ---- 5. one person's value by the same route: income sums by sex, then without person 72 on a
 # frame whose age column was cast: 531.80 - 513.75 = 18.05, person 72's income, at 'pass'.
-@pytest.mark.xfail(strict=True, reason="leak: income sum M 531.80 - (recoded frame without person 72) = 18.05")
+# (was a leak; fixed: rows are the same people when most of their columns agree)
 def test_leak_one_persons_income_through_a_recoded_frame(sess: Session, df: pd.DataFrame) -> None:
     first = sess.publish(df.groupby("sex").income.sum())
     d = _cast_age(df)
@@ -921,7 +927,8 @@ CROSSTABS_WITH_MISSING = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="leak: sex 37/36 - row sums of a crosstab dropping C's missing values 35/35 = 2/1")
+# (was a leak; fixed: rows of keys the call dropped are outside the table, and a key recoded to
+# missing does not make new people)
 @pytest.mark.parametrize("how", list(CROSSTABS_WITH_MISSING))
 def test_leak_crosstab_drops_missing_values_unlinked(sess: Session, df: pd.DataFrame, how: str) -> None:
     first = sess.publish(df.groupby("sex").size())

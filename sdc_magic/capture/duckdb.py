@@ -277,8 +277,13 @@ class DuckDBCapture:
         setattr(owner, name, wrapper)
 
     def _original(self, owner_name: str, name: str) -> Callable | None:
+        """DuckDB's own method: past every wrapper, ours or another session's installed before
+        (calling another session's wrapper from inside a check ran that check again and
+        deadlocked on the evidence lock)."""
         for owner, n, original in self._saved:
             if n == name and isinstance(owner, type) and owner.__name__ == owner_name:
+                while getattr(original, "__sdc_magic_wrapper__", False) and hasattr(original, "__wrapped__"):
+                    original = original.__wrapped__
                 return original
         return None
 
