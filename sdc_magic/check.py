@@ -546,7 +546,9 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
         stats = set(ev_all.stat[sel].astype(str).tolist())
         if not primary_all[sel].any():
             continue
-        if not entry.dims or not stats <= ADDITIVE_STATS:
+        counts_units = _distinct_counts_units(ev_all, entry, rules) if stats == {"nunique"} else None
+        distinct_units = stats == {"nunique"} and (counts_units is None or bool(counts_units[sel].all()))
+        if not entry.dims or not (stats <= ADDITIVE_STATS or distinct_units):
             continue  # no linear relation links these cells: primary suppression suffices
         nonempty = sel[ev_all.units[sel] > 0]
         if len(nonempty) and primary_all[nonempty].all():
@@ -591,6 +593,8 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
     stat = set(ev.stat[sel].astype(str).tolist())
     if stat <= {"proportion", "percent"}:
         value = ev.units[inner]
+    elif stat == {"nunique"}:  # distinct people (households...) per group: a frequency table of them
+        value = ev.value[inner]
     elif stat <= {"sum", "mean"}:
         value = ev.total[inner]
     else:
@@ -599,7 +603,7 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
     internal = [f"_dim{i}" for i in range(len(dims))]
     cells = pd.DataFrame({c: _escape_total(entry.flat.dims[d][inner]) for c, d in zip(internal, dims, strict=True)})
     cells["value"] = np.nan_to_num(np.asarray(value, dtype=float), nan=0.0)
-    cells["units"] = ev.units[inner]
+    cells["units"] = ev.units[inner] if stat != {"nunique"} else cells["value"].to_numpy()
     cells["primary"] = primary_all[inner]
     top_cols = []
     for j in range(ev.top.shape[1]):
