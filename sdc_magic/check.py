@@ -361,6 +361,17 @@ def _label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[i
             reasons.setdefault(int(i), []).append(Reason("label", message))
         notes.append(f"{len(rare_labels)} label(s) of {dim} are values of fewer than {rules.threshold} units: "
                      "band this dimension before publishing")
+    from .capture.pandas import DATA_EDGES
+
+    for dim, labels in flat.dims.items():
+        if not DATA_EDGES or not len(labels) or not isinstance(labels[0], pd.Interval):
+            continue
+        edges = {float(iv.right) for iv in labels if isinstance(iv, pd.Interval)} | \
+            {float(iv.left) for iv in labels if isinstance(iv, pd.Interval)}
+        if edges & DATA_EDGES:
+            flagged = True
+            notes.append(f"the outer bins of {dim} end at the data's own minimum or maximum (cut with a number "
+                         "of bins, or qcut): that edge is one person's value; give the bin edges explicitly")
     frame = resolved.frame
     names = list(frame.index) + ([] if isinstance(frame, pd.Series) else list(frame.columns))
     for label in names:

@@ -130,6 +130,8 @@ class Capture:
         self._patch(pd.DataFrame, "pivot_table", self._method_wrapper(pd.DataFrame.pivot_table, self._pivot_table))
         self._patch(pd, "pivot_table", self._function_wrapper(pd.pivot_table, self._pivot_function))
         self._patch(pd, "crosstab", self._function_wrapper(pd.crosstab, self._crosstab))
+        self._patch(pd, "cut", self._function_wrapper(pd.cut, _record_data_edges))
+        self._patch(pd, "qcut", self._function_wrapper(pd.qcut, _record_data_edges))
         self.installed = True
 
     def uninstall(self) -> None:
@@ -719,6 +721,28 @@ def _as_names(x: Any) -> list[str] | None:
     if all(isinstance(i, str) for i in items):
         return list(items)
     return None
+
+
+#: The minimum and maximum of variables binned with ``pd.cut`` / ``pd.qcut``: a bin label
+#: ending there publishes one person's value (see check._label_disclosure).
+DATA_EDGES: set[float] = set()
+_MAX_DATA_EDGES = 4096
+
+
+def _record_data_edges(args: tuple, kwargs: dict, result: Any) -> None:
+    """Remember the binned variable's minimum and maximum. With a number of bins or quantiles
+    the outer edges are those values; with explicit edges they are only when the analyst
+    wrote the data's own extreme as an edge, which publishes it just the same."""
+    x = args[0] if args else kwargs.get("x")
+    try:
+        values = pd.to_numeric(pd.Series(np.asarray(x).ravel()), errors="coerce").dropna()
+        if not len(values):
+            return
+        if len(DATA_EDGES) > _MAX_DATA_EDGES:
+            DATA_EDGES.clear()
+        DATA_EDGES.update({float(values.min()), float(values.max())})
+    except (TypeError, ValueError):
+        return
 
 
 #: Frames up to this many cells are compared with captured tables before a describe().
