@@ -733,6 +733,8 @@ def _record_data_edges(args: tuple, kwargs: dict, result: Any) -> None:
     """Remember the binned variable's minimum and maximum. With a number of bins or quantiles
     the outer edges are those values; with explicit edges they are only when the analyst
     wrote the data's own extreme as an edge, which publishes it just the same."""
+    if kwargs.get("labels") is not None:
+        return  # named bins: no edge is shown
     x = args[0] if args else kwargs.get("x")
     try:
         values = pd.to_numeric(pd.Series(np.asarray(x).ravel()), errors="coerce").dropna()
