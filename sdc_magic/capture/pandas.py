@@ -130,8 +130,8 @@ class Capture:
         self._patch(pd.DataFrame, "pivot_table", self._method_wrapper(pd.DataFrame.pivot_table, self._pivot_table))
         self._patch(pd, "pivot_table", self._function_wrapper(pd.pivot_table, self._pivot_function))
         self._patch(pd, "crosstab", self._function_wrapper(pd.crosstab, self._crosstab))
-        self._patch(pd, "cut", self._function_wrapper(pd.cut, _record_data_edges))
-        self._patch(pd, "qcut", self._function_wrapper(pd.qcut, _record_data_edges))
+        self._patch(pd, "cut", self._function_wrapper(pd.cut, self._data_edges))
+        self._patch(pd, "qcut", self._function_wrapper(pd.qcut, self._data_edges))
         self.installed = True
 
     def uninstall(self) -> None:
@@ -216,6 +216,9 @@ class Capture:
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return wrapper
+
+    def _data_edges(self, args: tuple, kwargs: dict, result: Any) -> None:
+        _record_data_edges(args, kwargs, result, self.rules().threshold)
 
     def _function_wrapper(self, original: Callable, recorder: Callable) -> Callable:
         @functools.wraps(original)
@@ -729,7 +732,7 @@ DATA_EDGES: set[float] = set()
 _MAX_DATA_EDGES = 4096
 
 
-def _record_data_edges(args: tuple, kwargs: dict, result: Any) -> None:
+def _record_data_edges(args: tuple, kwargs: dict, result: Any, threshold: int = 5) -> None:
     """Remember the binned variable's minimum and maximum. With a number of bins or quantiles
     the outer edges are those values; with explicit edges they are only when the analyst
     wrote the data's own extreme as an edge, which publishes it just the same."""
@@ -742,7 +745,9 @@ def _record_data_edges(args: tuple, kwargs: dict, result: Any) -> None:
             return
         if len(DATA_EDGES) > _MAX_DATA_EDGES:
             DATA_EDGES.clear()
-        DATA_EDGES.update({float(values.min()), float(values.max())})
+        for extreme in (float(values.min()), float(values.max())):
+            if int((values == extreme).sum()) < threshold:  # one person's (or a few people's) value
+                DATA_EDGES.add(extreme)
     except (TypeError, ValueError):
         return
 
