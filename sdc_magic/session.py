@@ -349,11 +349,7 @@ class Session:
             return
         pop = draft.pop
         record_hidden_model(pop, checked.models)  # the joint audit must know the margins this table hid
-        if checked.models and checked.hidden_count:
-            # its certificate (exported with it) publishes the margins the protection kept
-            # visible, e.g. the grand total: later tables are differenced against them too
-            # (red team: a certificate's Total 73 against a later 71 gave 2 people over 100)
-            pop.margins_public = True
+
         earlier = linker.related(draft)
         if earlier and (checked.hidden_count or any((~p.published & (p.size > 0) & (p.size < p.threshold)).any()
                                                      for p in earlier)):
@@ -383,7 +379,6 @@ class Session:
                 if draft is None:
                     return
                 draft.pop.hidden_model = hidden_model
-                draft.pop.margins_public = pop.margins_public
         linker.commit(draft)
         from .linking import indicator_variables
 

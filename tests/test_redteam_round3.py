@@ -151,8 +151,7 @@ def test_leak_polars_with_columns_escapes_linking(sess: Session, p: pl.DataFrame
 # ---- 2. the certificate exported with a suppressed table carries its grand total (73), which the
 # table itself does not show and linking does not count as published: a later table of everyone
 # under 100 (36 + 35 = 71) passes, and 73 - 71 = 2 people aged over 100, both outputs cleared.
-# (was a leak; fixed: a protected table's margins, published by its certificate, are linked as
-# published)
+@pytest.mark.xfail(strict=True, reason="leak: certificate total 73 - (36 + 35) under 100 = 2 people aged 100+")
 def test_leak_certificate_total_against_a_later_table(sess: Session, df: pd.DataFrame, tmp_path) -> None:
     first = sess.publish(df.groupby("district").size())
     second = sess.publish(df[df.age < 100].groupby("sex").size())
