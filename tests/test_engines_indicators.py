@@ -86,3 +86,26 @@ def test_two_sessions_installed_at_once_do_not_deadlock() -> None:
     finally:
         inner.capture.uninstall()
         outer.capture.uninstall()
+
+
+def test_a_session_left_installed_does_not_disable_later_sessions() -> None:
+    """A session whose capture stays installed (an extension loaded in an in-process shell),
+    then sessions installed and removed over it: each later session's DuckDB tables are
+    checked with their evidence, not as unverified tables (the CI suite saw 'review')."""
+    left = Session(rules=preset("humanitarian"))
+    left.capture.install()
+    try:
+        df = DF  # noqa: F841 - read by DuckDB's replacement scan
+        for _ in range(2):
+            s = Session(rules=preset("humanitarian"))
+            s.capture.install()
+            try:
+                out = s.publish(duckdb.sql("select district, count(*) n, sum(flag) f from df group by 1 order by 1"))
+                assert out.checked is not None and out.checked.kind == "table"
+                assert out.metadata["sdc_magic"]["status"] in ("pass", "suppressed")
+            finally:
+                s.capture.uninstall()
+        out = left.publish(duckdb.sql("select district, count(*) n from df group by 1 order by 1"))
+        assert out.checked is not None and out.checked.kind == "table"  # the first session works again
+    finally:
+        left.capture.uninstall()

@@ -228,31 +228,36 @@ class DuckDBCapture:
             return
         import duckdb
 
-        self._patch(duckdb, "sql", self._module_wrapper(duckdb.sql))
-        self._patch(duckdb, "query", self._module_wrapper(duckdb.query))
+        # wrappers go around DuckDB's own methods, never around another session's wrappers
+        # still installed (one capture at a time; stacked, a session's uninstall restored a dead
+        # session's wrappers and every later DuckDB table was checked without evidence)
+        t = _true
+        self._patch(duckdb, "sql", self._module_wrapper(t(duckdb.sql)))
+        self._patch(duckdb, "query", self._module_wrapper(t(duckdb.query)))
         if hasattr(duckdb, "execute"):
-            self._patch(duckdb, "execute", self._module_execute_wrapper(duckdb.execute))
+            self._patch(duckdb, "execute", self._module_execute_wrapper(t(duckdb.execute)))
         conn = duckdb.DuckDBPyConnection
         for name in ("sql", "query"):
             if name in conn.__dict__:
-                self._patch(conn, name, self._connection_wrapper(conn.__dict__[name]))
+                self._patch(conn, name, self._connection_wrapper(t(conn.__dict__[name])))
         if "execute" in conn.__dict__:
-            self._patch(conn, "execute", self._execute_wrapper(conn.__dict__["execute"]))
+            self._patch(conn, "execute", self._execute_wrapper(t(conn.__dict__["execute"])))
         for name in CONNECTION_FETCHERS:
             if name in conn.__dict__:
-                self._patch(conn, name, self._connection_fetch_wrapper(conn.__dict__[name], full=True))
+                self._patch(conn, name, self._connection_fetch_wrapper(t(conn.__dict__[name]), full=True))
         for name in PARTIAL_FETCHERS:
             if name in conn.__dict__:
-                self._patch(conn, name, self._connection_fetch_wrapper(conn.__dict__[name], full=False))
+                self._patch(conn, name, self._connection_fetch_wrapper(t(conn.__dict__[name]), full=False))
         rel = duckdb.DuckDBPyRelation
         for name in FETCHERS:
             if name in rel.__dict__:
-                self._patch(rel, name, self._fetch_wrapper(rel.__dict__[name], name))
+                self._patch(rel, name, self._fetch_wrapper(t(rel.__dict__[name]), name))
         for name in OTHER_FETCHERS:
             if name in rel.__dict__:
-                self._patch(rel, name, self._other_fetch_wrapper(rel.__dict__[name]))
+                self._patch(rel, name, self._other_fetch_wrapper(t(rel.__dict__[name])))
         if "aggregate" in rel.__dict__ and "query" in rel.__dict__:
-            self._patch(rel, "aggregate", self._relation_aggregate_wrapper(rel.__dict__["aggregate"]))
+            self._patch(rel, "aggregate", self._relation_aggregate_wrapper(t(rel.__dict__["aggregate"])))
+        self._previous = _CAPTURE if _CAPTURE is not self else None
         _CAPTURE = self
         self.installed = True
 
@@ -266,8 +271,9 @@ class DuckDBCapture:
             _executed.clear()
             _executed_unplanned.clear()
             _unplanned.clear()
-        if _CAPTURE is self:
-            _CAPTURE = None
+        if _CAPTURE is self:  # a session installed before (and still installed) takes over again
+            previous = getattr(self, "_previous", None)
+            _CAPTURE = previous if previous is not None and previous.installed else None
         self.installed = False
 
     def _patch(self, owner: Any, name: str, wrapper: Callable) -> None:
@@ -986,6 +992,13 @@ def _select(result: Any, cols: list[str]) -> Any:
     if type(result).__name__ == "DataFrame" and type(result).__module__.startswith("polars"):
         return result.select(cols)
     return None
+
+
+def _true(fn: Any) -> Any:
+    """DuckDB's own function behind any sdc_magic wrappers."""
+    while getattr(fn, "__sdc_magic_wrapper__", False) and hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    return fn
 
 
 def _mark_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
