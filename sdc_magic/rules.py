@@ -16,7 +16,8 @@ nunique          a distinct count of units (an identifier, the declared unit
                  column) is a count: the threshold applies to the distinct
                  count shown *and* to the cell's units; a distinct count of
                  categories (``sex``: 2) is judged by the cell's units only
-sum, mean        frequency + (n,k) dominance + p% rule on magnitudes
+sum, mean        frequency + (n,k) dominance + p% rule on magnitudes; whatever the
+                 preset, a total made by one or two non-zero units is primary
 sum, mean of an  a count in disguise (the sum counts people, the mean is a
 indicator (0/1)  proportion): the units *with* and *without* the attribute
                  must both reach the threshold; zeros policy on either
@@ -285,6 +286,19 @@ def _magnitude_rules(facts: CellFacts, rules: Rules, magnitude: np.ndarray, out:
             primary=False)
 
     with np.errstate(invalid="ignore", divide="ignore"):
+        # whatever the preset: a total made by one or two units with a non-zero value is theirs
+        # (one: its value; two: each subtracts its own to learn the other's), below the threshold
+        # as for units. The frequency rule counts every unit, including those contributing 0
+        # (red team, humanitarian preset:
+        # income * (age > 100) summed by sex gave persons 5's and 6's incomes at 'pass').
+        x1, x2 = top[:, 0], top[:, 1] if top.shape[1] > 1 else np.zeros(len(top))
+        third = top[:, 2] if top.shape[1] > 2 else np.zeros(len(top))
+        contributors = np.where(x2 > 0, 2, 1)
+        few = magnitude & (x1 > 0) & (denom > 0) & (x1 + x2 >= denom * (1 - 1e-9)) & (third == 0) \
+            & (contributors < rules.threshold)
+        out.add(few, "contributors",
+                lambda i: "one or two units make the whole total: each could read (or subtract its own to "
+                          "read) the other's value")
         if rules.dominance is not None:
             n, k = rules.dominance
             if top.shape[1] < n:
