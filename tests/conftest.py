@@ -149,3 +149,33 @@ def referrals() -> Any:
     from sdc_magic.datasets import make_referrals
 
     return make_referrals()
+
+
+# ---- the red-team files (test_engines_redteam, test_redteam_*): 73 people, humanitarian rules
+@pytest.fixture
+def sess() -> Iterator[Any]:
+    """A humanitarian-preset session with capture installed (files may define their own)."""
+    from sdc_magic.config import preset
+    from sdc_magic.session import Session
+
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    yield s
+    s.capture.uninstall()
+
+
+@pytest.fixture
+def df() -> Any:
+    """A copy of the red team's 73 people (``test_engines_redteam.PEOPLE``)."""
+    from test_engines_redteam import PEOPLE
+
+    return PEOPLE.copy()
+
+
+@pytest.fixture
+def p() -> Any:
+    """The red team's 73 people as a polars frame."""
+    pl = pytest.importorskip("polars")
+    from test_engines_redteam import PEOPLE
+
+    return pl.from_pandas(PEOPLE)

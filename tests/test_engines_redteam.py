@@ -42,24 +42,6 @@ def _people() -> pd.DataFrame:
 PEOPLE = _people()
 
 
-@pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
-
-
-@pytest.fixture
-def df() -> pd.DataFrame:
-    return PEOPLE.copy()
-
-
-@pytest.fixture
-def p() -> pl.DataFrame:
-    return pl.from_pandas(PEOPLE)
-
-
 def _shown(out) -> pd.DataFrame:
     """What the user sees (hidden cells as ✕), as the tests of the engines publish it."""
     assert out.checked is not None

@@ -24,19 +24,6 @@ from sdc_magic.config import preset  # noqa: E402
 from sdc_magic.session import Session  # noqa: E402
 
 
-@pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
-
-
-@pytest.fixture
-def df() -> pd.DataFrame:
-    return PEOPLE.copy()
-
-
 def _text(out) -> str:
     return " ".join(str(v) for v in out.data.values())
 

@@ -16,35 +16,13 @@ pl = pytest.importorskip("polars")
 pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
-from test_engines_redteam import PEOPLE  # noqa: E402
+# the data, the humanitarian session and the display helpers of the first red-team file
+from test_engines_redteam import PEOPLE, _shown, _status  # noqa: E402
 
 from sdc_magic.config import preset  # noqa: E402
-from sdc_magic.render import protected_frame  # noqa: E402
 from sdc_magic.session import Session  # noqa: E402
 
 X = "✕"
-
-
-@pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
-
-
-@pytest.fixture
-def p() -> pl.DataFrame:
-    return pl.from_pandas(PEOPLE)
-
-
-def _shown(out) -> pd.DataFrame:
-    assert out.checked is not None
-    return protected_frame(out.checked)
-
-
-def _status(out) -> str:
-    return out.metadata["sdc_magic"]["status"]
 
 
 def _cells(out, column: str) -> dict:

@@ -23,26 +23,15 @@ pl = pytest.importorskip("polars")
 duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
+# the data, the humanitarian session and the display helpers of the first red-team file
+from test_engines_redteam import PEOPLE, X, _shown, _status  # noqa: E402
+
 from sdc_magic.config import preset  # noqa: E402
-from sdc_magic.render import protected_frame  # noqa: E402
 from sdc_magic.session import Session  # noqa: E402
 
-X = "✕"
 CLEARED = ("pass", "suppressed")
 
 
-def _people() -> pd.DataFrame:
-    rng = np.random.default_rng(11)
-    district = np.repeat(["A", "B", "C"], [40, 30, 3])
-    sex = np.array(["F", "M"] * 35 + ["F", "F", "M"])
-    age = rng.integers(18, 80, 73)
-    age[5], age[6] = 101, 102
-    return pd.DataFrame({"person": np.arange(73), "household": np.arange(73) // 2, "district": district,
-                         "sex": sex, "age": age.astype(np.int64), "flag": rng.integers(0, 2, 73),
-                         "income": np.round(rng.uniform(10, 20, 73), 2)})
-
-
-PEOPLE = _people()
 
 
 def _episodes() -> pd.DataFrame:
@@ -55,32 +44,6 @@ def _session(rules=None) -> Session:
     s = Session(rules=rules or preset("humanitarian"))
     s.capture.install()
     return s
-
-
-@pytest.fixture
-def sess():
-    s = _session()
-    yield s
-    s.capture.uninstall()
-
-
-@pytest.fixture
-def df() -> pd.DataFrame:
-    return PEOPLE.copy()
-
-
-@pytest.fixture
-def p() -> pl.DataFrame:
-    return pl.from_pandas(PEOPLE)
-
-
-def _shown(out) -> pd.DataFrame | pd.Series:
-    assert out.checked is not None
-    return protected_frame(out.checked)
-
-
-def _status(out) -> str:
-    return out.metadata["sdc_magic"]["status"]
 
 
 def _cells(out, column: str | None = None) -> dict:
