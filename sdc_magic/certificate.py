@@ -145,10 +145,15 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
     grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
     published: list[dict[str, Any]] = []
     hidden: list[dict[str, Any]] = []
+    # labels and values read once (per cell through .iat: 0.4 s on a 4,500-cell table)
+    row_labels = [_label(v) for v in grid.index]
+    col_labels = [_label(v) for v in grid.columns]
+    columns_values = [grid.iloc[:, j].to_numpy(dtype=object) for j in range(grid.shape[1])]
+    hidden_grid = np.asarray(checked.hidden, dtype=bool)
     for i in range(grid.shape[0]):
         for j in range(grid.shape[1]):
-            item: dict[str, Any] = {"position": [i, j], "row": _label(grid.index[i]), "column": _label(grid.columns[j])}
-            if checked.hidden[i, j]:
+            item: dict[str, Any] = {"position": [i, j], "row": row_labels[i], "column": col_labels[j]}
+            if hidden_grid[i, j]:
                 reasons = [r.rule for r in checked.reasons.get((i, j), [])]
                 item["reasons"] = reasons
                 interval = checked.intervals.get((i, j))
@@ -156,7 +161,7 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
                     item["interval"] = [_json_value(interval[0]), _json_value(interval[1])]
                 hidden.append(item)
             else:
-                item["value"] = _json_value(_rounded(grid.iat[i, j], rounding))
+                item["value"] = _json_value(_rounded(columns_values[j][i], rounding))
                 published.append(item)
     tables = []
     for model in checked.models:

@@ -161,3 +161,22 @@ def test_incremental_cleanup_keeps_the_same_pattern(monkeypatch) -> None:
     assert fast.audit_ok and slow.audit_ok
     assert (fast.cells.status == "secondary").sum() > 0
     pd.testing.assert_frame_equal(fast.cells, slow.cells)
+
+
+@pytest.mark.parametrize("shape,seed,p", [((120, 60), 3, 0.15), ((20, 15, 8), 4, 0.3)])
+def test_a_pinned_primary_has_no_certificate_anywhere(shape, seed, p) -> None:
+    """``LocalAttacker.pinned`` skips the neighbourhood LPs: it must never skip a primary
+    the whole-table LP could move (that would turn a protected cell into a failure),
+    and it must catch the typical hopeless case (a relation whose other hidden cells
+    cannot make up the move)."""
+    P, hidden = _problem(_counts(shape, seed, p), 0.0, seed)
+    req_k, req_s, req_a = P.requirements()
+    near = local.LocalAttacker(P.M, P.Mc, hidden, P._weights())
+    att = P.attacker(hidden)
+    pinned = 0
+    for r in range(0, len(req_k), 7):
+        k, s, amt = int(req_k[r]), int(req_s[r]), float(req_a[r])
+        if near.pinned(k, s, amt, P.L, P.U):
+            pinned += 1
+            assert att.reach(k, s, amt) is None, f"cell {k} pinned but the whole-table LP moves it"
+    assert pinned > 0
