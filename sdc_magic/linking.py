@@ -64,6 +64,7 @@ MAX_POPULATIONS = 200
 MAX_BYTES = 256 * 2**20  # atoms, populations and row hashes of one session
 SYNC_SAVE_BYTES = 16 * 2**20  # larger linking memories are saved in a background thread
 JOINT_AUDIT_SECONDS = 10.0
+MAX_JOINT_POINTS = 32  # feasible tables carried from one system of the joint audit to the next
 MAX_LEVEL_KEYS = 4  # margins at every subset of up to this many keys (else the grand total only)
 _MISSING = np.uint64(0x9E3779B97F4A7C15)  # hash of "this row has no such column"
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
@@ -1351,27 +1352,33 @@ def _joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int, d
         A = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(rhs), n_cells))
         return A, np.asarray(rhs)
 
-    def intervals(use: list[int], extra: set[int], wanted: list[tuple[int, int]]) -> dict[tuple[int, int], tuple]:
-        from scipy.optimize import linprog
+    points: list[np.ndarray] = []  # feasible tables found so far (re-checked for each system)
+    members_of: dict[tuple[int, int], np.ndarray] = {}
 
+    def intervals(use: list[int], extra: set[int], wanted: list[tuple[int, int]]) -> dict[tuple[int, int], tuple]:
+        """Bounds of each wanted cell: attained values where they meet the requirement, exact otherwise.
+
+        (``joint_bounds``: one warm-started model per system; failures are always decided
+        by an exact optimum, so verdicts are those of the exact intervals.)
+        """
+        from .joint_bounds import JointBounds
+
+        if time.monotonic() > deadline:
+            raise TimeoutError
         A, b = constraints(use, extra)
-        out = {}
+        engine = JointBounds(A, b, deadline, points)
+        keys, members, values = [], [], []
         for t, g in wanted:
-            if time.monotonic() > deadline:
-                raise TimeoutError
-            members = np.flatnonzero(cell_group[t] == g)
-            if not len(members):
-                continue
-            c = np.zeros(n_cells)
-            c[members] = 1.0
-            if not A.shape[0]:
-                out[(t, g)] = (0.0, np.inf)
-                continue
-            lo = linprog(c, A_eq=A, b_eq=b, bounds=(0, None), method="highs")
-            hi = linprog(-c, A_eq=A, b_eq=b, bounds=(0, None), method="highs")
-            if lo.status == 0 and hi.status in (0, 3):
-                out[(t, g)] = (float(lo.fun), np.inf if hi.status == 3 else float(-hi.fun))
-        return out
+            got = members_of.get((t, g))
+            if got is None:
+                got = members_of[(t, g)] = np.flatnonzero(cell_group[t] == g)
+            if len(got):
+                keys.append((t, g))
+                members.append(got)
+                values.append(float(tables[t].size[g]))
+        found = engine.bounds(members, np.asarray(values), m)
+        points[:] = engine.points[-MAX_JOINT_POINTS:]
+        return dict(zip(keys, found, strict=True))
 
     def failing(found: dict[tuple[int, int], tuple]) -> list[tuple[int, int]]:
         bad = []
