@@ -42,7 +42,7 @@ from .protect.lp import new_highs, pass_lp, run_robust
 MAX_POINTS = 64
 #: Sweep rounds per direction; a round proving fewer than SWEEP_MIN_PROVED targets ends them.
 SWEEP_ROUNDS = 30
-SWEEP_MIN_PROVED = 4
+SWEEP_MIN_PROVED = 2
 SWEEP_ROW_CELLS = 64
 
 
@@ -129,7 +129,8 @@ class JointBounds:
         """
         if self._At is None:
             free_per_row = np.diff(self.A[:, self.free].indptr)
-            short_rows = sp.diags((free_per_row <= SWEEP_ROW_CELLS).astype(float))
+            limit = min(SWEEP_ROW_CELLS, max(2, len(self.free) // 8))
+            short_rows = sp.diags((free_per_row <= limit).astype(float))
             self._At = (short_rows @ self.A).tocsc()
             self._At.eliminate_zeros()
         taken = np.zeros(self.A.shape[0], dtype=bool)

@@ -322,7 +322,7 @@ class Session:
 
     def _link(self, out_id: str, checked: Checked) -> None:
         """Joint audit with related earlier outputs; then remember this output's population."""
-        from .linking import joint_audit, record_hidden_model
+        from .linking import joint_audit, record_hidden_margins, record_hidden_model
         from .rules import Reason
 
         pinned = getattr(self, "_public_given", False) and checked.kind == "table" and checked.status == "blocked" \
@@ -349,10 +349,10 @@ class Session:
             return
         pop = draft.pop
         record_hidden_model(pop, checked.models)  # the joint audit must know the margins this table hid
+        record_hidden_margins(draft, checked.entry, checked.entry_positions, checked.hidden_flat)
 
         earlier = linker.related(draft)
-        if earlier and (checked.hidden_count or any((~p.published & (p.size > 0) & (p.size < p.threshold)).any()
-                                                     for p in earlier)):
+        if earlier:  # (hidden cells, or small groups of rows the outputs separate together)
             added, problems, notes = joint_audit(draft, linker, self.rules.protection)
             checked.notes.extend(notes)
             for g in added:

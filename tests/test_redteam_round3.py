@@ -213,9 +213,18 @@ def _three_filters(engine: str, df: pd.DataFrame, p: pl.DataFrame, districts: tu
     return duckdb.sql(f"select sex, count(*) n from df {where} group by sex order by 1")
 
 
-@pytest.mark.xfail(strict=True, reason="leak: (A or C) 22/21 + (B or C) 17/16 - everyone 37/36 = C 2/1")
-@pytest.mark.parametrize("engine", ["pandas", "polars", "duckdb"])
-@pytest.mark.parametrize("order", ["total first", "total last"])
+# Fixed: the joint audit also checks the small groups of rows that the outputs separate
+# together (no table's cell), and overlapping filters of one frame share a universe.  Still
+# open for polars and DuckDB frames when the total comes last: without index labels their
+# two filters are placed in two universes, and everyone joins only the first.
+_OPEN_ENGINE_ORDER = pytest.mark.xfail(strict=True, reason="leak: (A or C) 22/21 + (B or C) 17/16 - everyone "
+                                       "37/36 = C 2/1 (polars / DuckDB filters without index labels)")
+
+
+@pytest.mark.parametrize("engine,order", [
+    ("pandas", "total first"), ("polars", "total first"), ("duckdb", "total first"), ("pandas", "total last"),
+    pytest.param("polars", "total last", marks=_OPEN_ENGINE_ORDER),
+    pytest.param("duckdb", "total last", marks=_OPEN_ENGINE_ORDER)])
 def test_leak_two_overlapping_filters_and_the_total(sess: Session, df: pd.DataFrame, p: pl.DataFrame,
                                                     engine: str, order: str) -> None:
     wanted = [None, ("A", "C"), ("B", "C")]
@@ -230,7 +239,6 @@ def test_leak_two_overlapping_filters_and_the_total(sess: Session, df: pd.DataFr
 
 
 # Without any total: A or C, B or C, A or B (a cycle): (22 + 17 - 35) / 2 = 2, (21 + 16 - 35) / 2 = 1.
-@pytest.mark.xfail(strict=True, reason="leak: ((A or C) + (B or C) - (A or B)) / 2 = C 2/1")
 def test_leak_three_pairs_of_districts(sess: Session, df: pd.DataFrame) -> None:
     outs = {w: sess.publish(df[df.district.isin(list(w))].groupby("sex").size()) for w in ("AC", "BC", "AB")}
     cells = {w: _cells(o) for w, o in outs.items()}
@@ -328,7 +336,6 @@ def test_stopped_people_kept_beside_three_other_data_sets(sess: Session, df: pd.
 # ---- 10. the same three filters with a magnitude: sums of age by sex for A or C, B or C and everyone:
 # men 1049 + 787 - 1765 = 71, the age of person 72 (C's only man); women 1199 + 945 - 2085 = 59
 # (C's two women), all three at 'pass'.
-@pytest.mark.xfail(strict=True, reason="leak: age sums (A or C) 1049 + (B or C) 787 - all 1765 = 71, person 72's age")
 def test_leak_one_persons_age_from_three_sums(sess: Session, df: pd.DataFrame) -> None:
     outs = [sess.publish(d.groupby("sex").age.sum())
             for d in (df[df.district.isin(["A", "C"])], df[df.district.isin(["B", "C"])], df)]
