@@ -180,3 +180,92 @@ def test_a_pinned_primary_has_no_certificate_anywhere(shape, seed, p) -> None:
             pinned += 1
             assert att.reach(k, s, amt) is None, f"cell {k} pinned but the whole-table LP moves it"
     assert pinned > 0
+
+
+def _box_one_by_one(bx, k: int, sign: int, want: float, L: np.ndarray, U: np.ndarray, movable: np.ndarray,
+                    weights: np.ndarray):
+    """``Boxes._box`` written box by box and corner by corner (the definition the fast one must match)."""
+    import itertools
+
+    c = bx.codes[k]
+    N = len(c)
+    room_k = float(U[k] if sign > 0 else L[k])
+    if room_k <= 0:
+        return None
+
+    def cell_of(codes) -> int:
+        key = int(np.dot(codes, bx.radix))
+        got = np.flatnonzero(bx.keys == key)
+        return int(got[0]) if len(got) else -1
+
+    def room(cell: int, unit: float) -> float:
+        if cell < 0 or not movable[cell]:
+            return 0.0
+        return float(U[cell] if sign * unit > 0 else L[cell])
+
+    usable = []
+    for d in range(N):
+        part, sg = bx.partners[d][int(c[d])]
+        keep = []
+        for p, s in zip(part.tolist(), sg.tolist(), strict=True):
+            codes = c.copy()
+            codes[d] = p
+            if room(cell_of(codes), s) > 0:
+                keep.append((p, s))
+        if not keep:
+            return None
+        usable.append(keep)
+    if np.prod([len(u) for u in usable]) > local.BOX_LIMIT:
+        usable = [u[:max(1, int(local.BOX_LIMIT ** (1.0 / N)))] for u in usable]
+    best = None
+    for choice in itertools.product(*usable):  # C order over the dimensions' partners
+        cells, units, cap, weight = [k], [1.0], min(room_k, want), float(weights[k])
+        for m in range(1, 2**N):
+            codes, unit = c.copy(), 1.0
+            for d in range(N):
+                if (m >> d) & 1:
+                    codes[d], unit = choice[d][0], unit * choice[d][1]
+            cell = cell_of(codes)
+            cap = min(cap, room(cell, unit))
+            weight += float(weights[cell if cell >= 0 else 0])
+            cells.append(cell)
+            units.append(unit)
+        if cap > 0 and (best is None or cap > best[2] or (cap == best[2] and weight < best[3])):
+            best = (cells, units, cap, weight)
+    if best is None or len(set(best[0])) != len(best[0]):
+        return None
+    return np.array(best[0]), np.array(best[1]), best[2]
+
+
+@pytest.mark.parametrize("case", ["3d", "hierarchy"])
+def test_box_search_matches_the_box_by_box_definition(case) -> None:
+    """The vectorised box search picks the same box, signs and capacity as the plain loops over boxes."""
+    if case == "hierarchy":
+        df, hier = _hier_counts(9)
+    else:
+        df, hier = _counts((9, 7, 5), 12, 0.3), None
+    dims = [c for c in df.columns if c.startswith("v")]
+    tab = _prepare(df, dims, "n", None, None, hier, None, True)
+    bx = local.Boxes.of(tab.model)
+    a = tab.value
+    n = len(a)
+    rng = np.random.default_rng(13)
+    checked = found = 0
+    for trial in range(40):
+        movable = rng.random(n) < 0.6
+        L = np.where(rng.random(n) < 0.2, 0.0, a)  # some cells cannot move down
+        U = np.where(rng.random(n) < 0.5, np.inf, rng.integers(0, 4, n).astype(float))
+        weights = rng.integers(1, 4, n).astype(float)  # ties between boxes of the same capacity
+        for k in rng.choice(np.flatnonzero(movable), 5, replace=False).tolist():
+            for sign in (1, -1):
+                want = float(rng.integers(1, 6))
+                fast = bx._box(k, sign, want, L, U, movable, weights)
+                slow = _box_one_by_one(bx, k, sign, want, L, U, movable, weights)
+                checked += 1
+                assert (fast is None) == (slow is None), (trial, k, sign)
+                if fast is not None:
+                    found += 1
+                    np.testing.assert_array_equal(fast[0], slow[0])
+                    np.testing.assert_array_equal(fast[1], slow[1])
+                    assert fast[2] == slow[2]
+    assert found > 0.2 * checked
