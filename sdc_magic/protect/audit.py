@@ -630,8 +630,10 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
         return Certification(failures, pool, lps)
 
     blocked: list[set[int]] = []
+    # (plain lists: indexing numpy arrays per requirement cost 0.1 s over 29 audits of 4,810)
+    skip = (failed | ~active).tolist()
     for r in range(nreq):
-        if failed[r] or not active[r]:
+        if skip[r]:
             blocked.append(set())
             continue
         b: set[int] | None = None
@@ -683,10 +685,17 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
         att.set_caps(P.L, P.U)
     feas = P.feasibility(hidden)
     todo = sorted(set().union(*blocked))
+    # the requirements each insider blocks, ascending; the sets only shrink from here on,
+    # so filtering these lists gives what a scan of every requirement per insider gave
+    # (that scan cost 0.13 s on 25x20x10: 363 insiders × 4,810 requirements)
+    blocking: dict[int, list[int]] = {}
+    for r, b in enumerate(blocked):
+        for s in b:
+            blocking.setdefault(s, []).append(r)
     try:
         for n_done, s in enumerate(todo):
             tick("audit: checking what single contributors know", n_done / max(len(todo), 1))
-            rs = [r for r in range(nreq) if s in blocked[r]]
+            rs = [r for r in blocking.get(s, []) if s in blocked[r]]
             if not rs:
                 continue
             caps = scenario_caps(P, s)
@@ -790,6 +799,10 @@ SWEEP_MIN_HIDDEN = 200
 #: costs a few single-cell LPs).
 SWEEP_MIN_PROVED = 16
 SWEEP_ROUNDS = 60
+#: Weight, relative to a picked cell's, on the open cells a sweep round does not pick ...
+SWEEP_NUDGE_OPEN = 0.2
+#: ... and on the cells that can still move that way, already at their bound.
+SWEEP_NUDGE_REST = 0.05
 
 
 def _one_per_relation(cols: sp.csc_matrix, open_: np.ndarray) -> np.ndarray:
@@ -821,6 +834,14 @@ def _sweep(eng: IntervalEngine, best_lo: np.ndarray, best_hi: np.ndarray, lo_bou
     others down), and an LP pushing every open cell ends at a vertex where few reach
     their bound.  Measured: 25×20×10 intervals 3.5 → 1.3 s (16 sweeps instead of 29),
     50×40×10 21 → 14 s, 300×100 0.9 → 0.8 s; the same intervals.
+
+    The other cells that can move that way get a small share of the push
+    (:data:`SWEEP_NUDGE_OPEN`, :data:`SWEEP_NUDGE_REST`; only cells with a finite
+    proved bound, so the LP stays bounded).  Without it most cells have no cost, the
+    optimal face is large and the crossover from the interior point wanders across it
+    (650-1,400 iterations, half of a sweep); with it the optimum is nearly a single
+    vertex (a few crossover iterations) and open cells left out of a round often reach
+    their bound too.  Measured on 25×20×10: the sweeps 1.19 → 0.73 s.
     """
     cols = eng.A.tocsc()
     for sense, best, bound in ((1, best_hi, hi_bound), (-1, best_lo, lo_bound)):
@@ -832,8 +853,10 @@ def _sweep(eng: IntervalEngine, best_lo: np.ndarray, best_hi: np.ndarray, lo_bou
             if n_open == 0:
                 break
             pick = _one_per_relation(cols, open_)
-            w = np.zeros(len(best))
-            w[pick] = sense / np.maximum(np.abs(bound[pick]), 1e-9)
+            movable = finite & (sense * np.where(finite, bound, 0.0) > tol)
+            scale = sense / np.maximum(np.abs(np.where(movable, bound, 1.0)), 1e-9)
+            w = np.where(open_, SWEEP_NUDGE_OPEN * scale, np.where(movable, SWEEP_NUDGE_REST * scale, 0.0))
+            w[pick] = scale[pick]
             x = eng.sweep(w)
             if x is None:
                 break
