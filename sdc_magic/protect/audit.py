@@ -359,20 +359,25 @@ def scenario_caps(P: Problem, s: int) -> tuple[np.ndarray, np.ndarray]:
     return L, U
 
 
-def _violates(f: Flow, P: Problem, insiders: np.ndarray) -> set[int]:
+def _violates(f: Flow, P: Problem, insiders: np.ndarray, is_insider: np.ndarray | None = None) -> set[int]:
     """Insider cells whose knowledge rules this certificate out.
 
     ``insiders`` are the hidden cells with an insider; a certificate's cells are all
     hidden, so the answer depends on the certificate alone and is remembered on it.
+    ``is_insider``: the same cells as a mask over the table (one look-up per cell
+    instead of a set search per certificate: 0.1 s of the audits of 25x20x10).
     """
     if len(insiders) == 0 or len(f.idx) == 0:
         return set()
     memo = f.memo.get("viol")
     if memo is not None and memo[0] is P:
         return memo[1]
+    if is_insider is None:
+        is_insider = np.zeros(P.n, dtype=bool)
+        is_insider[insiders] = True
     common = f.idx[~np.isnan(P.scen_L[f.idx])]
-    if not np.isin(common, insiders, assume_unique=True).all():  # (a certificate off the pattern)
-        common = np.intersect1d(f.idx, insiders, assume_unique=True)
+    if not is_insider[common].all():  # (a certificate off the pattern)
+        common = f.idx[is_insider[f.idx]]
         return _violated(f, P, common)
     got = _violated(f, P, common)
     f.memo["viol"] = (P, got)
@@ -520,10 +525,12 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
 
     viol_cache: dict[int, set[int]] = {}
     insiders = H[P.insider[H]] if singletons else np.zeros(0, dtype=np.int64)
+    is_insider = np.zeros(P.n, dtype=bool)
+    is_insider[insiders] = True
 
     def viol(fi: int) -> set[int]:
         if fi not in viol_cache:
-            viol_cache[fi] = _violates(pool[fi], P, insiders)
+            viol_cache[fi] = _violates(pool[fi], P, insiders, is_insider)
         return viol_cache[fi]
 
     absorb(0)
@@ -629,13 +636,10 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     if not singletons or len(insiders) == 0:
         return Certification(failures, pool, lps)
 
-    blocked: list[set[int]] = []
-    # (plain lists: indexing numpy arrays per requirement cost 0.1 s over 29 audits of 4,810)
-    skip = (failed | ~active).tolist()
-    for r in range(nreq):
-        if skip[r]:
-            blocked.append(set())
-            continue
+    # (one pass over the requirements still open, not a numpy look-up per requirement:
+    # 0.1 s over the 29 audits of 25x20x10, 4,810 requirements each)
+    blocked: list[set[int]] = [set() for _ in range(nreq)]
+    for r in np.flatnonzero(active & ~failed).tolist():
         b: set[int] | None = None
         for fi in certified_by[r]:
             v = viol(fi)
@@ -644,7 +648,7 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 break
         b = b or set()
         b.discard(int(req_k[r]))
-        blocked.append(b - P.owners(int(req_k[r])) if b else b)
+        blocked[r] = b - P.owners(int(req_k[r])) if b else b
     # one LP per requirement with the knowledge of every insider blocking it at once:
     # when it succeeds, its certificate holds against each of them
     hits_of: dict[int, np.ndarray] = {}
@@ -664,7 +668,9 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     if exact or local is None:  # (a cheap audit leaves those to the small LPs below)
         lps += _insider_batches(P, H, insiders, blocked, req_k, req_s, req_a, pool, narrow, tick)
     try:
-        for r in range(nreq):
+        # (the sets only shrink: the requirements blocked by two or more insiders now are
+        # the only ones that can be when their turn comes)
+        for r in [r for r, b in enumerate(blocked) if len(b) >= 2]:
             if len(blocked[r]) < 2:
                 continue
             tick("audit: checking what single contributors know", None)
@@ -793,6 +799,40 @@ def _stretched(f: Flow, L: np.ndarray, U: np.ndarray) -> list[np.ndarray]:
     return out
 
 
+def _seed(seeds: list[Flow], pos: np.ndarray, L: np.ndarray, U: np.ndarray, best_lo: np.ndarray,
+          best_hi: np.ndarray) -> None:
+    """Widen ``best_lo``/``best_hi`` (local positions ``pos``) by every seed, as given and stretched both ways.
+
+    The points of :func:`_stretched`, for all seeds at once: per-seed stretch factors
+    are minima over each seed's cells (``np.minimum.reduceat``), and the extremes are
+    maxima and minima, exact in any order, so this is the seed-by-seed loop's result
+    without its 3,000 rounds of small numpy calls (0.1 s on 25x20x10).  Seeds touching
+    a published cell (no position) are skipped, as are empty ones.
+    """
+    seeds = [f for f in seeds if len(f.idx)]
+    if not seeds:
+        return
+    sizes = np.array([len(f.idx) for f in seeds])
+    idx = np.concatenate([f.idx for f in seeds])
+    v = np.concatenate([f.val for f in seeds])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    loc = pos[idx]
+    keep = np.minimum.reduceat(loc, starts) >= 0  # every cell of the seed hidden
+    lo, hi = L[idx], U[idx]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up = np.where(v > 0, hi / v, np.where(v < 0, lo / -v, np.inf))
+        down = np.where(v > 0, lo / v, np.where(v < 0, hi / -v, np.inf))
+    t_up = np.minimum.reduceat(up, starts)
+    t_down = np.minimum.reduceat(down, starts)
+    owner = np.repeat(np.arange(len(seeds)), sizes)
+    for ok_seed, points in ((keep, v),
+                            (keep & np.isfinite(t_up) & (t_up > 0), v * np.repeat(t_up, sizes)),
+                            (keep & np.isfinite(t_down) & (t_down > 0), -v * np.repeat(t_down, sizes))):
+        sel = ok_seed[owner]
+        np.maximum.at(best_hi, loc[sel], points[sel])
+        np.minimum.at(best_lo, loc[sel], points[sel])
+
+
 #: Hidden cells from which :func:`intervals` first sweeps many extremes with one LP.
 SWEEP_MIN_HIDDEN = 200
 #: A sweep round that proves fewer open extremes than this ends the sweeps (a sweep LP
@@ -896,14 +936,9 @@ def intervals(P: Problem, hidden: np.ndarray, tick: Ticker | None = None, seeds:
     tol = 1e-7 * np.maximum(np.abs(P.a[H]), 1.0)
     pos = np.full(P.n, -1, dtype=np.int64)
     pos[H] = np.arange(n)
-    for f in seeds or []:
-        loc = pos[f.idx]
-        if len(loc) and (loc >= 0).all():
-            # a certificate stretched as far as the ranges allow, both ways, is still a
-            # feasible deviation: free points that often reach a cell's proved bound
-            for v in _stretched(f, P.L, P.U):
-                best_hi[loc] = np.maximum(best_hi[loc], v)
-                best_lo[loc] = np.minimum(best_lo[loc], v)
+    # a certificate stretched as far as the ranges allow, both ways, is still a
+    # feasible deviation: free points that often reach a cell's proved bound
+    _seed(seeds or [], pos, P.L, P.U, best_lo, best_hi)
     # (published cells stay at 0 in both; M·v = 0 is checked on every relation)
     sub = P.Mc[:, H]
     floor = -P.L[H]

@@ -234,7 +234,12 @@ class LocalAttacker:
         starts, ends = Mc.indptr[cells], Mc.indptr[cells + 1]
         rel = _gather(Mc.indptr, Mc.indices, cells)
         data = _gather(Mc.indptr, Mc.data, cells)
-        rows, local_rel = np.unique(rel, return_inverse=True)
+        # the relations touched, in order, and each entry's position among them: a mark per
+        # relation of the table instead of np.unique's sort (same rows, same numbering)
+        mark = np.zeros(Mc.shape[0], dtype=np.int64)
+        mark[rel] = 1
+        rows = np.flatnonzero(mark)
+        local_rel = (np.cumsum(mark) - 1)[rel]
         indptr = np.concatenate([[0], np.cumsum(ends - starts)])
         out = sp.csc_matrix((data, local_rel, indptr), shape=(len(rows), len(cells)))
         out.sort_indices()
@@ -412,7 +417,8 @@ class Boxes:
         up = (code & 1) == (0 if sign > 0 else 1)
         ok = (cell >= 0) & movable[cell] & (np.where(up, U[cell], L[cell]) > 0)  # (-1: masked by cell >= 0)
         ends = list(itertools.accumulate(lengths))
-        at = [0, *np.cumsum(ok)[[e - 1 for e in ends]].tolist()]  # usable partners before each dimension's end
+        seen = np.cumsum(ok).tolist()
+        at = [0, *(seen[e - 1] for e in ends)]  # usable partners before each dimension's end
         sizes = [at[d + 1] - at[d] for d in range(N)]
         if not all(sizes):
             return None
@@ -481,7 +487,12 @@ def _checked(f: np.ndarray, cells: np.ndarray, sub: sp.csc_matrix, Lc: np.ndarra
     val = f[idx]
     if (val > Uc[idx] * (1 + 1e-7) + 1e-9).any() or (-val > Lc[idx] * (1 + 1e-7) + 1e-9).any():
         return None
-    resid = sub[:, idx] @ val if len(idx) else np.zeros(0)
+    # ``sub[:, idx] @ val`` without scipy's column indexing (a fifth of a millisecond per LP):
+    # the same products added in the same order, column by column
+    counts = sub.indptr[idx + 1] - sub.indptr[idx]
+    resid = np.bincount(_gather(sub.indptr, sub.indices, idx),
+                        weights=_gather(sub.indptr, sub.data, idx) * np.repeat(val, counts),
+                        minlength=sub.shape[0]) if len(idx) else np.zeros(0)
     if len(resid) and np.abs(resid).max() > 1e-6 * max(1.0, float(np.abs(val).max())):
         return None
     return Flow(cells[idx], val)
