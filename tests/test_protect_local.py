@@ -269,3 +269,59 @@ def test_box_search_matches_the_box_by_box_definition(case) -> None:
                     np.testing.assert_array_equal(fast[1], slow[1])
                     assert fast[2] == slow[2]
     assert found > 0.2 * checked
+
+
+def _find_round_by_round(bx, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray, movable: np.ndarray,
+                         weights: np.ndarray):
+    """``Boxes.find`` with a new box-by-box search every round (what the kept grid must reproduce)."""
+    t_left, moved, L_res, U_res = float(amt), {}, L.copy(), U.copy()
+    if (U[k] if sign > 0 else L[k]) < t_left:
+        return None
+    for _ in range(local.BOX_ROUNDS):
+        got = _box_one_by_one(bx, k, sign, t_left, L_res, U_res, movable, weights)
+        if got is None:
+            return None
+        cells, unit, cap = got
+        x = min(cap, t_left)
+        for cell, u in zip(cells.tolist(), unit.tolist(), strict=True):
+            moved[cell] = moved.get(cell, 0.0) + sign * x * u
+        t_left -= x
+        if t_left <= 1e-9 * max(float(amt), 1.0):
+            break
+        U_res[cells] -= sign * x * unit
+        L_res[cells] += sign * x * unit
+    else:
+        return None
+    idx = np.array(sorted(c for c, v in moved.items() if v != 0.0), dtype=np.int64)
+    val = np.array([moved[int(c)] for c in idx])
+    if not len(idx) or (val > U[idx]).any() or (-val > L[idx]).any():
+        return None
+    return idx, val
+
+
+def test_sums_of_boxes_match_a_new_search_every_round() -> None:
+    """``find`` keeps the first round's boxes for the later rounds: the same sums of boxes as searching anew."""
+    df = _counts((9, 7, 5), 14, 0.3)
+    tab = _prepare(df, ["v0", "v1", "v2"], "n", None, None, None, None, True)
+    bx = local.Boxes.of(tab.model)
+    a = tab.value
+    n = len(a)
+    rng = np.random.default_rng(15)
+    rounds = found = 0
+    for _ in range(30):
+        movable = rng.random(n) < 0.7
+        L = np.minimum(a, rng.integers(0, 3, n).astype(float))  # little room down: several boxes needed
+        U = np.where(rng.random(n) < 0.5, np.inf, rng.integers(0, 3, n).astype(float))
+        weights = rng.integers(1, 4, n).astype(float)
+        for k in rng.choice(np.flatnonzero(movable), 6, replace=False).tolist():
+            for sign in (1, -1):
+                amt = float(rng.integers(1, 6))
+                fast = bx.find(k, sign, amt, L, U, movable, weights)
+                slow = _find_round_by_round(bx, k, sign, amt, L, U, movable, weights)
+                assert (fast is None) == (slow is None)
+                if fast is not None:
+                    found += 1
+                    rounds += int(np.abs(fast.val[fast.idx == k][0]) > 2)
+                    np.testing.assert_array_equal(fast.idx, slow[0])
+                    np.testing.assert_array_equal(fast.val, slow[1])
+    assert found > 20 and rounds > 0
