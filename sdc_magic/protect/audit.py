@@ -848,15 +848,23 @@ SWEEP_NUDGE_OPEN = 0.2
 SWEEP_NUDGE_REST = 0.05
 
 
-def _one_per_relation(cols: sp.csc_matrix, open_: np.ndarray) -> np.ndarray:
-    """Open cells (in index order, deterministic) such that no two share a relation."""
-    taken = np.zeros(cols.shape[0], dtype=bool)
+def _one_per_relation(cols: sp.csc_matrix, open_: np.ndarray, rel_lists: list[list[int]] | None = None
+                      ) -> np.ndarray:
+    """Open cells (in index order, deterministic) such that no two share a relation.
+
+    ``rel_lists``: each cell's relations as a Python list (:func:`_sweep` makes them once
+    for all its rounds): plain list look-ups instead of two small numpy calls per open
+    cell (5 -> 1 ms per round on 25x20x10's 2,400 open cells; the same picks).
+    """
+    if rel_lists is None:
+        rel_lists = [r.tolist() for r in np.split(cols.indices, cols.indptr[1:-1])]
+    taken = [False] * cols.shape[0]
     out = np.zeros(len(open_), dtype=bool)
-    ptr, rel = cols.indptr, cols.indices
     for j in np.flatnonzero(open_).tolist():
-        r = rel[ptr[j]:ptr[j + 1]]
-        if not taken[r].any():
-            taken[r] = True
+        r = rel_lists[j]
+        if not any(taken[x] for x in r):
+            for x in r:
+                taken[x] = True
             out[j] = True
     return out
 
@@ -887,6 +895,7 @@ def _sweep(eng: IntervalEngine, best_lo: np.ndarray, best_hi: np.ndarray, lo_bou
     their bound too.  Measured on 25×20×10: the sweeps 1.19 → 0.73 s.
     """
     cols = eng.A.tocsc()
+    rel_lists = [r.tolist() for r in np.split(cols.indices, cols.indptr[1:-1])]
     for sense, best, bound in ((1, best_hi, hi_bound), (-1, best_lo, lo_bound)):
         for _ in range(SWEEP_ROUNDS):
             tick("audit: computing intervals", None)
@@ -895,7 +904,7 @@ def _sweep(eng: IntervalEngine, best_lo: np.ndarray, best_hi: np.ndarray, lo_bou
             n_open = int(open_.sum())
             if n_open == 0:
                 break
-            pick = _one_per_relation(cols, open_)
+            pick = _one_per_relation(cols, open_, rel_lists)
             movable = finite & (sense * np.where(finite, bound, 0.0) > tol)
             scale = sense / np.maximum(np.abs(np.where(movable, bound, 1.0)), 1e-9)
             w = np.where(open_, SWEEP_NUDGE_OPEN * scale, np.where(movable, SWEEP_NUDGE_REST * scale, 0.0))
