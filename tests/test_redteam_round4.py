@@ -289,6 +289,32 @@ def test_stopped_two_tables_between_the_total_and_the_filters(sess: Session, df:
     assert got == {"F": None, "M": None} and _status(outs[-1]) in ("suppressed", "blocked")
 
 
+# ---- 2a. one output is enough: a table of the means of two 0/1 columns records three populations
+# (the table and the flagged rows of each indicator), which fill the window on their own. Sex
+# totals, then shares (income over 12, over 40) by age 50+, then A or C and B or C by sex:
+# 22 + 17 - 37 = 2, 21 + 16 - 36 = 1 at 'pass'. (With one indicator the total stays in: stopped.)
+def _indicator_session(sess: Session, df: pd.DataFrame, columns: list[str]) -> tuple[list, dict]:
+    everyone = sess.publish(df.groupby("sex").size())
+    d = df.assign(f1=(df.income > 12).astype(int), f2=(df.age > 40).astype(int))
+    sess.publish(d.groupby(d.age >= 50)[columns].mean())
+    ac = sess.publish(df[df.district.isin(AC)].groupby("sex").size())
+    bc = sess.publish(df[df.district.isin(BC)].groupby("sex").size())
+    t = [_totals(o) for o in (ac, bc, everyone)]
+    return [everyone, ac, bc], {k: _recover(*t, k) for k in ("F", "M")}
+
+
+@pytest.mark.xfail(strict=True, reason="leak: sex 37/36, one table of two indicator means (3 populations), then "
+                   "(A or C) 22/21 + (B or C) 17/16 - 37/36 = C 2/1")
+def test_leak_one_table_of_indicator_means_fills_the_window(sess: Session, df: pd.DataFrame) -> None:
+    outs, got = _indicator_session(sess, df, ["f1", "f2"])
+    assert not (_cleared(*outs) and got == {"F": 2, "M": 1})
+
+
+def test_stopped_one_indicator_mean_between(sess: Session, df: pd.DataFrame) -> None:
+    outs, got = _indicator_session(sess, df, ["f1"])
+    assert got == {"F": None, "M": None} and _status(outs[-1]) in ("suppressed", "blocked")
+
+
 # ---- 2b. the same window on the referrals (a realistic session): counts by admin2 of ages 0-29,
 # 30-59 and 60-89, three tables of the under-60s (by category, consent by category, by sex), then
 # everyone by admin2 at 'pass': everyone - the three bands = people aged 90+ per admin2
