@@ -11,14 +11,24 @@ A test marked ``xfail(strict=True, reason="leak: ...")`` shows a leak: the asser
 on the recovered small figure, every output involved cleared (``pass`` / ``suppressed``). The
 other tests are attacks that were stopped (regression tests) and honest sessions.
 
-Two leak families found:
+Leak families found:
 
 * **The small group is split.** The joint audit targets each *finest* common cell. When one
   output (or any earlier table of the session) splits the small group further by an extra key,
   each piece stays free while their sum is pinned: C's women (flag 0 / flag 1) are two common
   cells of 1, each in [0, 2], yet 22 + (11 + 6) - 37 = 2.
-* **The window of four.** Only the four newest related outputs take part in the joint audit;
-  three ordinary tables between the total and the two filters push the total out of it.
+* **Small in people, not in rows.** With several rows per person the common cell of C's two
+  women has 8 rows: not a target, yet distinct counts give 22 + 17 - 37 = 2 people.
+* **The window of four.** Only the four newest related populations take part in the joint
+  audit; three ordinary tables (or one table of two indicator means: three populations) between
+  the total and the two filters push the total out of it.
+* **Key-only totals.** Disjoint filters sit in separate universes until a frame holding both
+  merges them by content; a total built from the key column alone (Series.value_counts,
+  crosstab, a one-column frame, polars select, a DuckDB subquery) has no content and merges
+  nothing: 37 - 20 - 15 = 2.
+
+Over-protection found: the joint audit hides only inner cells, so a ``margins=True`` crosstab
+whose protection needs two more cells is blocked whole.
 """
 
 from __future__ import annotations
