@@ -630,3 +630,13 @@ def test_joint_audit_suppresses_the_same_table_without_margins(sess: Session, re
     shown = _shown(out)
     assert _status(out) == "suppressed" and _hidden(out) == 2
     assert str(shown.loc["Mirebalais", False]) == X and str(shown.loc["Saint-Marc", False]) == X
+
+
+# stopped: the same age ranges as 2-D district x sex tables (every output split the same way):
+# (under 60 or over 100) + (60+) - everyone for A / F would be person 6 (102): one of them hidden.
+def test_stopped_age_ranges_as_district_by_sex_tables(sess: Session, df: pd.DataFrame) -> None:
+    frames = (df, df[(df.age < 60) | (df.age > 100)], df[df.age >= 60])
+    outs = [sess.publish(d.groupby(["district", "sex"]).size().unstack()) for d in frames]
+    cells = [str(_shown(o).loc["A", "F"]) for o in outs]
+    got = None if X in cells else float(cells[1]) + float(cells[2]) - float(cells[0])
+    assert got is None, cells
