@@ -234,6 +234,42 @@ class Universe:
 
     def _by_content(self, frame: pd.DataFrame, columns: list[Hashable]) -> np.ndarray | None:
         cols = tuple(sorted(columns, key=str))
+        index, rows = self._content_index(cols)
+        theirs = _with_rank(_combine([frame_hash(frame, c) for c in cols]))
+        found = index.get_indexer(theirs)
+        return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
+
+    def locate_rows(self, other: Universe) -> np.ndarray | None:
+        """This universe's row of each row of ``other`` (-1: not here), by their content hashes."""
+        common = [c for c in self.hashes if c in other.hashes]
+        content = [c for c in common if c not in (self.key_columns | other.key_columns)] or common
+        if not content:
+            return None
+        cols = tuple(sorted(content, key=str))
+        index, rows = self._content_index(cols)
+        theirs = _with_rank(_combine([other.hashes[c] for c in cols]))
+        found = index.get_indexer(theirs)
+        return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
+
+    def extend_rows(self, other: Universe, rows: np.ndarray) -> None:
+        """Append rows of ``other`` (their hashes; one new atom outside every population)."""
+        k = len(rows)
+        if not k:
+            return
+        for c, h in list(self.hashes.items()):
+            add = other.hashes[c][rows] if c in other.hashes else np.full(k, _MISSING, dtype=np.uint64)
+            self.hashes[c] = np.concatenate([h, add])
+        self.row_atom = np.concatenate([self.row_atom, np.full(k, self.n_atoms, dtype=np.int32)])
+        self.atom_size = np.concatenate([self.atom_size, [k]])
+        for p in self.populations:
+            p.group = np.concatenate([p.group, np.array([-1], dtype=p.group.dtype)])
+        self.n += k
+        self.hashes_saved = False
+        self.version += 1
+        self._combined.clear()
+        self.frames.clear()
+
+    def _content_index(self, cols: tuple) -> tuple[pd.Index, np.ndarray]:
         hit = self._combined.get(cols)
         if hit is None:
             hashes = [self.hashes[c] for c in cols]
@@ -250,10 +286,7 @@ class Universe:
                 self._combined.clear()
             hit = (index, rows)
             self._combined[cols] = hit
-        index, rows = hit
-        theirs = _with_rank(_combine([frame_hash(frame, c) for c in cols]))
-        found = index.get_indexer(theirs)
-        return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
+        return hit
 
     def extend(self, frame: pd.DataFrame, pos: np.ndarray, labelled: bool) -> np.ndarray:
         """Append the rows of ``frame`` this universe lacks (one new atom outside every population)."""
@@ -303,6 +336,9 @@ class Population:
     threshold: int = 5
     margins_public: bool = True
     hidden_model: dict[tuple[str, ...], set[int]] = field(default_factory=dict)  # hidden at each level
+    #: displayed margins (``margins=True``) the display hid though the protection model published
+    #: them: not published, but (unlike ``hidden_model``) no reason to hide the same rows elsewhere
+    margins_hidden: dict[tuple[str, ...], set[int]] = field(default_factory=dict)
     _levels: dict[tuple[str, ...], tuple[np.ndarray, list[tuple]]] = field(default_factory=dict, repr=False)
 
     def nbytes(self) -> int:
@@ -350,7 +386,7 @@ class Population:
             return mapping, sizes, published.copy(), self.hidden_shown | _flags(self.hidden_model.get(subset), n)
         all_pub = np.bincount(mapping, weights=~published, minlength=n) == 0
         hidden = _flags(self.hidden_model.get(subset), n)
-        published = all_pub | (self.margins_public & ~hidden)
+        published = all_pub | (self.margins_public & ~hidden & ~_flags(self.margins_hidden.get(subset), n))
         return mapping, sizes, published, hidden
 
 
@@ -610,6 +646,7 @@ class Linker:
         u, pos = best
         if (pos < 0).any():
             pos = u.extend(frame, pos, labelled=u.labels is not None)
+        self._merge_overlapping(u)
         try:
             u.frames[id(frame)] = (weakref.ref(frame), tuple(keys), pos)
             if len(u.frames) > 4:
@@ -617,6 +654,52 @@ class Linker:
         except TypeError:
             pass
         return u, pos
+
+    def _merge_overlapping(self, u: Universe) -> None:
+        """Move into ``u`` every other universe whose rows are mostly in ``u`` now.
+
+        Two filters of one frame that overlap a little (districts A or C, then B or C) land
+        in two universes when nothing ties their rows together (polars and DuckDB frames,
+        a pandas frame after ``reset_index``).  A later output holding most of the rows of
+        both (everyone; or A or B) ties them: the other universe's rows are found in ``u``
+        by their content (the rest appended), its populations are replayed onto ``u``'s
+        rows (each refines the atoms, as a new table does) and compared with everything
+        there.  Without it, 22 + 17 − 37 = 2 gave C's count away at 'pass'.
+        """
+        checked = self.__dict__.setdefault("_merge_checked", set())
+        for other in list(self.universes):
+            if other is u or not other.populations or other.n > u.n or u.n + other.n > MAX_LINKED_ROWS:
+                continue
+            tried = (u.uid, u.n, other.uid, other.n)
+            if tried in checked:  # (the same rows on both sides: the same answer)
+                continue
+            to_u = u.locate_rows(other)
+            found = to_u >= 0 if to_u is not None else np.zeros(0, dtype=bool)
+            if to_u is None or 2 * int(found.sum()) < other.n or len(np.unique(to_u[found])) != int(found.sum()):
+                if len(checked) > 256:
+                    checked.clear()
+                checked.add(tried)
+                continue
+            missing = np.flatnonzero(~found)
+            if len(missing):
+                start = u.n
+                u.extend_rows(other, missing)
+                to_u = to_u.copy()
+                to_u[missing] = np.arange(start, start + len(missing))
+            for p in sorted(other.populations, key=lambda q: _order(q.out_id)):
+                g_u = np.full(u.n, -1, dtype=np.int64)
+                g_u[to_u] = p.group[other.row_atom]
+                codes, parent, group, atom_size = _refine(u.row_atom, u.atom_size, g_u, len(p.labels))
+                for q in u.populations:
+                    q.group = q.group[parent]
+                u.row_atom, u.atom_size = codes, atom_size
+                p.group = group
+                p.universe = u
+                u.populations.append(p)
+            u.populations.sort(key=lambda q: _order(q.out_id))
+            u.key_columns |= other.key_columns
+            u.version += 1
+            self.universes.remove(other)
 
     # -------------------------------------------------------- comparisons
     def _pairs(self, d: Draft, old: Population) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -837,7 +920,8 @@ class Linker:
         newest = u.populations[-1]
         same = [p for p in u.populations[:-1] if p.keys == newest.keys and len(p.labels) == len(newest.labels)
                 and np.array_equal(p.size, newest.size) and np.array_equal(p.published, newest.published)
-                and p.hidden_model == newest.hidden_model and np.array_equal(p.group, newest.group)]
+                and p.hidden_model == newest.hidden_model and p.margins_hidden == newest.margins_hidden
+                and np.array_equal(p.group, newest.group)]
         if same:
             u.populations = [p for p in u.populations if not any(p is q for q in same)]
 
@@ -1319,7 +1403,7 @@ def record_hidden_margins(d: Draft, entry: Any, positions: np.ndarray, hidden_fl
         wanted = tuple(str(canonical_labels(np.array([values[k]], dtype=object))[0]) for k in subset)
         for g, lab in enumerate(pop.level(subset)[1]):
             if tuple(str(v) for v in lab) == wanted:
-                pop.hidden_model.setdefault(subset, set()).add(g)
+                pop.margins_hidden.setdefault(subset, set()).add(g)
                 break
 
 
@@ -1585,7 +1669,8 @@ def _save(path: Path, snapshot: list[tuple[Universe, np.ndarray, np.ndarray, lis
             umeta["populations"].append({
                 "out_id": p.out_id, "title": p.title, "keys": list(p.keys), "threshold": p.threshold,
                 "margins_public": p.margins_public, "labels": [[_json_label(v) for v in lab] for lab in p.labels],
-                "hidden_model": [[list(k), sorted(int(x) for x in v)] for k, v in p.hidden_model.items()]})
+                "hidden_model": [[list(k), sorted(int(x) for x in v)] for k, v in p.hidden_model.items()],
+                "margins_hidden": [[list(k), sorted(int(x) for x in v)] for k, v in p.margins_hidden.items()]})
         umeta["index"] = ui
         meta["universes"].append(umeta)
     tmp = path.with_name(path.name + ".tmp.npz")
@@ -1635,7 +1720,8 @@ def _load(path: Path) -> list[Universe]:
                                published=np.asarray(data[f"u{ui}_p{pi}_published"], dtype=bool),
                                hidden_shown=np.asarray(data[f"u{ui}_p{pi}_hidden"], dtype=bool),
                                threshold=int(pm["threshold"]), margins_public=bool(pm["margins_public"]),
-                               hidden_model={tuple(k): set(v) for k, v in pm["hidden_model"]})
+                               hidden_model={tuple(k): set(v) for k, v in pm["hidden_model"]},
+                               margins_hidden={tuple(k): set(v) for k, v in pm.get("margins_hidden", [])})
                 u.populations.append(p)
             out.append(u)
     return out

@@ -402,3 +402,49 @@ def test_cells_already_public_do_not_block_a_table(session, referrals) -> None:
     second = session.publish(referrals.groupby(keys).size())
     assert first.metadata["sdc_magic"]["status"] != "blocked"
     assert second.metadata["sdc_magic"]["status"] == "suppressed", second.metadata["sdc_magic"]["notes"]
+
+
+# ---- three outputs of overlapping filters (found this session): no cell of any table is small,
+# yet the outputs together separate a small group of rows.  Referrals: the 4 people aged 91
+# in two overlapping age windows, and everyone.
+def _windows(referrals):
+    old = referrals["age"] == 91
+    assert 0 < int(old.sum()) < 5  # the small group (the test data)
+    lo = referrals[(referrals["age"] < 40) | old]
+    hi = referrals[(referrals["age"] >= 40) | old]
+    return lo, hi, int(old.sum())
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["labels kept", "reset_index"])
+@pytest.mark.parametrize("order", ["total first", "total last"])
+def test_two_overlapping_windows_and_everyone_never_give_the_small_group(session, referrals, reset,
+                                                                         order) -> None:
+    lo, hi, _ = _windows(referrals)
+    if reset:
+        lo, hi = lo.reset_index(drop=True), hi.reset_index(drop=True)
+    frames = [referrals, lo, hi] if order == "total first" else [lo, hi, referrals]
+    outs = [session.publish(f.groupby("sex").size()) for f in frames]
+    statuses = [o.metadata["sdc_magic"]["status"] for o in outs]
+    assert "blocked" not in statuses
+    shown = [o.checked.hidden for o in outs]
+    # the three totals by sex all published would give lo + hi - everyone = the small group
+    assert not all(not h.any() for h in shown), statuses
+    assert any(s == "suppressed" for s in statuses)
+
+
+def test_three_windows_without_a_total_never_give_the_small_group(session, referrals) -> None:
+    """(lo or old) + (hi or old) - (lo or hi) = 2 x old: the cycle of three filters."""
+    lo, hi, _ = _windows(referrals)
+    old = referrals["age"] == 91
+    young_or_middle = referrals[~old].reset_index(drop=True)
+    outs = [session.publish(f.reset_index(drop=True).groupby("sex").size()) for f in (lo, hi)]
+    outs.append(session.publish(young_or_middle.groupby("sex").size()))
+    assert any(o.checked.hidden.any() for o in outs)
+
+
+def test_overlapping_windows_with_large_overlaps_stay_published(session, referrals) -> None:
+    """Over-protection check: overlapping filters whose every difference is large pass."""
+    frames = [referrals, referrals[referrals["age"] < 40], referrals[referrals["age"] >= 20],
+              referrals[(referrals["age"] >= 20) & (referrals["age"] < 40)].reset_index(drop=True)]
+    outs = [session.publish(f.groupby("sex").size()) for f in frames]
+    assert [o.metadata["sdc_magic"]["status"] for o in outs] == ["pass"] * 4

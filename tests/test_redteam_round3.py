@@ -214,17 +214,10 @@ def _three_filters(engine: str, df: pd.DataFrame, p: pl.DataFrame, districts: tu
 
 
 # Fixed: the joint audit also checks the small groups of rows that the outputs separate
-# together (no table's cell), and overlapping filters of one frame share a universe.  Still
-# open for polars and DuckDB frames when the total comes last: without index labels their
-# two filters are placed in two universes, and everyone joins only the first.
-_OPEN_ENGINE_ORDER = pytest.mark.xfail(strict=True, reason="leak: (A or C) 22/21 + (B or C) 17/16 - everyone "
-                                       "37/36 = C 2/1 (polars / DuckDB filters without index labels)")
-
-
-@pytest.mark.parametrize("engine,order", [
-    ("pandas", "total first"), ("polars", "total first"), ("duckdb", "total first"), ("pandas", "total last"),
-    pytest.param("polars", "total last", marks=_OPEN_ENGINE_ORDER),
-    pytest.param("duckdb", "total last", marks=_OPEN_ENGINE_ORDER)])
+# together (no table's cell); overlapping filters of one frame share a universe (pandas: by
+# index labels), and a later output holding two universes' rows merges them (polars, DuckDB).
+@pytest.mark.parametrize("engine", ["pandas", "polars", "duckdb"])
+@pytest.mark.parametrize("order", ["total first", "total last"])
 def test_leak_two_overlapping_filters_and_the_total(sess: Session, df: pd.DataFrame, p: pl.DataFrame,
                                                     engine: str, order: str) -> None:
     wanted = [None, ("A", "C"), ("B", "C")]
