@@ -67,6 +67,10 @@ MAX_POPULATIONS = 200
 MAX_BYTES = 256 * 2**20  # atoms, populations and row hashes of one session
 SYNC_SAVE_BYTES = 16 * 2**20  # larger linking memories are saved in a background thread
 JOINT_AUDIT_SECONDS = 10.0
+#: The small groups of rows several outputs separate together (no table's cell) are audited
+#: when there are at most this many, within this many seconds (else left out, with a note).
+MAX_COMMON_TARGETS = 400
+COMMON_SECONDS = 2.0
 MAX_JOINT_POINTS = 32  # feasible tables carried from one system of the joint audit to the next
 MAX_LEVEL_KEYS = 4  # margins at every subset of up to this many keys (else the grand total only)
 _MISSING = np.uint64(0x9E3779B97F4A7C15)  # hash of "this row has no such column"
@@ -1517,6 +1521,7 @@ def _joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int, d
         return A, np.asarray(rhs)
 
     points: list[np.ndarray] = []  # feasible tables found so far (re-checked for each system)
+    budget = {"common": np.inf}
     members_of: dict[tuple[int, int], np.ndarray] = {}
 
     def intervals(use: list[int], extra: set[int], wanted: list[tuple[int, int]]) -> dict[tuple[int, int], tuple]:
@@ -1527,10 +1532,11 @@ def _joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int, d
         """
         from .joint_bounds import JointBounds
 
-        if time.monotonic() > deadline:
+        limit = min(deadline, budget["common"]) if any(t < 0 for t, _ in wanted) else deadline
+        if time.monotonic() > limit:
             raise TimeoutError
         A, b = constraints(use, extra)
-        engine = JointBounds(A, b, deadline, points)
+        engine = JointBounds(A, b, limit, points)
         keys, cells, values = [], [], []
         for t, g in wanted:
             got = members_of.get((t, g))
@@ -1555,11 +1561,31 @@ def _joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int, d
     everything = list(range(len(tables)))
     extra: set[int] = set()
     added: list[int] = []
-    all_targets = [tg for t in everything for tg in targets(t)] + common_targets()
-    if not all_targets:
-        return [], [], []
-    bad = failing(intervals(everything, extra, all_targets))
     notes: list[str] = []
+    table_targets = [tg for t in everything for tg in targets(t)]
+    common = common_targets()
+    if len(common) > MAX_COMMON_TARGETS:
+        notes.append(f"{len(common):,} small groups of rows that this table and earlier outputs separate "
+                     "together were not audited (too many to check while displaying)")
+        common = []
+    all_targets = table_targets + common
+    if not all_targets:
+        return [], [], notes
+    budget["common"] = time.monotonic() + COMMON_SECONDS
+    try:
+        bad = failing(intervals(everything, extra, all_targets))
+        budget["common"] = np.inf  # (the first audit decided: the rest runs to the audit's own deadline)
+    except TimeoutError:
+        if not common or time.monotonic() > deadline:
+            raise
+        # the small shared groups are an extra layer: past their budget they are left out
+        # (said in a note), the table's own hidden cells keep the whole audit
+        notes.append(f"{len(common):,} small groups of rows that this table and earlier outputs separate "
+                     f"together were not all audited within {COMMON_SECONDS:g} s")
+        all_targets = table_targets
+        if not all_targets:
+            return [], [], notes
+        bad = failing(intervals(everything, extra, all_targets))
     if bad:
         # already recoverable without this table: public knowledge, not this table's doing
         before = set(failing(intervals(everything[1:], set(), bad)))
