@@ -70,6 +70,10 @@ JOINT_AUDIT_SECONDS = 10.0
 #: The small groups of rows several outputs separate together (no table's cell) are audited
 #: when there are at most this many, within this many seconds (else left out, with a note).
 MAX_COMMON_TARGETS = 400
+#: Earlier related outputs in the joint audit (the newest first); fewer when their common
+#: cells pass MAX_JOINT_CELLS.  Was 4: three ordinary tables between a total and two
+#: overlapping filters pushed the total out (red team, round 4).
+MAX_JOINT_TABLES = 8
 COMMON_SECONDS = 2.0
 MAX_JOINT_POINTS = 32  # feasible tables carried from one system of the joint audit to the next
 MAX_LEVEL_KEYS = 4  # margins at every subset of up to this many keys (else the grand total only)
@@ -1412,7 +1416,7 @@ def record_hidden_margins(d: Draft, entry: Any, positions: np.ndarray, hidden_fl
 
 
 # ------------------------------------------------------------------ joint audit
-def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = 4,
+def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = MAX_JOINT_TABLES,
                 seconds: float = JOINT_AUDIT_SECONDS) -> tuple[list[int], list[str], list[str]]:
     """Audit the new table's and related earlier tables' hidden primaries together.
 
