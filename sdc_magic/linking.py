@@ -248,7 +248,11 @@ class Universe:
         return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
 
     def locate_rows(self, other: Universe) -> np.ndarray | None:
-        """This universe's row of each row of ``other`` (-1: not here), by their content hashes."""
+        """This universe's row of each row of ``other`` (-1: not here): by index labels when both
+        have them and the columns both know agree, else by content hashes."""
+        by_labels = self._rows_by_labels(other)
+        if by_labels is not None:
+            return by_labels
         common = [c for c in self.hashes if c in other.hashes]
         content = [c for c in common if c not in (self.key_columns | other.key_columns)] or common
         if not content:
@@ -258,6 +262,41 @@ class Universe:
         theirs = _with_rank(_combine([other.hashes[c] for c in cols]))
         found = index.get_indexer(theirs)
         return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
+
+    def _rows_by_labels(self, other: Universe) -> np.ndarray | None:
+        """Rows of ``other`` found by their labels, when the columns both hold agree on them.
+
+        A column counts where both sides hold it for the sampled rows (a frame of the key
+        column alone, ``df.sex.value_counts()``, extends a universe with that column only):
+        at least one such column, and at least half of them equal on the sample, as when a
+        frame is placed by its labels (``_by_labels``).
+        """
+        if self.labels is None or other.labels is None or len(self.labels) != self.n \
+                or len(other.labels) != other.n:
+            return None
+        try:
+            pos = np.asarray(self.labels.get_indexer(other.labels), dtype=np.int64)
+        except (TypeError, ValueError, pd.errors.InvalidIndexError):
+            return None
+        ok = np.flatnonzero(pos >= 0)
+        if not len(ok):
+            return None
+        sample = ok[:: max(1, len(ok) // 256)]
+        compared = agree = 0
+        for c in self.hashes:
+            if c not in other.hashes:
+                continue
+            mine, theirs = self.hashes[c][pos[sample]], other.hashes[c][sample]
+            both = (mine != _MISSING) & (theirs != _MISSING)
+            if not both.all():
+                if not both.any():
+                    continue
+                mine, theirs = mine[both], theirs[both]
+            compared += 1
+            agree += bool(np.array_equal(mine, theirs))
+        if compared == 0 or 2 * agree < compared:
+            return None
+        return pos
 
     def extend_rows(self, other: Universe, rows: np.ndarray) -> None:
         """Append rows of ``other`` (their hashes; one new atom outside every population)."""

@@ -403,9 +403,16 @@ def _disjoint_then_total(sess: Session, df: pd.DataFrame, p: pl.DataFrame, build
     return outs, got
 
 
-@pytest.mark.xfail(strict=True, reason="leak: A by sex 20/20, B by sex 15/15, then everyone from the sex column "
-                   "alone 37/36 -> C 2/1 (a key-only total does not merge the two universes)")
-@pytest.mark.parametrize("form", list(SERIES_TOTALS))
+# Stopped since the key-only total's rows are found in both universes by their index labels
+# (the columns both hold agreeing: ``Universe._rows_by_labels``), which merges them; still open
+# through DuckDB, whose results carry no labels.
+_KEY_ONLY_OPEN = pytest.mark.xfail(strict=True, reason="leak: A by sex 20/20, B by sex 15/15, then everyone from "
+                                   "the sex column alone in DuckDB 37/36 -> C 2/1 (no labels, no content: the two "
+                                   "universes are not merged)")
+
+
+@pytest.mark.parametrize("form", [pytest.param(f, marks=_KEY_ONLY_OPEN) if f.startswith("duckdb") else f
+                                  for f in SERIES_TOTALS])
 def test_leak_disjoint_filters_then_a_total_of_the_key_column(sess: Session, df: pd.DataFrame, p: pl.DataFrame,
                                                              form: str) -> None:
     outs, got = _disjoint_then_total(sess, df, p, SERIES_TOTALS[form])
@@ -423,8 +430,6 @@ def test_stopped_disjoint_filters_then_a_total_of_the_frame(sess: Session, df: p
 # One person's value by the same route: income sums by sex of district A and of district B (frames),
 # then everyone's as ``income.groupby(sex).sum()`` (two Series): 531.80 - A - B = 18.05, person
 # 72's income (C's only man), at 'pass'.
-@pytest.mark.xfail(strict=True, reason="leak: income sums M: everyone (Series.groupby) 531.80 - A - B = 18.05, "
-                   "person 72's income")
 def test_leak_one_persons_income_through_a_series_total(sess: Session, df: pd.DataFrame) -> None:
     outs = [sess.publish(df[df.district == d].groupby("sex").income.sum()) for d in ("A", "B")]
     outs.append(sess.publish(df.income.groupby(df.sex).sum()))
@@ -443,8 +448,6 @@ def test_stopped_one_persons_income_through_a_frame_total(sess: Session, df: pd.
 # The realistic form: ages 0-29, 30-59 and 60-89 by admin2 (three disjoint filters, all cells >= 9),
 # then everyone by admin2 and sex as a crosstab of two columns, at 'pass':
 # Gonaives 167 + 67 - 166 - 51 - 16 = 1 person aged 90+ (Mirebalais 1, Cap-Haitien 2, ...).
-@pytest.mark.xfail(strict=True, reason="leak: referrals bands 0-29/30-59/60-89 by admin2, then "
-                   "crosstab(admin2, sex): Gonaives 167 + 67 - 166 - 51 - 16 = 1 aged 90+")
 @pytest.mark.parametrize("margins", [False, True])
 def test_leak_referrals_age_bands_then_a_crosstab(sess: Session, referrals: pd.DataFrame, margins: bool) -> None:
     r = referrals
