@@ -1511,8 +1511,44 @@ def _joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int, d
     # the outputs together must not pin it, as they must not pin a hidden cell.
     cell_size = np.bincount(cell_of_atom, weights=d.atom_size[atoms], minlength=n_cells)
 
+    # ... and unions of them that an extra key splits (t = -2): the rows in the same outputs
+    # with the same labels on this table's keys that earlier outputs share (C's women split
+    # by flag in one output: each half can move, their sum 22 + 17 - 37 = 2 cannot); and
+    # with the same outputs only (the small group itself, whatever the keys).
+    coarse: list[np.ndarray] = []
+    # with a unit column declared, a group is also small when it holds few units (8 episode
+    # rows of 2 people): distinct unit hashes per group of common cells
+    unit_rows: tuple[np.ndarray, np.ndarray] | None = None
+    if d.unit is not None and d.unit in d.universe.hashes \
+            and len(d.universe.hashes[d.unit]) == len(d.new_row_atom):
+        cell_of = np.full(len(d.atom_size), -1, dtype=np.int64)
+        cell_of[atoms] = cell_of_atom
+        row_cell = cell_of[d.new_row_atom]
+        inside_rows = row_cell >= 0
+        unit_rows = (row_cell[inside_rows], d.universe.hashes[d.unit][inside_rows])
+
+    def few_units(group_of_cell: np.ndarray, n_groups: int) -> np.ndarray:
+        """Per group of common cells: True when it holds 1 .. threshold-1 distinct units."""
+        if unit_rows is None or not n_groups:
+            return np.zeros(n_groups, dtype=bool)
+        g = group_of_cell[unit_rows[0]]
+        pairs = pd.DataFrame({"g": g, "u": unit_rows[1]}).drop_duplicates()
+        units = np.bincount(pairs["g"].to_numpy(dtype=np.int64), minlength=n_groups)
+        return (units > 0) & (units < new.threshold)
+
+    def table_cell_sets() -> set[tuple[int, ...]]:
+        out: set[tuple[int, ...]] = set()
+        for t in range(len(tables)):
+            g = cell_group[t]
+            inside = np.flatnonzero(g >= 0)
+            order = inside[np.argsort(g[inside], kind="stable")]
+            bounds = np.flatnonzero(np.diff(g[order])) + 1
+            out.update(tuple(sorted(part.tolist())) for part in np.split(order, bounds))
+        return out
+
     def common_targets() -> list[tuple[int, int]]:
         small = (cell_size > 0) & (cell_size < new.threshold)
+        small |= (cell_size > 0) & few_units(np.arange(n_cells), n_cells)
         if not small.any():
             return []
         for t in range(len(tables)):  # a common cell that is a cell of some table is judged as that cell
@@ -1522,18 +1558,55 @@ def _joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int, d
             small &= ~(inside & (per_group[np.maximum(g, 0)] == 1))
         return [(-1, int(c)) for c in np.flatnonzero(small)]
 
+    def coarse_targets() -> list[tuple[int, int]]:
+        inside = np.stack([g >= 0 for g in cell_group], axis=1)
+        shared_keys = [k for k in new.keys if any(k in t.keys for t in tables[1:])]
+        label_code = np.zeros(n_cells, dtype=np.int64)
+        for k in shared_keys:
+            text = np.empty(n_cells, dtype=object)
+            for t in range(len(tables)):
+                if k not in tables[t].keys:
+                    continue
+                g = cell_group[t]
+                at = tables[t].keys.index(k)
+                fill = (g >= 0) & np.equal(text, None)
+                text[fill] = [str(tables[t].labels[int(x)][at]) for x in g[fill]]
+            label_code = label_code * (n_cells + 1) + pd.factorize(text)[0]
+            label_code = pd.factorize(label_code)[0].astype(np.int64)
+        member_code = pd.factorize(pd.Index([row.tobytes() for row in inside]))[0].astype(np.int64)
+        known = table_cell_sets()
+        out: list[tuple[int, int]] = []
+        for code in (member_code * (n_cells + 1) + label_code, member_code) if shared_keys else (member_code,):
+            groups, inverse = np.unique(code, return_inverse=True)
+            sizes = np.bincount(inverse, weights=cell_size, minlength=len(groups))
+            small = (sizes > 0) & ((sizes < new.threshold) | few_units(inverse, len(groups)))
+            for j in np.flatnonzero(small).tolist():
+                cells = np.flatnonzero(inverse == j)
+                key = tuple(cells.tolist())
+                if len(cells) < 2 or key in known:
+                    continue  # a common cell (checked above) or a table's own cell
+                known.add(key)
+                coarse.append(cells)
+                out.append((-2, len(coarse) - 1))
+        return out
+
     def size_of(t: int, g: int) -> float:
+        if t == -2:
+            return float(cell_size[coarse[g]].sum())
         return float(cell_size[g]) if t < 0 else float(tables[t].size[g])
 
     def members(t: int, g: int) -> np.ndarray:
+        if t == -2:
+            return coarse[g]
         return np.array([g], dtype=np.int64) if t < 0 else np.flatnonzero(cell_group[t] == g)
 
     def named(t: int, g: int) -> str:
         if t < 0:
+            c = int(coarse[g][0]) if t == -2 else g
             return "a small group of rows that this table and earlier outputs separate together (" + \
-                _join(sorted({f"{tables[u].out_id}: {tables[u].name(int(cell_group[u][g]))}" if u else
-                              f"this table: {new.name(int(cell_group[0][g]))}"
-                              for u in range(len(tables)) if cell_group[u][g] >= 0})) + ")"
+                _join(sorted({f"{tables[u].out_id}: {tables[u].name(int(cell_group[u][c]))}" if u else
+                              f"this table: {new.name(int(cell_group[0][c]))}"
+                              for u in range(len(tables)) if cell_group[u][c] >= 0})) + ")"
         return f"{tables[t].title} ({tables[t].out_id}): {tables[t].name(g)}" if t else f"this table: {new.name(g)}"
 
     def constraints(use: list[int], extra: set[int]) -> tuple[Any, np.ndarray]:
@@ -1607,6 +1680,8 @@ def _joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int, d
     notes: list[str] = []
     table_targets = [tg for t in everything for tg in targets(t)]
     common = common_targets()
+    if len(common) <= MAX_COMMON_TARGETS:
+        common += coarse_targets()
     if len(common) > MAX_COMMON_TARGETS:
         notes.append(f"{len(common):,} small groups of rows that this table and earlier outputs separate "
                      "together were not audited (too many to check while displaying)")
