@@ -258,18 +258,21 @@ class Universe:
         if not content:
             return None
         cols = tuple(sorted(content, key=str))
+        combined = _combine([other.hashes[c] for c in cols])
+        if 2 * len(np.unique(combined)) < len(combined):
+            return None  # mostly repeated rows (a constant column): the content tells no rows apart
         index, rows = self._content_index(cols)
-        theirs = _with_rank(_combine([other.hashes[c] for c in cols]))
-        found = index.get_indexer(theirs)
+        found = index.get_indexer(_with_rank(combined))
         return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
 
     def _rows_by_labels(self, other: Universe) -> np.ndarray | None:
         """Rows of ``other`` found by their labels, when the columns both hold agree on them.
 
         A column counts where both sides hold it for the sampled rows (a frame of the key
-        column alone, ``df.sex.value_counts()``, extends a universe with that column only):
-        at least one such column, and at least half of them equal on the sample, as when a
-        frame is placed by its labels (``_by_labels``).
+        column alone, ``df.sex.value_counts()``, extends a universe with that column only)
+        and it is not constant there: at least one such column, and at least half of them
+        equal on the sample, as when a frame is placed by its labels (``_by_labels``).
+        Two unrelated frames numbered 0, 1, 2, ... agree only by chance, on 256 rows.
         """
         if self.labels is None or other.labels is None or len(self.labels) != self.n \
                 or len(other.labels) != other.n:
@@ -292,6 +295,8 @@ class Universe:
                 if not both.any():
                     continue
                 mine, theirs = mine[both], theirs[both]
+            if len(np.unique(theirs)) < 2:
+                continue  # a constant column (a country code) agrees whatever the rows
             compared += 1
             agree += bool(np.array_equal(mine, theirs))
         if compared == 0 or 2 * agree < compared:

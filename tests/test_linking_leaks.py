@@ -448,3 +448,18 @@ def test_overlapping_windows_with_large_overlaps_stay_published(session, referra
               referrals[(referrals["age"] >= 20) & (referrals["age"] < 40)].reset_index(drop=True)]
     outs = [session.publish(f.groupby("sex").size()) for f in frames]
     assert [o.metadata["sdc_magic"]["status"] for o in outs] == ["pass"] * 4
+
+
+def test_unrelated_frames_numbered_alike_are_not_merged(session) -> None:
+    """Universes merge by index labels only when non-constant columns agree: two unrelated
+    frames numbered 0, 1, 2, ... sharing a constant column (a country code) and a column of
+    different values stay apart, and their tables do not difference each other."""
+    rng = np.random.default_rng(4)
+    one = pd.DataFrame({"country": "HT", "sex": rng.choice(["F", "M"], 300), "x": rng.integers(0, 9, 300)})
+    two = pd.DataFrame({"country": "HT", "sex": rng.choice(["F", "M"], 280), "y": rng.integers(0, 9, 280)})
+    session.publish(one[one.x > 2].groupby("sex").size())
+    session.publish(one[one.x > 5].groupby("sex").size())
+    out = session.publish(two.sex.value_counts())
+    assert out.metadata["sdc_magic"]["status"] == "pass"
+    universes = session._linker().universes
+    assert sum(len(u.populations) for u in universes) == 3 and len(universes) >= 2
