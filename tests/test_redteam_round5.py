@@ -26,6 +26,9 @@ Leaks found:
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -254,3 +257,76 @@ def test_leak_survey_tables_fill_the_referrals_window(sess: Session, referrals: 
     parts = [_cell(o, "Family separation") for o in (everyone, *bands)]
     got = None if None in parts else parts[0] - sum(parts[1:])
     assert not (_cleared(everyone, *bands) and got == 1)
+
+
+# Forty tables, the referrals and the survey (sharing admin2 and sex) alternating, each data set
+# with ten overlapping filters by one key and by two: every table's status and hidden cells are
+# what they are in a session of its own data set alone. They are not: the survey's
+# "latrine and 2+ people" by water (against "latrine" by water) is suppressed alone (2 cells:
+# latrine households of one person per water source), shown whole beside the referrals.
+def _forty(sess: Session, r: pd.DataFrame, which: str) -> dict:
+    rng = np.random.default_rng(11)
+    sv = _survey(r).assign(sex=rng.choice(["F", "M"], 900))
+    rm = [r.age >= 0, r.consent_to_refer, r.referral_accepted, r.sex == "F", r.sex == "M", r.age < 18, r.age >= 18,
+          ~r.disability_reported, r.days_to_first_service.notna(), r.case_category != "GBV"]
+    sm = [sv.hh_size >= 1, sv.latrine, ~sv.latrine, sv.hh_size >= 3, sv.hh_size < 5, sv.sex == "F",
+          sv.water != "truck", sv.hh_size >= 5, sv.latrine & (sv.hh_size >= 2), sv.sex == "M"]
+    res = {}
+    for i in range(10):
+        for name, d, keys in (("r", r[rm[i]], ("case_category", ["age_band", "sex"])),
+                              ("s", sv[sm[i]], ("water", ["latrine", "sex"]))):
+            if name not in which:
+                continue
+            for j, by in enumerate(keys):
+                out = sess.publish(d.groupby(by).size())
+                res[f"{name}{i}{'ab'[j]}"] = (_status(out), _hidden(out))
+    return res
+
+
+@pytest.mark.xfail(strict=True, reason="leak: beside the referrals the survey's latrine & 2+ by water is shown whole "
+               "(alone: suppressed, latrine households of one person per water source)")
+def test_leak_forty_tables_of_two_data_sets(referrals: pd.DataFrame) -> None:
+    got = {}
+    for which in ("rs", "r", "s"):
+        s = Session(rules=preset("humanitarian"))
+        s.capture.install()
+        try:
+            got[which] = _forty(s, referrals, which)
+        finally:
+            s.capture.uninstall()
+    both, alone = got["rs"], {**got["r"], **got["s"]}
+    assert {k: v for k, v in both.items() if v != alone[k]} == {}
+
+
+# ====================================================================== 5. honest long session, unit declared
+# 24 filters of the referrals (flags, sexes, 20-year age windows, category pairs) by admin2, by
+# category x sex, by age band: 72 tables with unit=household_id. Measured: 62 pass, 9 suppressed,
+# 1 blocked (ages 50-69 by category x sex: 4, 2, 31, 1, 18, 17 - three cells under 5), 37 cells
+# hidden, each for threshold / differencing / secondary; about 0.13 CPU s a table (max 0.36);
+# the same without the unit.
+def test_honest_seventy_two_tables_with_a_unit(referrals: pd.DataFrame) -> None:
+    r = referrals
+    cats = sorted(r.case_category.unique())
+    masks = [r.age >= 0, r.consent_to_refer, r.referral_accepted, r.sex == "F", r.sex == "M", r.age < 18, r.age >= 18,
+             ~r.disability_reported, r.days_to_first_service.notna(), r.case_category != "GBV"]
+    masks += [(r.age >= lo) & (r.age < lo + 20) for lo in range(0, 80, 10)]
+    masks += [r.case_category.isin([a, b]) for i, a in enumerate(cats) for b in cats[i + 1:]]
+    s = Session(rules=dataclasses.replace(preset("humanitarian"), unit="household_id"))
+    s.capture.install()
+    statuses, hidden, cpu, rules = [], 0, [], set()
+    try:
+        for m in masks:
+            for by in (["admin2"], ["case_category", "sex"], ["age_band"]):
+                table = r[m].groupby(by).size()
+                t0 = time.process_time()
+                out = s.publish(table)
+                cpu.append(time.process_time() - t0)
+                statuses.append(_status(out))
+                hidden += _hidden(out)
+                rules |= {x.rule for v in out.checked.reasons.values() for x in v}
+    finally:
+        s.capture.uninstall()
+    assert len(statuses) == 72
+    assert statuses.count("blocked") <= 1 and statuses.count("pass") >= 60, statuses
+    assert hidden <= 40 and rules <= {"threshold", "differencing", "secondary"}, (hidden, rules)
+    assert np.mean(cpu) < 0.5 and max(cpu) < 2, (np.mean(cpu), max(cpu))
