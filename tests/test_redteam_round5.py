@@ -330,3 +330,24 @@ def test_honest_seventy_two_tables_with_a_unit(referrals: pd.DataFrame) -> None:
     assert statuses.count("blocked") <= 1 and statuses.count("pass") >= 60, statuses
     assert hidden <= 40 and rules <= {"threshold", "differencing", "secondary"}, (hidden, rules)
     assert np.mean(cpu) < 0.5 and max(cpu) < 2, (np.mean(cpu), max(cpu))
+
+
+# ====================================================================== 6. magnitudes through the window
+# Income sums by sex of everyone, seven tables of the unrelated 500-row frame, then of A or C and
+# B or C: M 311.88 + 237.97 - 531.80 = 18.05 (person 72's income), F 331.85 + 245.83 - 542.47 =
+# 35.21 (C's two women: each learns the other's income), all 'pass'. Without the seven: hidden.
+@pytest.mark.parametrize("n", [pytest.param(7, marks=pytest.mark.xfail(strict=True, reason=(
+    "leak: income sums, 7 unrelated tables in between: M 311.88 + 237.97 - 531.80 = 18.05 (person 72), "
+    "all 'pass'"))), 0])
+def test_leak_income_of_one_person_through_the_window(sess: Session, df: pd.DataFrame, n: int) -> None:
+    rng = np.random.default_rng(1)
+    other = pd.DataFrame({"sex": rng.choice(["F", "M"], 500), "income": rng.uniform(0, 40, 500),
+                          "district": rng.choice(["A", "B", "C"], 500)})
+    everyone = sess.publish(df.groupby("sex").income.sum())
+    for i in range(n):
+        sess.publish(other.groupby(other.income >= 10 + i).size())
+    ac = sess.publish(df[df.district.isin(AC)].groupby("sex").income.sum())
+    bc = sess.publish(df[df.district.isin(BC)].groupby("sex").income.sum())
+    parts = [_cell(o, "M") for o in (ac, bc, everyone)]
+    got = None if None in parts else parts[0] + parts[1] - parts[2]
+    assert not (_cleared(everyone, ac, bc) and got is not None and abs(got - df.income[72]) < 1e-6)
