@@ -3,25 +3,42 @@ their unions, at most 400 of them within 2 s, the 8 newest related outputs) and 
 universes, attacked with combinations of outputs; and honest sessions with two data sets.
 
 Data: the 73 people of ``test_engines_redteam`` (district C: two women, persons 70 / 71, incomes
-18.02 / 17.19, and one man, 72, income 18.05) and the referrals (1,850 cases). Humanitarian
-preset: threshold 5.
+18.02 / 17.19, and one man, 72, income 18.05), the referrals (1,850 cases) and, in sections 4-5,
+an unrelated household survey (900 rows, RangeIndex) sharing the column admin2 with them.
+Humanitarian preset: threshold 5.
 
 A test marked ``xfail(strict=True, reason="leak: ...")`` shows a leak: its assertion fails exactly
-on the recovered small figure with every output involved cleared (``pass`` / ``suppressed``).
+on the recovered small figure with every output involved cleared (``pass`` / ``suppressed``);
+each has a passing twin without the trick (the attack stopped).
 
 Leaks found:
 
-* **Unrelated tables fill the window.** Seven tables of *another* data frame (500 unrelated rows,
-  counts by income >= t) between the sex totals of the 73 people and the two filters push the
-  total out of the joint audit: 22 + 17 - 37 = 2 women, 21 + 16 - 36 = 1 man in C, all 'pass'.
-  (Six are not enough; seven tables of the other frame by sex are not counted.)
-* **Eight pads of the same frame that split C's women.** Counts of everyone by income >= 10 ..
-  17 (C's women have 18.02 and 17.19, so the last one separates them): the man stays hidden, the
-  women 22 + 17 - 37 = 2 are shown (the same with ten).
-* **Dilution past 400 small groups.** One honest-looking table that passes on its own (referrals by
-  the last two digits of household_id, 100 cells of ~18) makes more than 400 small common groups
-  with the admin2 tables; the shared-group audit is skipped with a note and the 90+ by admin2
-  leaks: Gonaives 234 - 166 - 51 - 16 = 1, all 'pass'.
+* **A second data set is placed onto the first by (shared column, rank).** ``Universe.locate``
+  matches a frame by content on the shared non-key columns *with the rank of each value*: the
+  k-th household of the survey in Gonaives "is" the k-th referral case in Gonaives (the 73
+  people: the k-th row of district A of any frame with a district column). So unrelated tables
+  join the universe (1,850 + 51 rows), and a *filtered* survey frame, ranked again inside the
+  filter, "is" other cases than the same households in the whole survey. Consequences:
+  - its own differencing is lost: water truck / latrine 43 - 39 = 4 single-person households,
+    both 'pass' (alone: suppressed);
+  - the related outputs it adds fill the window of eight: sex totals, 7 tables of another
+    frame, A or C, B or C: 22 + 17 - 37 = 2 women, 21 + 16 - 36 = 1 man; income sums
+    311.88 + 237.97 - 531.80 = 18.05 (person 72); referrals 90+ Family separation
+    260 - 186 - 51 - 22 = 1;
+  - its crossing with the first data set's tables makes > 400 small common groups: Child
+    protection women 18-29 277 - 269 - 6 = 2; forty alternating honest tables: one survey
+    table loses its suppression.
+* **Dilution past 400 small groups, one data set.** Tables that cross the keys of the attack
+  make the small common groups too many; the shared-group audit is skipped with a note: four
+  ordinary subgroup tables (consent / accepted / no disability / served by admin2 x sex x age
+  band), two detailed tables, three 10-cell tables or one table of 100 id suffixes, then 90+ by
+  admin2 or category: Gonaives 234 - 166 - 51 - 16 = 1, Family separation 1, all 'pass'.
+* **Eight pads of the same frame.** Everyone by income >= 10 .. 17 between the sex totals and
+  the filters: the man stays hidden, the women 22 + 17 - 37 = 2 are shown.
+
+Stopped: six unrelated tables; unrelated tables by sex; eight age pads; the three filters
+through ``pd.concat``, ``set_index``, sorted / shuffled copies (with a new RangeIndex); hidden
+margins of ``margins=True`` crosstabs.
 """
 
 from __future__ import annotations
@@ -359,3 +376,63 @@ def test_leak_income_of_one_person_through_the_window(sess: Session, df: pd.Data
     parts = [_cell(o, "M") for o in (ac, bc, everyone)]
     got = None if None in parts else parts[0] + parts[1] - parts[2]
     assert not (_cleared(everyone, ac, bc) and got is not None and abs(got - df.income[72]) < 1e-6)
+
+
+# The most ordinary dilution: everyone by category, then four usual subgroup tables (consent,
+# accepted, no disability, served: by admin2 x sex x age band, each suppressed on its own cells),
+# then ages 0-29, 30-59, 60-89 by category: > 400 small common groups, the shared-group audit is
+# skipped and 90+ by category shows: Family separation 260 - 186 - 51 - 22 = 1, Psychosocial
+# 464 - 222 - 156 - 83 = 3, all 'pass'. Without the four tables: hidden.
+@pytest.mark.parametrize("subgroups", [pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
+    "leak: four ordinary admin2 x sex x age band tables dilute past 400 small groups: Family separation "
+    "aged 90+ 260 - 186 - 51 - 22 = 1, all 'pass'"))), False])
+def test_leak_ordinary_subgroup_tables_dilute(sess: Session, referrals: pd.DataFrame, subgroups: bool) -> None:
+    r = referrals
+    everyone = sess.publish(r.groupby("case_category").size())
+    if subgroups:
+        for m in (r.consent_to_refer, r.referral_accepted, ~r.disability_reported, r.days_to_first_service.notna()):
+            sess.publish(r[m].groupby(["admin2", "sex", "age_band"]).size())
+    bands = [sess.publish(r[(r.age >= lo) & (r.age < lo + 30)].groupby("case_category").size()) for lo in (0, 30, 60)]
+    parts = [_cell(o, "Family separation") for o in (everyone, *bands)]
+    got = None if None in parts else parts[0] - sum(parts[1:])
+    assert not (_cleared(everyone, *bands) and got == 1)
+
+
+# ====================================================================== 7. stopped: copies with a new index
+def _copies(form: str, df: pd.DataFrame) -> list:
+    size = lambda d: d.groupby("sex").size()  # noqa: E731
+    if form == "concat of filters":
+        return [size(df), size(pd.concat([df[df.district == "A"], df[df.district == "C"]])),
+                size(pd.concat([df[df.district == "C"], df[df.district == "B"]]))]
+    if form == "set_index":
+        return [size(df), size(df.set_index("income")[lambda d: d.district.isin(AC)]),
+                size(df.set_index(["household", "age"])[lambda d: d.district.isin(BC)])]
+    if form == "sorted, new RangeIndex":
+        return [size(df), size(df.sort_values("income").reset_index(drop=True)[lambda d: d.district.isin(AC)]),
+                size(df.sort_values("age", ascending=False).reset_index(drop=True)[lambda d: d.district.isin(BC)])]
+    if form == "shuffled total":
+        return [size(df.sample(frac=1, random_state=1).reset_index(drop=True)), size(df[df.district.isin(AC)]),
+                size(df.sample(frac=1, random_state=5).reset_index(drop=True)[lambda d: d.district.isin(BC)])]
+    raise AssertionError(form)
+
+
+@pytest.mark.parametrize("form", ["concat of filters", "set_index", "sorted, new RangeIndex", "shuffled total"])
+def test_stopped_three_filters_through_copies(sess: Session, df: pd.DataFrame, form: str) -> None:
+    everyone, ac, bc = (sess.publish(t) for t in _copies(form, df))
+    got = {}
+    for k in ("F", "M"):
+        parts = [_cell(o, k) for o in (ac, bc, everyone)]
+        got[k] = None if None in parts else parts[0] + parts[1] - parts[2]
+    assert got == {"F": None, "M": None} and _status(bc) in ("suppressed", "blocked")
+
+
+# Hidden margins: a crosstab of districts A and B by sex and flag with margins, after everyone by
+# sex (37 / 36): its margins would give C (2 / 1), and its inner cells sum to them; the table is
+# blocked whole, not shown with the margins alone hidden.
+def test_stopped_margins_hidden_with_their_cells(sess: Session, df: pd.DataFrame) -> None:
+    sess.publish(df.groupby("sex").size())
+    d = df[df.district != "C"]
+    out = sess.publish(pd.crosstab(d.sex, d.flag, margins=True))
+    shown = _shown(out)
+    f_row = [str(shown.loc["F", c]) for c in (0, 1)]
+    assert X in f_row and str(shown.loc["F", "All"]) == X
