@@ -69,6 +69,8 @@ SYNC_SAVE_BYTES = 16 * 2**20  # larger linking memories are saved in a backgroun
 JOINT_AUDIT_SECONDS = 10.0
 #: The small groups of rows several outputs separate together (no table's cell) are audited
 #: when there are at most this many, within this many seconds (else left out, with a note).
+#: Frames from this many rows are matched by content only when most rows are distinct.
+MIN_RANKED_ROWS = 20
 MAX_COMMON_TARGETS = 400
 #: Earlier related outputs in the joint audit (the newest first); fewer when their common
 #: cells pass MAX_JOINT_CELLS.  Was 4: three ordinary tables between a total and two
@@ -242,9 +244,14 @@ class Universe:
 
     def _by_content(self, frame: pd.DataFrame, columns: list[Hashable]) -> np.ndarray | None:
         cols = tuple(sorted(columns, key=str))
+        combined = _combine([frame_hash(frame, c) for c in cols])
+        if len(combined) >= MIN_RANKED_ROWS and 2 * len(np.unique(combined)) < len(combined):
+            # mostly repeated rows (shared columns such as admin2 only): matching them by rank
+            # made the k-th household of a survey the k-th case of the referrals, tying
+            # unrelated data sets together (red team, round 5)
+            return None
         index, rows = self._content_index(cols)
-        theirs = _with_rank(_combine([frame_hash(frame, c) for c in cols]))
-        found = index.get_indexer(theirs)
+        found = index.get_indexer(_with_rank(combined))
         return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
 
     def locate_rows(self, other: Universe) -> np.ndarray | None:

@@ -7,6 +7,11 @@ Data: the 73 people of ``test_engines_redteam`` (district C: two women, persons 
 an unrelated household survey (900 rows, RangeIndex) sharing the column admin2 with them.
 Humanitarian preset: threshold 5.
 
+Fixed the same day (kept as regression tests): every finding that came from matching rows of
+an unrelated data set by rank (frames of mostly repeated rows are no longer matched by content:
+``linking.MIN_RANKED_ROWS``): the second data set losing its own differencing, filling the
+window, diluting past 400 groups, and the survey differenced against the referrals.
+
 A test marked ``xfail(strict=True, reason="leak: ...")`` shows a leak: its assertion fails exactly
 on the recovered small figure with every output involved cleared (``pass`` / ``suppressed``);
 each has a passing twin without the trick (the attack stopped).
@@ -113,8 +118,6 @@ def _pads_between(sess: Session, df: pd.DataFrame, kind: str, n: int) -> tuple[l
     return [everyone, ac, bc], got
 
 
-@pytest.mark.xfail(strict=True, reason="leak: 7 tables of an unrelated 500-row frame in between push the total "
-                   "out of the joint audit: F 22 + 17 - 37 = 2, M 21 + 16 - 36 = 1 (C), all 'pass'")
 @pytest.mark.parametrize("n", [7, 10])
 def test_leak_unrelated_frames_tables_fill_the_window(sess: Session, df: pd.DataFrame, n: int) -> None:
     outs, got = _pads_between(sess, df, "other frame", n)
@@ -229,10 +232,7 @@ def _survey(r: pd.DataFrame) -> pd.DataFrame:
 # by the same (39): 43 - 39 = 4 single-person households, both 'pass' after one referrals table
 # by case category (alone: the second table is suppressed).
 @pytest.mark.parametrize("first", [
-    pytest.param("referrals by category", marks=pytest.mark.xfail(strict=True, reason=(
-        "leak: a survey placed onto the referrals by (admin2, rank); its filtered frame ranked again is other "
-        "'cases': water truck / latrine 43 - 39 = 4 single-person households, both 'pass'"))),
-    None])
+    "referrals by category", None])
 def test_leak_second_data_set_loses_its_own_differencing(sess: Session, referrals: pd.DataFrame,
                                                          first: str | None) -> None:
     sv = _survey(referrals)
@@ -263,10 +263,7 @@ def _alternating(sess: Session, r: pd.DataFrame, with_survey: bool) -> dict:
 
 
 @pytest.mark.parametrize("with_survey", [
-    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-        "leak: a second data set merged in dilutes past 400 small groups: Child protection women 18-29 "
-        "277 - 269 - 6 = 2, all 'pass'"))),
-    False])
+    True, False])
 def test_leak_second_data_set_dilutes_the_joint_audit(sess: Session, referrals: pd.DataFrame,
                                                       with_survey: bool) -> None:
     outs = _alternating(sess, referrals, with_survey)
@@ -279,9 +276,7 @@ def test_leak_second_data_set_dilutes_the_joint_audit(sess: Session, referrals: 
 # The window: eight survey tables (households by water, by size) between the referrals by category
 # and the three age bands by category push the total out: 90+ Family separation
 # 260 - 186 - 51 - 22 = 1, Psychosocial 464 - 222 - 156 - 83 = 3, all 'pass'.
-@pytest.mark.parametrize("pads", [pytest.param(8, marks=pytest.mark.xfail(strict=True, reason=(
-    "leak: 8 tables of an unrelated survey fill the window: Family separation aged 90+ "
-    "260 - 186 - 51 - 22 = 1, all 'pass'"))), 0])
+@pytest.mark.parametrize("pads", [8, 0])
 def test_leak_survey_tables_fill_the_referrals_window(sess: Session, referrals: pd.DataFrame, pads: int) -> None:
     r, sv = referrals, _survey(referrals)
     everyone = sess.publish(r.groupby("case_category").size())
@@ -317,8 +312,6 @@ def _forty(sess: Session, r: pd.DataFrame, which: str) -> dict:
     return res
 
 
-@pytest.mark.xfail(strict=True, reason="leak: beside the referrals the survey's latrine & 2+ by water is shown whole "
-               "(alone: suppressed, latrine households of one person per water source)")
 def test_leak_forty_tables_of_two_data_sets(referrals: pd.DataFrame) -> None:
     got = {}
     for which in ("rs", "r", "s"):
@@ -370,9 +363,7 @@ def test_honest_seventy_two_tables_with_a_unit(referrals: pd.DataFrame) -> None:
 # Income sums by sex of everyone, seven tables of the unrelated 500-row frame, then of A or C and
 # B or C: M 311.88 + 237.97 - 531.80 = 18.05 (person 72's income), F 331.85 + 245.83 - 542.47 =
 # 35.21 (C's two women: each learns the other's income), all 'pass'. Without the seven: hidden.
-@pytest.mark.parametrize("n", [pytest.param(7, marks=pytest.mark.xfail(strict=True, reason=(
-    "leak: income sums, 7 unrelated tables in between: M 311.88 + 237.97 - 531.80 = 18.05 (person 72), "
-    "all 'pass'"))), 0])
+@pytest.mark.parametrize("n", [7, 0])
 def test_leak_income_of_one_person_through_the_window(sess: Session, df: pd.DataFrame, n: int) -> None:
     rng = np.random.default_rng(1)
     other = pd.DataFrame({"sex": rng.choice(["F", "M"], 500), "income": rng.uniform(0, 40, 500),
@@ -452,9 +443,7 @@ def test_stopped_margins_hidden_with_their_cells(sess: Session, df: pd.DataFrame
 # households become the first 139 Cap-Haitien cases), then the first 750 cases registered
 # (case_id up to C0750) by admin2 - every cell >= 28: two cells hidden (Cap-Haitien 136 is
 # "differenced" against the survey's 139, Mirebalais as its secondary). Alone: 'pass'.
-@pytest.mark.parametrize("with_survey", [pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-    "overprotection: the first 750 cases by admin2 (all >= 28) suppressed against an unrelated survey: "
-    "Cap-Haitien 139 households - 136 cases = 3"))), False])
+@pytest.mark.parametrize("with_survey", [True, False])
 def test_overprotection_unrelated_survey_differences_the_referrals(sess: Session, referrals: pd.DataFrame,
                                                                   with_survey: bool) -> None:
     r, sv = referrals, _survey(referrals)
