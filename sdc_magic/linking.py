@@ -313,11 +313,14 @@ class Universe:
     def extend_rows(self, other: Universe, rows: np.ndarray) -> None:
         """Append rows of ``other`` (their hashes; one new atom outside every population)."""
         k = len(rows)
-        if not k:
-            return
+        if k:
+            self._append(lambda c: other.hashes[c][rows] if c in other.hashes else None, k)
+
+    def _append(self, hashes_of: Any, k: int) -> None:
+        """Append k rows (their hash per column, None: missing) as one new atom outside every population."""
         for c, h in list(self.hashes.items()):
-            add = other.hashes[c][rows] if c in other.hashes else np.full(k, _MISSING, dtype=np.uint64)
-            self.hashes[c] = np.concatenate([h, add])
+            add = hashes_of(c)
+            self.hashes[c] = np.concatenate([h, np.full(k, _MISSING, dtype=np.uint64) if add is None else add])
         self.row_atom = np.concatenate([self.row_atom, np.full(k, self.n_atoms, dtype=np.int32)])
         self.atom_size = np.concatenate([self.atom_size, [k]])
         for p in self.populations:
@@ -354,27 +357,14 @@ class Universe:
             return pos
         k = len(new)
         present = set(_columns(frame))
-        for c, h in list(self.hashes.items()):
-            add = frame_hash(frame, c)[new] if c in present else np.full(k, _MISSING, dtype=np.uint64)
-            self.hashes[c] = np.concatenate([h, add])
         if labelled and self.labels is not None and frame.index.is_unique:
             extended = self.labels.append(frame.index[new])
             if extended.is_unique and len(extended) == self.n + k:
                 self.labels = extended
-        elif self.labels is not None and len(self.labels) == self.n:
-            # the new rows have no label of ours: keep labels for the first rows only
-            pass
+        # (otherwise the new rows have no label of ours: labels stay for the first rows only)
         pos = pos.copy()
         pos[new] = np.arange(self.n, self.n + k)
-        self.row_atom = np.concatenate([self.row_atom, np.full(k, self.n_atoms, dtype=np.int32)])
-        self.atom_size = np.concatenate([self.atom_size, [k]])
-        for p in self.populations:
-            p.group = np.concatenate([p.group, np.array([-1], dtype=p.group.dtype)])
-        self.n += k
-        self.hashes_saved = False
-        self.version += 1
-        self._combined.clear()
-        self.frames.clear()
+        self._append(lambda c: frame_hash(frame, c)[new] if c in present else None, k)
         return pos
 
 
