@@ -209,14 +209,12 @@ class Universe:
             inside = (values >= 0) & (values < len(lookup))
             pos = np.where(inside, lookup[np.where(inside, values, 0)], -1)
         else:
-            try:
-                pos = np.asarray(self.labels.get_indexer(frame.index), dtype=np.int64)
-            except (TypeError, ValueError, pd.errors.InvalidIndexError):
+            pos = _positions(self.labels, frame.index)
+            if pos is None:
                 return None
-        ok = np.flatnonzero(pos >= 0)
-        if not len(ok):
+        sample = _sample(pos)
+        if sample is None:
             return None
-        sample = ok[:: max(1, len(ok) // 256)]
         # the same rows when most of their columns agree: a column recoded between two outputs
         # (astype(float), round, str.lower, a value set to missing) does not make new people
         # (red team: a recode between two counts hid a difference of 2 from linking)
@@ -284,14 +282,10 @@ class Universe:
         if self.labels is None or other.labels is None or len(self.labels) != self.n \
                 or len(other.labels) != other.n:
             return None
-        try:
-            pos = np.asarray(self.labels.get_indexer(other.labels), dtype=np.int64)
-        except (TypeError, ValueError, pd.errors.InvalidIndexError):
+        pos = _positions(self.labels, other.labels)
+        sample = None if pos is None else _sample(pos)
+        if sample is None:
             return None
-        ok = np.flatnonzero(pos >= 0)
-        if not len(ok):
-            return None
-        sample = ok[:: max(1, len(ok) // 256)]
         compared = agree = 0
         for c in self.hashes:
             if c not in other.hashes:
@@ -366,6 +360,20 @@ class Universe:
         pos[new] = np.arange(self.n, self.n + k)
         self._append(lambda c: frame_hash(frame, c)[new] if c in present else None, k)
         return pos
+
+
+def _positions(labels: pd.Index, wanted: pd.Index) -> np.ndarray | None:
+    """Position of each wanted label among ``labels`` (-1: absent), None when they cannot be compared."""
+    try:
+        return np.asarray(labels.get_indexer(wanted), dtype=np.int64)
+    except (TypeError, ValueError, pd.errors.InvalidIndexError):
+        return None
+
+
+def _sample(pos: np.ndarray) -> np.ndarray | None:
+    """Up to ~256 evenly spread rows found by their labels (where their columns are compared)."""
+    ok = np.flatnonzero(pos >= 0)
+    return ok[:: max(1, len(ok) // 256)] if len(ok) else None
 
 
 # ------------------------------------------------------------------ populations
