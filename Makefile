@@ -65,7 +65,7 @@ $(STAMP22): pyproject.toml
 
 demo: $(STAMP) labextension
 	rm -rf build/demo/export
-	$(PY) -m sdc_magic.cli run demo_notebooks/*.ipynb --out build/demo
+	$(PY) -m sdc_magic.jupyter.cli run demo_notebooks/*.ipynb --out build/demo
 	$(VENV)/bin/sdc-magic verify build/demo/export
 
 test: $(STAMP) labextension lint test-ts test-pandas22 browser-deps

@@ -33,9 +33,11 @@ import numpy as np
 import pandas as pd
 
 import sdc_magic
-from sdc_magic import extension  # imported up front: all sdc_magic modules come from one version of the tree
 from sdc_magic.config import preset
-from sdc_magic.session import Session
+from sdc_magic.jupyter import (
+    extension,  # imported up front: all sdc_magic modules come from one version of the tree
+)
+from sdc_magic.jupyter.session import Session
 
 SEED = 20240611
 LEVELS = (20, 10, 10)  # k1 × k2 × k3 = 2,000 groups

@@ -76,7 +76,7 @@ def spark_main(rows: int, repeat: int) -> None:
     from pyspark.sql import functions as F
 
     from sdc_magic.config import preset
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
@@ -137,7 +137,7 @@ def main() -> None:
 
     from sdc_magic.capture.display import to_pandas
     from sdc_magic.config import preset
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     t0 = time.perf_counter()
     data = make_data(rows)

@@ -53,7 +53,7 @@ def child(op: str, mode: str, rows: int, calls: int, budget: float) -> dict[str,
     session = None
     if mode == "sdc_magic":
         from sdc_magic.config import preset
-        from sdc_magic.session import Session
+        from sdc_magic.jupyter.session import Session
 
         session = Session(rules=preset("humanitarian"))
         session.registry.budget_mb = budget

@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 def ledger_load(n: int, folder: Path) -> float:
-    from sdc_magic.ledger import Ledger, OutputRecord
+    from sdc_magic.records.ledger import Ledger, OutputRecord
 
     base = asdict(OutputRecord(id="out-1", status="pass", kind="table", hidden=0, cells=4, call="size",
                                digest="d", execution_count=1, csv="a,b\nx,1\n", certificate={"cells": [1, 2]}))
@@ -40,8 +40,8 @@ def ledger_load(n: int, folder: Path) -> float:
 
 def make_export(n: int, folder: Path) -> None:
     from sdc_magic.datasets import make_referrals
-    from sdc_magic.export import export
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
+    from sdc_magic.records.export import export
 
     df = make_referrals()
     session = Session()
@@ -65,8 +65,8 @@ def make_export(n: int, folder: Path) -> None:
 def verify_parts(folder: Path) -> dict[str, float]:
     import jsonschema
 
-    from sdc_magic.reaudit import verify_certificate
-    from sdc_magic.verification import results_schema, verify
+    from sdc_magic.records.reaudit import verify_certificate
+    from sdc_magic.records.verification import results_schema, verify
 
     out = {}
     start = time.perf_counter()

@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from sdc_magic.session import Session
+from sdc_magic.jupyter.session import Session
 
 
 def frame(rows: int, seed: int = 7) -> pd.DataFrame:

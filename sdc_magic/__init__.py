@@ -8,14 +8,14 @@ package (e.g. by a Jupyter server) stays cheap.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 import types
 from collections.abc import Callable
 from typing import Any
 
-from .config import PRESETS, Rules, RulesError, preset
-
-__version__ = "0.1.0"
+from .config import PRESETS, Rules, RulesError, __version__, preset
 
 __all__ = [
     "PRESETS",
@@ -35,7 +35,7 @@ __all__ = [
 class _PublicFunction:
     """A public function that shares its name with a submodule, and stays callable.
 
-    ``sdc_magic.ledger()`` is the README's API, and ``sdc_magic/ledger.py`` is a module:
+    ``sdc_magic.ledger()`` is the README's API, and ``sdc_magic.ledger`` was a module:
     Python's import system binds a submodule on its package when it is imported, which
     used to replace the function (``'module' object is not callable``). The package
     refuses that rebinding (:class:`_Package`), and this object forwards every other
@@ -77,7 +77,7 @@ class _Package(types.ModuleType):
 
 def _ledger() -> Any:
     """The session's outputs as a DataFrame (id, cell, kind, status, hidden, exportable, ...)."""
-    from .extension import session
+    from .jupyter.kernel import session
 
     return session().ledger.frame()
 
@@ -85,14 +85,14 @@ def _ledger() -> Any:
 def _export(folder: Any = None, force: bool = False, xlsx: bool = False) -> Any:
     """Write this session's cleared outputs, certificates and results.json to ``folder``
     (default: ``build/export/<notebook>/``, one folder per notebook)."""
-    from .extension import session
+    from .jupyter.kernel import session
 
     return session().export(folder, force=force, xlsx=xlsx)
 
 
 def _verify(folder: Any) -> list[str]:
     """Problems found when re-checking an export folder without the data (empty: verified)."""
-    from .verification import verify as verify_folder
+    from .records.verification import verify as verify_folder
 
     return verify_folder(folder)
 
@@ -105,11 +105,53 @@ def _protect(*args: Any, **kwargs: Any) -> Any:
 
 
 _ledger.__name__, _export.__name__, _verify.__name__, _protect.__name__ = "ledger", "export", "verify", "protect"
-ledger = _PublicFunction(_ledger, "sdc_magic.ledger")
-export = _PublicFunction(_export, "sdc_magic.export")
-verify = _PublicFunction(_verify, "sdc_magic.verification")
+ledger = _PublicFunction(_ledger, "sdc_magic.records.ledger")
+export = _PublicFunction(_export, "sdc_magic.records.export")
+verify = _PublicFunction(_verify, "sdc_magic.records.verification")
 protect = _PublicFunction(_protect, "sdc_magic.protect")
 sys.modules[__name__].__class__ = _Package
+
+
+#: Import paths of the flat layout (before the stage sub-packages) that users and Jupyter
+#: configs name: the README's ``session()``, nbconvert's ``RedactPreprocessor``, the server's
+#: ``pre_save_hook``, ``python -m sdc_magic.cli`` and the modules behind the public functions.
+#: Each old path is the very module object of its new home (monkeypatching either is the same).
+MOVED_MODULES = {
+    "sdc_magic.extension": "sdc_magic.jupyter.extension",
+    "sdc_magic.session": "sdc_magic.jupyter.session",
+    "sdc_magic.redact": "sdc_magic.records.redact",
+    "sdc_magic.cli": "sdc_magic.jupyter.cli",
+    "sdc_magic.server": "sdc_magic.jupyter.server",
+    "sdc_magic.ledger": "sdc_magic.records.ledger",
+    "sdc_magic.export": "sdc_magic.records.export",
+    "sdc_magic.verification": "sdc_magic.records.verification",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old import path and hands out the module at its new home (no file left behind)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in MOVED_MODULES:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        module = importlib.import_module(MOVED_MODULES[spec.name])
+        spec.loader_state = module.__spec__  # the import system is about to overwrite it
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        # the import system has just set ``module.__spec__`` to the alias: give it back its own
+        module.__spec__ = module.__spec__.loader_state
+
+    def get_code(self, fullname: str) -> Any:  # ``python -m <old path>`` (runpy asks for the code)
+        spec = importlib.util.find_spec(MOVED_MODULES[fullname])
+        return spec.loader.get_code(spec.name)  # type: ignore[union-attr]
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -118,22 +160,22 @@ def load_ipython_extension(ipython: Any) -> None:
     If even importing the extension fails, every pandas table is withheld with the reason.
     """
     try:
-        from .extension import load
+        from .jupyter.extension import load
     except Exception as exc:
-        from . import _failsafe
+        from .jupyter import failsafe
 
-        _failsafe.install(ipython, f"{type(exc).__name__}: {exc}")
+        failsafe.install(ipython, f"{type(exc).__name__}: {exc}")
         return
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Entry point of ``%unload_ext sdc_magic``: restores pandas and IPython exactly."""
-    from . import _failsafe
+    from .jupyter import failsafe
 
-    _failsafe.remove()
-    if sys.modules.get("sdc_magic.extension") is not None:
-        from .extension import unload
+    failsafe.remove()
+    if sys.modules.get("sdc_magic.jupyter.extension") is not None:
+        from .jupyter.extension import unload
 
         unload(ipython)
 
@@ -151,7 +193,7 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(server_app: Any) -> None:
-    """Register the ``/sdc-magic/`` routes (``sdc_magic.server``, imported only here)."""
-    from .server import load
+    """Register the ``/sdc-magic/`` routes (``sdc_magic.jupyter.server``, imported only here)."""
+    from .jupyter.server import load
 
     load(server_app)

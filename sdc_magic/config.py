@@ -32,6 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: the package version, stamped on every record beside the rules that produced it (kept here,
+#: at the bottom of the import graph, so records need not import the package facade)
+__version__ = "0.1.0"
+
 ZERO_POLICIES = ("allow", "suppress")
 EXTREME_POLICIES = ("suppress", "allow")
 COSTS = ("value", "cells", "units")

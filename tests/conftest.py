@@ -122,12 +122,13 @@ def _unload(ip: Any) -> None:
         if "sdc_magic" in ip.extension_manager.loaded:
             ip.run_line_magic("unload_ext", "sdc_magic")
     try:
-        from sdc_magic import extension
+        from sdc_magic.jupyter import kernel
 
-        if extension._session is not None:
-            extension._session.use_preset("humanitarian")
-            extension._session.registry.clear()
-            extension._session.last_error = None
+        current = kernel.current()
+        if current is not None:
+            current.use_preset("humanitarian")
+            current.registry.clear()
+            current.last_error = None
     except ImportError:  # pragma: no cover
         pass
 
@@ -135,7 +136,7 @@ def _unload(ip: Any) -> None:
 @pytest.fixture
 def session() -> Iterator[Any]:
     """A fresh checking session with evidence capture on (no IPython needed)."""
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     s = Session()
     s.capture.install()
@@ -156,7 +157,7 @@ def referrals() -> Any:
 def sess() -> Iterator[Any]:
     """A humanitarian-preset session with capture installed (files may define their own)."""
     from sdc_magic.config import preset
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     s = Session(rules=preset("humanitarian"))
     s.capture.install()

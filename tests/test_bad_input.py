@@ -326,11 +326,11 @@ def test_million_cell_table(case: str) -> None:
 
 # --------------------------------------------------------------------------- fault injection
 FAULTS = [
-    "sdc_magic.session.check",
-    "sdc_magic.session.render_html",
-    "sdc_magic.session.render_plain",
+    "sdc_magic.jupyter.session.check",
+    "sdc_magic.jupyter.session.render_html",
+    "sdc_magic.jupyter.session.render_plain",
     "sdc_magic.rules.assess",
-    "sdc_magic.render.protected_frame",
+    "sdc_magic.outputs.render.protected_frame",
 ]
 
 
@@ -489,7 +489,7 @@ def _assert_same(got: Any, want: Any) -> None:
 
 
 def test_results_identical_with_extension(shell: Shell, referrals: pd.DataFrame) -> None:
-    from sdc_magic import extension
+    from sdc_magic.jupyter import extension
 
     d = _transparency_frame(referrals)
     before = {name: f(d.copy(deep=True)) for name, f in ENTRY_POINTS.items()}

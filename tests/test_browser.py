@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from test_server import TOKEN, Jupyter, start_jupyter
 
-from sdc_magic.redact import clearance, redact_notebook
+from sdc_magic.records.redact import clearance, redact_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "demo_notebooks" / "01_nineteen_cells.ipynb"

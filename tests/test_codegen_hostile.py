@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.suggest import CODE_NAMES, NoLiteral, Suggester, frame_name, literal
+from sdc_magic.outputs.suggest import CODE_NAMES, NoLiteral, Suggester, frame_name, literal
 
 EVIL = "__import__('os').system('touch PWNED')"
 HOSTILE_COLUMNS = [EVIL, "age band", "class", "1st", "it's \"quoted\"", "new\nline", "x=1, y", "lambda"]

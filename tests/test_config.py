@@ -189,7 +189,7 @@ def test_load_config_missing_env_file_and_good_files(tmp_path: Path, monkeypatch
 @pytest.mark.parametrize("line,key", [("threshold=inf", "threshold"), ("threshold=1e400", "threshold"),
                                       ("dominance=nan,85", "dominance"), ("p=nan", "p")])
 def test_sdc_rules_magic_names_the_key_of_a_non_finite_value(sdc, line: str, key: str) -> None:
-    from sdc_magic.extension import session
+    from sdc_magic.jupyter.extension import session
 
     before = session().rules
     with pytest.raises(RulesError, match=rf"%sdc rules: {key} "):

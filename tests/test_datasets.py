@@ -10,13 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.datasets import (
-    AGE_BANDS,
-    CELL_KEYS,
-    REFERRALS_FIGURES,
-    make_referrals,
-    referrals_figures,
-)
+from sdc_magic.datasets import AGE_BANDS, CELL_KEYS, REFERRALS_FIGURES, make_referrals, referrals_figures
 
 SEEDS = [2024, 0, 7, 12345]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sdc_magic.notebooks import execute, summarise
+from sdc_magic.jupyter.notebooks import execute, summarise
 
 DEMOS = Path(__file__).resolve().parent.parent / "demo_notebooks"
 
@@ -74,7 +74,7 @@ def test_messages_are_cleared_and_nothing_is_left_of_progress(nineteen_cells) ->
 def test_redacted_copy_opens_clean(nineteen_cells) -> None:
     import copy
 
-    from sdc_magic.redact import clearance, redact_notebook
+    from sdc_magic.records.redact import clearance, redact_notebook
 
     nb, _ = nineteen_cells
     redacted = copy.deepcopy(nb)

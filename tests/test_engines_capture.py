@@ -17,7 +17,7 @@ pytest.importorskip("sqlglot")
 
 from sdc_magic.config import preset  # noqa: E402
 from sdc_magic.datasets import make_referrals  # noqa: E402
-from sdc_magic.session import Session  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
 
 G3 = ["admin2", "case_category", "age_band"]
 G4 = [*G3, "sex"]
@@ -152,7 +152,7 @@ def test_extension_works_without_the_engines(tmp_path) -> None:
         ip = start_ipython()
         ip.run_line_magic('load_ext', 'sdc_magic')
         import pandas as pd
-        from sdc_magic.extension import session
+        from sdc_magic.jupyter.extension import session
         df = pd.DataFrame({'a': list('xxxxxxy'), 'b': range(7)})
         c = session().check(df.groupby('a').size())
         assert c.primary_count == 1, c

@@ -22,9 +22,9 @@ duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
 from sdc_magic.config import preset  # noqa: E402
-from sdc_magic.flatten import MISSING_LABEL  # noqa: E402
-from sdc_magic.render import protected_frame  # noqa: E402
-from sdc_magic.session import Session  # noqa: E402
+from sdc_magic.evidence.flatten import MISSING_LABEL  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
+from sdc_magic.outputs.render import protected_frame  # noqa: E402
 
 
 @pytest.fixture
@@ -319,9 +319,9 @@ def test_cells_hidden_elsewhere_stay_hidden(sess: Session, people: pd.DataFrame)
 
 
 def test_linking_skipped_above_the_row_limit(sess: Session, people: pd.DataFrame, monkeypatch) -> None:
-    import sdc_magic.linking as linking
+    from sdc_magic.evidence import rows as row_limits
 
-    monkeypatch.setattr(linking, "MAX_LINKED_ROWS", 50)
+    monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 50)
     df = people  # noqa: F841
     out = sess.publish(duckdb.sql("select district, count(*) n from df group by all"))
     assert any("not linked" in n for n in out.metadata["sdc_magic"].get("notes", [])) or \

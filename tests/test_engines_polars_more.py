@@ -14,7 +14,7 @@ import pytest
 pl = pytest.importorskip("polars")
 
 from sdc_magic.config import preset  # noqa: E402
-from sdc_magic.session import Session  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
 
 
 @pytest.fixture
@@ -219,9 +219,9 @@ def test_lazy_filter_differencing(sess: Session) -> None:
 
 
 def test_linking_skipped_above_the_row_limit(sess: Session, monkeypatch) -> None:
-    import sdc_magic.linking as linking
+    from sdc_magic.evidence import rows as row_limits
 
-    monkeypatch.setattr(linking, "MAX_LINKED_ROWS", 10)
+    monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 10)
     people = _people()
     sess.publish(people.group_by("district").len())
     second = sess.publish(people.filter(pl.col("age") < 100).group_by("district").len())

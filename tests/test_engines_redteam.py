@@ -22,8 +22,8 @@ duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
 from sdc_magic.config import preset  # noqa: E402
-from sdc_magic.render import protected_frame  # noqa: E402
-from sdc_magic.session import Session  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
+from sdc_magic.outputs.render import protected_frame  # noqa: E402
 
 X = "✕"
 

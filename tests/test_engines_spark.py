@@ -22,7 +22,7 @@ if shutil.which("java") is None:  # loud: these tests are part of `make test`
     pytest.skip("JAVA NOT FOUND: PySpark tests skipped (install Java 17)", allow_module_level=True)
 
 from sdc_magic.datasets import make_referrals  # noqa: E402
-from sdc_magic.session import Session  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +289,7 @@ from pyspark.sql import SparkSession
 spark = (SparkSession.builder.remote("local[2]").config("spark.ui.enabled", "false")
          .config("spark.sql.shuffle.partitions", "2").getOrCreate())
 from pyspark.sql.connect import functions as F
-from sdc_magic.session import Session
+from sdc_magic.jupyter.session import Session
 
 rows = [("A", "F" if i % 2 else "M", 1000.0 + 10 * i) for i in range(30)]
 rows += [("B", "F" if i < 4 else "M", 900.0 + 5 * i) for i in range(20)] + [("C", "M", 800.0)] * 3

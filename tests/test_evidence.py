@@ -8,9 +8,9 @@ import pytest
 
 from sdc_magic.capture import Capture
 from sdc_magic.config import preset
-from sdc_magic.evidence import top_k
-from sdc_magic.flatten import flatten
-from sdc_magic.registry import Registry
+from sdc_magic.evidence.facts import top_k
+from sdc_magic.evidence.flatten import flatten
+from sdc_magic.evidence.registry import Registry
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from sdc_magic.export import MANIFEST, ExportError, default_export_folder, export
-from sdc_magic.ledger import Ledger
-from sdc_magic.verification import verify
+from sdc_magic.records.export import MANIFEST, ExportError, default_export_folder, export
+from sdc_magic.records.ledger import Ledger
+from sdc_magic.records.verification import verify
 
-export_mod = importlib.import_module("sdc_magic.export")  # the module (sdc_magic.export is the public function)
+export_mod = importlib.import_module("sdc_magic.records.export")  # the module (sdc_magic.records.export is the public function)
 
 
 @pytest.fixture

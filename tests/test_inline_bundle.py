@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from sdc_magic.bundle import MIME, STATUS_LABEL, canonical, content_digest, message_bundle
-from sdc_magic.redact import clearance, placeholder, redact_notebook
-from sdc_magic.render import HIDDEN, interval_text, number_text
+from sdc_magic.outputs.bundle import MIME, STATUS_LABEL, canonical, content_digest, message_bundle
+from sdc_magic.outputs.render import HIDDEN, interval_text, number_text
+from sdc_magic.records.redact import clearance, placeholder, redact_notebook
 
 
 def _json_types(value: Any, path: str = "$") -> list[str]:
@@ -95,7 +95,7 @@ def test_digest_covers_the_payload(four_way: tuple[Any, Any]) -> None:
 
 
 def test_one_status_vocabulary() -> None:
-    from sdc_magic.render import STATUS_TEXT
+    from sdc_magic.outputs.render import STATUS_TEXT
 
     assert STATUS_TEXT == STATUS_LABEL == {"pass": "cleared", "suppressed": "cleared, cells hidden",
                                            "review": "needs review", "blocked": "blocked"}
@@ -131,15 +131,16 @@ def test_messages_and_placeholders_are_cleared() -> None:
 
 
 def test_magics_reply_with_cleared_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sdc_magic import extension
-    from sdc_magic.magics import sdc_magic
+    from sdc_magic.jupyter.magics import sdc_magic
 
     shown: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
     class FakeIP:
         kernel = object()
 
-    monkeypatch.setitem(extension._installed, "ip", FakeIP())
+    from sdc_magic.jupyter import kernel
+
+    monkeypatch.setattr(kernel, "shell", FakeIP())
     monkeypatch.setattr("IPython.display.display", lambda data, raw, metadata: shown.append((data, metadata)))
     sdc_magic("rules")
     sdc_magic("status")
@@ -154,7 +155,7 @@ def test_progress_is_replaced_by_the_table(monkeypatch: pytest.MonkeyPatch, sess
     """A slow check shows progress under a display id; the table replaces it; nothing is left."""
     import IPython.display
 
-    from sdc_magic import extension
+    from sdc_magic.jupyter import extension
 
     calls: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = []
     monkeypatch.setattr(IPython.display, "display", lambda data, raw, metadata, display_id=None:
@@ -191,9 +192,9 @@ def test_progress_is_replaced_by_the_table(monkeypatch: pytest.MonkeyPatch, sess
 
 def test_comm_actions(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: Any) -> None:
     """The front-end's requests: an exception re-renders the output as needs review; more options append."""
-    from sdc_magic import comm, extension
+    from sdc_magic.jupyter import comm, kernel
 
-    monkeypatch.setattr(extension, "_session", session)
+    monkeypatch.setattr(kernel, "_session", session)
     pushed: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(comm, "push_update", lambda out_id, output: pushed.append((out_id, output)))
     table = referrals.groupby(["admin2", "case_category", "age_band", "sex"]).size()
@@ -220,7 +221,7 @@ def test_comm_actions(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: 
         assert output["data"][MIME]["label"] == "needs review"
         assert output["data"][MIME]["exception"] == "needs review".replace("needs review", "needed for the district plan")
         assert clearance(output) == "status review"
-        from sdc_magic import signing
+        from sdc_magic.records import signing
 
         record = output["metadata"]["sdc_magic"]
         if "hmac" in published.metadata["sdc_magic"]:  # signed like the session signs: new digest, new status
@@ -240,10 +241,10 @@ def test_comm_actions(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: 
 
 def test_magic_exception_updates_the_output(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: Any) -> None:
     """``%sdc exception out-N`` pushes the output's new bundle (needs review) to the front-end."""
-    from sdc_magic import comm, extension
-    from sdc_magic.magics import sdc_magic
+    from sdc_magic.jupyter import comm, kernel
+    from sdc_magic.jupyter.magics import sdc_magic
 
-    monkeypatch.setattr(extension, "_session", session)
+    monkeypatch.setattr(kernel, "_session", session)
     pushed: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(comm, "push_update", lambda out_id, output: pushed.append((out_id, output)))
     published = session.publish(referrals.groupby(["admin2", "case_category", "age_band", "sex"]).size())
@@ -262,7 +263,7 @@ def test_cells_formatted_as_pandas_shows_counts() -> None:
     """Counts as integers (not 20.0), missing cells empty (not NaN), decimals aligned per column."""
     import pandas as pd
 
-    from sdc_magic.render import table_payload
+    from sdc_magic.outputs.render import table_payload
 
     frame = pd.DataFrame({"n": [20.0, float("nan"), 3.0], "rate": [0.5, 1.25, float("nan")]},
                          index=pd.Index(["0-11", "12-17", "18+"], name="age_band"))

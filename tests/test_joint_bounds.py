@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from sdc_magic.joint_bounds import JointBounds, _fixed_cells
+from sdc_magic.linking.joint_bounds import JointBounds, _fixed_cells
 
 
 def _system(seed: int, shape: tuple[int, ...], published_share: float):

@@ -144,11 +144,11 @@ def test_export_folder_and_redacted_copy_carry_no_individual_value(executed):
         text = path.read_text(encoding="utf-8", errors="replace")
         for secret in secrets:
             assert secret not in text, f"{path.name} carries {secret!r}"
-    verified = subprocess.run([sys.executable, "-m", "sdc_magic.cli", "verify", str(work / "exp")],
+    verified = subprocess.run([sys.executable, "-m", "sdc_magic.jupyter.cli", "verify", str(work / "exp")],
                               capture_output=True, text=True)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     redacted = work / "redacted.ipynb"
-    run = subprocess.run([sys.executable, "-m", "sdc_magic.cli", "redact", str(work / "leaks.ipynb"), str(redacted)],
+    run = subprocess.run([sys.executable, "-m", "sdc_magic.jupyter.cli", "redact", str(work / "leaks.ipynb"), str(redacted)],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     nb = json.loads(redacted.read_text(encoding="utf-8"))

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sdc_magic.export import ExportError
-from sdc_magic.ledger import Ledger
-from sdc_magic.session import Session
-from sdc_magic.verification import results_schema, verify
+from sdc_magic.jupyter.session import Session
+from sdc_magic.records.export import ExportError
+from sdc_magic.records.ledger import Ledger
+from sdc_magic.records.verification import results_schema, verify
 
 
 def _publish_mix(session: Session, referrals: pd.DataFrame) -> None:
@@ -83,7 +83,7 @@ def test_tampering_is_detected(session, referrals, tmp_path: Path) -> None:
     hidden = next(c for t in cert["tables"] for c in t["cells"] if c["status"] == "primary")
     hidden["upper"] = hidden["upper"] + 50
     cert_path.write_text(json.dumps(cert))
-    from sdc_magic.export import sha256
+    from sdc_magic.records.export import sha256
 
     (tmp_path / "checksums" / "out-2.certificate.json.txt").write_text(sha256(cert_path))
     problems = verify(tmp_path)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sdc_magic.ledger import Ledger, OutputRecord, digests_from_file
+from sdc_magic.records.ledger import Ledger, OutputRecord, digests_from_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ def test_loading_is_linear(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from sdc_magic.ledger import Ledger, OutputRecord
+from sdc_magic.records.ledger import Ledger, OutputRecord
 ledger = Ledger(__import__('pathlib').Path(sys.argv[1]))
 for i in range(100):
     out = ledger.new_id()
@@ -204,7 +204,7 @@ with capture_output(display=True) as cap:
     result = ip.run_cell("import pandas as pd\\n"
                          "pd.DataFrame({'g': list('aaaaaab'), 'v': 1}).groupby('g').size()")
 assert result.error_in_exec is None
-from sdc_magic.extension import session
+from sdc_magic.jupyter.extension import session
 ledger = session().ledger
 statuses = [o.metadata.get('sdc_magic', {}).get('status') for o in cap.outputs]
 print("LOADED", ledger.persist, [r.id for r in ledger.records], "suppressed" in statuses or "blocked" in statuses)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdc_magic.render import HIDDEN
+from sdc_magic.outputs.render import HIDDEN
 
 
 def _micro(shape=(25, 20, 10), seed=8, p=0.3) -> pd.DataFrame:

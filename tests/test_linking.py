@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdc_magic.render import HIDDEN
+from sdc_magic.outputs.render import HIDDEN
 
 
 def test_all_districts_minus_one_district_hides_the_few_girls(session, referrals) -> None:

@@ -108,7 +108,7 @@ def test_region_table_after_published_districts_passes(session, referrals) -> No
 def test_district_table_after_region_table_hides_only_what_protects(session, referrals) -> None:
     """Over-protection: a district table after a region table hides what a fresh kernel hides,
     plus only the complements of small districts within their region."""
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     d = referrals.assign(region=referrals["admin2"].map(REGIONS))
     session.publish(d.groupby(["region", "age_band"]).size().unstack())
@@ -171,8 +171,8 @@ def test_restart_keeps_the_populations(tmp_path, referrals, monkeypatch) -> None
     """7d: after a kernel restart, a table differing by a few people from an earlier one is caught."""
     monkeypatch.setenv("JPY_SESSION_NAME", "analysis.ipynb")  # the server names the notebook
     from sdc_magic.datasets import make_referrals
-    from sdc_magic.ledger import Ledger
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
+    from sdc_magic.records.ledger import Ledger
 
     first = Session()
     first.ledger = Ledger(folder=tmp_path)
@@ -280,7 +280,7 @@ def test_long_session_blocks_little_and_names_cells_by_labels(session, referrals
 def test_complements_across_three_tables_are_hidden_not_blocked(session, referrals) -> None:
     """All, then women, then men by district × age band: men = all − women, so the men's table must
     hide the complements of the women's hidden cells — a few cells, not a block."""
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     d = referrals
     session.publish(d.groupby(["admin2", "age_band"]).size().unstack())
@@ -333,8 +333,8 @@ def test_background_save_and_bounded_memory(tmp_path, referrals, monkeypatch) ->
     """Large linking memories are saved in a background thread (a consistent snapshot), and the
     memory held is capped: the oldest populations go first."""
     from sdc_magic import linking
-    from sdc_magic.ledger import Ledger
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
+    from sdc_magic.records.ledger import Ledger
 
     monkeypatch.setattr(linking, "SYNC_SAVE_BYTES", 0)
     monkeypatch.setenv("JPY_SESSION_NAME", "analysis.ipynb")
@@ -376,8 +376,8 @@ def test_reaggregated_counts_take_part_in_linking(session, referrals) -> None:
 def test_no_linking_memory_without_a_notebook(tmp_path, referrals, monkeypatch) -> None:
     """A console or an in-process shell using the working directory's default ledger keeps its
     linking memory in memory: other processes sharing that folder do not inherit it."""
-    from sdc_magic.ledger import Ledger
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
+    from sdc_magic.records.ledger import Ledger
 
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     s = Session()

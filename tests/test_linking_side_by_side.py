@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_engines_redteam import PEOPLE  # noqa: E402
 
 from sdc_magic.config import preset  # noqa: E402
-from sdc_magic.render import protected_frame  # noqa: E402
-from sdc_magic.session import Session  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
+from sdc_magic.outputs.render import protected_frame  # noqa: E402
 
 X = "✕"
 df = PEOPLE.copy()

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from sdc_magic import extension
 from sdc_magic.config import STRICT
+from sdc_magic.jupyter import extension, kernel
 
 SMALL = "pd.DataFrame({'k': ['a'] * 7 + ['b'] * 40 + ['c'] * 50}).groupby('k').size()"
 
@@ -25,7 +25,7 @@ def fresh(shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A shell in an empty folder, with no session yet (so the configuration is read again)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SDC_MAGIC_CONFIG", raising=False)
-    monkeypatch.setattr(extension, "_session", None)
+    monkeypatch.setattr(kernel, "_session", None)
     shell.ns["pd"] = pd
     return shell
 
@@ -83,7 +83,7 @@ def test_failure_while_loading_withholds_every_table(fresh: Any, monkeypatch: py
 
 
 def test_ledger_that_cannot_be_opened_withholds(fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    ledger_module = sys.modules["sdc_magic.ledger"]
+    ledger_module = sys.modules["sdc_magic.records.ledger"]
 
     class Broken(ledger_module.Ledger):  # type: ignore[name-defined,misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -95,7 +95,7 @@ def test_ledger_that_cannot_be_opened_withholds(fresh: Any, monkeypatch: pytest.
 
 
 def test_ledger_warnings_are_shown_at_load(fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    ledger_module = sys.modules["sdc_magic.ledger"]
+    ledger_module = sys.modules["sdc_magic.records.ledger"]
     original = ledger_module.Ledger
 
     class Warned(original):  # type: ignore[valid-type,misc]
@@ -114,7 +114,7 @@ def test_ledger_warnings_are_shown_at_load(fresh: Any, monkeypatch: pytest.Monke
 def test_import_failure_withholds(fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import sdc_magic
 
-    monkeypatch.setitem(sys.modules, "sdc_magic.extension", None)  # `from .extension import load` fails
+    monkeypatch.setitem(sys.modules, "sdc_magic.jupyter.extension", None)  # `from .extension import load` fails
     sdc_magic.load_ipython_extension(fresh.ip)
     try:
         _assert_withheld(fresh.run(SMALL))

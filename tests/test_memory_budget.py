@@ -19,8 +19,8 @@ import pytest
 from pandas.api.typing import SeriesGroupBy
 
 from sdc_magic.config import preset
-from sdc_magic.registry import HeldSource, Registry, default_budget_mb
-from sdc_magic.session import Session
+from sdc_magic.evidence.registry import HeldSource, Registry, default_budget_mb
+from sdc_magic.jupyter.session import Session
 
 
 def _rss_mb() -> float:
@@ -124,7 +124,7 @@ def test_evicted_results_are_unverified_never_raw() -> None:
 
 def test_budget_from_configuration_and_environment(shell: Any, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from sdc_magic import extension
+    from sdc_magic.jupyter import extension
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SDC_MAGIC_CONFIG", raising=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sdc_magic.notebooks import execute, summarise
+from sdc_magic.jupyter.notebooks import execute, summarise
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "demo_notebooks" / "04_row_level.ipynb"
 

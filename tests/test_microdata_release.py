@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.verification import verify
+from sdc_magic.records.verification import verify
 
 
 def _people(n: int = 300, seed: int = 0) -> pd.DataFrame:

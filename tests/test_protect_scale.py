@@ -92,7 +92,7 @@ def test_acro_mean_table_engine_level(acro: pd.DataFrame) -> None:
 
 
 def test_acro_mean_table_through_a_session(acro: pd.DataFrame) -> None:
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     s = Session()
     s.use_preset("sacro")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
@@ -51,6 +52,7 @@ def test_public_functions_survive_any_submodule_import(submodules: list[str], tm
 
 def test_from_import_gives_the_callable_and_module_attributes() -> None:
     import sdc_magic.ledger  # noqa: F401  (the import that used to break the API)
+
     from sdc_magic import export, ledger, protect, verify
 
     assert callable(ledger) and callable(export) and callable(verify) and callable(protect)
@@ -85,3 +87,63 @@ def test_readme_ten_lines_run_as_written(shell: Any, tmp_path: Path, monkeypatch
         shown.append(shell.run(line))
     statuses = [r.meta["status"] for r in shown if r.tables]
     assert statuses[0] == "suppressed" and statuses[1] == "pass"
+
+
+#: every import path the README, Jupyter configs or the console script name (issue 20: the
+#: modules moved into stage sub-packages; old paths are the same module objects)
+DOCUMENTED_PATHS = {
+    "sdc_magic.extension": "sdc_magic.jupyter.extension",
+    "sdc_magic.session": "sdc_magic.jupyter.session",
+    "sdc_magic.redact": "sdc_magic.records.redact",
+    "sdc_magic.cli": "sdc_magic.jupyter.cli",
+    "sdc_magic.server": "sdc_magic.jupyter.server",
+    "sdc_magic.ledger": "sdc_magic.records.ledger",
+    "sdc_magic.export": "sdc_magic.records.export",
+    "sdc_magic.verification": "sdc_magic.records.verification",
+}
+
+
+def test_documented_import_paths_work_in_a_fresh_interpreter() -> None:
+    code = "\n".join([
+        "import importlib, sys",
+        f"paths = {DOCUMENTED_PATHS!r}",
+        "for old, new in paths.items():",
+        "    assert importlib.import_module(old) is importlib.import_module(new), old",
+        "    assert sys.modules[new].__spec__.name == new, new",
+        "from sdc_magic.extension import session",
+        "from sdc_magic.redact import RedactPreprocessor, pre_save_hook",
+        "from sdc_magic.cli import main",
+        "from sdc_magic.datasets import make_referrals",
+        "from sdc_magic.microdata import check_k_anonymity",
+        "from sdc_magic.protect import protect, audit",
+        "from sdc_magic import PRESETS, Rules, RulesError, preset, ledger, export, verify, __version__",
+        "from sdc_magic import load_ipython_extension, unload_ipython_extension",
+        "import sdc_magic",
+        "assert callable(sdc_magic.ledger) and callable(sdc_magic.export), 'public functions survive'",
+        "assert callable(session) and callable(main) and callable(pre_save_hook)",
+        "print('ok')",
+    ])
+    env = {"SDC_MAGIC_CONFIG": "", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_python_m_of_the_old_cli_path_runs() -> None:
+    env = {"SDC_MAGIC_CONFIG": "", "PATH": "/usr/bin:/bin"}
+    for module in ("sdc_magic.cli", "sdc_magic.jupyter.cli"):
+        done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert done.returncode == 0 and "verify" in done.stdout, (module, done.stderr[-2000:])
+
+
+def test_jupyter_config_and_console_script_name_existing_objects() -> None:
+    import json
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    script = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["sdc-magic"]
+    module, _, func = script.partition(":")
+    assert callable(getattr(importlib.import_module(module), func))
+    config = json.loads((root / "jupyter-config" / "server-config" / "sdc_magic.json").read_text())
+    for name in config["ServerApp"]["jpserver_extensions"]:
+        assert hasattr(importlib.import_module(name), "_load_jupyter_server_extension")

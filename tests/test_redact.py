@@ -8,9 +8,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sdc_magic.cli import main
-from sdc_magic.notebooks import execute
-from sdc_magic.redact import clearance, redact_notebook
+from sdc_magic.jupyter.cli import main
+from sdc_magic.jupyter.notebooks import execute
+from sdc_magic.records.redact import clearance, redact_notebook
 
 CELLS = [
     "%load_ext sdc_magic",
@@ -62,7 +62,7 @@ def test_redaction_leaves_no_raw_value(executed, tmp_path: Path) -> None:
 
 
 def test_forged_or_edited_outputs_are_removed() -> None:
-    from sdc_magic.check import digest
+    from sdc_magic.outputs.bundle import digest
 
     page, plain = "<table><td>1</td></table>", "1"
     good = {"output_type": "display_data", "data": {"text/html": page, "text/plain": plain},

@@ -15,11 +15,17 @@ from typing import Any
 import nbformat
 import pytest
 
-from sdc_magic import signing
-from sdc_magic.check import digest
-from sdc_magic.cli import main
-from sdc_magic.ledger import Ledger, OutputRecord
-from sdc_magic.redact import RedactPreprocessor, clearance, ledger_clearances, pre_save_hook, redact_notebook
+from sdc_magic.jupyter.cli import main
+from sdc_magic.outputs.bundle import digest
+from sdc_magic.records import signing
+from sdc_magic.records.ledger import Ledger, OutputRecord
+from sdc_magic.records.redact import (
+    RedactPreprocessor,
+    clearance,
+    ledger_clearances,
+    pre_save_hook,
+    redact_notebook,
+)
 
 SECRET = "Leogane F 60+: 3"
 
@@ -154,8 +160,8 @@ def test_real_kernel_outputs_pass_the_ledger_check_and_forgeries_do_not(tmp_path
     """End to end: the digests a kernel writes into the notebook are the ones its ledger holds."""
     import tempfile
 
-    from sdc_magic import notebooks
-    from sdc_magic.notebooks import execute
+    from sdc_magic.jupyter import notebooks
+    from sdc_magic.jupyter.notebooks import execute
 
     ledger_dir = tmp_path / ".sdc_magic"  # where a kernel started beside the notebook keeps its ledger
     ledger_dir.mkdir()

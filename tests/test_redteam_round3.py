@@ -27,7 +27,7 @@ pytest.importorskip("sqlglot")
 from test_engines_redteam import PEOPLE, X, _shown, _status  # noqa: E402
 
 from sdc_magic.config import preset  # noqa: E402
-from sdc_magic.session import Session  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
 
 CLEARED = ("pass", "suppressed")
 

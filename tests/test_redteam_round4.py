@@ -51,8 +51,8 @@ pytest.importorskip("sqlglot")
 
 from test_engines_redteam import PEOPLE  # noqa: E402
 
-from sdc_magic.render import protected_frame  # noqa: E402
-from sdc_magic.session import Session  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
+from sdc_magic.outputs.render import protected_frame  # noqa: E402
 
 X = "✕"
 CLEARED = ("pass", "suppressed")

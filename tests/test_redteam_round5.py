@@ -65,8 +65,8 @@ import pandas as pd
 import pytest
 
 from sdc_magic.config import preset
-from sdc_magic.render import protected_frame
-from sdc_magic.session import Session
+from sdc_magic.jupyter.session import Session
+from sdc_magic.outputs.render import protected_frame
 
 X = "✕"
 CLEARED = ("pass", "suppressed")

@@ -12,9 +12,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from sdc_magic import certificate
-from sdc_magic.session import Session
-from sdc_magic.verification import verify as verify_folder
+from sdc_magic.jupyter.session import Session
+from sdc_magic.protect import certificate
+from sdc_magic.records.verification import verify as verify_folder
 
 
 def _frame() -> pd.DataFrame:

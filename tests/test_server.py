@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 import sdc_magic
-from sdc_magic.check import digest
-from sdc_magic.redact import redact_notebook
+from sdc_magic.outputs.bundle import digest
+from sdc_magic.records.redact import redact_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "C0001-SECRET-4242421"
@@ -357,7 +357,7 @@ def test_installed_server_extension_is_enabled() -> None:
 
 def test_routes_apply_the_ledger_check_the_administrator_set(tmp_path: Path) -> None:
     """With SDC_MAGIC_REDACT_LEDGER=auto the guard's copy is redacted as the pre-save hook would."""
-    from sdc_magic.ledger import Ledger, OutputRecord
+    from sdc_magic.records.ledger import Ledger, OutputRecord
 
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)

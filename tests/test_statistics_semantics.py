@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic import certificate
-from sdc_magic.check import HIDDEN_LAST_NOTE
-from sdc_magic.session import Session
+from sdc_magic.checking.check import HIDDEN_LAST_NOTE
+from sdc_magic.jupyter.session import Session
+from sdc_magic.protect import certificate
 
 #: the same frame is built in the notebook test's kernel (source text, executed there)
 DATA_SOURCE = '''

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from sdc_magic.datasets import make_referrals
-from sdc_magic.session import Session
-from sdc_magic.suggest import Suggester, _ordered_labels, fold_smallest, merge_adjacent
+from sdc_magic.jupyter.session import Session
+from sdc_magic.outputs.suggest import Suggester, _ordered_labels, fold_smallest, merge_adjacent
 
 FOUR_WAY = ["admin2", "case_category", "age_band", "sex"]
 
@@ -110,8 +110,8 @@ def test_band_labels_are_ordered() -> None:
 
 def test_widget_state_holds_only_protected_content(session, referrals) -> None:
     ipywidgets = pytest.importorskip("ipywidgets")
-    from sdc_magic.render import HIDDEN, render_html
-    from sdc_magic.widget import build
+    from sdc_magic.outputs.render import HIDDEN, render_html
+    from sdc_magic.outputs.widget import build
 
     table = referrals.groupby(["admin2", "sex", "age_band"]).size().unstack()
     checked = session.check(table)
@@ -137,7 +137,7 @@ def test_widget_state_holds_only_protected_content(session, referrals) -> None:
     shown = ~checked.hidden & ~np.isnan(table.to_numpy(dtype=float))
     assert (grid[shown].astype(float) == table.to_numpy(dtype=float)[shown]).all()
     # reasons never state a hidden count ("3 records"); they say "fewer than 5 records"
-    from sdc_magic.widget import reasons_html
+    from sdc_magic.outputs.widget import reasons_html
 
     why = reasons_html(checked)
     assert why in values and "fewer than 5 records" in why
@@ -149,14 +149,14 @@ def test_widget_state_holds_only_protected_content(session, referrals) -> None:
 def test_cut_points_are_few_and_round() -> None:
     """Single years of age pass one by one; an analyst wants a few round bands instead."""
     from sdc_magic.datasets import make_referrals
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     sess = Session()
     referrals = make_referrals()
     with sess.capturing():
         table = referrals.groupby(["sex", "age_band"]).size().unstack()
     checked = sess.check(table)
-    from sdc_magic.suggest import Suggester
+    from sdc_magic.outputs.suggest import Suggester
 
     finder = Suggester(checked.entry.source.frame, list(checked.entry.source.keys), None, "size", sess.rules,
                     sess.check, name="referrals", capturing=sess.capturing)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sdc_magic.tracebacks import WITHHELD, safe_format_exc, safe_format_exception
+from sdc_magic.jupyter.tracebacks import WITHHELD, safe_format_exc, safe_format_exception
 
 
 def _fail_with_value() -> None:

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from sdc_magic.export import sha256
-from sdc_magic.verification import verify
+from sdc_magic.records.export import sha256
+from sdc_magic.records.verification import verify
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory, referrals: Any) -> Path:
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     session = Session()
     session.capture.install()
@@ -246,7 +246,7 @@ def test_xlsx_must_match_the_csv(referrals: Any, tmp_path: Path) -> None:
     pytest.importorskip("openpyxl")
     import pandas as pd
 
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     session = Session()
     session.capture.install()
@@ -270,11 +270,11 @@ def test_fast_reaudit_gives_the_scipy_intervals(referrals: Any) -> None:
     import numpy as np
     import pandas as pd
 
-    from sdc_magic.certificate import intervals_from_published
-    from sdc_magic.certificate import verify_certificate as reference
-    from sdc_magic.reaudit import intervals
-    from sdc_magic.reaudit import verify_certificate as fast
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
+    from sdc_magic.protect.certificate import intervals_from_published
+    from sdc_magic.protect.certificate import verify_certificate as reference
+    from sdc_magic.records.reaudit import intervals
+    from sdc_magic.records.reaudit import verify_certificate as fast
 
     rng = np.random.default_rng(1)
     session = Session()
@@ -315,7 +315,7 @@ def test_exception_requests_verify(referrals: Any, tmp_path: Path) -> None:
     import numpy as np
     import pandas as pd
 
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     rng = np.random.default_rng(0)
     people = pd.DataFrame({"sex": rng.choice(["F", "M"], 300), "band": rng.choice(["60s", "70s", "80s"], 300)})
@@ -338,7 +338,7 @@ def test_exception_requests_verify(referrals: Any, tmp_path: Path) -> None:
 
 def test_rules_changed_between_outputs_verify(referrals: Any, tmp_path: Path) -> None:
     """config.json carries each output's rules: a session that changed its rules exports and verifies."""
-    from sdc_magic.session import Session
+    from sdc_magic.jupyter.session import Session
 
     session = Session()
     session.linking = False

@@ -1,7 +1,7 @@
 """Evidence capture, one module per engine over one engine-neutral evidence contract.
 
 Every engine module records, for each aggregated result it sees, an
-:class:`~sdc_magic.registry.Entry`: per output cell the statistic, the distinct units and
+:class:`~sdc_magic.evidence.registry.Entry`: per output cell the statistic, the distinct units and
 the magnitude facts (totals, largest contributions per unit) that the rules need. The
 rest of the pipeline (resolve, rules, protect, render, ledger, export) reads only those
 entries and never learns which engine computed a table.
@@ -21,8 +21,9 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from .entries import Source, build_entry
 from .pandas import Capture as PandasCapture
-from .pandas import Source, build_entry, stat_name
+from .pandas import stat_name
 
 ENGINES = {"polars": ("polars", "PolarsCapture"), "duckdb": ("duckdb", "DuckDBCapture"),
            "spark": ("pyspark", "SparkCapture")}

@@ -17,8 +17,8 @@ the key columns        the group's labels, named as in the displayed result
 ``__sdc_top_<i>``      the k largest absolute contributions per unit, a list
 =====================  ===============================================================
 
-:func:`register` turns that table into a :class:`~sdc_magic.evidence.GroupEvidence` and
-records an :class:`~sdc_magic.registry.Entry` for the engine's result converted to pandas
+:func:`register` turns that table into a :class:`~sdc_magic.evidence.facts.GroupEvidence` and
+records an :class:`~sdc_magic.evidence.registry.Entry` for the engine's result converted to pandas
 (keys as index), exactly as :mod:`.pandas` does for pandas' own results. The engine object
 is remembered (weakly) with that pandas form, so displaying it later finds the evidence
 by identity; anything derived from it (sorted, filtered, ``to_pandas()``) is matched by
@@ -35,16 +35,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..evidence import GroupEvidence, VarEvidence
-from ..flatten import canonical_labels, flatten
-from ..registry import Registry
+from ..evidence.facts import GroupEvidence, VarEvidence
+from ..evidence.flatten import canonical_labels, flatten
+from ..evidence.registry import Registry
+from .entries import Source, build_entry
 
-try:  # the statistics that get magnitude facts (the pandas engine decides; same set here)
-    from .pandas import MAGNITUDE_EVIDENCE as _MAGNITUDE
-except ImportError:  # pragma: no cover - older layout
-    _MAGNITUDE = frozenset({"sum", "mean", "std", "var", "sem"})
-
-MAGNITUDE_EVIDENCE = frozenset(_MAGNITUDE)
 PREFIX = "__sdc_"
 #: the statistics an engine expression may compute, by the engine's own names
 ENGINE_STATS = {
@@ -129,8 +124,6 @@ def register(registry: Registry, rules: Any, call: str, shown: pd.DataFrame, ge:
     mixed with pandas' own fingerprints).  It is used for linking only, never for
     suggestions.
     """
-    from .pandas import Source, build_entry
-
     flat = flatten(shown)
     entry = build_entry(registry.new_id(), call, flat, ge, keys, measure_of, notes, rules.top_k, margin_label)
     entry.unit = rules.unit if ge.unit_column else None

@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from . import contract
+from .entries import MAGNITUDE_EVIDENCE
 from .sql import (
     INDICATOR,
     MIXED_LEVELS,
@@ -532,7 +533,7 @@ class DuckDBCapture:
         if p is None:
             return None
         variables = sorted({v for v, s in p.measures.values() if v is not None and s != "size"})
-        magnitudes = {v for v, s in p.measures.values() if v in variables and s in contract.MAGNITUDE_EVIDENCE}
+        magnitudes = {v for v, s in p.measures.values() if v in variables and s in MAGNITUDE_EVIDENCE}
         unit = rules.unit
         notes: list[str] = []
         facts = combined = None
@@ -633,8 +634,8 @@ class DuckDBCapture:
                   notes: list[str] | None = None) -> Any:
         """As contract.register, plus the evidence of margins (grouping sets), and refused when
         a shown value found no facts (a layout we misread must not pass as empty cells)."""
-        from ..flatten import flatten
-        from .pandas import Source, build_entry
+        from ..evidence.flatten import flatten
+        from .entries import Source, build_entry
 
         rules = self.rules()
         entry = build_entry(self.registry.new_id(), "duckdb sql", flatten(shown), ge, keys, measure_of,
@@ -663,7 +664,7 @@ class DuckDBCapture:
 
     def _register_grouping(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
         """ROLLUP / CUBE / GROUPING SETS: rows with a grouping NULL are margins."""
-        from ..flatten import MISSING_LABEL
+        from ..evidence.flatten import MISSING_LABEL
 
         p = pending.plan
         keys = p.keys
@@ -765,15 +766,15 @@ class DuckDBCapture:
     def _rows(self, pending: Pending, facts: pd.DataFrame, shown: pd.DataFrame | None = None
               ) -> pd.DataFrame | None:
         """The row fingerprints for linking (None with a note when too many or not available)."""
-        from ..linking import MAX_LINKED_ROWS
+        from ..evidence import rows as row_limits
 
         if pending.rows is None:
             return None
         if pending.plan.having and pending.plan.grouping:
             return None
         n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
-        if n > MAX_LINKED_ROWS:
-            pending.notes.append(f"not linked with other tables (more than {MAX_LINKED_ROWS:,} source rows)")
+        if n > row_limits.MAX_LINKED_ROWS:
+            pending.notes.append(f"not linked with other tables (more than {row_limits.MAX_LINKED_ROWS:,} source rows)")
             return None
         raw = pending.rows_raw is not None and n <= RAW_LINKED_ROWS
         try:
@@ -848,7 +849,7 @@ def _check_consistent(entry: Any) -> None:
     cell; if it shows a number, the layout was misread: the table must not be cleared on
     such evidence (it is checked as unverified instead).
     """
-    from ..flatten import numeric
+    from ..evidence.flatten import numeric
 
     values = numeric(entry.flat.values)
     if values is None:
@@ -900,10 +901,10 @@ def _pivot_aggregates(query: str) -> int:
     """The number of USING aggregates of the query's PIVOT (0 when there is none)."""
     from sqlglot import exp
 
-    from .sql import _parse_last, _pivot_node
+    from .sql import parse_last, pivot_node
 
-    stmt = _parse_last(query)
-    node = _pivot_node(stmt) if stmt is not None else None
+    stmt = parse_last(query)
+    node = pivot_node(stmt) if stmt is not None else None
     if node is None and stmt is not None:
         node = next((p for p in stmt.find_all(exp.Pivot)), None)
     return len(node.args.get("using") or []) if node is not None else 0
@@ -946,8 +947,8 @@ def _wide_evidence_columns(ge: Any, wide: pd.DataFrame, row_keys: list[str],
                            per_column: dict[Any, tuple[str, str | None, str]]
                            ) -> tuple[Any, Callable[[str], tuple[str | None, str]]]:
     """As :func:`_wide_evidence`, each column given as (ON value, variable, statistic)."""
-    from ..evidence import GroupEvidence, VarEvidence
-    from ..flatten import canonical_labels
+    from ..evidence.facts import GroupEvidence, VarEvidence
+    from ..evidence.flatten import canonical_labels
 
     index = wide.index
     n_keys = len(row_keys)

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from . import contract
+from .entries import MAGNITUDE_EVIDENCE
 
 _NAME = re.compile(r'^col\("((?:[^"\\]|\\.)*)"\)\.(\w+)\((.*)\)$')
 _WRAPPERS = re.compile(r'\.(?:alias\("(?:[^"\\]|\\.)*"\)|round\([^()]*\)|name\.\w+\([^()]*\)|(?:strict_)?cast\([^()]*\))')
@@ -479,7 +480,7 @@ def _composite(node: Any) -> Plan | None:
     for p in parts:
         if p is not None and (p.stat in _EXTREME_STATS or p.stat.startswith("quantile")):
             return Plan(p.var, p.stat, p.derived)
-    magnitude = [p for p in parts if p is not None and p.var is not None and p.stat in contract.MAGNITUDE_EVIDENCE]
+    magnitude = [p for p in parts if p is not None and p.var is not None and p.stat in MAGNITUDE_EVIDENCE]
     if len({p.var for p in magnitude}) != 1:
         return None
     first = magnitude[0]
@@ -672,7 +673,7 @@ class PolarsCapture:
             if multi is not None or not out or all(s in ("size", "count") for _, s in out.values()):
                 return None
             variables = sorted({v for v, st in out.values() if v is not None and v in schema and st != "size"})
-            magnitudes = {v for v, st in out.values() if v in variables and st in contract.MAGNITUDE_EVIDENCE
+            magnitudes = {v for v, st in out.values() if v in variables and st in MAGNITUDE_EVIDENCE
                           and _numeric(schema[v])}
             exprs = _fact_exprs(variables, magnitudes, rules.top_k, indicator_levels(gb.df.lazy(), magnitudes))
         except Exception:
@@ -831,7 +832,7 @@ class PolarsCapture:
             unit = None
         if variables is None:
             variables = sorted({v for v, s in resolved.values() if v is not None and v in schema and s != "size"})
-        magnitudes = {v for v, s in resolved.values() if v in variables and s in contract.MAGNITUDE_EVIDENCE
+        magnitudes = {v for v, s in resolved.values() if v in variables and s in MAGNITUDE_EVIDENCE
                       and _numeric(schema[v])}
         # a derived frame (sorted, ...) of a plain group_by result is found by its labels and values
         # (keys as columns, as displayed); one whose values are not what the evidence holds (a wrapped
@@ -1176,7 +1177,7 @@ def _inner_cell_values(values: Any, keys: list[str], result: Any, inner: dict[st
     """
     import polars as pl
 
-    from ..flatten import flatten, numeric
+    from ..evidence.flatten import flatten, numeric
 
     rest = result.drop(list(inner))
     if keys:
@@ -1229,7 +1230,7 @@ def _facts_from_result(result: Any, keys: list[str], resolved: dict, variables: 
 
 def indicator_levels(lf: Any, magnitudes: set[str]) -> dict[str, float]:
     """The attribute level of each magnitude variable that is an indicator (only 0/1, or two
-    values, as :func:`sdc_magic.evidence.indicator_level`), by one pass over those columns:
+    values, as :func:`sdc_magic.evidence.facts.indicator_level`), by one pass over those columns:
     per group only the units at that level are then counted, for indicators only."""
     import polars as pl
 
@@ -1331,7 +1332,7 @@ def _facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: l
 def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
     """Mark indicator variables (only 0/1, or two values, over the whole aggregation) with the
     units having the attribute per group (``VarEvidence.ones``), as the pandas path does
-    (:func:`sdc_magic.evidence.indicator_level`): their sums and means are counts."""
+    (:func:`sdc_magic.evidence.facts.indicator_level`): their sums and means are counts."""
     import numpy as np
 
     p = contract.PREFIX
@@ -1383,22 +1384,22 @@ def _linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
 
     One row per source row that reached the aggregation: the grouping keys as the table
     shows them, and per other column a 64-bit hash computed by polars (the values never
-    leave polars). Skipped above ``linking.MAX_LINKED_ROWS`` rows (linking is not
+    leave polars). Skipped above ``evidence.rows.MAX_LINKED_ROWS`` rows (linking is not
     attempted there for pandas either) and if anything fails: the table is then checked
     on its own. A table of one variable's statistics covers the rows where it is known.
     """
     import polars as pl
 
-    from ..linking import MAX_HASHED_COLUMNS, MAX_LINKED_ROWS
+    from ..evidence import rows as row_limits
 
-    if n_rows <= 0 or n_rows > MAX_LINKED_ROWS:
+    if n_rows <= 0 or n_rows > row_limits.MAX_LINKED_ROWS:
         return None
     try:
         schema = lf.collect_schema()
         key_exprs = [pl.col(b) if isinstance(b, str) else b for b in by]
         key_exprs += [(pl.col(e) if isinstance(e, str) else e).alias(str(n)) for n, e in named_by.items()]
-        # linking reads the first MAX_HASHED_COLUMNS columns: hash no more than it reads
-        room = max(MAX_HASHED_COLUMNS - len(keys), 1)
+        # linking reads the first row_limits.MAX_HASHED_COLUMNS columns: hash no more than it reads
+        room = max(row_limits.MAX_HASHED_COLUMNS - len(keys), 1)
         names = [c for c in schema.names() if c not in keys and not c.startswith(contract.PREFIX)][:room]
         if n_rows <= RAW_LINKED_ROWS:
             # the values (in-process): fingerprinted like pandas rows, so pandas, polars and
@@ -1413,6 +1414,6 @@ def _linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
         if "size" not in stats and len(variables) == 1 and next(iter(variables)) in schema:
             query = query.filter(pl.col(next(iter(variables))).is_not_null())
         rows = query.select([*key_exprs, *hashes]).collect().to_pandas()
-        return rows if len(rows) <= MAX_LINKED_ROWS else None
+        return rows if len(rows) <= row_limits.MAX_LINKED_ROWS else None
     except Exception:
         return None

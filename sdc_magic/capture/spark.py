@@ -48,6 +48,7 @@ from typing import Any
 import pandas as pd
 
 from . import contract
+from .entries import MAGNITUDE_EVIDENCE
 
 _lock = threading.RLock()
 _recipes: dict[int, tuple[Any, Recipe]] = {}
@@ -122,7 +123,7 @@ def spark_form(df: Any, limit: int | None) -> pd.DataFrame | None:
 
 def _extension_loaded() -> bool:
     """Whether sdc_magic's display handlers are installed in a running IPython."""
-    ext = sys.modules.get("sdc_magic.extension")
+    ext = sys.modules.get("sdc_magic.jupyter.extension")
     return bool(ext is not None and getattr(ext, "_installed", {}).get("formatters"))
 
 
@@ -351,7 +352,7 @@ class SparkCapture:
         variables = sorted({v for v, s in recipe.measures.values() if v in schema and s != "size"})
         numeric = {"int", "bigint", "smallint", "tinyint", "double", "float", "boolean"}
         magnitudes = {v for v, s in recipe.measures.values()
-                      if v in variables and s in contract.MAGNITUDE_EVIDENCE
+                      if v in variables and s in MAGNITUDE_EVIDENCE
                       and (schema[v] in numeric or schema[v].startswith("decimal"))}
         return variables, magnitudes
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import contract
+from .entries import MAGNITUDE_EVIDENCE
 
 MAX_SETS = 64  # CUBE over 6 keys; beyond that the evidence would dwarf the user's query
 
@@ -275,7 +276,7 @@ def _composite(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, 
     for var, stat, col, _a, _b in parts:
         if stat in _EXTREMES or stat.startswith("quantile") or stat == "median":
             return var, stat, col, 1.0, 0.0
-    magnitude = [p for p in parts if p[1] in contract.MAGNITUDE_EVIDENCE and p[0] is not None
+    magnitude = [p for p in parts if p[1] in MAGNITUDE_EVIDENCE and p[0] is not None
                  and not str(p[0]).startswith(INDICATOR)]
     if len({p[0] for p in magnitude}) != 1:
         return None
@@ -389,7 +390,7 @@ def _analyse_one(node: Any, synthetic: str) -> tuple[str | None, str, Any, float
 _PIVOT_TAIL = re.compile(r"\s+(order\s+by|limit)\b(?![^()]*\))[^;]*;?\s*$", re.IGNORECASE)
 
 
-def _parse_last(query: str) -> Any:
+def parse_last(query: str) -> Any:
     """The last statement, parsed. sqlglot does not parse ``ORDER BY`` / ``LIMIT`` after a
     PIVOT statement; they only order or cut the rows (the facts cover every group), so they
     are left out of the plan."""
@@ -418,7 +419,7 @@ def single_query(query: str) -> bool:
     try:
         statements = [s for s in sqlglot.parse(query, read="duckdb") if s is not None]
     except Exception:
-        statements = [] if ";" in query.strip().rstrip(";") else [_parse_last(query)]
+        statements = [] if ";" in query.strip().rstrip(";") else [parse_last(query)]
     return len(statements) == 1 and isinstance(statements[0], exp.Select | exp.Pivot | exp.Union)
 
 
@@ -426,10 +427,10 @@ def plan(query: str, out_cols: list[str]) -> Plan | None:
     """Parse the last statement; None when it is not a grouped query we understand."""
     from sqlglot import exp
 
-    stmt = _parse_last(query)
+    stmt = parse_last(query)
     if stmt is None:
         return None
-    pivot = _pivot_node(stmt)
+    pivot = pivot_node(stmt)
     if pivot is not None:
         return _pivot_plan(pivot, out_cols)
     if not isinstance(stmt, exp.Select):
@@ -589,7 +590,7 @@ def _grouping_sets(group: Any, key_nodes: list[Any], keys: list[str]) -> Any:
     return [tuple(sorted(s)) for s in sets], text
 
 
-def _pivot_node(stmt: Any) -> Any:
+def pivot_node(stmt: Any) -> Any:
     """The PIVOT statement, bare or as ``SELECT * FROM (PIVOT ...)``; else None."""
     from sqlglot import exp
 
@@ -830,7 +831,7 @@ def mixed_levels(query: str) -> bool:
     """
     from sqlglot import exp
 
-    stmt = _parse_last(query)
+    stmt = parse_last(query)
     if stmt is None:
         return False
     levels: set[str] = set()

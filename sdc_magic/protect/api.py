@@ -22,7 +22,7 @@ from .levels import decimals_of, protection_levels
 from .local import Boxes
 from .lp import Flow, set_deadline
 from .mip import available_solvers, optimal
-from .model import TOTAL, TableModel, _sorted_unique, build_dimension, build_model, merged_top
+from .model import TOTAL, TableModel, build_dimension, build_model, merged_top, sorted_labels
 
 #: Tables with at most this many cells (margins included) get the optimal MIP under
 #: ``method="auto"``; larger ones the heuristic.  Above a few hundred cells the MIP
@@ -175,7 +175,7 @@ def _prepare(cells: pd.DataFrame, dims: Sequence[str], value: str, units: str | 
     dim_objs = []
     inner_codes = []
     for d in dims:
-        leaves = _sorted_unique(inner[d])
+        leaves = sorted_labels(inner[d])
         dim = build_dimension(d, leaves, hierarchies.get(d))
         pos = {lab: i for i, lab in enumerate(leaves)}
         inner_codes.append(inner[d].map(pos).to_numpy(dtype=np.int64))

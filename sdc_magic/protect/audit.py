@@ -268,7 +268,7 @@ class Problem:
         """(cell, sign, amount) for every primary and direction with a positive level.
 
         The same arrays are returned while primaries and levels stay the same, so that
-        what certificates know about them (:func:`_flow_reqs`) is computed once per
+        what certificates know about them (:func:`flow_requirements`) is computed once per
         certificate, not once per audit (the clean-up of 50×40×10 audits a pool of
         10,000 certificates a hundred times).
         """
@@ -301,7 +301,7 @@ class Certification:
     lps: int = 0
 
 
-def _flow_reqs(f: Flow, req_k: np.ndarray, req_s: np.ndarray, req_a: np.ndarray
+def flow_requirements(f: Flow, req_k: np.ndarray, req_s: np.ndarray, req_a: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Requirements on cells a flow moves: (their indices, met by the flow, the moved requirement cells).
 
@@ -445,7 +445,7 @@ def _absorb_many(pool: list[Flow], start: int, req_k: np.ndarray, req_s: np.ndar
     the clean-up of 50×40×10, once per trial): grouping (requirement, certificate) pairs
     with one stable sort replaces millions of list appends.
     """
-    facts = [_flow_reqs(pool[fi], req_k, req_s, req_a) for fi in range(start, len(pool))]
+    facts = [flow_requirements(pool[fi], req_k, req_s, req_a) for fi in range(start, len(pool))]
     fis = np.arange(start, len(pool))
     for pick, target in ((lambda rs, ok, cells: rs[ok], None), (lambda rs, ok, cells: cells, touching)):
         parts = [pick(*f) for f in facts]
@@ -503,7 +503,7 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
             _absorb_many(pool, start, req_k, req_s, req_a, certified_by, touching)
             return
         for fi in range(start, len(pool)):
-            rs, ok, cells = _flow_reqs(pool[fi], req_k, req_s, req_a)
+            rs, ok, cells = flow_requirements(pool[fi], req_k, req_s, req_a)
             for r in rs[ok].tolist():
                 certified_by[r].append(fi)
             for k in cells.tolist():
@@ -658,7 +658,7 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
 
     def narrow(fi: int) -> None:
         if fi not in hits_of:
-            rs, ok, _ = _flow_reqs(pool[fi], req_k, req_s, req_a)
+            rs, ok, _ = flow_requirements(pool[fi], req_k, req_s, req_a)
             hits_of[fi] = rs[ok]
         v = viol(fi)
         for r2 in hits_of[fi]:

@@ -29,7 +29,16 @@ import time
 
 import numpy as np
 
-from .audit import BATCH_MIN, Problem, Ticker, TimeLimit, _flow_reqs, certify, one_per_cell, scenario_caps
+from .audit import (
+    BATCH_MIN,
+    Problem,
+    Ticker,
+    TimeLimit,
+    certify,
+    flow_requirements,
+    one_per_cell,
+    scenario_caps,
+)
 from .local import COVER_SIZES, LocalAttacker
 from .lp import Flow, flow_lp, work_done
 
@@ -241,7 +250,7 @@ class _PoolIndex:
     def __init__(self, P: Problem, pool: list[Flow]) -> None:
         self.pool = pool
         req_k, req_s, req_a = P.requirements()
-        facts = [_flow_reqs(f, req_k, req_s, req_a) for f in pool]
+        facts = [flow_requirements(f, req_k, req_s, req_a) for f in pool]
         self.met = [rs[ok] for rs, ok, _ in facts]
         self.by_cell = _group([f.idx for f in pool], P.n)
         self.by_req = _group(self.met, len(req_k))

@@ -25,7 +25,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from .lp import Flow, _clip_weights, lp_scale, new_highs, pass_lp, run_robust
+from .lp import Flow, clip_weights, lp_scale, new_highs, pass_lp, run_robust
 
 #: Neighbourhoods tried in turn: (at most this many movable cells, this many relations
 #: away from the primary).  The first holds a cycle through k in a 2-D table (two
@@ -205,7 +205,7 @@ class LocalAttacker:
         col = j if sign > 0 else j + n
         col_lo[col] = target * sigma
         col_hi[j + n if sign > 0 else j] = 0.0
-        w = _clip_weights(np.concatenate([self.w_up[cells], self.w_dn[cells]])) / sigma
+        w = clip_weights(np.concatenate([self.w_up[cells], self.w_dn[cells]])) / sigma
         A = _both_ways(sub)
         if self._h is None:
             self._h = new_highs()  # one instance, a new model per LP (options set once)

@@ -135,7 +135,7 @@ def lp_scale(L: np.ndarray, U: np.ndarray) -> float:
     return float(2.0 ** -e)
 
 
-def _clip_weights(w: np.ndarray) -> np.ndarray:
+def clip_weights(w: np.ndarray) -> np.ndarray:
     w = np.asarray(w, dtype=float)
     top = float(w.max()) if len(w) else 0.0
     if top <= 0:
@@ -296,7 +296,7 @@ class Flow:
 
     idx: np.ndarray
     val: np.ndarray
-    #: what the audit derived from this certificate (it never changes): see audit._flow_reqs
+    #: what the audit derived from this certificate (it never changes): see audit.flow_requirements
     memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def at(self, cells: np.ndarray) -> np.ndarray:
@@ -369,7 +369,7 @@ def flow_lp(
     h.changeColsBounds(r, s_idx, np.zeros(r), hi)
     wu = np.ones(nA) if w_up is None else w_up
     wd = np.ones(nA) if w_dn is None else w_dn
-    cost2 = np.concatenate([_clip_weights(np.concatenate([wu, wd])) / sigma, np.zeros(r)])
+    cost2 = np.concatenate([clip_weights(np.concatenate([wu, wd])) / sigma, np.zeros(r)])
     h.changeColsCost(len(cost2), np.arange(len(cost2), dtype=np.int32), cost2)
     if run_robust(h) == highspy.HighsModelStatus.kOptimal:
         x = np.asarray(h.getSolution().col_value) / sigma
@@ -548,7 +548,7 @@ class Attacker:
         self.U = np.asarray(U, dtype=float)[self.cells]
         self.sigma = lp_scale(self.L, self.U)
         A = sp.hstack([sub, -sub]).tocsc()
-        w = np.zeros(n) if weights is None else _clip_weights(np.asarray(weights, dtype=float)[self.cells])
+        w = np.zeros(n) if weights is None else clip_weights(np.asarray(weights, dtype=float)[self.cells])
         # a cost-free model only needs a feasible point: primal simplex gets there from
         # the last one in fewer pivots than dual simplex (about half the time)
         self.h = new_highs(warm=not w.any())
@@ -608,7 +608,7 @@ class Attacker:
         changed = np.flatnonzero(w != self.w)
         if len(changed):
             self.w = w.copy()
-            wc = _clip_weights(w) / self.sigma
+            wc = clip_weights(w) / self.sigma
             self.h.changeColsCost(len(changed), changed.astype(np.int32), wc[changed])
 
     def _run(self) -> highspy.HighsModelStatus:

@@ -52,7 +52,7 @@ class Dimension:
         return np.asarray(ptr, dtype=np.int64), np.asarray(out, dtype=np.int64)
 
 
-def _sorted_unique(values: pd.Series) -> list[Hashable]:
+def sorted_labels(values: pd.Series) -> list[Hashable]:
     uniq = list(pd.unique(values))
     try:
         return sorted(uniq)  # type: ignore[type-var]

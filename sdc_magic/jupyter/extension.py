@@ -19,31 +19,17 @@ from typing import Any
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from ..capture.display import display_types, protocol_hook
+from ..outputs.bundle import message_bundle
 from . import comm as _comm
-from .bundle import message_bundle
-from .capture.display import display_types, protocol_hook
+from . import kernel
+from .kernel import message, session
 from .magics import sdc_magic
 from .session import Session
 
 TYPES = (pd.DataFrame, pd.Series, Styler, *display_types())  # engine types by "module.Class" name
 
-_session: Session | None = None
 _installed: dict[str, Any] = {}
-
-
-def session() -> Session:
-    """The kernel's session (created on first use, also without IPython)."""
-    global _session
-    if _session is None:
-        from .config import load_config
-
-        loaded = load_config()  # never raises: a bad file gives the strictest rules and a problem
-        created = Session(rules=loaded.rules, config_path=loaded.path)
-        created.config_problems = list(loaded.problems)  # type: ignore[attr-defined]
-        if loaded.memory_mb is not None and hasattr(created.registry, "budget_mb"):
-            created.registry.budget_mb = loaded.memory_mb
-        _session = created
-    return _session
 
 
 def _frame_finder(ip: Any) -> Any:
@@ -62,12 +48,12 @@ def load(ip: Any) -> None:
 
     A problem in the configuration loads the strictest rules and says which file and
     line is wrong; an exception anywhere else while loading withholds every pandas table
-    with the reason (``_failsafe``) instead of leaving pandas to show raw values.
+    with the reason (``failsafe``) instead of leaving pandas to show raw values.
     """
-    from . import _failsafe
+    from . import failsafe
 
-    if _installed or _failsafe.installed():
-        reason = _failsafe.installed()
+    if _installed or failsafe.installed():
+        reason = failsafe.installed()
         state = f"every table is WITHHELD ({reason})" if reason else session().rules.describe()
         print(f"sdc_magic is already loaded: {state}")
         return
@@ -81,9 +67,9 @@ def load(ip: Any) -> None:
         error = safe_format_exc()
         with contextlib.suppress(Exception):
             unload(ip)  # whatever was half installed
-        _failsafe.install(ip, f"{type(exc).__name__}: {exc}")
-        if _session is not None:
-            _session.last_error = error
+        failsafe.install(ip, f"{type(exc).__name__}: {exc}")
+        if kernel.current() is not None:
+            kernel.current().last_error = error
         _installed["failed"] = True
         with contextlib.suppress(Exception):
             ip.register_magic_function(sdc_magic, "line", "sdc")  # %sdc debug still works
@@ -101,7 +87,7 @@ def _load(ip: Any) -> None:
         _warn(f"configuration not used — {problem}. The STRICTEST rules apply until it is fixed: "
               f"{sess.rules.describe()}")
     if not sess.ledger.persist and not sess.ledger.records:
-        from .ledger import Ledger
+        from ..records.ledger import Ledger
 
         sess.ledger = Ledger(persist=True)  # next to the notebook: survives a kernel restart
     take = getattr(sess.ledger, "take_warnings", None)  # shown here once, not again under a table
@@ -131,6 +117,7 @@ def _load(ip: Any) -> None:
     _installed["print_warning"] = _install_print_warning()
     ip.register_magic_function(sdc_magic, "line", "sdc")
     _installed["ip"] = ip
+    kernel.shell = ip
     source = f" (rules from {sess.config_path})" if sess.config_path else ""
     _installed["comm"] = _comm.register(ip)  # the lab extension's actions (exception, more options)
     message(f"sdc_magic loaded — {sess.rules.describe()}{source}. Every displayed pandas table is checked.")
@@ -138,10 +125,9 @@ def _load(ip: Any) -> None:
 
 def unload(ip: Any) -> None:
     """Remove every wrapper, printer and magic installed by :func:`load`."""
-    global _session
-    from . import _failsafe
+    from . import failsafe
 
-    _failsafe.remove()
+    failsafe.remove()
     if not _installed:
         return
     if "protocol" in _installed:
@@ -158,10 +144,11 @@ def unload(ip: Any) -> None:
             delattr(owner, name)
     magics = ip.magics_manager.magics.get("line", {})
     magics.pop("sdc", None)
-    if _session is not None:
-        _session.capture.uninstall()
+    if kernel.current() is not None:
+        kernel.current().capture.uninstall()
     _comm.unregister()
     _installed.clear()
+    kernel.shell = None
 
 
 def _display(ip: Any, sess: Session, obj: Any) -> None:
@@ -174,7 +161,7 @@ def _display(ip: Any, sess: Session, obj: Any) -> None:
     from IPython.display import display, update_display
 
     count = getattr(ip, "execution_count", None)
-    interactive = _kernel_available(ip)
+    interactive = kernel.kernel_available(ip)
     progress = _Progress(enabled=interactive)
     found: dict[str, Any] = {}
 
@@ -197,23 +184,6 @@ def _display(ip: Any, sess: Session, obj: Any) -> None:
             progress.close()
             if published is not None:
                 display(published.data, raw=True, metadata=published.metadata)
-
-
-def message(text: str) -> None:
-    """A message of the extension (no table values): a cleared output, so the guard ignores it."""
-    ip = _installed.get("ip")
-    if ip is None or not _kernel_available(ip):
-        print(text)
-        return
-    from IPython.display import display
-
-    data, meta = message_bundle(text)
-    from . import signing
-
-    signature = signing.sign(meta["sdc_magic"]["digest"], "pass")
-    if signature is not None:  # redact --require-hmac keeps our messages, not hand-made ones
-        meta["sdc_magic"]["hmac"] = signature
-    display(data, raw=True, metadata=meta)
 
 
 class _Progress:
@@ -266,11 +236,6 @@ class _Progress:
             data, meta = message_bundle("sdc_magic: checking stopped; nothing of the table is shown.")
             update_display(data, raw=True, metadata=meta, display_id=self.display_id)
             self.display_id = None
-
-
-def _kernel_available(ip: Any) -> bool:
-    """Rich displays and comms need a kernel (not a terminal IPython)."""
-    return getattr(ip, "kernel", None) is not None
 
 
 def _name_of(ip: Any) -> Any:

@@ -36,7 +36,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from .protect.lp import new_highs, pass_lp, run_robust
+from ..protect.lp import new_highs, pass_lp, run_robust
 
 #: Points kept between calls (each is one feasible table of the common cells).
 MAX_POINTS = 64

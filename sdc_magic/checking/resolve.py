@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .flatten import Flat, flatten, numeric
-from .registry import CellEvidence, Match, Registry
+from ..evidence.flatten import Flat, flatten, numeric
+from ..evidence.registry import CellEvidence, Match, Registry
 
 
 @dataclass
@@ -44,7 +44,7 @@ def unwrap(obj: object) -> tuple[pd.DataFrame | pd.Series, list[str]]:
     if isinstance(data, pd.DataFrame | pd.Series):
         notes.append("styling was not applied to the checked table")
         return data, notes
-    from .capture.display import is_table_like, to_pandas
+    from ..capture.display import is_table_like, to_pandas
 
     if is_table_like(obj):  # polars, DuckDB, pyarrow, Spark...: their pandas form (evidence registered)
         return to_pandas(obj)
@@ -79,7 +79,7 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
                     return res
     reason = _withheld(obj)
     if reason is not None:
-        from .capture.contract import Withheld
+        from ..capture.contract import Withheld
 
         raise Withheld(reason)
     if isinstance(obj, pd.DataFrame) and _known_aggregate(obj):
@@ -100,13 +100,13 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
 
 
 def _withheld(obj: object) -> str | None:
-    from .capture.contract import withheld_reason
+    from ..capture.contract import withheld_reason
 
     return withheld_reason(obj)
 
 
 def _known_aggregate(obj: pd.DataFrame) -> bool:
-    from .capture.contract import is_aggregate
+    from ..capture.contract import is_aggregate
 
     return is_aggregate(obj)
 

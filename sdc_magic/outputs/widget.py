@@ -3,7 +3,7 @@
 No longer published with outputs: a saved notebook showed "Error displaying widget: model
 not found" in place of the table (a trusted notebook does not fall back to text/html), so
 the lab extension's own renderer draws the same content from the output's data
-(``application/vnd.sdc-magic.v1+json``, see :mod:`sdc_magic.render`). Kept for Python use.
+(``application/vnd.sdc-magic.v1+json``, see :mod:`sdc_magic.outputs.render`). Kept for Python use.
 Every trait holds *only protected content*: the protected table's HTML, reasons in plain
 words (never a hidden value), audited intervals, and suggestions that themselves passed
 the rules.
@@ -17,7 +17,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from .check import Checked
+from ..checking.check import Checked
 from .render import STATUS_STYLE, render_html
 from .suggest import Suggestion, Suggestions
 

@@ -1,6 +1,6 @@
 """The certificate re-audit of ``sdc-magic verify``, fast enough for thousands of outputs.
 
-Same question as :func:`sdc_magic.certificate.intervals_from_published` — the attacker's
+Same question as :func:`sdc_magic.protect.certificate.intervals_from_published` — the attacker's
 interval of every hidden cell from the published cells and margins alone, inner cells
 ≥ 0 — asked more cheaply: published cells are constants (moved to the right-hand
 side), so the linear program has one variable per *hidden* inner cell and one row per
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .certificate import TOLERANCE, _relations, intervals_from_published
+from ..protect.certificate import TOLERANCE, cell_relations, intervals_from_published
 
 try:
     import highspy
@@ -32,13 +32,13 @@ def intervals(table: dict[str, Any], relations: tuple[list[int], list[tuple[int,
               ) -> dict[int, tuple[float, float]]:
     """The attacker's interval of every hidden cell (``nan`` if the published figures contradict).
 
-    ``relations``: :func:`sdc_magic.certificate._relations` of the table, if already known.
+    ``relations``: :func:`sdc_magic.protect.certificate.cell_relations` of the table, if already known.
     """
     if highspy is None or table.get("rounding"):  # rounded figures are intervals: the general LP
         return intervals_from_published(table)
     cells = table["cells"]
     if relations is None:
-        relations = _relations([list(c["labels"]) for c in cells], len(table["dims"]))
+        relations = cell_relations([list(c["labels"]) for c in cells], len(table["dims"]))
     inner, margins = relations
     safe = [c["status"] == "safe" for c in cells]
     hidden_inner = [k for k in inner if not safe[k]]
@@ -82,7 +82,7 @@ def intervals(table: dict[str, Any], relations: tuple[list[int], list[tuple[int,
 def _model(n: int, rows: list[tuple[list[int], float]]) -> Any:
     import scipy.sparse as sp
 
-    from .protect.lp import new_highs  # a silent, deterministic HiGHS (no banner in a notebook)
+    from ..protect.lp import new_highs  # a silent, deterministic HiGHS (no banner in a notebook)
 
     h = new_highs(warm=True)
     data, ri, ci = [], [], []
@@ -127,7 +127,7 @@ def _solve(h: Any, n: int, cols: list[int], minimise: bool) -> float | None:
 
 def verify_certificate(cert: dict[str, Any], protection: float | None = None) -> list[str]:
     """Problems found in a table certificate; the checks of
-    :func:`sdc_magic.certificate.verify_certificate`, with the faster :func:`intervals`."""
-    from .certificate import verify_certificate as verify_with
+    :func:`sdc_magic.protect.certificate.verify_certificate`, with the faster :func:`intervals`."""
+    from ..protect.certificate import verify_certificate as verify_with
 
     return verify_with(cert, protection, intervals=intervals)

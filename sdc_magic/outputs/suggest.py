@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .check import Checked
-from .config import Rules
+from ..checking.check import Checked
+from ..config import Rules
 
 DEFAULT_BUDGET = 0.2
 BAND = re.compile(r"^\s*(<|>|<=|>=|under |over )?\s*(\d+(?:\.\d+)?)\s*(?:(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(\+)?\s*$")

@@ -56,12 +56,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-MAX_LINKED_ROWS = 5_000_000
+from ..evidence import rows as row_limits
+
 #: Common cells up to which the joint audit runs (above: skipped, with a note).  With
 #: ``joint_bounds`` a 35x28x10 table shown again with margins (8,900 common cells) is
 #: audited in ~6.5 CPU s, inside JOINT_AUDIT_SECONDS; it was 5,000 with two scipy LPs per cell.
 MAX_JOINT_CELLS = 12_000
-MAX_HASHED_COLUMNS = 16
 MAX_UNIVERSES = 4
 MAX_POPULATIONS = 200
 MAX_BYTES = 256 * 2**20  # atoms, populations and row hashes of one session
@@ -152,8 +152,8 @@ def _with_rank(h: np.ndarray) -> np.ndarray:
 def _columns(frame: pd.DataFrame) -> list[Hashable]:
     if not frame.columns.is_unique:
         counts = frame.columns.value_counts()
-        return [c for c in frame.columns if counts[c] == 1][:MAX_HASHED_COLUMNS]
-    return list(frame.columns)[:MAX_HASHED_COLUMNS]
+        return [c for c in frame.columns if counts[c] == 1][:row_limits.MAX_HASHED_COLUMNS]
+    return list(frame.columns)[:row_limits.MAX_HASHED_COLUMNS]
 
 
 # ------------------------------------------------------------------ universes of rows
@@ -347,7 +347,7 @@ class Universe:
     def extend(self, frame: pd.DataFrame, pos: np.ndarray, labelled: bool) -> np.ndarray:
         """Append the rows of ``frame`` this universe lacks (one new atom outside every population)."""
         new = np.flatnonzero(pos < 0)
-        if not len(new) or self.n + len(new) > MAX_LINKED_ROWS:
+        if not len(new) or self.n + len(new) > row_limits.MAX_LINKED_ROWS:
             return pos
         k = len(new)
         present = set(_columns(frame))
@@ -581,7 +581,7 @@ class Linker:
         frame = source.frame if source.frame is not None else getattr(source, "rows", None)
         if isinstance(frame, pd.Series):
             frame = frame.to_frame(name=frame.name if frame.name is not None else "__value__")
-        if not isinstance(frame, pd.DataFrame) or len(frame) > MAX_LINKED_ROWS or len(frame) == 0:
+        if not isinstance(frame, pd.DataFrame) or len(frame) > row_limits.MAX_LINKED_ROWS or len(frame) == 0:
             return None
         keys = [str(k) for k in (source.keys or [])]
         ids, index = getattr(source, "ids", None), getattr(source, "index", None)
@@ -725,7 +725,7 @@ class Linker:
         """
         checked = self.__dict__.setdefault("_merge_checked", set())
         for other in list(self.universes):
-            if other is u or not other.populations or other.n > u.n or u.n + other.n > MAX_LINKED_ROWS:
+            if other is u or not other.populations or other.n > u.n or u.n + other.n > row_limits.MAX_LINKED_ROWS:
                 continue
             tried = (u.uid, u.n, other.uid, other.n)
             if tried in checked:  # (the same rows on both sides: the same answer)
@@ -873,7 +873,7 @@ class Linker:
 
     def differencing_reasons(self, d: Draft, positions: np.ndarray) -> dict[int, list[Any]]:
         """Displayed cells (flat index) to make primary, with reasons naming cells by their labels."""
-        from .rules import Reason
+        from ..rules import Reason
 
         out: dict[int, list[Any]] = {}
         found_all = self.findings(d)
@@ -962,7 +962,7 @@ class Linker:
                     continue
                 if u.populations:
                     found = self.differencing_reasons(d, positions)
-                    for i, reasons in _variant_cells(found, entry, positions, variant).items():
+                    for i, reasons in variant_cells(found, entry, positions, variant).items():
                         out.setdefault(i, []).extend(reasons)
                 self.commit(d, record=False)
         finally:
@@ -1269,7 +1269,7 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
     return np.where(known, ids, -1)
 
 
-def _variant_cells(found: dict[int, Any], entry: Any, positions: np.ndarray, variant: Any) -> dict[int, Any]:
+def variant_cells(found: dict[int, Any], entry: Any, positions: np.ndarray, variant: Any) -> dict[int, Any]:
     """Of the cells a differencing hit names (every cell of a group), those publishing the
     variant population (its variable's cells); all of them if none does or for ``None``."""
     if variant is None or not found or (isinstance(variant, tuple) and variant[:1] == ("combined",)):
@@ -1312,7 +1312,7 @@ def _variant_of_cells(entry: Any, variants: list[Any]) -> np.ndarray:
 
 def _at_indicator_level(frame: pd.DataFrame, var: Any) -> np.ndarray | None:
     """Rows at the attribute level of an indicator column (None: not an indicator)."""
-    from .evidence import indicator_level
+    from ..evidence.facts import indicator_level
 
     if var not in frame.columns:
         return None
@@ -1381,7 +1381,7 @@ def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray
 
 
 def _canon_index(index: pd.Index, keys: list[str]) -> pd.Index:
-    from .flatten import canonical_labels
+    from ..evidence.flatten import canonical_labels
 
     if isinstance(index, pd.MultiIndex):
         names = [str(n) for n in index.names]
@@ -1396,7 +1396,7 @@ def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
     A later output whose cell has exactly the rows of one of them must hide it too: the
     pattern that protects this output relied on it staying hidden.
     """
-    from .flatten import canonical_labels
+    from ..evidence.flatten import canonical_labels
 
     keys = list(pop.keys)
     for model in models:
@@ -1438,7 +1438,7 @@ def record_hidden_margins(d: Draft, entry: Any, positions: np.ndarray, hidden_fl
     this, the linking model took every displayed margin as published, and the joint
     audit derived from a hidden total the count of the few rows a filter left out.
     """
-    from .flatten import canonical_labels
+    from ..evidence.flatten import canonical_labels
 
     label = getattr(entry, "margin_label", None)
     if label is None or d.display_margin is None or not len(d.display_margin):

@@ -15,7 +15,7 @@ stronger checks, each optional, close that:
   preprocessor's ``ledger`` trait, ``SDC_MAGIC_REDACT_LEDGER`` for the pre-save hook;
   ``auto`` = the ledger beside the notebook);
 * ``require_hmac``: keep only outputs whose ``hmac`` checks under this installation's key
-  (:mod:`sdc_magic.signing`).
+  (:mod:`sdc_magic.records.signing`).
 
 Used by ``sdc-magic redact``, the nbconvert preprocessor :class:`RedactPreprocessor`,
 the Jupyter server pre-save hook :func:`pre_save_hook`, and the lab extension's route.
@@ -31,9 +31,8 @@ from typing import Any
 
 import nbformat
 
-from .bundle import MIME as SDC_MIME
-from .bundle import content_digest
-from .check import digest
+from ..outputs.bundle import MIME as SDC_MIME
+from ..outputs.bundle import content_digest, digest
 
 CLEARED = frozenset({"pass", "suppressed"})
 PLACEHOLDER = "[sdc_magic: output removed — it was not cleared for release ({why})]"
@@ -182,7 +181,7 @@ def notebook_ledger(notebook: str | Path) -> Path:
     return own if own.is_file() else notebook.parent / LEDGER_DIR / LEDGER_FILE
 
 
-def _hook_known(ledger: str | None, os_path: str | None) -> dict[str, frozenset[str]] | None:
+def hook_known(ledger: str | None, os_path: str | None) -> dict[str, frozenset[str]] | None:
     """The ledger's clearances for a hook; an unreadable ledger clears nothing (fail closed)."""
     if not ledger:
         return None
@@ -200,7 +199,7 @@ def make_pre_save_hook(ledger: str | None = None, require_hmac: bool = False) ->
 
     In ``jupyter_server_config.py``::
 
-        from sdc_magic.redact import make_pre_save_hook
+        from sdc_magic.records.redact import make_pre_save_hook
         c.FileContentsManager.pre_save_hook = make_pre_save_hook(ledger="auto", require_hmac=True)
     """
 
@@ -215,7 +214,7 @@ def make_pre_save_hook(ledger: str | None = None, require_hmac: bool = False) ->
             except Exception:  # not a file-backed contents manager
                 root = getattr(manager, "root_dir", None)
                 os_path = os.path.join(root, path) if root else None
-        redact_notebook(model["content"], known_digests=_hook_known(ledger, os_path), require_hmac=require_hmac)
+        redact_notebook(model["content"], known_digests=hook_known(ledger, os_path), require_hmac=require_hmac)
 
     return hook
 
@@ -223,7 +222,7 @@ def make_pre_save_hook(ledger: str | None = None, require_hmac: bool = False) ->
 def pre_save_hook(model: dict[str, Any], **kwargs: Any) -> None:
     """Jupyter server pre-save hook: notebooks are saved redacted.
 
-    ``c.FileContentsManager.pre_save_hook = "sdc_magic.redact.pre_save_hook"``. The
+    ``c.FileContentsManager.pre_save_hook = "sdc_magic.records.redact.pre_save_hook"``. The
     environment can ask for the stronger checks: ``SDC_MAGIC_REDACT_LEDGER=auto`` (or a
     ledger path) and ``SDC_MAGIC_REQUIRE_HMAC=1``.
     """
@@ -241,7 +240,7 @@ except ImportError:  # pragma: no cover
 
 
 class RedactPreprocessor(Preprocessor):  # type: ignore[misc,valid-type]
-    """nbconvert preprocessor: ``--Exporter.preprocessors='["sdc_magic.redact.RedactPreprocessor"]'``.
+    """nbconvert preprocessor: ``--Exporter.preprocessors='["sdc_magic.records.redact.RedactPreprocessor"]'``.
 
     ``--RedactPreprocessor.ledger=PATH`` keeps only outputs the session ledger recorded as
     cleared; ``--RedactPreprocessor.require_hmac=True`` only outputs signed with this

@@ -13,45 +13,31 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import html
 import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .certificate import versions
+from ..protect.certificate import versions
+from .consistency import TABLE_SCHEMA, certificate_shape, check_csv, model_conflicts
+from .layout import (
+    CHECK_NAMES,
+    MANIFEST,
+    RESULTS_VERSION,
+    acro_status,
+    files_entry,
+    outcome,
+    sha256,
+    summary_html,
+)
 from .ledger import OutputRecord
-
-RESULTS_VERSION = "1.0.0"  # the ACRO audit-record layout we write (SACRO-Viewer needs >= 0.4)
-
-# our rule names -> the check names output checkers know from ACRO
-CHECK_NAMES = {
-    "threshold": "MinimumThresholdCheck",
-    "zero": "PresenceOfZeroCheck",
-    "dominance": "NKCheck",
-    "p_percent": "PPercentCheck",
-    "dof": "MinimumDoFCheck",
-    "extreme": "ExtremeValueCheck",
-    "row_threshold": "RowThresholdCheck",
-    "secondary": "SecondarySuppression",
-    "differencing": "DifferencingCheck",
-    "negative": "NegativeValueCheck",
-    "custom": "UnknownStatisticCheck",
-    "unverified": "UnverifiedValueCheck",
-}
 
 
 class ExportError(RuntimeError):
     """The export cannot be written (a file in the way, files an export did not write, ...)."""
 
 
-#: Every export folder lists what it wrote, so ``--force`` replaces only those files.
-MANIFEST = ".sdc_export_manifest.json"
 EXPORT_ROOT = Path("build") / "export"
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def default_export_folder(base: str | Path | None = None) -> Path:
@@ -64,35 +50,6 @@ def default_export_folder(base: str | Path | None = None) -> Path:
     from .ledger import notebook_stem
 
     return Path(base if base is not None else Path.cwd()) / EXPORT_ROOT / (notebook_stem() or "session")
-
-
-def _acro_status(status: str) -> str:
-    if status == "pass":
-        return "pass"
-    return "review"  # suppressed (mitigated, audited) or an exception request: a human decides
-
-
-def _files_entry(name: str, cert: dict[str, Any]) -> dict[str, Any]:
-    """SACRO-Viewer's per-file flags, from the certificate's hidden cells (one source of truth)."""
-    summary: dict[str, int] = {}
-    cells: dict[str, list[list[int]]] = {}
-    for item in cert.get("hidden", []):
-        i, j = item["position"]
-        for rule in item.get("reasons", []) or ["secondary"]:
-            check = CHECK_NAMES.get(rule, rule)
-            summary[check] = summary.get(check, 0) + 1
-            cells.setdefault(check, []).append([int(i), int(j)])
-    return {"name": name, "sdc": {"summary": summary, "cells": cells}}
-
-
-def _outcome(cert: dict[str, Any]) -> dict[str, dict[str, str]]:
-    outcome: dict[str, dict[str, str]] = {}
-    for item in cert.get("published", []):
-        outcome.setdefault(item["column"], {})[item["row"]] = "ok"
-    for item in cert.get("hidden", []):
-        checks = "".join(f"{CHECK_NAMES.get(r, r)}; " for r in item.get("reasons", []))
-        outcome.setdefault(item["column"], {})[item["row"]] = checks or "hidden; "
-    return outcome
 
 
 def _summary_text(record: OutputRecord) -> str:
@@ -109,7 +66,7 @@ def results_record(records: list[OutputRecord]) -> dict[str, Any]:
     Everything a checker reads here that concerns disclosure (status, hidden cells, flags)
     is derived from the certificates, so ``verify`` can cross-check it.
     """
-    from . import __version__
+    from ..config import __version__
 
     results = {}
     for r in records:
@@ -121,14 +78,14 @@ def results_record(records: list[OutputRecord]) -> dict[str, Any]:
             exception = "Secondary suppression applied automatically; every hidden cell passed the attacker audit."
         results[r.id] = {
             "uid": r.id,
-            "status": _acro_status(r.status),
+            "status": acro_status(r.status),
             "type": "microdata" if r.kind == "microdata" else "table",
             "properties": {"method": r.call or "table", "mitigation": "suppress" if mitigated else "none",
                            "sdc_magic_status": r.status, "certificate": f"{r.id}.certificate.json",
                            "hidden": hidden, "cells": r.cells, "exception_request": r.exception or "",
                            "reasons": {CHECK_NAMES.get(k, k): int(n) for k, n in sorted(r.reasons.items())}},
-            "files": [_files_entry(cert.get("file", f"{r.id}.csv"), cert)],
-            "outcome": _outcome(cert),
+            "files": [files_entry(cert.get("file", f"{r.id}.csv"), cert)],
+            "outcome": outcome(cert),
             "command": r.command or r.call or "",
             "summary": _summary_text(r),
             "timestamp": r.timestamp,
@@ -138,37 +95,6 @@ def results_record(records: list[OutputRecord]) -> dict[str, Any]:
     return {"version": RESULTS_VERSION,
             "tool": {"@type": "SoftwareApplication", "name": "sdc_magic", "version": __version__},
             "results": results}
-
-
-def summary_html(results: dict[str, Any], rules: dict[str, Any]) -> str:
-    """``summary.html``: a function of ``results.json`` and ``config.json`` only.
-
-    So ``verify`` rebuilds it and any edit of the page shows, checksums or not.
-    """
-    rows = []
-    items = results.get("results", {})
-    for uid, res in items.items():
-        props = res.get("properties", {})
-        status = str(props.get("sdc_magic_status", res.get("status", "")))
-        reasons = ", ".join(f"{n} {k}" for k, n in sorted(props.get("reasons", {}).items())) or "—"
-        decision = "checker decides (exception requested)" if status == "review" else "cleared by the rules"
-        rows.append(
-            f"<tr><td>{html.escape(str(uid))}</td><td>{html.escape(status)}</td>"
-            f"<td>{html.escape(str(props.get('hidden', '')))} / {html.escape(str(props.get('cells', '')))}</td>"
-            f"<td>{html.escape(reasons)}</td><td>{html.escape(str(props.get('exception_request', '')))}</td>"
-            f"<td>{html.escape('; '.join(map(str, res.get('comments', []))))}</td><td>{html.escape(decision)}</td>"
-            f"<td><a href='{html.escape(str(uid))}.csv'>csv</a> · <a href='{html.escape(str(uid))}.certificate.json'>"
-            "certificate</a></td></tr>")
-    rules_text = html.escape(json.dumps(rules, indent=1))
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>sdc_magic export</title>"
-            "<style>body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:4px 8px}"
-            "table{border-collapse:collapse}</style></head><body>"
-            f"<h1>Outputs for checking</h1><p>{len(items)} output(s). Hidden cells are empty in the CSV files; "
-            "each certificate lists the published cells, the margins and every hidden cell's audited interval. "
-            "Run <code>sdc-magic verify DIR</code> to re-check this folder without the data.</p>"
-            "<table><tr><th>output</th><th>status</th><th>hidden</th><th>why</th><th>exception request</th>"
-            "<th>comments</th><th>decision</th><th>files</th></tr>" + "".join(rows) + "</table>"
-            f"<h2>Rules</h2><pre>{rules_text}</pre></body></html>")
 
 
 def config_record(chosen: list[OutputRecord], rules: dict[str, Any]) -> dict[str, Any]:
@@ -315,16 +241,14 @@ def _disagreements(chosen: list[OutputRecord]) -> list[str]:
     The same checks as ``verify``: a certificate that lists a value the CSV does not show
     (an unrounded value of a rounded table, a cell a later audit hid) would leak it.
     """
-    from .verification import TABLE_SCHEMA, _certificate_shape, _check_csv, _model_conflicts
-
     out = []
     for r in chosen:
         cert = r.certificate or {}
         if cert.get("schema") != TABLE_SCHEMA:
             continue
-        problems = _certificate_shape(cert)
+        problems = certificate_shape(cert)
         if not problems:
-            problems = _check_csv(f"{r.id}.csv", r.csv or "", cert) + _model_conflicts(cert)
+            problems = check_csv(f"{r.id}.csv", r.csv or "", cert) + model_conflicts(cert)
         if problems:
             out.append(f"{r.id}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     return out

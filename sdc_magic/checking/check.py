@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import rules as rules_mod
-from .config import Rules
-from .flatten import MISSING_LABEL, Flat, numeric
-from .registry import Entry
+from .. import rules as rules_mod
+from ..config import Rules
+from ..evidence.flatten import MISSING_LABEL, Flat, numeric
+from ..evidence.registry import Entry
+from ..rules import CellFacts, Reason
 from .resolve import Resolved, resolve, unwrap
-from .rules import CellFacts, Reason
 
 ADDITIVE_STATS = frozenset({"count", "size", "sum", "mean", "proportion", "percent"})
 NOT_PROTECTED_YET = "secondary protection not yet applied"
@@ -361,7 +361,7 @@ def _label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[i
             reasons.setdefault(int(i), []).append(Reason("label", message))
         notes.append(f"{len(rare_labels)} label(s) of {dim} are values of fewer than {rules.threshold} units: "
                      "band this dimension before publishing")
-    from .capture.pandas import DATA_EDGES
+    from ..capture.pandas import DATA_EDGES
 
     for dim, labels in flat.dims.items():
         if not DATA_EDGES or not len(labels) or not isinstance(labels[0], pd.Interval):
@@ -414,7 +414,7 @@ def hidden_cells_of_entry(entry: Any, rules: Rules, protector: Any = None) -> np
     """Per cell of a captured entry, hidden or not when the entry is protected on its own
     (a derived table without evidence inherits these, see :mod:`derived`). Fails closed:
     if checking the entry raises, every cell counts as hidden."""
-    from .registry import Match
+    from ..evidence.registry import Match
 
     flat = entry.flat
     try:
@@ -453,7 +453,9 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     if registry is not None and protector is not False:
         from .derived import inherit
 
-        inherited = inherit(flat, registry, rules, _load_protector(protector))
+        loaded = _load_protector(protector)
+        inherited = inherit(flat, registry, rules,
+                            lambda entry, protect: hidden_cells_of_entry(entry, rules, loaded if protect else False))
         if inherited is not None:
             notes.append(inherited.note)
             for i in np.flatnonzero(inherited.hidden & ~hidden):
@@ -521,7 +523,7 @@ def _load_protector(protector: Any) -> Any:
     if protector is not None:
         return protector
     try:
-        from .protect import protect
+        from ..protect import protect
     except ImportError:
         return None
     return protect
@@ -674,7 +676,7 @@ def _protect_both_sides(protect: Any, cells: pd.DataFrame, internal: list[str], 
     equations from each attacker's system, so both audits keep holding; the intervals
     of the final model are recomputed for the union from what stays published.
     """
-    from .certificate import recompute_intervals
+    from ..protect.certificate import recompute_intervals
 
     n_inner = len(units)
     with_side = cells.copy()
@@ -857,10 +859,3 @@ def _unique_names(labels: Any, n: int) -> list[str]:
     while len(out) < n:
         out.append(f"#{len(out) + 1}")
     return out
-
-
-def digest(*parts: str) -> str:
-    """SHA-256 of the published content (what an output checker can re-hash)."""
-    from .bundle import digest as content_hash
-
-    return content_hash(*parts)

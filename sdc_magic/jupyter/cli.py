@@ -27,12 +27,12 @@ def main(argv: list[str] | None = None) -> int:
     redact.add_argument("--ledger", help="session ledger (.sdc_magic/NOTEBOOK.jsonl, or 'auto' for the one beside "
                         "the notebook): keep only outputs it recorded as cleared")
     redact.add_argument("--require-hmac", action="store_true",
-                        help="keep only outputs signed with this installation's key (see sdc_magic.signing)")
+                        help="keep only outputs signed with this installation's key (see sdc_magic.records.signing)")
     verify = sub.add_parser("verify", help="re-check an export folder without the data")
     verify.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
     if args.command == "verify":
-        from .verification import verify as verify_folder
+        from ..records.verification import verify as verify_folder
 
         problems = verify_folder(args.folder)
         for p in problems:
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         return _run(args.notebooks, args.out)
     if args.command == "redact":
-        from .redact import ledger_clearances, notebook_ledger, redact_file
+        from ..records.redact import ledger_clearances, notebook_ledger, redact_file
 
         known = None
         if args.ledger:

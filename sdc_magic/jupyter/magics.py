@@ -20,14 +20,14 @@ from __future__ import annotations
 import builtins
 import shlex
 
-from .config import PRESETS, RulesError, known_keys, parse_assignments
+from ..config import PRESETS, RulesError, known_keys, parse_assignments
 
 USAGE = __doc__ or ""
 
 
 def sdc_magic(line: str) -> None:
     """Entry point of ``%sdc``."""
-    from .extension import session
+    from .kernel import session
 
     sess = session()
     words = line.strip().split(None, 1)
@@ -68,7 +68,7 @@ def sdc_magic(line: str) -> None:
             folder = next((a for a in args if not a.startswith("--")), None)  # None: one folder per notebook
             written = sess.export(folder, force="--force" in args, xlsx="--xlsx" in args)
             if folder is None:
-                from .export import default_export_folder
+                from ..records.export import default_export_folder
 
                 folder = str(default_export_folder())
             skipped = [r.id for r in sess.outputs if not r.exportable]
@@ -76,7 +76,7 @@ def sdc_magic(line: str) -> None:
             if skipped:
                 _say("not exported (not cleared): " + ", ".join(skipped))
         elif command == "verify":
-            from .verification import verify
+            from ..records.verification import verify
 
             problems = verify(rest.strip())
             _say("\n".join(problems) if problems else f"{rest.strip()}: verified")
@@ -110,7 +110,7 @@ def sdc_magic(line: str) -> None:
 
 
 def _say(*parts: object) -> None:
-    from .extension import message
+    from .kernel import message
 
     message(" ".join(str(p) for p in parts))
 

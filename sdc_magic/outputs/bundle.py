@@ -40,7 +40,7 @@ def canonical(payload: Any) -> str:
 
 
 def digest(*parts: str) -> str:
-    """SHA-256 of the published content; the same as ``sdc_magic.check.digest``."""
+    """SHA-256 of the published content (what an output checker can re-hash)."""
     h = hashlib.sha256()
     for p in parts:
         h.update(p.encode("utf-8"))

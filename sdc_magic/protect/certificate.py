@@ -54,7 +54,7 @@ def _label(v: Any) -> str:
 
 
 def versions() -> dict[str, str]:
-    from . import __version__
+    from ..config import __version__
 
     return {"sdc_magic": __version__, "pandas": pd.__version__, "numpy": np.__version__,
             "python": platform.python_version()}
@@ -211,7 +211,7 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
 
 
 # ------------------------------------------------------------------ verification
-def _relations(labels: list[list[Any]], dims: int) -> tuple[list[int], list[tuple[int, list[int]]]]:
+def cell_relations(labels: list[list[Any]], dims: int) -> tuple[list[int], list[tuple[int, list[int]]]]:
     """Inner cells, and for every margin the inner cells it sums."""
     inner = [k for k, lab in enumerate(labels) if TOTAL not in lab]
     index: dict[tuple, list[int]] = {}
@@ -236,7 +236,7 @@ def intervals_from_published(table: dict[str, Any]) -> dict[int, tuple[float, fl
 
     cells = table["cells"]
     labels = [list(c["labels"]) for c in cells]
-    inner, margins = _relations(labels, len(table["dims"]))
+    inner, margins = cell_relations(labels, len(table["dims"]))
     var_of = {k: i for i, k in enumerate(inner)}
     n = len(inner)
     half = float(table.get("rounding") or 0) / 2.0  # a rounded figure is known within ± half the base
@@ -289,7 +289,7 @@ def verify_certificate(cert: dict[str, Any], protection: float | None = None,
     """Problems found in a certificate (empty list: it verifies).
 
     ``intervals(table, relations)`` computes the attacker's intervals (default: the
-    scipy LP here; ``verify`` passes the faster one of :mod:`sdc_magic.reaudit`).
+    scipy LP here; ``verify`` passes the faster one of :mod:`sdc_magic.records.reaudit`).
     """
     problems: list[str] = []
     if cert.get("schema") != SCHEMA:
@@ -299,7 +299,7 @@ def verify_certificate(cert: dict[str, Any], protection: float | None = None,
     for t, table in enumerate(cert.get("tables", [])):
         cells = table["cells"]
         labels = [list(c["labels"]) for c in cells]
-        relations = _relations(labels, len(table["dims"]))
+        relations = cell_relations(labels, len(table["dims"]))
         margins = relations[1]
         # published margins equal the sum of their published parts when all parts are published
         for k, parts in margins:

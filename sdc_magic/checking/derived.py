@@ -17,6 +17,7 @@ what is on screen, not a proof; only tables with evidence are cleared.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .flatten import Flat, numeric
+from ..evidence.flatten import Flat, numeric
 
 #: Larger unverified tables are not matched to a parent (they are checked as counts only).
 MAX_DERIVED_CELLS = 100_000
@@ -46,8 +47,16 @@ class Inherited:
     note: str
 
 
-def inherit(flat: Flat, registry: Any, rules: Any, protector: Any) -> Inherited | None:
-    """The hidden cells ``flat`` inherits from its most likely parent, or None."""
+#: how the caller protects a parent on its own: ``hidden_of(entry, protect)`` gives the entry's
+#: hidden cells (``protect`` False: primary cells only, for parents too large to protect here)
+HiddenOf = Callable[[Any, bool], np.ndarray]
+
+
+def inherit(flat: Flat, registry: Any, rules: Any, hidden_of: HiddenOf) -> Inherited | None:
+    """The hidden cells ``flat`` inherits from its most likely parent, or None.
+
+    The parent's own protection comes from ``hidden_of`` (the checking pipeline passes it), so
+    this module needs nothing of the pipeline that calls it."""
     if flat is None or len(flat) == 0 or not flat.dims or len(flat) > MAX_DERIVED_CELLS:
         return None
     shown = numeric(flat.values)
@@ -65,7 +74,7 @@ def inherit(flat: Flat, registry: Any, rules: Any, protector: Any) -> Inherited 
     if best is None:
         return None
     _, _, entry, keys = best
-    hidden_keys, hidden_values = _parent_hidden(entry, rules, protector)
+    hidden_keys, hidden_values = _parent_hidden(entry, rules, hidden_of)
     if not hidden_keys:
         return None
     hidden = np.fromiter((k in hidden_keys for k in keys), dtype=bool, count=len(keys))
@@ -113,16 +122,13 @@ def _map_labels(flat: Flat, parent: Flat) -> tuple[np.ndarray, list[tuple]] | No
     return found, keys
 
 
-def _parent_hidden(entry: Any, rules: Any, protector: Any) -> tuple[frozenset[tuple], np.ndarray]:
+def _parent_hidden(entry: Any, rules: Any, hidden_of: HiddenOf) -> tuple[frozenset[tuple], np.ndarray]:
     """The parent's hidden cells, protected on its own: their label keys (with every partial
     key a derived table of fewer dimensions would use) and their values."""
     cached = _cache.get(id(entry))
     if cached is not None and cached[0] is entry and cached[1] is rules:
         return cached[2], cached[3]
-    from .check import hidden_cells_of_entry
-
-    hidden = hidden_cells_of_entry(entry, rules, protector if len(entry.flat) <= MAX_PROTECTED_PARENT_CELLS
-                                   else False)
+    hidden = hidden_of(entry, len(entry.flat) <= MAX_PROTECTED_PARENT_CELLS)
     pnames = list(entry.flat.dim_names)
     keys: set[tuple] = set()
     for i in np.flatnonzero(hidden):

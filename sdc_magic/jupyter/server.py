@@ -8,7 +8,7 @@
 ``GET  /sdc-magic/redact?path=P``      the same for the saved notebook P (through the contents
                                        manager); ``&download=1`` sends the redacted copy as a file.
 
-The redaction is :func:`sdc_magic.redact.redact_notebook`, the same function as the CLI,
+The redaction is :func:`sdc_magic.records.redact.redact_notebook`, the same function as the CLI,
 the pre-save hook and the nbconvert preprocessor, so the browser never carries a
 raw-to-redacted transform of its own.
 
@@ -27,8 +27,8 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import ensure_async, url_path_join
 
-from . import __version__
-from .redact import CLEARED, clearance, redact_notebook
+from ..config import __version__
+from ..records.redact import CLEARED, clearance, redact_notebook
 
 NAMESPACE = "sdc-magic"
 SCHEMA = 1
@@ -50,10 +50,10 @@ def server_checks(os_path: str | None) -> dict[str, Any]:
     """
     import os
 
-    from .redact import _hook_known
+    from ..records.redact import hook_known
 
     ledger = os.environ.get("SDC_MAGIC_REDACT_LEDGER") or None
-    return {"known_digests": _hook_known(ledger, os_path),
+    return {"known_digests": hook_known(ledger, os_path),
             "require_hmac": os.environ.get("SDC_MAGIC_REQUIRE_HMAC", "").lower() in ("1", "true", "yes")}
 
 

@@ -74,7 +74,7 @@ def _on_open(comm: Any, msg: dict[str, Any]) -> None:
     try:
         reply = handle(request)
     except Exception as exc:  # never a traceback to the front-end: it can quote data
-        from .extension import session
+        from .kernel import session
         from .tracebacks import safe_format_exc
 
         session().last_error = safe_format_exc()
@@ -87,7 +87,7 @@ def _on_open(comm: Any, msg: dict[str, Any]) -> None:
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
     """One action of the front-end; returns the reply (JSON)."""
-    from .extension import session
+    from .kernel import session
 
     action = request.get("action")
     out_id = str(request.get("id") or "")
@@ -109,7 +109,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     if action == "more":
         if live.suggester is None or live.found is None:
             return {"ok": True, "suggestions": [], "more": False}
-        from .render import suggestion_payload
+        from ..outputs.render import suggestion_payload
 
         earlier = list(live.found.items)  # more() rewrites the list: earlier answers must stay
         found = live.suggester.more(live.found, budget=2.0)
@@ -123,7 +123,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
 
 def rerender(out_id: str, live: Live, reason: str) -> dict[str, Any]:
     """The output's bundle after an exception request: what it published, with status review."""
-    from .render import with_exception
+    from ..outputs.render import with_exception
 
     data, metadata = with_exception(live.data, live.metadata, reason)
     _sign(metadata["sdc_magic"])
@@ -133,7 +133,7 @@ def rerender(out_id: str, live: Live, reason: str) -> dict[str, Any]:
 
 def _sign(record: dict[str, Any]) -> None:
     """Sign the new digest and status as the session signs its outputs (or drop a stale signature)."""
-    from . import signing
+    from ..records import signing
 
     record.pop("hmac", None)
     signature = signing.sign(record["digest"], record["status"])

@@ -25,44 +25,24 @@ linear in the number of outputs (one pass over the folder, one over ``results.js
 
 from __future__ import annotations
 
-import csv
 import io
 import json
-import math
-from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .export import MANIFEST, _acro_status, _files_entry, _outcome, sha256, summary_html
+from .consistency import TABLE_SCHEMA, certificate_shape, check_csv, model_conflicts
+from .layout import MANIFEST, acro_status, files_entry, outcome, sha256, summary_html
 from .reaudit import verify_certificate
 
-TABLE_SCHEMA = "sdc_magic.certificate/1"
 MICRODATA_SCHEMA = "sdc_magic.microdata-certificate"
 FOLDER_FILES = ("results.json", "config.json", "summary.html")
-#: calls whose cells add up (counts, sums, means through their sums): hidden cells always come with a
-#: protection table, so a certificate of one without tables has been stripped
-ADDITIVE_CALLS = frozenset({"groupby.size", "groupby.count", "groupby.sum", "groupby.mean", "Series.value_counts",
-                            "DataFrame.value_counts"})
 #: sdc_magic status of an output -> statuses results.json may give it (an exception request turns it to review)
 ALLOWED_STATUS = {"pass": {"pass", "review"}, "suppressed": {"suppressed", "review"}, "review": {"review"}}
 
 
 def results_schema() -> dict[str, Any]:
-    return json.loads(resources.files("sdc_magic.schemas").joinpath("results.schema.json").read_text("utf-8"))
-
-
-def _csv_rows(text: str) -> list[list[str]]:
-    return list(csv.reader(io.StringIO(text)))
-
-
-def _same_number(shown: str, value: Any) -> bool:
-    if value is None:
-        return shown == ""
-    try:
-        return math.isclose(float(shown), float(value), rel_tol=1e-9, abs_tol=1e-9)
-    except ValueError:
-        return shown == str(value)
+    return json.loads(resources.files("sdc_magic.records.schemas").joinpath("results.schema.json").read_text("utf-8"))
 
 
 def _load_json(path: Path, problems: list[str]) -> Any:
@@ -122,126 +102,6 @@ def _check_files(folder: Path, expected: set[str]) -> list[str]:
     return problems
 
 
-# ------------------------------------------------------------------ 3. certificate completeness
-def _certificate_shape(cert: dict[str, Any]) -> list[str]:
-    """The fields the re-audit needs; every displayed cell exactly once."""
-    needed = {"id": str, "file": str, "status": str, "rules": dict, "shape": list, "published": list,
-              "hidden": list, "tables": list}
-    problems = [f"no valid {key!r} (the re-audit needs it)" for key, kind in needed.items()
-                if not isinstance(cert.get(key), kind)]
-    if problems:
-        return problems
-    shape = cert["shape"]
-    if len(shape) != 2 or not all(isinstance(n, int) and n >= 0 for n in shape):
-        return ["'shape' is not [rows, columns]"]
-    seen: Counter[tuple[int, int]] = Counter()
-    for kind in ("published", "hidden"):
-        for item in cert[kind]:
-            pos = item.get("position") if isinstance(item, dict) else None
-            if not (isinstance(pos, list) and len(pos) == 2 and all(isinstance(p, int) for p in pos)
-                    and 0 <= pos[0] < shape[0] and 0 <= pos[1] < shape[1]):
-                problems.append(f"a {kind} cell without a valid position")
-                continue
-            if kind == "published" and "value" not in item:
-                problems.append(f"published cell {item.get('row')} / {item.get('column')} has no value")
-            seen[(pos[0], pos[1])] += 1
-    if problems:
-        return problems
-    if len(seen) != shape[0] * shape[1] or any(n != 1 for n in seen.values()):
-        problems.append(f"lists {sum(seen.values())} cells for a {shape[0]} × {shape[1]} table: every displayed "
-                        "cell must be listed once, published or hidden")
-    if cert["status"] == "pass" and cert["hidden"]:
-        problems.append("status pass with hidden cells")
-    audited = [h for h in cert["hidden"] if "interval" in h or "secondary" in (h.get("reasons") or [])
-               or cert.get("call") in ADDITIVE_CALLS]
-    if audited and not cert["tables"]:
-        problems.append(f"{len(audited)} hidden cell(s) were hidden to protect others, but the certificate has no "
-                        "protection tables to re-audit")
-    for t, table in enumerate(cert["tables"]):
-        if not (isinstance(table, dict) and isinstance(table.get("dims"), list) and isinstance(table.get("cells"), list)):
-            problems.append(f"table {t}: no dims or cells")
-            continue
-        n = len(table["dims"])
-        for cell in table["cells"]:
-            ok = isinstance(cell, dict) and isinstance(cell.get("labels"), list) and len(cell["labels"]) == n
-            if ok and cell.get("status") == "safe":
-                ok = isinstance(cell.get("value"), int | float) and not isinstance(cell.get("value"), bool)
-            elif ok:
-                ok = "lower" in cell and "upper" in cell
-            if not ok:
-                problems.append(f"table {t}: a malformed cell (labels, status, value or interval missing)")
-                break
-    return problems
-
-
-# ------------------------------------------------------------------ 4. CSV against certificate
-def _check_csv(csv_name: str, text: str, cert: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
-    rows = _csv_rows(text)
-    n_rows, n_cols = cert["shape"]
-    if len(rows) != n_rows + 1 or any(len(r) != n_cols + 1 for r in rows):
-        return [f"{csv_name}: not a {n_rows} × {n_cols} table with one header row and one label column, as its "
-                "certificate says"]
-    header = rows[0]
-    for kind in ("published", "hidden"):
-        for item in cert[kind]:
-            i, j = item["position"]
-            shown = rows[i + 1][j + 1]
-            where = f"{item.get('row')} / {item.get('column')}"
-            if rows[i + 1][0] != str(item.get("row")) or header[j + 1] != str(item.get("column")):
-                problems.append(f"{csv_name}: labels of cell {where} differ from its certificate")
-            elif kind == "published" and not _same_number(shown, item["value"]):
-                problems.append(f"{csv_name}: cell {where} differs from its certificate")
-            elif kind == "hidden" and shown != "":
-                problems.append(f"{csv_name}: hidden cell {where} carries a value")
-    return problems
-
-
-def _parts(label: Any) -> list[str]:
-    return ["Total" if p in ("All", "Total") else p for p in str(label).split(" / ")]
-
-
-def _model_conflicts(cert: dict[str, Any]) -> list[str]:
-    """Protection-table cells whose displayed cell has the other fate in the CSV.
-
-    A table cell names its displayed cell by ``position`` when the certificate gives it;
-    otherwise it is matched by its labels (one per dimension, plus the measure when the
-    display has one more level), and only unambiguous matches count.
-    """
-    problems: list[str] = []
-    displayed = [(item, False) for item in cert["published"]] + [(item, True) for item in cert["hidden"]]
-    at = {tuple(item["position"]): (item, hidden) for item, hidden in displayed}
-    for t, table in enumerate(cert["tables"]):
-        n = len(table["dims"])
-        measure = str(table.get("measure") or "")
-        index: dict[tuple[str, ...], list[tuple[dict[str, Any], bool]]] = {}
-        for item, hidden in displayed:
-            parts = _parts(item.get("row")) + _parts(item.get("column"))
-            keys = set()
-            if len(parts) == n:
-                keys.add(tuple(sorted(parts)))
-            elif len(parts) == n + 1:
-                drop = [k for k, p in enumerate(parts) if p == measure] or range(len(parts))
-                keys.update(tuple(sorted(parts[:k] + parts[k + 1:])) for k in drop)
-            for key in keys:
-                index.setdefault(key, []).append((item, hidden))
-        for cell in table["cells"]:
-            pos = cell.get("position")
-            if isinstance(pos, list) and len(pos) == 2:  # the displayed cell, when the certificate says
-                found = [at[tuple(pos)]] if tuple(pos) in at else []
-            else:
-                found = index.get(tuple(sorted(_parts(" / ".join(map(str, cell["labels"]))))), [])
-            if len(found) != 1:
-                continue
-            item, hidden = found[0]
-            where = f"{item.get('row')} / {item.get('column')}"
-            if cell["status"] == "safe" and hidden:
-                problems.append(f"table {t} publishes cell {where} with a value, but the CSV hides it")
-            elif cell["status"] != "safe" and not hidden:
-                problems.append(f"table {t} hides cell {where}, but the CSV publishes it: its audit does not hold")
-    return problems
-
-
 # ------------------------------------------------------------------ 2. results.json against the certificate
 def _check_result(uid: str, result: dict[str, Any], cert: dict[str, Any]) -> list[str]:
     problems: list[str] = []
@@ -261,7 +121,7 @@ def _check_result(uid: str, result: dict[str, Any], cert: dict[str, Any]) -> lis
     status = props.get("sdc_magic_status")
     if status not in ALLOWED_STATUS.get(str(cert.get("status")), set()):
         problems.append(f"results.json: {uid} is {status!r}, its certificate says {cert.get('status')!r}")
-    if result.get("status") != _acro_status(str(status)):
+    if result.get("status") != acro_status(str(status)):
         problems.append(f"results.json: {uid} has status {result.get('status')!r}, but sdc_magic said {status!r}")
     if status == "review" and not (props.get("exception_request") or result.get("exception")):
         problems.append(f"results.json: {uid} is under review without an exception request")
@@ -273,11 +133,11 @@ def _check_result(uid: str, result: dict[str, Any], cert: dict[str, Any]) -> lis
     if props.get("hidden", hidden) != hidden or props.get("cells", cert["shape"][0] * cert["shape"][1]) \
             != cert["shape"][0] * cert["shape"][1]:
         problems.append(f"results.json: {uid} cell counts differ from its certificate")
-    entry = _files_entry(cert["file"], cert)
+    entry = files_entry(cert["file"], cert)
     flagged = files[0].get("sdc", {})
     if flagged.get("cells") != entry["sdc"]["cells"] or flagged.get("summary") != entry["sdc"]["summary"]:
         problems.append(f"results.json: {uid} flags other cells than its certificate hides")
-    if result.get("outcome") != _outcome(cert):
+    if result.get("outcome") != outcome(cert):
         problems.append(f"results.json: {uid} outcome differs from its certificate")
     return problems
 
@@ -355,7 +215,7 @@ def _verify_output(folder: Path, uid: str, result: dict[str, Any], by_output: An
         return problems
     if cert.get("schema") != TABLE_SCHEMA:
         return [f"{cert_path.name}: unknown certificate schema {cert.get('schema')!r}"]
-    shape_problems = _certificate_shape(cert)
+    shape_problems = certificate_shape(cert)
     if shape_problems:
         return [f"{cert_path.name}: {p}" for p in shape_problems]
     table_rules.append(cert["rules"])
@@ -367,8 +227,8 @@ def _verify_output(folder: Path, uid: str, result: dict[str, Any], by_output: An
         text = csv_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return [*problems, f"{csv_path.name}: cannot be read"]
-    problems += _check_csv(csv_path.name, text, cert)
-    problems += [f"{cert_path.name}: {p}" for p in _model_conflicts(cert)]
+    problems += check_csv(csv_path.name, text, cert)
+    problems += [f"{cert_path.name}: {p}" for p in model_conflicts(cert)]
     xlsx = folder / f"{uid}.xlsx"
     if xlsx.is_file():
         problems += _check_xlsx(xlsx, text)
@@ -394,7 +254,7 @@ def _verify_microdata(csv_path: Path, cert: dict[str, Any]) -> list[str]:
     """Re-check a released row-level file: k-anonymity (and l-diversity) on the file itself."""
     import pandas as pd
 
-    from .microdata import check_k_anonymity
+    from ..microdata import check_k_anonymity
 
     spec = cert.get("microdata") or {}
     keys = spec.get("keys") or []

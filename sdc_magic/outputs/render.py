@@ -13,8 +13,8 @@ import html
 import numpy as np
 import pandas as pd
 
+from ..checking.check import Checked
 from .bundle import STATUS_LABEL
-from .check import Checked
 
 HIDDEN = "✕"
 UNVERIFIED_MARK = "?"

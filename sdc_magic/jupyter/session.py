@@ -15,16 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import certificate, signing
-from .bundle import MIME as PAYLOAD_MIME
-from .bundle import canonical
-from .capture import Capture
-from .check import Checked, check, digest
-from .config import Rules, apply_settings, load_rules, preset
-from .export import table_csv
-from .ledger import Ledger, OutputRecord
-from .registry import Registry
-from .render import extras_html, render_html, render_payload, render_placeholder, render_plain
+from ..capture import Capture
+from ..checking.check import Checked, check
+from ..config import Rules, apply_settings, load_rules, preset
+from ..evidence.registry import Registry
+from ..outputs.bundle import MIME as PAYLOAD_MIME
+from ..outputs.bundle import canonical, digest
+from ..outputs.render import extras_html, render_html, render_payload, render_placeholder, render_plain
+from ..protect import certificate
+from ..records import signing
+from ..records.export import table_csv
+from ..records.ledger import Ledger, OutputRecord
 from .tracebacks import safe_format_exc
 
 METADATA_SCHEMA = 1
@@ -55,7 +56,7 @@ class Session:
         self.registry = Registry()
         self.capture = Capture(self.registry, lambda: self.rules)
         self.ledger = Ledger(persist=False)
-        from .linking import Linker
+        from ..linking import Linker
 
         self.populations = Linker()  # rows behind each published cell of earlier outputs (linking)
         self.linking = True
@@ -138,7 +139,7 @@ class Session:
             meta["hmac"] = signature
         if record:
             self.ledger.add(self._record(out_id, meta, checked, execution_count))
-        from .linking import clear_cache
+        from ..linking import clear_cache
 
         clear_cache()  # group ids are only shared within one display (frames may change later)
         data: dict[str, Any] = {"text/plain": text, "text/html": page}
@@ -200,8 +201,8 @@ class Session:
         releasable (status pass, with its k-anonymity report as certificate); otherwise it
         stays blocked and the report says why. The report never shows sensitive values.
         """
-        from .microdata import certificate as microdata_certificate
-        from .microdata import check_k_anonymity
+        from ..microdata import certificate as microdata_certificate
+        from ..microdata import check_k_anonymity
 
         spec = self.microdata or {}
         frame = checked.frame if isinstance(checked.frame, pd.DataFrame) else checked.frame.to_frame()
@@ -260,11 +261,11 @@ class Session:
 
     def _linker(self) -> Any:
         """The linking memory, saved next to a persisted ledger (it survives a kernel restart)."""
-        from .linking import Linker
+        from ..linking import Linker
 
         if not isinstance(self.populations, Linker):
             self.populations = Linker()
-        from .ledger import notebook_stem
+        from ..records.ledger import notebook_stem
 
         ledger = self.ledger
         path = None
@@ -289,7 +290,7 @@ class Session:
     def _differencing(self, entry: Any, positions: Any, is_margin: Any) -> dict[int, Any]:
         """Cells that earlier outputs would reveal by subtraction (made primary before protection):
         for the table's rows, and for the flagged rows its indicator means or sums publish."""
-        from .linking import _variant_cells, indicator_variables
+        from ..linking import indicator_variables, variant_cells
 
         variants = [*indicator_variables(entry), None]
         if not self._linker() and len(variants) == 1:
@@ -300,7 +301,7 @@ class Session:
             if draft is None or not self.populations.related(draft):
                 continue
             found = self.populations.differencing_reasons(draft, positions)
-            for i, reasons in _variant_cells(found, entry, positions, flagged).items():
+            for i, reasons in variant_cells(found, entry, positions, flagged).items():
                 out.setdefault(i, []).extend(reasons)
         if len(variants) > 1:  # populations published side by side in this one table
             within = self._linker().within_table(self._title(entry), entry, positions, self.rules.threshold,
@@ -322,8 +323,8 @@ class Session:
 
     def _link(self, out_id: str, checked: Checked) -> None:
         """Joint audit with related earlier outputs; then remember this output's population."""
-        from .linking import joint_audit, record_hidden_margins, record_hidden_model
-        from .rules import Reason
+        from ..linking import joint_audit, record_hidden_margins, record_hidden_model
+        from ..rules import Reason
 
         pinned = getattr(self, "_public_given", False) and checked.kind == "table" and checked.status == "blocked" \
             and any(n.startswith("No suppression pattern can protect") for n in checked.notes)
@@ -380,7 +381,7 @@ class Session:
                     return
                 draft.pop.hidden_model = hidden_model
         linker.commit(draft)
-        from .linking import indicator_variables
+        from ..linking import indicator_variables
 
         for flagged in indicator_variables(checked.entry):
             # the flagged rows a mean (or sum) of an indicator publishes: a second population
@@ -401,15 +402,15 @@ class Session:
 
     def export(self, folder: Any, force: bool = False, xlsx: bool = False) -> list[OutputRecord]:
         """Write the exportable outputs of this session for an output checker."""
-        from .export import export
+        from ..records.export import export
 
         return export(self.ledger.records, folder, self.rules.as_dict(), force=force, xlsx=xlsx)
 
     def suggestions(self, checked: Checked, name_of: Any = None, budget: float = 0.2) -> tuple[Any, Any]:
-        """Better answers for a checked table (see :mod:`sdc_magic.suggest`), or (None, None)."""
+        """Better answers for a checked table (see :mod:`sdc_magic.outputs.suggest`), or (None, None)."""
         from collections import Counter
 
-        from .suggest import Suggester, answer
+        from ..outputs.suggest import Suggester, answer
 
         entry = checked.entry
         source = getattr(entry, "source", None)

@@ -1,0 +1,14 @@
+"""Row identity limits shared by the engines that compute linking evidence and by linking.
+
+Linking compares the rows behind the cells of different outputs. The engines (:mod:`sdc_magic.capture`)
+decide how many source rows and columns they fingerprint; :mod:`sdc_magic.linking` reads the same
+limits. They live here, below both, so capture never imports linking. Read them as module
+attributes (``rows.MAX_LINKED_ROWS``) so a change applies to every reader.
+"""
+
+from __future__ import annotations
+
+#: source rows above which a table is not linked (its note says so)
+MAX_LINKED_ROWS = 5_000_000
+#: columns fingerprinted per source row (keys first)
+MAX_HASHED_COLUMNS = 16
