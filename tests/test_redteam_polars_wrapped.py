@@ -240,7 +240,7 @@ def test_wrapped_count_whose_capture_fails_is_withheld(sess: Session, p: pl.Data
     def boom(*a, **k):
         raise RuntimeError("engine down")
 
-    monkeypatch.setattr(cap, "_inner_cell_values", boom)
+    monkeypatch.setattr(cap, "inner_cell_values", boom)  # the wrapped values polars computes
     out = sess.publish(p.group_by("district").agg((pl.len() * 2 + 1).alias("n")))
     assert _status(out) == "blocked" and out.checked is None  # withheld: nothing of the table shown
     assert "61" not in out.data["text/plain"]
@@ -254,7 +254,7 @@ def test_statistic_without_keys_whose_capture_fails_is_withheld(sess: Session, p
     def boom(*a, **k):
         raise RuntimeError("engine down")
 
-    monkeypatch.setattr(cap, "_facts", boom)
+    monkeypatch.setattr(cap, "group_facts", boom)  # the facts polars computes per group
     out = sess.publish(p.lazy().filter(pl.col("district") == "C").select(pl.col("age").max()).collect())
     assert _status(out) == "blocked" and out.checked is None
     assert "71" not in out.data["text/plain"]
