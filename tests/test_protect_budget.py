@@ -1,4 +1,4 @@
-"""Determinism and the time limit (issue 13): budgets in work units, a hard limit that stops the search."""
+"""Determinism and the work budget (issues 13, 21): budgets in work units; no clock decides anything."""
 
 from __future__ import annotations
 
@@ -39,11 +39,20 @@ def test_heuristic_is_deterministic_on_a_larger_table() -> None:
     assert a.cells.status.tolist() == b.cells.status.tolist()
 
 
-def test_time_limit_stops_the_heuristic_and_blocks_the_table() -> None:
+def test_a_spent_work_budget_hides_everything_and_says_so() -> None:
     df = _counts((40, 30, 4), 9, 0.2)
     res = protect(df, dims=["d0", "d1", "d2"], value="n", rules=Rules(threshold=5), singletons=True,
                   time_limit=1e-3)
-    assert not res.audit_ok
-    assert res.method == "none (time limit)"
+    assert not res.audit_ok and res.budget_spent
+    assert res.method == "none (work budget)"
     assert (res.cells.status != "safe").all()
-    assert "time limit" in res.message and "time_limit=" in res.message
+    assert "work budget" in res.message and "time_limit=" in res.message
+
+
+def test_the_budget_cuts_at_the_same_point_every_time() -> None:
+    """A budget that runs out part-way gives the same answer on every run (work, not time)."""
+    df = _counts((25, 20), 3, 0.2)
+    runs = [protect(df, dims=["d0", "d1"], value="n", rules=Rules(threshold=5), singletons=True,
+                    time_limit=0.05) for _ in range(2)]
+    assert runs[0].cells.status.tolist() == runs[1].cells.status.tolist()
+    assert runs[0].method == runs[1].method and runs[0].work == runs[1].work

@@ -498,7 +498,9 @@ def _apply(outcome: Outcome | None, status_if_ok: str, primary: np.ndarray, hidd
            ) -> tuple[str, np.ndarray, dict[int, tuple[float, float]], str | None, list[dict[str, Any]]]:
     """Merge a protection outcome into the decision (``hidden``, ``reasons`` and ``notes`` in place).
 
-    No engine: blocked. A pattern that failed its audit: blocked with every cell hidden.
+    No engine: blocked. A pattern that failed its audit: blocked with every cell hidden. A
+    search that spent its work budget before proving any pattern: every cell hidden too, but
+    ``review`` (issue 21: a budget is not a proof that no pattern exists; a checker decides).
     """
     if outcome is None:
         notes.append(NOT_PROTECTED_YET)
@@ -506,7 +508,9 @@ def _apply(outcome: Outcome | None, status_if_ok: str, primary: np.ndarray, hidd
     hidden |= outcome.secondary
     status = status_if_ok
     if not outcome.ok:
-        status = "blocked"
+        from ..protect.api import BUDGET_SPENT_METHOD
+
+        status = "review" if BUDGET_SPENT_METHOD in str(outcome.method or "") else "blocked"
         hidden[:] = True
         notes.append(outcome.message or "no suppression pattern protects every primary cell")
     for i in np.flatnonzero(outcome.secondary & ~primary):

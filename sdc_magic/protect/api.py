@@ -16,11 +16,11 @@ import pandas as pd
 
 from ..config import COSTS, Rules
 from ..rules import CellFacts, assess
-from .audit import Problem, ProgressFn, Ticker, TimeLimit, certify, intervals
+from .audit import Problem, ProgressFn, Ticker, WorkLimit, certify, intervals
 from .heuristic import Infeasible, cleanup, repair
 from .levels import decimals_of, protection_levels
 from .local import Boxes
-from .lp import Flow, set_deadline
+from .lp import ITERATIONS_PER_SECOND, Flow, set_budget, work_done
 from .mip import available_solvers, optimal
 from .model import TOTAL, TableModel, build_dimension, build_model, merged_top, sorted_labels
 
@@ -42,12 +42,19 @@ OFFLINE_SECONDS = 30.0
 #: master solve and master rounds (each round adds the attacker cuts that failed).
 AUTO_MIP_NODES = 500
 AUTO_MIP_ROUNDS = 25
+#: ``method="optimal"``: branch-and-bound nodes per master solve per nominal second of
+#: ``time_limit`` (rounds are bounded by the simplex-iteration budget of the audits).
+OPTIMAL_NODES_PER_SECOND = 200
 #: The clean-up (publishing unneeded secondaries again) may spend this many simplex
-#: iterations per second of ``time_limit`` — a deterministic budget (about 55 % of the
-#: limit at the ~45,000 iterations per CPU second measured on the benchmark tables);
-#: the hard time limit still stops it (keeping the last audited pattern).
+#: iterations per nominal second of ``time_limit`` — about 55 % of the whole search's
+#: budget (:data:`.lp.ITERATIONS_PER_SECOND` per nominal second); the search's budget
+#: still stops it (keeping the last audited pattern).
 CLEANUP_ITERATIONS_PER_SECOND = 25_000
 METHODS = ("auto", "optimal", "heuristic")
+#: ``Protection.method`` when the search spent its work budget before any audited pattern
+#: existed (the display path turns this into ``review``, not ``blocked``: the table is not
+#: known to be unprotectable, only too costly to prove safe within the budget)
+BUDGET_SPENT_METHOD = "none (work budget)"
 LEVELS = ("ours", "tau")
 MARGINS = ("hideable", "published", "primary")
 
@@ -65,7 +72,7 @@ class Protection:
         method: how the pattern was found, e.g. ``"optimal/HiGHS"`` or
             ``"heuristic+repair"``.
         cost: total suppression cost of the secondary cells.
-        seconds: wall time of the whole call.
+        seconds: wall time of the whole call (reported only: no decision reads a clock).
         audit_ok: True only when every primary passed the audit against the outsider
             and (if requested) every single-contributor insider.
         message: what happened, in plain words (why it failed, when it did).
@@ -82,6 +89,10 @@ class Protection:
     message: str
     requirements: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     certificates: list[Flow] = field(default_factory=list, repr=False)
+    #: the search spent its whole work budget before any audited pattern existed
+    budget_spent: bool = False
+    #: simplex iterations the search and the final audit took (the deterministic work unit)
+    work: int = 0
 
     @property
     def hidden(self) -> pd.Series:
@@ -289,12 +300,13 @@ def protect(
         method: ``"optimal"`` (MIP), ``"heuristic"`` or ``"auto"`` (heuristic, then the
             MIP warm-started from its pattern up to 400 cells, within work limits).
         singletons: audit insiders (single contributors) too; default ``rules.singletons``.
-        time_limit: CPU seconds for the whole search (heuristic, clean-up, MIP).  Within
-            it, the work is bounded in deterministic units (attacker LPs for the
-            clean-up; nodes and rounds for the MIP under ``"auto"``), so the same table
-            gives the same pattern.  When the limit strikes after an audited pattern
-            exists, that pattern is returned; before one exists, every cell is hidden,
-            ``audit_ok`` is False and ``method`` is ``"none (time limit)"``.
+        time_limit: the search's work budget, in nominal CPU seconds: converted into
+            simplex iterations (:data:`.lp.ITERATIONS_PER_SECOND` each; the clean-up gets
+            :data:`CLEANUP_ITERATIONS_PER_SECOND`) and MIP nodes, never read from a clock,
+            so the same table gives the same pattern on any machine under any load.  When
+            the budget is spent after an audited pattern exists, that pattern is
+            returned; before one exists, every cell is hidden, ``audit_ok`` is False,
+            ``budget_spent`` is True and ``method`` is ``"none (work budget)"``.
         progress: ``progress(message, fraction)`` called regularly during long runs.
         bounds: ``(lower_column, upper_column)`` of a-priori bounds the attacker knows
             (either may be None).  Default: inner cells ≥ 0, no upper bound; when some
@@ -326,7 +338,7 @@ def protect(
     if margins not in MARGINS:
         raise ValueError(f"margins must be one of {MARGINS}, got {margins!r}")
     if time_limit is None or not time_limit > 0:
-        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+        raise ValueError(f"time_limit must be a positive number (a work budget in nominal seconds), got {time_limit!r}")
     singletons = rules.singletons if singletons is None else bool(singletons)
     frequency = units is None or units == value
     cost = cost or rules.cost
@@ -418,7 +430,8 @@ def protect(
                 boxes=Boxes.of(model))
 
     # ---- search
-    deadline = time.process_time() + float(time_limit)  # CPU seconds (see Ticker)
+    budget = ITERATIONS_PER_SECOND * float(time_limit)  # work units, never a clock (see Ticker)
+    work_at_start = work_done()
     offline = float(time_limit) >= OFFLINE_SECONDS
     use_optimal = method == "optimal" or (method == "auto" and (
         n <= AUTO_OPTIMAL_MAX_CELLS or (offline and n <= AUTO_OPTIMAL_MAX_CELLS_OFFLINE)))
@@ -430,11 +443,11 @@ def protect(
         use_optimal = False
     message = ""
     audit_ok = True
-    timed_out = False
+    budget_spent = False
     pool: list[Flow] = []
     unprotectable: list[tuple[int, int]] = []
-    tick.deadline = deadline  # every loop of the search stops at the hard time limit
-    set_deadline(deadline)  # ... and every LP inside them
+    tick.end = work_at_start + budget  # every loop of the search stops when the budget is spent
+    set_budget(budget)  # ... and every LP inside them
     work = int(CLEANUP_ITERATIONS_PER_SECOND * float(time_limit))
     try:
         blocked = _unhideable_primaries(P)
@@ -446,12 +459,13 @@ def protect(
         if use_optimal:
             # deterministic work limits under "auto" (nodes per master solve, master
             # rounds): the same table gives the same pattern whatever the load
-            nodes, rounds = (AUTO_MIP_NODES, AUTO_MIP_ROUNDS) if method == "auto" else (None, None)
+            nodes, rounds = (AUTO_MIP_NODES, AUTO_MIP_ROUNDS) if method == "auto" else (
+                max(int(OPTIMAL_NODES_PER_SECOND * float(time_limit)), 1), None)
             hidden, pool, status, _lower = optimal(
-                P, singletons=singletons, tick=tick, deadline=deadline, solver=chosen, incumbent=(hidden, pool),
+                P, singletons=singletons, tick=tick, solver=chosen, incumbent=(hidden, pool),
                 nodes=nodes, rounds=rounds)
             method_name = f"optimal/{chosen}" + ("" if status == "optimal" else
-                                                 " (work or time limit: best audited pattern so far)")
+                                                 " (work limit: best audited pattern so far)")
         elif not complete:
             method_name += " (clean-up cut short by its budget)"
     except Infeasible as exc:
@@ -459,14 +473,14 @@ def protect(
         hidden = np.ones(n, dtype=bool)
         method_name = "none (infeasible)"
         audit_ok = False
-    except TimeLimit:
-        timed_out = True
+    except WorkLimit:
+        budget_spent = True
         hidden = np.ones(n, dtype=bool)
-        method_name = "none (time limit)"
+        method_name = BUDGET_SPENT_METHOD
         audit_ok = False
     finally:
-        set_deadline(np.inf)
-    tick.deadline = np.inf  # the final audit and the intervals always run to the end
+        set_budget(np.inf)
+    tick.end = np.inf  # the final audit and the intervals always run to the end
 
     # ---- final audit: certificates for every attacker, then exact intervals
     tick("audit: final check", None, force=True)
@@ -519,10 +533,11 @@ def protect(
                    + (" against outsiders and single contributors." if singletons else " against outsiders."))
         if pinned.any():
             message += f" {int(pinned.sum())} recoverable secondary cell(s) were published again."
-    elif timed_out:
-        message = (f"No audited suppression pattern was found within the time limit ({float(time_limit):g} s): "
-                   "every cell is hidden. Aggregate the table, or protect it offline with "
-                   "sdc_magic.protect.protect(..., time_limit=...) and a larger limit.")
+    elif budget_spent:
+        message = (f"the protection search used its whole work budget ({int(budget):,} simplex iterations) "
+                   "before it could prove any pattern safe, so every cell is hidden and an output checker "
+                   "decides. Aggregate the table, or protect it offline with "
+                   "sdc_magic.protect.protect(..., time_limit=...) and a larger budget.")
     else:
         message = _explain(unprotectable, P, labels, req_k, req_s, req_a, margins)
     req = labels.iloc[req_k].reset_index(drop=True)
@@ -530,7 +545,8 @@ def protect(
     req["direction"] = np.where(req_s > 0, "up", "down")
     req["must_reach"] = a[req_k] + req_s * req_a
     tick("protect: done", 1.0, force=True)
-    return Protection(out, method_name, total_cost, seconds, bool(audit_ok), message, req, pool)
+    return Protection(out, method_name, total_cost, seconds, bool(audit_ok), message, req, pool,
+                      budget_spent=budget_spent, work=work_done() - work_at_start)
 
 
 def _own_largest_levels(a: np.ndarray, top: np.ndarray, units: np.ndarray | None, rules: Rules,

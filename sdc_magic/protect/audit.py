@@ -36,35 +36,29 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from .local import Boxes, LocalAttacker
-from .lp import Attacker, Flow, IntervalEngine, TimeLimit, flow_lp, propagated_bounds
+from .lp import Attacker, Flow, IntervalEngine, WorkLimit, flow_lp, propagated_bounds, work_done
 
 ProgressFn = Callable[[str, float | None], None]
 
 
 class Ticker:
-    """Calls the user's progress callback at most every 0.2 s, and enforces the deadline.
+    """Calls the user's progress callback at most every 0.2 s, and enforces the work budget.
 
-    Every loop of the search (audit, repair, clean-up, MIP rounds) calls the ticker, so
-    a deadline set here bounds all of them: the call raises :class:`TimeLimit` once it
-    has passed.  The deadline is in ``time.process_time()`` seconds (this process's CPU
-    time, the MIP's worker thread included), so that a loaded machine does not change
-    the answer.  The default deadline is none.
+    Every loop of the search (audit, repair, clean-up, MIP rounds) calls the ticker, so a
+    budget set here bounds all of them: the call raises :class:`WorkLimit` once the
+    thread's LPs have spent ``end`` simplex iterations (:func:`.lp.work_done`). Work, not
+    time: the answer is the same on any machine under any load. The clock is read only to
+    pace the progress callback (progress may show time; decisions may not).
     """
 
-    def __init__(self, progress: ProgressFn | None, deadline: float = np.inf) -> None:
+    def __init__(self, progress: ProgressFn | None, end: float = np.inf) -> None:
         self.progress = progress
         self.last = 0.0
-        self.deadline = deadline
-        self._checked = -np.inf
+        self.end = end
 
     def __call__(self, message: str, fraction: float | None = None, *, force: bool = False) -> None:
-        if self.deadline < np.inf:
-            # the CPU clock is a system call: read it at most every 20 ms of wall time
-            wall = time.monotonic()
-            if wall - self._checked >= 0.02:
-                self._checked = wall
-                if time.process_time() > self.deadline:
-                    raise TimeLimit(message)
+        if self.end < np.inf and work_done() >= self.end:
+            raise WorkLimit(message)
         if self.progress is None:
             return
         now = time.monotonic()
@@ -74,7 +68,7 @@ class Ticker:
 
     @property
     def expired(self) -> bool:
-        return time.process_time() > self.deadline
+        return work_done() >= self.end
 
 
 @dataclass

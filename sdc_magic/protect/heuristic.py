@@ -25,15 +25,13 @@ keeping each removal only when the audit still passes.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from .audit import (
     BATCH_MIN,
     Problem,
     Ticker,
-    TimeLimit,
+    WorkLimit,
     certify,
     flow_requirements,
     one_per_cell,
@@ -191,14 +189,14 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
 
 
 def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool, tick: Ticker,
-            work: int | None = None, deadline: float = np.inf) -> tuple[np.ndarray, list[Flow], bool]:
+            work: int | None = None) -> tuple[np.ndarray, list[Flow], bool]:
     """Publish again secondaries that are not needed (most expensive first).
 
     ``work`` bounds the simplex iterations the trials may spend (:func:`.lp.work_done`):
     a budget in deterministic work units, so that the same table always gets the same
-    pattern whatever the machine's load.  ``deadline`` (and the ticker's) is the hard time
-    limit: when it strikes, the last audited pattern is kept.  Returns (hidden, pool,
-    complete) where complete is False when a budget or the deadline cut the pass short.
+    pattern whatever the machine's load; the ticker's budget (the whole search's) cuts it
+    too, keeping the last audited pattern.  Returns (hidden, pool, complete) where complete
+    is False when a budget cut the pass short.
     """
     secondary = np.flatnonzero(hidden & ~P.primary)
     order = secondary[np.argsort(-P.cost[secondary], kind="stable")]
@@ -206,7 +204,7 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     index: _PoolIndex | None = None
     try:
         for n_done, i in enumerate(order):
-            if time.process_time() > deadline or (work is not None and work_done() - start >= work):
+            if work is not None and work_done() - start >= work:
                 return hidden, pool, False
             tick("protect: removing unneeded secondary cells", n_done / max(len(order), 1))
             trial = hidden.copy()
@@ -233,7 +231,7 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
             if not cert.failures:
                 hidden = trial
                 pool = cert.pool
-    except TimeLimit:
+    except WorkLimit:
         return hidden, pool, False
     return hidden, pool, True
 

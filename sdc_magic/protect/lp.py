@@ -15,7 +15,6 @@ import ctypes
 import os
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -151,48 +150,44 @@ def _option(h: highspy.Highs, name: str) -> object:
 _WORK = threading.local()
 
 
-class TimeLimit(Exception):
-    """The search's hard time limit struck (raised by the ticker's loops or inside an LP)."""
+class WorkLimit(Exception):
+    """The search's work budget is spent (raised by the ticker's loops or inside an LP)."""
 
 
-#: Simplex iterations per CPU second measured on the benchmark tables (see :func:`work_done`).
+#: Simplex iterations per CPU second measured on the benchmark tables (see :func:`work_done`):
+#: the exchange rate from a budget given in nominal seconds to work units, never a clock.
 ITERATIONS_PER_SECOND = 45_000
 
 
-def set_deadline(deadline: float) -> None:
-    """A ``time.process_time()`` deadline for every LP this thread solves (inf: none).
+def set_budget(iterations: float) -> None:
+    """Every LP this thread solves from now on shares ``iterations`` simplex iterations (inf: none).
 
-    A single large LP (an elastic batch over 20,000 cells) can run for minutes between
-    two ticks of the search's loops.  Each solve gets a simplex iteration limit worth
-    twice the CPU seconds left (:data:`ITERATIONS_PER_SECOND`): a work unit, not
-    HiGHS's wall-clock ``time_limit``, which a loaded machine reaches long before the
-    CPU budget (measured: 27 CPU s of a 60 s limit) and which HiGHS counts over an
-    instance's cumulative run time.
+    Why a count and not a deadline: the same table must get the same pattern on a laptop and
+    on a busy shared server (issue 21). HiGHS is single-threaded and seeded here, so the
+    iterations an LP takes are the same on any machine; a budget in them cuts the search at
+    the same point everywhere. Each solve gets the iterations left as its
+    ``simplex_iteration_limit`` and raises :class:`WorkLimit` when it reaches it.
     """
-    _WORK.deadline = float(deadline)
+    _WORK.end = work_done() + float(iterations) if np.isfinite(iterations) else np.inf
+
+
+def budget_spent() -> bool:
+    """True once this thread's LPs have used the budget of :func:`set_budget`."""
+    return work_done() >= getattr(_WORK, "end", np.inf)
 
 
 _NO_LIMIT = 2**31 - 1
 
 
 def _arm(h: highspy.Highs) -> None:
-    deadline = getattr(_WORK, "deadline", np.inf)
-    if not np.isfinite(deadline):
-        # no deadline (the final audit and intervals): no clock read, which costs
-        # a system call per LP (measured ~1 ms of wall time on a loaded machine)
-        limit = _NO_LIMIT
+    end = getattr(_WORK, "end", np.inf)
+    if not np.isfinite(end):
+        limit = _NO_LIMIT  # no budget (the final audit and intervals run to the end)
     else:
-        # the CPU clock is a system call (0.2-0.3 ms under load, a tenth of a small local
-        # LP): read it at most every 20 ms of wall time, in between the limit computed
-        # then still bounds the LP (it only errs on the generous side by those 20 ms)
-        wall = time.monotonic()
-        if getattr(_WORK, "read_deadline", None) != deadline or wall - getattr(_WORK, "read_at", -np.inf) >= 0.02:
-            _WORK.read_deadline, _WORK.read_at = deadline, wall
-            _WORK.left = deadline - time.process_time()
-        left = _WORK.left
+        left = end - work_done()
         if left <= 0:
-            raise TimeLimit("time limit reached before an LP")
-        limit = max(int(min(2 * left * ITERATIONS_PER_SECOND, _NO_LIMIT)), 1000)
+            raise WorkLimit("work budget spent before an LP")
+        limit = max(int(min(left, _NO_LIMIT)), 1)
     if getattr(h, "_sdc_iteration_limit", None) != limit:
         h.setOptionValue("simplex_iteration_limit", limit)
         h._sdc_iteration_limit = limit
@@ -203,7 +198,7 @@ def _solve(h: highspy.Highs) -> highspy.HighsModelStatus:
     _count(h)
     status = h.getModelStatus()
     if status in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit):
-        raise TimeLimit("time limit reached in an LP")
+        raise WorkLimit("work budget spent in an LP")
     return status
 
 

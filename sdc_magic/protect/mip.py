@@ -14,7 +14,7 @@ solution (U / L: how far cell i may move up / down a priori).  Coefficients are
 capped at the right-hand side, which keeps the cut valid on 0/1 points and tightens
 it.  The master starts with the "no lone hidden cell in a relation" cuts and
 receives, each round, one cut per violated (primary, direction, attacker).  A
-master solution that passes the audit is optimal; when the time limit strikes
+master solution that passes the audit is optimal; when a work limit strikes
 first, the best *audited* pattern found so far (the heuristic's, or a repaired
 master solution) is returned.
 
@@ -26,13 +26,12 @@ cell is published — so the cut is valid whether or not the cell ends up hidden
 from __future__ import annotations
 
 import threading
-import time
 import warnings
 
 import numpy as np
 import pulp
 
-from .audit import Problem, Ticker, TimeLimit, certify, scenario_caps
+from .audit import Problem, Ticker, WorkLimit, certify, scenario_caps
 from .heuristic import Infeasible, repair
 from .lp import Flow, quiet_highs
 
@@ -81,14 +80,17 @@ class _HiGHS(pulp.HiGHS):  # type: ignore[misc, valid-type]
             return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
 
 
-def _solver(name: str, time_limit: float, nodes: int | None = None) -> pulp.LpSolver:
-    t = max(float(time_limit), 0.05)
+def _solver(name: str, nodes: int) -> pulp.LpSolver:
+    """A single-threaded, seeded MIP solver limited in branch-and-bound nodes, never in time.
+
+    A time limit would make the pattern depend on the machine's speed and load (issue 21);
+    a node limit with one thread and a fixed seed gives the same search everywhere.
+    """
     if name == "HiGHS":
         quiet_highs()  # PuLP makes its own Highs: the banner must be gone before
-        extra = {} if nodes is None else {"mip_max_nodes": int(nodes)}
-        return _HiGHS(msg=False, timeLimit=t, threads=1, random_seed=0, mip_rel_gap=1e-9, **extra)
-    options = ["randomCbcSeed 1", "randomSeed 1"] + ([] if nodes is None else [f"maxNodes {int(nodes)}"])
-    return _cbc(msg=False, timeLimit=t, threads=1, gapRel=1e-9, options=options)
+        return _HiGHS(msg=False, threads=1, random_seed=0, mip_rel_gap=1e-9, mip_max_nodes=int(nodes))
+    options = ["randomCbcSeed 1", "randomSeed 1", f"maxNodes {int(nodes)}"]
+    return _cbc(msg=False, threads=1, gapRel=1e-9, options=options)
 
 
 def benders_cut(P: Problem, hidden: np.ndarray, k: int, sign: int, scen: int
@@ -112,7 +114,7 @@ def _solve_master(prob: pulp.LpProblem, solver: pulp.LpSolver, tick: Ticker, mes
 
     The solver runs without calling back into Python, so the user's progress callback
     is called from here every 0.2 s.  A KeyboardInterrupt (or an exception from the
-    callback) propagates at once; the abandoned solve ends by its own time limit and
+    callback) propagates at once; the abandoned solve ends by its own node limit and
     its result is dropped, so no half pattern is ever returned.
     """
     box: dict[str, object] = {}
@@ -133,28 +135,28 @@ def _solve_master(prob: pulp.LpProblem, solver: pulp.LpSolver, tick: Ticker, mes
     return int(box["status"])  # type: ignore[call-overload]
 
 
-def optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, solver: str,
-            incumbent: tuple[np.ndarray, list[Flow]] | None, nodes: int | None = None,
+def optimal(P: Problem, *, singletons: bool, tick: Ticker, solver: str,
+            incumbent: tuple[np.ndarray, list[Flow]] | None, nodes: int,
             rounds: int | None = None) -> tuple[np.ndarray, list[Flow], str, float]:
     """Minimum-cost audited pattern.  Returns (hidden, certificates, status, lower bound).
 
-    ``status`` is ``"optimal"`` or ``"time limit"``; in the latter case the pattern is
+    ``status`` is ``"optimal"`` or ``"work limit"``; in the latter case the pattern is
     the best audited one found (never an unaudited master solution).  ``nodes`` (branch
-    and bound nodes per master solve) and ``rounds`` (master solves) are deterministic
-    work limits: with them the answer does not depend on the machine's speed or load,
-    as long as the hard ``deadline`` does not strike first.
+    and bound nodes per master solve), ``rounds`` (master solves) and the ticker's
+    simplex-iteration budget are deterministic work limits: the answer does not depend
+    on the machine's speed or load.
     """
     try:
-        return _optimal(P, singletons=singletons, tick=tick, deadline=deadline, solver=solver,
+        return _optimal(P, singletons=singletons, tick=tick, solver=solver,
                         incumbent=incumbent, nodes=nodes, rounds=rounds)
-    except TimeLimit:
+    except WorkLimit:
         if incumbent is None:
             raise
-        return incumbent[0], incumbent[1], "time limit", 0.0
+        return incumbent[0], incumbent[1], "work limit", 0.0
 
 
-def _optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, solver: str,
-             incumbent: tuple[np.ndarray, list[Flow]] | None, nodes: int | None,
+def _optimal(P: Problem, *, singletons: bool, tick: Ticker, solver: str,
+             incumbent: tuple[np.ndarray, list[Flow]] | None, nodes: int,
              rounds: int | None) -> tuple[np.ndarray, list[Flow], str, float]:
     req_k, req_s, req_a = P.requirements()
     var_cells = np.flatnonzero(P.hideable & ~P.primary)
@@ -187,17 +189,16 @@ def _optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, sol
     pool: list[Flow] = list(best_pool)
     n_rounds = 0
     while True:
-        remaining = deadline - time.process_time()
-        if remaining <= 0 or (rounds is not None and n_rounds >= rounds):
-            return (*_fallback(P, best_hidden, best_pool, singletons, tick), "time limit", lower)
+        if tick.expired or (rounds is not None and n_rounds >= rounds):
+            return (*_fallback(P, best_hidden, best_pool, singletons, tick), "work limit", lower)
         tick(f"optimal: master problem round {n_rounds + 1}", None, force=True)
-        status = _solve_master(prob, _solver(solver, remaining, nodes), tick,
+        status = _solve_master(prob, _solver(solver, nodes), tick,
                                f"optimal: master problem round {n_rounds + 1}")
         n_rounds += 1
         if status != pulp.LpStatusOptimal:
             if pulp.LpStatus[status] == "Infeasible":
                 raise Infeasible([])
-            return (*_fallback(P, best_hidden, best_pool, singletons, tick), "time limit", lower)
+            return (*_fallback(P, best_hidden, best_pool, singletons, tick), "work limit", lower)
         solved_to_opt = _proved_optimal(prob, solver)
         lower = max(lower, float(pulp.value(prob.objective) or 0.0)) if solved_to_opt else lower
         hidden = P.primary.copy()
@@ -212,7 +213,7 @@ def _optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, sol
                 return hidden, pool, "optimal", cost
             if cost < best_cost:
                 best_hidden, best_pool, best_cost = hidden, pool, cost
-            return best_hidden, best_pool, "time limit", lower
+            return best_hidden, best_pool, "work limit", lower
         if lower >= best_cost - 1e-9 * max(best_cost, 1.0) and best_hidden is not None:
             return best_hidden, best_pool, "optimal", best_cost
         added = 0
@@ -234,7 +235,7 @@ def _optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, sol
                 raise Infeasible([(int(r), int(s))])
             prob += pulp.LpAffineExpression(terms) >= rhs
             added += 1
-        # an audited pattern from this master solution, for the time limit
+        # an audited pattern from this master solution, for the work limit
         try:
             rep_hidden, rep_pool = repair(P, hidden, pool, singletons=singletons, tick=tick)
             rep_cost = float(P.cost[rep_hidden & ~P.primary].sum())
@@ -244,11 +245,11 @@ def _optimal(P: Problem, *, singletons: bool, tick: Ticker, deadline: float, sol
             pass
         if added == 0:
             # numerical stalemate: keep the audited pattern
-            return (*_fallback(P, best_hidden, best_pool, singletons, tick), "time limit", lower)
+            return (*_fallback(P, best_hidden, best_pool, singletons, tick), "work limit", lower)
 
 
 def _proved_optimal(prob: pulp.LpProblem, solver: str) -> bool:
-    # PuLP reports "Optimal" also for a time-limited integer solution with CBC;
+    # PuLP reports "Optimal" also for a node-limited integer solution with CBC;
     # sol_status distinguishes them.
     return getattr(prob, "sol_status", pulp.LpSolutionOptimal) == pulp.LpSolutionOptimal
 

@@ -1,0 +1,72 @@
+"""No verdict depends on time (issue 21): the same input gets the same status, hidden cells and
+intervals when every clock the code reads runs 100x faster (a machine 100x slower, or loaded)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_magic.config import Rules
+from sdc_magic.protect import protect
+
+CLOCKS = ("monotonic", "perf_counter", "process_time", "time", "thread_time")
+
+
+@contextmanager
+def clocks_running(factor: float) -> Iterator[None]:
+    """Every clock of the ``time`` module runs ``factor`` times faster from now on."""
+    real = {name: getattr(time, name) for name in CLOCKS}
+    starts = {name: fn() for name, fn in real.items()}
+    patched = {name: (lambda name=name: starts[name] + (real[name]() - starts[name]) * factor) for name in CLOCKS}
+    try:
+        for name, fn in patched.items():
+            setattr(time, name, fn)
+        yield
+    finally:
+        for name, fn in real.items():
+            setattr(time, name, fn)
+
+
+def _counts(shape: tuple[int, ...], seed: int, p: float) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = rng.negative_binomial(2, p, size=shape)
+    idx = np.indices(shape).reshape(len(shape), -1)
+    df = pd.DataFrame({f"d{j}": idx[j] for j in range(len(shape))})
+    df["n"] = n.ravel()
+    return df[df.n > 0].reset_index(drop=True)
+
+
+def test_the_clock_patch_really_speeds_the_clocks_up() -> None:
+    with clocks_running(100.0):
+        a = time.process_time()
+        sum(range(200_000))
+        b = time.process_time()
+    real_a = time.process_time()
+    sum(range(200_000))
+    real_b = time.process_time()
+    assert (b - a) > 20 * max(real_b - real_a, 1e-6)
+
+
+@pytest.mark.parametrize("shape,seed,singletons,method", [
+    ((12, 9, 3), 4, True, "auto"),      # the MIP runs (small table)
+    ((40, 30), 8, True, "auto"),        # heuristic, clean-up budget
+    ((25, 20, 10), 1, True, "auto"),    # the display path's 25x20x10 table
+    ((10, 8), 2, False, "optimal"),     # the MIP alone
+])
+def test_protection_is_the_same_with_clocks_100x_faster(shape, seed, singletons, method) -> None:
+    df = _counts(shape, seed, 0.25)
+    dims = [f"d{j}" for j in range(len(shape))]
+    kwargs = dict(dims=dims, value="n", rules=Rules(threshold=5), singletons=singletons, method=method)
+    quiet = protect(df, **kwargs)
+    with clocks_running(100.0):
+        busy = protect(df, **kwargs)
+    assert quiet.audit_ok == busy.audit_ok
+    assert quiet.method == busy.method
+    assert quiet.cells.status.tolist() == busy.cells.status.tolist()
+    np.testing.assert_array_equal(quiet.cells.lower.to_numpy(), busy.cells.lower.to_numpy())
+    np.testing.assert_array_equal(quiet.cells.upper.to_numpy(), busy.cells.upper.to_numpy())
