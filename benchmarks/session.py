@@ -52,7 +52,7 @@ def suggestions(rows: int, keys: list[str]) -> None:
     found = {}
 
     def run() -> None:
-        found["out"], _ = session.suggestions(checked, name_of=lambda f, k: "df", budget=0.2)
+        found["out"], _ = session.suggestions(checked, name_of=lambda f, k: "df", )
 
     seconds = timed(run, repeats=1)
     out = found["out"]

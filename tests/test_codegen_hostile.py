@@ -73,10 +73,10 @@ def _suggest(session: Any, data: pd.DataFrame, keys: list[str]) -> list[Any]:
     table = data.groupby(keys, observed=True).size()
     checked = session.check(table)
     assert checked.hidden_count > 0
-    result, suggester = session.suggestions(checked, name_of=lambda frame, keys: "data", budget=60)
+    result, suggester = session.suggestions(checked, name_of=lambda frame, keys: "data", candidates=1000)
     assert suggester is not None
     while not result.exhausted:
-        suggester.more(result, budget=60)
+        suggester.more(result, candidates=1000)
     return list(result.explored) + [s for s in result.items if s.kind == "rate"]
 
 

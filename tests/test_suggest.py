@@ -24,7 +24,7 @@ def referrals() -> pd.DataFrame:
 def _four_way_suggestions(session: Session, referrals: pd.DataFrame):
     table = referrals.groupby(FOUR_WAY).size()
     checked = session.check(table)
-    found, _ = session.suggestions(checked, name_of=lambda frame, keys: "referrals", budget=30)
+    found, _ = session.suggestions(checked, name_of=lambda frame, keys: "referrals", candidates=1000)
     return checked, found
 
 
@@ -64,7 +64,7 @@ def test_insee_age_bands_merge_the_youngest(session) -> None:
     table = firms.groupby(["status", "manager_age"]).size().unstack()
     checked = session.check(table)
     assert checked.status == "suppressed" and checked.primary_count == 1
-    found, _ = session.suggestions(checked, name_of=lambda f, k: "firms", budget=30)
+    found, _ = session.suggestions(checked, name_of=lambda f, k: "firms", candidates=1000)
     merge = next(s for s in found.items if s.kind == "merge")
     assert merge.recoding == {"<30": ["<25", "25-30"], "30-50": ["30-50"], ">50": [">50"]}
     merged = eval(merge.code.split("\n")[0].split(" = ", 1)[1], {"firms": firms, "pd": pd})
@@ -115,7 +115,7 @@ def test_widget_state_holds_only_protected_content(session, referrals) -> None:
 
     table = referrals.groupby(["admin2", "sex", "age_band"]).size().unstack()
     checked = session.check(table)
-    found, _ = session.suggestions(checked, name_of=lambda f, k: "referrals", budget=5)
+    found, _ = session.suggestions(checked, name_of=lambda f, k: "referrals", candidates=1000)
     widget = build(checked, "out-1", found, on_use=lambda code: None, on_exception=lambda reason: None)
     states = []
 

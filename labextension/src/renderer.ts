@@ -293,7 +293,7 @@ export class SdcOutput extends Widget implements IRenderMime.IRenderer {
       const fill = (items: ISuggestionPayload[]) => {
         list.textContent = '';
         if (!items.length) {
-          list.appendChild(el('div', 'sdc-Output-empty', 'No better answer found in the time allowed.'));
+          list.appendChild(el('div', 'sdc-Output-empty', 'No better answer found among the options tried.'));
         }
         items.forEach(s => list.appendChild(this._suggestion(s)));
         summary.textContent = `Better answers (${items.length})`;

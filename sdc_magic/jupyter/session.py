@@ -406,7 +406,7 @@ class Session:
 
         return export(self.ledger.records, folder, self.rules.as_dict(), force=force, xlsx=xlsx)
 
-    def suggestions(self, checked: Checked, name_of: Any = None, budget: float = 0.2) -> tuple[Any, Any]:
+    def suggestions(self, checked: Checked, name_of: Any = None, candidates: int | None = None) -> tuple[Any, Any]:
         """Better answers for a checked table (see :mod:`sdc_magic.outputs.suggest`), or (None, None)."""
         from collections import Counter
 
@@ -426,7 +426,8 @@ class Session:
         name = (name_of(frame, source.keys) if name_of else None) or "df"
         suggester = Suggester(frame, [str(k) for k in source.keys], var, stat, self.rules, self.check, name=name,
                               capturing=self.capturing)
-        found = suggester.run(budget=budget)
+        found = suggester.run() if candidates is None else suggester.run(candidates=candidates,
+                                                                          rate_groupings=candidates)
         found.answer = answer(f"{entry.call} by {' × '.join(map(str, source.keys))}", checked, found.items)
         return found, suggester
 

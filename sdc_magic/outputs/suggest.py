@@ -21,8 +21,11 @@ produces it, written against the analyst's own variable name.
 A merged table is a new set of partial sums of the original cells; it is audited
 together with the original table (an attacker holds both) before it is offered.
 
-The search stops when its time budget is spent (``budget`` seconds, 0.2 by default)
-and says so; ``more()`` continues it.
+The search is bounded in work, not time (issue 21): at most ``candidates`` regroupings and
+recodings (each one groupby of the same data and its primary rules) and ``rate_groupings``
+rate tables, tried in a fixed order (drop a dimension, merge adjacent categories, new cut
+points, then rates), so the same table gets the same suggestions on any machine under any
+load. It says when it stopped early; ``more()`` continues it with a further budget.
 """
 
 from __future__ import annotations
@@ -42,7 +45,13 @@ import pandas as pd
 from ..checking.check import Checked
 from ..config import Rules
 
-DEFAULT_BUDGET = 0.2
+#: regroupings and recodings tried when a table is first shown: every drop-a-dimension and
+#: merge candidate of a four-way table (14 + 4) and its cut points (4) fit
+DEFAULT_CANDIDATES = 24
+#: rate tables (outcome × grouping) tried when a table is first shown
+DEFAULT_RATE_GROUPINGS = 24
+#: what one "More options" click adds to both budgets
+MORE_CANDIDATES = 48
 BAND = re.compile(r"^\s*(<|>|<=|>=|under |over )?\s*(\d+(?:\.\d+)?)\s*(?:(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(\+)?\s*$")
 
 
@@ -432,16 +441,18 @@ class Suggester:
                               recoding={n: [n] for n in names})
 
     # -- rates
-    def rates(self, limit: int = 3, deadline: float = float("inf")) -> list[Suggestion]:
+    def rates(self, limit: int = 3, groupings_budget: int | None = None) -> list[Suggestion]:
         """Rates of two-valued outcomes on denominators that pass the rules, largest gaps first.
 
-        Stops at ``deadline`` (a ``time.perf_counter()`` value) with what it has found.
+        Tries at most ``groupings_budget`` (outcome, grouping) tables, in a fixed order,
+        and stops there with what it has found (``rates_complete`` False).
         """
         frame = self.frame
         flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c].dtype)]
         groupings = [k for k in self.keys if frame[k].nunique(dropna=True) <= 12]
         groupings += [c for c in flags if c not in groupings]
         found: list[Suggestion] = []
+        tried = 0
         for outcome in flags:
             y = frame[outcome].to_numpy(dtype=bool)
             # the natural denominator: the broadest flag the outcome implies (e.g. consent
@@ -453,9 +464,10 @@ class Suggester:
             for group in groupings:
                 if group in (outcome, population):
                     continue
-                if time.perf_counter() > deadline:
+                if groupings_budget is not None and tried >= groupings_budget:
                     self.rates_complete = False
                     break
+                tried += 1
                 num = sub.groupby(group, observed=True)[outcome].sum()
                 den = sub.groupby(group, observed=True).size()
                 if len(den) < 2:
@@ -493,45 +505,48 @@ class Suggester:
         return bool(checked.hidden_count)
 
     # -- driver
-    def run(self, budget: float = DEFAULT_BUDGET) -> Suggestions:
-        """Search within ``budget`` seconds: half for regroupings and recodings, the rest for rates."""
+    def run(self, candidates: int = DEFAULT_CANDIDATES, rate_groupings: int = DEFAULT_RATE_GROUPINGS) -> Suggestions:
+        """Try at most ``candidates`` regroupings and recodings, then ``rate_groupings`` rate tables.
+
+        The two budgets are separate, so an expensive regrouping never starves the rates
+        (and the other way round). ``seconds`` reports the time taken; nothing reads it.
+        """
         out = Suggestions()
         out._pending = iter(self.candidates())
         started = time.perf_counter()
-        self._continue(out, budget / 2)
+        self._continue(out, candidates)
         self.rates_complete = True
-        out.items.extend(self.rates(deadline=started + budget))
+        out.items.extend(self.rates(groupings_budget=rate_groupings))
         out.exhausted = out.exhausted and self.rates_complete
         out.seconds = time.perf_counter() - started
         return out
 
-    def _continue(self, out: Suggestions, budget: float) -> None:
+    def _continue(self, out: Suggestions, candidates: int) -> None:
         started = time.perf_counter()
         assert out._pending is not None
         out.exhausted = False
-        for make in out._pending:
+        for tried, make in enumerate(out._pending, start=1):
             try:
                 item = make()
             except NoLiteral:  # a label with no safe literal: no code can be offered for it
                 item = None
             if item is not None:
                 out.explored.append(item)
-            if time.perf_counter() - started > budget:
+            if tried >= candidates:
                 break
         else:
             out.exhausted = True
         out.seconds += time.perf_counter() - started
         self._select(out)
 
-    def more(self, out: Suggestions, budget: float = 1.0) -> Suggestions:
-        """Continue a search that stopped at its budget."""
+    def more(self, out: Suggestions, candidates: int = MORE_CANDIDATES) -> Suggestions:
+        """Continue a search that stopped at its budget, with ``candidates`` more of each kind."""
         if not out.exhausted:
-            started = time.perf_counter()
             rates = [s for s in out.items if s.kind == "rate"]
-            self._continue(out, budget)
+            self._continue(out, candidates)
             if not self.rates_complete:
                 self.rates_complete = True
-                rates = self.rates(deadline=started + 2 * budget)
+                rates = self.rates(groupings_budget=DEFAULT_RATE_GROUPINGS + candidates)
             out.items = [s for s in out.items if s.kind != "rate"] + rates
             out.exhausted = out.exhausted and self.rates_complete
         return out

@@ -86,7 +86,7 @@ def build(checked: Checked, out_id: str, suggestions: Suggestions | None,
     def fill(found: Suggestions | None) -> None:
         boxes: list[W.Widget] = []
         if found is None or not found.items:
-            boxes.append(W.HTML("<i>No better answer found in the time allowed.</i>"))
+            boxes.append(W.HTML("<i>No better answer found among the options tried.</i>"))
         else:
             boxes += [_suggestion_box(s, on_use) for s in found.items]
         if found is not None and not found.exhausted and on_more is not None:
