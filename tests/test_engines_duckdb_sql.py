@@ -288,7 +288,7 @@ def test_red_team_differencing_leaks_without_linking(referrals: pd.DataFrame, mo
 
     df = referrals  # noqa: F841
     monkeypatch.setattr(sqlmod, "rows_query", lambda *a, **k: None)
-    monkeypatch.setattr("sdc_magic.capture.duckdb.rows_query", lambda *a, **k: None)
+    monkeypatch.setattr("sdc_magic.capture.duckdb.evidence.rows_query", lambda *a, **k: None)
     s = Session()
     s.capture.install()
     try:
@@ -340,7 +340,7 @@ def test_rows_for_linking_small_sources_values_large_sources_hashes(sess: Sessio
     only DuckDB's own 64-bit hashes come back."""
     import importlib
 
-    mod = importlib.import_module("sdc_magic.capture.duckdb")
+    mod = importlib.import_module("sdc_magic.capture.duckdb.evidence")  # where the rows are fetched
     df = people  # noqa: F841
     sess.check(duckdb.sql("select district, sum(income) s from df group by all"))
     rows = sess.registry.entries()[0].source.rows

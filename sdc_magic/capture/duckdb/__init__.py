@@ -1,0 +1,542 @@
+"""Evidence capture for DuckDB: ``duckdb.sql`` / ``duckdb.query`` / ``duckdb.execute`` and a
+connection's ``sql`` / ``query`` / ``execute``, for ``GROUP BY`` (with ``ROLLUP``, ``CUBE``,
+``GROUPING SETS``) and ``PIVOT``.
+
+The query is parsed with sqlglot (:mod:`.sql`). Its last statement, when it is a grouped
+``SELECT`` whose every group key is a column of the result, or a ``PIVOT ... ON ... USING
+... GROUP BY``, gets one *evidence query* beside it, run by DuckDB:
+
+* without a unit column: the user's own select with the facts appended as extra columns
+  (``count(*)``, per variable ``count(x)``, ``sum(x)``, ``sum(abs(x))``, ``bool_or(x < 0)`` and
+  ``max(abs(x), k)``, DuckDB's top-k aggregate): one pass gives the user's table *and* its
+  facts, so displaying or fetching the result costs one query, not two;
+* with a unit column: ``count(DISTINCT unit)``; for magnitudes the contributions are first
+  summed per (group, unit) in a sub-query, then aggregated per group;
+* grouping sets add ``GROUPING(key)`` per key: a NULL made by the grouping is a margin
+  (labelled ``"Total"`` in the checked form, the label the pandas path's margins get in the
+  protection engine), a NULL with ``GROUPING() = 0`` is real data and stays a label;
+* a PIVOT is planned as the long ``SELECT keys, on, agg GROUP BY ALL`` whose groups are
+  its cells; the checked form is the wide result with the columns' level named by ``on``.
+
+Only the per-group facts come back to Python; the microdata never leave DuckDB. For linking
+(:mod:`sdc_magic.linking`) a third query returns, when the source has at most
+``MAX_LINKED_ROWS`` rows, one row per source row with the keys and DuckDB's ``hash()`` of
+every source column (64-bit fingerprints, never values).
+
+The evidence queries are *bound* when the user's relation is created (so Python objects
+that DuckDB finds by variable name resolve exactly as in the user's query), and *run* when
+the relation is first displayed or fetched, whose result is then taken from that same run.
+``execute()`` runs the user's statement at once: its evidence is bound before it and run
+after the user's fetch (``df``, ``fetchdf``, ``fetchall``, ...), so the user's result is
+DuckDB's own, untouched.
+
+Anything else (a query we cannot parse, a window function, a group key that is not a result
+column) gets no evidence: a displayed relation of it is shown in a form the pipeline checks
+as unverified (text columns as labels, whole numbers as counts), never raw.
+
+This module is the public face: :class:`DuckDBCapture`, its wrappers, when evidence is bound
+and run, and the display hook :func:`captured_form`. The decisions taken on a query's text
+alone are in :mod:`.plan`; the evidence queries and what their runs register are in
+:mod:`.evidence`.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from .. import contract
+from ..sql import MIXED_LEVELS, single_query
+from .evidence import Pending, Recorder, prepare
+from .plan import (
+    HAVING_WITH_TOTALS,
+    PLANNING_FAILED,
+    RELATION_VIEW,
+    aggregates,
+    grouped,
+    mixed_levels_safe,
+    withheld_reason,
+)
+
+_CALL = compile("__sdc_call__(*__sdc_args__, **__sdc_kwargs__)", "<sdc_magic>", "eval")
+#: relation fetches answered from the evidence run (their result is a frame we can cut to the
+#: user's columns); any other fetch runs the user's own query untouched (the facts never reach
+#: the user), then the evidence is registered and the result remembered with it
+FETCHERS = ("df", "to_df", "fetchdf", "pl")
+OTHER_FETCHERS = ("arrow", "fetch_arrow_table", "to_arrow_table", "fetchall", "fetchnumpy")
+#: connection fetches that consume a whole ``execute()`` result
+CONNECTION_FETCHERS = ("df", "fetchdf", "fetch_df", "pl", "arrow", "fetch_arrow_table", "to_arrow_table",
+                       "fetchall", "fetchnumpy")
+#: connection fetches that take part of a result: the evidence of that execute is dropped
+PARTIAL_FETCHERS = ("fetchone", "fetchmany", "fetch_df_chunk", "fetch_record_batch", "to_arrow_reader")
+
+_lock = threading.RLock()  # weakref callbacks may run while it is held
+_pending: dict[int, tuple[Any, Pending]] = {}
+_executed: dict[int, tuple[Any, Pending]] = {}  # connection -> evidence of its last execute()
+_executed_unplanned: dict[int, Any] = {}  # connection whose last execute() aggregates without evidence
+_unplanned: dict[int, Any] = {}  # relations that aggregate without evidence (weak refs): True or a withheld reason
+
+
+def _drop(table: dict[int, Any], key: int) -> None:
+    try:
+        with _lock:
+            table.pop(key, None)
+    except Exception:  # interpreter shutdown
+        pass
+
+
+def _remember(table: dict[int, Any], obj: Any, value: Any) -> None:
+    key = id(obj)
+    try:
+        ref = weakref.ref(obj, lambda _r: _drop(table, key))
+    except TypeError:
+        return
+    with _lock:
+        if len(table) > 512:
+            table.pop(next(iter(table)))
+        table[key] = (ref, value)
+
+
+def _lookup(table: dict[int, Any], obj: Any) -> Any:
+    with _lock:
+        hit = table.get(id(obj))
+    if hit is None or hit[0]() is not obj:
+        return None
+    return hit[1]
+
+
+def captured_form(rel: Any) -> pd.DataFrame | None:
+    """The checked pandas form of a displayed relation (runs its evidence query once).
+
+    A relation that aggregates but has no evidence gets a form with its text columns as
+    labels, so that the pipeline checks its numbers as unverified (whole numbers as
+    counts) instead of taking the table for row-level data shown as it is.
+    """
+    pending = _lookup(_pending, rel)
+    if pending is not None and _CAPTURE is not None:
+        try:
+            form = _CAPTURE.materialise(pending, rel)
+        except contract.Withheld:
+            raise  # shown as a blocked placeholder with the reason
+        except Exception as exc:  # evidence we cannot trust: the table is checked as unverified
+            _CAPTURE.registry.failures.append(f"duckdb evidence: {type(exc).__name__}: {exc}")
+            form = None
+        if form is not None:
+            return form
+    unplanned = _lookup(_unplanned, rel)
+    if isinstance(unplanned, str):
+        raise contract.Withheld(unplanned)  # an unplanned shape that must not be shown (the reason says why)
+    if pending is not None or unplanned is not None:
+        return _unverified_form(rel)
+    return None
+
+
+def _unverified_form(rel: Any) -> pd.DataFrame:
+    rows = pd.get_option("display.max_rows") or 60
+    frame = rel.limit(max(int(rows), 1) + 1).df()
+    labels = [c for c in frame.columns
+              if not (pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))]
+    if labels and len(labels) < frame.shape[1]:
+        frame = frame.set_index(labels)
+    return frame
+
+
+_CAPTURE: DuckDBCapture | None = None  # the installed capture, read by captured_form at display
+
+
+def in_caller_frame(depth: int) -> Callable[..., Any]:
+    """A runner that calls a function as if from the user's frame ``depth`` levels up.
+
+    DuckDB finds Python objects named in a query (``FROM df``) in the calling frame; a
+    wrapper's own frame would hide the user's variables, so the call is evaluated with the
+    caller's globals and locals.
+    """
+    frame = sys._getframe(depth + 1)
+    glb = frame.f_globals
+    loc = dict(frame.f_locals)
+
+    def run(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        ns = dict(loc)
+        ns.update(__sdc_call__=fn, __sdc_args__=args, __sdc_kwargs__=kwargs)
+        return eval(_CALL, glb, ns)
+
+    return run
+
+
+class DuckDBCapture:
+    """Installs and removes the DuckDB wrappers; records evidence into a Registry."""
+
+    def __init__(self, registry: Any, rules: Callable[[], Any]) -> None:
+        self.registry = registry
+        self.rules = rules
+        self._saved: list[tuple[Any, str, Any]] = []
+        self.installed = False
+
+    def install(self) -> None:
+        global _CAPTURE
+        if self.installed:
+            return
+        import duckdb
+
+        # wrappers go around DuckDB's own methods, never around another session's wrappers
+        # still installed (one capture at a time; stacked, a session's uninstall restored a dead
+        # session's wrappers and every later DuckDB table was checked without evidence)
+        t = _true
+        self._patch(duckdb, "sql", self._module_wrapper(t(duckdb.sql)))
+        self._patch(duckdb, "query", self._module_wrapper(t(duckdb.query)))
+        if hasattr(duckdb, "execute"):
+            self._patch(duckdb, "execute", self._module_execute_wrapper(t(duckdb.execute)))
+        conn = duckdb.DuckDBPyConnection
+        for name in ("sql", "query"):
+            if name in conn.__dict__:
+                self._patch(conn, name, self._connection_wrapper(t(conn.__dict__[name])))
+        if "execute" in conn.__dict__:
+            self._patch(conn, "execute", self._execute_wrapper(t(conn.__dict__["execute"])))
+        for name in CONNECTION_FETCHERS:
+            if name in conn.__dict__:
+                self._patch(conn, name, self._connection_fetch_wrapper(t(conn.__dict__[name]), full=True))
+        for name in PARTIAL_FETCHERS:
+            if name in conn.__dict__:
+                self._patch(conn, name, self._connection_fetch_wrapper(t(conn.__dict__[name]), full=False))
+        rel = duckdb.DuckDBPyRelation
+        for name in FETCHERS:
+            if name in rel.__dict__:
+                self._patch(rel, name, self._fetch_wrapper(t(rel.__dict__[name]), name))
+        for name in OTHER_FETCHERS:
+            if name in rel.__dict__:
+                self._patch(rel, name, self._other_fetch_wrapper(t(rel.__dict__[name])))
+        if "aggregate" in rel.__dict__ and "query" in rel.__dict__:
+            self._patch(rel, "aggregate", self._relation_aggregate_wrapper(t(rel.__dict__["aggregate"])))
+        self._previous = _CAPTURE if _CAPTURE is not self else None
+        _CAPTURE = self
+        self.installed = True
+
+    def uninstall(self) -> None:
+        global _CAPTURE
+        for owner, name, original in reversed(self._saved):
+            setattr(owner, name, original)
+        self._saved.clear()
+        with _lock:
+            _pending.clear()
+            _executed.clear()
+            _executed_unplanned.clear()
+            _unplanned.clear()
+        if _CAPTURE is self:  # a session installed before (and still installed) takes over again
+            previous = getattr(self, "_previous", None)
+            _CAPTURE = previous if previous is not None and previous.installed else None
+        self.installed = False
+
+    def _patch(self, owner: Any, name: str, wrapper: Callable) -> None:
+        self._saved.append((owner, name, getattr(owner, name) if not isinstance(owner, type)
+                            else owner.__dict__[name]))
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        setattr(owner, name, wrapper)
+
+    def _original(self, owner_name: str, name: str) -> Callable | None:
+        """DuckDB's own method: past every wrapper, ours or another session's installed before
+        (calling another session's wrapper from inside a check ran that check again and
+        deadlocked on the evidence lock)."""
+        for owner, n, original in self._saved:
+            if n == name and isinstance(owner, type) and owner.__name__ == owner_name:
+                while getattr(original, "__sdc_magic_wrapper__", False) and hasattr(original, "__wrapped__"):
+                    original = original.__wrapped__
+                return original
+        return None
+
+    # ------------------------------------------------------------ wrappers
+    def _module_wrapper(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def sql(query: Any, *args: Any, **kwargs: Any) -> Any:
+            run = in_caller_frame(1)
+            rel = run(original, query, *args, **kwargs)
+            self._capture(rel, query, lambda q: run(original, q, *args, **kwargs))
+            return rel
+
+        return sql
+
+    def _connection_wrapper(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def sql(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            run = in_caller_frame(1)
+            rel = run(original, con, query, *args, **kwargs)
+            self._capture(rel, query, lambda q: run(original, con, q, *args, **kwargs))
+            return rel
+
+        return sql
+
+    def _relation_aggregate_wrapper(self, original: Callable) -> Callable:
+        """``rel.aggregate("district, count(*) n", "district")``: captured as the SQL it is,
+        ``SELECT <aggr> FROM <rel> GROUP BY <groups>`` (``GROUP BY ALL`` without groups, as
+        DuckDB does), its evidence run over the source relation under a view name (red team:
+        the relational API was shown as row-level, every honest count withheld)."""
+        @functools.wraps(original)
+        def aggregate(src: Any, *args: Any, **kwargs: Any) -> Any:
+            rel = original(src, *args, **kwargs)
+            aggr = args[0] if args else kwargs.get("aggr_expr")
+            groups = args[1] if len(args) > 1 else kwargs.get("group_expr", "")
+            if isinstance(aggr, str) and isinstance(groups, str) and rel is not None:
+                query = f"SELECT {aggr} FROM {RELATION_VIEW} GROUP BY {groups.strip() or 'ALL'}"
+                self._capture(rel, query, lambda q: src.query(RELATION_VIEW, q))
+            elif rel is not None:
+                _remember(_unplanned, rel, True)  # expressions objects: checked as unverified
+            return rel
+
+        return aggregate
+
+    def _execute_wrapper(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def execute(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            run = in_caller_frame(1)
+            return self._executing(con, query, run, args, kwargs,
+                                   lambda: run(original, con, query, *args, **kwargs))
+
+        return execute
+
+    def _module_execute_wrapper(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def execute(query: Any, *args: Any, **kwargs: Any) -> Any:
+            import duckdb
+
+            run = in_caller_frame(1)
+            con = kwargs.get("connection") or duckdb.default_connection()
+            bind_kwargs = {k: v for k, v in kwargs.items() if k != "connection"}
+            return self._executing(con, query, run, args, bind_kwargs,
+                                   lambda: run(original, query, *args, **kwargs))
+
+        return execute
+
+    def _executing(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict,
+                   statement: Callable[[], Any]) -> Any:
+        """One ``execute()``: bind its evidence, run the user's statement, remember both."""
+        _drop(_executed, id(con))  # a new statement ends the previous result
+        _drop(_executed_unplanned, id(con))
+        pending = self._prepare_execute(con, query, run, args, kwargs)
+        out = statement()
+        if isinstance(pending, str) and out is not None:
+            _remember(_executed_unplanned, out, pending)
+        elif pending is not None and out is not None:
+            _remember(_executed, out, pending)
+        elif out is not None and isinstance(query, str) and aggregates(query):
+            _remember(_executed_unplanned, out, withheld_reason(query) or True)
+        return out
+
+    def _prepare_execute(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict
+                         ) -> Pending | str | None:
+        """Bind the evidence of an ``execute()`` before the statement runs (binding later
+        would end the user's pending result). A string: why its result must be withheld."""
+        if not isinstance(query, str) or not aggregates(query) or not single_query(query):
+            return None  # binding anything but one query would run it (CREATE ... AS, several statements)
+        if mixed_levels_safe(query):
+            return None  # remembered as withheld after the statement (see _executing)
+        sql = self._original("DuckDBPyConnection", "sql")
+        if sql is None:
+            return None
+        params = args[0] if args else kwargs.get("parameters")
+
+        def bind(q: str) -> Any:
+            return run(sql, con, q, params=params) if params is not None else run(sql, con, q)
+
+        try:
+            rel = bind(query)
+        except Exception as exc:  # never break user code: the fetched table has no evidence
+            self.registry.failures.append(f"duckdb execute: {type(exc).__name__}: {exc}")
+            return None
+        try:
+            pending = self._prepare(rel, query, bind)
+        except Exception as exc:  # fail closed, as for a relation (see _capture)
+            self.registry.failures.append(f"duckdb execute: {type(exc).__name__}: {exc}")
+            return PLANNING_FAILED
+        if pending is not None and pending.plan.pivot is not None:
+            pending.user_rel = rel
+        return pending
+
+    def _fetch_wrapper(self, original: Callable, name: str) -> Callable:
+        @functools.wraps(original)
+        def fetch(rel: Any, *args: Any, **kwargs: Any) -> Any:
+            pending = _lookup(_pending, rel)
+            if pending is None:
+                result = original(rel, *args, **kwargs)
+                unplanned = _lookup(_unplanned, rel)
+                if isinstance(unplanned, str):
+                    contract.mark_withheld(result, unplanned)
+                elif isinstance(result, pd.DataFrame) and unplanned is not None:
+                    contract.mark_aggregate(result)  # checked as unverified, never as row-level data
+                return result
+            try:
+                self.materialise(pending, rel)
+            except contract.Withheld as exc:
+                result = original(rel, *args, **kwargs)
+                contract.mark_withheld(result, str(exc))
+                return result
+            except Exception:
+                pass  # (the fetch below records the failure)
+            try:
+                self.materialise(pending, rel)
+                result = None
+                full, pending.full = pending.full, None
+                if full is not None and name in ("df", "to_df", "fetchdf") and not args and not kwargs:
+                    # the run that made the evidence gave the user's columns too: not run twice
+                    result = full[pending.user_cols].copy()
+                elif pending.facts is None and pending.plan.pivot is None and not kwargs.get("lazy"):
+                    # one run: the user's columns of the combined query are the user's result
+                    full = getattr(pending.combined, name)(*args, **kwargs)
+                    result = _select(full, pending.user_cols)
+                if result is None:
+                    result = original(rel, *args, **kwargs)
+            except Exception as exc:
+                self.registry.failures.append(f"duckdb fetch: {type(exc).__name__}: {exc}")
+                return original(rel, *args, **kwargs)
+            if pending.form is not None and not isinstance(result, pd.DataFrame):
+                contract.remember(result, pending.form)
+            return result
+
+        return fetch
+
+    def _other_fetch_wrapper(self, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def fetch(rel: Any, *args: Any, **kwargs: Any) -> Any:
+            pending = _lookup(_pending, rel)
+            if pending is not None:
+                # the evidence runs first: a result DuckDB streams (2.x: .arrow() is a
+                # RecordBatchReader) keeps the connection busy until the user drains it
+                try:
+                    self.materialise(pending, rel)
+                except contract.Withheld:
+                    pass  # marked on the result by _register_result below
+                except Exception as exc:  # the result stays without evidence: never shown raw
+                    self.registry.failures.append(f"duckdb fetch: {type(exc).__name__}: {exc}")
+            result = original(rel, *args, **kwargs)
+            if pending is not None:
+                self._register_result(pending, rel, result)
+            else:
+                unplanned = _lookup(_unplanned, rel)
+                if isinstance(unplanned, str):
+                    contract.mark_withheld(result, unplanned)
+            return result
+
+        return fetch
+
+    def _connection_fetch_wrapper(self, original: Callable, full: bool) -> Callable:
+        @functools.wraps(original)
+        def fetch(con: Any, *args: Any, **kwargs: Any) -> Any:
+            pending = _lookup(_executed, con)
+            if pending is None:
+                result = original(con, *args, **kwargs)
+                unplanned = _lookup(_executed_unplanned, con)
+                if isinstance(unplanned, str):
+                    contract.mark_withheld(result, unplanned)
+                elif isinstance(result, pd.DataFrame) and unplanned is not None:
+                    contract.mark_aggregate(result)  # checked as unverified, never as row-level data
+                return result
+            _drop(_executed, id(con))
+            result = original(con, *args, **kwargs)  # the user's result, as DuckDB gives it
+            if full:
+                self._register_result(pending, None, result)
+            return result
+
+        return fetch
+
+    def _register_result(self, pending: Pending, rel: Any, result: Any) -> None:
+        """Evidence for a result fetched by the user's own query (run after it)."""
+        try:
+            form = self.materialise(pending, rel)
+        except contract.Withheld as exc:
+            if result is not None:
+                contract.mark_withheld(result, str(exc))
+            return
+        except Exception as exc:
+            self.registry.failures.append(f"duckdb fetch: {type(exc).__name__}: {exc}")
+            return
+        if form is not None and result is not None and not isinstance(result, pd.DataFrame | list | dict | tuple):
+            contract.remember(result, form)
+
+    # ------------------------------------------------------------ capture
+    def _capture(self, rel: Any, query: Any, run: Callable[[str], Any]) -> None:
+        if rel is None or not isinstance(query, str) or not aggregates(query):
+            return
+        if mixed_levels_safe(query):
+            _remember(_unplanned, rel, MIXED_LEVELS)
+            return
+        failed = False
+        try:
+            pending = self._prepare(rel, query, run)
+        except Exception as exc:  # never break user code; its display is checked as unverified
+            self.registry.failures.append(f"duckdb: {type(exc).__name__}: {exc}")
+            pending, failed = None, True
+        if pending is None:
+            reason = withheld_reason(query)
+            if failed:
+                # fail closed: an unverified check could pass a wrapped small count (7 = 2·3 + 1)
+                reason = reason or PLANNING_FAILED
+            if reason is not None:
+                _remember(_unplanned, rel, reason)
+            elif grouped(query):
+                _remember(_unplanned, rel, True)
+            return
+        _remember(_pending, rel, pending)
+
+    def _prepare(self, rel: Any, query: str, run: Callable[[str], Any]) -> Pending | None:
+        """Bind the evidence queries of a captured query (see :func:`.evidence.prepare`)."""
+        return prepare(self.rules(), rel, query, run)
+
+    def materialise(self, pending: Pending, rel: Any) -> pd.DataFrame | None:
+        """Run the evidence once, register it, and return the checked pandas form."""
+        with pending.lock:
+            if pending.registered:
+                if pending.withheld:
+                    raise contract.Withheld(pending.withheld)
+                return pending.form
+            pending.registered = True
+            recorder = Recorder(self.registry, self.rules)
+            p = pending.plan
+            if p.pivot is not None:
+                user = self._user_df(rel, pending)
+                facts = pending.facts.df() if pending.facts is not None else pending.combined.df()
+                pending.form = recorder.register_pivot(pending, user, facts)
+                return pending.form
+            if pending.facts is None:
+                facts = user = pending.combined.df()  # one run: the user's columns and the facts
+                pending.full = facts  # answers the first pandas fetch (then dropped)
+            else:
+                facts = pending.facts.df()
+                user = pending.combined.df() if pending.combined is not None else self._user_df(rel, pending)
+            if p.grouping and p.having:
+                # its totals count the groups HAVING drops: total − shown groups = a dropped
+                # (small) group.  Withheld rather than shown (red team: C = 73 − 40 − 30)
+                pending.withheld = HAVING_WITH_TOTALS
+                raise contract.Withheld(HAVING_WITH_TOTALS)
+            if p.grouping:
+                pending.form = recorder.register_grouping(pending, user, facts)
+            else:
+                pending.form = recorder.register_plain(pending, user[pending.user_cols], facts)
+            return pending.form
+
+    def _user_df(self, rel: Any, pending: Pending) -> pd.DataFrame:
+        """The user's own table, run by DuckDB (an execute()'s: its query bound as a relation)."""
+        rel = rel if rel is not None else pending.user_rel
+        if rel is None:
+            raise ValueError("no relation to fetch")
+        original = self._original("DuckDBPyRelation", "df")
+        return original(rel) if original is not None else rel.df()
+
+
+def _select(result: Any, cols: list[str]) -> Any:
+    """The user's columns of an evidence run, or None (never the facts themselves)."""
+    if isinstance(result, pd.DataFrame):
+        return result[cols]
+    if type(result).__name__ == "DataFrame" and type(result).__module__.startswith("polars"):
+        return result.select(cols)
+    return None
+
+
+def _true(fn: Any) -> Any:
+    """DuckDB's own function behind any sdc_magic wrappers."""
+    while getattr(fn, "__sdc_magic_wrapper__", False) and hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    return fn

@@ -1,0 +1,467 @@
+"""The evidence of a captured DuckDB query: the evidence queries bound beside the user's, and
+what their runs give, registered as entries (plain groups, grouping sets, PIVOTs) with the
+source rows for linking.
+
+Separate from the wrappers (:mod:`sdc_magic.capture.duckdb`: when a query is captured, when
+its evidence runs, what the user's fetch returns) and from the text checks (:mod:`.plan`)
+because this is what runs on the connection and turns DuckDB's per-group facts into the
+engine-neutral evidence the rules read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import contract
+from ..entries import MAGNITUDE_EVIDENCE
+from ..sql import INDICATOR, Plan, combined_query, facts_query, plan, rows_query
+
+MAX_HASHED = 15  # source columns fingerprinted for linking (linking reads at most 16 columns)
+MARGIN = "Total"  # the pandas path's margin label inside the protection engine
+#: Up to this many source rows, linking gets the rows' values (in-process: the source is a
+#: pandas or polars frame or a local table), so that DuckDB, pandas and polars tables of the
+#: same people are compared; above it, DuckDB's own hashes (DuckDB tables among themselves).
+RAW_LINKED_ROWS = 1_000_000
+
+
+@dataclass
+class Pending:
+    """A captured query: its evidence queries, bound, not yet run."""
+
+    plan: Plan
+    combined: Any  # relation: the user's columns + facts (+ GROUPING flags); for a PIVOT the long query
+    facts: Any  # relation of facts when they need their own query (unit + magnitudes), else None
+    rows: Any  # relation of row fingerprints for linking, or None
+    user_cols: list[str]
+    variables: list[str]
+    unit: str | None
+    notes: list[str] = field(default_factory=list)
+    form: pd.DataFrame | None = None
+    registered: bool = False
+    full: pd.DataFrame | None = None  # the combined run, until the first pandas fetch takes it
+    user_rel: Any = None  # an execute()'s own query, bound (a PIVOT's wide table is fetched from it)
+    lock: Any = field(default_factory=threading.Lock)
+    withheld: str | None = None  # why the result must not be shown at all (see contract.Withheld)
+    rows_raw: Any = None  # the same rows with the source values themselves (small sources, see Recorder._rows)
+
+
+def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pending | None:
+    """Bind the evidence queries of ``query`` (the user's relation ``rel``) with ``run``, which
+    resolves Python objects as the user's query did; None when the query has no plan.
+
+    Nothing runs here: the facts, the combined run and the linking rows are relations, run
+    when the user's result is first displayed or fetched.
+    """
+    out_cols = list(rel.columns)
+    p = plan(query, out_cols)
+    if p is None:
+        return None
+    variables = sorted({v for v, s in p.measures.values() if v is not None and s != "size"})
+    magnitudes = {v for v, s in p.measures.values() if v in variables and s in MAGNITUDE_EVIDENCE}
+    unit = rules.unit
+    notes: list[str] = []
+    facts = combined = None
+    if unit is not None:
+        try:
+            if magnitudes:
+                facts = run(facts_query(p, variables, magnitudes, unit, rules.top_k))
+                if p.grouping:  # the GROUPING flags tell the table's margins apart
+                    combined = run(combined_query(p, [], set(), None, rules.top_k))
+            else:
+                combined = run(combined_query(p, variables, magnitudes, unit, rules.top_k))
+        except Exception:
+            notes.append(f"unit column {unit!r} not found for this table: rows counted as units")
+            unit, facts, combined = None, None, None
+    if unit is None:
+        try:
+            combined = run(combined_query(p, variables, magnitudes, None, rules.top_k))
+        except Exception:
+            if not magnitudes:
+                raise
+            magnitudes = set()  # e.g. a non-numeric variable: counts only
+            combined = run(combined_query(p, variables, magnitudes, None, rules.top_k))
+    rows = rows_raw = None
+    stats = {s for _, s in p.measures.values()}
+    only = variables[0] if len(variables) == 1 and "size" not in stats else None
+    try:
+        text = rows_query(p, only)
+        rows = run(text) if text is not None else None
+        hashed = [c for c in list(rows.columns)[len(p.keys):] if not str(c).startswith(INDICATOR)] \
+            if rows is not None else []
+        once = None
+        if len(hashed) > MAX_HASHED:  # binding only: nothing ran yet
+            once = [c for c in dict.fromkeys(hashed) if hashed.count(c) == 1][:MAX_HASHED]
+            text = rows_query(p, only, once)
+            rows = run(text) if text is not None else None
+        raw_text = rows_query(p, only, once, raw=True)
+        rows_raw = run(raw_text) if raw_text is not None and rows is not None else None
+    except Exception:
+        rows = rows_raw = None  # linking only: the table is still checked
+    if rows is None:
+        notes.append("not linked with other tables (its source rows could not be fingerprinted)")
+    pending = Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
+    pending.rows_raw = rows_raw
+    return pending
+
+
+class Recorder:
+    """Registers what a captured query's evidence runs gave: one entry per form of the table
+    (the checked form, and DuckDB's own frame when it lays the cells out otherwise), each
+    with its margins' evidence and its rows for linking."""
+
+    def __init__(self, registry: Any, rules: Callable[[], Any]) -> None:
+        self.registry = registry
+        self.rules = rules
+
+    def _measure_of(self, pending: Pending) -> Callable[[str], tuple[str | None, str]]:
+        measures = pending.plan.measures
+
+        def measure_of(m: str) -> tuple[str | None, str]:
+            # a scalar query's cells are measured "<row>|<column>" (no dimension names the row)
+            return measures.get(m) or measures.get(str(m).rsplit("|", 1)[-1], (None, "custom"))
+
+        return measure_of
+
+    def _register(self, pending: Pending, shown: pd.DataFrame, ge: Any, keys: list[str],
+                  measure_of: Callable[[str], tuple[str | None, str]], rows: pd.DataFrame | None,
+                  margin_label: str | None = None, margin_evidence: Callable | None = None,
+                  notes: list[str] | None = None) -> Any:
+        """As contract.register, plus the evidence of margins (grouping sets), and refused when
+        a shown value found no facts (a layout we misread must not pass as empty cells)."""
+        from ...evidence.flatten import flatten
+        from ..entries import Source, build_entry
+
+        rules = self.rules()
+        entry = build_entry(self.registry.new_id(), "duckdb sql", flatten(shown), ge, keys, measure_of,
+                            list(notes if notes is not None else pending.notes), rules.top_k, margin_label,
+                            margin_evidence)
+        _unwrap_values(entry, pending.plan.affine)
+        _check_consistent(entry)
+        entry.unit = rules.unit if ge.unit_column else None
+        if rows is not None:
+            entry.source = Source(None, list(keys), "duckdb sql", rows=rows)
+        self.registry.add(entry, shown)
+        return entry
+
+    def _evidence(self, pending: Pending, facts: pd.DataFrame, keys: list[str]) -> Any:
+        ge = contract.group_evidence_from_facts(facts, keys, pending.variables, self.rules().top_k, pending.unit)
+        _mark_indicators(facts, ge, pending.variables)
+        return ge
+
+    def register_plain(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+        """A GROUP BY without grouping sets: the user's table keyed by its group labels."""
+        keys = pending.plan.keys
+        shown = contract.keyed(user.copy(), keys)
+        ge = self._evidence(pending, facts, keys)
+        rows = self._rows(pending, facts, shown)
+        self._register(pending, shown, ge, keys, self._measure_of(pending), rows)
+        return shown
+
+    def register_grouping(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+        """ROLLUP / CUBE / GROUPING SETS: rows with a grouping NULL are margins."""
+        from ...evidence.flatten import MISSING_LABEL
+
+        p = pending.plan
+        keys = p.keys
+        flags = _flags(facts, len(keys))
+        base = ~flags.any(axis=1)
+        user_flags = _flags(user, len(keys))  # the combined run always carries the GROUPING flags
+        label = _margin_label(user, keys, user_flags)
+        table = user[pending.user_cols].copy()
+        for j, k in enumerate(keys):
+            if user_flags[:, j].any():
+                col = table[k].astype(object)
+                col[user_flags[:, j]] = label
+                table[k] = col
+        shown = contract.keyed(table, keys)
+        ge_base = self._evidence(pending, facts[base].reset_index(drop=True), keys)
+        cache: dict[tuple[str, ...], Any] = {}
+
+        def margin_evidence(fixed: tuple[str, ...]) -> Any:
+            if fixed not in cache:
+                want = np.array([k not in fixed for k in keys])
+                sel = (flags == want).all(axis=1)
+                cache[fixed] = self._evidence(pending, facts[sel].reset_index(drop=True), list(fixed))
+            return cache[fixed]
+
+        rows = self._rows(pending, facts[base])
+        measure_of = self._measure_of(pending)
+        self._register(pending, shown, ge_base, keys, measure_of, rows, label, margin_evidence)
+        # the frame DuckDB itself returns (df(), fetchdf(), execute().df()) shows a margin as a
+        # NULL: registered too, unless a real NULL label makes such rows ambiguous
+        real_null = any((~user_flags[:, j] & user[k].isna().to_numpy()).any() for j, k in enumerate(keys))
+        if not real_null:
+            raw = contract.keyed(user[pending.user_cols].copy(), keys)
+            self._register(pending, raw, ge_base, keys, measure_of, rows, MISSING_LABEL, margin_evidence)
+        else:
+            pending.notes.append("margins and real missing labels look alike in the fetched frame: "
+                                 "display the relation to see them told apart")
+        return shown
+
+    def register_pivot(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+        """PIVOT: the wide table, its columns' level named by the ON column (a dimension)."""
+        p = pending.plan
+        assert p.pivot is not None
+        if p.pivot.aliases:
+            return self._pivot_several(pending, user, facts)
+        row_keys, on = p.pivot.row_keys, p.pivot.on
+        keys = p.keys
+        ((var, stat),) = p.measures.values()
+        shown = contract.keyed(user.copy(), row_keys)
+        suffix = f"_{p.pivot.alias}" if p.pivot.alias else ""
+        shown.columns = pd.Index([str(c)[:-len(suffix)] if suffix and str(c).endswith(suffix) else str(c)
+                                  for c in shown.columns], dtype=object, name=on)
+        ge = self._evidence(pending, facts, keys)
+        rows = self._rows(pending, facts)
+        self._register(pending, shown, ge, keys, lambda _m: (var, stat), rows)
+        # DuckDB's own frame (fetched): value columns unnamed, one measure per column
+        wide = contract.keyed(user.copy(), row_keys)
+        ge_wide, measure_of = _wide_evidence(ge, wide, row_keys, var, stat, suffix)
+        self._register(pending, wide, ge_wide, row_keys, measure_of, None)
+        return shown
+
+    def _pivot_several(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
+        """PIVOT ... USING agg1 AS a1, agg2 AS a2: every cell is checked by its own aggregate's
+        rule (red team: count(*) AS n, sum(income) AS s was unverified and showed the one man
+        of C's income).
+
+        Displayed as DuckDB lays it out (columns "<value>_<alias>", each its own measure with
+        the facts of its (row, value) cell: protected column by column, not linked); the same
+        table with two column levels, the ON column (a dimension) and the aggregate (the
+        measure), is registered too, with its rows for linking, for pandas reshapes of it.
+        """
+        p = pending.plan
+        assert p.pivot is not None
+        row_keys, on, aliases = p.pivot.row_keys, p.pivot.on, p.pivot.aliases
+        by_alias = dict(zip(aliases, p.measures.values(), strict=True))
+        wide = contract.keyed(user.copy(), row_keys)
+        split: dict[Any, tuple[str, str]] = {}
+        for c in wide.columns:
+            text = str(c)
+            hit = max((a for a in aliases if text.endswith("_" + a)), key=len, default=None)
+            if hit is None:
+                raise ValueError("a PIVOT column that names no USING aggregate")
+            split[c] = (text[:-len(hit) - 1], hit)
+        shown = wide.copy()
+        shown.columns = pd.MultiIndex.from_tuples([split[c] for c in wide.columns], names=[on, None])
+        ge = self._evidence(pending, facts, p.keys)
+        rows = self._rows(pending, facts)
+
+        def measure_of(m: str) -> tuple[str | None, str]:
+            return by_alias.get(str(m).rsplit("|", 1)[-1], (None, "custom"))
+
+        self._register(pending, shown, ge, p.keys, measure_of, rows)
+        # DuckDB's own frame (fetched): one measure per column, the facts of its (row, value) cell
+        per_column = {c: (value, *by_alias[alias]) for c, (value, alias) in split.items()}
+        ge_wide, wide_measure = _wide_evidence_columns(ge, wide, row_keys, per_column)
+        self._register(pending, wide, ge_wide, row_keys, wide_measure, None,
+                       notes=[*pending.notes, "a PIVOT of several aggregates is not linked with other tables"])
+        return wide
+
+    def _rows(self, pending: Pending, facts: pd.DataFrame, shown: pd.DataFrame | None = None
+              ) -> pd.DataFrame | None:
+        """The row fingerprints for linking (None with a note when too many or not available)."""
+        from ...evidence import rows as row_limits
+
+        if pending.rows is None:
+            return None
+        if pending.plan.having and pending.plan.grouping:
+            return None
+        n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
+        if n > row_limits.MAX_LINKED_ROWS:
+            pending.notes.append(f"not linked with other tables (more than {row_limits.MAX_LINKED_ROWS:,} source rows)")
+            return None
+        raw = pending.rows_raw is not None and n <= RAW_LINKED_ROWS
+        try:
+            frame = (pending.rows_raw if raw else pending.rows).df()
+        except Exception as exc:
+            self.registry.failures.append(f"duckdb rows: {type(exc).__name__}: {exc}")
+            return None
+        keys = pending.plan.keys
+        hashed = list(frame.columns[len(keys):])
+        out: dict[str, Any] = {}
+        for name, col in zip(hashed, range(len(keys), frame.shape[1]), strict=True):
+            if raw:
+                # the values: linking fingerprints them as it does pandas' (same rows, same
+                # fingerprints, whichever engine made the table)
+                if name not in out and name not in keys:
+                    out[name] = frame.iloc[:, col].to_numpy()
+                continue
+            if str(name).startswith(INDICATOR):  # a condition's indicator: its 0/1 values
+                out[name] = frame.iloc[:, col].to_numpy()
+                continue
+            label = f"duckdb#{name}"
+            if label not in out:
+                out[label] = frame.iloc[:, col].to_numpy(dtype=np.uint64, na_value=0)
+        for j, k in enumerate(keys):
+            out[k] = frame.iloc[:, j].to_numpy()
+        rows = pd.DataFrame(out)
+        if pending.plan.having and shown is not None and keys:
+            # HAVING drops groups: the table's population is the rows of the groups it shows
+            # (a later total then differs from their sum by the dropped rows: differencing)
+            kept = pd.MultiIndex.from_frame(shown.index.to_frame(index=False).astype(object)) if len(keys) > 1 \
+                else pd.Index(shown.index.astype(object))
+            mine = pd.MultiIndex.from_arrays([rows[k].astype(object) for k in keys]) if len(keys) > 1 \
+                else pd.Index(rows[keys[0]].astype(object))
+            rows = rows[mine.isin(kept)]
+        # rows are matched across tables by content, never by position (DuckDB's row order is
+        # not a row identity): a non-unique index keeps linking from aligning them by label
+        rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
+        return rows
+
+
+#: statistics whose displayed value the protection model takes as the cell's value (sums and
+#: means are modelled by their facts' totals, whatever is displayed)
+_VALUE_MODELLED = frozenset({"count", "size", "nunique", "proportion", "percent"})
+
+
+def _unwrap_values(entry: Any, affine: dict[str, tuple[float, float]]) -> None:
+    """Give the rules and the protection model the inner aggregate's values.
+
+    A cell showing ``a * count + b`` is a count: the rules judge it by its facts (units), but
+    the additive model and the distinct-count rule read the cell's value, and with b ≠ 0
+    the displayed values do not add up (red team: ``count(*) * 2 + 1`` had no secondary
+    suppression; C = 73 − 40 − 30). The value recorded for the check is ``(y − b) / a``,
+    rounded for counts; the displayed values stay in ``values2d`` for matching.
+    """
+    if not affine:
+        return
+    ev = entry.evidence
+    measures = np.asarray(entry.flat.measure).astype(str)
+    names = np.array([m.rsplit("|", 1)[-1] for m in measures], dtype=object)
+    value = np.asarray(ev.value, dtype=float).copy()
+    for name, (a, b) in affine.items():
+        sel = ((measures == name) | (names == name)) & np.isin(ev.stat.astype(str), list(_VALUE_MODELLED))
+        if sel.any():
+            value[sel] = np.round((value[sel] - b) / a)
+    ev.value = value
+
+
+def _check_consistent(entry: Any) -> None:
+    """Every cell showing a value other than 0 must have found its group's facts.
+
+    A cell whose labels matched no group gets no units, which the rules read as an empty
+    cell; if it shows a number, the layout was misread: the table must not be cleared on
+    such evidence (it is checked as unverified instead).
+    """
+    from ...evidence.flatten import numeric
+
+    values = numeric(entry.flat.values)
+    if values is None:
+        raise ValueError("a DuckDB table with non-numeric cells")
+    units = np.asarray(entry.evidence.units, dtype=float)
+    lost = (units == 0) & ~np.isnan(values) & (values != 0) & ~np.asarray(entry.evidence.is_margin, dtype=bool)
+    if lost.any():
+        raise ValueError(f"{int(lost.sum())} cells of a DuckDB table found no evidence")
+
+
+def _flags(frame: pd.DataFrame, n: int) -> np.ndarray:
+    """GROUPING(key) != 0 per row and key: the key is a margin there."""
+    pre = contract.PREFIX
+    return np.stack([pd.to_numeric(frame[f"{pre}g{j}"]).to_numpy() != 0 for j in range(n)], axis=1)
+
+
+def _margin_label(user: pd.DataFrame, keys: list[str], flags: np.ndarray) -> str:
+    """"Total", unless a real label is called so (then a label no real one uses)."""
+    real = set()
+    for j, k in enumerate(keys):
+        if k in user.columns:
+            values = user[k].to_numpy(dtype=object)[~flags[:, j]]
+            real.update(v for v in values if isinstance(v, str))
+    for label in (MARGIN, "All", "Total (all)", "Σ"):
+        if label not in real:
+            return label
+    return MARGIN + "\u2009(margin)"
+
+
+def _wide_evidence(ge: Any, wide: pd.DataFrame, row_keys: list[str], var: str | None, stat: str,
+                   suffix: str = "") -> tuple[Any, Callable[[str], tuple[str | None, str]]]:
+    """Evidence of DuckDB's wide PIVOT frame: one measure per value column, each its own
+    variable whose facts are those of the (row keys, column) cell."""
+    per_column = {c: (str(c)[:-len(suffix)] if suffix and str(c).endswith(suffix) else str(c), var, stat)
+                  for c in wide.columns}
+    return _wide_evidence_columns(ge, wide, row_keys, per_column)
+
+
+def _wide_evidence_columns(ge: Any, wide: pd.DataFrame, row_keys: list[str],
+                           per_column: dict[Any, tuple[str, str | None, str]]
+                           ) -> tuple[Any, Callable[[str], tuple[str | None, str]]]:
+    """As :func:`_wide_evidence`, each column given as (ON value, variable, statistic)."""
+    from ...evidence.facts import GroupEvidence, VarEvidence
+    from ...evidence.flatten import canonical_labels
+
+    index = wide.index
+    n_keys = len(row_keys)
+    canon_rows = [canonical_labels(index.get_level_values(i) if isinstance(index, pd.MultiIndex) else index)
+                  for i in range(n_keys)]
+    long_index = ge.index
+    variables: dict[Any, VarEvidence] = {}
+    stats: dict[str, str] = {}
+    width = ge.variables[next(iter(ge.variables))].top.shape[1] if ge.variables else 1
+    for c in wide.columns:
+        value, var, stat = per_column[c]
+        arrays = [*canon_rows, np.full(len(index), value, dtype=object)]
+        pos = long_index.get_indexer(pd.MultiIndex.from_arrays(arrays))
+        taken = ge.take(pos, pd.RangeIndex(len(pos)))
+        if var is not None and var in taken.variables:
+            variables[str(c)] = taken.variables[var]
+        else:
+            units = taken.units
+            variables[str(c)] = VarEvidence(units=units, total=np.full(len(pos), np.nan),
+                                            total_abs=np.full(len(pos), np.nan),
+                                            negative=np.zeros(len(pos), dtype=bool),
+                                            top=np.full((len(pos), width), np.nan))
+        # a count(*) cell counts its rows: as a count of the column's own "variable"
+        stats[str(c)] = "count" if stat == "size" else stat
+    if n_keys > 1:
+        ev_index = pd.MultiIndex.from_arrays(canon_rows, names=row_keys)
+    else:
+        ev_index = pd.Index(canon_rows[0], dtype=object, name=row_keys[0])
+    units = np.zeros(len(index), dtype=np.int64)
+    out = GroupEvidence(index=ev_index, units=units, variables=variables, unit_column=ge.unit_column, rows=None)
+
+    def measure_of(m: str) -> tuple[str | None, str]:
+        return (str(m), stats[str(m)]) if str(m) in variables else (None, "custom")
+
+    return out, measure_of
+
+
+def _mark_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
+    """Sums and means of a 0/1 (or two-valued) column are counts on both sides, as in pandas
+    (a DuckDB ``sum(flag)`` of 38 among 40 people was cleared: 2 people without the flag).
+
+    The evidence query gives, per group and variable, the minimum, maximum, sum of squares
+    and count of the row values (see ``sql.combined_query`` / ``facts_query``); with a unit
+    column, also the sum and count of each unit's largest row value, from which the units
+    at the attribute level follow once the variable's two levels are known (every unit's
+    largest value is one of them). :func:`polars.set_indicators` then decides, as for the
+    other engines, whether the variable is an indicator and sets its ``ones``.
+    """
+    from ..polars.evidence import set_indicators
+
+    p = contract.PREFIX
+    facts = facts.copy()
+    for i, _ in enumerate(variables):
+        lo_name, hi_name, hsum, hcnt = f"{p}lo_{i}", f"{p}hi_{i}", f"{p}hsum_{i}", f"{p}hcnt_{i}"
+        if hsum not in facts.columns or lo_name not in facts.columns:
+            continue
+        lo_g = pd.to_numeric(facts[lo_name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        hi_g = pd.to_numeric(facts[hi_name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        if not np.isfinite(lo_g).any():
+            continue
+        lo, hi = float(np.nanmin(lo_g)), float(np.nanmax(hi_g))
+        if hi <= lo:
+            continue
+        level = 1.0 if lo >= 0.0 and hi <= 1.0 else hi
+        s_ = pd.to_numeric(facts[hsum], errors="coerce").to_numpy(dtype=float, na_value=0.0)
+        n_ = pd.to_numeric(facts[hcnt], errors="coerce").to_numpy(dtype=float, na_value=0.0)
+        other = 0.0 if level == 1.0 else lo
+        with np.errstate(invalid="ignore", divide="ignore"):
+            facts[f"{p}chi_{i}"] = np.rint(np.where(n_ > 0, (s_ - other * n_) / (level - other), 0.0))
+    set_indicators(facts, ge, variables)
