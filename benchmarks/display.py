@@ -1,0 +1,194 @@
+"""What a user waits for when a notebook displays a table (issue 21's targets).
+
+Each scenario runs in a fresh Python process, the way a notebook does: an in-process IPython
+shell, ``%load_ext sdc_magic`` (recording on, linking on: the defaults), the data made first
+and not timed, then the cell that displays the table is timed (CPU and wall) by
+``shell.run_cell``. The same cell without the extension, in the same process before it is
+loaded, is the plain reference. Medians over ``--repeats`` fresh processes.
+
+Scenarios (targets from issue 21):
+
+* ``seed``: the seed lesson's four-way table of the referrals (200 cells) ≤ 0.3 CPU s;
+* ``3key-1M``: a 1,000-cell three-key count table of 1M rows ≤ 0.5 CPU s;
+* ``25x20x10``: counts of a 25 × 20 × 10 table ≤ 3 CPU s;
+* ``skewed-sacro``: ACRO's skewed layout, ``pd.crosstab([a, b], c, values=v, aggfunc="mean")``
+  with geometric category frequencies (0.45^k), 1M rows, ``%sdc preset sacro``: ≤ 3× plain;
+* ``session-40``: 40 related tables on 1M rows (filters and margins): per-display CPU of the
+  1st and 40th (flat curve: 40th ≤ 2× 1st), statuses; none blocked.
+
+Run: ``.venv/bin/python benchmarks/display.py [--repeats 5] [--only seed,3key-1M] [--rows N]``.
+Not a test: it never fails on a missed target (machines are shared); it prints OK / MISS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+SETUP = {
+    "seed": """
+        from sdc_magic.datasets import make_referrals
+        referrals = make_referrals()
+    """,
+    "3key-1M": """
+        import numpy as np, pandas as pd
+        rng = np.random.default_rng(3)
+        n = {rows}
+        df = pd.DataFrame({{"a": rng.integers(0, 10, n), "b": rng.integers(0, 10, n),
+                           "c": rng.zipf(1.6, n).clip(max=10)}})
+    """,
+    "25x20x10": """
+        import numpy as np, pandas as pd
+        rng = np.random.default_rng(1)
+        n = 60_000
+        df = pd.DataFrame({"a": rng.integers(0, 25, n), "b": rng.integers(0, 20, n),
+                           "c": rng.zipf(1.3, n).clip(max=10)})
+    """,
+    "skewed-sacro": """
+        import numpy as np, pandas as pd
+        rng = np.random.default_rng(5)
+        n = {rows}
+        def skewed(k):
+            p = 0.45 ** np.arange(k); p /= p.sum()
+            return rng.choice(k, n, p=p)
+        df = pd.DataFrame({{"a": skewed(8), "b": skewed(6), "c": skewed(10), "v": rng.lognormal(3, 1, n)}})
+    """,
+}
+CELL = {
+    "seed": 'referrals.groupby(["admin2", "case_category", "age_band", "sex"]).size()',
+    "3key-1M": 'df.groupby(["a", "b", "c"]).size()',
+    "25x20x10": 'df.groupby(["a", "b", "c"]).size()',
+    "skewed-sacro": 'pd.crosstab([df.a, df.b], df.c, values=df.v, aggfunc="mean")',
+}
+PRESET = {"skewed-sacro": "sacro"}
+TARGET_CPU = {"seed": 0.3, "3key-1M": 0.5, "25x20x10": 3.0}
+TARGET_RATIO = {"skewed-sacro": 3.0}
+
+RUNNER = """
+import json, os, resource, sys, time
+os.environ["SDC_MAGIC_CONFIG"] = ""
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.display_pub.publish = lambda *a, **k: None  # what a front-end would receive: built, not sent
+shell.display_formatter.active_types = ["text/plain", "text/html"]  # as a notebook kernel formats
+shell.displayhook.write_format_data = lambda *a, **k: None
+exec(compile({setup!r}, "setup", "exec"), shell.user_ns)
+
+def timed(code):
+    c0, w0 = time.process_time(), time.perf_counter()
+    result = shell.run_cell(code, store_history=False)
+    if result.error_in_exec is not None:
+        raise result.error_in_exec
+    return time.process_time() - c0, time.perf_counter() - w0
+
+plain = timed({cell!r})
+shell.run_line_magic("load_ext", "sdc_magic")
+if {preset!r}:
+    shell.run_line_magic("sdc", "preset " + {preset!r})
+checked = timed({cell!r})
+from sdc_magic.jupyter.kernel import session
+record = session().ledger.records[-1]
+print("RESULT " + json.dumps({{"plain_cpu": plain[0], "plain_wall": plain[1], "cpu": checked[0], "wall": checked[1],
+                   "status": record.status, "hidden": record.hidden,
+                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+SESSION_RUNNER = """
+import json, os, time
+os.environ["SDC_MAGIC_CONFIG"] = ""
+import numpy as np, pandas as pd
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.display_pub.publish = lambda *a, **k: None
+shell.display_formatter.active_types = ["text/plain", "text/html"]
+shell.displayhook.write_format_data = lambda *a, **k: None
+rng = np.random.default_rng(11)
+n = {rows}
+shell.user_ns.update(pd=pd, df=pd.DataFrame({{
+    "district": rng.choice([f"D{{i:02d}}" for i in range(30)], n, p=np.r_[np.full(27, 0.036), 0.01, 0.0015, 0.0005]),
+    "sex": rng.choice(["F", "M"], n), "age": rng.integers(0, 100, n), "resolved": rng.random(n) < 0.4}}))
+shell.run_line_magic("load_ext", "sdc_magic")
+cells = []
+for i in range(40):
+    lo = (i * 7) % 90
+    cells.append([
+        'df.groupby(["district", "sex"]).size()',
+        f'df[df.age >= {{lo}}].groupby(["district", "sex"]).size()',
+        f'pd.crosstab(df[df.age < {{lo + 10}}].district, df[df.age < {{lo + 10}}].sex, margins=True)',
+        f'df[df.resolved & (df.age >= {{lo}})].groupby("district").size()',
+    ][i % 4])
+from sdc_magic.jupyter.kernel import session
+out = []
+for code in cells:
+    c0 = time.process_time()
+    shell.run_cell(code, store_history=False)
+    rec = session().ledger.records[-1]
+    out.append({{"cpu": time.process_time() - c0, "status": rec.status, "hidden": rec.hidden}})
+print("RESULT " + json.dumps(out))
+"""
+
+
+def _result(stdout: str) -> Any:
+    line = next(line for line in reversed(stdout.splitlines()) if "RESULT " in line)
+    return json.loads(line.split("RESULT ", 1)[1])
+
+
+def run_scenario(name: str, rows: int) -> dict:
+    setup = textwrap.dedent(SETUP[name]).format(rows=rows) if "{rows" in SETUP[name] else textwrap.dedent(SETUP[name])
+    code = RUNNER.format(setup=setup, cell=CELL[name], preset=PRESET.get(name, ""))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name}: {done.stderr[-2000:]}")
+    return _result(done.stdout)
+
+
+def report(name: str, runs: list[dict]) -> None:
+    med = {k: statistics.median(r[k] for r in runs) for k in ("plain_cpu", "plain_wall", "cpu", "wall", "rss_mb")}
+    statuses = sorted({f"{r['status']}/{r['hidden']} hidden" for r in runs})
+    ratio = med["wall"] / max(med["plain_wall"], 1e-9)
+    verdict = ""
+    if name in TARGET_CPU:
+        verdict = f"target ≤ {TARGET_CPU[name]:g} CPU s: {'OK' if med['cpu'] <= TARGET_CPU[name] else 'MISS'}"
+    elif name in TARGET_RATIO:
+        verdict = f"target ≤ {TARGET_RATIO[name]:g}× plain: {'OK' if ratio <= TARGET_RATIO[name] else 'MISS'}"
+    print(f"{name:<14} checked {med['cpu']:7.3f} CPU s {med['wall']:7.3f} s wall | plain {med['plain_cpu']:6.3f} CPU s "
+          f"{med['plain_wall']:6.3f} s | {ratio:7.1f}× | {med['rss_mb']:6.0f} MB peak | {', '.join(statuses)} | {verdict}")
+
+
+def session_scenario(rows: int) -> None:
+    code = SESSION_RUNNER.format(rows=rows)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=7200)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    out = _result(done.stdout)
+    first, last = out[0]["cpu"], out[-1]["cpu"]
+    counts: dict[str, int] = {}
+    for o in out:
+        counts[o["status"]] = counts.get(o["status"], 0) + 1
+    flat = last <= 2 * max(first, 1e-9)
+    print(f"session-40     1st {first:6.3f} CPU s, 40th {last:6.3f} CPU s, max {max(o['cpu'] for o in out):6.3f} | "
+          f"{counts} | target: 40th ≤ 2× 1st {'OK' if flat else 'MISS'}, none blocked "
+          f"{'OK' if not counts.get('blocked') else 'MISS'}")
+    print("               statuses: " + " ".join(f"{o['status'][0]}{o['hidden']}" for o in out))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--only", default="seed,3key-1M,25x20x10,skewed-sacro,session-40")
+    args = parser.parse_args()
+    for name in args.only.split(","):
+        if name == "session-40":
+            session_scenario(args.rows)
+            continue
+        report(name, [run_scenario(name, args.rows) for _ in range(args.repeats)])
+
+
+if __name__ == "__main__":
+    main()
