@@ -180,3 +180,13 @@ def p() -> Any:
     from test_engines_redteam import PEOPLE
 
     return pl.from_pandas(PEOPLE)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_protection_cache() -> Iterator[None]:
+    """Each test starts with no cached protection: tests stay independent of their order, and a
+    test that runs the search twice (determinism) really runs it twice."""
+    from sdc_magic.protect.api import clear_cache
+
+    clear_cache()
+    yield

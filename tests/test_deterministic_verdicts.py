@@ -13,6 +13,7 @@ import pytest
 
 from sdc_magic.config import Rules
 from sdc_magic.protect import protect
+from sdc_magic.protect.api import clear_cache
 
 CLOCKS = ("monotonic", "perf_counter", "process_time", "time", "thread_time")
 
@@ -63,6 +64,7 @@ def test_protection_is_the_same_with_clocks_100x_faster(shape, seed, singletons,
     dims = [f"d{j}" for j in range(len(shape))]
     kwargs = dict(dims=dims, value="n", rules=Rules(threshold=5), singletons=singletons, method=method)
     quiet = protect(df, **kwargs)
+    clear_cache()  # the second run must search again, not reuse the first
     with clocks_running(100.0):
         busy = protect(df, **kwargs)
     assert quiet.audit_ok == busy.audit_ok
@@ -70,3 +72,17 @@ def test_protection_is_the_same_with_clocks_100x_faster(shape, seed, singletons,
     assert quiet.cells.status.tolist() == busy.cells.status.tolist()
     np.testing.assert_array_equal(quiet.cells.lower.to_numpy(), busy.cells.lower.to_numpy())
     np.testing.assert_array_equal(quiet.cells.upper.to_numpy(), busy.cells.upper.to_numpy())
+
+
+def test_a_redisplay_reuses_the_protection_and_a_changed_cell_does_not() -> None:
+    df = _counts((12, 9), 6, 0.25)
+    kwargs = dict(dims=["d0", "d1"], value="n", rules=Rules(threshold=5))
+    first = protect(df, **kwargs)
+    again = protect(df.copy(), **kwargs)
+    assert again.cells.equals(first.cells) and again.seconds == first.seconds  # the cached result
+    again.cells.loc[0, "status"] = "tampered"
+    assert protect(df, **kwargs).cells.loc[0, "status"] != "tampered", "callers get copies"
+    changed = df.copy()
+    changed.loc[0, "n"] += 1
+    assert protect(changed, **kwargs).seconds != first.seconds  # searched again
+    assert protect(df, **kwargs, time_limit=5.0).seconds != first.seconds  # another budget: searched again

@@ -7,6 +7,7 @@ import pandas as pd
 
 from sdc_magic.config import Rules
 from sdc_magic.protect import protect
+from sdc_magic.protect.api import clear_cache
 
 
 def _counts(shape: tuple[int, ...], seed: int, p: float) -> pd.DataFrame:
@@ -21,7 +22,10 @@ def _counts(shape: tuple[int, ...], seed: int, p: float) -> pd.DataFrame:
 def test_same_input_same_pattern_under_auto() -> None:
     # a table where the MIP used to get "as long as the heuristic took" (load-dependent)
     df = _counts((12, 9, 3), 4, 0.25)
-    runs = [protect(df, dims=["d0", "d1", "d2"], value="n", rules=Rules(threshold=5)) for _ in range(3)]
+    runs = []
+    for _ in range(3):
+        clear_cache()
+        runs.append(protect(df, dims=["d0", "d1", "d2"], value="n", rules=Rules(threshold=5)))
     for res in runs:
         assert res.audit_ok, res.message
     first = runs[0].cells.status.tolist()
@@ -34,6 +38,7 @@ def test_same_input_same_pattern_under_auto() -> None:
 def test_heuristic_is_deterministic_on_a_larger_table() -> None:
     df = _counts((40, 30), 8, 0.15)
     a = protect(df, dims=["d0", "d1"], value="n", rules=Rules(threshold=5), singletons=True)
+    clear_cache()
     b = protect(df, dims=["d0", "d1"], value="n", rules=Rules(threshold=5), singletons=True)
     assert a.audit_ok and b.audit_ok
     assert a.cells.status.tolist() == b.cells.status.tolist()
@@ -52,7 +57,10 @@ def test_a_spent_work_budget_hides_everything_and_says_so() -> None:
 def test_the_budget_cuts_at_the_same_point_every_time() -> None:
     """A budget that runs out part-way gives the same answer on every run (work, not time)."""
     df = _counts((25, 20), 3, 0.2)
-    runs = [protect(df, dims=["d0", "d1"], value="n", rules=Rules(threshold=5), singletons=True,
-                    time_limit=0.05) for _ in range(2)]
+    runs = []
+    for _ in range(2):
+        clear_cache()
+        runs.append(protect(df, dims=["d0", "d1"], value="n", rules=Rules(threshold=5), singletons=True,
+                            time_limit=0.05))
     assert runs[0].cells.status.tolist() == runs[1].cells.status.tolist()
     assert runs[0].method == runs[1].method and runs[0].work == runs[1].work

@@ -6,7 +6,10 @@ and the search live in their own modules.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import time
+from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -329,6 +332,90 @@ def protect(
         hidden, ``audit_ok`` is False and ``message`` says why.  Bad input raises
         ``ValueError``.  The caller's frame is never modified.
     """
+    key = _cache_key(cells, dims, value, units, top, hierarchies, rules, primary, cost, method, singletons,
+                     time_limit, bounds, margins, solver, levels, publish)
+    cached = _CACHE.get(key) if key is not None else None
+    if cached is not None:
+        _CACHE.move_to_end(key)
+        return _copy(cached)
+    result = _search(cells, dims=dims, value=value, units=units, top=top, hierarchies=hierarchies, rules=rules,
+                     primary=primary, cost=cost, method=method, singletons=singletons, time_limit=time_limit,
+                     progress=progress, bounds=bounds, margins=margins, solver=solver, levels=levels,
+                     publish=publish)
+    if key is not None:
+        _CACHE[key] = _copy(result)
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return result
+
+
+#: protections kept for re-displays and re-runs of the same table (least recently used first)
+CACHE_SIZE = 64
+_CACHE: OrderedDict[str, Protection] = OrderedDict()
+
+
+def clear_cache() -> None:
+    """Forget every cached protection (tests that count the search's work call this)."""
+    _CACHE.clear()
+
+
+def _copy(result: Protection) -> Protection:
+    """A copy the caller may change without changing the cache (certificates are never changed)."""
+    return dataclasses.replace(result, cells=result.cells.copy(deep=True),
+                               requirements=result.requirements.copy(deep=True),
+                               certificates=list(result.certificates))
+
+
+def _cache_key(cells: pd.DataFrame, *args: Any) -> str | None:
+    """A fingerprint of everything the search depends on: the cells and every argument.
+
+    The search is deterministic (work budgets, seeded single-threaded solvers), so the same
+    fingerprint always has the same answer and a re-display or a re-run of a table costs a
+    hash. None (no caching) when an argument has no stable text form.
+    """
+    try:
+        digest = hashlib.sha256()
+        digest.update(repr([(str(c), str(t)) for c, t in cells.dtypes.items()]).encode())
+        digest.update(pd.util.hash_pandas_object(cells, index=False).to_numpy().tobytes())
+        text = repr([_stable(a) for a in args])
+        if " at 0x" in text:  # an object without a value repr (e.g. a callable): not cacheable
+            return None
+        digest.update(text.encode())
+        return digest.hexdigest()
+    except (TypeError, ValueError):
+        return None
+
+
+def _stable(arg: Any) -> Any:
+    if isinstance(arg, Mapping):
+        return sorted((repr(k), _stable(v)) for k, v in arg.items())
+    if isinstance(arg, (list, tuple)):
+        return [_stable(a) for a in arg]
+    return arg
+
+
+def _search(
+    cells: pd.DataFrame,
+    *,
+    dims: Sequence[str],
+    value: str,
+    units: str | None = None,
+    top: Sequence[str] | None = None,
+    hierarchies: Mapping[str, Mapping[Hashable, Sequence[Hashable]]] | None = None,
+    rules: Rules | None = None,
+    primary: str | None = None,
+    cost: str | None = None,
+    method: str = "auto",
+    singletons: bool | None = None,
+    time_limit: float = 10.0,
+    progress: ProgressFn | None = None,
+    bounds: tuple[str | None, str | None] | None = None,
+    margins: str = "hideable",
+    solver: str | None = None,
+    levels: str = "ours",
+    publish: str | None = None,
+) -> Protection:
+    """The search behind :func:`protect` (see there), uncached."""
     t0 = time.monotonic()
     rules = rules or Rules()
     if method not in METHODS:
