@@ -121,3 +121,43 @@ def test_import_failure_withholds(fresh: Any, monkeypatch: pytest.MonkeyPatch) -
     finally:
         sdc_magic.unload_ipython_extension(fresh.ip)
     assert "40" in repr(fresh.run(SMALL).result)
+
+
+def _run_in_fresh_kernel(blocked_module: str) -> str:
+    """``%load_ext sdc_magic`` in a fresh interpreter where ``blocked_module`` cannot be imported,
+    then a table with a cell of 2 is displayed; prints what a front-end would receive."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys, os
+sys.modules[{blocked_module!r}] = None  # importing it raises ImportError
+os.environ["SDC_MAGIC_CONFIG"] = ""
+import pandas as pd
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+sent = []
+shell.display_pub.publish = lambda data, metadata=None, **k: sent.append((data, metadata or {{}}))
+shell.run_line_magic("load_ext", "sdc_magic")
+table = pd.DataFrame({{"k": ["a"] * 2 + ["b"] * 40 + ["c"] * 50}}).groupby("k").size()
+shell.display_formatter.format(table)
+from IPython.display import display
+display(table)
+text = " ".join(str(d.get("text/plain", "")) + str(d.get("text/html", "")) for d, _ in sent)
+print("RESULT", "RAW" if ("40" in text and "50" in text) else "NOT-RAW", repr(text[:300]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "SDC_MAGIC_CONFIG": ""})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return next(line for line in done.stdout.splitlines() if line.startswith("RESULT ")).removeprefix("RESULT ")
+
+
+def test_a_kernel_without_jinja2_checks_tables() -> None:
+    """Kernel-only environments may lack jinja2 (pandas' Styler needs it): tables are checked."""
+    line = _run_in_fresh_kernel("jinja2")
+    assert line.startswith("NOT-RAW") and "cleared, cells hidden" in line, line
+
+
+def test_an_extension_that_cannot_import_withholds_every_table() -> None:
+    line = _run_in_fresh_kernel("sdc_magic.jupyter.extension")
+    assert line.startswith("NOT-RAW") and "withheld" in line, line

@@ -17,17 +17,17 @@ import sys
 from typing import Any
 
 import pandas as pd
-from pandas.io.formats.style import Styler
 
 from ..capture.display import display_types, protocol_hook
 from ..outputs.bundle import message_bundle
 from . import comm as _comm
 from . import kernel
+from .failsafe import table_types
 from .kernel import message, session
 from .magics import sdc_magic
 from .session import Session
 
-TYPES = (pd.DataFrame, pd.Series, Styler, *display_types())  # engine types by "module.Class" name
+TYPES = (*table_types(), *display_types())  # engine types by "module.Class" name
 
 _installed: dict[str, Any] = {}
 

@@ -19,10 +19,18 @@ _saved: list[tuple[Any, type, Any]] = []
 _reason: list[str] = []
 
 
-def _types() -> tuple[type, ...]:
-    import pandas as pd
-    from pandas.io.formats.style import Styler
+def table_types() -> tuple[type, ...]:
+    """pandas' table types, and the Styler where pandas can make one.
 
+    The Styler needs jinja2, which a kernel-only environment may not have (issue 24): then no
+    Styler can exist, and importing its class must not stop tables from being withheld.
+    """
+    import pandas as pd
+
+    try:
+        from pandas.io.formats.style import Styler
+    except ImportError:
+        return (pd.DataFrame, pd.Series)
     return (pd.DataFrame, pd.Series, Styler)
 
 
@@ -61,7 +69,7 @@ def install(ip: Any, reason: str) -> None:
         return None
 
     formatter = ip.display_formatter
-    for t in _types():
+    for t in table_types():
         _saved.append((formatter.ipython_display_formatter, t,
                        formatter.ipython_display_formatter.for_type(t, withhold)))
         _saved.append((formatter.mimebundle_formatter, t, formatter.mimebundle_formatter.for_type(t, nothing)))
