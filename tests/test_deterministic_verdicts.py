@@ -86,3 +86,26 @@ def test_a_redisplay_reuses_the_protection_and_a_changed_cell_does_not() -> None
     changed.loc[0, "n"] += 1
     assert protect(changed, **kwargs).seconds != first.seconds  # searched again
     assert protect(df, **kwargs, time_limit=5.0).seconds != first.seconds  # another budget: searched again
+
+
+def test_a_magnitude_table_gets_the_same_pattern_at_any_scale() -> None:
+    """10^-9 … 10^12 times the same turnover table: the same cells hidden (levels.resolution_of)."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for r in range(6):
+        for c in range(5):
+            units = int(rng.integers(1, 12))
+            top = np.sort(np.round(rng.lognormal(6, 1.2, units), 2))[::-1]
+            rows.append({"r": f"r{r}", "c": f"c{c}", "v": float(top.sum()), "u": units, "t1": float(top[0]),
+                         "t2": float(top[1]) if units > 1 else 0.0})
+    base = pd.DataFrame(rows)
+    patterns = {}
+    for k in (-9, -6, 0, 6, 12):
+        df = base.copy()
+        for col in ("v", "t1", "t2"):
+            df[col] = df[col] * 10.0 ** k
+        res = protect(df, dims=["r", "c"], value="v", units="u", top=["t1", "t2"],
+                      rules=Rules(threshold=3, dominance=(1, 85.0), p=10.0))
+        assert res.audit_ok, (k, res.message)
+        patterns[k] = res.cells.status.tolist()
+    assert all(p == patterns[0] for p in patterns.values()), {k: sum(s != "safe" for s in p) for k, p in patterns.items()}

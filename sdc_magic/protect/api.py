@@ -21,7 +21,7 @@ from ..config import COSTS, Rules
 from ..rules import CellFacts, assess
 from .audit import Problem, ProgressFn, Ticker, WorkLimit, certify, intervals
 from .heuristic import Infeasible, cleanup, repair
-from .levels import decimals_of, protection_levels
+from .levels import protection_levels, resolution_of
 from .local import Boxes
 from .lp import ITERATIONS_PER_SECOND, Flow, set_budget, work_done
 from .mip import available_solvers, optimal
@@ -337,6 +337,8 @@ def protect(
     cached = _CACHE.get(key) if key is not None else None
     if cached is not None:
         _CACHE.move_to_end(key)
+        if progress is not None:
+            progress("protect: done", 1.0)  # the same last call as a search
         return _copy(cached)
     result = _search(cells, dims=dims, value=value, units=units, top=top, hierarchies=hierarchies, rules=rules,
                      primary=primary, cost=cost, method=method, singletons=singletons, time_limit=time_limit,
@@ -476,7 +478,7 @@ def _search(
     # ---- levels, bounds, costs, insiders
     lpl, upl = protection_levels(
         a, rules=rules, frequency=frequency, reasons=reasons, top=tab.top, lower_bounds=tab.lb,
-        min_width=1.0 if frequency else 10.0 ** (-decimals_of(a[model.is_inner])),
+        min_width=1.0 if frequency else resolution_of(a[model.is_inner]),
         tau=levels == "tau")
     lpl = np.where(is_primary, lpl, 0.0)
     upl = np.where(is_primary, upl, 0.0)
@@ -511,7 +513,7 @@ def _search(
     if singletons and tab.top is not None and not frequency:
         top1, insider_unit, own_lpl, own_upl = _own_largest_levels(
             a, tab.top, unit_counts, rules, is_primary,
-            1.0 if frequency else 10.0 ** (-decimals_of(a[model.is_inner])))
+            1.0 if frequency else resolution_of(a[model.is_inner]))
     P = Problem(model.M, a, L, U, is_primary, hideable, lpl, upl, c_int, scen_L, scen_U,
                 S=model.S.tocsr(), top1=top1, insider_unit=insider_unit, own_lpl=own_lpl, own_upl=own_upl,
                 boxes=Boxes.of(model))

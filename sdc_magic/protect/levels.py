@@ -46,6 +46,28 @@ def decimals_of(values: np.ndarray, cap: int = 6) -> int:
     return cap
 
 
+#: significant decimals of the values relative to the largest one (see :func:`resolution_of`)
+RELATIVE_DECIMALS = 10
+
+
+def resolution_of(values: np.ndarray) -> float:
+    """The smallest step the values are given in (at most 1), found the same way at any scale.
+
+    Why not ``10 ** -decimals_of(values)``: absolute decimals capped at 6 made a table of
+    values 10^-9–10^-5 get levels of 10^-6 (larger than its cells: blocked) while the same
+    table × 10^3 … × 10^12 was protected (issue 21). Here the values are divided by the
+    power of ten of the largest one, the decimals counted on that (at most
+    :data:`RELATIVE_DECIMALS` significant ones) and the step scaled back; whole numbers keep
+    a step of 1, as before, whatever their size.
+    """
+    v = np.abs(np.asarray(values, dtype=float))
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v):
+        return 1.0
+    scale = 10.0 ** np.floor(np.log10(float(v.max())))
+    return float(min(scale * 10.0 ** (-decimals_of(v / scale, cap=RELATIVE_DECIMALS)), 1.0))
+
+
 def protection_levels(
     values: np.ndarray,
     *,
@@ -69,7 +91,7 @@ def protection_levels(
             only applied for the rules that fired.
         top: (cells, k) largest contributions, descending, for dominance / p % levels.
         lower_bounds: a-priori lower bounds (default 0) used to cap the lower level.
-        min_width: smallest level (default ``10**-decimals``, 1 for counts).
+        min_width: smallest level (default :func:`resolution_of` the values, 1 for counts).
         tau: tau-Argus's levels (see above) instead of ours.
 
     Returns:
@@ -80,7 +102,7 @@ def protection_levels(
     n = len(v)
     m = rules.protection / 100.0
     if min_width is None:
-        min_width = 1.0 if frequency else 10.0 ** (-decimals_of(v))
+        min_width = 1.0 if frequency else resolution_of(v)
     base = m * np.abs(v)
     lpl = base.copy()
     upl = base.copy()
