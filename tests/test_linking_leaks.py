@@ -332,11 +332,11 @@ def test_displayed_margins_of_a_filtered_crosstab(session, referrals) -> None:
 def test_background_save_and_bounded_memory(tmp_path, referrals, monkeypatch) -> None:
     """Large linking memories are saved in a background thread (a consistent snapshot), and the
     memory held is capped: the oldest populations go first."""
-    from sdc_magic import linking
     from sdc_magic.jupyter.session import Session
+    from sdc_magic.linking import linker as memory
     from sdc_magic.records.ledger import Ledger
 
-    monkeypatch.setattr(linking, "SYNC_SAVE_BYTES", 0)
+    monkeypatch.setattr(memory, "SYNC_SAVE_BYTES", 0)
     monkeypatch.setenv("JPY_SESSION_NAME", "analysis.ipynb")
     first = Session()
     first.ledger = Ledger(folder=tmp_path)
@@ -348,7 +348,7 @@ def test_background_save_and_bounded_memory(tmp_path, referrals, monkeypatch) ->
         assert writer is not None
         writer.join(timeout=30)
         budget = first.populations.nbytes() - 1
-        monkeypatch.setattr(linking, "MAX_BYTES", budget)
+        monkeypatch.setattr(memory, "MAX_BYTES", budget)
         first.publish(referrals.groupby(["sex", "age_band"]).size())
         assert first.populations.nbytes() <= budget
         assert [p.out_id for p in first.populations][-1] == "out-5"

@@ -242,7 +242,7 @@ def test_leak_small_group_of_people_with_many_rows(unit: bool, stat: str) -> Non
 # Only the four newest related outputs took part in the joint audit. Three ordinary tables that
 # do not split C's women (income 15+, household mod 3, age 60+) between the sex totals and the
 # two filters pushed the totals out: 22 + 17 - 37 = 2 women, 21 + 16 - 36 = 1 man in C, all
-# 'pass'. Stopped since the joint audit takes the eight newest (linking.MAX_JOINT_TABLES);
+# 'pass'. Stopped since the joint audit takes the eight newest (linking.joint.MAX_JOINT_TABLES);
 # eight ordinary tables in between still push the total out (open, below).
 def _pads(engine: str, df: pd.DataFrame, p: pl.DataFrame) -> list:
     if engine == "polars":

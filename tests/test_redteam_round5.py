@@ -9,7 +9,7 @@ Humanitarian preset: threshold 5.
 
 Fixed the same day (kept as regression tests): every finding that came from matching rows of
 an unrelated data set by rank (frames of mostly repeated rows are no longer matched by content:
-``linking.MIN_RANKED_ROWS``): the second data set losing its own differencing, filling the
+``linking.universes.MIN_RANKED_ROWS``): the second data set losing its own differencing, filling the
 window, diluting past 400 groups, and the survey differenced against the referrals.
 
 A test marked ``xfail(strict=True, reason="leak: ...")`` shows a leak: its assertion fails exactly

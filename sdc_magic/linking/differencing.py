@@ -1,0 +1,378 @@
+"""Differencing through filters: cells whose rows differ from published cells by a few units.
+
+A new cell whose rows differ by 1 to ``threshold - 1`` from those of an earlier published
+cell — or of a *sum* of earlier published cells (districts D51 + D52 against a filtered
+region R5, a filtered total against the grand total), at any level of the earlier table
+(inner cells and margins) — is made primary, with an explanation naming both outputs and
+the cells by their labels (:func:`findings`, :func:`differencing_reasons`). This also
+catches overlapping recodings (0-11/12-17 then 0-5/6-17; ``pd.cut`` bands (59,120] then
+(64,120]). A new cell with exactly the rows of a cell an earlier output *hid* (inner or
+margin: ``describe()``, a constant key, ``groupby(np.zeros(n))`` publishing a hidden
+grand total) is hidden too.
+
+With a unit column declared, the difference is also counted in distinct units
+(:class:`_UnitGaps`). A cell with exactly the rows of a cell published earlier is public
+knowledge (:func:`published_elsewhere`): never worth hiding. Populations one table
+publishes side by side are compared by ``Linker.within_table``; :func:`variant_cells`
+says which of a table's cells publish each of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .identity import MISSING
+from .names import cell_name, join_names
+from .populations import Draft, Population
+
+
+# ------------------------------------------------------------------ pairs of groups
+def _cross(a: np.ndarray, na: int, b: np.ndarray, nb: int, w: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-empty pairs (a, b) with their summed weights (-1: outside that table; both -1 dropped)."""
+    code = (a.astype(np.int64) + 1) * (nb + 1) + (b.astype(np.int64) + 1)
+    span = (na + 1) * (nb + 1)
+    if span <= max(4 * len(code), 1 << 16):
+        counts = np.bincount(code, weights=w, minlength=span)
+        counts[0] = 0
+        nz = np.flatnonzero(counts)
+        return nz // (nb + 1) - 1, nz % (nb + 1) - 1, counts[nz].astype(np.int64)
+    codes, uniq = pd.factorize(code)
+    counts = np.bincount(codes, weights=w, minlength=len(uniq))
+    keep = (uniq != 0) & (counts > 0)
+    uniq, counts = uniq[keep], counts[keep]
+    return uniq // (nb + 1) - 1, uniq % (nb + 1) - 1, counts.astype(np.int64)
+
+
+def _pairs(d: Draft, old: Population) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(old group, new group, rows) for every pair of groups sharing rows, or lying outside
+    the other table (-1), from the refined atoms."""
+    return _cross(old.group[d.parent], len(old.labels), d.pop.group, len(d.pop.labels), d.atom_size)
+
+
+def _gaps(xu: np.ndarray, yu: np.ndarray, ww: np.ndarray, size_x: np.ndarray, size_y: np.ndarray,
+          pub_x: np.ndarray, ny: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each y, how far it is from the sum of the published x cells it touches.
+
+    ``(xu, yu, ww)``: rows shared by x and y cells (only pairs that share rows). When every
+    touched x is published and either y lies within their union (gap = sum x - y) or each
+    touched x lies within y (gap = y - sum x), an attacker who knows how the cells are
+    defined learns the gap exactly. Returns (gap, 0 where not derivable; y exactly a sum).
+    """
+    touched = np.bincount(yu, minlength=ny)
+    unpub = np.bincount(yu, weights=~pub_x[xu], minlength=ny)
+    shared = np.bincount(yu, weights=ww, minlength=ny)
+    total = np.bincount(yu, weights=size_x[xu], minlength=ny)
+    partial = np.bincount(yu, weights=ww != size_x[xu], minlength=ny)
+    ok = (touched > 0) & (unpub == 0) & (size_y > 0)
+    covered = ok & (shared == size_y)
+    within = ok & (partial == 0)
+    gap = np.zeros(ny, dtype=np.int64)
+    gap[covered] = (total - size_y)[covered]
+    gap[within & ~covered] = (size_y - total)[within & ~covered]
+    exact = (covered | within) & (total == size_y)
+    return gap, exact
+
+
+class _UnitGaps:
+    """Differences between two tables counted in distinct units, not rows.
+
+    With a unit column declared, a filter that removes 6 episodes of 2 people leaves a row
+    difference of 6 (not below the threshold) but isolates 2 units: the two published counts
+    then describe a cell of 2 people. For a pair already derivable in rows (``_gaps``), the
+    rows that differ are the symmetric difference of the new cell and the old cells it
+    touches; their distinct units are counted from the unit column's row hashes.
+    """
+
+    #: Row differences larger than this are not recounted in units (cost bound).
+    MAX_ROWS = 200_000
+    #: Candidate cells recounted per comparison (cost bound; beyond, rows decide).
+    MAX_CANDIDATES = 256
+
+    def __init__(self, d: Draft, threshold: int) -> None:
+        self.d = d
+        self.threshold = threshold
+        self.hashes = d.universe.hashes[d.unit]
+        self._csr: tuple[np.ndarray, np.ndarray] | None = None
+        self.most_rows = d.universe.most_rows_per_unit(d.unit)
+
+    def _rows_of(self, atoms: np.ndarray) -> np.ndarray:
+        if self._csr is None:
+            order = np.argsort(self.d.new_row_atom, kind="stable")
+            starts = np.searchsorted(self.d.new_row_atom[order], np.arange(len(self.d.atom_size) + 1))
+            self._csr = (order, starts)
+        order, starts = self._csr
+        lens = starts[atoms + 1] - starts[atoms]
+        total = int(lens.sum())
+        if not total:
+            return np.zeros(0, dtype=np.int64)
+        offsets = np.repeat(starts[atoms] - np.cumsum(lens) + lens, lens) + np.arange(total)
+        return order[offsets]
+
+    def count(self, atoms: np.ndarray) -> int:
+        """Distinct units among the rows of ``atoms`` (a row without a unit value counts as one)."""
+        values = self.hashes[self._rows_of(atoms)]
+        known = values != MISSING
+        return int(len(np.unique(values[known])) + (~known).sum())
+
+    def few(self, gap: np.ndarray, su: np.ndarray, bu: np.ndarray, old: Population, mapping: np.ndarray,
+            forward: bool) -> np.ndarray:
+        """Cells (new cells if ``forward``, else old level cells) whose row gap is at least the
+        threshold but whose differing rows hold fewer than threshold units."""
+        T = self.threshold
+        # d differing rows hold at least d / (most rows of one unit) units: most gaps need no count
+        cands = np.flatnonzero((gap >= T) & (gap <= self.MAX_ROWS) & (gap < T * self.most_rows)
+                               )[: self.MAX_CANDIDATES]
+        if not len(cands):
+            return np.zeros(0, dtype=np.int64)
+        d = self.d
+        old_group = old.group[d.parent]
+        old_level = np.where(old_group >= 0, mapping[np.maximum(old_group, 0)], -1)
+        new_group = d.pop.group
+        out = []
+        for c in cands:
+            if forward:  # new cell c against the old cells it touches
+                in_old = np.isin(old_level, np.unique(su[bu == c]))
+                in_new = new_group == c
+            else:  # old cell c against the new cells it touches
+                in_old = old_level == c
+                in_new = np.isin(new_group, np.unique(bu[su == c]))
+            n = self.count(np.flatnonzero(in_old ^ in_new))
+            if 0 < n < T:
+                out.append(int(c))
+        return np.asarray(out, dtype=np.int64)
+
+
+# ------------------------------------------------------------------ findings
+@dataclass
+class _OldLevel:
+    """One level (inner cells, or margins over ``subset``) of an earlier table, paired with the
+    new table's cells: ``(su, bu, ww)`` = (old level cell, new cell, shared rows)."""
+
+    old: Population
+    subset: tuple[str, ...]
+    mapping: np.ndarray
+    sizes: np.ndarray
+    pub: np.ndarray
+    hidden: np.ndarray
+    su: np.ndarray
+    bu: np.ndarray
+    ww: np.ndarray
+
+
+class _Findings:
+    """Differencing hits, hidden-elsewhere hits and derivable (public) groups of a draft,
+    gathered by comparing it with each earlier population (:meth:`compare`)."""
+
+    def __init__(self, d: Draft) -> None:
+        new = d.pop
+        self.d = d
+        self.new = new
+        self.nb = len(new.labels)
+        self.T = new.threshold
+        self.candidate = new.published if new.published.any() else np.ones(self.nb, bool)
+        self.hits: dict[int, list[tuple[str, str]]] = {}
+        self.margins: list[tuple[tuple[str, ...], int, str]] = []  # risky margins of the new table
+        self.new_levels: list[tuple[tuple[str, ...], np.ndarray, list[tuple], np.ndarray, np.ndarray]] = []
+        for nsub in new.levels()[1:]:
+            nmap, nlabels = new.level(nsub)
+            nsizes = np.bincount(nmap, weights=new.size, minlength=len(nlabels)).astype(np.int64)
+            npub = np.bincount(nmap, weights=~self.candidate, minlength=len(nlabels)) == 0
+            self.new_levels.append((nsub, nmap, nlabels, nsizes, npub))
+        self.derivable = np.zeros(self.nb, dtype=bool)
+        self.units = _UnitGaps(d, self.T) if d.unit is not None else None
+
+    def result(self) -> dict[str, Any]:
+        return {"hits": self.hits, "derivable": self.derivable, "margins": self.margins}
+
+    def compare(self, old: Population) -> None:
+        """The new table against every level of ``old``."""
+        a, b, w = _pairs(self.d, old)
+        if not len(a):
+            return
+        # when every cell of the old table is published, its margins are sums of published cells:
+        # a new cell (or margin) against them is already checked against the cells themselves
+        fully = bool(old.published.all()) and not old.hidden_model and not old.hidden_shown.any()
+        for subset in old.levels():
+            coarse = subset != old.keys
+            mapping, sizes, pub, hidden = old.level_facts(subset)
+            if subset == old.keys:
+                su, bu, ww = a, b, w
+            else:
+                su, bu, ww = _cross(np.where(a >= 0, mapping[np.maximum(a, 0)], -1), len(sizes), b, self.nb, w)
+            inside = (su >= 0) & (bu >= 0)
+            level = _OldLevel(old, subset, mapping, sizes, pub, hidden, su[inside], bu[inside], ww[inside])
+            self._forward(level, skip=fully and coarse)
+            self._reverse(level)
+            if not (fully and coarse):
+                self._new_margins(level)
+            if hidden.any():
+                self._hidden_cells(level)
+
+    def _forward(self, lv: _OldLevel, skip: bool) -> None:
+        """A new cell against the sum of the old published cells it touches."""
+        new, nb, su, bu = self.new, self.nb, lv.su, lv.bu
+        gap, exact = _gaps(su, bu, lv.ww, lv.sizes, new.size, lv.pub, nb) if not skip else (
+            np.zeros(nb, dtype=np.int64), np.zeros(nb, dtype=bool))
+        self.derivable |= exact
+        few_units = self.units.few(gap, su, bu, lv.old, lv.mapping, forward=True) if self.units is not None else ()
+        for g in np.union1d(np.flatnonzero((gap > 0) & (gap < self.T) & self.candidate), few_units).astype(int):
+            if not self.candidate[g]:
+                continue
+            parts = np.unique(su[bu == g])
+            self.hits.setdefault(int(g), []).append(("differencing", _message(lv.old, lv.subset, parts, new, [g])))
+
+    def _reverse(self, lv: _OldLevel) -> None:
+        """An old published cell against the sum of the new cells it touches."""
+        new, su, bu = self.new, lv.su, lv.bu
+        rgap, _ = _gaps(bu, su, lv.ww, new.size, lv.sizes, self.candidate, len(lv.sizes))
+        few_units = self.units.few(rgap, su, bu, lv.old, lv.mapping, forward=False) if self.units is not None else ()
+        for s_ in np.union1d(np.flatnonzero((rgap > 0) & (rgap < self.T) & lv.pub), few_units).astype(int):
+            if not lv.pub[s_]:
+                continue
+            parts = np.unique(bu[su == s_])
+            if any(int(g) in self.hits for g in parts):
+                continue
+            g = int(parts[np.argmin(new.size[parts])])
+            self.hits.setdefault(g, []).append(("differencing", _message(lv.old, lv.subset, [s_], new, parts)))
+
+    def _new_margins(self, lv: _OldLevel) -> None:
+        """Margins of the new table (derivable from its cells, or displayed) against the old cells."""
+        new, old, subset, sizes, hidden = self.new, lv.old, lv.subset, lv.sizes, lv.hidden
+        candidate, hits = self.candidate, self.hits
+        for nsub, nmap, nlabels, nsizes, npub in self.new_levels:
+            xu, yu, xw = _cross(lv.su, len(sizes), nmap[lv.bu], len(nlabels), lv.ww)
+            inner = (xu >= 0) & (yu >= 0)
+            mgap, _ = _gaps(xu[inner], yu[inner], xw[inner], sizes, nsizes, lv.pub, len(nlabels))
+            for m_ in np.flatnonzero((mgap > 0) & (mgap < self.T) & (npub | bool(len(self.d.display_margin)))):
+                inside_m = np.flatnonzero((nmap == m_) & candidate & (new.size > 0))
+                if not len(inside_m):
+                    continue
+                parts = np.unique(xu[inner & (yu == m_)])
+                where = cell_name(nlabels[int(m_)]) if nsub else "total"
+                text = _message(old, subset, parts, new, []).replace("with this table's ", "with this table's "
+                                                                     f"{where}")
+                self.margins.append((nsub, int(m_), text))
+                g = int(inside_m[np.argmin(new.size[inside_m])])
+                if g not in hits:
+                    hits[g] = [("differencing", text)]
+            # a margin of the new table with exactly the rows of a cell an earlier output hid
+            # (e.g. its grand total): publishing it would undo that output's protection
+            if hidden.any():
+                xs, ys, xws = xu[inner], yu[inner], xw[inner]
+                exact = (xws == nsizes[ys]) & (xws == sizes[xs]) & hidden[xs]
+                for s_, m_ in zip(xs[exact], ys[exact], strict=True):
+                    where = cell_name(old.level(subset)[1][int(s_)]) if subset else "its grand total"
+                    text = (f"{old.title} ({old.out_id}) hid these same cases ({where}) to protect its "
+                            "small cells: publishing them here would undo that")
+                    self.margins.append((nsub, int(m_), text))
+                    inside_m = np.flatnonzero((nmap == m_) & candidate & (new.size > 0))
+                    if len(inside_m):
+                        g = int(inside_m[np.argmin(new.size[inside_m])])
+                        hits.setdefault(g, [("linked", text)])
+
+    def _hidden_cells(self, lv: _OldLevel) -> None:
+        """A cell an earlier output hid, published here with exactly its rows."""
+        old, subset, su, bu, ww = lv.old, lv.subset, lv.su, lv.bu, lv.ww
+        same = (ww == self.new.size[bu]) & (ww == lv.sizes[su]) & lv.hidden[su]
+        for s_, g in zip(su[same], bu[same], strict=True):
+            if int(g) in self.hits:
+                continue
+            where = cell_name(old.level(subset)[1][int(s_)]) if subset else "its grand total"
+            self.hits.setdefault(int(g), []).append(("linked", (
+                f"{old.title} ({old.out_id}) hid these same cases ({where}) to protect its small cells: "
+                "publishing them here would undo that")))
+
+
+def findings(d: Draft, related: list[Population]) -> dict[str, Any]:
+    """Differencing hits, hidden-elsewhere hits and derivable (public) groups of a draft.
+
+    ``related``: the earlier populations of the draft's universe, oldest first (compared
+    newest first). Returns ``{"hits": {group: [(rule, message)]}, "derivable": bool per
+    group, "margins": [(level, margin, message)]}``.
+    """
+    found = _Findings(d)
+    for old in reversed(related):
+        found.compare(old)
+    return found.result()
+
+
+def _message(old: Population, subset: tuple[str, ...], olds: Any, new: Population, news: Any) -> str:
+    names = old.level(subset)[1]
+    left = join_names([cell_name(names[int(s)]) if subset else "its total" for s in olds])
+    right = join_names([new.name(int(g)) for g in news]) if len(news) else ""
+    return (f"{old.title} ({old.out_id}) publishes {left}; with this table's {right} the two differ "
+            f"by fewer than {new.threshold} units: subtracting one from the other would reveal them")
+
+
+def differencing_reasons(d: Draft, related: list[Population]) -> dict[int, list[Any]]:
+    """Displayed cells (flat index) to make primary, with reasons naming cells by their labels."""
+    from ..rules import Reason
+
+    out: dict[int, list[Any]] = {}
+    found_all = findings(d, related)
+    for g, found in found_all["hits"].items():
+        for i in np.flatnonzero(d.display_group == g):
+            out.setdefault(int(i), []).extend(Reason(rule, message) for rule, message in found[:2])
+    if found_all["margins"] and d.display_margin is not None and len(d.display_margin):
+        # a displayed margin that differs from earlier cells by a few units: the displayed margins
+        # are hidden (the sibling margins would add up to it), its smallest cell is protected
+        message = found_all["margins"][0][2]
+        for i in d.display_margin:
+            out.setdefault(int(i), []).append(Reason("differencing", message))
+    return out
+
+
+def published_elsewhere(d: Draft, related: list[Population]) -> dict[tuple[str, ...], set[tuple]]:
+    """Cells of the new table (inner, or margins) whose rows are exactly a cell that earlier
+    outputs published: public knowledge, never worth hiding.
+
+    Only single cells: a cell equal to a *sum* of published cells is public too, but pinning
+    every such sum leaves the per-table engine too little room (it then blocks tables whose
+    small cells are already public); the joint audit accounts for those sums instead.
+    """
+    out: dict[tuple[str, ...], set[tuple]] = {}
+    new = d.pop
+    olds = list(reversed(related))
+    if not olds:
+        return out
+    for subset in new.levels():
+        mapping, labels = new.level(subset)
+        nsizes = np.bincount(mapping, weights=new.size, minlength=len(labels)).astype(np.int64)
+        level_group = np.where(new.group >= 0, mapping[np.maximum(new.group, 0)], -1)
+        public = np.zeros(len(labels), dtype=bool)
+        for old in olds:
+            aa, bb, w = _cross(old.group[d.parent], len(old.labels), level_group, len(labels), d.atom_size)
+            for osub in old.levels():
+                omap, osizes, opub, _ = old.level_facts(osub)
+                s_ = np.where(aa >= 0, omap[np.maximum(aa, 0)], -1)
+                su, bu, ww = _cross(s_, len(osizes), bb, len(labels), w)
+                inside = (su >= 0) & (bu >= 0)
+                one = np.bincount(bu[inside], minlength=len(labels)) == 1
+                public |= _gaps(su[inside], bu[inside], ww[inside], osizes, nsizes, opub, len(labels))[1] & one
+        if public.any():
+            out[subset] = {tuple(labels[g]) for g in np.flatnonzero(public)}
+    return out
+
+
+def variant_cells(found: dict[int, Any], entry: Any, positions: np.ndarray, variant: Any) -> dict[int, Any]:
+    """Of the cells a differencing hit names (every cell of a group), those publishing the
+    variant population (its variable's cells); all of them if none does or for ``None``."""
+    if variant is None or not found or (isinstance(variant, tuple) and variant[:1] == ("combined",)):
+        return found  # a combined population's groups are already its variants' cells
+    known = isinstance(variant, tuple)
+    var = variant[1] if known else variant
+    try:
+        at = np.maximum(np.asarray(positions), 0)
+        cell_var = np.asarray(entry.evidence.var, dtype=object)[at]
+        cell_stat = np.asarray(entry.evidence.stat).astype(str)[at]
+    except (AttributeError, IndexError, TypeError):
+        return found
+    stats = ("count",) if known else ("sum", "mean")
+    mine = {i: rs for i, rs in found.items()
+            if i < len(cell_var) and cell_var[i] == var and cell_stat[i] in stats}
+    return mine or found

@@ -1,0 +1,100 @@
+"""Row fingerprints: how linking tells which rows of two frames are the same people.
+
+Rows are not identified by index labels alone (``reset_index(drop=True)`` keeps the people
+and loses the labels). Each row is fingerprinted by a 64-bit hash of its value per column
+(:func:`frame_hash`, cached per frame object through a weak reference, so no frame is kept
+alive). Several columns combine into one content hash per row (:func:`combine`), and
+duplicate rows are told apart by their occurrence rank (:func:`with_rank`): filters keep
+the order of the rows. How a frame is matched to the rows of earlier frames with these is
+in :mod:`.universes`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..evidence import rows as row_limits
+
+#: The hash of "this row has no such column" (a row appended from a frame without it).
+MISSING = np.uint64(0x9E3779B97F4A7C15)
+_MIX = np.uint64(0xBF58476D1CE4E5B9)
+_GOLD = np.uint64(0x94D049BB133111EB)
+#: Frames whose column hashes are cached (the newest; a display looks at one or two).
+MAX_CACHED_FRAMES = 4
+
+_frame_hashes: dict[int, tuple[Any, dict[Hashable, tuple[tuple, np.ndarray]]]] = {}
+
+
+def hash_column(col: pd.Series) -> np.ndarray:
+    """uint64 hash of each value of ``col`` (its text for unhashable values: lists, dicts)."""
+    try:
+        return pd.util.hash_pandas_object(col, index=False).to_numpy(dtype=np.uint64)
+    except TypeError:  # unhashable values (lists, dicts)
+        return pd.util.hash_pandas_object(col.astype(str), index=False).to_numpy(dtype=np.uint64)
+
+
+def _stamp(col: pd.Series) -> tuple:
+    """Length, dtype and a hash of 16 spread values: a cached column changed in place shows."""
+    n = len(col)
+    take = np.unique(np.linspace(0, max(n - 1, 0), num=min(n, 16)).astype(np.int64)) if n else np.zeros(0, int)
+    return n, str(col.dtype), hash_column(col.iloc[take]).tobytes()
+
+
+def frame_hash(frame: pd.DataFrame, column: Hashable) -> np.ndarray:
+    """uint64 hash of each row's value in ``column``, cached per frame object (weakly)."""
+    fid = id(frame)
+    hit = _frame_hashes.get(fid)
+    if hit is None or hit[0]() is not frame:
+        if len(_frame_hashes) >= MAX_CACHED_FRAMES:
+            _frame_hashes.pop(next(iter(_frame_hashes)))
+
+        def forget(ref: Any, fid: int = fid) -> None:
+            current = _frame_hashes.get(fid)
+            if current is not None and current[0] is ref:
+                _frame_hashes.pop(fid, None)
+
+        try:
+            ref = weakref.ref(frame, forget)
+        except TypeError:
+            return hash_column(frame[column])
+        hit = (ref, {})
+        _frame_hashes[fid] = hit
+    col = frame[column]
+    stamp = _stamp(col)
+    cached = hit[1].get(column)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    h = hash_column(col)
+    hit[1][column] = (stamp, h)
+    return h
+
+
+def combine(hashes: list[np.ndarray]) -> np.ndarray:
+    """One content hash per row from its hashes in several columns (order matters)."""
+    out = np.zeros(len(hashes[0]), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for h in hashes:
+            out = (out ^ h) * _MIX
+            out ^= out >> np.uint64(31)
+    return out
+
+
+def with_rank(h: np.ndarray) -> np.ndarray:
+    """Tell duplicate rows apart by their occurrence rank (filters keep the order)."""
+    rank = pd.Series(h).groupby(h, sort=False).cumcount().to_numpy().astype(np.uint64)
+    with np.errstate(over="ignore"):
+        out = (h ^ (rank * _GOLD)) * _MIX
+    return out ^ (out >> np.uint64(29))
+
+
+def hashed_columns(frame: pd.DataFrame) -> list[Hashable]:
+    """The columns whose hashes identify rows: uniquely named ones, at most ``MAX_HASHED_COLUMNS``."""
+    if not frame.columns.is_unique:
+        counts = frame.columns.value_counts()
+        return [c for c in frame.columns if counts[c] == 1][:row_limits.MAX_HASHED_COLUMNS]
+    return list(frame.columns)[:row_limits.MAX_HASHED_COLUMNS]

@@ -1,0 +1,221 @@
+"""The session's linking memory: the populations of earlier outputs, grouped by universe.
+
+A :class:`Linker` places each displayed table's rows in a universe (:mod:`.universes`),
+drafts the population it publishes (:mod:`.populations`), compares it with the earlier
+populations (:mod:`.differencing`), and records it once the table is shown. Memory is
+capped (``MAX_BYTES``, ``MAX_POPULATIONS``): the oldest populations go first. With a path
+attached, the memory is saved beside the ledger after each record (:mod:`.persistence`)
+and read back by the next kernel.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import differencing, persistence
+from .differencing import variant_cells
+from .names import output_order
+from .populations import Draft, Population, clear_cache
+from .populations import draft as draft_population
+from .universes import Universe, place
+
+MAX_POPULATIONS = 200
+MAX_BYTES = 256 * 2**20  # atoms, populations and row hashes of one session
+SYNC_SAVE_BYTES = 16 * 2**20  # larger linking memories are saved in a background thread
+
+
+class Linker:
+    """Populations of earlier outputs, grouped by universe, with bounded memory."""
+
+    def __init__(self) -> None:
+        self.universes: list[Universe] = []
+        self.path: Path | None = None
+        self.notes: list[str] = []
+        self._loaded = False
+        self._saving = threading.Lock()
+        self._pending: persistence.Snapshot | None = None
+        self._writer: threading.Thread | None = None
+        #: pairs of universes found not to overlap (see :func:`.universes.merge_overlapping`)
+        self._merge_checked: set[tuple] = set()
+
+    # list-like view of the populations (newest last)
+    def _all(self) -> list[Population]:
+        self._ensure_loaded()
+        pops = [p for u in self.universes for p in u.populations]
+        return sorted(pops, key=lambda p: output_order(p.out_id))
+
+    def __len__(self) -> int:
+        self._ensure_loaded()
+        return sum(len(u.populations) for u in self.universes)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __iter__(self) -> Any:
+        return iter(self._all())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._all()[i]
+
+    def nbytes(self) -> int:
+        return sum(u.nbytes() for u in self.universes)
+
+    def clear(self) -> None:
+        """Forget every population (``%sdc`` reset, tests); the saved file is rewritten empty."""
+        self.universes = []
+        self._loaded = True
+        self.save()
+
+    # -------------------------------------------------------- drafts
+    def draft(self, out_id: str, title: str, entry: Any, positions: np.ndarray | None,
+              hidden_flat: np.ndarray | None, threshold: int, flagged: Any = None) -> Draft | None:
+        """The population a displayed table publishes; with ``flagged``, the rows at the
+        attribute level of that indicator variable (see :func:`.populations.indicator_variables`)."""
+        return draft_population(self._place, out_id, title, entry, positions, hidden_flat, threshold, flagged)
+
+    def _place(self, frame: pd.DataFrame, keys: list[str]) -> tuple[Universe, np.ndarray] | None:
+        self._ensure_loaded()
+        return place(self.universes, frame, keys, self._merge_checked)
+
+    # -------------------------------------------------------- comparisons
+    def related(self, d: Draft) -> list[Population]:
+        return [p for p in d.universe.populations if p.universe is d.universe]
+
+    def findings(self, d: Draft) -> dict[str, Any]:
+        """Differencing hits, hidden-elsewhere hits and derivable (public) groups of a draft."""
+        return differencing.findings(d, self.related(d))
+
+    def differencing_reasons(self, d: Draft, positions: np.ndarray) -> dict[int, list[Any]]:
+        """Displayed cells (flat index) to make primary, with reasons naming cells by their labels."""
+        return differencing.differencing_reasons(d, self.related(d))
+
+    def published_elsewhere(self, d: Draft) -> dict[tuple[str, ...], set[tuple]]:
+        """Cells of the new table whose rows are exactly a cell that earlier outputs published
+        (see :func:`.differencing.published_elsewhere`)."""
+        return differencing.published_elsewhere(d, self.related(d))
+
+    # -------------------------------------------------------- recording
+    def commit(self, d: Draft, record: bool = True) -> None:
+        """Remember a draft's population (``record=False``: a trial, see :meth:`within_table`)."""
+        u = d.universe
+        if d.version != u.version:
+            return  # the universe changed under the draft (should not happen within one display)
+        u.row_atom = d.new_row_atom
+        u.atom_size = d.atom_size
+        for p in u.populations:
+            p.group = p.group[d.parent]
+        u.populations.append(d.pop)
+        u.version += 1
+        if not record:
+            return
+        self._drop_duplicates(u)
+        self._bound()
+        self.save()
+
+    def within_table(self, title: str, entry: Any, positions: np.ndarray, threshold: int,
+                     variants: list[Any]) -> dict[int, list[Any]]:
+        """Differencing between the populations one table publishes side by side.
+
+        A table of counts per sex with the counts of district A and of district B beside them
+        (polars ``filter`` inside ``agg``, SQL ``FILTER (WHERE …)``, means of flags) gives
+        the rest (C) by subtraction: 37 − 20 − 15 = 2. Each variant (the flagged rows of each
+        indicator, then the table's own rows) is compared with those drafted before it, as a
+        later output would be; the universe is restored afterwards, so nothing is recorded.
+        """
+        first = self.draft("this table", title, entry, positions, None, threshold, flagged=variants[0])
+        if first is None:
+            return {}
+        u = first.universe
+        saved = (u.row_atom, u.atom_size, u.version, u.populations, [(p, p.group) for p in u.populations])
+        out: dict[int, list[Any]] = {}
+        try:
+            u.populations = []  # only this table's populations take part
+            for n, variant in enumerate(variants):
+                d = first if n == 0 else self.draft("this table", title, entry, positions, None, threshold,
+                                                    flagged=variant)
+                if d is None or d.universe is not u:
+                    continue
+                if u.populations:
+                    found = self.differencing_reasons(d, positions)
+                    for i, reasons in variant_cells(found, entry, positions, variant).items():
+                        out.setdefault(i, []).extend(reasons)
+                self.commit(d, record=False)
+        finally:
+            u.row_atom, u.atom_size, u.version, u.populations = saved[:4]
+            for p, group in saved[4]:
+                p.group = group
+            clear_cache()  # drafts made during the trial describe atoms that no longer exist
+        return out
+
+    def _drop_duplicates(self, u: Universe) -> None:
+        """The same table displayed again replaces its earlier record (it publishes nothing new)."""
+        newest = u.populations[-1]
+        same = [p for p in u.populations[:-1] if p.keys == newest.keys and len(p.labels) == len(newest.labels)
+                and np.array_equal(p.size, newest.size) and np.array_equal(p.published, newest.published)
+                and p.hidden_model == newest.hidden_model and p.margins_hidden == newest.margins_hidden
+                and np.array_equal(p.group, newest.group)]
+        if same:
+            u.populations = [p for p in u.populations if not any(p is q for q in same)]
+
+    def _bound(self) -> None:
+        while len(self) > MAX_POPULATIONS or (self.nbytes() > MAX_BYTES and len(self) > 1):
+            oldest = min((p for u in self.universes for p in u.populations), key=lambda p: output_order(p.out_id))
+            oldest.universe.populations.remove(oldest)
+        self.universes = [u for u in self.universes if u.populations or u is self.universes[-1]]
+
+    # -------------------------------------------------------- persistence across kernel restarts
+    def attach(self, path: Path | None) -> None:
+        """Save to / load from ``path`` (next to the session ledger); None: memory only."""
+        self.path = path
+        self._loaded = False
+
+    def _ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self.path is None or self.universes:
+            return
+        try:
+            self.universes = persistence.load(self.path)
+        except Exception as exc:  # a broken file never stops checking: linking starts afresh
+            self.notes.append(f"linking memory of earlier kernels could not be read ({type(exc).__name__})")
+            self.universes = []
+
+    def save(self) -> None:
+        """Write the linking memory beside the ledger: at once when small, else in a background
+        thread (the arrays are replaced, never changed in place, so a snapshot is consistent)."""
+        if self.path is None:
+            return
+        snapshot = [(u, u.row_atom, u.atom_size, [(p, p.group) for p in u.populations]) for u in self.universes]
+        if sum(u.nbytes() for u in self.universes) <= SYNC_SAVE_BYTES:
+            self._write(snapshot)
+            return
+        with self._saving:
+            self._pending = snapshot
+            if self._writer is not None and self._writer.is_alive():
+                return
+            self._writer = threading.Thread(target=self._drain, name="sdc-magic-linking-save", daemon=True)
+            self._writer.start()
+
+    def _drain(self) -> None:
+        while True:
+            with self._saving:
+                snapshot, self._pending = self._pending, None
+            if snapshot is None:
+                return
+            self._write(snapshot)
+
+    def _write(self, snapshot: persistence.Snapshot) -> None:
+        path = self.path
+        if path is None:
+            return
+        try:
+            persistence.save(path, snapshot)
+        except Exception as exc:
+            self.notes.append(f"linking memory could not be saved ({type(exc).__name__})")
+            self.path = None

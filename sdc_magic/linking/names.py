@@ -1,0 +1,34 @@
+"""How linking names cells and outputs in its explanations, and in which order outputs came.
+
+Every explanation linking gives (a differencing hit, a joint-audit failure) names the cells
+by their labels and the outputs by their ids, so an analyst can find them in the notebook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def cell_name(labels: tuple) -> str:
+    """A cell as the analyst sees it: its labels joined (``North / F``); ``all rows`` for a total."""
+    return " / ".join(_label(v) for v in labels) if labels else "all rows"
+
+
+def _label(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def join_names(names: list[str], limit: int = 3) -> str:
+    """Names joined with ``+`` (duplicates once), the rest counted, so a message stays one line."""
+    names = list(dict.fromkeys(names))
+    if len(names) > limit:
+        return " + ".join(names[:limit]) + f" + {len(names) - limit} more"
+    return " + ".join(names)
+
+
+def output_order(out_id: str) -> tuple[int, str]:
+    """Sort key of an output id (``out-12`` after ``out-9``): the oldest outputs go first."""
+    digits = "".join(ch for ch in out_id if ch.isdigit())
+    return (int(digits) if digits else -1, out_id)

@@ -1,0 +1,111 @@
+"""The linking memory on disk, next to the ledger, so that it survives a kernel restart.
+
+The atoms and populations are saved next to the ledger (``.sdc_magic/<ledger>.linking.npz``,
+with the per-column hashes of the rows in a file per universe); after a restart a frame
+whose rows hash to a saved universe is linked to the outputs of the earlier kernel as if
+nothing had happened. Only numbers, labels as JSON and hashes are written (no pickles,
+no values of the data). When and in which thread the memory is saved is ``Linker.save``'s
+business; this module only writes and reads the files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .populations import Population
+from .universes import Universe
+
+#: Universes above this many rows are not saved (their row hashes alone would be large).
+MAX_SAVED_ROWS = 2_000_000
+
+#: What is saved: per universe, its atoms (row_atom, atom_size) and each population with its
+#: group per atom, taken at one moment (arrays are replaced, never changed in place).
+Snapshot = list[tuple[Universe, np.ndarray, np.ndarray, list[tuple[Population, np.ndarray]]]]
+
+
+def _hashes_path(path: Path, uid: str) -> Path:
+    return path.with_name(f"{path.name}.{uid}.rows.npz")
+
+
+def save(path: Path, snapshot: Snapshot) -> None:
+    """Atoms and populations in one file (rewritten after each output, small); the row hashes
+    of each universe in a file of their own, written only when its rows change."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    meta: dict[str, Any] = {"schema": 1, "universes": []}
+    for ui, (u, row_atom, atom_size, populations) in enumerate(snapshot):
+        if u.n > MAX_SAVED_ROWS:
+            continue
+        cols = [c for c in u.hashes if isinstance(c, str)]
+        if not u.hashes_saved:
+            rows = _hashes_path(path, u.uid)
+            tmp = rows.with_name(rows.name + ".tmp.npz")
+            np.savez(tmp, **{f"h{ci}": u.hashes[c] for ci, c in enumerate(cols)})
+            tmp.replace(rows)
+            u.hashes_saved = True
+        umeta: dict[str, Any] = {"uid": u.uid, "n": len(row_atom), "columns": cols,
+                                 "key_columns": sorted(str(k) for k in u.key_columns), "populations": []}
+        arrays[f"u{ui}_row_atom"] = row_atom
+        arrays[f"u{ui}_atom_size"] = atom_size
+        for pi, (p, group) in enumerate(populations):
+            arrays[f"u{ui}_p{pi}_group"] = group
+            arrays[f"u{ui}_p{pi}_size"] = p.size
+            arrays[f"u{ui}_p{pi}_published"] = p.published
+            arrays[f"u{ui}_p{pi}_hidden"] = p.hidden_shown
+            umeta["populations"].append({
+                "out_id": p.out_id, "title": p.title, "keys": list(p.keys), "threshold": p.threshold,
+                "margins_public": p.margins_public, "labels": [[_json_label(v) for v in lab] for lab in p.labels],
+                "hidden_model": [[list(k), sorted(int(x) for x in v)] for k, v in p.hidden_model.items()],
+                "margins_hidden": [[list(k), sorted(int(x) for x in v)] for k, v in p.margins_hidden.items()]})
+        umeta["index"] = ui
+        meta["universes"].append(umeta)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8), **arrays)
+    tmp.replace(path)
+    keep = {_hashes_path(path, u["uid"]).name for u in meta["universes"]}
+    for old in path.parent.glob(f"{path.name}.*.rows.npz"):
+        if old.name not in keep:
+            old.unlink(missing_ok=True)
+
+
+def _json_label(v: Any) -> Any:
+    if isinstance(v, bool | int | float | str) or v is None:
+        return v
+    if isinstance(v, np.generic):
+        return v.item()
+    return str(v)
+
+
+def load(path: Path) -> list[Universe]:
+    """The universes saved at ``path`` with their populations (none if there is no file)."""
+    if not path.is_file():
+        return []
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(bytes(data["meta"]).decode("utf-8"))
+        out = []
+        for um in meta["universes"]:
+            ui = um["index"]
+            n = int(um["n"])
+            uid = str(um["uid"])
+            with np.load(_hashes_path(path, uid), allow_pickle=False) as rows:
+                hashes = {c: np.asarray(rows[f"h{ci}"], dtype=np.uint64)[:n] for ci, c in enumerate(um["columns"])}
+            u = Universe.restore(uid=uid, n=n, hashes=hashes, key_columns=set(um["key_columns"]),
+                                 row_atom=np.asarray(data[f"u{ui}_row_atom"], dtype=np.int32),
+                                 atom_size=np.asarray(data[f"u{ui}_atom_size"], dtype=np.int64))
+            for pi, pm in enumerate(um["populations"]):
+                p = Population(out_id=pm["out_id"], title=pm["title"], universe=u, keys=tuple(pm["keys"]),
+                               group=np.asarray(data[f"u{ui}_p{pi}_group"], dtype=np.int32),
+                               labels=[tuple(lab) for lab in pm["labels"]],
+                               size=np.asarray(data[f"u{ui}_p{pi}_size"], dtype=np.int64),
+                               published=np.asarray(data[f"u{ui}_p{pi}_published"], dtype=bool),
+                               hidden_shown=np.asarray(data[f"u{ui}_p{pi}_hidden"], dtype=bool),
+                               threshold=int(pm["threshold"]), margins_public=bool(pm["margins_public"]),
+                               hidden_model={tuple(k): set(v) for k, v in pm["hidden_model"]},
+                               margins_hidden={tuple(k): set(v) for k, v in pm.get("margins_hidden", [])})
+                u.populations.append(p)
+            out.append(u)
+    return out

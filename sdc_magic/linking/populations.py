@@ -1,0 +1,539 @@
+"""Populations: which rows each published cell of an output covers.
+
+Linking is driven by the *rows* behind each published cell (the output's population),
+not by the numbers shown. A :class:`Population` is one output's groups over the atoms of
+its universe (:mod:`.universes`): one int32 per atom (its group, or -1), with the cells it
+published and those it hid. A :class:`Draft` is the population of a table being
+displayed, before it is recorded; :func:`draft` builds it from the table's captured
+source (a re-aggregation of a count table covers the rows of the cells it adds).
+
+One output can publish more than one population: a mean or sum of a 0/1 flag beside a
+count publishes the flagged rows too (:func:`indicator_variables`). And what the
+protection of an output hid (:func:`record_hidden_model`, :func:`record_hidden_margins`)
+is remembered, so that a later output does not publish the same rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..evidence import rows as row_limits
+from .names import cell_name
+from .universes import Universe, refine
+
+MAX_LEVEL_KEYS = 4  # margins at every subset of up to this many keys (else the grand total only)
+
+#: How a frame is placed among the session's universes (``Linker._place``): its universe and
+#: the universe row of each of its rows.
+Placer = Callable[[pd.DataFrame, list[str]], tuple[Universe, np.ndarray] | None]
+
+
+# ------------------------------------------------------------------ populations
+@dataclass
+class Population:
+    """One output's groups, over the atoms of its universe."""
+
+    out_id: str
+    title: str
+    universe: Universe
+    keys: tuple[str, ...]
+    group: np.ndarray  # int32 per atom: the table's (full) group, -1 outside the table
+    labels: list[tuple]  # per group, its key labels
+    size: np.ndarray  # rows per group
+    published: np.ndarray  # bool per group: a shown, not hidden cell
+    hidden_shown: np.ndarray  # bool per group: shown, every cell hidden
+    threshold: int = 5
+    margins_public: bool = True
+    hidden_model: dict[tuple[str, ...], set[int]] = field(default_factory=dict)  # hidden at each level
+    #: displayed margins (``margins=True``) the display hid though the protection model published
+    #: them: not published, but (unlike ``hidden_model``) no reason to hide the same rows elsewhere
+    margins_hidden: dict[tuple[str, ...], set[int]] = field(default_factory=dict)
+    _levels: dict[tuple[str, ...], tuple[np.ndarray, list[tuple]]] = field(default_factory=dict, repr=False)
+
+    def nbytes(self) -> int:
+        return self.group.nbytes + self.size.nbytes + 64 * len(self.labels)
+
+    def name(self, g: int) -> str:
+        return cell_name(self.labels[g])
+
+    def level(self, subset: tuple[str, ...]) -> tuple[np.ndarray, list[tuple]]:
+        """Per group, its group at the coarser level ``subset`` of keys; and those groups' labels."""
+        hit = self._levels.get(subset)
+        if hit is not None:
+            return hit
+        if subset == self.keys:
+            hit = (np.arange(len(self.labels), dtype=np.int64), list(self.labels))
+        else:
+            where = [self.keys.index(k) for k in subset]
+            tuples = [tuple(lab[i] for i in where) for lab in self.labels]
+            codes, uniq = pd.factorize(pd.Index(tuples, tupleize_cols=False) if tuples else pd.Index([]))
+            hit = (np.asarray(codes, dtype=np.int64), [tuple(u) if isinstance(u, tuple) else (u,) for u in uniq]
+                   if subset else [()])
+            if not subset:
+                hit = (np.zeros(len(self.labels), dtype=np.int64), [()])
+        self._levels[subset] = hit
+        return hit
+
+    def levels(self) -> list[tuple[str, ...]]:
+        k = len(self.keys)
+        if k <= MAX_LEVEL_KEYS:
+            return [s for size in range(k, -1, -1) for s in itertools.combinations(self.keys, size)]
+        return [self.keys, ()]
+
+    def level_facts(self, subset: tuple[str, ...], published: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(group → level group, level sizes, level published, level hidden) at ``subset``.
+
+        A margin is published when every cell in it is, or when the table displayed its
+        margins and its protection did not hide this one.
+        """
+        published = self.published if published is None else published
+        mapping, labels = self.level(subset)
+        n = len(labels)
+        sizes = np.bincount(mapping, weights=self.size, minlength=n).astype(np.int64)
+        if subset == self.keys:
+            return mapping, sizes, published.copy(), self.hidden_shown | _flags(self.hidden_model.get(subset), n)
+        all_pub = np.bincount(mapping, weights=~published, minlength=n) == 0
+        hidden = _flags(self.hidden_model.get(subset), n)
+        published = all_pub | (self.margins_public & ~hidden & ~_flags(self.margins_hidden.get(subset), n))
+        return mapping, sizes, published, hidden
+
+
+def _flags(ids: set[int] | None, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    if ids:
+        arr = np.fromiter((i for i in ids if 0 <= i < n), dtype=np.int64)
+        out[arr] = True
+    return out
+
+
+@dataclass
+class Draft:
+    """The population of a table being displayed, before it is recorded."""
+
+    pop: Population
+    universe: Universe
+    version: int
+    new_row_atom: np.ndarray
+    parent: np.ndarray  # per new atom, its atom before this table
+    atom_size: np.ndarray
+    display_group: np.ndarray  # per displayed flat cell, its group (-1: none / margin)
+    display_margin: np.ndarray | None = None  # displayed flat cells that are margins (crosstab margins=True)
+    unit: Hashable | None = None  # the declared unit column, when the universe holds its values
+
+
+# ------------------------------------------------------------------ drafts
+#: Drafts of the current display (the differencing check, the published-cells lookup and
+#: the final record share one), cleared by :func:`clear_cache` after each display.
+_drafts: dict[tuple[int, Any], tuple[Any, Any, Draft]] = {}
+
+
+def clear_cache() -> None:
+    _drafts.clear()
+
+
+def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndarray | None,
+          hidden_flat: np.ndarray | None, threshold: int, flagged: Any = None) -> Draft | None:
+    """The population a displayed table publishes; with ``flagged``, the rows at the
+    attribute level of that indicator variable (see :func:`indicator_variables`)."""
+    if positions is None or entry is None:
+        return None
+    key = (id(entry), flagged)
+    cached = _drafts.get(key)
+    if cached is not None and cached[0] is entry and cached[1] is positions \
+            and cached[2].version == cached[2].universe.version:
+        base = cached[2]
+    else:
+        base = _base_draft(place, entry, positions, threshold, flagged)
+        if base is None:
+            return None
+        if len(_drafts) >= 8:  # checks outside a display (suggestions, the API) are not cleared after
+            _drafts.pop(next(iter(_drafts)))
+        _drafts[key] = (entry, positions, base)
+    pop = base.pop
+    n_groups = len(pop.labels)
+    shown = base.display_group >= 0
+    visible = shown if hidden_flat is None else shown & ~np.asarray(hidden_flat, dtype=bool)
+    published = np.bincount(base.display_group[visible], minlength=n_groups) > 0
+    any_shown = np.bincount(base.display_group[shown], minlength=n_groups) > 0
+    hidden_shown = any_shown & ~published
+    if isinstance(flagged, tuple) and flagged[:1] == ("combined",):
+        title = f"{title}, its conditional columns together"
+    elif flagged is not None:
+        name = flagged[1] if isinstance(flagged, tuple) else flagged
+        name = "a condition" if str(name).startswith(("__sdc", ".when")) else repr(name)
+        title = f"{title}, its rows with {name} " + ("known" if isinstance(flagged, tuple) else "set")
+    fresh = Population(out_id=out_id, title=title, universe=pop.universe, keys=pop.keys, group=pop.group,
+                       labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
+                       threshold=threshold, margins_public=pop.margins_public, _levels=pop._levels)
+    return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
+                 base.display_group, base.display_margin, base.unit)
+
+
+def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int, flagged: Any = None
+                ) -> Draft | None:
+    """The rows and groups of a displayed table, placed in a universe (what it publishes is
+    filled in by :func:`draft`, per hidden pattern)."""
+    grouped = _grouped_rows(entry)
+    if grouped is None:
+        return None
+    frame, keys, ids, index = grouped
+    flat = entry.flat
+    rows_of = _population_rows(entry, frame, ids, flagged)
+    if rows_of is None:
+        return None
+    ids, combined = rows_of
+    # the group of each entry cell (margins excluded), then of each displayed cell
+    margin = np.asarray(entry.evidence.is_margin, dtype=bool)
+    if keys:
+        canon = _canon_index(index, keys)
+        arrays = [flat.dims[k] for k in keys]
+        wanted = pd.MultiIndex.from_arrays(arrays) if len(keys) > 1 else pd.Index(arrays[0], dtype=object)
+        group_of_entry = canon.get_indexer(wanted) if canon.is_unique else np.full(len(flat), -1)
+        labels = [tuple(t) if isinstance(t, tuple) else (t,) for t in canon]
+    else:
+        group_of_entry = np.zeros(len(flat), dtype=np.int64)
+        labels = [()]
+    group_of_entry = np.where(margin, -1, group_of_entry)
+    if combined is not None:
+        k = len(combined)
+        j_of_cell = _variant_of_cells(entry, combined)
+        group_of_entry = np.where((group_of_entry >= 0) & (j_of_cell >= 0), group_of_entry * k + j_of_cell, -1)
+        labels = [(*lab, f"column {j + 1}") for lab in labels for j in range(k)]
+        keys = [*keys, "__variant"]
+    display_group = np.where(positions >= 0, group_of_entry[np.maximum(positions, 0)], -1)
+    # rows of groups the table does not have (keys the call dropped: crosstab, pivot_table and
+    # value_counts leave out missing keys) are outside it: a group counted here but shown
+    # nowhere would hide the difference those rows make (red team: 37 - 35 = 2 at 'pass')
+    in_table = np.zeros(len(labels), dtype=bool)
+    in_table[group_of_entry[group_of_entry >= 0]] = True
+    ids = np.where((ids >= 0) & in_table[np.clip(ids, 0, max(len(labels) - 1, 0))], ids, -1) \
+        if len(labels) else ids
+    # what an attacker knows of the margins: those displayed (margins=True), and sums of published
+    # cells. (The per-table engine assumes every margin known; across tables that would charge a
+    # new table for margins nobody can compute.)
+    margins_public = bool(((positions >= 0) & margin[np.maximum(positions, 0)]).any())
+    placed = place(frame, [k for k in keys if k != "__variant"])
+    if placed is None:
+        return None
+    universe, rows = placed
+    universe.key_columns.update(k for k in keys if k in frame.columns)
+    n_groups = len(labels)
+    g_u = np.full(universe.n, -1, dtype=np.int64)
+    ok = (rows >= 0) & (ids >= 0)
+    g_u[rows[ok]] = ids[ok]
+    codes, parent, group, atom_size = refine(universe.row_atom, universe.atom_size, g_u, n_groups)
+    size = np.bincount(group[group >= 0], weights=atom_size[group >= 0], minlength=n_groups).astype(np.int64)
+    pop = Population(out_id="this table", title="", universe=universe, keys=tuple(keys), group=group,
+                     labels=labels, size=size, published=np.zeros(n_groups, bool),
+                     hidden_shown=np.zeros(n_groups, bool), threshold=threshold,
+                     margins_public=margins_public)
+    display_margin = np.flatnonzero((positions >= 0) & margin[np.maximum(positions, 0)])
+    unit = getattr(entry, "unit", None)
+    unit = unit if unit is not None and unit in universe.hashes and unit in frame.columns else None
+    return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit)
+
+
+def _grouped_rows(entry: Any) -> tuple[pd.DataFrame, list[str], np.ndarray, pd.Index] | None:
+    """The rows behind a table and the group of each (frame, keys, group id per row, group
+    labels); None when they are unknown, too many, or do not match the table's dimensions."""
+    source = getattr(entry, "source", None)
+    if source is None:
+        return None
+    reaggregated = getattr(source, "rows", None)
+    if isinstance(reaggregated, tuple) and reaggregated and reaggregated[0] == "reaggregate":
+        source = _compose(source, *reaggregated[1:])
+        if source is None:
+            return None
+    frame = source.frame if source.frame is not None else getattr(source, "rows", None)
+    if isinstance(frame, pd.Series):
+        frame = frame.to_frame(name=frame.name if frame.name is not None else "__value__")
+    if not isinstance(frame, pd.DataFrame) or len(frame) > row_limits.MAX_LINKED_ROWS or len(frame) == 0:
+        return None
+    keys = [str(k) for k in (source.keys or [])]
+    ids, index = getattr(source, "ids", None), getattr(source, "index", None)
+    if ids is None:
+        if keys and not all(k in frame.columns for k in keys):
+            return None
+        ids, index = _compute_group_ids(frame, keys)
+    ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) != len(frame) or index is None:
+        return None
+    if not set(keys) <= set(entry.flat.dims):
+        return None
+    return frame, keys, ids, index
+
+
+def _population_rows(entry: Any, frame: pd.DataFrame, ids: np.ndarray, flagged: Any
+                     ) -> tuple[np.ndarray, list[Any] | None] | None:
+    """The group of each row in the population ``flagged`` selects (-1: outside it), and for a
+    ``("combined", variants)`` population its variants; None when it cannot be told."""
+    combined: list[Any] | None = None
+    if flagged is None:
+        ids = _restrict_to_variable(entry, frame, ids)
+    elif isinstance(flagged, tuple) and flagged[:1] == ("combined",):
+        # disjoint variants as one population over (group, variant): sums across them
+        combined = list(flagged[1])
+        member = np.full(len(frame), -1, dtype=np.int64)
+        for j, v in enumerate(combined):
+            mask = _variant_rows(frame, v)
+            if mask is None or (mask & (member >= 0)).any():
+                return None  # overlapping rows: not one partition
+            member[mask] = j
+        ids = np.where((member >= 0) & (ids >= 0), ids * len(combined) + member, -1)
+    elif isinstance(flagged, tuple) and flagged[:1] == ("known",):
+        if flagged[1] not in frame.columns:
+            return None
+        ids = np.where(frame[flagged[1]].notna().to_numpy(), ids, -1)
+    else:
+        at_level = _at_indicator_level(frame, flagged)
+        if at_level is None:
+            return None
+        ids = np.where(at_level, ids, -1)
+    return ids, combined
+
+
+@dataclass
+class _Composed:
+    frame: Any
+    keys: list[str]
+    ids: np.ndarray
+    index: pd.Index
+    rows: Any = None
+
+
+def _compose(source: Any, entry: Any, positions: np.ndarray) -> _Composed | None:
+    """A re-aggregation of a captured count table (``counts.groupby(level=0).sum()``, districts
+    summed into regions) covers the rows of the cells it adds: each row of the original
+    frame goes to the new group of its original cell."""
+    original = getattr(entry, "source", None)
+    ids = getattr(source, "ids", None)
+    if original is None or ids is None or getattr(original, "ids", None) is None or original.index is None:
+        return None
+    frame = original.frame if original.frame is not None else getattr(original, "rows", None)
+    if frame is None or len(positions) != len(ids):
+        return None
+    keys = [str(k) for k in (original.keys or [])]
+    if not keys or not set(keys) <= set(entry.flat.dims):
+        return None
+    canon = _canon_index(original.index, keys)
+    arrays = [entry.flat.dims[k] for k in keys]
+    wanted = pd.MultiIndex.from_arrays(arrays) if len(keys) > 1 else pd.Index(arrays[0], dtype=object)
+    group_of_cell = canon.get_indexer(wanted) if canon.is_unique else np.full(len(entry.flat), -1)
+    new_of_old = np.full(len(canon), -1, dtype=np.int64)
+    ok = (positions >= 0) & (np.asarray(ids) >= 0)
+    old_groups = group_of_cell[np.maximum(positions, 0)]
+    ok &= old_groups >= 0
+    new_of_old[old_groups[ok]] = np.asarray(ids, dtype=np.int64)[ok]
+    row_ids = np.asarray(original.ids, dtype=np.int64)
+    composed = np.where(row_ids >= 0, new_of_old[np.maximum(row_ids, 0)], -1)
+    if isinstance(frame, pd.Series):
+        frame = frame.to_frame(name=frame.name if frame.name is not None else "__value__")
+    return _Composed(frame=frame, keys=list(source.keys), ids=composed, index=source.index)
+
+
+def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> np.ndarray:
+    """A table of one variable's statistics (no row counts) covers the rows where it is known."""
+    ev = entry.evidence
+    stats = set(np.asarray(ev.stat).astype(str).tolist())
+    if stats & {"size"}:
+        return ids
+    variables = {v for v in np.asarray(ev.var, dtype=object).tolist() if v is not None}
+    if len(variables) != 1:
+        return ids
+    (var,) = variables
+    if var not in frame.columns:
+        return ids
+    if stats <= {"sum"}:
+        # the sum of an indicator (0/1 flag, boolean, two-valued coding) counts the rows at
+        # its attribute level: those rows are the table's population, as for a count of them
+        # (red team: sum(flag) by sex, then a count of flagged rows outside district C)
+        at_level = _at_indicator_level(frame, var)
+        if at_level is not None:
+            return np.where(at_level, ids, -1)
+    known = frame[var].notna().to_numpy()
+    return np.where(known, ids, -1)
+
+
+def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
+    if not keys:
+        return np.zeros(len(frame), dtype=np.int64), pd.Index(["all"])
+    gb = frame.groupby(keys, observed=True, dropna=False, sort=False)
+    grouper = gb._grouper
+    ids = grouper.ids if hasattr(grouper, "ids") else grouper.group_info[0]
+    return np.asarray(ids, dtype=np.int64), grouper.result_index
+
+
+def _canon_index(index: pd.Index, keys: list[str]) -> pd.Index:
+    from ..evidence.flatten import canonical_labels
+
+    if isinstance(index, pd.MultiIndex):
+        names = [str(n) for n in index.names]
+        order = [names.index(k) if k in names else i for i, k in enumerate(keys)]
+        return pd.MultiIndex.from_arrays([canonical_labels(index.get_level_values(i)) for i in order])
+    return pd.Index(canonical_labels(index), dtype=object)
+
+
+# ------------------------------------------------------------------ indicator variables
+def _variant_rows(frame: pd.DataFrame, variant: Any) -> np.ndarray | None:
+    """The rows a variant population holds (see :func:`indicator_variables`)."""
+    if isinstance(variant, tuple) and variant[:1] == ("known",):
+        return frame[variant[1]].notna().to_numpy() if variant[1] in frame.columns else None
+    return _at_indicator_level(frame, variant)
+
+
+def _variant_of_cells(entry: Any, variants: list[Any]) -> np.ndarray:
+    """Per entry cell, which variant its column publishes (-1: none)."""
+    ev = entry.evidence
+    cell_var = np.asarray(ev.var, dtype=object)
+    cell_stat = np.asarray(ev.stat).astype(str)
+    out = np.full(len(cell_var), -1, dtype=np.int64)
+    for j, v in enumerate(variants):
+        known = isinstance(v, tuple)
+        var = v[1] if known else v
+        stats = ("count",) if known else ("sum", "mean")
+        hit = np.fromiter((x == var for x in cell_var), dtype=bool, count=len(cell_var)) & np.isin(cell_stat, stats)
+        out[hit & (out < 0)] = j
+    return out
+
+
+def _at_indicator_level(frame: pd.DataFrame, var: Any) -> np.ndarray | None:
+    """Rows at the attribute level of an indicator column (None: not an indicator)."""
+    from ..evidence.facts import indicator_level
+
+    if var not in frame.columns:
+        return None
+    col = frame[var]
+    values = col.to_numpy(dtype=float) if pd.api.types.is_bool_dtype(col) else \
+        pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    level = indicator_level(values)
+    return None if level is None else values == level
+
+
+def indicator_variables(entry: Any) -> list[Any]:
+    """Indicator variables whose flagged rows a table publishes *besides* its own population.
+
+    A mean of a 0/1 flag times the group's count (shown beside it, or published elsewhere)
+    is the count of the flagged rows; so is a sum of the flag in a table that also counts
+    rows. Those flagged rows are a second population of the same output, linked like a
+    count of them (red team: count and avg(flag) by sex, then the flagged count outside one
+    district differs by one person). A table of the flag's sums alone is already linked as
+    the flagged rows (:func:`_restrict_to_variable`).
+    """
+    ev = getattr(entry, "evidence", None)
+    source = getattr(entry, "source", None)
+    if ev is None or source is None:
+        return []
+    frame = source.frame if source.frame is not None else getattr(source, "rows", None)
+    if not isinstance(frame, pd.DataFrame):
+        return []
+    stats = np.asarray(ev.stat).astype(str)
+    variables = np.asarray(ev.var, dtype=object)
+    named = {v for v in variables.tolist() if v is not None and v != ""}
+    one_variable = len(named) == 1 and "size" not in set(stats.tolist())
+    only_sums = set(stats.tolist()) <= {"sum"} and one_variable
+    out: list[Any] = []
+    for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
+                             if v is not None and st in ("mean", "sum")):
+        if only_sums or var not in frame.columns:
+            continue
+        if _at_indicator_level(frame, var) is not None:
+            out.append(var)
+    # a count of a variable counts the rows where it is known: beside other columns (a
+    # filter inside the aggregation, polars ``col.filter(cond).count()``), a population too
+    for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
+                             if v is not None and v != "" and st == "count"):
+        if one_variable or var not in frame.columns or var in out:
+            continue
+        try:
+            if frame[var].isna().any():
+                out.append(("known", var))
+        except (TypeError, ValueError):
+            continue
+    out = out[:6]
+    if len(out) >= 2:
+        # side by side, disjoint variants add up (district A and B beside each other: their sum
+        # against a total published elsewhere gives C); one population over (group, variant)
+        out.append(("combined", tuple(out)))
+    return out
+
+
+# ------------------------------------------------------------------ what protection hid
+def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
+    """Remember which cells — inner or margins — the protection of this output hid.
+
+    A later output whose cell has exactly the rows of one of them must hide it too: the
+    pattern that protects this output relied on it staying hidden.
+    """
+    from ..evidence.flatten import canonical_labels
+
+    keys = list(pop.keys)
+    for model in models:
+        cells = model["cells"]
+        columns = dict(zip(model["dims"], model.get("columns", model["dims"]), strict=True))
+        if not set(keys) <= set(columns):
+            continue
+        hidden = cells[cells["status"].isin(["primary", "secondary"])]
+        if hidden.empty:
+            continue
+        labels = {k: hidden[columns[k]].astype(object).to_numpy() for k in keys}
+        # canonical text of every label, once per column (one call per cell cost 0.7 s
+        # on a 2,400-cell pattern)
+        texts = {k: np.array([str(v) for v in canonical_labels(labels[k])], dtype=object) for k in keys}
+        fixed_mask = np.stack([labels[k] != "Total" for k in keys], axis=1) if keys else np.zeros((len(hidden), 0), bool)
+        for pattern in {tuple(row) for row in fixed_mask.tolist()}:
+            subset = tuple(k for k, f in zip(keys, pattern, strict=True) if f)
+            rows = np.flatnonzero((fixed_mask == np.array(pattern, dtype=bool)).all(axis=1))
+            level_labels = pop.level(subset)[1]
+            if subset:
+                lookup = {tuple(str(v) for v in lab): i for i, lab in enumerate(level_labels)}
+                groups = set()
+                for r in rows.tolist():
+                    key = tuple(texts[k][r] for k in subset)
+                    g = lookup.get(key)
+                    if g is not None:
+                        groups.add(g)
+            else:
+                groups = {0}
+            if groups:
+                pop.hidden_model.setdefault(subset, set()).update(groups)
+
+
+def record_hidden_margins(d: Draft, entry: Any, positions: np.ndarray, hidden_flat: np.ndarray) -> None:
+    """Remember the displayed margins (``margins=True``) the display hides.
+
+    The protection model may publish a margin that the display then hides (a margin
+    made of exactly the rows of a cell hidden elsewhere, a differencing margin): without
+    this, the linking model took every displayed margin as published, and the joint
+    audit derived from a hidden total the count of the few rows a filter left out.
+    """
+    from ..evidence.flatten import canonical_labels
+
+    label = getattr(entry, "margin_label", None)
+    if label is None or d.display_margin is None or not len(d.display_margin):
+        return
+    pop = d.pop
+    keys = list(pop.keys)
+    flat = entry.flat
+    if not set(keys) <= set(flat.dims):
+        return
+    hidden = np.asarray(hidden_flat, dtype=bool)
+    for i in d.display_margin.tolist():
+        if i >= len(hidden) or not hidden[i]:
+            continue
+        cell = int(positions[i])
+        values = {k: flat.dims[k][cell] for k in keys}
+        subset = tuple(k for k in keys if not (isinstance(values[k], str) and values[k] == label))
+        if subset == tuple(keys):
+            continue
+        wanted = tuple(str(canonical_labels(np.array([values[k]], dtype=object))[0]) for k in subset)
+        for g, lab in enumerate(pop.level(subset)[1]):
+            if tuple(str(v) for v in lab) == wanted:
+                pop.margins_hidden.setdefault(subset, set()).add(g)
+                break

@@ -1,0 +1,444 @@
+"""Universes: the union of rows of related frames, and the atoms their outputs cut them into.
+
+A session keeps a few *universes*: the union of rows of related frames, each row
+fingerprinted by a 64-bit hash of its value per column (:mod:`.identity`). A frame is
+placed in a universe (:func:`place`) by its index labels when a sample of rows confirms
+that the values agree (fast path), otherwise by a content hash over the columns common to
+the frame and the universe that are no output's grouping key (keys may be recodings),
+with duplicate rows told apart by their occurrence rank. Rows of a related frame that the
+universe lacks are appended. Two universes that a later frame shows to hold mostly the
+same rows are merged (:func:`merge_overlapping`).
+
+**Atoms.** Each universe keeps the common refinement of every population recorded in it
+(``row_atom``: one int32 per row; :func:`refine` splits the atoms by a new grouping); a
+population is one int32 per atom (its group, or -1). Comparing a new table with an
+earlier one is then a weighted count over atoms, not over rows, and no frame is kept
+alive by the session.
+"""
+
+from __future__ import annotations
+
+import secrets
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from ..evidence import rows as row_limits
+from .identity import MISSING, combine, frame_hash, hash_column, hashed_columns, with_rank
+from .names import output_order
+
+#: Universes a session keeps (the smallest goes first when a new one is needed).
+MAX_UNIVERSES = 4
+#: Frames from this many rows are matched by content only when most rows are distinct.
+MIN_RANKED_ROWS = 20
+
+
+class Recorded(Protocol):
+    """What a universe uses of a population recorded in it (:class:`.populations.Population`).
+
+    A protocol rather than the class itself: populations are defined over universes, so
+    this module cannot import them.
+    """
+
+    out_id: str
+    labels: list[tuple]
+    group: np.ndarray
+    universe: Universe
+
+    def nbytes(self) -> int: ...
+
+
+class Universe:
+    """The union of rows of related frames, with the common refinement of their populations."""
+
+    def __init__(self, frame: pd.DataFrame, keys: list[str]) -> None:
+        self.n = len(frame)
+        self.labels: pd.Index | None = frame.index if frame.index.is_unique else None
+        self.hashes: dict[Hashable, np.ndarray] = {c: frame_hash(frame, c) for c in hashed_columns(frame)}
+        self.key_columns: set[Hashable] = set(keys)
+        self.row_atom = np.zeros(self.n, dtype=np.int32)
+        self.atom_size = np.array([self.n], dtype=np.int64)
+        self.populations: list[Recorded] = []
+        self.version = 0
+        self._combined: dict[tuple, tuple[pd.Index, np.ndarray]] = {}
+        self.frames: dict[int, tuple[Any, tuple, np.ndarray]] = {}  # frame -> rows (weak)
+        self.uid = secrets.token_hex(6)
+        self.hashes_saved = False
+
+    @classmethod
+    def restore(cls, uid: str, n: int, hashes: dict[Hashable, np.ndarray], key_columns: set[Hashable],
+                row_atom: np.ndarray, atom_size: np.ndarray) -> Universe:
+        """A universe saved by an earlier kernel (its populations are appended by the caller).
+
+        The index of the earlier kernel's frames is gone: its rows are found by content
+        hashes only.
+        """
+        u = cls.__new__(cls)
+        u.n = n
+        u.uid = uid
+        u.hashes_saved = True
+        u.labels = None
+        u.hashes = hashes
+        u.key_columns = key_columns
+        u.row_atom = row_atom
+        u.atom_size = atom_size
+        u.version = 0
+        u._combined = {}
+        u.frames = {}
+        u.populations = []
+        return u
+
+    @property
+    def n_atoms(self) -> int:
+        return len(self.atom_size)
+
+    def nbytes(self) -> int:
+        return (self.row_atom.nbytes + self.atom_size.nbytes + sum(h.nbytes for h in self.hashes.values())
+                + sum(p.nbytes() for p in self.populations))
+
+    # -------------------------------------------------------- placing a frame
+    def locate(self, frame: pd.DataFrame, keys: list[str]) -> np.ndarray | None:
+        """Universe row of each row of ``frame`` (-1: not found), or None if not comparable."""
+        present = set(hashed_columns(frame))
+        common = [c for c in self.hashes if c in present]
+        if not common:
+            return None
+        exclude = self.key_columns | set(keys)
+        content = [c for c in common if c not in exclude]
+        pos = self._by_labels(frame, content or common)
+        if (pos is None or (pos < 0).any()) and content:
+            by_content = self._by_content(frame, content)
+            if by_content is not None and (pos is None or (by_content >= 0).sum() > (pos >= 0).sum()):
+                pos = by_content
+        return pos
+
+    def _by_labels(self, frame: pd.DataFrame, check: list[Hashable]) -> np.ndarray | None:
+        if self.labels is None or not frame.index.is_unique:
+            return None
+        if frame.index is self.labels:
+            pos = np.arange(len(frame), dtype=np.int64)
+        elif (lookup := self._integer_lookup()) is not None and pd.api.types.is_integer_dtype(frame.index.dtype) \
+                and not isinstance(frame.index, pd.MultiIndex):
+            values = np.asarray(frame.index, dtype=np.int64)
+            inside = (values >= 0) & (values < len(lookup))
+            pos = np.where(inside, lookup[np.where(inside, values, 0)], -1)
+        else:
+            pos = _positions(self.labels, frame.index)
+            if pos is None:
+                return None
+        sample = _sample(pos)
+        if sample is None:
+            return None
+        # the same rows when most of their columns agree: a column recoded between two outputs
+        # (astype(float), round, str.lower, a value set to missing) does not make new people
+        # (red team: a recode between two counts hid a difference of 2 from linking)
+        agree = sum(bool(np.array_equal(hash_column(frame[c].iloc[sample]), self.hashes[c][pos[sample]]))
+                    for c in check)
+        if agree == 0 or 2 * agree < len(check):
+            return None
+        return pos
+
+    def _integer_lookup(self) -> np.ndarray | None:
+        """Row of each non-negative integer label (a direct array: no hashing of a million labels)."""
+        labels = self.labels
+        if labels is None or not pd.api.types.is_integer_dtype(labels.dtype) or isinstance(labels, pd.MultiIndex):
+            return None
+        cached = getattr(self, "_lookup", None)
+        if cached is not None and cached[0] is labels:
+            return cached[1]
+        values = np.asarray(labels, dtype=np.int64)
+        if not len(values) or values.min() < 0 or values.max() >= 4 * len(values) + 1024:
+            return None
+        lookup = np.full(int(values.max()) + 1, -1, dtype=np.int64)
+        lookup[values] = np.arange(len(values))
+        self._lookup = (labels, lookup)
+        return lookup
+
+    def _by_content(self, frame: pd.DataFrame, columns: list[Hashable]) -> np.ndarray | None:
+        cols = tuple(sorted(columns, key=str))
+        combined = combine([frame_hash(frame, c) for c in cols])
+        if len(combined) >= MIN_RANKED_ROWS and 2 * len(np.unique(combined)) < len(combined):
+            # mostly repeated rows (shared columns such as admin2 only): matching them by rank
+            # made the k-th household of a survey the k-th case of the referrals, tying
+            # unrelated data sets together (red team, round 5)
+            return None
+        index, rows = self._content_index(cols)
+        found = index.get_indexer(with_rank(combined))
+        return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
+
+    def locate_rows(self, other: Universe) -> np.ndarray | None:
+        """This universe's row of each row of ``other`` (-1: not here): by index labels when both
+        have them and the columns both know agree, else by content hashes."""
+        by_labels = self._rows_by_labels(other)
+        if by_labels is not None:
+            return by_labels
+        common = [c for c in self.hashes if c in other.hashes]
+        content = [c for c in common if c not in (self.key_columns | other.key_columns)] or common
+        if not content:
+            return None
+        cols = tuple(sorted(content, key=str))
+        combined = combine([other.hashes[c] for c in cols])
+        if 2 * len(np.unique(combined)) < len(combined):
+            return None  # mostly repeated rows (a constant column): the content tells no rows apart
+        index, rows = self._content_index(cols)
+        found = index.get_indexer(with_rank(combined))
+        return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
+
+    def _rows_by_labels(self, other: Universe) -> np.ndarray | None:
+        """Rows of ``other`` found by their labels, when the columns both hold agree on them.
+
+        A column counts where both sides hold it for the sampled rows (a frame of the key
+        column alone, ``df.sex.value_counts()``, extends a universe with that column only)
+        and it is not constant there: at least one such column, and at least half of them
+        equal on the sample, as when a frame is placed by its labels (``_by_labels``).
+        Two unrelated frames numbered 0, 1, 2, ... agree only by chance, on 256 rows.
+        """
+        if self.labels is None or other.labels is None or len(self.labels) != self.n \
+                or len(other.labels) != other.n:
+            return None
+        pos = _positions(self.labels, other.labels)
+        sample = None if pos is None else _sample(pos)
+        if sample is None:
+            return None
+        compared = agree = 0
+        for c in self.hashes:
+            if c not in other.hashes:
+                continue
+            mine, theirs = self.hashes[c][pos[sample]], other.hashes[c][sample]
+            both = (mine != MISSING) & (theirs != MISSING)
+            if not both.all():
+                if not both.any():
+                    continue
+                mine, theirs = mine[both], theirs[both]
+            if len(np.unique(theirs)) < 2:
+                continue  # a constant column (a country code) agrees whatever the rows
+            compared += 1
+            agree += bool(np.array_equal(mine, theirs))
+        if compared == 0 or 2 * agree < compared:
+            return None
+        return pos
+
+    def extend_rows(self, other: Universe, rows: np.ndarray) -> None:
+        """Append rows of ``other`` (their hashes; one new atom outside every population)."""
+        k = len(rows)
+        if k:
+            self._append(lambda c: other.hashes[c][rows] if c in other.hashes else None, k)
+
+    def _append(self, hashes_of: Callable[[Hashable], np.ndarray | None], k: int) -> None:
+        """Append k rows (their hash per column, None: missing) as one new atom outside every population."""
+        for c, h in list(self.hashes.items()):
+            add = hashes_of(c)
+            self.hashes[c] = np.concatenate([h, np.full(k, MISSING, dtype=np.uint64) if add is None else add])
+        self.row_atom = np.concatenate([self.row_atom, np.full(k, self.n_atoms, dtype=np.int32)])
+        self.atom_size = np.concatenate([self.atom_size, [k]])
+        for p in self.populations:
+            p.group = np.concatenate([p.group, np.array([-1], dtype=p.group.dtype)])
+        self.n += k
+        self.hashes_saved = False
+        self.version += 1
+        self._combined.clear()
+        self.frames.clear()
+
+    def _content_index(self, cols: tuple) -> tuple[pd.Index, np.ndarray]:
+        hit = self._combined.get(cols)
+        if hit is None:
+            hashes = [self.hashes[c] for c in cols]
+            valid = np.ones(self.n, dtype=bool)
+            for h in hashes:
+                valid &= h != MISSING
+            rows = np.flatnonzero(valid)
+            mine = with_rank(combine([h[rows] for h in hashes]))
+            index = pd.Index(mine)
+            if not index.is_unique:
+                keep = ~index.duplicated()
+                index, rows = index[keep], rows[keep]
+            if len(self._combined) > 4:
+                self._combined.clear()
+            hit = (index, rows)
+            self._combined[cols] = hit
+        return hit
+
+    def extend(self, frame: pd.DataFrame, pos: np.ndarray, labelled: bool) -> np.ndarray:
+        """Append the rows of ``frame`` this universe lacks (one new atom outside every population)."""
+        new = np.flatnonzero(pos < 0)
+        if not len(new) or self.n + len(new) > row_limits.MAX_LINKED_ROWS:
+            return pos
+        k = len(new)
+        present = set(hashed_columns(frame))
+        if labelled and self.labels is not None and frame.index.is_unique:
+            extended = self.labels.append(frame.index[new])
+            if extended.is_unique and len(extended) == self.n + k:
+                self.labels = extended
+        # (otherwise the new rows have no label of ours: labels stay for the first rows only)
+        pos = pos.copy()
+        pos[new] = np.arange(self.n, self.n + k)
+        self._append(lambda c: frame_hash(frame, c)[new] if c in present else None, k)
+        return pos
+
+    # -------------------------------------------------------- units
+    def most_rows_per_unit(self, unit: Hashable) -> int:
+        """The largest number of rows one unit has in the universe (cached per universe size)."""
+        cache = self.__dict__.setdefault("_most_rows", {})
+        hit = cache.get(unit)
+        if hit is not None and hit[0] == self.n:
+            return hit[1]
+        h = self.hashes[unit]
+        known = h[h != MISSING]
+        most = int(np.unique(known, return_counts=True)[1].max()) if len(known) else 1
+        cache[unit] = (self.n, most)
+        return most
+
+
+def _positions(labels: pd.Index, wanted: pd.Index) -> np.ndarray | None:
+    """Position of each wanted label among ``labels`` (-1: absent), None when they cannot be compared."""
+    try:
+        return np.asarray(labels.get_indexer(wanted), dtype=np.int64)
+    except (TypeError, ValueError, pd.errors.InvalidIndexError):
+        return None
+
+
+def _sample(pos: np.ndarray) -> np.ndarray | None:
+    """Up to ~256 evenly spread rows found by their labels (where their columns are compared)."""
+    ok = np.flatnonzero(pos >= 0)
+    return ok[:: max(1, len(ok) // 256)] if len(ok) else None
+
+
+# ------------------------------------------------------------------ atoms
+def refine(row_atom: np.ndarray, atom_size: np.ndarray, g: np.ndarray, n_groups: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split the atoms by a new grouping ``g`` of the rows (-1: outside it).
+
+    Returns (new atom of each row, parent atom of each new atom, group of each new atom,
+    rows per new atom). Only atoms the grouping cuts are factorised again: a table over
+    keys the session has already seen costs a few vector passes over the rows.
+    """
+    n_atoms = len(atom_size)
+    rep = np.full(n_atoms, -1, dtype=np.int64)
+    rep[row_atom] = g
+    differs = g != rep[row_atom]
+    if not differs.any():
+        return row_atom, np.arange(n_atoms, dtype=np.int64), rep.astype(np.int32), atom_size
+    is_split = np.zeros(n_atoms, dtype=bool)
+    is_split[row_atom[differs]] = True
+    rows = np.flatnonzero(is_split[row_atom])
+    pair = row_atom[rows].astype(np.int64) * (n_groups + 1) + (g[rows] + 1)
+    local, uniq = pd.factorize(pair, sort=False)
+    new_atom = row_atom.astype(np.int64)
+    new_atom[rows] = n_atoms + local
+    parent = np.concatenate([np.arange(n_atoms, dtype=np.int64), uniq // (n_groups + 1)])
+    group = np.concatenate([rep, uniq % (n_groups + 1) - 1])
+    keep = np.ones(len(parent), dtype=bool)
+    keep[np.flatnonzero(is_split)] = False  # the split atoms live on in their pieces
+    renumber = np.cumsum(keep) - 1
+    codes = renumber[new_atom].astype(np.int32)
+    sizes = np.bincount(codes, minlength=int(keep.sum())).astype(np.int64)
+    return codes, parent[keep], group[keep].astype(np.int32), sizes
+
+
+# ------------------------------------------------------------------ the session's universes
+def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], checked: set[tuple]
+          ) -> tuple[Universe, np.ndarray]:
+    """The universe of ``frame`` among ``universes`` (changed in place: a new universe, rows
+    appended, universes merged) and the universe row of each of its rows.
+
+    ``checked``: pairs of universes already found not to overlap (see :func:`merge_overlapping`).
+    """
+    best: tuple[Universe, np.ndarray] | None = None
+    for u in universes:
+        cached = u.frames.get(id(frame))
+        if cached is not None and cached[0]() is frame and len(cached[2]) == len(frame):
+            return u, cached[2]
+        pos = u.locate(frame, keys)
+        if pos is None:
+            continue
+        matched = int((pos >= 0).sum())
+        if matched and (matched >= 0.5 * len(frame) or matched >= 0.5 * u.n):
+            best = (u, pos)
+            break
+    if best is None:
+        # Two filters of one frame that overlap only a little (districts A or C, then B
+        # or C) are the same people where they overlap: rows found by their index labels
+        # with their content agreeing (``_by_labels``) join that universe, however few.
+        # Otherwise a third output (everyone) links each of them, but not them together,
+        # and 22 + 17 - 37 = 2 gave C's count away at 'pass' (red team, round 3).
+        for u in universes:
+            pos = u._by_labels(frame, [c for c in u.hashes if c in set(hashed_columns(frame))]) \
+                if u.labels is not None else None
+            if pos is not None and (pos >= 0).any():
+                best = (u, pos)
+                break
+    if best is None:
+        if len(universes) >= MAX_UNIVERSES:
+            # the smallest goes (an aggregated frame shown as a table), never the microdata's
+            universes.remove(min(universes, key=lambda x: (x.n, len(x.populations))))
+        u = Universe(frame, keys)
+        universes.append(u)
+        best = (u, np.arange(len(frame), dtype=np.int64))
+    u, pos = best
+    if (pos < 0).any():
+        pos = u.extend(frame, pos, labelled=u.labels is not None)
+    merge_overlapping(universes, u, checked)
+    try:
+        u.frames[id(frame)] = (weakref.ref(frame), tuple(keys), pos)
+        if len(u.frames) > 4:
+            u.frames.pop(next(iter(u.frames)))
+    except TypeError:
+        pass
+    return u, pos
+
+
+def merge_overlapping(universes: list[Universe], u: Universe, checked: set[tuple]) -> None:
+    """Move into ``u`` every other universe whose rows are mostly in ``u`` now.
+
+    Two filters of one frame that overlap a little (districts A or C, then B or C) land
+    in two universes when nothing ties their rows together (polars and DuckDB frames,
+    a pandas frame after ``reset_index``).  A later output holding most of the rows of
+    both (everyone; or A or B) ties them: the other universe's rows are found in ``u``
+    by their content (the rest appended), its populations are replayed onto ``u``'s
+    rows (each refines the atoms, as a new table does) and compared with everything
+    there.  Without it, 22 + 17 − 37 = 2 gave C's count away at 'pass'.
+
+    ``checked`` remembers the pairs (by uid and size) that did not overlap: the same rows
+    on both sides give the same answer.
+    """
+    for other in list(universes):
+        if other is u or not other.populations or other.n > u.n or u.n + other.n > row_limits.MAX_LINKED_ROWS:
+            continue
+        tried = (u.uid, u.n, other.uid, other.n)
+        if tried in checked:  # (the same rows on both sides: the same answer)
+            continue
+        to_u = u.locate_rows(other)
+        found = to_u >= 0 if to_u is not None else np.zeros(0, dtype=bool)
+        if to_u is None or 2 * int(found.sum()) < other.n or len(np.unique(to_u[found])) != int(found.sum()):
+            if len(checked) > 256:
+                checked.clear()
+            checked.add(tried)
+            continue
+        missing = np.flatnonzero(~found)
+        if len(missing):
+            start = u.n
+            u.extend_rows(other, missing)
+            to_u = to_u.copy()
+            to_u[missing] = np.arange(start, start + len(missing))
+        _replay(u, other, to_u)
+        universes.remove(other)
+
+
+def _replay(u: Universe, other: Universe, to_u: np.ndarray) -> None:
+    """Record ``other``'s populations in ``u`` (``to_u``: the row of ``u`` of each row of ``other``)."""
+    for p in sorted(other.populations, key=lambda q: output_order(q.out_id)):
+        g_u = np.full(u.n, -1, dtype=np.int64)
+        g_u[to_u] = p.group[other.row_atom]
+        codes, parent, group, atom_size = refine(u.row_atom, u.atom_size, g_u, len(p.labels))
+        for q in u.populations:
+            q.group = q.group[parent]
+        u.row_atom, u.atom_size = codes, atom_size
+        p.group = group
+        p.universe = u
+        u.populations.append(p)
+    u.populations.sort(key=lambda q: output_order(q.out_id))
+    u.key_columns |= other.key_columns
+    u.version += 1
