@@ -147,3 +147,30 @@ def test_jupyter_config_and_console_script_name_existing_objects() -> None:
     config = json.loads((root / "jupyter-config" / "server-config" / "sdc_magic.json").read_text())
     for name in config["ServerApp"]["jpserver_extensions"]:
         assert hasattr(importlib.import_module(name), "_load_jupyter_server_extension")
+
+
+def test_every_dotted_path_the_readme_and_docs_name_resolves() -> None:
+    """``sdc_magic.x.y`` in README.md and docs/*.md: a module, or a name in one (metadata keys aside)."""
+    root = Path(__file__).resolve().parents[1]
+    texts = [README.read_text(encoding="utf-8")] + [p.read_text(encoding="utf-8") for p in (root / "docs").glob("*.md")]
+    paths = set()
+    for text in texts:
+        paths |= set(re.findall(r"(?<![\w.])(sdc_magic(?:\.[A-Za-z_]\w*)+)", text))
+    assert len(paths) >= 8, sorted(paths)
+    unresolved = []
+    for path in sorted(paths):
+        parts = path.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj: Any = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            try:
+                for name in parts[cut:]:
+                    obj = getattr(obj, name)
+            except AttributeError:
+                unresolved.append(path)
+            break
+        else:
+            unresolved.append(path)
+    assert unresolved == [], unresolved
