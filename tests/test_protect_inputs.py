@@ -115,3 +115,30 @@ def test_protection_levels_conventions() -> None:
                                  reasons=[["dominance", "p_percent"]], top=np.array([[95.0, 3.0]]))
     # dominance: 100·95/85 − 100 = 11.76; p%: 9.5 − (100 − 95 − 3) = 7.5; 10 % = 10
     assert np.isclose(upl[0], 100 * 95 / 85 - 100) and np.isclose(lpl[0], upl[0])
+
+
+def _magnitudes() -> pd.DataFrame:
+    return pd.DataFrame({"a": ["x", "x", "y", "y"], "b": ["p", "q", "p", "q"], "v": [100.0, 80.0, 90.0, 70.0],
+                         "u": [4, 5, 6, 3], "x1": [95.0, 30.0, 40.0, 30.0], "x2": [2.0, 20.0, 20.0, 25.0]})
+
+
+@pytest.mark.parametrize("change,words", [
+    (lambda df: df.assign(x1=[np.nan, 30.0, 40.0, 30.0]), "missing or non-numeric"),
+    (lambda df: df.assign(x2=[2.0, np.nan, 20.0, 25.0]), "missing or non-numeric"),
+    (lambda df: df.assign(x1=[1.0, 30.0, 40.0, 30.0]), "descending"),
+    (lambda df: df.assign(u=[0, 5, 6, 3]), "no units"),
+])
+def test_bad_largest_contributions_are_refused_not_ignored(change, words) -> None:
+    """A NaN in a top column used to switch dominance and p % off for that cell (95 % published)."""
+    rules = Rules(threshold=3, dominance=(1, 85.0), p=10.0)
+    good = protect(_magnitudes(), dims=["a", "b"], value="v", units="u", top=["x1", "x2"], rules=rules)
+    assert good.cells.loc[0, "status"] == "primary"  # 95 of 100: dominance
+    with pytest.raises(ValueError, match=words):
+        protect(change(_magnitudes()), dims=["a", "b"], value="v", units="u", top=["x1", "x2"], rules=rules)
+
+
+def test_a_missing_second_contribution_of_a_one_unit_cell_is_fine() -> None:
+    df = _magnitudes().assign(u=[1, 5, 6, 3], x1=[100.0, 30.0, 40.0, 30.0], x2=[np.nan, 20.0, 20.0, 25.0])
+    res = protect(df, dims=["a", "b"], value="v", units="u", top=["x1", "x2"],
+                  rules=Rules(threshold=3, dominance=(1, 85.0), p=10.0))
+    assert res.cells.loc[0, "status"] == "primary"

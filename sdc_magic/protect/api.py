@@ -170,6 +170,10 @@ def _prepare(cells: pd.DataFrame, dims: Sequence[str], value: str, units: str | 
         if (u < 0).any():
             i = int(np.flatnonzero(u < 0)[0])
             raise ValueError(f"negative number of units at {_label(frame.iloc[i], dims)}")
+        if not frequency and ((u == 0) & (vals != 0)).any():
+            i = int(np.flatnonzero((u == 0) & (vals != 0))[0])
+            raise ValueError(f"no units but a value of {vals[i]:g} at {_label(frame.iloc[i], dims)}: "
+                             "a value needs at least one contributing unit")
     dup = frame.duplicated(subset=dims, keep=False).to_numpy()
     if dup.any():
         i = int(np.flatnonzero(dup)[0])
@@ -201,7 +205,9 @@ def _prepare(cells: pd.DataFrame, dims: Sequence[str], value: str, units: str | 
     top_cells = None
     if top:
         t = frame[list(top)].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)[inner_rows]
-        top_cells = merged_top(S, np.abs(t), len(top))
+        _check_top(t, vals[inner_rows], None if u is None else u[inner_rows], list(top),
+                   frame.iloc[inner_rows], dims)
+        top_cells = merged_top(S, np.nan_to_num(np.abs(t), nan=0.0), len(top))
     negative = bool((vals[inner_rows] < 0).any())
     lb_in = np.full(len(inner_rows), -np.inf if negative else 0.0)
     ub_in = np.full(len(inner_rows), np.inf)
@@ -251,6 +257,31 @@ def _prepare(cells: pd.DataFrame, dims: Sequence[str], value: str, units: str | 
             del n_row
     return _Table(model, model.labels_frame(), v_cells, u_cells, top_cells, lb, ub, row_cell,
                   inner_rows, negative)
+
+
+def _check_top(t: np.ndarray, vals: np.ndarray, units: np.ndarray | None, names: list[str],
+               rows: pd.DataFrame, dims: Sequence[str]) -> None:
+    """The largest contributions must be usable: a NaN or an impossible one would silently
+    switch off dominance and p % for that cell (issue 23: a cell whose largest unit holds
+    95 % was published). A missing j-th contribution is allowed only where the cell has
+    fewer than j units. (A sum of contributions above the cell's value is not refused: they
+    are absolute values, and a cell with negative contributions has such sums.)"""
+    rank = np.arange(1, t.shape[1] + 1)
+    missing = ~np.isfinite(t)
+    allowed = np.zeros_like(missing) if units is None else units[:, None] < rank[None, :]
+    allowed |= (vals == 0)[:, None]  # an empty cell has no contributions
+    bad = missing & ~allowed
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        raise ValueError(f"largest-contribution column {names[j]!r} has a missing or non-numeric value at "
+                         f"{_label(rows.iloc[i], dims)}: give 0 where a cell has no such contribution")
+    a = np.nan_to_num(np.abs(t), nan=0.0)
+    if t.shape[1] > 1:
+        rising = (np.diff(a, axis=1) > 1e-9 * np.maximum(a[:, :-1], 1.0)).any(axis=1)
+        if rising.any():
+            i = int(np.flatnonzero(rising)[0])
+            raise ValueError(f"the largest contributions {names} are not in descending order at "
+                             f"{_label(rows.iloc[i], dims)}")
 
 
 def _sum_bounds(S: Any, b: np.ndarray) -> np.ndarray:
