@@ -109,3 +109,43 @@ def test_a_magnitude_table_gets_the_same_pattern_at_any_scale() -> None:
         assert res.audit_ok, (k, res.message)
         patterns[k] = res.cells.status.tolist()
     assert all(p == patterns[0] for p in patterns.values()), {k: sum(s != "safe" for s in p) for k, p in patterns.items()}
+
+
+def _micro(shape=(25, 20, 10), seed=8, p=0.3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = rng.negative_binomial(2, p, size=shape).ravel()
+    idx = np.indices(shape).reshape(len(shape), -1)
+    cells = pd.DataFrame({f"v{j}": [f"v{j}{k:03d}" for k in idx[j]] for j in range(len(shape))})
+    return cells.loc[cells.index.repeat(n)].reset_index(drop=True)
+
+
+def _linked_session_verdicts() -> list[tuple[str, int, str]]:
+    """The 5,000-cell linked scenario: a 25x20x10 table, then shown again with its margins, then a
+    filter of it; each output's status, hidden count and hidden cells, in a fresh session."""
+    from sdc_magic.jupyter.session import Session
+
+    clear_cache()
+    micro = _micro()
+    session = Session()
+    session.capture.install()
+    try:
+        outputs = [micro.groupby(["v0", "v1", "v2"]).size(),
+                   pd.crosstab([micro.v0, micro.v1], micro.v2, margins=True),
+                   micro[micro.v0 != "v0000"].groupby(["v1", "v2"]).size()]
+        verdicts = []
+        for table in outputs:
+            published = session.publish(table)
+            meta = published.metadata["sdc_magic"]
+            verdicts.append((meta["status"], meta["hidden"], published.data["text/plain"]))
+        return verdicts
+    finally:
+        session.capture.uninstall()
+
+
+def test_a_linked_session_gets_the_same_verdicts_with_clocks_100x_faster() -> None:
+    quiet = _linked_session_verdicts()
+    with clocks_running(100.0):
+        busy = _linked_session_verdicts()
+    assert [v[:2] for v in quiet] == [v[:2] for v in busy]
+    assert [v[2] for v in quiet] == [v[2] for v in busy]  # the same cells shown, the same notes
+    assert all(status != "blocked" for status, *_ in quiet), [v[:2] for v in quiet]

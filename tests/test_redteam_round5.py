@@ -162,14 +162,18 @@ def _ninety_plus(sess: Session, r: pd.DataFrame, diluter: str | None) -> tuple[l
     return [*bands, everyone], got, everyone.checked.notes
 
 
-@pytest.mark.xfail(strict=True, reason="leak: earlier tables (100 id suffixes, all >= 5, 'pass'; or two detailed "
-                   "tables, 'suppressed'; or three 10-cell tables) make > 400 small common groups; the shared-group "
-                   "audit is skipped: Gonaives 234 - 166 - 51 - 16 = 1 aged 90+, all 'pass'")
+# Was a leak (earlier tables - 100 id suffixes, all >= 5, 'pass'; or two detailed tables,
+# 'suppressed'; or three 10-cell tables - made > 400 small common groups, the shared-group audit
+# was skipped and Gonaives 234 - 166 - 51 - 16 = 1 aged 90+ was 'pass'). Issue 21: an output whose
+# shared groups could not all be audited is 'review' (never cleared), saying what was not audited.
 @pytest.mark.parametrize("diluter", ["household suffix", "case suffix", "two detailed tables", "last digits"])
-def test_leak_dilution_past_400_small_groups(sess: Session, referrals: pd.DataFrame, diluter: str) -> None:
+def test_stopped_dilution_past_400_small_groups(sess: Session, referrals: pd.DataFrame, diluter: str) -> None:
     outs, got, notes = _ninety_plus(sess, referrals, diluter)
     truth = referrals[referrals.age >= 90].groupby("admin2").size()
     assert not (_cleared(*outs) and got["Gonaives"] == truth["Gonaives"] == 1), notes
+    if got["Gonaives"] is not None:
+        assert _status(outs[-1]) == "review" and any("not audited" in n or "not all audited" in n
+                                                      for n in notes), notes
 
 
 @pytest.mark.parametrize("diluter", [None, "age"])
@@ -207,10 +211,14 @@ def _two_sets(which: set, r: pd.DataFrame) -> dict:
 
 
 def test_honest_two_data_sets_do_not_difference_each_other(referrals: pd.DataFrame) -> None:
+    """Over-protection, stated: with both data sets the outputs separate more than 400 small
+    groups of rows together, which are not audited, so those tables are 'review' (issue 21: never
+    cleared beside "not audited"). No table is blocked, none hides a cell it would not hide alone."""
     both = _two_sets({"referrals", "survey"}, referrals)
     alone = {**_two_sets({"referrals"}, referrals), **_two_sets({"survey"}, referrals)}
-    assert {k: v[0] for k, v in both.items()} == {k: v[0] for k, v in alone.items()}
-    differ = [k for k in both if both[k] != alone[k]]
+    for k, (status, _) in both.items():
+        assert status == alone[k][0] or status == "review", (k, status, alone[k][0])
+    differ = [k for k in both if both[k][1] != alone[k][1]]
     assert len(differ) <= 1, differ  # (referrals age >= 60: 3 hidden together, 4 alone)
 
 
@@ -383,10 +391,9 @@ def test_leak_income_of_one_person_through_the_window(sess: Session, df: pd.Data
 # then ages 0-29, 30-59, 60-89 by category: > 400 small common groups, the shared-group audit is
 # skipped and 90+ by category shows: Family separation 260 - 186 - 51 - 22 = 1, Psychosocial
 # 464 - 222 - 156 - 83 = 3, all 'pass'. Without the four tables: hidden.
-@pytest.mark.parametrize("subgroups", [pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-    "leak: four ordinary admin2 x sex x age band tables dilute past 400 small groups: Family separation "
-    "aged 90+ 260 - 186 - 51 - 22 = 1, all 'pass'"))), False])
-def test_leak_ordinary_subgroup_tables_dilute(sess: Session, referrals: pd.DataFrame, subgroups: bool) -> None:
+# (Was a strict xfail leak with the four tables: now the 90+ output is 'review', not cleared.)
+@pytest.mark.parametrize("subgroups", [True, False])
+def test_stopped_ordinary_subgroup_tables_dilute(sess: Session, referrals: pd.DataFrame, subgroups: bool) -> None:
     r = referrals
     everyone = sess.publish(r.groupby("case_category").size())
     if subgroups:

@@ -35,7 +35,7 @@ NOT_PROTECTED_YET = "secondary protection not yet applied"
 #: blocked with a reason (aggregate up, or run sdc_magic.protect.protect offline).
 MAX_PROTECTED_CELLS = 20_000
 #: Margins may be hidden when the pattern needs it (as in tau-Argus); a later output that
-#: publishes such a margin is made to hide it too (see sdc_magic.linking.hidden_elsewhere).
+#: publishes such a margin is made to hide it too (see record_hidden_margins in sdc_magic/linking/populations.py).
 MARGINS = "hideable"
 
 

@@ -354,8 +354,11 @@ class Session:
 
         earlier = linker.related(draft)
         if earlier:  # (hidden cells, or small groups of rows the outputs separate together)
-            added, problems, notes = joint_audit(draft, linker, self.rules.protection)
+            added, problems, notes, unproven = joint_audit(draft, linker, self.rules.protection)
             checked.notes.extend(notes)
+            if unproven and checked.status in ("pass", "suppressed"):
+                checked.status = "review"  # never cleared beside "not audited" (issue 21)
+            checked.notes.extend(unproven)
             for g in added:
                 for i in np.flatnonzero(draft.display_group == g):
                     r, c = int(checked.cell_rows[i]), int(checked.cell_cols[i])

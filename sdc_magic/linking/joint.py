@@ -18,7 +18,6 @@ targets too: everyone (37), A or C (22), B or C (17) hide no small cell, yet
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,19 +25,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..protect.lp import ITERATIONS_PER_SECOND, WorkLimit, work_done
 from .linker import Linker
 from .names import join_names
 from .populations import Draft, Population
 
-#: Common cells up to which the joint audit runs (above: skipped, with a note).  With
-#: ``joint_bounds`` a 35x28x10 table shown again with margins (8,900 common cells) is
-#: audited in ~6.5 CPU s, inside JOINT_AUDIT_SECONDS; it was 5,000 with two scipy LPs per cell.
+#: Common cells up to which the joint audit runs (above: not audited, and the table is
+#: ``review``).  With ``joint_bounds`` a 35x28x10 table shown again with margins (8,900
+#: common cells) is audited in ~6.5 CPU s; it was 5,000 with two scipy LPs per cell.
 MAX_JOINT_CELLS = 12_000
-JOINT_AUDIT_SECONDS = 10.0
+#: The joint audit's work budget in simplex iterations (issue 21: work, never time, so the
+#: same notebook gets the same verdicts on any machine under any load): about 10 nominal
+#: seconds at :data:`sdc_magic.protect.lp.ITERATIONS_PER_SECOND`.
+JOINT_AUDIT_ITERATIONS = 10 * ITERATIONS_PER_SECOND
 #: The small groups of rows several outputs separate together (no table's cell) are audited
-#: when there are at most this many, within this many seconds (else left out, with a note).
+#: when there are at most this many, within this many simplex iterations of the first audit;
+#: beyond either, they are not audited and the table is ``review`` (never cleared unaudited).
 MAX_COMMON_TARGETS = 400
-COMMON_SECONDS = 2.0
+COMMON_ITERATIONS = 2 * ITERATIONS_PER_SECOND
 #: Earlier related outputs in the joint audit (the newest first); fewer when their common
 #: cells pass MAX_JOINT_CELLS.  Was 4: three ordinary tables between a total and two
 #: overlapping filters pushed the total out (red team, round 4).
@@ -51,35 +55,42 @@ Target = tuple[int, int]
 
 
 def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = MAX_JOINT_TABLES,
-                seconds: float = JOINT_AUDIT_SECONDS) -> tuple[list[int], list[str], list[str]]:
+                budget: float = JOINT_AUDIT_ITERATIONS) -> tuple[list[int], list[str], list[str], list[str]]:
     """Audit the new table's and related earlier tables' hidden primaries together.
 
     Returns (published groups of the new table to hide in addition, problems that remain,
-    notes). Only failures the new table causes count: a cell an attacker already recovers
-    from earlier outputs alone is public knowledge (noted, not charged to this table).
-    An audit that does not finish within ``seconds`` is a problem (the table is blocked:
-    fail closed), never a silent pass.
+    notes, what could not be proven). Only failures the new table causes count: a cell an
+    attacker already recovers from earlier outputs alone is public knowledge (noted, not
+    charged to this table). What could not be proven within the work ``budget`` (simplex
+    iterations) or the size limits is said in the last list: the table is then ``review``,
+    never cleared with a note that something was not audited, never blocked for the
+    machine's speed.
     """
+    unproven: list[str] = []
     try:
-        return _audit(d, linker, protection, max_tables, time.monotonic() + seconds)
-    except TimeoutError:
-        return [], [f"the joint audit with earlier outputs did not finish within {seconds:g} s "
-                    "(aggregate up, or display fewer related tables)"], []
+        added, problems, notes = _audit(d, linker, protection, max_tables, work_done() + budget, unproven)
+    except WorkLimit:
+        return [], [], [], [f"the joint audit with earlier outputs used its whole work budget ({int(budget):,} "
+                            "simplex iterations) before it could prove that they do not reveal a hidden cell "
+                            "together: an output checker decides (aggregate up, or display fewer related tables)"]
+    return added, problems, notes, unproven
 
 
-def _audit(d: Draft, linker: Linker, protection: float, max_tables: int, deadline: float
+def _audit(d: Draft, linker: Linker, protection: float, max_tables: int, end: float, unproven: list[str]
            ) -> tuple[list[int], list[str], list[str]]:
     """The audit with the ``max_tables`` newest related outputs (fewer while their common
-    cells are too many)."""
+    cells are too many); ``end``: the work count (:func:`.lp.work_done`) it must not pass."""
     olds = list(reversed(linker.related(d)))[:max_tables]
     if not olds:
         return [], [], []
     common = CommonCells.of(d, [d.pop, *olds])
     if common.n_cells > MAX_JOINT_CELLS:
         if len(common.tables) > 2:
-            return _audit(d, linker, protection, len(common.tables) - 2, deadline)
-        return [], [], [f"joint audit with earlier outputs skipped: {common.n_cells:,} cells in common"]
-    audit = JointAudit(d, common, protection / 100.0, deadline)
+            return _audit(d, linker, protection, len(common.tables) - 2, end, unproven)
+        unproven.append(f"the joint audit with earlier outputs was not run: {common.n_cells:,} cells in common "
+                        f"(at most {MAX_JOINT_CELLS:,})")
+        return [], [], []
+    audit = JointAudit(d, common, protection / 100.0, end, unproven)
     return audit.run(lambda: linker.findings(d)["derivable"])
 
 
@@ -121,12 +132,13 @@ class JointAudit:
     (:meth:`drop_unneeded`).
     """
 
-    def __init__(self, d: Draft, common: CommonCells, m: float, deadline: float) -> None:
+    def __init__(self, d: Draft, common: CommonCells, m: float, end: float, unproven: list[str]) -> None:
         self.d = d
+        self.unproven = unproven  # what could not be proven (the table is review)
         self.new = d.pop
         self.tables = common.tables
         self.m = m  # the protection required, as a share of each target's size
-        self.deadline = deadline
+        self.end = end  # the work count (simplex iterations) the audit must not pass
         self.n_cells = n_cells = common.n_cells
         self.everything = list(range(len(self.tables)))
         atoms, cell_of_atom = common.atoms, common.cell_of_atom
@@ -154,7 +166,7 @@ class JointAudit:
             inside_rows = row_cell >= 0
             self.unit_rows = (row_cell[inside_rows], d.universe.hashes[d.unit][inside_rows])
         self.points: list[np.ndarray] = []  # feasible tables found so far (re-checked for each system)
-        self.common_deadline = np.inf  # the small common groups' own budget, during the first audit
+        self.common_end = np.inf  # the small common groups' own budget, during the first audit
         self.members_of: dict[Target, np.ndarray] = {}
 
     # -------------------------------------------------------- the steps
@@ -189,8 +201,8 @@ class JointAudit:
         if len(common) <= MAX_COMMON_TARGETS:
             common += self.coarse_targets()
         if len(common) > MAX_COMMON_TARGETS:
-            notes.append(f"{len(common):,} small groups of rows that this table and earlier outputs separate "
-                         "together were not audited (too many to check while displaying)")
+            self.unproven.append(f"{len(common):,} small groups of rows that this table and earlier outputs "
+                                 f"separate together were not audited (at most {MAX_COMMON_TARGETS:,} are)")
             common = []
         return table_targets, common
 
@@ -199,17 +211,18 @@ class JointAudit:
         """(the targets audited, those failing) with every table as published; None when no
         target is left."""
         all_targets = table_targets + common
-        self.common_deadline = time.monotonic() + COMMON_SECONDS
+        self.common_end = work_done() + COMMON_ITERATIONS
         try:
             bad = self.failing(self.intervals(self.everything, set(), all_targets))
-            self.common_deadline = np.inf  # (the first audit decided: the rest runs to the audit's own deadline)
-        except TimeoutError:
-            if not common or time.monotonic() > self.deadline:
+            self.common_end = np.inf  # (the first audit decided: the rest runs to the audit's own budget)
+        except WorkLimit:
+            if not common or work_done() >= self.end:
                 raise
             # the small shared groups are an extra layer: past their budget they are left out
-            # (said in a note), the table's own hidden cells keep the whole audit
-            notes.append(f"{len(common):,} small groups of rows that this table and earlier outputs separate "
-                         f"together were not all audited within {COMMON_SECONDS:g} s")
+            # and the table is review; the table's own hidden cells keep the whole audit
+            self.unproven.append(f"{len(common):,} small groups of rows that this table and earlier outputs "
+                                 f"separate together were not all audited within their work budget "
+                                 f"({COMMON_ITERATIONS:,} simplex iterations)")
             all_targets = table_targets
             if not all_targets:
                 return None
@@ -394,9 +407,9 @@ class JointAudit:
         """
         from .joint_bounds import JointBounds
 
-        limit = min(self.deadline, self.common_deadline) if any(t < 0 for t, _ in wanted) else self.deadline
-        if time.monotonic() > limit:
-            raise TimeoutError
+        limit = min(self.end, self.common_end) if any(t < 0 for t, _ in wanted) else self.end
+        if work_done() >= limit:
+            raise WorkLimit("joint audit: work budget spent")
         A, b = self.constraints(use, extra)
         engine = JointBounds(A, b, limit, self.points)
         keys, cells, values = [], [], []

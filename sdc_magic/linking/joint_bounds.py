@@ -29,14 +29,13 @@ only compare them with the requirement.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from ..protect.lp import new_highs, pass_lp, run_robust
+from ..protect.lp import WorkLimit, new_highs, pass_lp, run_robust, set_budget, work_done
 
 #: Points kept between calls (each is one feasible table of the common cells).
 MAX_POINTS = 64
@@ -49,12 +48,12 @@ SWEEP_ROW_CELLS = 64
 class JointBounds:
     """Attained and proved bounds of group sums over ``A·x = b, x ≥ 0``."""
 
-    def __init__(self, A: sp.csr_matrix, b: np.ndarray, deadline: float = np.inf,
+    def __init__(self, A: sp.csr_matrix, b: np.ndarray, end: float = np.inf,
                  points: Sequence[np.ndarray] = ()) -> None:
         self.A = sp.csr_matrix(A)
         self.b = np.asarray(b, dtype=float)
         self.n = self.A.shape[1]
-        self.deadline = deadline
+        self.end = end  # the work count (simplex iterations, lp.work_done) no LP may pass
         self.lps = 0
         self.h: highspy.Highs | None = None
         #: feasible points known for these constraints (earlier ones are re-checked)
@@ -91,17 +90,20 @@ class JointBounds:
         ``ipm``: interior point with crossover (a sweep changes the whole objective, where
         the warm simplex basis helps little; it still ends on a vertex).
         """
-        if time.monotonic() > self.deadline:
-            raise TimeoutError
+        if work_done() >= self.end:
+            raise WorkLimit("joint audit: work budget spent")
         h = self._model()
         local = cost[self.free]
         idx = np.flatnonzero(local).astype(np.int32)
         h.changeColsCost(len(idx), idx, local[idx].astype(float))
         if ipm:
             h.setOptionValue("solver", "ipm")
+        if np.isfinite(self.end):
+            set_budget(self.end - work_done())  # one long LP cannot pass the budget either
         try:
             status = run_robust(h)
         finally:
+            set_budget(np.inf)
             if ipm:
                 h.setOptionValue("solver", "choose")
             h.changeColsCost(len(idx), idx, np.zeros(len(idx)))
