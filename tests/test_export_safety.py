@@ -151,3 +151,30 @@ def test_rounded_tables_never_export_exact_values(session, referrals, tmp_path: 
     else:
         with pytest.raises(ExportError, match="differs from its certificate"):
             session.export(tmp_path / "x")
+
+
+def test_magic_errors_are_one_line_and_still_errors(tmp_path: Path, monkeypatch) -> None:
+    """A bad rule or export line prints one line (no traceback), stops the cell, writes nothing."""
+    import subprocess
+    import sys
+
+    code = """
+import os
+os.environ["SDC_MAGIC_CONFIG"] = ""
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "sdc_magic")
+for line in ("%sdc rules threshold=ten", "%sdc export my dir", "%sdc export out --frce"):
+    result = shell.run_cell(line)
+    print("ERROR", type(result.error_in_exec).__name__)
+shell.run_line_magic("unload_ext", "sdc_magic")
+print("HANDLERS", shell.custom_exceptions)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "SDC_MAGIC_CONFIG": ""})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("ERROR RulesError") == 3, done.stdout
+    assert "Traceback" not in done.stderr and "threshold must be a whole number, got 'ten'" in done.stderr
+    assert 'quote a folder with spaces' in done.stderr
+    assert "HANDLERS ()" in done.stdout, "unloading restores IPython's handlers"
+    assert not (tmp_path / "my").exists() and not (tmp_path / "out").exists()

@@ -117,6 +117,7 @@ def _load(ip: Any) -> None:
     _installed["print_warning"] = _install_print_warning()
     ip.register_magic_function(sdc_magic, "line", "sdc")
     _installed["ip"] = ip
+    _installed["custom_exc"] = _install_short_errors(ip)
     kernel.shell = ip
     source = f" (rules from {sess.config_path})" if sess.config_path else ""
     _installed["comm"] = _comm.register(ip)  # the lab extension's actions (exception, more options)
@@ -144,6 +145,8 @@ def unload(ip: Any) -> None:
             delattr(owner, name)
     magics = ip.magics_manager.magics.get("line", {})
     magics.pop("sdc", None)
+    if "custom_exc" in _installed:
+        _installed["custom_exc"]()
     if kernel.current() is not None:
         kernel.current().capture.uninstall()
     _comm.unregister()
@@ -283,3 +286,28 @@ def _install_print_warning() -> list[tuple[Any, str, bool, Any]]:
         saved.append((cls, "__str__", had, original))
         cls.__str__ = warn_str
     return saved
+
+
+def _install_short_errors(ip: Any) -> Any:
+    """``%sdc`` errors (a bad rule, an export folder in the way) as one line, not a traceback.
+
+    The error is still raised (a notebook run stops there, ``run_cell`` reports it); only its
+    display is short, as IPython shows its own UsageError. When the user has a custom
+    exception handler of their own, theirs is left alone. Returns the undo.
+    """
+    from ..config import RulesError
+
+    if getattr(ip, "custom_exceptions", ()) or not hasattr(ip, "set_custom_exc"):
+        return lambda: None
+    saved = (ip.custom_exceptions, ip.CustomTB)
+
+    def short(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> None:
+        sys.stderr.write(f"{etype.__name__}: {value}\n")
+
+    ip.set_custom_exc((RulesError,), short)
+
+    def undo() -> None:
+        ip.custom_exceptions, ip.CustomTB = saved
+
+    return undo
+

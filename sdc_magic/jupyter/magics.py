@@ -65,7 +65,12 @@ def sdc_magic(line: str) -> None:
             _say(f"{record.id}: excluded from export")
         elif command == "export":
             args = shlex.split(rest)
-            folder = next((a for a in args if not a.startswith("--")), None)  # None: one folder per notebook
+            folders = [a for a in args if not a.startswith("--")]
+            unknown = [a for a in args if a.startswith("--") and a not in ("--force", "--xlsx")]
+            if len(folders) > 1 or unknown:
+                raise RulesError(f"usage: %sdc export [FOLDER] [--force] [--xlsx]; got {rest.strip()!r} "
+                                 '(quote a folder with spaces: %sdc export "my dir")')
+            folder = folders[0] if folders else None  # None: one folder per notebook
             written = sess.export(folder, force="--force" in args, xlsx="--xlsx" in args)
             if folder is None:
                 from ..records.export import default_export_folder
