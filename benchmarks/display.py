@@ -110,7 +110,7 @@ shell.displayhook.write_format_data = lambda *a, **k: None
 rng = np.random.default_rng(11)
 n = {rows}
 shell.user_ns.update(pd=pd, df=pd.DataFrame({{
-    "district": rng.choice([f"D{{i:02d}}" for i in range(30)], n, p=np.r_[np.full(27, 0.036), 0.01, 0.0015, 0.0005]),
+    "district": rng.choice([f"D{{i:02d}}" for i in range(30)], n, p=np.r_[np.full(27, 0.036), 0.0268, 0.001, 0.0002]),
     "sex": rng.choice(["F", "M"], n), "age": rng.integers(0, 100, n), "resolved": rng.random(n) < 0.4}}))
 shell.run_line_magic("load_ext", "sdc_magic")
 cells = []
@@ -120,7 +120,7 @@ for i in range(40):
         'df.groupby(["district", "sex"]).size()',
         f'df[df.age >= {{lo}}].groupby(["district", "sex"]).size()',
         f'pd.crosstab(df[df.age < {{lo + 10}}].district, df[df.age < {{lo + 10}}].sex, margins=True)',
-        f'df[df.resolved & (df.age >= {{lo}})].groupby("district").size()',
+        f'df[(df.age >= {{lo}}) & (df.age < {{lo + 5}})].groupby(["district", "resolved"]).size()',
     ][i % 4])
 from sdc_magic.jupyter.kernel import session
 out = []
