@@ -533,12 +533,13 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     local = (LocalAttacker(P.M, P.Mc, hidden, P._weights(), boxes=P.boxes) if LocalAttacker.worth(hidden)
              else None)
 
-    def reach(lp: Attacker, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray) -> Flow | None:
+    def reach(lp: Attacker, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray,
+              key: tuple[int, int] | None = None) -> Flow | None:
         if local is not None:
             got = local.reach(k, sign, amt, L, U)
             if got is not None:
                 return got
-        return lp.reach(k, sign, amt)
+        return lp.reach(k, sign, amt, basis_key=key)
 
     def batch_round(open_: np.ndarray) -> np.ndarray:
         """One elastic LP for a batch of open requirements (one per cell); its parts join the pool."""
@@ -615,7 +616,7 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
             tick("audit: finding certificates", None)
             if certified_by[r] or rescued(r, P.L, P.U):
                 continue
-            flow = att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]))
+            flow = att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), basis_key=(r, -1))
             lps += 1
             if flow is not None:
                 pool.append(flow)
@@ -717,7 +718,7 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 if not exact and local is not None:
                     flow = local.reach(int(req_k[r]), int(req_s[r]), amt, *caps)
                 else:
-                    flow = reach(feas, int(req_k[r]), int(req_s[r]), amt, *caps)
+                    flow = reach(feas, int(req_k[r]), int(req_s[r]), amt, *caps, key=(r, int(s)))
                 lps += 1
                 if flow is None:
                     failures.append((r, int(s)))

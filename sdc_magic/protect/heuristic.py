@@ -20,11 +20,17 @@ touches is a valid pattern for that primary.  So each round
    which the next audit checks.
 
 A final clean-up tries to publish again the most expensive secondaries one by one,
-keeping each removal only when the audit still passes.
+keeping each removal only when the audit still passes.  A trial first asks again the
+questions (requirement, attacker) that failed the latest trials (:func:`_refuted`: one
+LP proving infeasibility rejects it), and every attacker LP of the audits starts from the
+basis that answered the same question last time (``basis_key`` of
+:meth:`.lp.Attacker.reach`); neither changes a verdict, only the work it costs (seed
+table: 92,798 → 70,873 simplex iterations for the same pattern).
 """
 
 from __future__ import annotations
 
+import highspy
 import numpy as np
 
 from .audit import (
@@ -202,6 +208,7 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     order = secondary[np.argsort(-P.cost[secondary], kind="stable")]
     start = work_done()
     index: _PoolIndex | None = None
+    killers: list[tuple[int, int]] = []  # (requirement, attacker) that failed trials, latest first
     try:
         for n_done, i in enumerate(order):
             if work is not None and work_done() - start >= work:
@@ -227,13 +234,86 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                     pool = [f for j, f in enumerate(pool) if j not in gone] + cert.pool[len(sub):]
                 continue
             kept = [f for f in pool if trial[f.idx].all()]
+            if _refuted(P, trial, kept, killers, singletons) is not None:
+                continue
             cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True)
             if not cert.failures:
                 hidden = trial
                 pool = cert.pool
+            else:
+                _remember(killers, cert.failures[0])
     except WorkLimit:
         return hidden, pool, False
     return hidden, pool, True
+
+
+#: A clean-up trial first asks again the questions (requirement, attacker) that failed the
+#: latest trials, at most this many: on the seed table 19 of the 45 failed trials failed on
+#: a question that had failed before, after 5-50 LPs each on the others.
+KILLERS = 8
+
+
+def _remember(killers: list[tuple[int, int]], failure: tuple[int, int]) -> None:
+    """Put the question a trial failed on first (see :data:`KILLERS`)."""
+    if failure in killers:
+        killers.remove(failure)
+    killers.insert(0, failure)
+
+
+def _refuted(P: Problem, trial: np.ndarray, kept: list[Flow], killers: list[tuple[int, int]],
+             singletons: bool) -> tuple[int, int] | None:
+    """A question of ``killers`` that has no certificate under ``trial`` (proved by an LP), or None.
+
+    Why: a trial of the clean-up is rejected at the first requirement and attacker it
+    cannot certify, and certify asks the outsider's requirements first, then the
+    insiders'; the question that failed the last trials often fails this one too, after
+    all the others were certified for nothing.  Asked first, it fails the trial with one
+    LP.  Only a proof counts: the same LP certify would solve (the outsider's weighted
+    model, or the insider's cost-free one with its ranges) ending *infeasible*.  Anything
+    else leaves the verdict to certify; a certificate found here joins ``kept``, where
+    certify takes it up (checked like any other).  A question certify would not ask (an
+    insider no longer hidden, the primary's own or owner cell, a zero level) is skipped.
+    """
+    req_k, req_s, req_a = P.requirements()
+    for r, s in killers[:KILLERS]:
+        k, sign, amt = int(req_k[r]), int(req_s[r]), float(req_a[r])
+        L, U = P.L, P.U
+        if s >= 0:
+            if not singletons or not trial[s] or s == k or s in P.owners(k):
+                continue
+            amt = P.insider_amount(k, s, sign, amt)
+            if amt <= 0:
+                continue
+            L, U = scenario_caps(P, s)
+        if any(_meets(f, P, k, sign, amt, s) for f in kept):
+            continue
+        lp = P.feasibility(trial) if s >= 0 else P.attacker(trial)
+        lp.set_caps(L, U)
+        try:
+            flow = lp.reach(k, sign, amt, basis_key=(r, s))
+        finally:
+            lp.set_caps(P.L, P.U)
+        if flow is not None:
+            kept.append(flow)
+        elif lp.last_status == highspy.HighsModelStatus.kInfeasible:
+            _remember(killers, (r, s))
+            return r, s
+    return None
+
+
+def _meets(f: Flow, P: Problem, k: int, sign: int, amt: float, s: int) -> bool:
+    """Certificate f moves k by ``sign·amt`` and, for an insider s ≥ 0, stays in s's range.
+
+    The tolerances of :func:`.audit.flow_requirements` and of the insider check of the
+    audit: what the audit would count as met.
+    """
+    at = f.at(np.array([k, max(s, 0)]))
+    if sign * at[0] < amt * (1 - 1e-6) - 1e-9:
+        return False
+    if s < 0:
+        return True
+    tol = 1e-7 * max(abs(float(P.a[s])), 1.0)
+    return bool(-P.scen_L[s] - tol <= at[1] <= P.scen_U[s] + tol)
 
 
 class _PoolIndex:

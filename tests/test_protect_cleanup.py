@@ -1,0 +1,143 @@
+"""The clean-up's cheaper trials: the same (or a cheaper) pattern for less work.
+
+A trial of the clean-up first asks again the questions (requirement, attacker) that
+failed the latest trials (``heuristic.KILLERS``), and each attacker LP starts from the
+basis that answered the same question last time (``lp.KEPT_BASES``).  Both only change
+how much work a verdict costs, never the verdict: the patterns must not get worse.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from sdc_magic.config import Rules
+from sdc_magic.protect import lp, protect
+from sdc_magic.protect.api import _prepare, clear_cache
+
+heuristic = importlib.import_module("sdc_magic.protect.heuristic")
+api = importlib.import_module("sdc_magic.protect.api")
+
+
+def _counts(shape: tuple[int, ...], seed: int, p: float) -> tuple[pd.DataFrame, list[str]]:
+    rng = np.random.default_rng(seed)
+    n = rng.negative_binomial(2, p, size=shape)
+    dims = [f"v{j}" for j in range(len(shape))]
+    idx = np.indices(shape).reshape(len(shape), -1)
+    df = pd.DataFrame({d: [f"{d}{k:03d}" for k in idx[j]] for j, d in enumerate(dims)})
+    df["n"] = n.ravel()
+    return df[df.n > 0].reset_index(drop=True), dims
+
+
+def _protect_counting(monkeypatch, df: pd.DataFrame, dims: list[str]) -> tuple[object, int]:
+    """protect() on a 4-D count table (heuristic, insiders), and the simplex iterations of its clean-up."""
+    spent: list[int] = []
+    real = api.cleanup
+
+    def counted(*args, **kwargs):
+        start = lp.work_done()
+        got = real(*args, **kwargs)
+        spent.append(lp.work_done() - start)
+        return got
+
+    monkeypatch.setattr(api, "cleanup", counted)
+    clear_cache()
+    res = protect(df, dims=dims, value="n", rules=Rules(threshold=5, protection=10.0), singletons=True,
+                  method="heuristic", time_limit=60)
+    monkeypatch.setattr(api, "cleanup", real)
+    assert len(spent) == 1
+    return res, spent[0]
+
+
+def test_cleanup_reaches_the_same_or_a_cheaper_pattern_with_less_work(monkeypatch) -> None:
+    df, dims = _counts((4, 4, 4, 2), 3, 0.25)
+    refuted: list[tuple[int, int]] = []
+    real_refuted = heuristic._refuted
+
+    def checked(P, trial, kept, killers, singletons):
+        got = real_refuted(P, trial, kept, killers, singletons)
+        if got is not None:
+            # a refutation is a proof: the whole audit of that trial fails too
+            cert = heuristic.certify(P, trial, list(kept), singletons=singletons, stop_at_first=True)
+            assert cert.failures, f"trial refuted on {got} but the audit passes"
+            refuted.append(got)
+        return got
+
+    monkeypatch.setattr(heuristic, "_refuted", checked)
+    proved, _ = _protect_counting(monkeypatch, df, dims)
+    monkeypatch.setattr(heuristic, "_refuted", real_refuted)
+    assert refuted, "no trial was refuted by a question that failed before"
+    fast, fast_work = _protect_counting(monkeypatch, df, dims)  # (without the extra audits' work)
+    pd.testing.assert_frame_equal(proved.cells, fast.cells)
+
+    # before: no questions asked first, no bases kept per question
+    monkeypatch.setattr(heuristic, "KILLERS", 0)
+    monkeypatch.setattr(lp, "KEPT_BASES", 0)
+    slow, slow_work = _protect_counting(monkeypatch, df, dims)
+
+    assert fast.audit_ok and slow.audit_ok
+    assert fast.hidden.sum() <= slow.hidden.sum()
+    assert fast.cost <= slow.cost
+    assert fast_work < 0.9 * slow_work, (fast_work, slow_work)
+    clear_cache()
+
+
+def test_column_residual_is_the_matrix_product() -> None:
+    """The certificate check's residual without scipy's column indexing: the same numbers."""
+    rng = np.random.default_rng(0)
+    M = sp.random(40, 60, density=0.1, format="csc", random_state=1)
+    M.sort_indices()
+    idx = np.sort(rng.choice(60, size=17, replace=False))
+    val = rng.normal(size=17)
+    np.testing.assert_allclose(lp.column_residual(M, idx, val), M[:, idx] @ val, rtol=0, atol=1e-12)
+    assert (lp.column_residual(M, idx[:0], val[:0]) == 0).all()
+
+
+def test_a_kept_basis_gives_the_same_verdicts() -> None:
+    """Warm starts from a question's own basis: certificates found exactly when a cold LP finds one.
+
+    The clean-up's situation: each primary's question answered once, then asked again with
+    one more cell published.
+    """
+    df, dims = _counts((6, 5, 4), 5, 0.3)
+    tab = _prepare(df, dims, "n", None, None, None, None, True)
+    a = tab.value
+    n = len(a)
+    rng = np.random.default_rng(5)
+    primary = (a > 0) & (a < 5) & tab.model.is_inner
+    hidden = primary | (rng.random(n) < 0.5)
+    Mc = sp.csc_matrix(tab.model.M)
+    L, U = a.copy(), np.full(n, np.inf)
+    weights = 1.0 / np.maximum(np.abs(a), 1.0)
+    ks = np.flatnonzero(primary)
+    warm = lp.Attacker(Mc, L, U, weights, cells=np.flatnonzero(hidden))
+    warm.set_hidden(hidden)
+    for k in ks:
+        warm.reach(int(k), 1, 3.0, basis_key=(int(k), 1))
+        warm.reach(int(k), -1, float(min(a[k], 1.0)), basis_key=(int(k), -1))
+    assert warm.bases
+    released = np.flatnonzero(hidden & ~primary)[:6]
+    trial = hidden.copy()
+    found = missed = 0
+    for i in released:
+        trial[i] = False
+        cold = lp.Attacker(Mc, L, U, weights, cells=np.flatnonzero(trial))
+        cold.set_hidden(trial)
+        warm.set_hidden(trial)
+        for k in ks:
+            for sign, amt in ((1, 3.0), (-1, float(min(a[k], 1.0)))):
+                got_warm = warm.reach(int(k), sign, amt, basis_key=(int(k), sign))
+                got_cold = cold.reach(int(k), sign, amt)
+                assert (got_warm is None) == (got_cold is None), (i, k, sign)
+                if got_warm is None:
+                    missed += 1
+                    continue
+                found += 1
+                assert trial[got_warm.idx].all()
+                resid = tab.model.M[:, got_warm.idx] @ got_warm.val
+                assert np.abs(resid).max() <= 1e-6 * max(1.0, np.abs(got_warm.val).max())
+                assert sign * got_warm.at(np.array([k]))[0] >= amt * (1 - 1e-6)
+    assert found > 0 and missed > 0  # both verdicts were compared
