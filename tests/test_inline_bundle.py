@@ -271,3 +271,19 @@ def test_cells_formatted_as_pandas_shows_counts() -> None:
     assert [r["cells"] for r in t["rows"]] == [["20", "0.50"], ["", "1.25"], ["3", ""]]
     assert t["index_names"] == ["age_band"] and t["columns"] == [["n", "rate"]]
     assert _json_types(t) == []
+
+
+def test_the_print_warning_speaks_only_of_the_users_print(sdc) -> None:
+    """The extension's own work (a groupby over unnamed Series in a suggestion, the API's
+    suggestions()) must not trigger "print() of a pandas table is NOT checked"; the user's does."""
+    from sdc_magic.datasets import make_referrals
+    from sdc_magic.jupyter.kernel import session
+
+    sdc.ns["referrals"] = make_referrals()
+    ran = sdc.run('cells = referrals.groupby(["admin2", "case_category", "age_band", "sex"]).size()\n'
+                  "checked = __import__('sdc_magic').jupyter.kernel.session().check(cells)\n"
+                  "found, _ = __import__('sdc_magic').jupyter.kernel.session().suggestions(checked)")
+    assert "NOT checked" not in ran.stderr, ran.stderr
+    assert session() is not None
+    ran = sdc.run("print(cells.head(2))")
+    assert "NOT checked" in ran.stderr

@@ -124,11 +124,11 @@ def test_evicted_results_are_unverified_never_raw() -> None:
 
 def test_budget_from_configuration_and_environment(shell: Any, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from sdc_magic.jupyter import extension
+    from sdc_magic.jupyter import extension, kernel
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SDC_MAGIC_CONFIG", raising=False)
-    monkeypatch.setattr(extension, "_session", None)
+    monkeypatch.setattr(kernel, "_session", None)
     (tmp_path / "sdc.toml").write_text('preset = "insee"\nmemory_mb = 64\n')
     assert extension.session().registry.budget_mb == 64
     assert extension.session().rules.preset == "insee"

@@ -112,7 +112,10 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         from ..outputs.render import suggestion_payload
 
         earlier = list(live.found.items)  # more() rewrites the list: earlier answers must stay
-        found = live.suggester.more(live.found)
+        from .session import internal_work
+
+        with internal_work():
+            found = live.suggester.more(live.found)
         seen = {s.title for s in earlier}
         found.items = earlier + [s for s in found.items if s.title not in seen]
         live.found = found

@@ -25,7 +25,7 @@ from . import kernel
 from .failsafe import table_types
 from .kernel import message, session
 from .magics import sdc_magic
-from .session import Session
+from .session import Session, in_internal_work
 
 TYPES = (*table_types(), *display_types())  # engine types by "module.Class" name
 
@@ -276,7 +276,7 @@ def _install_print_warning() -> list[tuple[Any, str, bool, Any]]:
         original = cls.__dict__.get("__str__")
 
         def warn_str(self: Any, _original: Any = original) -> str:
-            if not state["warned"]:
+            if not state["warned"] and not in_internal_work():
                 state["warned"] = True
                 sys.stderr.write(
                     "sdc_magic: print()/str() of a pandas table is NOT checked — display the table "

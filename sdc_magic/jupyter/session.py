@@ -7,7 +7,10 @@ records the rules it was checked under.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,27 @@ class Published:
     data: dict[str, str]
     metadata: dict[str, Any]
     checked: Checked | None
+
+
+_internal = threading.local()
+
+
+@contextlib.contextmanager
+def internal_work() -> Iterator[None]:
+    """Marks the extension's own work (checking, rendering, suggestions): pandas may turn
+    frames into text inside it (a groupby over unnamed Series does), and the print warning
+    must only speak of the user's own ``print``/``str`` (issue 24: false warnings)."""
+    depth = getattr(_internal, "depth", 0)
+    _internal.depth = depth + 1
+    try:
+        yield
+    finally:
+        _internal.depth = depth
+
+
+def in_internal_work() -> bool:
+    """True while this thread runs the extension's own work (see :func:`internal_work`)."""
+    return getattr(_internal, "depth", 0) > 0
 
 
 class Session:
@@ -94,6 +118,12 @@ class Session:
 
     def publish(self, obj: Any, execution_count: int | None = None, record: bool = True,
                 progress: Any = None, suggest: Any = None) -> Published:
+        """Check and render ``obj`` (see :meth:`_publish`), as the extension's own work."""
+        with internal_work():
+            return self._publish(obj, execution_count, record, progress, suggest)
+
+    def _publish(self, obj: Any, execution_count: int | None = None, record: bool = True,
+                 progress: Any = None, suggest: Any = None) -> Published:
         """Check and render ``obj``; any exception gives a withheld placeholder.
 
         The traceback is kept for ``%sdc debug`` and never shown in the output (an error
@@ -410,6 +440,12 @@ class Session:
         return export(self.ledger.records, folder, self.rules.as_dict(), force=force, xlsx=xlsx)
 
     def suggestions(self, checked: Checked, name_of: Any = None, candidates: int | None = None) -> tuple[Any, Any]:
+        """Better answers for a checked table (see :meth:`_suggestions`), as the extension's own work."""
+        with internal_work():
+            return self._suggestions(checked, name_of, candidates)
+
+    def _suggestions(self, checked: Checked, name_of: Any = None, candidates: int | None = None
+                     ) -> tuple[Any, Any]:
         """Better answers for a checked table (see :mod:`sdc_magic.outputs.suggest`), or (None, None)."""
         from collections import Counter
 
