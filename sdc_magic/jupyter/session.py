@@ -439,8 +439,16 @@ class Session:
 
         return export(self.ledger.records, folder, self.rules.as_dict(), force=force, xlsx=xlsx)
 
-    def suggestions(self, checked: Checked, name_of: Any = None, candidates: int | None = None) -> tuple[Any, Any]:
-        """Better answers for a checked table (see :meth:`_suggestions`), as the extension's own work."""
+    def suggestions(self, checked: Checked, name_of: Any = None, candidates: int | None = None,
+                    budget: float | None = None) -> tuple[Any, Any]:
+        """Better answers for a checked table (see :meth:`_suggestions`), as the extension's own work.
+
+        ``candidates``: how many regroupings and rate tables to try (default: those of a first
+        display). ``budget`` (seconds) is accepted for notebooks written before the search was
+        bounded in work (issue 21) and has no effect: a time budget would make the
+        suggestions depend on the machine's load.
+        """
+        del budget
         with internal_work():
             return self._suggestions(checked, name_of, candidates)
 
