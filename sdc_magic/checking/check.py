@@ -90,7 +90,7 @@ class Outcome:
 
 
 def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: Any = None,
-          progress: Any = None, published: Any = None) -> Checked:
+          progress: Any = None, published: Any = None, reuse: Any = None) -> Checked:
     """Check one displayed object (DataFrame, Series or Styler) under ``rules``.
 
     ``linker(entry, positions)`` may return extra primary cells (flat index → reasons)
@@ -98,6 +98,8 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
     ``progress(message, fraction)`` is called during long protections.
     ``published(entry, positions)`` may return cells already public through earlier
     outputs ({keys subset: labels}): protection never relies on hiding them.
+    ``reuse(entry, positions, frame, notes)`` may return the final decision of the same
+    table shown earlier (see :mod:`sdc_magic.jupyter.decisions`), which is then returned as it is.
     """
     frame, notes = unwrap(obj)
     resolved = resolve(frame, registry)
@@ -111,6 +113,10 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
                        notes=resolved.notes + ["row-level data: never exportable"])
     if resolved.kind == "unverified":
         return hide_value_order(_check_unverified(resolved, rules, protector, shape, registry))
+    if reuse is not None and resolved.match is not None:
+        earlier = reuse(resolved.match.entry, resolved.match.positions, frame, resolved.notes)
+        if earlier is not None:
+            return earlier
     return hide_value_order(_check_table(resolved, rules, protector, shape, linker, progress, published))
 
 

@@ -29,6 +29,7 @@ from ..protect import certificate
 from ..records import signing
 from ..records.export import table_csv
 from ..records.ledger import Ledger, OutputRecord
+from .decisions import DecisionMemory, decision_key
 from .tracebacks import safe_format_exc
 
 METADATA_SCHEMA = 1
@@ -87,6 +88,8 @@ class Session:
         self.microdata: dict[str, Any] | None = None  # %sdc microdata keys=... k=... (row-level releases)
         self.last_error: str | None = None
         self.protector: Any = None
+        self.decisions = DecisionMemory()  # the same table shown again: the same decision
+        self._decision_key: str | None = None
 
     # ------------------------------------------------------------ rules
     def set_rules(self, **settings: Any) -> Rules:
@@ -135,12 +138,16 @@ class Session:
         payload: dict[str, Any] | None = None
         try:
             linked = record and self.linking
+            self._decision_key = None
             checked = check(obj, self.registry, self.rules, self.protector,
                             linker=self._differencing if linked else None, progress=progress,
-                            published=self._published if linked else None)
-            if record and self.linking:
+                            published=self._published if linked else None,
+                            reuse=self._recall if linked else None)
+            reused = getattr(checked, "reused_from", None) is not None
+            if linked and not reused:
                 self._link(out_id, checked)
                 certificate.finalise(checked)  # models, intervals and display: one final decision
+                self.decisions.remember(self._decision_key, out_id, checked)
             if checked.kind == "row-level" and self.microdata is not None:
                 self._microdata_check(checked)
             checked.notes.extend(self.ledger.take_warnings())  # e.g. persistence off: said once, inline
@@ -316,6 +323,11 @@ class Session:
                flagged: Any = None) -> Any:
         return self._linker().draft(out_id, self._title(entry), entry, positions, hidden, self.rules.threshold,
                                     flagged=flagged)
+
+    def _recall(self, entry: Any, positions: Any, frame: Any, notes: list[str]) -> Checked | None:
+        """The decision of the same table shown earlier (see :mod:`.decisions`), or None."""
+        self._decision_key = decision_key(self.rules, entry, positions, frame, notes, self._draft(entry, positions))
+        return self.decisions.recall(self._decision_key, entry)
 
     def _differencing(self, entry: Any, positions: Any, is_margin: Any) -> dict[int, Any]:
         """Cells that earlier outputs would reveal by subtraction (made primary before protection):

@@ -1,0 +1,150 @@
+"""The same table shown again gets the same decision (issue 21: re-displays cost nothing).
+
+Why: a notebook shows the same table many times (a cell run again, ``display(t)`` after
+``t``, Restart & Run All in a long session).  Checked afresh, the second display was
+protected *against the first* (whose published cells are then public knowledge, so they
+could no longer be secondaries) and joint-audited with it: the seed table hid 152, then
+153, then 172 cells on three runs of one cell, and cost more each time.  But a table
+identical to one already shown, with the same cells hidden, publishes nothing new: the
+earlier decision was audited against everything shown before it, and everything shown
+after it was audited against it.  So its decision is reused as it is, with a note.
+
+"Identical" is strict, and every part of the key is needed for the reuse to be safe:
+
+* the rules in force (a change of threshold is a new decision);
+* the displayed object (labels, values, order, dtypes; Styler notes);
+* the captured call and its evidence per cell (values, units, largest contributions);
+* **which rows are in which cell**: the linking draft's group of every row of the
+  session's universe (the same table of other people is another table).  Without a
+  draft (linking off, or a source linking cannot place) there is no reuse: the
+  protection cache of :mod:`sdc_magic.protect` still makes the protection itself free.
+
+The memory holds at most :data:`MAX_DECISIONS` decisions (the newest), copies of the
+frames and masks only: never the source data.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..checking.check import Checked
+
+#: Decisions kept for reuse (each: a copy of a displayed table and its masks).
+MAX_DECISIONS = 32
+#: Tables larger than this are not kept (the copy would cost more than it saves).
+MAX_CELLS_KEPT = 200_000
+
+
+def _update_array(h: Any, values: Any) -> None:
+    arr = np.asarray(values)
+    if arr.dtype == object or arr.dtype.kind in "USO":
+        h.update(repr(arr.tolist()).encode())
+    else:
+        h.update(str(arr.dtype).encode())
+        h.update(repr(arr.shape).encode())
+        h.update(np.ascontiguousarray(arr).tobytes())
+
+
+def _update_frame(h: Any, frame: pd.DataFrame | pd.Series) -> bool:
+    """Hash what a display shows of ``frame``; False when it cannot be hashed (no reuse)."""
+    try:
+        h.update(type(frame).__name__.encode())
+        h.update(repr(list(frame.index.names)).encode())
+        if isinstance(frame, pd.DataFrame):
+            h.update(repr(list(frame.columns)).encode())
+            h.update(repr(list(frame.columns.names)).encode())
+            h.update(repr([str(t) for t in frame.dtypes]).encode())
+        else:
+            h.update(repr(frame.name).encode())
+            h.update(str(frame.dtype).encode())
+        h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+        if isinstance(frame, pd.DataFrame):
+            for j in range(frame.shape[1]):  # (the row hashes combine columns; keep each one too)
+                h.update(pd.util.hash_pandas_object(frame.iloc[:, j], index=False).to_numpy().tobytes())
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def decision_key(rules: Any, entry: Any, positions: np.ndarray, frame: pd.DataFrame | pd.Series,
+                 notes: list[str], draft: Any) -> str | None:
+    """The fingerprint under which a decision may be reused, or None (never reused)."""
+    if draft is None or entry is None or getattr(draft, "pop", None) is None:
+        return None
+    h = hashlib.sha256()
+    h.update(repr(sorted(rules.as_dict().items(), key=lambda kv: kv[0])).encode())
+    h.update(repr((entry.call, tuple(entry.dims), entry.margin_label, entry.unit)).encode())
+    ev = entry.evidence
+    for name in ("stat", "var", "units", "total", "total_abs", "negative", "top", "is_margin", "value", "ones"):
+        value = getattr(ev, name, None)
+        h.update(name.encode())
+        if value is not None:
+            _update_array(h, value)
+    _update_array(h, positions)
+    h.update(repr(list(notes)).encode())
+    if not _update_frame(h, frame):
+        return None
+    pop = draft.pop
+    h.update(str(getattr(draft.universe, "uid", id(draft.universe))).encode())
+    _update_array(h, np.asarray(pop.group)[np.asarray(draft.new_row_atom)])
+    h.update(repr(list(pop.labels)).encode())
+    return h.hexdigest()
+
+
+class DecisionMemory:
+    """The decisions of this session's tables by :func:`decision_key` (newest kept)."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[str, tuple[str, Checked]] = OrderedDict()
+
+    def clear(self) -> None:
+        self._kept.clear()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def recall(self, key: str | None, entry: Any) -> Checked | None:
+        """A copy of the decision kept under ``key`` (bound to ``entry``), or None."""
+        if key is None or key not in self._kept:
+            return None
+        self._kept.move_to_end(key)
+        out_id, kept = self._kept[key]
+        checked = _copy(kept)
+        checked.entry = entry
+        checked.reused_from = out_id  # type: ignore[attr-defined]
+        checked.notes.append(f"the same table as {out_id}, shown again: its decision is reused "
+                             "(showing it again publishes nothing new)")
+        return checked
+
+    def remember(self, key: str | None, out_id: str, checked: Checked) -> None:
+        """Keep the final decision of a displayed table under ``key``."""
+        if key is None or checked.kind != "table" or checked.hidden.size > MAX_CELLS_KEPT:
+            return
+        kept = _copy(checked)
+        kept.entry = None  # (never the source data: the entry holds a recipe to recompute groupings)
+        self._kept[key] = (out_id, kept)
+        self._kept.move_to_end(key)
+        while len(self._kept) > MAX_DECISIONS:
+            self._kept.popitem(last=False)
+
+
+def _copy(checked: Checked) -> Checked:
+    """A copy that shares nothing mutable with ``checked`` but its (read-only) models."""
+    out = copy.copy(checked)
+    out.frame = checked.frame.copy(deep=True)
+    out.hidden = checked.hidden.copy()
+    out.reasons = {k: list(v) for k, v in checked.reasons.items()}
+    out.intervals = dict(checked.intervals)
+    out.notes = list(checked.notes)
+    out.models = list(checked.models)
+    for name in ("unverified", "entry_positions", "hidden_flat", "cell_rows", "cell_cols"):
+        value = getattr(checked, name)
+        if value is not None:
+            setattr(out, name, value.copy())
+    return out

@@ -1,0 +1,108 @@
+"""The same table shown again gets the same decision, and only the same table does (issue 21).
+
+Before: three runs of the seed cell hid 152, 153, then 172 cells (each display was protected
+against the previous ones), and cost more each time.  The decision of a table identical to an
+earlier output (same rules, values, evidence, and the same rows in the same cells) is reused;
+anything else is decided afresh.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sdc_magic.protect.api as protect_api
+
+KEYS = ["admin2", "case_category", "age_band"]
+
+
+@pytest.fixture
+def count_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many protection searches run (a search, not the cache, decides a pattern)."""
+    calls: list[int] = []
+    real = protect_api._search
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(protect_api, "_search", counted)
+    return calls
+
+
+def _hidden(published) -> np.ndarray:
+    return published.checked.hidden.copy()
+
+
+def test_the_same_table_three_times_gets_one_decision(session, referrals, count_searches) -> None:
+    shown = [session.publish(referrals.groupby(KEYS).size()) for _ in range(3)]
+    first, *again = shown
+    assert first.checked.hidden.any()
+    searches_first = len(count_searches)
+    assert searches_first >= 1
+    for out in again:
+        assert out.metadata["sdc_magic"]["status"] == first.metadata["sdc_magic"]["status"]
+        assert np.array_equal(_hidden(out), _hidden(first))
+        assert out.checked.intervals == first.checked.intervals
+        assert any(f"the same table as {first.id}" in n for n in out.checked.notes)
+        assert out.data["text/plain"].split("\n")[:-3] == first.data["text/plain"].split("\n")[:-3] or \
+            out.checked.hidden_count == first.checked.hidden_count
+    assert len(count_searches) == searches_first  # no new search for the re-displays
+    # every one is recorded and exportable on its own
+    assert [r.status for r in session.outputs][-3:] == [first.metadata["sdc_magic"]["status"]] * 3
+    assert all(r.csv is not None for r in session.outputs[-3:])
+
+
+def test_another_table_in_between_does_not_change_the_decision(session, referrals) -> None:
+    first = session.publish(referrals.groupby(KEYS).size())
+    session.publish(referrals.groupby(["admin2", "sex"]).size())
+    again = session.publish(referrals.groupby(KEYS).size())
+    assert np.array_equal(_hidden(again), _hidden(first))
+
+
+def test_new_rules_decide_again(session, referrals) -> None:
+    first = session.publish(referrals.groupby(KEYS).size())
+    session.set_rules(threshold=10)
+    again = session.publish(referrals.groupby(KEYS).size())
+    assert not any("the same table as" in n for n in again.checked.notes)
+    assert again.checked.hidden.sum() > first.checked.hidden.sum()
+
+
+def test_a_changed_value_is_a_new_table(session, referrals) -> None:
+    session.publish(referrals.groupby(KEYS).size())
+    changed = referrals.copy()
+    changed.loc[changed.index[0], "age_band"] = changed["age_band"].iloc[-1]
+    again = session.publish(changed.groupby(KEYS).size())
+    assert not any("the same table as" in n for n in again.checked.notes)
+
+
+def test_the_same_counts_of_other_people_are_decided_again(session, referrals) -> None:
+    # other rows (other labels and ids: linking's notion of other people) with the very same
+    # table: a new decision (linking may relate them to other outputs differently)
+    session.publish(referrals.groupby(KEYS).size())
+    others = referrals.copy()
+    others["case_id"] = others["case_id"].astype(str) + "-b"
+    others.index = others.index + 100_000
+    again = session.publish(others.groupby(KEYS).size())
+    assert not any("the same table as" in n for n in again.checked.notes)
+
+
+def test_a_subset_with_an_identical_table_is_decided_again(session) -> None:
+    # two frames whose tables are identical but whose rows differ by one person outside the table
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.integers(0, 4, 300), "b": rng.integers(0, 3, 300), "id": np.arange(300)})
+    df.loc[0, "a"] = 9  # a single person in a=9: the subset below drops them
+    first = session.publish(df.groupby(["a", "b"]).size())
+    subset = df[df["a"] != 9]
+    shown = session.publish(subset.groupby(["a", "b"]).size())
+    assert not any("the same table as" in n for n in shown.checked.notes)
+    assert first.checked.hidden.any()
+
+
+def test_a_reordered_display_is_decided_as_itself(session, referrals) -> None:
+    table = referrals.groupby(KEYS).size()
+    session.publish(table)
+    flipped = session.publish(table.unstack())
+    assert not any("the same table as" in n for n in flipped.checked.notes)
+    assert flipped.checked.hidden.any()
