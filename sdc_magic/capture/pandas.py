@@ -232,7 +232,8 @@ class Capture:
                   measure_of: Callable[[str], tuple[str | None, str]], notes: list[str],
                   margin_label: str | None = None,
                   margin_evidence: Callable[[tuple[str, ...]], GroupEvidence] | None = None,
-                  source: Source | None = None, flat_obj: Any = None, flat: Flat | None = None) -> None:
+                  source: Source | None = None, flat_obj: Any = None, flat: Flat | None = None,
+                  normalized: tuple[str, ...] | None = None) -> None:
         obj = result if flat_obj is None else flat_obj
         if not isinstance(obj, pd.Series | pd.DataFrame):
             return
@@ -241,6 +242,7 @@ class Capture:
                             self.rules().top_k, margin_label, margin_evidence)
         entry.unit = self.rules().unit if ge.unit_column else None
         entry.source = source
+        entry.normalized = normalized
         self.registry.add(entry, result)
 
     def _evidence_by_columns(self, frame: pd.DataFrame, keys: list[str], dropna: bool,
@@ -372,8 +374,9 @@ class Capture:
             tmp = pd.DataFrame({n: _column_or_key(obj, gb, n) for n in names}, index=obj.index)
         ge = self._evidence_by_columns(tmp, names, kwargs.get("dropna", True), [], unit)
         stat = "proportion" if kwargs.get("normalize") else "count"
+        groups = tuple(str(n) for n in names[:len(key_dims)]) if kwargs.get("normalize") else None
         self._register("groupby.value_counts", result, ge, names, lambda m: (None, stat), notes,
-                       source=Source(frame, names, "groupby.value_counts"))
+                       source=Source(frame, names, "groupby.value_counts"), normalized=groups)
 
     # ------------------------------------------------------------ value_counts / describe
     def _series_value_counts(self, s: pd.Series, args: tuple, kwargs: dict, result: Any) -> None:
@@ -389,7 +392,8 @@ class Capture:
         stat = "proportion" if normalize else "count"
         self._register("Series.value_counts", result, ge, [name], lambda m: (None, stat), notes,
                        source=Source(None, [name], "Series.value_counts", rows=tmp),
-                       flat=flatten(result, index_names=[name]) if isinstance(result, pd.Series) else None)
+                       flat=flatten(result, index_names=[name]) if isinstance(result, pd.Series) else None,
+                       normalized=() if normalize else None)
 
     def _frame_value_counts(self, df: pd.DataFrame, args: tuple, kwargs: dict, result: Any) -> None:
         subset = kwargs.get("subset", args[0] if args else None)
@@ -400,7 +404,8 @@ class Capture:
         ge = self._evidence_by_columns(df, cols, dropna, [], unit)
         stat = "proportion" if kwargs.get("normalize") else "count"
         self._register("DataFrame.value_counts", result, ge, [str(c) for c in cols], lambda m: (None, stat),
-                       notes, source=Source(df, cols, "DataFrame.value_counts"))
+                       notes, source=Source(df, cols, "DataFrame.value_counts"),
+                       normalized=() if kwargs.get("normalize") else None)
 
     def _describe(self, obj: Any, args: tuple, kwargs: dict, result: Any) -> None:
         if self.registry.by_object(obj) is not None or _is_captured_table(obj, self.registry):
@@ -477,7 +482,9 @@ class Capture:
 
         self._register("crosstab", result, ge, names, lambda m: (var, stat), notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
-                       source=Source(tmp, names, "crosstab"))
+                       source=Source(tmp, names, "crosstab"),
+                       normalized=_normalized_over(normalize, names[:len(row_names)], names[len(row_names):])
+                       if values is None else None)
 
     def _pivot_function(self, args: tuple, kwargs: dict, result: Any) -> None:
         kwargs = dict(kwargs)
@@ -755,3 +762,14 @@ def _pivot_measures(value_cols: list[Any], aggfunc: Any) -> Callable[[str], tupl
         return var, stat_name(aggfunc)
 
     return measure_of
+
+
+def _normalized_over(normalize: Any, rows: list[str], columns: list[str]) -> tuple[str, ...] | None:
+    """The dimensions a crosstab's shares sum to 1 within (see ``Entry.normalized``)."""
+    if normalize is False or normalize is None:
+        return None
+    if normalize in ("index", 0):
+        return tuple(rows)
+    if normalize in ("columns", 1):
+        return tuple(columns)
+    return ()  # True / "all": the whole table sums to 1

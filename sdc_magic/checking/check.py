@@ -311,6 +311,11 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
         public = published(entry, resolved.match.positions) if published is not None and resolved.match else {}
         outcome = _protect_entry(entry, resolved, primary, rules, protector, progress, public)
         status, secondary, intervals, method, models = _apply(outcome, "suppressed", primary, hidden, reasons, notes)
+    if getattr(entry, "normalized", None) is not None and hidden.any():
+        shares_review = _protect_shares(entry, resolved, hidden, secondary, reasons, notes)
+        if status == "pass" and secondary.any():
+            status = "suppressed"
+        label_review = label_review or shares_review
     if assessment.review.any() or label_review or any("not found" in n for n in notes):
         if status == "pass" or status == "suppressed":
             status = "review"
@@ -323,6 +328,56 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     checked.entry = entry
     checked.models = models
     return checked
+
+
+def _protect_shares(entry: Entry, resolved: Resolved, hidden: np.ndarray, secondary: np.ndarray,
+                    reasons: dict[int, list[Reason]], notes: list[str]) -> bool:
+    """A table of shares: no group whose shares sum to 1 keeps a single hidden cell.
+
+    Why (issue 23, red team round 3): ``crosstab(..., normalize="index")`` hid a small group's
+    share, but the shares of its row sum to 1, so with the zeros beside it the hidden share is
+    1 − 0 − 0: all the cases of that district are female.  The protection reasons on counts,
+    whose row totals are not published; a share table publishes every such total (as 1).  With
+    two hidden cells or more in a group, each hidden share can be anything from 0 to what the
+    published ones leave, so none is given back.  The second cell is the group's smallest
+    (a zero when there is one: hiding it costs nothing).  Updates ``hidden``, ``secondary``
+    and ``reasons`` in place; returns True when some hidden share stays recoverable because
+    its group shows no other cell (the table then needs review).
+    """
+    flat = resolved.flat
+    ev = resolved.evidence
+    assert flat is not None and ev is not None
+    norm = tuple(entry.normalized or ())
+    if not set(norm) <= set(flat.dims):
+        notes.append("a table of shares whose grouping could not be followed: checked as counts only")
+        return True
+    inner = ~np.asarray(ev.is_margin, dtype=bool)
+    if norm:
+        group = pd.MultiIndex.from_arrays([pd.Index(flat.dims[d], dtype=object) for d in norm]).factorize()[0] \
+            if len(norm) > 1 else pd.factorize(pd.Index(flat.dims[norm[0]], dtype=object))[0]
+    else:
+        group = np.zeros(len(flat), dtype=np.int64)
+    group = np.where(inner, group, -1)
+    size = np.asarray(ev.units, dtype=float)
+    stuck = False
+    reason = Reason("secondary", "hidden because the shares of its group sum to 1: with one hidden share "
+                                 "alone, 1 minus the others would give it back")
+    for g in np.unique(group[hidden & (group >= 0)]):
+        members = np.flatnonzero(group == g)
+        if int(hidden[members].sum()) != 1:
+            continue
+        others = members[~hidden[members]]
+        if not len(others):
+            stuck = True
+            continue
+        pick = int(others[np.lexsort((others, size[others]))][0])
+        hidden[pick] = True
+        secondary[pick] = True
+        reasons.setdefault(pick, []).append(reason)
+    if stuck:
+        notes.append("a hidden share is the only cell shown for its group, so it is 1 by construction: "
+                     "show every category (e.g. unstack(fill_value=0)) or merge the small group")
+    return stuck
 
 
 #: "X (n=3)", "n = 2", "[4]", "(2 people)": a small number written into a label

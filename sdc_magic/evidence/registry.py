@@ -100,6 +100,9 @@ class Entry:
     unit: str | None = None
     notes: list[str] = field(default_factory=list)
     source: object | None = None  # recipe to recompute groupings (suggestions, margins)
+    #: shares (``normalize=``): the dimensions within each combination of which the cells sum
+    #: to 1, ``()`` for the whole table; those sums are published (as 1) whatever is hidden
+    normalized: tuple[str, ...] | None = None
 
 
 @dataclass
