@@ -451,14 +451,7 @@ def _search(
     """The search behind :func:`protect` (see there), uncached."""
     t0 = time.monotonic()
     rules = rules or Rules()
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if levels not in LEVELS:
-        raise ValueError(f"levels must be one of {LEVELS}, got {levels!r}")
-    if margins not in MARGINS:
-        raise ValueError(f"margins must be one of {MARGINS}, got {margins!r}")
-    if time_limit is None or not time_limit > 0:
-        raise ValueError(f"time_limit must be a positive number (a work budget in nominal seconds), got {time_limit!r}")
+    _check_options(method, levels, margins, time_limit)
     singletons = rules.singletons if singletons is None else bool(singletons)
     frequency = units is None or units == value
     cost = cost or rules.cost
@@ -471,13 +464,53 @@ def _search(
     tick = Ticker(progress)
     tick("protect: building the table model", 0.0, force=True)
     tab = _prepare(cells, dims, value, units, top, hierarchies, bounds, frequency)
-    model = tab.model
-    n = model.n_cells
     frame = cells.reset_index(drop=True)
     a = tab.value
     unit_counts = a if frequency else tab.units
+    is_primary, reasons = _primaries(tab, frame, rules, frequency, unit_counts, primary)
+    P, c = _problem(tab, frame, rules, frequency, unit_counts, is_primary, reasons, cost=cost, levels=levels,
+                    margins=margins, publish=publish, singletons=singletons)
 
-    # ---- primary cells
+    # ---- search
+    budget = ITERATIONS_PER_SECOND * float(time_limit)  # work units, never a clock (see Ticker)
+    work_at_start = work_done()
+    found = _find_pattern(P, method=method, solver=solver, singletons=singletons, time_limit=time_limit,
+                          tick=tick, budget=budget, end=work_at_start + budget)
+
+    # ---- final audit: certificates for every attacker, then exact intervals
+    lower, upper, pinned = _final_audit(P, found, a, frequency, singletons, tick)
+    hidden = found.hidden
+    status = np.where(P.primary, "primary", np.where(hidden, "secondary", "safe"))
+    for i in np.flatnonzero(hidden & ~P.primary):
+        reasons[i] = ["secondary"]
+    for i in np.flatnonzero(~hidden):
+        reasons[i] = []
+    out = _cells_frame(tab, units, frequency, status, lower, upper, reasons)
+    total_cost = float(c[hidden & ~P.primary].sum())
+    seconds = time.monotonic() - t0
+    message = _message(P, found, tab.labels, total_cost, pinned, budget, singletons, margins)
+    req = _requirements_frame(P, tab.labels, a)
+    tick("protect: done", 1.0, force=True)
+    return Protection(out, found.method_name, total_cost, seconds, bool(found.audit_ok), message, req, found.pool,
+                      budget_spent=found.budget_spent, work=work_done() - work_at_start)
+
+
+def _check_options(method: str, levels: str, margins: str, time_limit: float) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if levels not in LEVELS:
+        raise ValueError(f"levels must be one of {LEVELS}, got {levels!r}")
+    if margins not in MARGINS:
+        raise ValueError(f"margins must be one of {MARGINS}, got {margins!r}")
+    if time_limit is None or not time_limit > 0:
+        raise ValueError(f"time_limit must be a positive number (a work budget in nominal seconds), got {time_limit!r}")
+
+
+def _primaries(tab: _Table, frame: pd.DataFrame, rules: Rules, frequency: bool, unit_counts: np.ndarray | None,
+               primary: str | None) -> tuple[np.ndarray, list[list[str]]]:
+    """The primary cells (the rules' verdicts, plus the a-priori flags) and each cell's reasons."""
+    a = tab.value
+    n = tab.model.n_cells
     if unit_counts is not None:
         u_facts = unit_counts
     else:
@@ -505,8 +538,16 @@ def _search(
             is_primary[c] = True
             if "a-priori" not in reasons[c]:
                 reasons[c].append("a-priori")
+    return is_primary, reasons
 
-    # ---- levels, bounds, costs, insiders
+
+def _problem(tab: _Table, frame: pd.DataFrame, rules: Rules, frequency: bool, unit_counts: np.ndarray | None,
+             is_primary: np.ndarray, reasons: list[list[str]], *, cost: str, levels: str, margins: str,
+             publish: str | None, singletons: bool) -> tuple[Problem, np.ndarray]:
+    """The protection problem (levels, bounds, costs, insiders) and the cells' costs."""
+    model = tab.model
+    n = model.n_cells
+    a = tab.value
     lpl, upl = protection_levels(
         a, rules=rules, frequency=frequency, reasons=reasons, top=tab.top, lower_bounds=tab.lb,
         min_width=1.0 if frequency else resolution_of(a[model.is_inner]),
@@ -548,10 +589,23 @@ def _search(
     P = Problem(model.M, a, L, U, is_primary, hideable, lpl, upl, c_int, scen_L, scen_U,
                 S=model.S.tocsr(), top1=top1, insider_unit=insider_unit, own_lpl=own_lpl, own_upl=own_upl,
                 boxes=Boxes.of(model))
+    return P, c
 
-    # ---- search
-    budget = ITERATIONS_PER_SECOND * float(time_limit)  # work units, never a clock (see Ticker)
-    work_at_start = work_done()
+
+@dataclass
+class _Pattern:
+    """What the search found: the pattern, its certificates and how it ended."""
+
+    hidden: np.ndarray
+    pool: list[Flow]
+    method_name: str
+    audit_ok: bool = True
+    budget_spent: bool = False
+    unprotectable: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _mip_choice(n: int, method: str, solver: str | None, time_limit: float) -> tuple[bool, str | None]:
+    """Whether the MIP runs after the heuristic, and with which solver."""
     offline = float(time_limit) >= OFFLINE_SECONDS
     use_optimal = method == "optimal" or (method == "auto" and (
         n <= AUTO_OPTIMAL_MAX_CELLS or (offline and n <= AUTO_OPTIMAL_MAX_CELLS_OFFLINE)))
@@ -561,12 +615,16 @@ def _search(
         if method == "optimal" or solver is not None:
             raise ValueError(f"MIP solver {chosen!r} is not available here (available: {solvers})")
         use_optimal = False
-    message = ""
-    audit_ok = True
-    budget_spent = False
+    return use_optimal, chosen
+
+
+def _find_pattern(P: Problem, *, method: str, solver: str | None, singletons: bool, time_limit: float,
+                  tick: Ticker, budget: float, end: float) -> _Pattern:
+    """The heuristic, its clean-up and (when chosen) the MIP, within the work budget."""
+    n = P.n
+    use_optimal, chosen = _mip_choice(n, method, solver, time_limit)
     pool: list[Flow] = []
-    unprotectable: list[tuple[int, int]] = []
-    tick.end = work_at_start + budget  # every loop of the search stops when the budget is spent
+    tick.end = end  # every loop of the search stops when the budget is spent
     set_budget(budget)  # ... and every LP inside them
     work = int(CLEANUP_ITERATIONS_PER_SECOND * float(time_limit))
     try:
@@ -588,51 +646,54 @@ def _search(
                                                  " (work limit: best audited pattern so far)")
         elif not complete:
             method_name += " (clean-up cut short by its budget)"
+        found = _Pattern(hidden, pool, method_name)
     except Infeasible as exc:
-        unprotectable = exc.failures
-        hidden = np.ones(n, dtype=bool)
-        method_name = "none (infeasible)"
-        audit_ok = False
+        found = _Pattern(np.ones(n, dtype=bool), pool, "none (infeasible)", audit_ok=False,
+                         unprotectable=exc.failures)
     except WorkLimit:
-        budget_spent = True
-        hidden = np.ones(n, dtype=bool)
-        method_name = BUDGET_SPENT_METHOD
-        audit_ok = False
+        found = _Pattern(np.ones(n, dtype=bool), pool, BUDGET_SPENT_METHOD, audit_ok=False, budget_spent=True)
     finally:
         set_budget(np.inf)
     tick.end = np.inf  # the final audit and the intervals always run to the end
+    return found
 
-    # ---- final audit: certificates for every attacker, then exact intervals
+
+def _final_audit(P: Problem, found: _Pattern, a: np.ndarray, frequency: bool, singletons: bool, tick: Ticker
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Certificates for every attacker, then exact intervals; updates ``found``.
+
+    Returns (lower, upper, pinned): the intervals and the secondaries published again.
+    """
     tick("audit: final check", None, force=True)
-    if audit_ok:
-        cert = certify(P, hidden, pool, singletons=singletons, tick=tick)
-        pool = cert.pool
+    if found.audit_ok:
+        cert = certify(P, found.hidden, found.pool, singletons=singletons, tick=tick)
+        found.pool = cert.pool
         if cert.failures:
-            audit_ok = False
-            unprotectable = cert.failures
-    lower, upper = intervals(P, hidden, tick=tick, seeds=pool)
+            found.audit_ok = False
+            found.unprotectable = cert.failures
+    lower, upper = intervals(P, found.hidden, tick=tick, seeds=found.pool)
     lower, upper = _tidy(lower, upper, a, frequency)
     req_k, req_s, req_a = P.requirements()
-    if audit_ok:
+    if found.audit_ok:
         # the exact intervals must agree with the certificates (outsider)
         for k, s, amt in zip(req_k, req_s, req_a, strict=True):
             reach = upper[k] - a[k] if s > 0 else a[k] - lower[k]
             if reach < amt * (1 - 1e-6) - 1e-9:
-                audit_ok = False
-                unprotectable.append((int(np.flatnonzero(req_k == k)[0]), -1))
+                found.audit_ok = False
+                found.unprotectable.append((int(np.flatnonzero(req_k == k)[0]), -1))
     # a secondary the attacker recovers exactly protects nothing: publish it
-    secondary = hidden & ~P.primary
+    secondary = found.hidden & ~P.primary
     pinned = secondary & (upper - lower <= 1e-9 * np.maximum(np.abs(a), 1.0))
-    if audit_ok and pinned.any():
-        hidden = hidden & ~pinned
+    if found.audit_ok and pinned.any():
+        found.hidden = found.hidden & ~pinned
         lower[pinned] = np.nan
         upper[pinned] = np.nan
+    return lower, upper, pinned
 
-    status = np.where(P.primary, "primary", np.where(hidden, "secondary", "safe"))
-    for i in np.flatnonzero(hidden & ~P.primary):
-        reasons[i] = ["secondary"]
-    for i in np.flatnonzero(~hidden):
-        reasons[i] = []
+
+def _cells_frame(tab: _Table, units: str | None, frequency: bool, status: np.ndarray, lower: np.ndarray,
+                 upper: np.ndarray, reasons: list[list[str]]) -> pd.DataFrame:
+    a = tab.value
     out = tab.labels.copy()
     out["value"] = a
     if units is not None and not frequency:
@@ -643,30 +704,36 @@ def _search(
     out["lower"] = lower
     out["upper"] = upper
     out["reasons"] = reasons
-    total_cost = float(c[hidden & ~P.primary].sum())
-    seconds = time.monotonic() - t0
-    labels = tab.labels
-    if audit_ok:
-        n_sec = int((hidden & ~P.primary).sum())
+    return out
+
+
+def _message(P: Problem, found: _Pattern, labels: pd.DataFrame, total_cost: float, pinned: np.ndarray,
+             budget: float, singletons: bool, margins: str) -> str:
+    """What happened, in plain words: the protection, the spent budget or why it failed."""
+    if found.audit_ok:
+        n_sec = int((found.hidden & ~P.primary).sum())
         message = (f"{int(P.primary.sum())} primary cell(s) protected with {n_sec} secondary cell(s) "
                    f"(cost {total_cost:g}); every primary passed the audit"
                    + (" against outsiders and single contributors." if singletons else " against outsiders."))
         if pinned.any():
             message += f" {int(pinned.sum())} recoverable secondary cell(s) were published again."
-    elif budget_spent:
-        message = (f"the protection search used its whole work budget ({int(budget):,} simplex iterations) "
-                   "before it could prove any pattern safe, so every cell is hidden and an output checker "
-                   "decides. Aggregate the table, or protect it offline with "
-                   "sdc_magic.protect.protect(..., time_limit=...) and a larger budget.")
-    else:
-        message = _explain(unprotectable, P, labels, req_k, req_s, req_a, margins)
+        return message
+    if found.budget_spent:
+        return (f"the protection search used its whole work budget ({int(budget):,} simplex iterations) "
+                "before it could prove any pattern safe, so every cell is hidden and an output checker "
+                "decides. Aggregate the table, or protect it offline with "
+                "sdc_magic.protect.protect(..., time_limit=...) and a larger budget.")
+    req_k, req_s, req_a = P.requirements()
+    return _explain(found.unprotectable, P, labels, req_k, req_s, req_a, margins)
+
+
+def _requirements_frame(P: Problem, labels: pd.DataFrame, a: np.ndarray) -> pd.DataFrame:
+    req_k, req_s, req_a = P.requirements()
     req = labels.iloc[req_k].reset_index(drop=True)
     req["value"] = a[req_k]
     req["direction"] = np.where(req_s > 0, "up", "down")
     req["must_reach"] = a[req_k] + req_s * req_a
-    tick("protect: done", 1.0, force=True)
-    return Protection(out, method_name, total_cost, seconds, bool(audit_ok), message, req, pool,
-                      budget_spent=budget_spent, work=work_done() - work_at_start)
+    return req
 
 
 def _own_largest_levels(a: np.ndarray, top: np.ndarray, units: np.ndarray | None, rules: Rules,

@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .flows import absorb_many, flow_requirements, one_per_cell, rescale
 from .local import Boxes, LocalAttacker
 from .lp import Attacker, Flow, IntervalEngine, WorkLimit, flow_lp, propagated_bounds, work_done
 
@@ -295,38 +296,6 @@ class Certification:
     lps: int = 0
 
 
-def flow_requirements(f: Flow, req_k: np.ndarray, req_s: np.ndarray, req_a: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Requirements on cells a flow moves: (their indices, met by the flow, the moved requirement cells).
-
-    ``req_k`` is sorted (:meth:`Problem.requirements`), so each moved cell's
-    requirements are one slice: no sparse matrix per certificate.  Remembered on the
-    certificate for the same requirement arrays (certificates are never changed).
-    """
-    memo = f.memo.get("reqs")
-    if memo is not None and memo[0] is req_k:
-        return memo[1]
-    got = _flow_reqs_of(f, req_k, req_s, req_a)
-    f.memo["reqs"] = (req_k, got)
-    return got
-
-
-def _flow_reqs_of(f: Flow, req_k: np.ndarray, req_s: np.ndarray, req_a: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    lo = np.searchsorted(req_k, f.idx, side="left")
-    hi = np.searchsorted(req_k, f.idx, side="right")
-    has = hi > lo
-    if not has.any():
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, np.zeros(0, dtype=bool), empty
-    counts = hi[has] - lo[has]
-    starts = np.repeat(lo[has], counts)
-    rs = starts + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
-    vals = np.repeat(f.val[has], counts)
-    ok = vals * req_s[rs] >= req_a[rs] * (1 - 1e-6) - 1e-9
-    return rs, ok, f.idx[has]
-
-
 #: Open requirements at which the outsider audit asks one elastic LP for a batch of them.
 BATCH_MIN = 24
 #: ... but only on tables larger than this (below, warm single LPs are cheaper).
@@ -337,12 +306,6 @@ def _planar(P: Problem, H: np.ndarray) -> bool:
     """True when most hidden cells lie in at most two relations (a 2-D table's inner cells)."""
     degree = np.diff(P.Mc.indptr)[H]
     return bool(len(degree)) and float(np.median(degree)) <= 2
-
-
-def one_per_cell(idx: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Requirement indices keeping only the first one for each cell (one direction per LP)."""
-    _, first = np.unique(k[idx], return_index=True)
-    return idx[np.sort(first)]
 
 
 def scenario_caps(P: Problem, s: int) -> tuple[np.ndarray, np.ndarray]:
@@ -413,52 +376,6 @@ def split_flow(P: Problem, f: Flow) -> list[Flow]:
     return parts
 
 
-def rescale(f: Flow, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray) -> Flow | None:
-    """``t·f`` moving cell k by exactly ``sign·amt``, when it stays within the ranges.
-
-    The attacker's deviations form a polytope around 0 (``M·f = 0`` and a box), so a
-    certificate scaled (or reversed) is still one as long as every cell stays in its
-    range: on a count table, the certificate that pushes a small cell up to the
-    threshold, reversed and shrunk, usually pulls it down by its lower level too.
-    """
-    pos = int(np.searchsorted(f.idx, k))
-    if pos >= len(f.idx) or f.idx[pos] != k or f.val[pos] == 0:
-        return None
-    v = f.val * (sign * amt / f.val[pos])
-    lo, hi = L[f.idx], U[f.idx]
-    if (v > hi * (1 + 1e-9) + 1e-12).any() or (-v > lo * (1 + 1e-9) + 1e-12).any():
-        return None
-    return Flow(f.idx, v)
-
-
-def _absorb_many(pool: list[Flow], start: int, req_k: np.ndarray, req_s: np.ndarray, req_a: np.ndarray,
-                 certified_by: defaultdict[int, list[int]], touching: dict[int, list[int]]) -> None:
-    """What ``pool[start:]`` certifies and touches, appended in pool order (as one by one).
-
-    An audit starts by taking in every certificate found so far (10,000 of them during
-    the clean-up of 50×40×10, once per trial): grouping (requirement, certificate) pairs
-    with one stable sort replaces millions of list appends.
-    """
-    facts = [flow_requirements(pool[fi], req_k, req_s, req_a) for fi in range(start, len(pool))]
-    fis = np.arange(start, len(pool))
-    for pick, target in ((lambda rs, ok, cells: rs[ok], None), (lambda rs, ok, cells: cells, touching)):
-        parts = [pick(*f) for f in facts]
-        keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        if not len(keys):
-            continue
-        owners = np.repeat(fis, [len(p) for p in parts])
-        order = np.argsort(keys, kind="stable")
-        keys, owners = keys[order], owners[order]
-        uniq, first = np.unique(keys, return_index=True)
-        ends = np.append(first[1:], len(keys))
-        owner_list = owners.tolist()
-        for key, a, b in zip(uniq.tolist(), first.tolist(), ends.tolist(), strict=True):
-            if target is None:
-                certified_by[key].extend(owner_list[a:b])
-            else:
-                target.setdefault(key, []).extend(owner_list[a:b])
-
-
 def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool = True,
             tick: Ticker | None = None, stop_at_first: bool = False, exact: bool = True,
             only: np.ndarray | None = None) -> Certification:
@@ -478,260 +395,346 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     whose certificates it moved; everything else keeps its certificates, and a
     requirement's verdict depends only on the certificates that meet it).
     """
-    tick = tick or Ticker(None)
-    req_k, req_s, req_a = P.requirements()
-    nreq = len(req_k)
-    hidden = np.asarray(hidden, dtype=bool)
-    H = np.flatnonzero(hidden)
-    pool = [f for f in pool if hidden[f.idx].all()]
-    failures: list[tuple[int, int]] = []
-    lps = 0
-    if nreq == 0:
-        return Certification(failures, pool, 0)
-    # (a dict filled on demand: a clean-up trial checks a few requirements of 20,000)
-    certified_by: defaultdict[int, list[int]] = defaultdict(list)
-    touching: dict[int, list[int]] = {}  # requirement cell -> pool flows that move it
+    run = _Audit(P, hidden, pool, tick or Ticker(None), singletons=singletons, stop_at_first=stop_at_first,
+                 exact=exact)
+    if run.nreq == 0:
+        return run.result()
+    if not run.outsiders(only):
+        return run.result()
+    if not singletons or len(run.insiders) == 0:
+        return run.result()
+    run.insiders_phase()
+    return run.result()
 
-    def absorb(start: int) -> None:
-        if len(pool) - start >= 64:
-            _absorb_many(pool, start, req_k, req_s, req_a, certified_by, touching)
+
+class _Audit:
+    """The state one :func:`certify` call shares between its steps.
+
+    The certificate pool, which requirements each certificate meets (``certified_by``)
+    and which requirement cells it moves (``touching``), the failures so far and the
+    number of LPs.  :meth:`outsiders` certifies every requirement against the outsider;
+    :meth:`insiders_phase` then checks the certificates against each single contributor.
+    """
+
+    local: LocalAttacker | None
+    att: Attacker
+    active: np.ndarray
+    failed: np.ndarray
+
+    def __init__(self, P: Problem, hidden: np.ndarray, pool: list[Flow], tick: Ticker, *, singletons: bool,
+                 stop_at_first: bool, exact: bool) -> None:
+        self.P = P
+        self.tick = tick
+        self.stop_at_first = stop_at_first
+        self.exact = exact
+        self.req_k, self.req_s, self.req_a = P.requirements()
+        self.nreq = len(self.req_k)
+        self.hidden = np.asarray(hidden, dtype=bool)
+        self.H = np.flatnonzero(self.hidden)
+        self.pool = [f for f in pool if self.hidden[f.idx].all()]
+        self.failures: list[tuple[int, int]] = []
+        self.lps = 0
+        # (a dict filled on demand: a clean-up trial checks a few requirements of 20,000)
+        self.certified_by: defaultdict[int, list[int]] = defaultdict(list)
+        self.touching: dict[int, list[int]] = {}  # requirement cell -> pool flows that move it
+        self.viol_cache: dict[int, set[int]] = {}
+        self.insiders = self.H[P.insider[self.H]] if singletons else np.zeros(0, dtype=np.int64)
+        self.is_insider = np.zeros(P.n, dtype=bool)
+        self.is_insider[self.insiders] = True
+        self.blocked: list[set[int]] = []
+        self.hits_of: dict[int, np.ndarray] = {}
+
+    def result(self) -> Certification:
+        return Certification(self.failures, self.pool, self.lps)
+
+    # ---- the pool and what its certificates prove
+    def absorb(self, start: int) -> None:
+        if len(self.pool) - start >= 64:
+            absorb_many(self.pool, start, self.req_k, self.req_s, self.req_a, self.certified_by, self.touching)
             return
-        for fi in range(start, len(pool)):
-            rs, ok, cells = flow_requirements(pool[fi], req_k, req_s, req_a)
+        for fi in range(start, len(self.pool)):
+            rs, ok, cells = flow_requirements(self.pool[fi], self.req_k, self.req_s, self.req_a)
             for r in rs[ok].tolist():
-                certified_by[r].append(fi)
+                self.certified_by[r].append(fi)
             for k in cells.tolist():
-                touching.setdefault(k, []).append(fi)
+                self.touching.setdefault(k, []).append(fi)
 
-    def rescued(r: int, L: np.ndarray, U: np.ndarray, avoid: int = -1) -> bool:
+    def keep(self, flow: Flow) -> None:
+        """A new certificate joins the pool (and its index)."""
+        self.pool.append(flow)
+        self.absorb(len(self.pool) - 1)
+
+    def rescued(self, r: int, L: np.ndarray, U: np.ndarray, avoid: int = -1) -> bool:
         """A pool certificate scaled to requirement r (under ranges L, U); added to the pool."""
-        k = int(req_k[r])
-        for fi in touching.get(k, [])[-20:]:
-            f = pool[fi]
-            if avoid >= 0 and avoid in viol(fi):
+        k = int(self.req_k[r])
+        for fi in self.touching.get(k, [])[-20:]:
+            f = self.pool[fi]
+            if avoid >= 0 and avoid in self.viol(fi):
                 continue
-            g = rescale(f, k, int(req_s[r]), float(req_a[r]), L, U)
+            g = rescale(f, k, int(self.req_s[r]), float(self.req_a[r]), L, U)
             if g is not None:
-                pool.append(g)
-                absorb(len(pool) - 1)
+                self.keep(g)
                 return True
         return False
 
-    viol_cache: dict[int, set[int]] = {}
-    insiders = H[P.insider[H]] if singletons else np.zeros(0, dtype=np.int64)
-    is_insider = np.zeros(P.n, dtype=bool)
-    is_insider[insiders] = True
+    def viol(self, fi: int) -> set[int]:
+        if fi not in self.viol_cache:
+            self.viol_cache[fi] = _violates(self.pool[fi], self.P, self.insiders, self.is_insider)
+        return self.viol_cache[fi]
 
-    def viol(fi: int) -> set[int]:
-        if fi not in viol_cache:
-            viol_cache[fi] = _violates(pool[fi], P, insiders, is_insider)
-        return viol_cache[fi]
-
-    absorb(0)
-    # on large patterns a small LP around the primary usually finds the certificate
-    # (see .local); the whole-table LP only decides what it does not find
-    local = (LocalAttacker(P.M, P.Mc, hidden, P._weights(), boxes=P.boxes) if LocalAttacker.worth(hidden)
-             else None)
-
-    def reach(lp: Attacker, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray,
+    def reach(self, lp: Attacker, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray,
               key: tuple[int, int] | None = None) -> Flow | None:
-        if local is not None:
-            got = local.reach(k, sign, amt, L, U)
+        if self.local is not None:
+            got = self.local.reach(k, sign, amt, L, U)
             if got is not None:
                 return got
         return lp.reach(k, sign, amt, basis_key=key)
 
-    def batch_round(open_: np.ndarray) -> np.ndarray:
+    def batch_round(self, open_: np.ndarray) -> np.ndarray:
         """One elastic LP for a batch of open requirements (one per cell); its parts join the pool."""
-        nonlocal lps
-        batch = one_per_cell(open_, req_k)
-        sat, flow = flow_lp(P.Mc, H, P.L, P.U, req_k[batch], req_s[batch], req_a[batch], *_sparse_weights(P, H))
-        lps += 1
+        P, H = self.P, self.H
+        batch = one_per_cell(open_, self.req_k)
+        sat, flow = flow_lp(P.Mc, H, P.L, P.U, self.req_k[batch], self.req_s[batch], self.req_a[batch],
+                            *_sparse_weights(P, H))
+        self.lps += 1
         if flow is not None:
             for part in split_flow(P, flow):
-                pool.append(part)
-                absorb(len(pool) - 1)
+                self.keep(part)
         return sat
 
-    # outsider: big batches in one elastic LP, stragglers one by one from a warm basis
-    att = P.attacker(hidden)
-    active = np.ones(nreq, dtype=bool)
-    if only is not None:
-        active[:] = False
-        active[np.asarray(only, dtype=np.int64)] = True
-    open_ = np.array([r for r in range(nreq) if active[r] and not certified_by[r]], dtype=np.int64)
-    failed = np.zeros(nreq, dtype=bool)
-    if len(open_) >= BATCH_MIN:
-        # a bound proved by single relations below the level: fails without an LP
-        # (the primaries-only pattern of a large table: most primaries are alone in a
-        # relation, and proving it with whole-table LPs took seconds)
-        lo_b, hi_b = propagated_bounds(P.Mc, H, P.L, P.U)
-        at = np.searchsorted(H, req_k[open_])
-        room = np.where(req_s[open_] > 0, hi_b[at], -lo_b[at])
-        short = room < req_a[open_] * (1 - 1e-9) - 1e-12
+    def uncertified(self, open_: np.ndarray) -> np.ndarray:
+        return np.array([r for r in open_.tolist() if not self.certified_by[r]], dtype=np.int64)
+
+    def fail(self, r: int) -> None:
+        self.failed[r] = True
+        self.failures.append((r, -1))
+
+    # ---- the outsider
+    def outsiders(self, only: np.ndarray | None) -> bool:
+        """A certificate for every (active) requirement against the outsider; False if stopped at a failure."""
+        P = self.P
+        self.absorb(0)
+        # on large patterns a small LP around the primary usually finds the certificate
+        # (see .local); the whole-table LP only decides what it does not find
+        self.local = (LocalAttacker(P.M, P.Mc, self.hidden, P._weights(), boxes=P.boxes)
+                      if LocalAttacker.worth(self.hidden) else None)
+        # outsider: big batches in one elastic LP, stragglers one by one from a warm basis
+        self.att = P.attacker(self.hidden)
+        self.active = np.ones(self.nreq, dtype=bool)
+        if only is not None:
+            self.active[:] = False
+            self.active[np.asarray(only, dtype=np.int64)] = True
+        open_ = np.array([r for r in range(self.nreq) if self.active[r] and not self.certified_by[r]],
+                         dtype=np.int64)
+        self.failed = np.zeros(self.nreq, dtype=bool)
+        if len(open_) >= BATCH_MIN:
+            short = self.short_by_single_relations(open_)
+            if short.any() and self.stop_at_first:
+                return False
+            open_ = open_[~short]
+        if (self.local is not None and len(open_) >= BATCH_MIN and P.n > BATCH_MIN_CELLS and _planar(P, self.H)
+                and not len(self.insiders)):
+            # a 2-D pattern: one elastic batch LP certifies hundreds of primaries in a tenth of a
+            # second (300x100: 5 LPs for 2,958 primaries); on 3-D patterns it is degenerate and
+            # slow (2-12 s per LP on 25x20x10 and 50x40x10), where the small LPs below win.
+            # With insiders, the small LPs' certificates (kept off insiders' cells) leave the
+            # insider checks far less to do (300x100: 1,900 small LPs in all, against 3,700)
+            for _ in range(8):
+                sat = self.batch_round(open_)
+                open_ = self.uncertified(open_)
+                if not sat.any() or len(open_) < BATCH_MIN:
+                    break
+        if self.local is not None and len(open_):
+            open_ = self.small_lps(open_)
+        if not self.exact and self.local is not None:
+            for r in open_.tolist():
+                self.fail(r)
+            open_ = open_[:0]
+        return self.stragglers(open_)
+
+    def short_by_single_relations(self, open_: np.ndarray) -> np.ndarray:
+        """The open requirements that fail (each recorded): a bound proved by single relations below the level.
+
+        They fail without an LP (the primaries-only pattern of a large table: most
+        primaries are alone in a relation, and proving it with whole-table LPs took seconds).
+        """
+        P = self.P
+        lo_b, hi_b = propagated_bounds(P.Mc, self.H, P.L, P.U)
+        at = np.searchsorted(self.H, self.req_k[open_])
+        room = np.where(self.req_s[open_] > 0, hi_b[at], -lo_b[at])
+        short = room < self.req_a[open_] * (1 - 1e-9) - 1e-12
         for r in open_[short].tolist():
-            failed[r] = True
-            failures.append((r, -1))
-        if short.any() and stop_at_first:
-            return Certification(failures, pool, lps)
-        open_ = open_[~short]
-    if (local is not None and len(open_) >= BATCH_MIN and P.n > BATCH_MIN_CELLS and _planar(P, H)
-            and not len(insiders)):
-        # a 2-D pattern: one elastic batch LP certifies hundreds of primaries in a tenth of a
-        # second (300x100: 5 LPs for 2,958 primaries); on 3-D patterns it is degenerate and
-        # slow (2-12 s per LP on 25x20x10 and 50x40x10), where the small LPs below win.
-        # With insiders, the small LPs' certificates (kept off insiders' cells) leave the
-        # insider checks far less to do (300x100: 1,900 small LPs in all, against 3,700)
-        for _ in range(8):
-            sat = batch_round(open_)
-            open_ = np.array([r for r in open_.tolist() if not certified_by[r]], dtype=np.int64)
-            if not sat.any() or len(open_) < BATCH_MIN:
-                break
-    if local is not None and len(open_):
-        # the small LPs around each primary (cheap; most certificates are local)
+            self.fail(r)
+        return short
+
+    def small_lps(self, open_: np.ndarray) -> np.ndarray:
+        """The small LPs around each primary (cheap; most certificates are local); what is still open."""
+        P = self.P
+        assert self.local is not None
         for n_done, r in enumerate(open_.tolist()):
-            tick("audit: finding certificates", n_done / max(len(open_), 1))
-            if certified_by[r] or rescued(r, P.L, P.U):
+            self.tick("audit: finding certificates", n_done / max(len(open_), 1))
+            if self.certified_by[r] or self.rescued(r, P.L, P.U):
                 continue
-            flow = local.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), P.L, P.U)
+            flow = self.local.reach(int(self.req_k[r]), int(self.req_s[r]), float(self.req_a[r]), P.L, P.U)
             if flow is not None:
-                pool.append(flow)
-                absorb(len(pool) - 1)
-        open_ = np.array([r for r in open_.tolist() if not certified_by[r]], dtype=np.int64)
-    if not exact and local is not None:
-        for r in open_.tolist():
-            failed[r] = True
-            failures.append((r, -1))
-        open_ = open_[:0]
-    while len(open_):
-        tick("audit: finding certificates", 1 - len(open_) / nreq)
-        if len(open_) >= BATCH_MIN and P.n > BATCH_MIN_CELLS:
-            sat = batch_round(open_)
-            if sat.any():
-                open_ = np.array([r for r in open_.tolist() if not certified_by[r] and not failed[r]],
-                                 dtype=np.int64)
-                continue
-        # stragglers one by one (exact: a requirement left without a certificate fails)
-        for r in open_.tolist():
-            tick("audit: finding certificates", None)
-            if certified_by[r] or rescued(r, P.L, P.U):
-                continue
-            flow = att.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), basis_key=(r, -1))
-            lps += 1
-            if flow is not None:
-                pool.append(flow)
-                absorb(len(pool) - 1)
-            if not certified_by[r]:
-                failed[r] = True
-                failures.append((r, -1))
-                if stop_at_first:
-                    return Certification(failures, pool, lps)
-        break
+                self.keep(flow)
+        return self.uncertified(open_)
 
-    if not singletons or len(insiders) == 0:
-        return Certification(failures, pool, lps)
+    def stragglers(self, open_: np.ndarray) -> bool:
+        """Whole-table LPs for what is still open: batches, then one by one; False if stopped at a failure."""
+        P = self.P
+        while len(open_):
+            self.tick("audit: finding certificates", 1 - len(open_) / self.nreq)
+            if len(open_) >= BATCH_MIN and P.n > BATCH_MIN_CELLS:
+                sat = self.batch_round(open_)
+                if sat.any():
+                    open_ = np.array([r for r in open_.tolist() if not self.certified_by[r] and not self.failed[r]],
+                                     dtype=np.int64)
+                    continue
+            # stragglers one by one (exact: a requirement left without a certificate fails)
+            for r in open_.tolist():
+                self.tick("audit: finding certificates", None)
+                if self.certified_by[r] or self.rescued(r, P.L, P.U):
+                    continue
+                flow = self.att.reach(int(self.req_k[r]), int(self.req_s[r]), float(self.req_a[r]),
+                                      basis_key=(r, -1))
+                self.lps += 1
+                if flow is not None:
+                    self.keep(flow)
+                if not self.certified_by[r]:
+                    self.fail(r)
+                    if self.stop_at_first:
+                        return False
+            break
+        return True
 
-    # (one pass over the requirements still open, not a numpy look-up per requirement:
-    # 0.1 s over the 29 audits of 25x20x10, 4,810 requirements each).  The others share
-    # one immutable empty set (4,810 new sets per audit cost 3 ms, mostly the garbage
-    # collector): every change below is made to a non-empty set only
-    nothing: frozenset[int] = frozenset()
-    blocked: list[set[int]] = [nothing] * nreq  # type: ignore[list-item]
-    for r in np.flatnonzero(active & ~failed).tolist():
-        b: set[int] | None = None
-        for fi in certified_by[r]:
-            v = viol(fi)
-            b = set(v) if b is None else (b & v)
-            if not b:
-                break
-        b = b or set()
-        b.discard(int(req_k[r]))
-        blocked[r] = b - P.owners(int(req_k[r])) if b else b
-    # one LP per requirement with the knowledge of every insider blocking it at once:
-    # when it succeeds, its certificate holds against each of them
-    hits_of: dict[int, np.ndarray] = {}
+    # ---- single contributors
+    def insiders_phase(self) -> None:
+        """Every certificate checked against each insider; new ones where an insider rules them out."""
+        self.blocked = self.blocking_insiders()
+        # many blocked primaries: first one LP against every insider at once
+        if self.exact or self.local is None:  # (a cheap audit leaves those to the small LPs below)
+            self.lps += _insider_batches(self.P, self.H, self.insiders, self.blocked, self.req_k, self.req_s,
+                                         self.req_a, self.pool, self.narrow, self.tick)
+        self.all_blocking_at_once()
+        self.one_insider_at_a_time()
 
-    def narrow(fi: int) -> None:
-        if fi not in hits_of:
-            rs, ok, _ = flow_requirements(pool[fi], req_k, req_s, req_a)
-            hits_of[fi] = rs[ok]
-        v = viol(fi)
-        for r2 in hits_of[fi]:
+    def blocking_insiders(self) -> list[set[int]]:
+        """Per requirement, the insiders that rule out every certificate meeting it."""
+        # (one pass over the requirements still open, not a numpy look-up per requirement:
+        # 0.1 s over the 29 audits of 25x20x10, 4,810 requirements each).  The others share
+        # one immutable empty set (4,810 new sets per audit cost 3 ms, mostly the garbage
+        # collector): every change below is made to a non-empty set only
+        nothing: frozenset[int] = frozenset()
+        blocked: list[set[int]] = [nothing] * self.nreq  # type: ignore[list-item]
+        for r in np.flatnonzero(self.active & ~self.failed).tolist():
+            b: set[int] | None = None
+            for fi in self.certified_by[r]:
+                v = self.viol(fi)
+                b = set(v) if b is None else (b & v)
+                if not b:
+                    break
+            b = b or set()
+            b.discard(int(self.req_k[r]))
+            blocked[r] = b - self.P.owners(int(self.req_k[r])) if b else b
+        return blocked
+
+    def narrow(self, fi: int) -> None:
+        """Pool certificate fi no longer leaves its requirements blocked by the insiders it respects."""
+        if fi not in self.hits_of:
+            rs, ok, _ = flow_requirements(self.pool[fi], self.req_k, self.req_s, self.req_a)
+            self.hits_of[fi] = rs[ok]
+        v = self.viol(fi)
+        blocked = self.blocked
+        for r2 in self.hits_of[fi]:
             r2 = int(r2)
             if blocked[r2]:
                 blocked[r2] &= v
-                blocked[r2].discard(int(req_k[r2]))
+                blocked[r2].discard(int(self.req_k[r2]))
 
-    # many blocked primaries: first one LP against every insider at once
-    if exact or local is None:  # (a cheap audit leaves those to the small LPs below)
-        lps += _insider_batches(P, H, insiders, blocked, req_k, req_s, req_a, pool, narrow, tick)
-    try:
-        # (the sets only shrink: the requirements blocked by two or more insiders now are
-        # the only ones that can be when their turn comes)
-        for r in [r for r, b in enumerate(blocked) if len(b) >= 2]:
-            if len(blocked[r]) < 2:
-                continue
-            tick("audit: checking what single contributors know", None)
-            cells = np.fromiter(blocked[r], dtype=np.int64)
-            L, U = P.L.copy(), P.U.copy()
-            L[cells] = P.scen_L[cells]
-            U[cells] = P.scen_U[cells]
-            att.set_caps(L, U)
-            if not exact and local is not None:
-                flow = local.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
-            else:
-                flow = reach(att, int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
-            lps += 1
-            if flow is not None:
-                pool.append(flow)
-                narrow(len(pool) - 1)
-    finally:
-        att.set_caps(P.L, P.U)
-    feas = P.feasibility(hidden)
-    todo = sorted(set().union(*blocked))
-    # the requirements each insider blocks, ascending; the sets only shrink from here on,
-    # so filtering these lists gives what a scan of every requirement per insider gave
-    # (that scan cost 0.13 s on 25x20x10: 363 insiders × 4,810 requirements)
-    blocking: dict[int, list[int]] = {}
-    for r, b in enumerate(blocked):
-        for s in b:
-            blocking.setdefault(s, []).append(r)
-    try:
-        for n_done, s in enumerate(todo):
-            tick("audit: checking what single contributors know", n_done / max(len(todo), 1))
-            rs = [r for r in blocking.get(s, []) if s in blocked[r]]
-            if not rs:
-                continue
-            caps = scenario_caps(P, s)
-            feas.set_caps(*caps)
-            for r in rs:
-                if s not in blocked[r]:
-                    continue  # a certificate found for another primary covers it
-                amt = P.insider_amount(int(req_k[r]), int(s), int(req_s[r]), float(req_a[r]))
-                if amt <= 0:
-                    blocked[r].discard(s)
+    def all_blocking_at_once(self) -> None:
+        """One LP per requirement with the knowledge of every insider blocking it at once.
+
+        When it succeeds, its certificate holds against each of them.
+        """
+        P, att, blocked = self.P, self.att, self.blocked
+        req_k, req_s, req_a = self.req_k, self.req_s, self.req_a
+        try:
+            # (the sets only shrink: the requirements blocked by two or more insiders now are
+            # the only ones that can be when their turn comes)
+            for r in [r for r, b in enumerate(blocked) if len(b) >= 2]:
+                if len(blocked[r]) < 2:
                     continue
-                if rescued(r, *caps, avoid=int(s)):
-                    narrow(len(pool) - 1)
-                    blocked[r].discard(s)
-                    continue
-                if not exact and local is not None:
-                    flow = local.reach(int(req_k[r]), int(req_s[r]), amt, *caps)
+                self.tick("audit: checking what single contributors know", None)
+                cells = np.fromiter(blocked[r], dtype=np.int64)
+                L, U = P.L.copy(), P.U.copy()
+                L[cells] = P.scen_L[cells]
+                U[cells] = P.scen_U[cells]
+                att.set_caps(L, U)
+                if not self.exact and self.local is not None:
+                    flow = self.local.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
                 else:
-                    flow = reach(feas, int(req_k[r]), int(req_s[r]), amt, *caps, key=(r, int(s)))
-                lps += 1
-                if flow is None:
-                    failures.append((r, int(s)))
-                    blocked[r].discard(s)
-                    if stop_at_first:
-                        return Certification(failures, pool, lps)
+                    flow = self.reach(att, int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
+                self.lps += 1
+                if flow is not None:
+                    self.pool.append(flow)
+                    self.narrow(len(self.pool) - 1)
+        finally:
+            att.set_caps(P.L, P.U)
+
+    def one_insider_at_a_time(self) -> None:
+        """Each insider's knowledge alone, for the requirements it still blocks (stops at a failure if asked)."""
+        P, blocked = self.P, self.blocked
+        feas = P.feasibility(self.hidden)
+        todo = sorted(set().union(*blocked))
+        # the requirements each insider blocks, ascending; the sets only shrink from here on,
+        # so filtering these lists gives what a scan of every requirement per insider gave
+        # (that scan cost 0.13 s on 25x20x10: 363 insiders × 4,810 requirements)
+        blocking: dict[int, list[int]] = {}
+        for r, b in enumerate(blocked):
+            for s in b:
+                blocking.setdefault(s, []).append(r)
+        try:
+            for n_done, s in enumerate(todo):
+                self.tick("audit: checking what single contributors know", n_done / max(len(todo), 1))
+                rs = [r for r in blocking.get(s, []) if s in blocked[r]]
+                if not rs:
                     continue
-                pool.append(flow)
-                narrow(len(pool) - 1)
-                blocked[r].discard(s)
-    finally:
-        feas.set_caps(P.L, P.U)
-    return Certification(failures, pool, lps)
+                caps = scenario_caps(P, s)
+                feas.set_caps(*caps)
+                for r in rs:
+                    if s not in blocked[r]:
+                        continue  # a certificate found for another primary covers it
+                    if not self.beat_insider(feas, r, s, caps):
+                        return
+        finally:
+            feas.set_caps(P.L, P.U)
+
+    def beat_insider(self, feas: Attacker, r: int, s: int, caps: tuple[np.ndarray, np.ndarray]) -> bool:
+        """A certificate for requirement r that insider s cannot rule out; False to stop at its failure."""
+        P, blocked = self.P, self.blocked
+        req_k, req_s, req_a = self.req_k, self.req_s, self.req_a
+        amt = P.insider_amount(int(req_k[r]), int(s), int(req_s[r]), float(req_a[r]))
+        if amt <= 0:
+            blocked[r].discard(s)
+            return True
+        if self.rescued(r, *caps, avoid=int(s)):
+            self.narrow(len(self.pool) - 1)
+            blocked[r].discard(s)
+            return True
+        if not self.exact and self.local is not None:
+            flow = self.local.reach(int(req_k[r]), int(req_s[r]), amt, *caps)
+        else:
+            flow = self.reach(feas, int(req_k[r]), int(req_s[r]), amt, *caps, key=(r, int(s)))
+        self.lps += 1
+        if flow is None:
+            self.failures.append((r, int(s)))
+            blocked[r].discard(s)
+            return not self.stop_at_first
+        self.pool.append(flow)
+        self.narrow(len(self.pool) - 1)
+        blocked[r].discard(s)
+        return True
 
 
 def _insider_batches(P: Problem, H: np.ndarray, insiders: np.ndarray, blocked: list[set[int]], req_k: np.ndarray,
