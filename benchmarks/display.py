@@ -16,18 +16,22 @@ Scenarios (targets from issue 21):
 * ``session-40``: 40 related tables on 1M rows (filters and margins): per-display CPU of the
   1st and 40th (flat curve: 40th ≤ 2× 1st), statuses; none blocked.
 
-Run: ``.venv/bin/python benchmarks/display.py [--repeats 5] [--only seed,3key-1M] [--rows N]``.
+Run: ``.venv/bin/python benchmarks/display.py [--repeats 5] [--only seed,3key-1M] [--rows N] [--busy]``
+(``--busy``: session-40 once more with busy loops on every core; the outputs must be identical).
 Not a test: it never fails on a missed target (machines are shared); it prints OK / MISS.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 SETUP = {
@@ -128,7 +132,7 @@ for code in cells:
     c0 = time.process_time()
     shell.run_cell(code, store_history=False)
     rec = session().ledger.records[-1]
-    out.append({{"cpu": time.process_time() - c0, "status": rec.status, "hidden": rec.hidden}})
+    out.append({{"cpu": time.process_time() - c0, "status": rec.status, "hidden": rec.hidden, "digest": rec.digest}})
 print("RESULT " + json.dumps(out))
 """
 
@@ -160,12 +164,28 @@ def report(name: str, runs: list[dict]) -> None:
           f"{med['plain_wall']:6.3f} s | {ratio:7.1f}× | {med['rss_mb']:6.0f} MB peak | {', '.join(statuses)} | {verdict}")
 
 
-def session_scenario(rows: int) -> None:
+@contextlib.contextmanager
+def busy_cores() -> Iterator[None]:
+    """Busy loops on every core for the duration (a shared, loaded TRE server)."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+
+
+def session_run(rows: int) -> list[dict]:
     code = SESSION_RUNNER.format(rows=rows)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=7200)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
-    out = _result(done.stdout)
+    return _result(done.stdout)
+
+
+def session_scenario(rows: int, busy: bool = False) -> None:
+    out = session_run(rows)
     first, last = out[0]["cpu"], out[-1]["cpu"]
     counts: dict[str, int] = {}
     for o in out:
@@ -175,6 +195,14 @@ def session_scenario(rows: int) -> None:
           f"{counts} | target: 40th ≤ 2× 1st {'OK' if flat else 'MISS'}, none blocked "
           f"{'OK' if not counts.get('blocked') else 'MISS'}")
     print("               statuses: " + " ".join(f"{o['status'][0]}{o['hidden']}" for o in out))
+    print("               CPU s per display: " + " ".join(f"{o['cpu']:.2f}" for o in out))
+    if busy:
+        with busy_cores():
+            loaded = session_run(rows)
+        same = [a["digest"] == b["digest"] and a["status"] == b["status"] for a, b in zip(out, loaded, strict=True)]
+        print(f"               with busy loops on all {os.cpu_count()} cores: {sum(same)} of {len(out)} outputs "
+              f"identical (status and digest of what is shown) {'OK' if all(same) else 'MISS'}; "
+              f"max {max(o['cpu'] for o in loaded):.3f} CPU s")
 
 
 def main() -> None:
@@ -182,10 +210,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--only", default="seed,3key-1M,25x20x10,skewed-sacro,session-40")
+    parser.add_argument("--busy", action="store_true", help="session-40: run again under busy loops and compare")
     args = parser.parse_args()
     for name in args.only.split(","):
         if name == "session-40":
-            session_scenario(args.rows)
+            session_scenario(args.rows, busy=args.busy)
             continue
         report(name, [run_scenario(name, args.rows) for _ in range(args.repeats)])
 
