@@ -30,9 +30,13 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SETUP = {
     "seed": """
@@ -103,7 +107,7 @@ print("RESULT " + json.dumps({{"plain_cpu": plain[0], "plain_wall": plain[1], "c
 """
 
 SESSION_RUNNER = """
-import json, os, time
+import hashlib, json, os, time
 os.environ["SDC_MAGIC_CONFIG"] = ""
 import numpy as np, pandas as pd
 from IPython.core.interactiveshell import InteractiveShell
@@ -132,7 +136,10 @@ for code in cells:
     c0 = time.process_time()
     shell.run_cell(code, store_history=False)
     rec = session().ledger.records[-1]
-    out.append({{"cpu": time.process_time() - c0, "status": rec.status, "hidden": rec.hidden, "digest": rec.digest}})
+    # what is shown and exported, without the page's element ids: status, CSV, hidden cells and intervals
+    shown = json.dumps([rec.status, rec.csv, rec.hidden_cells], sort_keys=True, default=str)
+    out.append({{"cpu": time.process_time() - c0, "status": rec.status, "hidden": rec.hidden,
+                "digest": hashlib.sha256(shown.encode()).hexdigest()}})
 print("RESULT " + json.dumps(out))
 """
 
@@ -145,7 +152,9 @@ def _result(stdout: str) -> Any:
 def run_scenario(name: str, rows: int) -> dict:
     setup = textwrap.dedent(SETUP[name]).format(rows=rows) if "{rows" in SETUP[name] else textwrap.dedent(SETUP[name])
     code = RUNNER.format(setup=setup, cell=CELL[name], preset=PRESET.get(name, ""))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
+    with tempfile.TemporaryDirectory() as cwd:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600, cwd=cwd,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     if done.returncode != 0:
         raise RuntimeError(f"{name}: {done.stderr[-2000:]}")
     return _result(done.stdout)
@@ -178,7 +187,10 @@ def busy_cores() -> Iterator[None]:
 
 def session_run(rows: int) -> list[dict]:
     code = SESSION_RUNNER.format(rows=rows)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=7200)
+    # a fresh working directory: no ledger of an earlier run (output ids start at out-1)
+    with tempfile.TemporaryDirectory() as cwd:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=7200, cwd=cwd,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
     return _result(done.stdout)
@@ -201,7 +213,7 @@ def session_scenario(rows: int, busy: bool = False) -> None:
             loaded = session_run(rows)
         same = [a["digest"] == b["digest"] and a["status"] == b["status"] for a, b in zip(out, loaded, strict=True)]
         print(f"               with busy loops on all {os.cpu_count()} cores: {sum(same)} of {len(out)} outputs "
-              f"identical (status and digest of what is shown) {'OK' if all(same) else 'MISS'}; "
+              f"identical (status, CSV, hidden cells and their intervals) {'OK' if all(same) else 'MISS'}; "
               f"max {max(o['cpu'] for o in loaded):.3f} CPU s")
 
 

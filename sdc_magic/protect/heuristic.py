@@ -320,13 +320,12 @@ def _meets(f: Flow, P: Problem, k: int, sign: int, amt: float, s: int) -> bool:
     The tolerances of :func:`.audit.flow_requirements` and of the insider check of the
     audit: what the audit would count as met.
     """
-    at = f.at(np.array([k, max(s, 0)]))
-    if sign * at[0] < amt * (1 - 1e-6) - 1e-9:
+    if sign * f.value_at(k) < amt * (1 - 1e-6) - 1e-9:
         return False
     if s < 0:
         return True
     tol = 1e-7 * max(abs(float(P.a[s])), 1.0)
-    return bool(-P.scen_L[s] - tol <= at[1] <= P.scen_U[s] + tol)
+    return bool(-P.scen_L[s] - tol <= f.value_at(s) <= P.scen_U[s] + tol)
 
 
 class _PoolIndex:
