@@ -646,8 +646,14 @@ DRESSED = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="leak: a dressed count table is 'row-level' and displayed raw: C 3 on screen")
-@pytest.mark.parametrize("name", list(DRESSED))
+#: still leaking: arithmetic on a table's values (strings built with +) loses every trace of it
+DRESSED_LEAKING = {"n (pct%) strings"}
+
+
+# fixed (issue 23.3): reset_index / to_frame / assign of an aggregation stay an aggregation
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
+    strict=True, reason="leak: a dressed count table is 'row-level' and displayed raw: C 3 on screen"))
+    if n in DRESSED_LEAKING else n for n in DRESSED])
 def test_leak_screen_dressed_count_table_shown_raw(sess: Session, name: str) -> None:
     out = sess.publish(DRESSED[name]())
     text = out.data["text/plain"].split("sdc_magic:")[0]
@@ -679,8 +685,10 @@ DRESSED_ENGINES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="leak: count beside a text / derived column is 'row-level' and displayed raw: C 3")
-@pytest.mark.parametrize("name", list(DRESSED_ENGINES))
+# the pandas agg with a text mode is fixed (issue 23.3: an aggregation's result is never row-level)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
+    strict=True, reason="leak: count beside a text / derived column is 'row-level' and displayed raw: C 3"))
+    if not n.startswith("pandas") else n for n in DRESSED_ENGINES])
 def test_leak_screen_dressed_count_table_other_engines(sess: Session, df: pd.DataFrame, p: pl.DataFrame,
                                                       name: str) -> None:
     out = sess.publish(DRESSED_ENGINES[name](df, p))

@@ -26,12 +26,17 @@ from ..config import Rules
 from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
+from .contract import is_aggregate, mark_aggregate, withheld_reason
 from .entries import MAGNITUDE_EVIDENCE, Source, build_entry
 
 GROUPBY_METHODS = (
     "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
     "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply",
 )
+#: Methods whose result is derived from their inputs' rows: of an aggregation, an aggregation
+DERIVED_METHODS = ((pd.DataFrame, "reset_index"), (pd.Series, "reset_index"), (pd.Series, "to_frame"),
+                   (pd.DataFrame, "merge"), (pd.DataFrame, "join"), (pd.DataFrame, "mask"), (pd.Series, "mask"),
+                   (pd.DataFrame, "where"), (pd.Series, "where"), (pd.DataFrame, "assign"))
 DESCRIBE_STATS = {
     "count": "count", "mean": "mean", "std": "std", "min": "min", "max": "max", "50%": "median",
     "unique": "nunique", "top": "mode", "freq": "count", "first": "first", "last": "last",
@@ -116,8 +121,12 @@ class Capture:
         self._patch(pd.DataFrame, "pivot_table", self._method_wrapper(pd.DataFrame.pivot_table, self._pivot_table))
         self._patch(pd, "pivot_table", self._function_wrapper(pd.pivot_table, self._pivot_function))
         self._patch(pd, "crosstab", self._function_wrapper(pd.crosstab, self._crosstab))
-        self._patch(pd, "cut", self._function_wrapper(pd.cut, self._data_edges))
-        self._patch(pd, "qcut", self._function_wrapper(pd.qcut, self._data_edges))
+        self._patch(pd, "cut", self._function_wrapper(pd.cut, self._data_edges, aggregate=False))
+        self._patch(pd, "qcut", self._function_wrapper(pd.qcut, self._data_edges, aggregate=False))
+        for owner, name in DERIVED_METHODS:
+            self._patch(owner, name, self._derived_wrapper(getattr(owner, name), _first_and_other))
+        self._patch(pd, "concat", self._derived_wrapper(pd.concat, _concatenated))
+        self._patch(pd, "merge", self._derived_wrapper(pd.merge, _merged))
         self.installed = True
 
     def uninstall(self) -> None:
@@ -138,7 +147,7 @@ class Capture:
         setattr(owner, name, wrapper)
 
     # ------------------------------------------------------------ wrappers
-    def _run(self, call: Callable[[], Any], record: Callable[[Any], None]) -> Any:
+    def _run(self, call: Callable[[], Any], record: Callable[[Any], None], aggregate: bool = True) -> Any:
         if _depth.value:
             return call()
         _depth.value += 1
@@ -154,7 +163,25 @@ class Capture:
             self.registry.failures.append(f"{type(exc).__name__}: {exc}")
         finally:
             _depth.value -= 1
+        if aggregate:
+            self._mark_unrecorded(result)
         return result
+
+    def _mark_unrecorded(self, result: Any) -> None:
+        """An aggregation's result without evidence is still an aggregation, never row-level data.
+
+        Why (issue 23.3): a date, text or list cell (``agg(["min", "max", "count"])`` of dates,
+        ``agg(list)``, ``", ".join``) made such a result look like microdata, which is drawn
+        verbatim: counts of 2 and one person's dates on screen.  Marked, it is checked as an
+        unverified table: whole numbers as counts, every other value withheld.
+        """
+        if not isinstance(result, pd.DataFrame | pd.Series):
+            return
+        try:
+            if withheld_reason(result) is None:  # (evidence or not: it may fail to match as a table)
+                mark_aggregate(result)
+        except Exception as exc:  # never break user code
+            self.registry.failures.append(f"{type(exc).__name__}: {exc}")
 
     def _groupby_wrapper(self, cls: type, name: str) -> Callable:
         original = getattr(cls, name)
@@ -203,13 +230,37 @@ class Capture:
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return wrapper
 
+    def _derived_wrapper(self, original: Callable, inputs: Callable[..., list[Any]]) -> Callable:
+        """``reset_index``, ``merge``, ``join``, ``concat``, ``to_frame`` of aggregation results
+        are aggregation results too (marked, see :meth:`_mark_unrecorded`); anything else passes."""
+        registry = self.registry
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if _depth.value or not isinstance(result, pd.DataFrame | pd.Series):
+                return result
+            try:
+                parents = inputs(*args, **kwargs)
+                if any(isinstance(p, pd.DataFrame | pd.Series) and (is_aggregate(p) or registry.by_object(p)
+                                                                     is not None) for p in parents) \
+                        and withheld_reason(result) is None:
+                    mark_aggregate(result)
+            except Exception as exc:  # never break user code
+                registry.failures.append(f"{type(exc).__name__}: {exc}")
+            return result
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
     def _data_edges(self, args: tuple, kwargs: dict, result: Any) -> None:
         _record_data_edges(args, kwargs, result, self.rules().threshold)
 
-    def _function_wrapper(self, original: Callable, recorder: Callable) -> Callable:
+    def _function_wrapper(self, original: Callable, recorder: Callable, aggregate: bool = True) -> Callable:
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return self._run(lambda: original(*args, **kwargs), lambda result: recorder(args, kwargs, result))
+            return self._run(lambda: original(*args, **kwargs), lambda result: recorder(args, kwargs, result),
+                             aggregate)
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return wrapper
@@ -416,6 +467,16 @@ class Capture:
 
             mark_withheld(result, "a summary (describe) of an aggregated table's cells reveals the cells its "
                                   "protection hides; describe the microdata instead")
+            return
+        if isinstance(result, pd.DataFrame | pd.Series) and {"top", "unique", "freq"} & set(map(str, result.index)):
+            # include="all" / text columns: the most frequent value of a column of names is a
+            # name, its frequency a small count, next to extremes that cannot be matched as a
+            # table (issue 23.3): not drawn; the numeric summary and value_counts are
+            from .contract import mark_withheld
+
+            mark_withheld(result, "describe() of text or mixed columns shows the most frequent value (a name can "
+                                  "be one) and extremes; describe the numeric columns (include='number') and "
+                                  "count the categories with value_counts()")
             return
         notes: list[str] = []
         frame = obj if isinstance(obj, pd.DataFrame) else obj.to_frame(name=obj.name if obj.name is not None else 0)
@@ -773,3 +834,24 @@ def _normalized_over(normalize: Any, rows: list[str], columns: list[str]) -> tup
     if normalize in ("columns", 1):
         return tuple(columns)
     return ()  # True / "all": the whole table sums to 1
+
+
+def _first_and_other(obj: Any = None, other: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
+    """The inputs of a method call: the object, and ``other``/``right`` (merge, join)."""
+    other = kwargs.get("right", kwargs.get("other", other))
+    others = list(other) if isinstance(other, list | tuple) else [other]
+    return [obj, *others]
+
+
+def _concatenated(objs: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
+    objs = kwargs.get("objs", objs)
+    if isinstance(objs, dict):
+        return list(objs.values())
+    try:
+        return list(objs)
+    except TypeError:
+        return []
+
+
+def _merged(left: Any = None, right: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
+    return [kwargs.get("left", left), kwargs.get("right", right)]

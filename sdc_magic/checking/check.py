@@ -496,7 +496,8 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     resolved.cell_cols = flat.col_pos
     values = numeric(flat.values)
     if values is None:
-        values = np.full(len(flat), np.nan)
+        values = _numbers_only(flat.values)
+    individual = _individual_cells(flat.values, values)
     finite = np.isfinite(values)
     integer = finite & (values == np.round(values)) & (values >= 0) & ~_not_counts(values, flat.col_pos)
     unverified = finite & ~integer
@@ -524,6 +525,18 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                     "derived", f"computed from {inherited.parent_call}, whose cell with these labels is hidden"))
             hidden |= inherited.hidden
             secondary = secondary | (inherited.hidden & ~primary)
+    if individual.any():
+        # a date, text or list an aggregation produced is some person's value (a first or
+        # last date, a name, a list of members): withheld on screen, never drawn
+        hidden |= individual
+        primary = primary | individual
+        notes.append(f"{int(individual.sum())} cell(s) hold dates, text or lists computed from the rows "
+                     "(a first or last date, names): individual values, withheld")
+        for i in np.flatnonzero(individual):
+            reasons.setdefault(int(i), []).append(Reason(
+                "individual", "a date, text or list computed from the rows is some person's value"))
+        if status != "review":
+            status = "review"
     if unverified.any():
         notes.append("numbers that are not counts could not be verified: this output is not exportable")
         for i in np.flatnonzero(unverified):
@@ -531,6 +544,23 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                 "unverified", "no evidence of how this number was computed"))
     return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                    call=None, method=method, unverified=unverified)
+
+
+def _numbers_only(values: np.ndarray) -> np.ndarray:
+    """Each cell as a float where it is a number (bools excluded), NaN elsewhere."""
+    out = np.full(len(values), np.nan)
+    for i, v in enumerate(values):
+        if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_):
+            out[i] = float(v)
+    return out
+
+
+def _individual_cells(values: np.ndarray, numbers: np.ndarray) -> np.ndarray:
+    """Cells that are neither numbers nor missing: dates, text, lists (see _check_unverified)."""
+    missing = pd.isna(pd.Series(values, dtype=object)).to_numpy() if len(values) else np.zeros(0, dtype=bool)
+    listlike = np.fromiter((isinstance(v, list | tuple | set | dict | np.ndarray) for v in values), dtype=bool,
+                           count=len(values))
+    return (~np.isfinite(numbers) & ~missing) | listlike
 
 
 def _not_counts(values: np.ndarray, columns: np.ndarray) -> np.ndarray:

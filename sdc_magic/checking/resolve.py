@@ -82,10 +82,17 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
         from ..capture.contract import Withheld
 
         raise Withheld(reason)
+    if isinstance(obj, pd.Series) and _known_aggregate(obj):
+        return Resolved("unverified", obj, flat, notes=["an aggregation without evidence"])
     if isinstance(obj, pd.DataFrame) and _known_aggregate(obj):
-        # an engine aggregation without evidence: its text columns are the labels
+        if not isinstance(obj.index, pd.RangeIndex):
+            # a pandas aggregation: its labels are the index, every column holds values (a date
+            # or text among them is some person's value, withheld by the unverified check)
+            return Resolved("unverified", obj, flat, notes=["an aggregation without evidence"])
+        # an engine aggregation without evidence (or a reset_index): its text columns are the labels
         labels = [c for c in obj.columns
-                  if not (pd.api.types.is_numeric_dtype(obj[c]) and not pd.api.types.is_bool_dtype(obj[c]))]
+                  if not (pd.api.types.is_numeric_dtype(obj[c]) and not pd.api.types.is_bool_dtype(obj[c]))
+                  and not _individual_values(obj[c])]
         if labels and len(labels) < obj.shape[1]:
             try:
                 indexed = obj.set_index(labels)
@@ -97,6 +104,18 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
     if _looks_row_level(obj, registry):
         return Resolved("row-level", obj, flat)
     return Resolved("unverified", obj, flat)
+
+
+def _individual_values(col: pd.Series) -> bool:
+    """A column that holds values, never labels: dates and times, lists, sets and dicts.
+
+    (A date can be a label, e.g. a month; in a result without evidence it is taken as a value,
+    withheld: an earliest or latest date is one person's.)
+    """
+    if pd.api.types.is_datetime64_any_dtype(col) or pd.api.types.is_timedelta64_dtype(col):
+        return True
+    sample = col.dropna().head(50).tolist()
+    return any(isinstance(v, list | tuple | set | dict | pd.Timestamp) for v in sample)
 
 
 def _withheld(obj: object) -> str | None:

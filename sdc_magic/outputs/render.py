@@ -59,7 +59,7 @@ def protected_frame(checked: Checked) -> pd.DataFrame | pd.Series:
     columns = []
     for j in range(df.shape[1]):
         col = df.iloc[:, j]
-        values = col.to_numpy(dtype=object)
+        values = np.array(col.to_numpy(dtype=object), dtype=object, copy=True)  # (pandas 3: read-only views)
         if pd.api.types.is_float_dtype(col.dtype):
             floats = col.to_numpy(dtype=float, na_value=np.nan)
             values = np.round(floats, precision).astype(object)
