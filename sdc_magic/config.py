@@ -121,7 +121,8 @@ class Rules:
             parts.append(f"dominance ({self.dominance[0]},{_fmt(self.dominance[1])})")
         if self.p is not None:
             parts.append(f"p% {_fmt(self.p)}")
-        parts.append(f"zeros {self.zeros}")
+        # (words, not the setting's value: "zeros allow" read as a typo; issue 24.6)
+        parts.append("zeros shown" if self.zeros == "allow" else "zeros hidden")
         if self.row_threshold:
             parts.append(f"row threshold {self.row_threshold}")
         if self.dof is not None:

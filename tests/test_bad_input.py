@@ -222,7 +222,7 @@ def test_categorical_unused_categories_zeros(sdc: Shell) -> None:
     assert meta["hidden"] == 0
 
     out = sdc.magic("sdc rules zeros=suppress")
-    assert "zeros suppress" in out.stdout
+    assert "zeros hidden" in out.stdout
     ran = show(sdc, code)
     zero = truth == 0
     meta = assert_safe_table(ran, truth, zero, "zeros suppressed")
