@@ -106,12 +106,27 @@ def notes_text(checked: Checked) -> list[str]:
     return [n for n in dict.fromkeys(checked.notes)]
 
 
+#: Bidirectional embedding, override and isolate controls (U+202A–U+202E, U+2066–U+2069).
+_BIDI_CONTROLS = {cp: f"⟨U+{cp:04X}⟩" for cp in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def visible_bidi_controls(text: str) -> str:
+    """Bidi controls shown as ``⟨U+202E⟩`` instead of acting (issue 24.5).
+
+    Why: a label holding U+202E (right-to-left override) reversed the rest of the reason
+    sentence it was quoted in, in the text, the HTML fallback and the panel: an output checker
+    could not read what was hidden and why.  Shown, the control is harmless and the label stays
+    recognisable (the marks U+200E/U+200F of right-to-left text are left alone).
+    """
+    return text.translate(_BIDI_CONTROLS)
+
+
 def render_plain(checked: Checked) -> str:
     """text/plain: the protected table as pandas prints it, then the banner and notes."""
     body = repr(protected_frame(checked))
     lines = [body, banner_text(checked)]
     lines += [f"  note: {n}" for n in notes_text(checked)]
-    return "\n".join(lines)
+    return visible_bidi_controls("\n".join(lines))
 
 
 def badge_html(status: str) -> str:
@@ -164,7 +179,7 @@ def render_html(checked: Checked, extras: str = "") -> str:
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in notes_text(checked))
     badge = badge_html(checked.status)
     banner = html.escape(" · ".join(banner_text(checked).split(" · ")[1:]))  # the badge says the status
-    return (
+    return visible_bidi_controls(
         f'<div class="sdc-magic-output" data-status="{checked.status}">'
         f'<div class="sdc-magic-banner" style="margin-bottom:4px">{badge} '
         f'<small style="color:#444">{banner}</small></div>'
