@@ -28,6 +28,7 @@ from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
 from .contract import is_aggregate, mark_aggregate, withheld_reason
 from .entries import MAGNITUDE_EVIDENCE, Source, build_entry
+from .group_sizes import could_be_sizes, size_labels
 
 GROUPBY_METHODS = (
     "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
@@ -294,7 +295,35 @@ class Capture:
         entry.unit = self.rules().unit if ge.unit_column else None
         entry.source = source
         entry.normalized = normalized
+        entry.size_labels = self._size_labels(key_dims, source, entry.flat)
         self.registry.add(entry, result)
+
+    def _size_labels(self, key_dims: list[str], source: Source | None, flat: Flat) -> dict[str, Any] | None:
+        """Dimensions whose labels are group sizes (see :mod:`.group_sizes`); never raises."""
+        if source is None:
+            return None
+        found: dict[str, Any] = {}
+        for d in key_dims:
+            try:
+                frame = source.frame
+                labels = flat.dims.get(d)
+                if labels is None:
+                    got = None
+                elif isinstance(frame, pd.DataFrame) and d in frame.columns:
+                    got = size_labels(frame[d], frame, self.rules().threshold, own_name=d, labels=labels)
+                elif isinstance(source.rows, pd.DataFrame) and d in source.rows.columns and self.frame_finder \
+                        and could_be_sizes(source.rows[d], self.rules().threshold, labels):
+                    rows = self.frame_finder(source.rows.index, None)  # the user's frame these rows are of
+                    got = size_labels(source.rows[d], rows, self.rules().threshold, labels=labels) \
+                        if rows is not None else None
+                else:
+                    got = None
+            except Exception as exc:  # never break user code; the table is checked as it is
+                self.registry.failures.append(f"{type(exc).__name__}: {exc}")
+                got = None
+            if got is not None:
+                found[d] = got
+        return found or None
 
     def _evidence_by_columns(self, frame: pd.DataFrame, keys: list[str], dropna: bool,
                              variables: Iterable[str], unit: pd.Series | None,

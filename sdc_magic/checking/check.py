@@ -304,6 +304,11 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
             reasons.setdefault(int(i), []).extend(extra)
 
     label_review = _label_disclosure(resolved, ev, rules, reasons, notes)
+    withheld = _small_group_sizes_as_labels(entry, flat, ev, rules)
+    if withheld is not None:
+        from ..capture.contract import Withheld
+
+        raise Withheld(withheld)  # the labels are the secret: nothing of the table is drawn
 
     hidden = primary.copy()
     status, secondary, intervals, method, models = "pass", np.zeros(len(flat), dtype=bool), {}, None, []
@@ -328,6 +333,28 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     checked.entry = entry
     checked.models = models
     return checked
+
+
+def _small_group_sizes_as_labels(entry: Entry, flat: Flat, ev: Any, rules: Rules) -> str | None:
+    """Why the table is withheld, when a dimension's labels are group sizes below the threshold.
+
+    Hiding cells does not hide labels, and such a label is a count: with the table of those
+    groups beside it, every hidden group is pinned to the small sizes listed (issue 23.2; see
+    :mod:`sdc_magic.capture.group_sizes`).
+    """
+    sizes = getattr(entry, "size_labels", None)
+    if not sizes:
+        return None
+    inner = ~np.asarray(ev.is_margin, dtype=bool)
+    for dim, groups in sizes.items():
+        if dim not in flat.dims:
+            continue
+        labels = pd.to_numeric(pd.Series(flat.dims[dim][inner], dtype=object), errors="coerce").to_numpy(dtype=float)
+        if ((labels > 0) & (labels < rules.threshold)).any():
+            return (f"the labels of {dim} are the sizes of the groups of {groups} (counts), and some are below "
+                    f"{rules.threshold}: they would be published whatever is hidden; band {dim} (e.g. "
+                    f"pd.cut({dim}, [0, {rules.threshold - 1}, ...])) or count the groups of {groups} directly")
+    return None
 
 
 def _protect_shares(entry: Entry, resolved: Resolved, hidden: np.ndarray, secondary: np.ndarray,

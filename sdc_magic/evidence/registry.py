@@ -20,6 +20,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +104,8 @@ class Entry:
     #: shares (``normalize=``): the dimensions within each combination of which the cells sum
     #: to 1, ``()`` for the whole table; those sums are published (as 1) whatever is hidden
     normalized: tuple[str, ...] | None = None
+    #: dimensions whose labels are group sizes (counts), with the column they count groups of
+    size_labels: dict[str, Hashable] | None = None
 
 
 @dataclass

@@ -33,9 +33,10 @@ _installed: dict[str, Any] = {}
 
 
 def _frame_finder(ip: Any) -> Any:
-    def find(index: pd.Index, unit: str) -> pd.DataFrame | None:
+    def find(index: pd.Index, unit: str | None) -> pd.DataFrame | None:
+        """A frame of the user's with this index (and column ``unit``, unless None)."""
         for value in list(ip.user_ns.values()):
-            if isinstance(value, pd.DataFrame) and unit in value.columns:
+            if isinstance(value, pd.DataFrame) and (unit is None or unit in value.columns):
                 if value.index is index or (len(value.index) == len(index) and value.index.equals(index)):
                     return value
         return None

@@ -1,0 +1,55 @@
+"""Group sizes used as labels are counts (issue 23.2).
+
+Red team round 3: ``transform("size").value_counts()`` was ``pass`` with labels 2 and 3 (the
+districts of exactly 2 and 3 cases); beside the district table every hidden district was pinned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sdc_magic.capture.group_sizes import size_labels
+
+
+def _cases() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"district": rng.choice([f"D{i}" for i in range(10)], 500), "case_id": np.arange(500)})
+    small = pd.DataFrame({"district": ["Y1", "Y1", "Y2", "Y2", "Y3", "Y3", "Y3", "Y4", "Y4", "Y5", "Y5"],
+                          "case_id": np.arange(1000, 1011)})
+    return pd.concat([df, small], ignore_index=True)
+
+
+def _households() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    hh = pd.DataFrame({"household_id": np.repeat(np.arange(800), rng.integers(1, 7, 800))})
+    hh["size"] = hh.groupby("household_id")["household_id"].transform("size")
+    return hh
+
+
+def test_the_sizes_of_districts_are_recognised_and_those_of_households_are_not() -> None:
+    df = _cases()
+    sizes = df.groupby("district")["case_id"].transform("size")
+    assert size_labels(sizes, df, 5) == "district"
+    hh = _households()
+    assert size_labels(hh["size"], hh, 5, own_name="size") is None  # a unit's attribute
+    assert size_labels(pd.Series(np.arange(len(df)) % 7 + 1), df, 5) is None  # not sizes at all
+
+
+def test_group_sizes_as_labels_are_withheld_in_a_notebook(sdc) -> None:
+    sdc.ns["df"] = _cases()
+    for code in ('df.groupby("district")["case_id"].transform("size").value_counts()',
+                 'df.assign(n=df.groupby("district")["case_id"].transform("size")).n.value_counts()',
+                 'df.assign(n=df.groupby("district")["case_id"].transform("size")).groupby("n").size()'):
+        ran = sdc.run(code)
+        meta = ran.meta
+        assert meta["status"] == "blocked", code
+        text = ran.data["text/plain"]
+        assert "sizes of the groups of district" in text, code
+        assert "Nothing of the table is shown" in text and "\n2 " not in text and "\n3 " not in text, code
+
+
+def test_people_by_household_size_stays_publishable(sdc) -> None:
+    sdc.ns["hh"] = _households()
+    ran = sdc.run('hh["size"].value_counts()')
+    assert ran.meta["status"] == "pass"
