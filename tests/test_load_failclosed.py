@@ -8,6 +8,7 @@ restores pandas exactly.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,18 @@ SMALL = "pd.DataFrame({'k': ['a'] * 7 + ['b'] * 40 + ['c'] * 50}).groupby('k').s
 
 
 @pytest.fixture
-def fresh(shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def fresh(shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A shell in an empty folder, with no session yet (so the configuration is read again)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SDC_MAGIC_CONFIG", raising=False)
     monkeypatch.setattr(kernel, "_session", None)
     shell.ns["pd"] = pd
-    return shell
+    yield shell
+    # unloaded here, while the session this test made is still the kernel's: the shell fixture's
+    # unload runs after monkeypatch has put the previous session back, and left this one's
+    # wrappers installed (a later test then found pandas still wrapped)
+    if "sdc_magic" in shell.ip.extension_manager.loaded:
+        shell.magic("unload_ext sdc_magic")
 
 
 def _assert_withheld(ran: Any) -> None:

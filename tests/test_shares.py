@@ -64,6 +64,8 @@ def test_no_hidden_share_is_one_minus_the_others(session, name: str, tmp_path) -
     for members in _groups(table, how):
         h = checked.hidden[members[:, 0], members[:, 1]]
         assert h.sum() != 1, f"{name}: a group with a single hidden share gives it back as 1 − the others"
+    for cell, (low, high) in checked.intervals.items():
+        assert checked.hidden[cell] and low < high, f"{name}: hidden cell {cell} drawn with an exact interval"
     # the hidden values appear nowhere: not in the text, not in the export
     session.export(tmp_path)
     csv = (tmp_path / f"{out.id}.csv").read_text()

@@ -35,9 +35,15 @@ GROUPBY_METHODS = (
     "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply",
 )
 #: Methods whose result is derived from their inputs' rows: of an aggregation, an aggregation
-DERIVED_METHODS = ((pd.DataFrame, "reset_index"), (pd.Series, "reset_index"), (pd.Series, "to_frame"),
-                   (pd.DataFrame, "merge"), (pd.DataFrame, "join"), (pd.DataFrame, "mask"), (pd.Series, "mask"),
-                   (pd.DataFrame, "where"), (pd.Series, "where"), (pd.DataFrame, "assign"))
+DERIVED_METHODS = (
+    *((pd.DataFrame, m) for m in ("reset_index", "merge", "join", "mask", "where", "assign", "copy", "rename",
+                                  "transpose", "astype", "sort_values", "sort_index", "round", "stack", "unstack",
+                                  "set_index", "reindex", "head", "tail", "apply", "pipe", "__getitem__",
+                                  "rename_axis", "droplevel", "swaplevel", "filter", "nlargest", "nsmallest")),
+    *((pd.Series, m) for m in ("reset_index", "to_frame", "mask", "where", "copy", "rename", "astype",
+                               "sort_values", "sort_index", "round", "unstack", "reindex", "head", "tail", "apply",
+                               "pipe", "rename_axis", "droplevel", "swaplevel", "nlargest", "nsmallest")),
+)
 DESCRIBE_STATS = {
     "count": "count", "mean": "mean", "std": "std", "min": "min", "max": "max", "50%": "median",
     "unique": "nunique", "top": "mode", "freq": "count", "first": "first", "last": "last",
@@ -126,6 +132,8 @@ class Capture:
         self._patch(pd, "qcut", self._function_wrapper(pd.qcut, self._data_edges, aggregate=False))
         for owner, name in DERIVED_METHODS:
             self._patch(owner, name, self._derived_wrapper(getattr(owner, name), _first_and_other))
+        # .T is a property over transpose bound when pandas was imported: wrapped on its own
+        self._patch(pd.DataFrame, "T", property(self._derived_wrapper(pd.DataFrame.T.fget, _first_and_other)))
         self._patch(pd, "concat", self._derived_wrapper(pd.concat, _concatenated))
         self._patch(pd, "merge", self._derived_wrapper(pd.merge, _merged))
         self.installed = True

@@ -312,15 +312,37 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
 
     hidden = primary.copy()
     status, secondary, intervals, method, models = "pass", np.zeros(len(flat), dtype=bool), {}, None, []
+    shares = getattr(entry, "normalized", None) is not None
     if primary.any():
         public = published(entry, resolved.match.positions) if published is not None and resolved.match else {}
-        outcome = _protect_entry(entry, resolved, primary, rules, protector, progress, public)
-        status, secondary, intervals, method, models = _apply(outcome, "suppressed", primary, hidden, reasons, notes)
-    if getattr(entry, "normalized", None) is not None and hidden.any():
-        shares_review = _protect_shares(entry, resolved, hidden, secondary, reasons, notes)
-        if status == "pass" and secondary.any():
-            status = "suppressed"
-        label_review = label_review or shares_review
+        for _ in range(SHARE_ROUNDS if shares else 1):
+            hidden = primary.copy()
+            round_reasons = {i: list(rs) for i, rs in reasons.items()}
+            round_notes = list(notes)
+            outcome = _protect_entry(entry, resolved, primary, rules, protector, progress, public)
+            decided = _apply(outcome, "suppressed", primary, hidden, round_reasons, round_notes)
+            picks = _share_singletons(entry, resolved, hidden)[0] if shares and decided[0] != "blocked" else None
+            if picks is None or not picks.any():
+                break
+            # a group of shares with one hidden cell: its smallest other cell becomes primary, and the
+            # protection runs again (so that cell gets a real interval and its own secondaries)
+            primary = primary | picks
+            for i in np.flatnonzero(picks):
+                reasons.setdefault(int(i), []).append(SHARE_REASON)
+        reasons, notes = round_reasons, round_notes
+        status, secondary, intervals, method, models = decided
+    if shares and hidden.any() and status != "blocked":
+        picks, stuck = _share_singletons(entry, resolved, hidden)
+        if picks.any() or stuck:  # (rounds spent, or a share alone in its group): not cleared
+            hidden |= picks
+            for i in np.flatnonzero(picks):
+                reasons.setdefault(int(i), []).append(SHARE_REASON)
+                intervals.pop(int(i), None)
+            notes.append("a hidden share is the only cell shown for its group, so it is 1 by construction: "
+                         "show every category (e.g. unstack(fill_value=0)) or merge the small group" if stuck else
+                         "some groups of shares still had a single hidden cell after protection: hidden, "
+                         "not proven")
+            label_review = True
     if assessment.review.any() or label_review or any("not found" in n for n in notes):
         if status == "pass" or status == "suppressed":
             status = "review"
@@ -357,27 +379,30 @@ def _small_group_sizes_as_labels(entry: Entry, flat: Flat, ev: Any, rules: Rules
     return None
 
 
-def _protect_shares(entry: Entry, resolved: Resolved, hidden: np.ndarray, secondary: np.ndarray,
-                    reasons: dict[int, list[Reason]], notes: list[str]) -> bool:
-    """A table of shares: no group whose shares sum to 1 keeps a single hidden cell.
+#: Protection rounds for a table of shares (each may add cells that a single hidden share needs).
+SHARE_ROUNDS = 4
+SHARE_REASON = Reason("shares", "hidden because the shares of its group sum to 1: with one hidden share alone, "
+                                "1 minus the others would give it back")
+
+
+def _share_singletons(entry: Entry, resolved: Resolved, hidden: np.ndarray) -> tuple[np.ndarray, bool]:
+    """For a table of shares: the cells to hide so that no group keeps a single hidden share.
 
     Why (issue 23, red team round 3): ``crosstab(..., normalize="index")`` hid a small group's
     share, but the shares of its row sum to 1, so with the zeros beside it the hidden share is
     1 − 0 − 0: all the cases of that district are female.  The protection reasons on counts,
     whose row totals are not published; a share table publishes every such total (as 1).  With
     two hidden cells or more in a group, each hidden share can be anything from 0 to what the
-    published ones leave, so none is given back.  The second cell is the group's smallest
-    (a zero when there is one: hiding it costs nothing).  Updates ``hidden``, ``secondary``
-    and ``reasons`` in place; returns True when some hidden share stays recoverable because
-    its group shows no other cell (the table then needs review).
+    published ones leave.  The second cell is the group's smallest (a zero when there is one).
+    Returns (cells to hide, True when some hidden share is the only cell of its group).
     """
     flat = resolved.flat
     ev = resolved.evidence
     assert flat is not None and ev is not None
+    picks = np.zeros(len(hidden), dtype=bool)
     norm = tuple(entry.normalized or ())
     if not set(norm) <= set(flat.dims):
-        notes.append("a table of shares whose grouping could not be followed: checked as counts only")
-        return True
+        return picks, True
     inner = ~np.asarray(ev.is_margin, dtype=bool)
     if norm:
         group = pd.MultiIndex.from_arrays([pd.Index(flat.dims[d], dtype=object) for d in norm]).factorize()[0] \
@@ -387,8 +412,6 @@ def _protect_shares(entry: Entry, resolved: Resolved, hidden: np.ndarray, second
     group = np.where(inner, group, -1)
     size = np.asarray(ev.units, dtype=float)
     stuck = False
-    reason = Reason("secondary", "hidden because the shares of its group sum to 1: with one hidden share "
-                                 "alone, 1 minus the others would give it back")
     for g in np.unique(group[hidden & (group >= 0)]):
         members = np.flatnonzero(group == g)
         if int(hidden[members].sum()) != 1:
@@ -397,14 +420,8 @@ def _protect_shares(entry: Entry, resolved: Resolved, hidden: np.ndarray, second
         if not len(others):
             stuck = True
             continue
-        pick = int(others[np.lexsort((others, size[others]))][0])
-        hidden[pick] = True
-        secondary[pick] = True
-        reasons.setdefault(pick, []).append(reason)
-    if stuck:
-        notes.append("a hidden share is the only cell shown for its group, so it is 1 by construction: "
-                     "show every category (e.g. unstack(fill_value=0)) or merge the small group")
-    return stuck
+        picks[int(others[np.lexsort((others, size[others]))][0])] = True
+    return picks, stuck
 
 
 #: "X (n=3)", "n = 2", "[4]", "(2 people)": a small number written into a label
