@@ -362,7 +362,6 @@ def test_leak_review_oldest_persons_age(sess: Session, df: pd.DataFrame, how: st
 
 # ---- 12. a cumulative count of age bands (value_counts with bins, then cumsum): 73 - 71 = 2 people
 # aged over 100, at 'review'.
-@pytest.mark.xfail(strict=True, reason="leak: cumulative age bands 73 - 71 = 2 people over 100, at review")
 def test_leak_review_cumulative_value_counts_with_bins(sess: Session, df: pd.DataFrame) -> None:
     out = sess.publish(df.age.value_counts(bins=[0, 50, 100, 200], sort=False).cumsum())
     values = list(_cells(out).values())
@@ -646,8 +645,8 @@ DRESSED = {
 }
 
 
-#: still leaking: arithmetic on a table's values (strings built with +) loses every trace of it
-DRESSED_LEAKING = {"n (pct%) strings"}
+#: still leaking: none (strings built with + keep their recipe since issue 23.4, see checking/lineage.py)
+DRESSED_LEAKING: set[str] = set()
 
 
 # fixed (issue 23.3): reset_index / to_frame / assign of an aggregation stay an aggregation
@@ -882,7 +881,7 @@ def test_pandas_reaggregation_of_a_count_table_is_shown(sess: Session, df: pd.Da
 
 # ---- 24. a hand-made subtotal block: the district x sex counts with an "All" block (sex totals)
 # concatenated below are re-checked as new counts and B / F (15) is shown: 37 - 20 - 15 = 2 at 'review'.
-@pytest.mark.xfail(strict=True, reason="leak: concat of district x sex with All rows shows B/F 15: 37 - 20 - 15 = 2")
+# fixed (issue 23.4): the concat is recomputed from its parents with their hidden cells moved
 def test_leak_review_concat_of_counts_and_an_all_block(sess: Session, df: pd.DataFrame) -> None:
     table = df.groupby(["district", "sex"]).size()
     sess.publish(table)

@@ -238,3 +238,47 @@ def mark_withheld(obj: Any, reason: str) -> None:
 
 def withheld_reason(obj: Any) -> str | None:
     return _withheld.get(obj)
+
+
+# --------------------------------------------------------------------- recipes of derived tables
+class Recipe:
+    """How a table was computed from aggregation results: the pandas call and its inputs.
+
+    Why (issue 23.4): a table derived from a checked aggregate (``cumsum``, ``shift``,
+    ratios of shifted copies, ``diff``, ``pct_change``, ``rank``, arithmetic between
+    aggregates, ``concat``) has no evidence of its own, and its cells at labels the parent
+    publishes can give a hidden cell back (``73 - 70 = 3`` from a cumulative count,
+    ``135 × 0.0148 = 2`` from a month-on-month ratio).  With the recipe, the check computes
+    the table again from its parents with their hidden cells replaced, and hides every cell
+    that moves (:mod:`sdc_magic.checking.lineage`): the derived table is then as safe as its
+    parents.  Only calls without user callables are recorded (replaying a lambda could have
+    side effects), and ``func`` is pandas' own function, not the capture's wrapper.
+    """
+
+    __slots__ = ("args", "func", "kwargs", "name")
+
+    def __init__(self, name: str, func: Callable, args: tuple, kwargs: dict) -> None:
+        self.name = name
+        self.func = func
+        self.args = args
+        self.kwargs = kwargs
+
+    def inputs(self) -> list[Any]:
+        """The pandas objects among the arguments (in lists and dicts one level deep too)."""
+        out: list[Any] = []
+        for value in (*self.args, *self.kwargs.values()):
+            items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else [value]
+            out.extend(v for v in items if isinstance(v, pd.DataFrame | pd.Series))
+        return out
+
+
+def record_recipe(result: Any, recipe: Recipe) -> None:
+    """Remember how ``result`` was computed (held while ``result`` lives)."""
+    _recipes.set(result, recipe)
+
+
+def recipe_of(obj: Any) -> Recipe | None:
+    return _recipes.get(obj)
+
+
+_recipes = _WeakMarks()

@@ -26,10 +26,11 @@ from ..config import Rules
 from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
-from .contract import is_aggregate, mark_aggregate, withheld_reason
+from .contract import Recipe, is_aggregate, mark_aggregate, record_recipe, withheld_reason
 from .entries import MAGNITUDE_EVIDENCE, Source, build_entry
 from .group_sizes import could_be_sizes, size_labels
 
+_PANDAS = (pd.DataFrame, pd.Series)
 GROUPBY_METHODS = (
     "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
     "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply",
@@ -42,7 +43,18 @@ DERIVED_METHODS = (
                                   "rename_axis", "droplevel", "swaplevel", "filter", "nlargest", "nsmallest")),
     *((pd.Series, m) for m in ("reset_index", "to_frame", "mask", "where", "copy", "rename", "astype",
                                "sort_values", "sort_index", "round", "unstack", "reindex", "head", "tail", "apply",
-                               "pipe", "rename_axis", "droplevel", "swaplevel", "nlargest", "nsmallest")),
+                               "pipe", "rename_axis", "droplevel", "swaplevel", "nlargest", "nsmallest",
+                               "__getitem__")),
+)
+#: Arithmetic and running statistics analysts apply to tables (issue 23.4): of an aggregation,
+#: an aggregation computed from it, whose recipe lets the check recompute it from the protected parent
+_ARITHMETIC = ("add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow")
+TRANSFORM_METHODS = tuple(
+    (owner, m) for owner in (pd.DataFrame, pd.Series)
+    for m in ("cumsum", "cumprod", "cummax", "cummin", "diff", "shift", "pct_change", "rank", "abs", "clip",
+              *_ARITHMETIC, *(f"r{op}" for op in _ARITHMETIC),
+              *(f"__{op}__" for op in _ARITHMETIC if op != "div"), *(f"__r{op}__" for op in _ARITHMETIC if op != "div"),
+              "__neg__", "__abs__")
 )
 DESCRIBE_STATS = {
     "count": "count", "mean": "mean", "std": "std", "min": "min", "max": "max", "50%": "median",
@@ -130,12 +142,14 @@ class Capture:
         self._patch(pd, "crosstab", self._function_wrapper(pd.crosstab, self._crosstab))
         self._patch(pd, "cut", self._function_wrapper(pd.cut, self._data_edges, aggregate=False))
         self._patch(pd, "qcut", self._function_wrapper(pd.qcut, self._data_edges, aggregate=False))
-        for owner, name in DERIVED_METHODS:
-            self._patch(owner, name, self._derived_wrapper(getattr(owner, name), _first_and_other))
+        for owner, name in (*DERIVED_METHODS, *TRANSFORM_METHODS):
+            self._patch(owner, name, self._derived_wrapper(getattr(owner, name), _first_and_other, name))
         # .T is a property over transpose bound when pandas was imported: wrapped on its own
-        self._patch(pd.DataFrame, "T", property(self._derived_wrapper(pd.DataFrame.T.fget, _first_and_other)))
-        self._patch(pd, "concat", self._derived_wrapper(pd.concat, _concatenated))
-        self._patch(pd, "merge", self._derived_wrapper(pd.merge, _merged))
+        self._patch(pd.DataFrame, "T", property(self._derived_wrapper(pd.DataFrame.T.fget, _first_and_other, "T")))
+        for indexer, name in ((pd.core.indexing._LocIndexer, "loc"), (pd.core.indexing._iLocIndexer, "iloc")):
+            self._patch(indexer, "__getitem__", self._indexer_wrapper(indexer.__getitem__, name))
+        self._patch(pd, "concat", self._derived_wrapper(pd.concat, _concatenated, "concat"))
+        self._patch(pd, "merge", self._derived_wrapper(pd.merge, _merged, "merge"))
         self.installed = True
 
     def uninstall(self) -> None:
@@ -239,25 +253,47 @@ class Capture:
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return wrapper
 
-    def _derived_wrapper(self, original: Callable, inputs: Callable[..., list[Any]]) -> Callable:
-        """``reset_index``, ``merge``, ``join``, ``concat``, ``to_frame`` of aggregation results
-        are aggregation results too (marked, see :meth:`_mark_unrecorded`); anything else passes."""
+    def _derived_wrapper(self, original: Callable, inputs: Callable[..., list[Any]], name: str) -> Callable:
+        """``reset_index``, ``merge``, ``join``, ``concat``, ``to_frame``, ``cumsum``, arithmetic...
+        of aggregation results are aggregation results too (marked, see :meth:`_mark_unrecorded`),
+        with their recipe when no user callable is involved (see :class:`.contract.Recipe`);
+        anything else passes."""
         registry = self.registry
 
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             result = original(*args, **kwargs)
-            if _depth.value or not isinstance(result, pd.DataFrame | pd.Series):
+            if _depth.value or not isinstance(result, _PANDAS):
                 return result
             try:
-                parents = inputs(*args, **kwargs)
-                if any(isinstance(p, pd.DataFrame | pd.Series) and (is_aggregate(p) or registry.by_object(p)
-                                                                     is not None) for p in parents) \
-                        and withheld_reason(result) is None:
+                # the hot path of every arithmetic and selection in the user's code: plain loops
+                for p in inputs(*args, **kwargs):
+                    if isinstance(p, _PANDAS) and (is_aggregate(p) or registry.by_object(p) is not None):
+                        break
+                else:
+                    return result
+                if withheld_reason(result) is None:
                     mark_aggregate(result)
+                    if not any(callable(v) and not isinstance(v, type) for v in (*args, *kwargs.values())):
+                        record_recipe(result, Recipe(name, original, args, kwargs))
             except Exception as exc:  # never break user code
                 registry.failures.append(f"{type(exc).__name__}: {exc}")
             return result
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+    def _indexer_wrapper(self, original: Callable, name: str) -> Callable:
+        """``t.loc[...]`` / ``t.iloc[...]`` of an aggregation's result: marked and with a recipe, as
+        :meth:`_derived_wrapper` does for methods (the indexer's object is the input)."""
+        derived = self._derived_wrapper(_Selection(original, name), _first_and_other, name)
+
+        @functools.wraps(original)
+        def wrapper(indexer: Any, key: Any) -> Any:
+            obj = getattr(indexer, "obj", None)
+            if _depth.value or not isinstance(obj, pd.DataFrame | pd.Series):
+                return original(indexer, key)
+            return derived(obj, key)
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return wrapper
@@ -871,6 +907,18 @@ def _normalized_over(normalize: Any, rows: list[str], columns: list[str]) -> tup
     if normalize in ("columns", 1):
         return tuple(columns)
     return ()  # True / "all": the whole table sums to 1
+
+
+class _Selection:
+    """``obj.loc[key]`` / ``obj.iloc[key]`` as a function of (obj, key), pandas' own code: what a
+    recipe replays (see :class:`.contract.Recipe`)."""
+
+    def __init__(self, getitem: Callable, name: str) -> None:
+        self.getitem = getitem
+        self.name = name
+
+    def __call__(self, obj: Any, key: Any) -> Any:
+        return self.getitem(getattr(obj, self.name), key)
 
 
 def _first_and_other(obj: Any = None, other: Any = None, *args: Any, **kwargs: Any) -> list[Any]:

@@ -112,7 +112,7 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
         return Checked("blocked", "row-level", frame, np.zeros(shape, bool), rules=rules,
                        notes=resolved.notes + ["row-level data: never exportable"])
     if resolved.kind == "unverified":
-        return hide_value_order(_check_unverified(resolved, rules, protector, shape, registry))
+        return hide_value_order(_check_unverified(resolved, rules, protector, shape, registry, source=frame))
     if reuse is not None and resolved.match is not None:
         earlier = reuse(resolved.match.entry, resolved.match.positions, frame, resolved.notes)
         if earlier is not None:
@@ -533,7 +533,7 @@ def hidden_cells_of_entry(entry: Any, rules: Rules, protector: Any = None) -> np
 
 
 def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
-                      registry: Any = None) -> Checked:
+                      registry: Any = None, source: Any = None) -> Checked:
     flat = resolved.flat
     assert flat is not None
     resolved.cell_rows = flat.row_pos
@@ -569,6 +569,15 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                     "derived", f"computed from {inherited.parent_call}, whose cell with these labels is hidden"))
             hidden |= inherited.hidden
             secondary = secondary | (inherited.hidden & ~primary)
+        dependent = _dependent_cells(source, resolved, registry, rules, loaded)
+        if dependent is not None:
+            mask, note = dependent
+            notes.append(note)
+            for i in np.flatnonzero(mask & ~hidden):
+                reasons.setdefault(int(i), []).append(Reason(
+                    "derived", "computed from a hidden cell of the table it is derived from"))
+            hidden |= mask
+            secondary = secondary | (mask & ~primary)
     if individual.any():
         # a date, text or list an aggregation produced is some person's value (a first or
         # last date, a name, a list of members): withheld on screen, never drawn
@@ -588,6 +597,42 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                 "unverified", "no evidence of how this number was computed"))
     return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                    call=None, method=method, unverified=unverified)
+
+
+def _dependent_cells(source: Any, resolved: Resolved, registry: Any, rules: Rules, protector: Any
+                     ) -> tuple[np.ndarray, str] | None:
+    """Per flat cell, whether the derived table ``source`` computes it from a hidden cell of the
+    aggregation results it comes from (its recipe, see :mod:`.lineage`), with a note; or None."""
+    from .lineage import dependence
+
+    def leaf_hidden(leaf: Any) -> np.ndarray | None:
+        checked = check(leaf, registry, rules, protector)
+        if checked.status == "blocked":
+            return None
+        return np.asarray(checked.hidden, dtype=bool)
+
+    def describe(leaf: Any) -> str:
+        entry = registry.by_object(leaf)
+        return entry.call if entry is not None and entry.call else "an aggregation"
+
+    dep = dependence(source, lambda x: registry.by_object(x) is not None, leaf_hidden, describe)
+    if dep is None:
+        return None
+    flat = resolved.flat
+    assert flat is not None
+    if dep.hidden.shape == _shape(resolved.frame):
+        mask = dep.hidden[flat.row_pos, flat.col_pos]
+    else:  # shown in another layout than computed: every cell of a table that depends on anything
+        mask = np.full(len(flat), bool(dep.hidden.any()))
+    if not mask.any():
+        return None
+    parents = ", ".join(sorted(set(dep.parents))) or "aggregations"
+    if dep.exact:
+        note = (f"computed from {parents}: {int(mask.sum())} cell(s) change when the cells hidden there change, "
+                "and are hidden")
+    else:
+        note = f"computed from {parents} in a way that could not be recomputed: every cell is hidden"
+    return mask, note
 
 
 def _numbers_only(values: np.ndarray) -> np.ndarray:

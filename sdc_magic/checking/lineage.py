@@ -1,0 +1,262 @@
+"""Cells of a derived table that depend on cells its parents hide: found by recomputing it.
+
+Why (issue 23.4): a table computed from checked aggregates with ``cumsum``, ``shift``,
+ratios, ``diff``, ``pct_change``, ``rank``, arithmetic or ``concat`` has no evidence of its
+own, and hiding the cells whose *labels* a parent hides is not enough: a cumulative count
+at a later label gives the hidden cell back by subtraction (``73 - 70 = 3``), a
+month-on-month ratio at the month before it by multiplication (``135 × 0.0148 = 2``).
+
+The capture keeps each such table's recipe (:class:`~sdc_magic.capture.contract.Recipe`:
+pandas' own function and its inputs). Here the table is computed again from its leaves
+(the aggregation results it comes from), first as they are, which must give the displayed
+table back, then with every cell a leaf hides replaced three times (missing, far above,
+far below). A displayed cell whose value changes in any of the three depends on a hidden
+cell and is hidden: whatever the arithmetic, the derived table then tells no more than its
+parents do. Anything that cannot be recomputed (an error, a different result, a leaf whose
+cells cannot be placed) hides every cell: fail closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..capture.contract import is_aggregate, recipe_of
+
+#: Recipes followed at most (a chain of derivations from the leaves to the displayed table).
+MAX_NODES = 64
+#: How far a hidden cell is moved in the two "far" recomputations.
+FAR = 1e9
+
+#: how the caller judges a leaf on its own: its hidden cells as a (rows, columns) grid, or None
+#: when it cannot (every cell of the leaf then counts as hidden)
+LeafHidden = Callable[[Any], np.ndarray | None]
+
+
+@dataclass
+class Dependence:
+    """Per cell of the displayed grid (rows, columns), whether it depends on a hidden cell."""
+
+    hidden: np.ndarray
+    parents: list[str]  # how the leaves are described in notes (e.g. "groupby.size by district")
+    exact: bool  # False: recomputing failed, every cell is hidden
+
+
+def grid_shape(obj: pd.DataFrame | pd.Series) -> tuple[int, int]:
+    return (len(obj), 1) if isinstance(obj, pd.Series) else obj.shape
+
+
+def dependence(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidden,
+               describe: Callable[[Any], str]) -> Dependence | None:
+    """Which cells of ``obj`` depend on cells its leaves hide; None when ``obj`` has no recipe.
+
+    ``is_known(x)`` says whether a pandas object is a captured aggregation (a leaf to judge);
+    other inputs (row-level columns, constants) are taken as they are.
+    """
+    if not isinstance(obj, pd.DataFrame | pd.Series) or recipe_of(obj) is None:
+        return None
+    leaves: dict[int, Any] = {}
+    if not _collect(obj, is_known, leaves, [0]):
+        return _everything(obj, [])
+    names = [describe(leaf) for leaf in leaves.values()]
+    masks: dict[int, np.ndarray] = {}
+    for key, leaf in leaves.items():
+        grid = leaf_hidden(leaf)
+        if grid is None or grid.shape != grid_shape(leaf):
+            grid = np.ones(grid_shape(leaf), dtype=bool)
+        masks[key] = grid
+    if not any(m.any() for m in masks.values()):
+        return Dependence(np.zeros(grid_shape(obj), dtype=bool), names, True)
+    try:
+        base = _replay(obj, {})
+        if not _same(base, obj):
+            return _everything(obj, names)
+        moved = np.zeros(grid_shape(obj), dtype=bool)
+        tainted = _tainted_scalars(obj, leaves, masks)
+        for how in ("missing", "above", "below"):
+            subs: dict[int, Any] = {key: _replaced(leaves[key], masks[key], how) for key in leaves if masks[key].any()}
+            for i, (key, value) in enumerate(tainted.items()):
+                subs[key] = _moved_scalar(value, how, i)
+            moved |= _differs(base, _replay(obj, subs))
+    except Exception:  # fail closed: a table we cannot recompute hides every cell
+        return _everything(obj, names)
+    return Dependence(moved, names, True)
+
+
+#: Statistics of a leaf that a number in a recipe may have been computed from (``t - t.min()``,
+#: ``t / t.max()``, ``t - t["C"]``): a number equal to one of them that depends on a hidden cell is
+#: moved with the hidden cells. Not the sum or the mean: the total is a margin the protection
+#: already assumes known, and shares ``t / t.sum()`` are what analysts publish.
+SCALAR_STATS = ("min", "max", "median", "std", "var", "prod")
+#: The recipes whose second operand may be such a number.
+ARITHMETIC = frozenset({"add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow", "clip"})
+
+
+def _tainted_scalars(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> dict[int, float]:
+    """Numbers in the recipes under ``obj`` that equal a hidden cell or a statistic of a leaf that
+    depends on its hidden cells (by identity of the number object: the recipe holds it)."""
+    numbers: dict[int, float] = {}
+    _numbers(obj, numbers, [0])
+    if not numbers:
+        return {}
+    suspects: list[float] = []
+    for key, leaf in leaves.items():
+        if not masks[key].any():
+            continue
+        values = _numeric_grid(leaf)
+        suspects.extend(values[masks[key] & np.isfinite(values)].tolist())
+        # a statistic the hidden cells take part in (without them it is another number); a maximum
+        # that a published cell holds only says the hidden cells are not larger
+        without = _stats(_numeric_grid(_replaced(leaf, masks[key], "missing")))
+        suspects.extend(b for b, o in zip(_stats(values), without, strict=True)
+                        if np.isfinite(b) and not (np.isfinite(o) and np.isclose(b, o, rtol=1e-12, atol=0)))
+    if not suspects:
+        return {}
+    known = np.array(suspects, dtype=float)
+    return {key: v for key, v in numbers.items() if np.isclose(known, v, rtol=1e-9, atol=1e-12).any()}
+
+
+def _numbers(node: Any, out: dict[int, float], count: list[int]) -> None:
+    count[0] += 1
+    recipe = recipe_of(node)
+    if recipe is None or count[0] > MAX_NODES:
+        return
+    if recipe.name.strip("_").removeprefix("r") in ARITHMETIC:
+        # the other operand only (not ``axis=1``), and only a number pandas or numpy computed
+        # (``t["C"]``, ``t.min()`` give numpy scalars; a literal ``t - 1`` in the code is a
+        # Python int, and so is ``len(df)``, a margin)
+        for value in (*recipe.args[1:2], recipe.kwargs.get("other")):
+            if isinstance(value, np.integer | np.floating):
+                out[id(value)] = float(value)
+    for x in recipe.inputs():
+        _numbers(x, out, count)
+
+
+def _stats(values: np.ndarray) -> list[float]:
+    v = values[np.isfinite(values)]
+    if not len(v):
+        return [np.nan] * len(SCALAR_STATS)
+    with np.errstate(all="ignore"):
+        return [float(np.min(v)), float(np.max(v)), float(np.median(v)),
+                float(np.std(v, ddof=1)) if len(v) > 1 else np.nan, float(np.var(v, ddof=1)) if len(v) > 1 else np.nan,
+                float(np.prod(v))]
+
+
+def _numeric_grid(obj: Any) -> np.ndarray:
+    grid = obj.to_frame() if isinstance(obj, pd.Series) else obj
+    return np.column_stack([pd.to_numeric(grid.iloc[:, j], errors="coerce").astype(float).to_numpy()
+                            for j in range(grid.shape[1])]) if grid.shape[1] else np.zeros((len(grid), 0))
+
+
+def _moved_scalar(value: float, how: str, i: int) -> float:
+    if how == "missing":
+        return np.nan
+    return value + (1.0 if how == "above" else -1.0) * FAR * (1.1 + 0.29 * i)
+
+
+def _everything(obj: Any, names: list[str]) -> Dependence:
+    return Dependence(np.ones(grid_shape(obj), dtype=bool), names, False)
+
+
+def _collect(node: Any, is_known: Callable[[Any], bool], leaves: dict[int, Any], count: list[int]) -> bool:
+    """The leaves under ``node``'s recipe (by identity); False beyond :data:`MAX_NODES`."""
+    count[0] += 1
+    if count[0] > MAX_NODES:
+        return False
+    recipe = recipe_of(node)
+    if recipe is None:
+        if is_known(node) or is_aggregate(node):
+            leaves[id(node)] = node
+        return True
+    return all(_collect(x, is_known, leaves, count) for x in recipe.inputs())
+
+
+def _replay(node: Any, subs: dict[int, Any]) -> Any:
+    """``node`` computed again from its recipe, with leaves ``subs`` (by id) replaced."""
+    if id(node) in subs:
+        return subs[id(node)]
+    recipe = recipe_of(node)
+    if recipe is None:
+        return node
+
+    def swap(value: Any) -> Any:
+        if id(value) in subs and not isinstance(value, str):
+            return subs[id(value)]
+        if isinstance(value, pd.DataFrame | pd.Series):
+            return _replay(value, subs)
+        if isinstance(value, list | tuple) and any(isinstance(v, pd.DataFrame | pd.Series) for v in value):
+            return type(value)(swap(v) for v in value)
+        if isinstance(value, dict) and any(isinstance(v, pd.DataFrame | pd.Series) for v in value.values()):
+            return {k: swap(v) for k, v in value.items()}
+        return value
+
+    return recipe.func(*[swap(a) for a in recipe.args], **{k: swap(v) for k, v in recipe.kwargs.items()})
+
+
+def _replaced(leaf: Any, hidden: np.ndarray, how: str) -> Any:
+    """A copy of ``leaf`` whose hidden cells are missing, or moved far above / below."""
+    grid = leaf.to_frame() if isinstance(leaf, pd.Series) else leaf
+    out = grid.copy()
+    for j in range(grid.shape[1]):
+        rows = np.flatnonzero(hidden[:, j])
+        if not len(rows):
+            continue
+        col = pd.to_numeric(grid.iloc[:, j], errors="coerce").astype(float).to_numpy(copy=True)
+        if how == "missing":
+            col[rows] = np.nan
+        else:
+            sign = 1.0 if how == "above" else -1.0
+            # distinct far values: two hidden cells moved by the same amount could cancel out
+            col[rows] = np.nan_to_num(col[rows]) + sign * FAR * (1.0 + 0.37 * np.arange(len(rows)))
+        out.isetitem(j, col)
+    return out.iloc[:, 0].rename(leaf.name) if isinstance(leaf, pd.Series) else out
+
+
+def _values(obj: Any) -> np.ndarray:
+    grid = obj.to_frame() if isinstance(obj, pd.Series) else obj
+    return np.asarray(grid.to_numpy(dtype=object))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b) or grid_shape(a) != grid_shape(b):
+        return False
+    if not a.index.equals(b.index):
+        return False
+    if isinstance(a, pd.DataFrame) and not a.columns.equals(b.columns):
+        return False
+    return not _differs(a, b).any()
+
+
+def _differs(base: Any, other: Any) -> np.ndarray:
+    """Per cell of ``base``'s grid, whether ``other`` shows another value (all cells if reshaped)."""
+    if not isinstance(other, pd.DataFrame | pd.Series) or grid_shape(other) != grid_shape(base):
+        return np.ones(grid_shape(base), dtype=bool)
+    x, y = _values(base), _values(other)
+    try:  # numbers (the usual case): vectorised, missing equal to missing
+        fx, fy = x.astype(float), y.astype(float)
+        return ~((fx == fy) | (np.isnan(fx) & np.isnan(fy)))
+    except (TypeError, ValueError):
+        pass
+    out = np.zeros(x.shape, dtype=bool)
+    for idx in np.ndindex(x.shape):
+        u, v = x[idx], y[idx]
+        u_na, v_na = _missing(u), _missing(v)
+        if u_na or v_na:
+            out[idx] = u_na != v_na
+            continue
+        try:
+            out[idx] = not bool(u == v)
+        except (TypeError, ValueError):
+            out[idx] = True
+    return out
+
+
+def _missing(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
