@@ -16,9 +16,13 @@
    publishes a cell that the CSV hides (or hides one that it publishes);
 5. each certificate re-audits: the hidden cells' intervals are recomputed by linear
    programming from the published cells and margins alone, published cells add up to
-   their margins, and every hidden primary cell keeps its protection.
+   their margins, and every hidden primary cell keeps its protection;
+6. nothing is carried beside what the tool writes, and the rules hold for what is published
+   (:mod:`.strict`): no unknown key in a certificate, ``config.json`` or the manifest, no value
+   beside a hidden cell, the manifest's checksums match, and every published count meets the
+   frequency rule of its own certificate.
 
-Editing any file, even with its checksum recomputed, fails at least one of 2–5. Any
+Editing any file, even with its checksum recomputed, fails at least one of 2–6. Any
 problem is reported with the file it concerns; the exit status is non-zero. The work is
 linear in the number of outputs (one pass over the folder, one over ``results.json``).
 """
@@ -34,6 +38,7 @@ from typing import Any
 from .consistency import TABLE_SCHEMA, certificate_shape, check_csv, model_conflicts
 from .layout import MANIFEST, acro_status, files_entry, outcome, sha256, summary_html
 from .reaudit import verify_certificate
+from .strict import certificate_keys, config_keys, manifest_problems, published_counts
 
 MICRODATA_SCHEMA = "sdc_magic.microdata-certificate"
 FOLDER_FILES = ("results.json", "config.json", "summary.html")
@@ -158,8 +163,8 @@ def verify(folder: str | Path) -> list[str]:
         import jsonschema
 
         jsonschema.validate(results, results_schema())
-    except ImportError:  # pragma: no cover - jsonschema is a test dependency
-        pass
+    except ImportError:  # a core dependency: an installation without it cannot vouch for results.json
+        problems.append("results.json: cannot be checked against its schema (the jsonschema package is missing)")
     except Exception as exc:
         problems.append(f"results.json: does not follow the schema ({getattr(exc, 'message', exc)})")
     entries = {uid: r for uid, r in results["results"].items() if isinstance(r, dict)}
@@ -176,6 +181,8 @@ def verify(folder: str | Path) -> list[str]:
     if not isinstance(config, dict) or not isinstance(config.get("rules"), dict):
         problems.append("config.json: no rules")
         config = {"rules": {}}
+    problems += config_keys(config)
+    problems += manifest_problems(folder)
     try:
         page = (folder / "summary.html").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -218,6 +225,7 @@ def _verify_output(folder: Path, uid: str, result: dict[str, Any], by_output: An
     shape_problems = certificate_shape(cert)
     if shape_problems:
         return [f"{cert_path.name}: {p}" for p in shape_problems]
+    problems += [f"{cert_path.name}: {p}" for p in [*certificate_keys(cert), *published_counts(cert)]]
     table_rules.append(cert["rules"])
     wanted = by_output.get(uid) if isinstance(by_output, dict) else rules
     if wanted != cert["rules"]:

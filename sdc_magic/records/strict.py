@@ -1,0 +1,174 @@
+"""Strict export files: no unknown keys, no hidden value anywhere, the rules applied again.
+
+Why (issue 23.7): ``verify`` accepted an export rewritten to publish a count of 2 under a
+threshold of 5 as ``pass`` (certificate, CSV, ``results.json``, ``summary.html`` rebuilt and the
+checksums recomputed), a certificate that stated a hidden cell's value, and extra keys
+carrying raw rows in the certificates, ``config.json`` and the export manifest. The re-audit
+proves that hidden cells stay hidden; it did not ask whether the published ones may be
+published.
+
+* :func:`certificate_keys`, :func:`config_keys`: every key is one the tool writes; a hidden
+  cell carries labels, reasons and an interval, never a value.
+* :func:`manifest_problems`: the manifest lists exactly the folder's files with their SHA-256
+  (its whole content is then checked: there is nothing else for it to carry).
+* :func:`published_counts`: the frequency rule applied again, with the certificate's own
+  rules, to every published cell of a count statistic (a whole number from 1 to
+  threshold − 1, or a zero under ``zeros="suppress"``, fails). The statistic is the one the
+  certificate names (its call, its protection tables' statistics): someone who rewrites that
+  too is stopped only by a signature, which exports do not carry yet (see docs/known-gaps.md).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from .layout import MANIFEST, sha256
+
+CERTIFICATE_KEYS = frozenset({"schema", "id", "file", "status", "digest", "rules", "method", "call", "shape",
+                              "published", "hidden", "tables", "versions", "assumptions"})
+PUBLISHED_KEYS = frozenset({"position", "row", "column", "value"})
+HIDDEN_KEYS = frozenset({"position", "row", "column", "reasons", "interval"})
+TABLE_KEYS = frozenset({"measure", "dims", "stat", "method", "audit_ok", "cells", "rounding"})
+SAFE_CELL_KEYS = frozenset({"labels", "status", "value"})
+HIDDEN_CELL_KEYS = frozenset({"labels", "status", "lower", "upper", "reasons"})
+RULE_KEYS = frozenset({"threshold", "zeros", "structural_zeros", "row_threshold", "dominance", "p", "protection",
+                       "unit", "dof", "extremes", "round_to", "singletons", "cost", "preset"})
+VERSION_KEYS = frozenset({"sdc_magic", "pandas", "numpy", "python"})
+CONFIG_KEYS = frozenset({"rules", "rules_by_output", "versions"})
+MANIFEST_KEYS = frozenset({"complete", "files", "pending", "tool"})
+#: statistics whose value is a number of units: the frequency rule applies to it
+COUNT_STATS = frozenset({"size", "count", "nunique"})
+#: calls whose every cell is a count (or, normalised, a share in [0, 1]); a crosstab or a
+#: pivot table can hold any statistic, so they are judged by their protection tables only
+COUNT_CALLS = frozenset({"groupby.size", "groupby.count", "groupby.nunique", "Series.value_counts",
+                         "DataFrame.value_counts", "groupby.value_counts"})
+
+
+def _unknown(where: str, item: Any, allowed: frozenset[str]) -> list[str]:
+    if not isinstance(item, dict):
+        return [f"{where}: not an object"]
+    extra = sorted(str(k) for k in item if k not in allowed)
+    return [f"{where}: unknown key(s) {', '.join(extra)} (an export carries only what the tool writes)"] if extra else []
+
+
+def certificate_keys(cert: dict[str, Any]) -> list[str]:
+    """Unknown keys anywhere in a table certificate; a value beside a hidden cell."""
+    problems = _unknown("certificate", cert, CERTIFICATE_KEYS)
+    problems += _unknown("rules", cert.get("rules", {}), RULE_KEYS)
+    problems += _unknown("versions", cert.get("versions", {}), VERSION_KEYS)
+    if not all(isinstance(a, str) for a in cert.get("assumptions", []) or []):
+        problems.append("assumptions: not a list of sentences")
+    for item in cert.get("published", []) or []:
+        problems += _unknown(f"published cell {_where(item)}", item, PUBLISHED_KEYS)
+    for item in cert.get("hidden", []) or []:
+        if isinstance(item, dict) and "value" in item:
+            problems.append(f"hidden cell {_where(item)} states its value (a hidden cell carries none)")
+        problems += _unknown(f"hidden cell {_where(item)}", item, HIDDEN_KEYS)
+    for t, table in enumerate(cert.get("tables", []) or []):
+        problems += _unknown(f"table {t}", table, TABLE_KEYS)
+        for cell in (table.get("cells", []) if isinstance(table, dict) else []) or []:
+            safe = isinstance(cell, dict) and cell.get("status") == "safe"
+            if not safe and isinstance(cell, dict) and "value" in cell:
+                problems.append(f"table {t}: hidden cell {cell.get('labels')} states its value")
+            problems += _unknown(f"table {t} cell", cell, SAFE_CELL_KEYS if safe else HIDDEN_CELL_KEYS)
+    return _first(problems)
+
+
+def config_keys(config: dict[str, Any]) -> list[str]:
+    problems = _unknown("config.json", config, CONFIG_KEYS)
+    problems += _unknown("config.json versions", config.get("versions", {}), VERSION_KEYS)
+    problems += _unknown("config.json rules", config.get("rules", {}), RULE_KEYS)
+    by_output = config.get("rules_by_output")
+    if isinstance(by_output, dict):
+        for uid, rules in by_output.items():
+            problems += _unknown(f"config.json rules of {uid}", rules, RULE_KEYS)
+    elif by_output is not None:
+        problems.append("config.json: rules_by_output is not an object")
+    return _first(problems)
+
+
+def manifest_problems(folder: Path) -> list[str]:
+    """The manifest (when present) lists exactly the folder's files, each with its SHA-256."""
+    path = folder / MANIFEST
+    if not path.exists():
+        return []
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return [f"{MANIFEST}: not valid JSON"]
+    problems = _unknown(MANIFEST, data, MANIFEST_KEYS)
+    if problems:
+        return problems
+    files = data.get("files")
+    if not isinstance(files, dict) or data.get("tool") != "sdc_magic" or data.get("complete") is not True \
+            or data.get("pending") not in ([], None):
+        return [f"{MANIFEST}: not the manifest of a complete export"]
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST}
+    if set(files) != present:
+        return [f"{MANIFEST}: lists other files than the folder holds"]
+    bad = sorted(name for name, digest in files.items() if digest != sha256(folder / name))
+    return [f"{MANIFEST}: checksum of {name} does not match" for name in bad[:5]]
+
+
+def published_counts(cert: dict[str, Any]) -> list[str]:
+    """Published cells of a count statistic that the certificate's own rules hide."""
+    rules = cert.get("rules") or {}
+    try:
+        threshold = float(rules.get("threshold") or 0)
+    except (TypeError, ValueError):
+        return ["rules: the threshold is not a number"]
+    zeros_hidden = rules.get("zeros") == "suppress"
+    rounding = rules.get("round_to")
+    if isinstance(rounding, int | float) and not isinstance(rounding, bool) and rounding > 0:
+        # published figures are rounded: a count at the threshold may show as the multiple below it
+        threshold -= rounding / 2
+    structural = [str(s) for s in rules.get("structural_zeros") or []]
+    problems: list[str] = []
+    if cert.get("call") in COUNT_CALLS:
+        cells = [(f"{item.get('row')} / {item.get('column')}", item.get("value"), [item.get("row"), item.get("column")])
+                 for item in cert.get("published", []) if isinstance(item, dict)]
+        problems += _judge(cells, threshold, zeros_hidden, structural)
+    for table in cert.get("tables", []) or []:
+        if not isinstance(table, dict) or not table.get("stat") or not set(table["stat"]) <= COUNT_STATS:
+            continue
+        cells = [(" / ".join(map(str, cell.get("labels", []))), cell.get("value"), cell.get("labels", []))
+                 for cell in table.get("cells", []) if isinstance(cell, dict) and cell.get("status") == "safe"]
+        problems += _judge(cells, threshold, zeros_hidden, structural)
+    return _first(problems)
+
+
+def _judge(cells: list[tuple[str, Any, list[Any]]], threshold: float, zeros_hidden: bool,
+           structural: list[str]) -> list[str]:
+    values = [v for _, v, _ in cells]
+    numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) != len(values):
+        return ["a published count is not a number"]
+    if numbers and all(0 <= v <= 1 for v in numbers) and any(v != math.floor(v) for v in numbers):
+        return []  # shares (normalize=True): the shares rule is judged by the re-audit of their counts
+    problems = []
+    for (name, _, labels), v in zip(cells, numbers, strict=True):
+        if not math.isfinite(v) or v != math.floor(v) or v < 0:
+            problems.append(f"published count {name} = {v:g} is not a number of units")
+        elif 0 < v < threshold:
+            problems.append(f"published count {name} = {v:g} is below the threshold {threshold:g} of its own rules")
+        elif v == 0 and zeros_hidden and not _is_structural(labels, structural):
+            problems.append(f"published count {name} is an empty cell, which its own rules (zeros hidden) hide")
+    return problems
+
+
+def _is_structural(labels: list[Any], structural: list[str]) -> bool:
+    parts = {p.strip() for label in labels for p in str(label).split("/")}
+    return any(set(s.split("/")) <= parts for s in structural)
+
+
+def _where(item: Any) -> str:
+    return f"{item.get('row')} / {item.get('column')}" if isinstance(item, dict) else "?"
+
+
+def _first(problems: list[str], n: int = 10) -> list[str]:
+    """At most ``n`` problems, then how many more (a rewritten file can have thousands)."""
+    return problems if len(problems) <= n else [*problems[:n], f"... and {len(problems) - n} more"]
