@@ -504,12 +504,25 @@ class Capture:
 
     # ------------------------------------------------------------ value_counts / describe
     def _series_value_counts(self, s: pd.Series, args: tuple, kwargs: dict, result: Any) -> None:
-        if kwargs.get("bins") is not None or len(args) >= 4:
-            return  # binned counts: groups are intervals; shown as unverified counts
+        bins = kwargs.get("bins", args[2] if len(args) > 2 else None)
         notes: list[str] = []
         name = s.name if s.name is not None else "index"
         unit = self._unit_for(None, s.index, notes)
-        tmp = pd.DataFrame({name: s.to_numpy()}, index=s.index)
+        if bins is not None:
+            # binned counts (issue 23): the groups are the intervals pandas cuts the values into
+            # (its own cut, include_lowest as value_counts does), so the table has evidence and
+            # its rows take part in linking (two binnings differing in one edge: 434 - 433 = 1)
+            binned = pd.cut(s, bins, include_lowest=True)
+            if not isinstance(bins, int | np.integer) or isinstance(bins, bool):
+                _record_data_edges((s,), {"bins": bins}, None, self.rules().threshold) if _edge_is_data(s, bins) \
+                    else None
+            else:
+                _record_data_edges((s,), {}, None, self.rules().threshold)  # k bins: the data's extremes
+            # the values beside their bins: linking matches the rows of two binnings by them
+            tmp = pd.DataFrame({name: binned.astype(object).to_numpy(), f"{name} (value)": s.to_numpy()},
+                               index=s.index)
+        else:
+            tmp = pd.DataFrame({name: s.to_numpy()}, index=s.index)
         dropna = kwargs.get("dropna", args[3] if len(args) > 3 else True)
         ge = self._evidence_by_columns(tmp, [name], dropna, [], unit)
         normalize = kwargs.get("normalize", args[0] if args else False)
@@ -752,6 +765,16 @@ def _as_names(x: Any) -> list[str] | None:
 #: ending there publishes one person's value (see check._label_disclosure).
 DATA_EDGES: set[float] = set()
 _MAX_DATA_EDGES = 4096
+
+
+def _edge_is_data(values: pd.Series, edges: Any) -> bool:
+    """Whether explicit bin edges include the data's own minimum or maximum."""
+    try:
+        v = pd.to_numeric(values, errors="coerce").dropna()
+        e = {float(x) for x in np.asarray(edges, dtype=float).ravel()}
+        return bool(len(v)) and (float(v.min()) in e or float(v.max()) in e)
+    except (TypeError, ValueError):
+        return False
 
 
 def _record_data_edges(args: tuple, kwargs: dict, result: Any, threshold: int = 5) -> None:

@@ -468,7 +468,9 @@ def _label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[i
                      "band this dimension before publishing")
     from ..capture.pandas import DATA_EDGES
 
-    for dim, labels in flat.dims.items():
+    # the captured table's dimensions: a displayed index without a name (value_counts(bins=k)) has none
+    dims = resolved.match.entry.flat.dims if resolved.match is not None and not flat.dims else flat.dims
+    for dim, labels in dims.items():
         if not DATA_EDGES or not len(labels) or not isinstance(labels[0], pd.Interval):
             continue
         edges = {float(iv.right) for iv in labels if isinstance(iv, pd.Interval)} | \
