@@ -481,17 +481,43 @@ def _label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[i
                          "of bins, or qcut): that edge is one person's value; give the bin edges explicitly")
     frame = resolved.frame
     names = list(frame.index) + ([] if isinstance(frame, pd.Series) else list(frame.columns))
+    data_units = _data_label_units(resolved, ev)
     for label in names:
         for part in label if isinstance(label, tuple) else (label,):
             if not isinstance(part, str):
                 continue
             for number in _SMALL_NUMBER_IN_LABEL.findall(part):
+                # a category of the data ("Mobile team (2 staff)") states a count only when the
+                # number is its own group's size; a label written for the table always may
+                units = data_units.get(part)
+                if units is not None and int(number) not in units:
+                    continue
                 if 0 < int(number) < rules.threshold:
                     flagged = True
                     notes.append(f"the label {part!r} states a number below the threshold: remove it "
                                  "from the label")
                     break
     return flagged
+
+
+def _data_label_units(resolved: Resolved, ev: Any) -> dict[str, set[int]]:
+    """For every text label of the captured table's own dimensions (values of the data), the
+    units of each cell carrying it and of all of them together (the group's size)."""
+    flat = resolved.flat
+    if resolved.match is None or flat is None or not flat.dims:
+        return {}
+    units = np.asarray(ev.units, dtype=float)
+    # labels as captured (a renamed copy shows labels that are the analyst's text, not the data's)
+    captured = {v for labels in resolved.match.entry.flat.dims.values() for v in pd.unique(np.asarray(labels))
+                if isinstance(v, str)}
+    out: dict[str, set[int]] = {}
+    for labels in flat.dims.values():
+        if len(labels) != len(units):
+            continue
+        for label, group in pd.Series(units).groupby(pd.Index(labels, dtype=object), sort=False):
+            if isinstance(label, str) and label in captured:
+                out.setdefault(label, set()).update({int(u) for u in group.to_numpy()} | {int(group.sum())})
+    return out
 
 
 def _finish(resolved: Resolved, rules: Rules, shape: tuple[int, int], status: str, hidden: np.ndarray,
