@@ -64,6 +64,9 @@ class Checked:
     cell_cols: np.ndarray | None = None
     microdata_certificate: dict[str, Any] | None = None  # k-anonymity report of a releasable row-level frame
     rounded: int | None = None
+    #: numeric labels that are the values of fewer than ``threshold`` units: drawn as the hidden
+    #: marker wherever they appear (issue 23.5: a household size of 12 beside its ✕)
+    hidden_labels: frozenset[float] = frozenset()
 
     @property
     def hidden_count(self) -> int:
@@ -303,7 +306,8 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
             primary[i] = True
             reasons.setdefault(int(i), []).extend(extra)
 
-    label_review = _label_disclosure(resolved, ev, rules, reasons, notes)
+    rare_labels: set[float] = set()
+    label_review = _label_disclosure(resolved, ev, rules, reasons, notes, rare_labels)
     withheld = _small_group_sizes_as_labels(entry, flat, ev, rules)
     if withheld is not None:
         from ..capture.contract import Withheld
@@ -350,10 +354,14 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     if status != "blocked" and nonempty.sum() > 1 and hidden[nonempty].all():
         status = "blocked"
         notes.append("every cell would be hidden: nothing of this table can be published; aggregate up")
+    if rare_labels:  # the protection's notes and reasons name cells by their labels too
+        notes = [_mask_numbers(n, rare_labels) for n in notes]
+        reasons = {i: [Reason(r.rule, _mask_numbers(r.message, rare_labels)) for r in rs] for i, rs in reasons.items()}
     checked = _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                       call=entry.call, method=method)
     checked.entry = entry
     checked.models = models
+    checked.hidden_labels = frozenset(rare_labels)
     return checked
 
 
@@ -429,12 +437,13 @@ _SMALL_NUMBER_IN_LABEL = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+)(?=\s*(?:[
 
 
 def _label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[int, list[Reason]],
-                      notes: list[str]) -> bool:
+                      notes: list[str], rare_out: set[float] | None = None) -> bool:
     """Labels that publish data even when their cells are hidden (decision, see README).
 
     * A numeric label (an age of 101, an income of 250,000) held by fewer than
       ``threshold`` units is one person's value: hiding its cells does not hide the
-      label. The table goes to ``review`` with the advice to band the dimension.
+      label. The table goes to ``review`` with the advice to band the dimension, and the
+      label is drawn as the hidden marker (``rare_out`` collects it).
     * A label that states a small number ("X (n=3)", "[2]") publishes that number.
 
     Returns whether the table needs review for its labels; reasons are attached to the
@@ -460,6 +469,8 @@ def _label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[i
             continue
         flagged = True
         rare_labels = set(rare.index.tolist())
+        if rare_out is not None:
+            rare_out.update(float(v) for v in rare_labels)
         message = (f"{dim} is a numeric value held by fewer than {rules.threshold} units here: the label itself "
                    f"identifies them, even with its cells hidden; band {dim} (aggregate up)")
         for i in np.flatnonzero(np.isin(labels, list(rare_labels))):
@@ -498,6 +509,15 @@ def _label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[i
                                  "from the label")
                     break
     return flagged
+
+
+def _mask_numbers(text: str, numbers: set[float]) -> str:
+    """``text`` with each of ``numbers`` (rare labels) written as the hidden marker."""
+    for v in numbers:
+        forms = {f"{v:g}", repr(v)} | ({str(int(v))} if float(v).is_integer() else set())
+        for form in sorted(forms, key=len, reverse=True):
+            text = re.sub(rf"(?<![\w.]){re.escape(form)}(?![\w]|\.\d)", "✕", text)
+    return text
 
 
 def _data_label_units(resolved: Resolved, ev: Any) -> dict[str, set[int]]:

@@ -51,7 +51,7 @@ def protected_frame(checked: Checked) -> pd.DataFrame | pd.Series:
     ``display.precision``; rounding (OpenSAFELY) is applied to published counts.
     """
     frame = checked.frame
-    if not checked.hidden.any() and not checked.rounded and checked.unverified is None:
+    if not checked.hidden.any() and not checked.rounded and checked.unverified is None and not checked.hidden_labels:
         return frame
     is_series = isinstance(frame, pd.Series)
     df = frame.to_frame() if is_series else frame
@@ -76,12 +76,31 @@ def protected_frame(checked: Checked) -> pd.DataFrame | pd.Series:
         values[checked.hidden[:, j]] = HIDDEN
         columns.append(values)
     grid = np.stack(columns, axis=1) if columns else np.empty((len(df), 0), dtype=object)
-    out = pd.DataFrame(grid, index=df.index, columns=df.columns)
+    out = pd.DataFrame(grid, index=_masked_labels(df.index, checked.hidden_labels),
+                       columns=_masked_labels(df.columns, checked.hidden_labels))
     if is_series:
         series = out.iloc[:, 0]
         series.name = frame.name
         return series
     return out
+
+
+def _masked_labels(index: pd.Index, hidden: frozenset[float]) -> pd.Index:
+    """``index`` with every numeric label in ``hidden`` drawn as the hidden marker (any level)."""
+    if not hidden:
+        return index
+    if isinstance(index, pd.MultiIndex):
+        return pd.MultiIndex.from_tuples([_mask_label(t, hidden) for t in index], names=index.names)
+    return pd.Index([_mask_label(v, hidden) for v in index], name=index.name, dtype=object)
+
+
+def _mask_label(value: object, hidden: frozenset[float]) -> object:
+    """A label (or a tuple of them) with the numbers in ``hidden`` drawn as the hidden marker."""
+    if isinstance(value, tuple):
+        return tuple(_mask_label(v, hidden) for v in value)
+    if hidden and isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_):
+        return HIDDEN if float(value) in hidden else value
+    return value
 
 
 def banner_text(checked: Checked) -> str:
@@ -242,9 +261,9 @@ def _label(value: object) -> str:
 def cell_name(checked: Checked, i: int, j: int) -> str:
     """Where a cell is, in the table's own labels: ``Mirebalais / GBV · F``."""
     frame = checked.frame
-    row = _label(frame.index[i])
+    row = _label(_mask_label(frame.index[i], checked.hidden_labels))
     if isinstance(frame, pd.DataFrame):
-        return f"{row} · {_label(frame.columns[j])}"
+        return f"{row} · {_label(_mask_label(frame.columns[j], checked.hidden_labels))}"
     return row
 
 

@@ -18,21 +18,10 @@ from typing import Any
 import ipywidgets as W
 
 from ..checking.check import Checked
-from .render import STATUS_STYLE, render_html
+from .render import STATUS_STYLE, cell_name, render_html
 from .suggest import Suggestion, Suggestions
 
 MAX_REASONS = 60
-
-
-def _cell_name(checked: Checked, i: int, j: int) -> str:
-    frame = checked.frame
-    row = frame.index[i]
-    row_text = " / ".join(map(str, row)) if isinstance(row, tuple) else str(row)
-    if hasattr(frame, "columns"):
-        col = frame.columns[j]
-        col_text = " / ".join(map(str, col)) if isinstance(col, tuple) else str(col)
-        return f"{row_text} · {col_text}"
-    return row_text
 
 
 def reasons_html(checked: Checked) -> str:
@@ -45,7 +34,7 @@ def reasons_html(checked: Checked) -> str:
         where = ""
         if interval is not None:
             where = f" — somewhere between {interval[0]:g} and {interval[1]:g}"
-        items.append(f"<li><b>{html.escape(_cell_name(checked, i, j))}</b>: {html.escape(why)}{where}</li>")
+        items.append(f"<li><b>{html.escape(cell_name(checked, i, j))}</b>: {html.escape(why)}{where}</li>")
     more = len(hidden) - MAX_REASONS
     tail = f"<li>… and {more} more hidden cells</li>" if more > 0 else ""
     return f"<ul style='margin:0;padding-left:1.2em'>{''.join(items)}{tail}</ul>" if items else "<i>none</i>"
