@@ -30,6 +30,11 @@ last, mode
 std, var, sem    frequency + degrees of freedom ``n - 1 >= dof`` + dominance
                  and p% on the variable (a spread next to a count and a mean
                  gives a dominant contribution back)
+total less one   always primary: a function of the analyst's own that adds up all
+unit             but one value of its group (found by moving one value at a time,
+                 ``capture/custom_stats.py``); beside the group's total it is that
+                 unit's value. An own function found to follow only the largest
+                 (smallest, middle) value is judged as ``max`` (``min``, ``median``)
 custom           frequency + status ``review`` (we cannot know what it reveals)
 ===============  ==========================================================
 
@@ -53,8 +58,11 @@ COUNT_STATS = frozenset({"count", "size", "nunique", "percent", "proportion", "f
 MAGNITUDE_STATS = frozenset({"sum", "mean"})
 POSITION_STATS = frozenset({"median", "quantile"})
 EXTREME_STATS = frozenset({"min", "max", "first", "last", "mode"})
+#: A statistic of the analyst's own that adds up all its group's values but one (found by
+#: ``capture.custom_stats``): beside the group's total it is that unit's value, always primary.
+LEAVES_ONE_OUT_STATS = frozenset({"total less one unit"})
 SPREAD_STATS = frozenset({"std", "var", "sem"})
-KNOWN_STATS = COUNT_STATS | MAGNITUDE_STATS | POSITION_STATS | EXTREME_STATS | SPREAD_STATS
+KNOWN_STATS = COUNT_STATS | MAGNITUDE_STATS | POSITION_STATS | EXTREME_STATS | SPREAD_STATS | LEAVES_ONE_OUT_STATS
 
 
 def quantile_level(stat: str) -> float | None:
@@ -81,6 +89,8 @@ def stat_kind(stat: str) -> str:
         return "extreme"
     if stat in SPREAD_STATS:
         return "spread"
+    if stat in LEAVES_ONE_OUT_STATS:
+        return "leave-one-out"
     return "custom"
 
 
@@ -241,6 +251,12 @@ def assess(facts: CellFacts, rules: Rules) -> Assessment:
     if rules.dof is not None:
         low_dof = (kinds == "spread") & ~empty & (units - 1 < rules.dof)
         out.add(low_dof, "dof", lambda i: f"fewer than {rules.dof} degrees of freedom (dof rule {rules.dof})")
+
+    # A total less one unit: the group's total (published or not: it is a margin an attacker
+    # may know) minus this cell is one unit's value, whatever the other rules say.
+    out.add((kinds == "leave-one-out") & ~empty, "extreme",
+            lambda i: "this statistic adds up every value of its group but one: beside the group's total it "
+            "is that unit's own value")
 
     # Custom statistics: frequency, and a human must look. A custom result that is a whole
     # number between 1 and threshold − 1 may be a count (``agg(lambda s: s.sum())`` of a

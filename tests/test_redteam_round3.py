@@ -349,8 +349,10 @@ SELECTIONS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="leak: the oldest woman's and man's ages (102, 101) shown at review")
-@pytest.mark.parametrize("how", list(SELECTIONS))
+# fixed for the analyst's own functions (issue 23.6: capture/custom_stats.py); nlargest is rows per group
+@pytest.mark.parametrize("how", [pytest.param(h, marks=pytest.mark.xfail(
+    strict=True, reason="leak: the oldest woman's and man's ages (102, 101) shown at review"))
+    if h == "nlargest(1)" else h for h in SELECTIONS])
 def test_leak_review_oldest_persons_age(sess: Session, df: pd.DataFrame, how: str) -> None:
     out = sess.publish(SELECTIONS[how](df))
     shown = _shown(out)
@@ -461,8 +463,10 @@ LABELLED = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="leak: C's size 3 shown as a row / column label at review")
-@pytest.mark.parametrize("how", list(LABELLED))
+# fixed for numeric labels (issue 23.5: drawn hidden); text labels still state the size
+@pytest.mark.parametrize("how", [pytest.param(h, marks=pytest.mark.xfail(
+    strict=True, reason="leak: C's size 3 shown as a row / column label at review"))
+    if h != "numeric key beside district" else h for h in LABELLED])
 def test_leak_review_group_size_in_a_label(sess: Session, df: pd.DataFrame, how: str) -> None:
     n = df.groupby("district").person.transform("size")
     out = sess.publish(LABELLED[how](df, n))

@@ -26,7 +26,9 @@ from ..config import Rules
 from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
+from ..rules import stat_kind
 from .contract import Recipe, is_aggregate, mark_aggregate, record_recipe, withheld_reason
+from .custom_stats import probe_statistic
 from .entries import MAGNITUDE_EVIDENCE, Source, build_entry
 from .group_sizes import could_be_sizes, size_labels
 
@@ -410,7 +412,7 @@ class Capture:
             return
         if name == "apply" and not _one_row_per_group(flat_obj, index):
             return  # rows per group (nlargest, head, a frame each): not a table of groups, unverified
-        measure_of = _groupby_measures(name, args, kwargs, obj)
+        measure_of = _probed_measures(_groupby_measures(name, args, kwargs, obj), name, args, kwargs, obj, ids, notes)
         flat = flatten(flat_obj, index_names=key_dims if getattr(gb, "as_index", True) else None)
         needed = {measure_of(m) for m in set(flat.measure.tolist())}
         wanted = {var for var, stat in needed if var is not None and stat != "size"}
@@ -820,6 +822,54 @@ def _one_row_per_group(result: Any, index: pd.Index) -> bool:
             and len(result) == len(index) and bool(result.index.isin(index).all())
     except (TypeError, ValueError):
         return False
+
+
+def _probed_measures(measure_of: Callable[[str], tuple[Any, str]], name: str, args: tuple, kwargs: dict, obj: Any,
+                     ids: np.ndarray, notes: list[str]) -> Callable[[str], tuple[Any, str]]:
+    """``measure_of`` with the analyst's own functions named by what they compute (a maximum, a
+    total less one unit...: see :mod:`.custom_stats`) instead of ``custom``."""
+    functions = _custom_functions(name, args, kwargs, obj)
+    if not functions:
+        return measure_of
+    verdicts = {}
+    for var, fn in functions.items():
+        values = obj if isinstance(obj, pd.Series) else obj[var]
+        verdict = probe_statistic(fn, values, ids)
+        if verdict is not None:
+            verdicts[var] = verdict
+            notes.append(f"the function applied to {var} moves with {_FOLLOWS[verdict]} of each group only: "
+                         f"judged as {'a' if verdict != 'total less one unit' else 'the'} {verdict}")
+
+    def probed(measure: str) -> tuple[Any, str]:
+        var, stat = measure_of(measure)
+        return (var, verdicts[var]) if var in verdicts and stat_kind(stat) == "custom" else (var, stat)
+
+    return probed if verdicts else measure_of
+
+
+_FOLLOWS = {"max": "the largest value", "min": "the smallest value", "median": "the middle value",
+            "total less one unit": "every value but one"}
+
+
+def _custom_functions(name: str, args: tuple, kwargs: dict, obj: Any) -> dict[Any, Callable]:
+    """The analyst's own functions of a GroupBy ``apply``/``agg`` call, by the variable they take."""
+    if name not in ("apply", "agg", "aggregate"):
+        return {}
+    spec = args[0] if args else kwargs.get("func")
+
+    def own(f: Any) -> bool:
+        return callable(f) and not isinstance(f, str) and stat_kind(stat_name(f)) == "custom"
+
+    if isinstance(obj, pd.Series):
+        return {obj.name: spec} if own(spec) else {}
+    if name == "apply" or not isinstance(obj, pd.DataFrame):
+        return {}  # a function of a whole frame: not a statistic of one variable
+    if isinstance(spec, dict):
+        return {c: f for c, f in spec.items() if c in obj.columns and own(f)}
+    if spec is None:  # named aggregation: out=("column", function)
+        return {v[0]: v[1] for v in kwargs.values()
+                if isinstance(v, tuple) and len(v) == 2 and v[0] in obj.columns and own(v[1])}
+    return {c: spec for c in obj.columns} if own(spec) else {}
 
 
 def _groupby_measures(name: str, args: tuple, kwargs: dict, obj: Any) -> Callable[[str], tuple[str | None, str]]:
