@@ -38,6 +38,8 @@ IDS = DF.groupby("region").ngroup().to_numpy()
     (lambda s: s.nlargest(1).iloc[0], "max"),
     (lambda s: np.sort(s.to_numpy())[0], "min"),
     (lambda s: s.sort_values().iloc[len(s) // 2], "median"),
+    (lambda s: s.iloc[0], "first"),
+    (lambda s: s.iloc[-1], "first"),
     (lambda s: s.sum() - s.max(), TOTAL_LESS_ONE),
     (lambda s: s.max() - s.mean(), TOTAL_LESS_ONE),
     (lambda s: s.sum() - s.min(), TOTAL_LESS_ONE),
@@ -46,7 +48,7 @@ IDS = DF.groupby("region").ngroup().to_numpy()
     (lambda s: s.std(), None),
     (lambda s: s.quantile(0.9), None),
     (lambda s: (s > 50).sum(), None),
-], ids=["sort iloc[-1]", "nlargest iloc", "np.sort [0]", "middle", "sum - max", "max - mean", "sum - min",
+], ids=["sort iloc[-1]", "nlargest iloc", "np.sort [0]", "middle", "first row", "last row", "sum - max", "max - mean", "sum - min",
         "2 x mean", "sum", "std", "q90", "count over 50"])
 def test_what_a_function_follows(fn, expected) -> None:
     assert probe_statistic(fn, DF.age, IDS) == expected

@@ -10,6 +10,8 @@ largest, the smallest and a middle value are moved by less than the gap to their
 * only the largest (smallest) value moves it, one for one: a maximum (minimum) by another
   name, judged as one (an extreme: one unit's own value);
 * only the middle value moves it, one for one: a median (judged by the position rule);
+* (each of these three only when another unit moved past the others takes that rank and moves
+  it too; one that follows a row, ``s.iloc[0]``, is judged as ``first``: one unit's value);
 * one unit's value moves it one for one *more* than every other value does (a total less
   one unit, ``max - mean``): with the group's total or mean beside it, that is the unit's
   value (:data:`TOTAL_LESS_ONE`, always primary);
@@ -39,7 +41,8 @@ MAX_ROWS = 200_000
 
 def probe_statistic(fn: Callable[[pd.Series], Any], values: pd.Series, ids: np.ndarray) -> str | None:
     """The statistic ``fn`` computes on the groups of ``values`` (``ids``: group per row, -1 none),
-    as one of ``"max"``, ``"min"``, ``"median"``, :data:`TOTAL_LESS_ONE`; None when it is none of them."""
+    as one of ``"max"``, ``"min"``, ``"first"``, ``"median"``, :data:`TOTAL_LESS_ONE`; None when it is none
+    of them."""
     if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
         return None
     ids = np.asarray(ids)
@@ -63,7 +66,7 @@ def probe_statistic(fn: Callable[[pd.Series], Any], values: pd.Series, ids: np.n
         found.add(verdict)
     if TOTAL_LESS_ONE in found:
         return TOTAL_LESS_ONE
-    for extreme in ("max", "min"):
+    for extreme in ("max", "min", "first"):
         if extreme in found:
             return extreme
     if found == {"median"}:
@@ -85,6 +88,9 @@ def _one_group(fn: Callable[[pd.Series], Any], group: pd.Series) -> str | None:
     order = np.argsort(v, kind="stable")
     probes = {"max": (int(order[-1]), delta), "min": (int(order[0]), -delta),
               "median": (int(order[len(order) // 2]), delta)}
+    for name, pos in (("first", 0), ("last", len(v) - 1)):  # rows: s.iloc[0] follows neither rank
+        if pos not in {p for p, _ in probes.values()}:
+            probes[name] = (pos, delta)
     weight: dict[str, float] = {}
     for name, (pos, step) in probes.items():
         copy = group.astype(float).copy()
@@ -93,7 +99,31 @@ def _one_group(fn: Callable[[pd.Series], Any], group: pd.Series) -> str | None:
         if got is None:
             return None
         weight[name] = (got - base) / step  # how much of this unit's value the statistic holds
-    return _which_unit(weight)
+    unit = _which_unit(weight)
+    if unit in ("max", "min", "median"):
+        return unit if _follows_rank(fn, group, v, order, unit, base, delta) else "first"
+    return "first" if unit == "last" else unit
+
+
+def _follows_rank(fn: Callable[[pd.Series], Any], group: pd.Series, v: np.ndarray, order: np.ndarray,
+                  unit: str, base: float, delta: float) -> bool:
+    """Whether the statistic follows a rank (the largest, the smallest, the middle) rather than a
+    row (``s.iloc[0]`` that happened to be the largest): another unit moved past the others
+    takes that rank, and the statistic changes with it. A row it follows is still one unit's
+    value (judged as ``first``)."""
+    copy = group.astype(float).copy()
+    if unit == "min":
+        copy.iloc[int(order[-1])] = float(v.min()) - 8 * delta  # the largest becomes the smallest
+        expected: float | None = float(v.min()) - 8 * delta
+    else:
+        copy.iloc[int(order[0])] = float(v.max()) + 8 * delta  # the smallest becomes the largest
+        expected = float(v.max()) + 8 * delta if unit == "max" else None
+    got = _call(fn, copy)
+    if got is None:
+        return False
+    if expected is not None:
+        return abs(got - expected) <= 1e-6 * delta
+    return abs(got - base) > 1e-6 * delta
 
 
 def _which_unit(weight: dict[str, float], tol: float = 1e-6) -> str | None:
@@ -103,7 +133,7 @@ def _which_unit(weight: dict[str, float], tol: float = 1e-6) -> str | None:
     for odd in names:
         others = [weight[n] for n in names if n != odd]
         common = others[0]
-        if abs(others[1] - common) > tol or abs(abs(weight[odd] - common) - 1.0) > tol:
+        if any(abs(o - common) > tol for o in others) or abs(abs(weight[odd] - common) - 1.0) > tol:
             continue
         # common = 0: that unit's value itself; otherwise that value plus a multiple of the total
         # (a total less one unit, a maximum less the mean): the total or the mean beside it gives it

@@ -42,11 +42,14 @@ DERIVED_METHODS = (
     *((pd.DataFrame, m) for m in ("reset_index", "merge", "join", "mask", "where", "assign", "copy", "rename",
                                   "transpose", "astype", "sort_values", "sort_index", "round", "stack", "unstack",
                                   "set_index", "reindex", "head", "tail", "apply", "pipe", "__getitem__",
-                                  "rename_axis", "droplevel", "swaplevel", "filter", "nlargest", "nsmallest")),
+                                  "rename_axis", "droplevel", "swaplevel", "filter", "nlargest", "nsmallest",
+                                  "fillna", "convert_dtypes", "infer_objects", "dropna", "drop", "query", "eval",
+                                  "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map")),
     *((pd.Series, m) for m in ("reset_index", "to_frame", "mask", "where", "copy", "rename", "astype",
                                "sort_values", "sort_index", "round", "unstack", "reindex", "head", "tail", "apply",
                                "pipe", "rename_axis", "droplevel", "swaplevel", "nlargest", "nsmallest",
-                               "__getitem__")),
+                               "__getitem__", "fillna", "convert_dtypes", "infer_objects", "dropna", "drop",
+                               "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map")),
 )
 #: Arithmetic and running statistics analysts apply to tables (issue 23.4): of an aggregation,
 #: an aggregation computed from it, whose recipe lets the check recompute it from the protected parent
@@ -848,7 +851,7 @@ def _probed_measures(measure_of: Callable[[str], tuple[Any, str]], name: str, ar
 
 
 _FOLLOWS = {"max": "the largest value", "min": "the smallest value", "median": "the middle value",
-            "total less one unit": "every value but one"}
+            "first": "one row's value", "total less one unit": "every value but one"}
 
 
 def _custom_functions(name: str, args: tuple, kwargs: dict, obj: Any) -> dict[Any, Callable]:

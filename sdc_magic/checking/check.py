@@ -317,7 +317,7 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     hidden = primary.copy()
     status, secondary, intervals, method, models = "pass", np.zeros(len(flat), dtype=bool), {}, None, []
     shares = getattr(entry, "normalized", None) is not None
-    if primary.any():
+    if primary.any() or _primary_left_out(entry, resolved, rules):
         public = published(entry, resolved.match.positions) if published is not None and resolved.match else {}
         for _ in range(SHARE_ROUNDS if shares else 1):
             hidden = primary.copy()
@@ -335,6 +335,8 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
                 reasons.setdefault(int(i), []).append(SHARE_REASON)
         reasons, notes = round_reasons, round_notes
         status, secondary, intervals, method, models = decided
+        if status == "suppressed" and not hidden.any():
+            status = "pass"  # the small cells are among those left out, which protect each other
     if shares and hidden.any() and status != "blocked":
         picks, stuck = _share_singletons(entry, resolved, hidden)
         if picks.any() or stuck:  # (rounds spent, or a share alone in its group): not cleared
@@ -759,6 +761,26 @@ def _load_protector(protector: Any) -> Any:
     except ImportError:
         return None
     return protect
+
+
+def _primary_left_out(entry: Entry, resolved: Resolved, rules: Rules) -> bool:
+    """Whether a selection of a captured table leaves out a cell the rules hide.
+
+    Why (red team, round 7): ``t.drop("C")``, ``t[t.index != "C"]``, ``t.head(2)`` showed
+    every other district at ``pass``, and the total (a margin the protection assumes known)
+    minus them is C. A cell left out of the display is unpublished like a hidden one, and a
+    primary left out needs the same protection: :func:`_protect_entry` runs over the whole
+    captured table, so the displayed cells that would give it back are hidden too.
+    """
+    match = resolved.match
+    if match is None or match.how == "identity":
+        return False
+    shown = np.zeros(len(entry.evidence.value), dtype=bool)
+    shown[match.positions[match.positions >= 0]] = True
+    if shown.all():
+        return False
+    facts = _facts(entry.evidence, _structural(entry.flat, rules), entry, rules)
+    return bool((rules_mod.assess(facts, rules).primary & ~shown).any())
 
 
 def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, rules: Rules,
