@@ -16,7 +16,9 @@ drawn (``protected_frame``; a ``blocked`` output counts as not drawn, except whe
 so); ``reason="overprotection: ..."`` marks a cell that depends on no hidden cell but is hidden
 (or a table blocked whole). The other tests are attacks that are stopped.
 
-**Fixed since** (the markers below say which): selections that leave the small cell out protect
+**Fixed since** (the markers below say which): window functions (``rolling``, ``expanding``,
+``ewm``) and group-wise running statistics (``groupby(level=...).diff/cumsum/pct_change``) of an
+aggregate keep a recipe; selections that leave the small cell out protect
 it (``check._primary_left_out``); every number pandas computed from a table that is not a
 published value or a total moves with the hidden cells (quarter totals, slice means, quantiles,
 norms, population std); ``fillna``, ``convert_dtypes``, ``map``, ``eval``, ``query``, ``drop``...
@@ -189,52 +191,50 @@ def test_the_parents_hide_march_june_and_districts_c_d(sess: Session) -> None:
 
 
 # ---------------------------------------------------------------- 1. window functions: leaks
-@leak("m.expanding().sum() has no recipe (Rolling/Expanding are not wrapped): the label rule hides "
-      "March and June only; April's 397 - February's 255 - 140 = 2")
+# fixed since (windows and group-wise statistics of an aggregate keep a recipe)
 def test_expanding_sum(sess: Session) -> None:
     out = sess.publish(_monthly().expanding().sum())
     assert _recovered(lambda: round(_cell(out, "04") - _cell(out, "02") - 140)) != MARCH
 
 
-@leak("m.rolling(3).sum(): April's window 262 = 120 + March + 140")
+# fixed since (windows and group-wise statistics of an aggregate keep a recipe)
 def test_rolling_sum(sess: Session) -> None:
     out = sess.publish(_monthly().rolling(3).sum())
     assert _recovered(lambda: round(_cell(out, "04") - 120 - 140)) != MARCH
 
 
-@leak("m.ewm(alpha=0.5).mean(): April's 100.2 x (1 + .5 + .25 + .125) = 140 + .5 March + .25 x 120 "
-      "+ .125 x 135: March = 2")
+# fixed since (windows and group-wise statistics of an aggregate keep a recipe)
 def test_ewm_mean(sess: Session) -> None:
     out = sess.publish(_monthly().ewm(alpha=0.5).mean())
     assert _recovered(lambda: round((_cell(out, "04") * 1.875 - 140 - 30 - 16.875) * 2)) != MARCH
 
 
-@leak("rolling(2).sum() of the month x sex crosstab: April·M 74 - 72 = March·M 2")
+# fixed since (windows and group-wise statistics of an aggregate keep a recipe)
 def test_rolling_of_a_crosstab(sess: Session) -> None:
     out = sess.publish(_by_sex().rolling(2).sum())
     assert _recovered(lambda: round(_cell(out, "04", "M") - 72)) != MARCH
 
 
-@leak("ewm(alpha=0.5).mean() of the crosstab: April·M 52.533333 x 1.875 - 72 - 17 - 8.5 = .5 x March·M")
+# fixed since (windows and group-wise statistics of an aggregate keep a recipe)
 def test_ewm_of_a_crosstab(sess: Session) -> None:
     out = sess.publish(_by_sex().ewm(alpha=0.5).mean())
     assert _recovered(lambda: round((_cell(out, "04", "M") * 1.875 - 72 - 17 - 8.5) * 2)) != MARCH
 
 
 # ------------------------------------------- 2. groupby on the aggregate, then a running statistic
-@leak("ms.stack().groupby(level='sex').diff(): GroupBy.diff is not recorded; April·M shows 72 - 2 = 70")
+# fixed since (windows and group-wise statistics of an aggregate keep a recipe)
 def test_groupby_diff_of_a_stacked_crosstab(sess: Session) -> None:
     out = sess.publish(_by_sex().stack().groupby(level="sex").diff())
     assert _recovered(lambda: round(72 - _cell(out, ("04", "M")))) != MARCH
 
 
-@leak("ms.stack().groupby(level='sex').pct_change(): April·M 35.0 = 72 / March·M - 1")
+# fixed since (windows and group-wise statistics of an aggregate keep a recipe)
 def test_groupby_pct_change_of_a_stacked_crosstab(sess: Session) -> None:
     out = sess.publish(_by_sex().stack().groupby(level="sex").pct_change())
     assert _recovered(lambda: round(72 / (1 + _cell(out, ("04", "M"))))) != MARCH
 
 
-@leak("ms.stack().groupby(level='sex').cumsum(): April·M 210 - February·M 136 - 72 = 2")
+# fixed since (windows and group-wise statistics of an aggregate keep a recipe)
 def test_groupby_cumsum_of_a_stacked_crosstab(sess: Session) -> None:
     out = sess.publish(_by_sex().stack().groupby(level="sex").cumsum())
     assert _recovered(lambda: round(_cell(out, ("04", "M")) - _cell(out, ("02", "M")) - 72)) != MARCH
@@ -294,8 +294,7 @@ def test_cumsum_finished_by_an_unwrapped_method(sess: Session, finish) -> None:
     assert _recovered(lambda: round(_cell(out, "04") - _cell(out, "02") - 140)) != MARCH
 
 
-@leak("pd.concat([m, m.expanding().sum()], axis=1): the window has no recipe and is replayed as a constant; "
-      "column 1 at April 397 - 255 - 140 = 2")
+# fixed since (windows and group-wise statistics of an aggregate keep a recipe)
 def test_concat_with_an_expanding_sum(sess: Session) -> None:
     m = _monthly()
     out = sess.publish(pd.concat([m, m.expanding().sum()], axis=1))

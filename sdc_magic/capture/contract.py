@@ -281,4 +281,15 @@ def recipe_of(obj: Any) -> Recipe | None:
     return _recipes.get(obj)
 
 
+def record_maker(made: Any, how: tuple) -> None:
+    """Remember how a window or grouping of an aggregation's result was made (parent, call,
+    arguments): its statistics get a recipe that makes it again (``capture.pandas``)."""
+    _makers.set(made, how)
+
+
+def maker_of(made: Any) -> tuple | None:
+    return _makers.get(made)
+
+
 _recipes = _WeakMarks()
+_makers = _WeakMarks()

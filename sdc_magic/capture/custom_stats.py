@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..rules import stat_kind
+
 #: The statistic of a function that adds up all its group's values but one.
 TOTAL_LESS_ONE = "total less one unit"
 #: Groups probed at most, and their rows at most in all.
@@ -151,3 +153,54 @@ def _call(fn: Callable[[pd.Series], Any], group: pd.Series) -> float | None:
     except Exception:
         return None
     return value if np.isfinite(value) else None
+
+
+def probed_measures(measure_of: Callable[[str], tuple[Any, str]], name: str, args: tuple, kwargs: dict, obj: Any,
+                    ids: np.ndarray, notes: list[str], stat_of: Callable[[Any], str]
+                    ) -> Callable[[str], tuple[Any, str]]:
+    """``measure_of`` with the analyst's own functions named by what they compute (a maximum, a
+    total less one unit...: see :mod:`.custom_stats`) instead of ``custom``."""
+    functions = custom_functions(name, args, kwargs, obj, stat_of)
+    if not functions:
+        return measure_of
+    verdicts = {}
+    for var, fn in functions.items():
+        values = obj if isinstance(obj, pd.Series) else obj[var]
+        verdict = probe_statistic(fn, values, ids)
+        if verdict is not None:
+            verdicts[var] = verdict
+            notes.append(f"the function applied to {var} moves with {FOLLOWS[verdict]} of each group only: "
+                         f"judged as {'a' if verdict != 'total less one unit' else 'the'} {verdict}")
+
+    def probed(measure: str) -> tuple[Any, str]:
+        var, stat = measure_of(measure)
+        return (var, verdicts[var]) if var in verdicts and stat_kind(stat) == "custom" else (var, stat)
+
+    return probed if verdicts else measure_of
+
+
+FOLLOWS = {"max": "the largest value", "min": "the smallest value", "median": "the middle value",
+            "first": "one row's value", "total less one unit": "every value but one"}
+
+
+def custom_functions(name: str, args: tuple, kwargs: dict, obj: Any, stat_of: Callable[[Any], str]
+                     ) -> dict[Any, Callable]:
+    """The analyst's own functions of a GroupBy ``apply``/``agg`` call, by the variable they take
+    (``stat_of``: the statistic a function is known to compute, see ``capture.pandas.stat_name``)."""
+    if name not in ("apply", "agg", "aggregate"):
+        return {}
+    spec = args[0] if args else kwargs.get("func")
+
+    def own(f: Any) -> bool:
+        return callable(f) and not isinstance(f, str) and stat_kind(stat_of(f)) == "custom"
+
+    if isinstance(obj, pd.Series):
+        return {obj.name: spec} if own(spec) else {}
+    if name == "apply" or not isinstance(obj, pd.DataFrame):
+        return {}  # a function of a whole frame: not a statistic of one variable
+    if isinstance(spec, dict):
+        return {c: f for c, f in spec.items() if c in obj.columns and own(f)}
+    if spec is None:  # named aggregation: out=("column", function)
+        return {v[0]: v[1] for v in kwargs.values()
+                if isinstance(v, tuple) and len(v) == 2 and v[0] in obj.columns and own(v[1])}
+    return {c: spec for c in obj.columns} if own(spec) else {}

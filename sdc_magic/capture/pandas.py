@@ -13,7 +13,6 @@ once, at the outermost call, through a thread-local depth counter.
 from __future__ import annotations
 
 import functools
-import threading
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -26,9 +25,13 @@ from ..config import Rules
 from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
-from ..rules import stat_kind
-from .contract import Recipe, is_aggregate, mark_aggregate, record_recipe, withheld_reason
-from .custom_stats import probe_statistic
+from .contract import (
+    mark_aggregate,
+    withheld_reason,
+)
+from .custom_stats import probed_measures
+from .depth import depth as _depth
+from .derivations import Derivations
 from .entries import MAGNITUDE_EVIDENCE, Source, build_entry
 from .group_sizes import could_be_sizes, size_labels
 
@@ -36,30 +39,6 @@ _PANDAS = (pd.DataFrame, pd.Series)
 GROUPBY_METHODS = (
     "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
     "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply",
-)
-#: Methods whose result is derived from their inputs' rows: of an aggregation, an aggregation
-DERIVED_METHODS = (
-    *((pd.DataFrame, m) for m in ("reset_index", "merge", "join", "mask", "where", "assign", "copy", "rename",
-                                  "transpose", "astype", "sort_values", "sort_index", "round", "stack", "unstack",
-                                  "set_index", "reindex", "head", "tail", "apply", "pipe", "__getitem__",
-                                  "rename_axis", "droplevel", "swaplevel", "filter", "nlargest", "nsmallest",
-                                  "fillna", "convert_dtypes", "infer_objects", "dropna", "drop", "query", "eval",
-                                  "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map")),
-    *((pd.Series, m) for m in ("reset_index", "to_frame", "mask", "where", "copy", "rename", "astype",
-                               "sort_values", "sort_index", "round", "unstack", "reindex", "head", "tail", "apply",
-                               "pipe", "rename_axis", "droplevel", "swaplevel", "nlargest", "nsmallest",
-                               "__getitem__", "fillna", "convert_dtypes", "infer_objects", "dropna", "drop",
-                               "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map")),
-)
-#: Arithmetic and running statistics analysts apply to tables (issue 23.4): of an aggregation,
-#: an aggregation computed from it, whose recipe lets the check recompute it from the protected parent
-_ARITHMETIC = ("add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow")
-TRANSFORM_METHODS = tuple(
-    (owner, m) for owner in (pd.DataFrame, pd.Series)
-    for m in ("cumsum", "cumprod", "cummax", "cummin", "diff", "shift", "pct_change", "rank", "abs", "clip",
-              *_ARITHMETIC, *(f"r{op}" for op in _ARITHMETIC),
-              *(f"__{op}__" for op in _ARITHMETIC if op != "div"), *(f"__r{op}__" for op in _ARITHMETIC if op != "div"),
-              "__neg__", "__abs__")
 )
 DESCRIBE_STATS = {
     "count": "count", "mean": "mean", "std": "std", "min": "min", "max": "max", "50%": "median",
@@ -107,15 +86,6 @@ def stat_name(func: Any) -> str:
     return name if name else "custom"
 
 
-# --------------------------------------------------------------------------- state
-class _Depth(threading.local):
-    value = 0
-    groupings: list[Any] | None = None  # GroupBy objects used by nested calls of the current call
-
-
-_depth = _Depth()
-
-
 class Capture:
     """Installs and removes the wrappers; records evidence into a :class:`Registry`."""
 
@@ -147,14 +117,7 @@ class Capture:
         self._patch(pd, "crosstab", self._function_wrapper(pd.crosstab, self._crosstab))
         self._patch(pd, "cut", self._function_wrapper(pd.cut, self._data_edges, aggregate=False))
         self._patch(pd, "qcut", self._function_wrapper(pd.qcut, self._data_edges, aggregate=False))
-        for owner, name in (*DERIVED_METHODS, *TRANSFORM_METHODS):
-            self._patch(owner, name, self._derived_wrapper(getattr(owner, name), _first_and_other, name))
-        # .T is a property over transpose bound when pandas was imported: wrapped on its own
-        self._patch(pd.DataFrame, "T", property(self._derived_wrapper(pd.DataFrame.T.fget, _first_and_other, "T")))
-        for indexer, name in ((pd.core.indexing._LocIndexer, "loc"), (pd.core.indexing._iLocIndexer, "iloc")):
-            self._patch(indexer, "__getitem__", self._indexer_wrapper(indexer.__getitem__, name))
-        self._patch(pd, "concat", self._derived_wrapper(pd.concat, _concatenated, "concat"))
-        self._patch(pd, "merge", self._derived_wrapper(pd.merge, _merged, "merge"))
+        Derivations(self.registry, self._patch).install()
         self.installed = True
 
     def uninstall(self) -> None:
@@ -254,51 +217,6 @@ class Capture:
         def wrapper(obj: Any, *args: Any, **kwargs: Any) -> Any:
             return self._run(lambda: original(obj, *args, **kwargs),
                              lambda result: recorder(obj, args, kwargs, result))
-
-        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
-        return wrapper
-
-    def _derived_wrapper(self, original: Callable, inputs: Callable[..., list[Any]], name: str) -> Callable:
-        """``reset_index``, ``merge``, ``join``, ``concat``, ``to_frame``, ``cumsum``, arithmetic...
-        of aggregation results are aggregation results too (marked, see :meth:`_mark_unrecorded`),
-        with their recipe when no user callable is involved (see :class:`.contract.Recipe`);
-        anything else passes."""
-        registry = self.registry
-
-        @functools.wraps(original)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            if _depth.value or not isinstance(result, _PANDAS):
-                return result
-            try:
-                # the hot path of every arithmetic and selection in the user's code: plain loops
-                for p in inputs(*args, **kwargs):
-                    if isinstance(p, _PANDAS) and (is_aggregate(p) or registry.by_object(p) is not None):
-                        break
-                else:
-                    return result
-                if withheld_reason(result) is None:
-                    mark_aggregate(result)
-                    if not any(callable(v) and not isinstance(v, type) for v in (*args, *kwargs.values())):
-                        record_recipe(result, Recipe(name, original, args, kwargs))
-            except Exception as exc:  # never break user code
-                registry.failures.append(f"{type(exc).__name__}: {exc}")
-            return result
-
-        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
-        return wrapper
-
-    def _indexer_wrapper(self, original: Callable, name: str) -> Callable:
-        """``t.loc[...]`` / ``t.iloc[...]`` of an aggregation's result: marked and with a recipe, as
-        :meth:`_derived_wrapper` does for methods (the indexer's object is the input)."""
-        derived = self._derived_wrapper(_Selection(original, name), _first_and_other, name)
-
-        @functools.wraps(original)
-        def wrapper(indexer: Any, key: Any) -> Any:
-            obj = getattr(indexer, "obj", None)
-            if _depth.value or not isinstance(obj, pd.DataFrame | pd.Series):
-                return original(indexer, key)
-            return derived(obj, key)
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return wrapper
@@ -415,7 +333,8 @@ class Capture:
             return
         if name == "apply" and not _one_row_per_group(flat_obj, index):
             return  # rows per group (nlargest, head, a frame each): not a table of groups, unverified
-        measure_of = _probed_measures(_groupby_measures(name, args, kwargs, obj), name, args, kwargs, obj, ids, notes)
+        measure_of = probed_measures(_groupby_measures(name, args, kwargs, obj), name, args, kwargs, obj, ids, notes,
+                                     stat_name)
         flat = flatten(flat_obj, index_names=key_dims if getattr(gb, "as_index", True) else None)
         needed = {measure_of(m) for m in set(flat.measure.tolist())}
         wanted = {var for var, stat in needed if var is not None and stat != "size"}
@@ -509,7 +428,8 @@ class Capture:
 
     # ------------------------------------------------------------ value_counts / describe
     def _series_value_counts(self, s: pd.Series, args: tuple, kwargs: dict, result: Any) -> None:
-        bins = kwargs.get("bins", args[2] if len(args) > 2 else None)
+        # Series.value_counts(normalize, sort, ascending, bins, dropna)
+        bins = kwargs.get("bins", args[3] if len(args) > 3 else None)
         notes: list[str] = []
         name = s.name if s.name is not None else "index"
         unit = self._unit_for(None, s.index, notes)
@@ -528,7 +448,7 @@ class Capture:
                                index=s.index)
         else:
             tmp = pd.DataFrame({name: s.to_numpy()}, index=s.index)
-        dropna = kwargs.get("dropna", args[3] if len(args) > 3 else True)
+        dropna = kwargs.get("dropna", args[4] if len(args) > 4 else True)
         ge = self._evidence_by_columns(tmp, [name], dropna, [], unit)
         normalize = kwargs.get("normalize", args[0] if args else False)
         stat = "proportion" if normalize else "count"
@@ -767,7 +687,7 @@ def _as_names(x: Any) -> list[str] | None:
 
 
 #: The minimum and maximum of variables binned with ``pd.cut`` / ``pd.qcut``: a bin label
-#: ending there publishes one person's value (see check._label_disclosure).
+#: ending there publishes one person's value (see checking.labels.label_disclosure).
 DATA_EDGES: set[float] = set()
 _MAX_DATA_EDGES = 4096
 
@@ -825,54 +745,6 @@ def _one_row_per_group(result: Any, index: pd.Index) -> bool:
             and len(result) == len(index) and bool(result.index.isin(index).all())
     except (TypeError, ValueError):
         return False
-
-
-def _probed_measures(measure_of: Callable[[str], tuple[Any, str]], name: str, args: tuple, kwargs: dict, obj: Any,
-                     ids: np.ndarray, notes: list[str]) -> Callable[[str], tuple[Any, str]]:
-    """``measure_of`` with the analyst's own functions named by what they compute (a maximum, a
-    total less one unit...: see :mod:`.custom_stats`) instead of ``custom``."""
-    functions = _custom_functions(name, args, kwargs, obj)
-    if not functions:
-        return measure_of
-    verdicts = {}
-    for var, fn in functions.items():
-        values = obj if isinstance(obj, pd.Series) else obj[var]
-        verdict = probe_statistic(fn, values, ids)
-        if verdict is not None:
-            verdicts[var] = verdict
-            notes.append(f"the function applied to {var} moves with {_FOLLOWS[verdict]} of each group only: "
-                         f"judged as {'a' if verdict != 'total less one unit' else 'the'} {verdict}")
-
-    def probed(measure: str) -> tuple[Any, str]:
-        var, stat = measure_of(measure)
-        return (var, verdicts[var]) if var in verdicts and stat_kind(stat) == "custom" else (var, stat)
-
-    return probed if verdicts else measure_of
-
-
-_FOLLOWS = {"max": "the largest value", "min": "the smallest value", "median": "the middle value",
-            "first": "one row's value", "total less one unit": "every value but one"}
-
-
-def _custom_functions(name: str, args: tuple, kwargs: dict, obj: Any) -> dict[Any, Callable]:
-    """The analyst's own functions of a GroupBy ``apply``/``agg`` call, by the variable they take."""
-    if name not in ("apply", "agg", "aggregate"):
-        return {}
-    spec = args[0] if args else kwargs.get("func")
-
-    def own(f: Any) -> bool:
-        return callable(f) and not isinstance(f, str) and stat_kind(stat_name(f)) == "custom"
-
-    if isinstance(obj, pd.Series):
-        return {obj.name: spec} if own(spec) else {}
-    if name == "apply" or not isinstance(obj, pd.DataFrame):
-        return {}  # a function of a whole frame: not a statistic of one variable
-    if isinstance(spec, dict):
-        return {c: f for c, f in spec.items() if c in obj.columns and own(f)}
-    if spec is None:  # named aggregation: out=("column", function)
-        return {v[0]: v[1] for v in kwargs.values()
-                if isinstance(v, tuple) and len(v) == 2 and v[0] in obj.columns and own(v[1])}
-    return {c: spec for c in obj.columns} if own(spec) else {}
 
 
 def _groupby_measures(name: str, args: tuple, kwargs: dict, obj: Any) -> Callable[[str], tuple[str | None, str]]:
@@ -985,34 +857,3 @@ def _normalized_over(normalize: Any, rows: list[str], columns: list[str]) -> tup
     return ()  # True / "all": the whole table sums to 1
 
 
-class _Selection:
-    """``obj.loc[key]`` / ``obj.iloc[key]`` as a function of (obj, key), pandas' own code: what a
-    recipe replays (see :class:`.contract.Recipe`)."""
-
-    def __init__(self, getitem: Callable, name: str) -> None:
-        self.getitem = getitem
-        self.name = name
-
-    def __call__(self, obj: Any, key: Any) -> Any:
-        return self.getitem(getattr(obj, self.name), key)
-
-
-def _first_and_other(obj: Any = None, other: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
-    """The inputs of a method call: the object, and ``other``/``right`` (merge, join)."""
-    other = kwargs.get("right", kwargs.get("other", other))
-    others = list(other) if isinstance(other, list | tuple) else [other]
-    return [obj, *others]
-
-
-def _concatenated(objs: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
-    objs = kwargs.get("objs", objs)
-    if isinstance(objs, dict):
-        return list(objs.values())
-    try:
-        return list(objs)
-    except TypeError:
-        return []
-
-
-def _merged(left: Any = None, right: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
-    return [kwargs.get("left", left), kwargs.get("right", right)]

@@ -1,0 +1,237 @@
+"""Tables derived from an aggregation's result: marked as aggregations, with their recipe.
+
+What the capture wraps besides the aggregations themselves (:mod:`.pandas`): methods whose
+result is computed from an aggregation's cells (``reset_index``, ``merge``, ``concat``,
+selections with ``[]``/``.loc``/``.iloc``, arithmetic, ``cumsum``/``diff``/``shift``...), windows
+(``rolling``, ``expanding``, ``ewm``) and group-wise running statistics of such a result. Each
+result is marked as an aggregation (never drawn as row-level data) and, unless a user callable
+is involved, keeps a recipe (:class:`.contract.Recipe`: pandas' own function and its inputs),
+from which the check recomputes it with the parent's hidden cells moved
+(:mod:`sdc_magic.checking.lineage`, issue 23.4).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+from pandas.api.typing import DataFrameGroupBy, Expanding, ExponentialMovingWindow, Rolling, SeriesGroupBy
+
+from ..evidence.registry import Registry
+from .contract import (
+    Recipe,
+    is_aggregate,
+    maker_of,
+    mark_aggregate,
+    record_maker,
+    record_recipe,
+    withheld_reason,
+)
+from .depth import depth as _depth
+
+_PANDAS = (pd.DataFrame, pd.Series)
+
+#: Windows and groupings of an aggregation's result whose statistics keep a recipe (issue 23.4,
+#: red team round 7: expanding().sum() and groupby(level=...).diff() gave a hidden month back)
+WINDOWS = ("rolling", "expanding", "ewm")
+WINDOW_METHODS = ("sum", "mean", "median", "min", "max", "std", "var", "count", "sem", "skew", "kurt", "quantile",
+                  "rank")
+EWM_METHODS = ("mean", "sum", "std", "var")
+GROUP_TRANSFORMS = ("cumsum", "cumprod", "cummax", "cummin", "diff", "shift", "pct_change", "rank", "transform")
+#: Methods whose result is derived from their inputs' rows: of an aggregation, an aggregation
+DERIVED_METHODS = (
+    *((pd.DataFrame, m) for m in ("reset_index", "merge", "join", "mask", "where", "assign", "copy", "rename",
+                                  "transpose", "astype", "sort_values", "sort_index", "round", "stack", "unstack",
+                                  "set_index", "reindex", "head", "tail", "apply", "pipe", "__getitem__",
+                                  "rename_axis", "droplevel", "swaplevel", "filter", "nlargest", "nsmallest",
+                                  "fillna", "convert_dtypes", "infer_objects", "dropna", "drop", "query", "eval",
+                                  "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map")),
+    *((pd.Series, m) for m in ("reset_index", "to_frame", "mask", "where", "copy", "rename", "astype",
+                               "sort_values", "sort_index", "round", "unstack", "reindex", "head", "tail", "apply",
+                               "pipe", "rename_axis", "droplevel", "swaplevel", "nlargest", "nsmallest",
+                               "__getitem__", "fillna", "convert_dtypes", "infer_objects", "dropna", "drop",
+                               "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map")),
+)
+#: Arithmetic and running statistics analysts apply to tables (issue 23.4): of an aggregation,
+#: an aggregation computed from it, whose recipe lets the check recompute it from the protected parent
+_ARITHMETIC = ("add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow")
+TRANSFORM_METHODS = tuple(
+    (owner, m) for owner in (pd.DataFrame, pd.Series)
+    for m in ("cumsum", "cumprod", "cummax", "cummin", "diff", "shift", "pct_change", "rank", "abs", "clip",
+              *_ARITHMETIC, *(f"r{op}" for op in _ARITHMETIC),
+              *(f"__{op}__" for op in _ARITHMETIC if op != "div"), *(f"__r{op}__" for op in _ARITHMETIC if op != "div"),
+              "__neg__", "__abs__")
+)
+
+
+class Derivations:
+    """Installs the wrappers of derived tables through the capture's ``patch`` (which undoes them)."""
+
+    def __init__(self, registry: Registry, patch: Callable[[object, str, Any], None]) -> None:
+        self.registry = registry
+        self.patch = patch
+
+    def install(self) -> None:
+        for owner, name in (*DERIVED_METHODS, *TRANSFORM_METHODS):
+            self.patch(owner, name, self.derived_wrapper(getattr(owner, name), first_and_other, name))
+        # .T is a property over transpose bound when pandas was imported: wrapped on its own
+        self.patch(pd.DataFrame, "T", property(self.derived_wrapper(pd.DataFrame.T.fget, first_and_other, "T")))
+        for indexer, name in ((pd.core.indexing._LocIndexer, "loc"), (pd.core.indexing._iLocIndexer, "iloc")):
+            self.patch(indexer, "__getitem__", self.indexer_wrapper(indexer.__getitem__, name))
+        # windows and group-wise running statistics of an aggregation's result (rolling sums,
+        # ewm, groupby(level=...).cumsum()): the call that made the window / grouping is kept
+        for owner in (pd.Series, pd.DataFrame):
+            for name in (*WINDOWS, "groupby"):
+                self.patch(owner, name, self.maker_wrapper(getattr(owner, name), name))
+        for cls, methods in ((Rolling, WINDOW_METHODS), (Expanding, WINDOW_METHODS),
+                             (ExponentialMovingWindow, EWM_METHODS),
+                             (SeriesGroupBy, GROUP_TRANSFORMS), (DataFrameGroupBy, GROUP_TRANSFORMS)):
+            for name in methods:
+                if hasattr(cls, name):
+                    self.patch(cls, name, self.made_wrapper(getattr(cls, name), name))
+        self.patch(pd, "concat", self.derived_wrapper(pd.concat, concatenated, "concat"))
+        self.patch(pd, "merge", self.derived_wrapper(pd.merge, merged, "merge"))
+
+    def derived_wrapper(self, original: Callable, inputs: Callable[..., list[Any]], name: str) -> Callable:
+        """``reset_index``, ``merge``, ``join``, ``concat``, ``to_frame``, ``cumsum``, arithmetic...
+        of aggregation results are aggregation results too (marked, see ``Capture._mark_unrecorded``),
+        with their recipe when no user callable is involved (see :class:`.contract.Recipe`);
+        anything else passes."""
+        registry = self.registry
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if _depth.value or not isinstance(result, _PANDAS):
+                return result
+            try:
+                # the hot path of every arithmetic and selection in the user's code: plain loops
+                for p in inputs(*args, **kwargs):
+                    if isinstance(p, _PANDAS) and (is_aggregate(p) or registry.by_object(p) is not None):
+                        break
+                else:
+                    return result
+                if withheld_reason(result) is None:
+                    mark_aggregate(result)
+                    if not any(callable(v) and not isinstance(v, type) for v in (*args, *kwargs.values())):
+                        record_recipe(result, Recipe(name, original, args, kwargs))
+            except Exception as exc:  # never break user code
+                registry.failures.append(f"{type(exc).__name__}: {exc}")
+            return result
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+    def maker_wrapper(self, original: Callable, name: str) -> Callable:
+        """``rolling``/``expanding``/``ewm``/``groupby`` of an aggregation's result: the window or
+        grouping remembers how it was made (see :meth:`made_wrapper`)."""
+        registry = self.registry
+
+        @functools.wraps(original)
+        def wrapper(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            made = original(obj, *args, **kwargs)
+            if not _depth.value and (is_aggregate(obj) or registry.by_object(obj) is not None):
+                record_maker(made, (obj, name, args, kwargs))
+            return made
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+    def made_wrapper(self, original: Callable, name: str) -> Callable:
+        """A statistic of such a window or grouping: marked, with a recipe that makes the window
+        again from the (replaced) parent (:class:`_MadeCall`)."""
+        derived_cache: dict[tuple, Callable] = {}
+
+        @functools.wraps(original)
+        def wrapper(made: Any, *args: Any, **kwargs: Any) -> Any:
+            hit = None if _depth.value else maker_of(made)
+            if hit is None:
+                return original(made, *args, **kwargs)
+            parent, maker, margs, mkwargs = hit
+            if any(callable(v) and not isinstance(v, type) for v in (*margs, *mkwargs.values())):
+                return original(made, *args, **kwargs)
+            key = (maker, name)
+            derived = derived_cache.get(key)
+            if derived is None:
+                derived = derived_cache[key] = self.derived_wrapper(_MadeCall(maker, name), first_and_other, name)
+            return derived(parent, _Made(margs, mkwargs), *args, **kwargs)
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+    def indexer_wrapper(self, original: Callable, name: str) -> Callable:
+        """``t.loc[...]`` / ``t.iloc[...]`` of an aggregation's result: marked and with a recipe, as
+        :meth:`derived_wrapper` does for methods (the indexer's object is the input)."""
+        derived = self.derived_wrapper(_Selection(original, name), first_and_other, name)
+
+        @functools.wraps(original)
+        def wrapper(indexer: Any, key: Any) -> Any:
+            obj = getattr(indexer, "obj", None)
+            if _depth.value or not isinstance(obj, pd.DataFrame | pd.Series):
+                return original(indexer, key)
+            return derived(obj, key)
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+
+class _Made:
+    """The arguments of a ``rolling``/``groupby``... call, carried in a recipe as one value."""
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, args: tuple, kwargs: dict) -> None:
+        self.args = args
+        self.kwargs = kwargs
+
+
+class _MadeCall:
+    """``getattr(parent.<maker>(*made.args, **made.kwargs), method)(*args)``: pandas' own code, what a
+    recipe replays for a window or group-wise statistic."""
+
+    def __init__(self, maker: str, method: str) -> None:
+        self.maker = maker
+        self.method = method
+
+    def __call__(self, parent: Any, made: _Made, *args: Any, **kwargs: Any) -> Any:
+        _depth.value += 1  # the capture's wrappers pass straight through: pandas' own code runs
+        try:
+            window = getattr(parent, self.maker)(*made.args, **made.kwargs)
+            return getattr(window, self.method)(*args, **kwargs)
+        finally:
+            _depth.value -= 1
+
+
+class _Selection:
+    """``obj.loc[key]`` / ``obj.iloc[key]`` as a function of (obj, key), pandas' own code: what a
+    recipe replays (see :class:`.contract.Recipe`)."""
+
+    def __init__(self, getitem: Callable, name: str) -> None:
+        self.getitem = getitem
+        self.name = name
+
+    def __call__(self, obj: Any, key: Any) -> Any:
+        return self.getitem(getattr(obj, self.name), key)
+
+
+def first_and_other(obj: Any = None, other: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
+    """The inputs of a method call: the object, and ``other``/``right`` (merge, join)."""
+    other = kwargs.get("right", kwargs.get("other", other))
+    others = list(other) if isinstance(other, list | tuple) else [other]
+    return [obj, *others]
+
+
+def concatenated(objs: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
+    objs = kwargs.get("objs", objs)
+    if isinstance(objs, dict):
+        return list(objs.values())
+    try:
+        return list(objs)
+    except TypeError:
+        return []
+
+
+def merged(left: Any = None, right: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
+    return [kwargs.get("left", left), kwargs.get("right", right)]

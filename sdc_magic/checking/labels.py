@@ -1,0 +1,154 @@
+"""Labels that publish data even when their cells are hidden (decisions in the README).
+
+* numeric labels held by fewer than ``threshold`` units (an age of 101): review, and drawn as
+  the hidden marker (issue 23.5); outer bin edges that are the data's own extremes;
+* labels stating a small number ("X (n=3)"): review, unless the label is a category of the data
+  whose number is not its group's size ("Mobile team (2 staff)");
+* group sizes used as labels (issue 23.2): the table is withheld.
+
+Split from :mod:`.check` (one responsibility: what labels say).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..config import Rules
+from ..evidence.flatten import Flat
+from ..evidence.registry import Entry
+from ..rules import Reason
+from .resolve import Resolved
+
+
+def small_group_sizes_as_labels(entry: Entry, flat: Flat, ev: Any, rules: Rules) -> str | None:
+    """Why the table is withheld, when a dimension's labels are group sizes below the threshold.
+
+    Hiding cells does not hide labels, and such a label is a count: with the table of those
+    groups beside it, every hidden group is pinned to the small sizes listed (issue 23.2; see
+    :mod:`sdc_magic.capture.group_sizes`).
+    """
+    sizes = getattr(entry, "size_labels", None)
+    if not sizes:
+        return None
+    inner = ~np.asarray(ev.is_margin, dtype=bool)
+    for dim, groups in sizes.items():
+        if dim not in flat.dims:
+            continue
+        labels = pd.to_numeric(pd.Series(flat.dims[dim][inner], dtype=object), errors="coerce").to_numpy(dtype=float)
+        if ((labels > 0) & (labels < rules.threshold)).any():
+            return (f"the labels of {dim} are the sizes of the groups of {groups} (counts), and some are below "
+                    f"{rules.threshold}: they would be published whatever is hidden; band {dim} (e.g. "
+                    f"pd.cut({dim}, [0, {rules.threshold - 1}, ...])) or count the groups of {groups} directly")
+    return None
+
+
+#: Protection rounds for a table of shares (each may add cells that a single hidden share needs).
+_SMALL_NUMBER_IN_LABEL = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+)(?=\s*(?:[\)\]]|\b))", re.IGNORECASE)
+
+
+def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[int, list[Reason]],
+                      notes: list[str], rare_out: set[float] | None = None) -> bool:
+    """Labels that publish data even when their cells are hidden (decision, see README).
+
+    * A numeric label (an age of 101, an income of 250,000) held by fewer than
+      ``threshold`` units is one person's value: hiding its cells does not hide the
+      label. The table goes to ``review`` with the advice to band the dimension, and the
+      label is drawn as the hidden marker (``rare_out`` collects it).
+    * A label that states a small number ("X (n=3)", "[2]") publishes that number.
+
+    Returns whether the table needs review for its labels; reasons are attached to the
+    cells of the offending label.
+    """
+    flat = resolved.flat
+    assert flat is not None
+    flagged = False
+    inner = ~np.asarray(ev.is_margin, dtype=bool)
+    first_measure = flat.measure == flat.measure[0] if len(flat) else np.zeros(0, bool)
+    for dim, labels in flat.dims.items():
+        # numbers only (no bools, strings, intervals); one pass in C, not a Python loop per cell
+        if not inner.any() or pd.Index(labels[inner]).inferred_type not in ("integer", "floating",
+                                                                           "mixed-integer-float"):
+            continue
+        sel = inner & first_measure
+        if not sel.any():
+            continue
+        per_label = pd.Series(np.asarray(ev.units, dtype=float)[sel]).groupby(
+            pd.Index(labels[sel], dtype=object), sort=False).sum()
+        rare = per_label[(per_label > 0) & (per_label < rules.threshold)]
+        if rare.empty:
+            continue
+        flagged = True
+        rare_labels = set(rare.index.tolist())
+        if rare_out is not None:
+            rare_out.update(float(v) for v in rare_labels)
+        message = (f"{dim} is a numeric value held by fewer than {rules.threshold} units here: the label itself "
+                   f"identifies them, even with its cells hidden; band {dim} (aggregate up)")
+        for i in np.flatnonzero(np.isin(labels, list(rare_labels))):
+            reasons.setdefault(int(i), []).append(Reason("label", message))
+        notes.append(f"{len(rare_labels)} label(s) of {dim} are values of fewer than {rules.threshold} units: "
+                     "band this dimension before publishing")
+    from ..capture.pandas import DATA_EDGES
+
+    # the captured table's dimensions: a displayed index without a name (value_counts(bins=k)) has none
+    dims = resolved.match.entry.flat.dims if resolved.match is not None and not flat.dims else flat.dims
+    for dim, labels in dims.items():
+        if not DATA_EDGES or not len(labels) or not isinstance(labels[0], pd.Interval):
+            continue
+        edges = {float(iv.right) for iv in labels if isinstance(iv, pd.Interval)} | \
+            {float(iv.left) for iv in labels if isinstance(iv, pd.Interval)}
+        if edges & DATA_EDGES:
+            flagged = True
+            notes.append(f"the outer bins of {dim} end at the data's own minimum or maximum (cut with a number "
+                         "of bins, or qcut): that edge is one person's value; give the bin edges explicitly")
+    frame = resolved.frame
+    names = list(frame.index) + ([] if isinstance(frame, pd.Series) else list(frame.columns))
+    data_units = data_label_units(resolved, ev)
+    for label in names:
+        for part in label if isinstance(label, tuple) else (label,):
+            if not isinstance(part, str):
+                continue
+            for number in _SMALL_NUMBER_IN_LABEL.findall(part):
+                # a category of the data ("Mobile team (2 staff)") states a count only when the
+                # number is its own group's size; a label written for the table always may
+                units = data_units.get(part)
+                if units is not None and int(number) not in units:
+                    continue
+                if 0 < int(number) < rules.threshold:
+                    flagged = True
+                    notes.append(f"the label {part!r} states a number below the threshold: remove it "
+                                 "from the label")
+                    break
+    return flagged
+
+
+def mask_numbers(text: str, numbers: set[float]) -> str:
+    """``text`` with each of ``numbers`` (rare labels) written as the hidden marker."""
+    for v in numbers:
+        forms = {f"{v:g}", repr(v)} | ({str(int(v))} if float(v).is_integer() else set())
+        for form in sorted(forms, key=len, reverse=True):
+            text = re.sub(rf"(?<![\w.]){re.escape(form)}(?![\w]|\.\d)", "✕", text)
+    return text
+
+
+def data_label_units(resolved: Resolved, ev: Any) -> dict[str, set[int]]:
+    """For every text label of the captured table's own dimensions (values of the data), the
+    units of each cell carrying it and of all of them together (the group's size)."""
+    flat = resolved.flat
+    if resolved.match is None or flat is None or not flat.dims:
+        return {}
+    units = np.asarray(ev.units, dtype=float)
+    # labels as captured (a renamed copy shows labels that are the analyst's text, not the data's)
+    captured = {v for labels in resolved.match.entry.flat.dims.values() for v in pd.unique(np.asarray(labels))
+                if isinstance(v, str)}
+    out: dict[str, set[int]] = {}
+    for labels in flat.dims.values():
+        if len(labels) != len(units):
+            continue
+        for label, group in pd.Series(units).groupby(pd.Index(labels, dtype=object), sort=False):
+            if isinstance(label, str) and label in captured:
+                out.setdefault(label, set()).update({int(u) for u in group.to_numpy()} | {int(group.sum())})
+    return out
