@@ -24,7 +24,14 @@ from ..config import Rules, apply_settings, load_rules, preset
 from ..evidence.registry import Registry
 from ..outputs.bundle import MIME as PAYLOAD_MIME
 from ..outputs.bundle import canonical, digest
-from ..outputs.render import extras_html, render_html, render_payload, render_placeholder, render_plain
+from ..outputs.render import (
+    extras_html,
+    mask_label,
+    render_html,
+    render_payload,
+    render_placeholder,
+    render_plain,
+)
 from ..protect import certificate
 from ..records import signing
 from ..records.export import table_csv
@@ -522,8 +529,9 @@ class Session:
             if len(reasons) >= MAX_REASONS_IN_METADATA:
                 truncated += 1
                 continue
-            row = frame.index[i]
-            col = frame.columns[j] if isinstance(frame, pd.DataFrame) else frame.name
+            row = mask_label(frame.index[i], checked.hidden_labels)  # a rare numeric label stays hidden
+            col = mask_label(frame.columns[j], checked.hidden_labels) if isinstance(frame, pd.DataFrame) \
+                else frame.name
             item: dict[str, Any] = {"cell": [str(row), str(col)], "position": [i, j],
                                     "hidden": bool(checked.hidden[i, j]),
                                     "reasons": [r.as_dict() for r in rs]}

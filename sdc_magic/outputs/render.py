@@ -90,14 +90,14 @@ def _masked_labels(index: pd.Index, hidden: frozenset[float]) -> pd.Index:
     if not hidden:
         return index
     if isinstance(index, pd.MultiIndex):
-        return pd.MultiIndex.from_tuples([_mask_label(t, hidden) for t in index], names=index.names)
-    return pd.Index([_mask_label(v, hidden) for v in index], name=index.name, dtype=object)
+        return pd.MultiIndex.from_tuples([mask_label(t, hidden) for t in index], names=index.names)
+    return pd.Index([mask_label(v, hidden) for v in index], name=index.name, dtype=object)
 
 
-def _mask_label(value: object, hidden: frozenset[float]) -> object:
+def mask_label(value: object, hidden: frozenset[float]) -> object:
     """A label (or a tuple of them) with the numbers in ``hidden`` drawn as the hidden marker."""
     if isinstance(value, tuple):
-        return tuple(_mask_label(v, hidden) for v in value)
+        return tuple(mask_label(v, hidden) for v in value)
     if hidden and isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_):
         return HIDDEN if float(value) in hidden else value
     return value
@@ -261,9 +261,9 @@ def _label(value: object) -> str:
 def cell_name(checked: Checked, i: int, j: int) -> str:
     """Where a cell is, in the table's own labels: ``Mirebalais / GBV · F``."""
     frame = checked.frame
-    row = _label(_mask_label(frame.index[i], checked.hidden_labels))
+    row = _label(mask_label(frame.index[i], checked.hidden_labels))
     if isinstance(frame, pd.DataFrame):
-        return f"{row} · {_label(_mask_label(frame.columns[j], checked.hidden_labels))}"
+        return f"{row} · {_label(mask_label(frame.columns[j], checked.hidden_labels))}"
     return row
 
 
