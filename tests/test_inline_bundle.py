@@ -224,8 +224,8 @@ def test_comm_actions(monkeypatch: pytest.MonkeyPatch, session: Any, referrals: 
         from sdc_magic.records import signing
 
         record = output["metadata"]["sdc_magic"]
-        if "hmac" in published.metadata["sdc_magic"]:  # signed like the session signs: new digest, new status
-            assert signing.check(record["digest"], "review", record["hmac"])
+        if "hmac" in published.metadata["sdc_magic"]:  # signed like the session signs: the whole new record
+            assert record["status"] == "review" and signing.check_record(record)
         assert pushed and pushed[-1][0] == published.id
         assert session.output(published.id).status == "review"
         # the same protected table as published, whatever later outputs did to the decision

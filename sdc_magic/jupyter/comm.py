@@ -139,7 +139,7 @@ def _sign(record: dict[str, Any]) -> None:
     from ..records import signing
 
     record.pop("hmac", None)
-    signature = signing.sign(record["digest"], record["status"])
+    signature = signing.sign_record(record)
     if signature is not None:
         record["hmac"] = signature
 

@@ -52,7 +52,7 @@ def message(text: str) -> None:
     data, meta = message_bundle(text)
     from ..records import signing
 
-    signature = signing.sign(meta["sdc_magic"]["digest"], "pass")
+    signature = signing.sign_record(meta["sdc_magic"])
     if signature is not None:  # redact --require-hmac keeps our messages, not hand-made ones
         meta["sdc_magic"]["hmac"] = signature
     display(data, raw=True, metadata=meta)

@@ -178,7 +178,7 @@ class Session:
             reason = str(exc) if getattr(exc, "sdc_note", False) else f"checking failed ({type(exc).__name__})"
             text, page = render_placeholder(reason)
             meta = self._failure_metadata(out_id, reason, text, page)
-        signature = signing.sign(meta["digest"], meta["status"])
+        signature = signing.sign_record(meta)
         if signature is not None:  # lets redact --require-hmac tell our clearances from hand-made ones
             meta["hmac"] = signature
         if record:

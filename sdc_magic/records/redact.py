@@ -24,7 +24,8 @@ the Jupyter server pre-save hook :func:`pre_save_hook`, and the lab extension's 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,35 @@ from ..outputs.bundle import MIME as SDC_MIME
 from ..outputs.bundle import content_digest, digest
 
 CLEARED = frozenset({"pass", "suppressed"})
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: the words a placeholder may give as its reason (anything else is not a placeholder of ours)
+OUTPUT_TYPES = frozenset({"stream", "error", "display_data", "execute_result", "update_display_data", "unknown"})
+STATUSES = frozenset({"pass", "suppressed", "review", "blocked", "unknown"})
+KNOWN_MIME = frozenset({"image/png", "image/jpeg", "image/gif", "image/svg+xml", "image/bmp", "application/pdf",
+                        "application/json", "application/javascript", "text/markdown", "text/latex", "text/csv",
+                        "application/vnd.plotly.v1+json", "application/vnd.vegalite.v5+json",
+                        "application/vnd.vega.v5+json", "application/vnd.bokehjs_exec.v0+json",
+                        "application/vnd.holoviews_exec.v0+json", "application/vnd.dataresource+json"})
+FIXED_REASONS = frozenset({"no sdc_magic record", "digest does not match the content",
+                           "not in the session ledger", "not cleared in the session ledger", "no valid signature",
+                           "malformed output"})
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_OUTPUT_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_KINDS = frozenset({"table", "unverified", "row-level", "empty", "microdata", "error", "message", "progress"})
+
+
+def _count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**12
+
+
+#: the fields of an output's record kept without a signature over the whole record, each with
+#: what its value may be (short, of a known form: nothing there can carry a figure or a name)
+RECORD_FIELDS: dict[str, Callable[[object], bool]] = {
+    "schema": lambda v: v in (1, "1"), "id": lambda v: isinstance(v, str) and bool(_OUTPUT_ID.fullmatch(v)),
+    "status": lambda v: v in STATUSES, "kind": lambda v: v in _KINDS, "hidden": _count, "primary": _count,
+    "secondary": _count, "cells": _count,
+    "digest": lambda v: isinstance(v, str) and bool(_HEX64.fullmatch(v)),
+    "hmac": lambda v: isinstance(v, str) and bool(_HEX64.fullmatch(v))}
 PLACEHOLDER = "[sdc_magic: output removed — it was not cleared for release ({why})]"
 
 
@@ -71,19 +101,21 @@ def clearance(output: dict[str, Any], allowed: Iterable[str] = CLEARED,
     output relabelled ``pass`` fails). ``require_hmac``: the clearance must carry a valid
     HMAC under this installation's key.
     """
-    if output.get("output_type") not in ("display_data", "execute_result"):
-        return output.get("output_type", "unknown") + " output"
+    kind = output.get("output_type")
+    if kind not in ("display_data", "execute_result"):
+        return f"{kind} output" if kind in OUTPUT_TYPES else "unknown output"
     meta = (output.get("metadata") or {}).get("sdc_magic")
     if not isinstance(meta, dict):
         return None if is_placeholder(output) else "no sdc_magic record"
     status = meta.get("status")
     if status not in set(allowed):
-        return f"status {status}"
+        return f"status {status}" if status in STATUSES else "status unknown"
     data = output.get("data") or {}
-    # the widget view is only a reference to a model; its state is dropped with the rest
-    extra = set(data) - {"text/html", "text/plain", "application/vnd.jupyter.widget-view+json", SDC_MIME}
-    if extra:
-        return "unchecked mime types " + ", ".join(sorted(extra))
+    # the widget view is only a reference to a model; its state is dropped with the rest (and
+    # the view itself when the output is kept: the digest does not cover it)
+    extra = set(data) - {"text/html", "text/plain", WIDGET_VIEW, SDC_MIME}
+    if extra:  # named when they are well known (a made-up name is the notebook's text: not repeated)
+        return "unchecked mime types " + ", ".join(sorted({m if m in KNOWN_MIME else "other" for m in extra}))
     # the digest covers the protected payload of the lab extension's renderer too
     expected = content_digest(data) if SDC_MIME in data else digest(
         _text(data.get("text/html")), _text(data.get("text/plain")))
@@ -95,19 +127,54 @@ def clearance(output: dict[str, Any], allowed: Iterable[str] = CLEARED,
         if isinstance(known_digests, Mapping) and not set(known_digests[expected]) <= set(allowed):
             return "not cleared in the session ledger"
     if require_hmac:
-        from .signing import check
+        from .signing import check_record
 
-        if not check(expected, str(status), meta.get("hmac")):
+        if not check_record(meta):  # the whole record: every field, not only status and digest
             return "no valid signature"
     return None
 
 
+def kept_output(output: dict[str, Any], require_hmac: bool) -> dict[str, Any]:
+    """A cleared output as the redacted copy keeps it: only what its digest (and signature) cover.
+
+    Why (issue 23.8): the widget view, other metadata keys and extra fields of the record were
+    kept beside a valid clearance, and could carry anything. The data keep the mime types the
+    digest covers; the metadata keep the record alone; without a signature over the whole
+    record, only its short fields of known types (a free-text note is not covered by anything).
+    """
+    data = {k: v for k, v in (output.get("data") or {}).items() if k in ("text/html", "text/plain", SDC_MIME)}
+    record = dict(output["metadata"]["sdc_magic"])
+    if not require_hmac:
+        record = {k: v for k, v in record.items() if k in RECORD_FIELDS and RECORD_FIELDS[k](v)}
+    out = {k: v for k, v in output.items() if k in ("output_type", "execution_count")}
+    out.update(data=data, metadata={"sdc_magic": record})
+    return nbformat.from_dict(out)
+
+
 def is_placeholder(output: dict[str, Any]) -> bool:
-    """A placeholder this module wrote (text only, the reason only): a redacted copy opens clean."""
-    marker = (output.get("metadata") or {}).get("sdc_magic_redacted")
+    """A placeholder this module wrote, exactly: a redacted copy opens clean.
+
+    Only the canonical form counts (issue 23.8: a hand-made "placeholder" carried any text in its
+    reason and skipped every check): a display output whose only data is the placeholder text,
+    whose only metadata is the marker, and whose reason is one this module gives.
+    """
+    metadata = output.get("metadata") or {}
+    marker = metadata.get("sdc_magic_redacted")
     data = output.get("data") or {}
-    return (isinstance(marker, dict) and set(data) == {"text/plain"}
-            and _text(data["text/plain"]) == PLACEHOLDER.format(why=marker.get("reason")))
+    return (output.get("output_type") == "display_data" and set(metadata) == {"sdc_magic_redacted"}
+            and isinstance(marker, dict) and set(marker) == {"reason"} and _canonical_reason(marker["reason"])
+            and set(data) == {"text/plain"} and _text(data["text/plain"]) == PLACEHOLDER.format(why=marker["reason"])
+            and set(output) <= {"output_type", "data", "metadata"})
+
+
+def _canonical_reason(reason: object) -> bool:
+    if not isinstance(reason, str):
+        return False
+    if reason.startswith("unchecked mime types "):
+        names = reason.removeprefix("unchecked mime types ").split(", ")
+        return names == sorted(set(names)) and all(n in KNOWN_MIME or n == "other" for n in names)
+    return (reason in FIXED_REASONS or reason in {f"{t} output" for t in OUTPUT_TYPES}
+            or reason in {f"status {s}" for s in STATUSES})
 
 
 def placeholder(why: str) -> Any:
@@ -138,7 +205,7 @@ def redact_notebook(nb: Any, allowed: Iterable[str] = CLEARED, known_digests: Kn
                 why = "malformed output"
             if why is None:
                 report.kept += 1
-                new_outputs.append(output)
+                new_outputs.append(output if is_placeholder(output) else kept_output(output, require_hmac))
             else:
                 report.note(why)
                 new_outputs.append(placeholder(why))

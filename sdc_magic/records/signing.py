@@ -2,8 +2,8 @@
 
 An output's ``metadata["sdc_magic"]`` carries its status and a digest of its content;
 anyone can recompute a digest, so a hand-edited output can carry ``status: pass`` and a
-matching digest. With a key, the kernel also writes ``hmac`` = HMAC-SHA256(key, status and
-digest), and ``sdc-magic redact --require-hmac`` keeps only outputs whose HMAC checks.
+matching digest. With a key, the kernel also writes ``hmac`` = HMAC-SHA256(key, the whole record:
+status, digest and every other field), and ``sdc-magic redact --require-hmac`` keeps only outputs whose HMAC checks.
 
 What it protects against: outputs edited by hand in the ``.ipynb`` (or pasted from
 elsewhere) by someone who does not hold the key — a colleague, a reviewer, a notebook
@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Any
 
 KEY_ENV = "SDC_MAGIC_KEY_FILE"
 _cache: dict[str, bytes] = {}
@@ -73,12 +75,23 @@ def load_key(create: bool = False) -> bytes | None:
     return key
 
 
-def _message(digest: str, status: str) -> bytes:
-    return f"sdc_magic-clearance/1\n{status}\n{digest}".encode()
+def _message(record: dict[str, Any]) -> bytes:
+    """The whole record but its signature, canonically (issue 23.8: a signature over the status
+    and digest alone left the record's other fields free to carry anything)."""
+    body = {k: v for k, v in record.items() if k != "hmac"}
+    return ("sdc_magic-clearance/2\n" + json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                                   default=_plain)).encode()
 
 
-def sign(digest: str, status: str) -> str | None:
-    """HMAC of an output's clearance (its status and digest), or None without a usable key.
+def _plain(value: Any) -> Any:
+    """numpy numbers as the JSON numbers a notebook stores them as (the record is read back from it)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) else str(value)
+
+
+def sign_record(record: dict[str, Any]) -> str | None:
+    """HMAC of an output's whole metadata record (status, digest and every other field), or None
+    without a usable key.
 
     The kernel stores it as ``metadata["sdc_magic"]["hmac"]``. Never raises: signing is an
     extra, the output is protected either way.
@@ -86,13 +99,24 @@ def sign(digest: str, status: str) -> str | None:
     key = load_key(create=True)
     if key is None:
         return None
-    return hmac.new(key, _message(digest, status), hashlib.sha256).hexdigest()
+    return hmac.new(key, _message(record), hashlib.sha256).hexdigest()
+
+
+def check_record(record: dict[str, Any]) -> bool:
+    """Does the record's ``hmac`` sign the whole record under this installation's key?"""
+    key = load_key(create=False)
+    signature = record.get("hmac") if isinstance(record, dict) else None
+    if key is None or not isinstance(signature, str):
+        return False
+    expected = hmac.new(key, _message(record), hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, signature)
+
+
+def sign(digest: str, status: str) -> str | None:
+    """The signature of a record holding only a status and a digest (see :func:`sign_record`)."""
+    return sign_record({"status": status, "digest": digest})
 
 
 def check(digest: str, status: str, signature: object) -> bool:
-    """Does ``signature`` sign this status and digest under this installation's key?"""
-    key = load_key(create=False)
-    if key is None or not isinstance(signature, str):
-        return False
-    expected = hmac.new(key, _message(digest, status), hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, signature)
+    """Does ``signature`` sign a record holding only this status and digest?"""
+    return check_record({"status": status, "digest": digest, "hmac": signature})
