@@ -317,7 +317,17 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     hidden = primary.copy()
     status, secondary, intervals, method, models = "pass", np.zeros(len(flat), dtype=bool), {}, None, []
     shares = getattr(entry, "normalized", None) is not None
-    if primary.any() or _primary_left_out(entry, resolved, rules):
+    infinite = _infinite_cells(flat, ev)
+    if infinite.any():
+        # an overflow or a division by zero: no rule can judge it and no LP can take it (issue 23.9)
+        notes.append(f"{int(infinite.sum())} cell(s) are infinite (an overflow, or a division by zero): they "
+                     "cannot be checked or protected; fix the data or the statistic")
+        for i in np.flatnonzero(infinite):
+            reasons.setdefault(int(i), []).append(INFINITE_REASON)
+        label_review = True
+    if infinite.any():
+        pass  # hidden primaries stay hidden; no secondary protection (status review below)
+    elif primary.any() or _primary_left_out(entry, resolved, rules):
         public = published(entry, resolved.match.positions) if published is not None and resolved.match else {}
         for _ in range(SHARE_ROUNDS if shares else 1):
             hidden = primary.copy()
@@ -631,6 +641,20 @@ def _load_protector(protector: Any) -> Any:
     except ImportError:
         return None
     return protect
+
+
+INFINITE_REASON = Reason("infinite", "an infinite value (an overflow, or a division by zero) cannot be checked")
+
+
+def _infinite_cells(flat: Flat, ev: Any) -> np.ndarray:
+    """Cells whose displayed value or recorded total is infinite."""
+    values = numeric(flat.values)
+    out = np.isinf(values) if values is not None else np.zeros(len(flat), dtype=bool)
+    total = getattr(ev, "total", None)
+    if total is not None and len(total) == len(out):
+        with np.errstate(invalid="ignore"):
+            out |= np.isinf(np.asarray(total, dtype=float))
+    return out
 
 
 def _primary_left_out(entry: Entry, resolved: Resolved, rules: Rules) -> bool:

@@ -71,7 +71,8 @@ def sdc_magic(line: str) -> None:
                 raise RulesError(f"usage: %sdc export [FOLDER] [--force] [--xlsx]; got {rest.strip()!r} "
                                  '(quote a folder with spaces: %sdc export "my dir")')
             folder = folders[0] if folders else None  # None: one folder per notebook
-            written = sess.export(folder, force="--force" in args, xlsx="--xlsx" in args)
+            left_out: list[str] = []
+            written = sess.export(folder, force="--force" in args, xlsx="--xlsx" in args, left_out=left_out)
             if folder is None:
                 from ..records.export import default_export_folder
 
@@ -80,6 +81,8 @@ def sdc_magic(line: str) -> None:
             _say(f"exported {len(written)} output(s) to {folder}: " + ", ".join(r.id for r in written))
             if skipped:
                 _say("not exported (not cleared): " + ", ".join(skipped))
+            for why in left_out:
+                _say("not exported: " + why)
         elif command == "verify":
             from ..records.verification import verify
 

@@ -452,11 +452,13 @@ class Session:
         """Record the analyst's reason to release an output as it is: status becomes review."""
         return self.ledger.request_exception(out_id, reason)
 
-    def export(self, folder: Any, force: bool = False, xlsx: bool = False) -> list[OutputRecord]:
-        """Write the exportable outputs of this session for an output checker."""
+    def export(self, folder: Any, force: bool = False, xlsx: bool = False,
+               left_out: list[str] | None = None) -> list[OutputRecord]:
+        """Write the exportable outputs of this session for an output checker (``left_out``: why
+        outputs that could not be exported were left out)."""
         from ..records.export import export
 
-        return export(self.ledger.records, folder, self.rules.as_dict(), force=force, xlsx=xlsx)
+        return export(self.ledger.records, folder, self.rules.as_dict(), force=force, xlsx=xlsx, left_out=left_out)
 
     def suggestions(self, checked: Checked, name_of: Any = None, candidates: int | None = None,
                     budget: float | None = None) -> tuple[Any, Any]:

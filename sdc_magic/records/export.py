@@ -174,7 +174,8 @@ def _prepare(folder: Path, force: bool) -> None:
 
 
 def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[str, Any], *, force: bool = False,
-           xlsx: bool = False, only: Iterable[str] | None = None) -> list[OutputRecord]:
+           xlsx: bool = False, only: Iterable[str] | None = None,
+           left_out: list[str] | None = None) -> list[OutputRecord]:
     """Write the exportable outputs still in the notebook to ``folder``; return the records written.
 
     ``folder=None``: :func:`default_export_folder`. Outputs superseded by a later run of
@@ -182,17 +183,24 @@ def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[s
     earlier export only (see :data:`MANIFEST`); anything else in the folder stops the
     export, naming the files, and nothing is deleted. ``only``: the output ids the
     notebook holds now (a front-end that knows them can pass them, so outputs of deleted
-    cells are left out too).
+    cells are left out too). An output whose certificate and CSV disagree is left out (and
+    said in ``left_out``); the others are exported.
     """
     folder = Path(folder) if folder is not None else default_export_folder()
     wanted = None if only is None else set(only)
     chosen = [r for r in records if r.exportable and r.superseded_by is None and r.csv is not None
               and r.certificate is not None and (wanted is None or r.id in wanted)]
-    disagree = _disagreements(chosen)
-    if disagree:  # before anything in the folder is touched
-        raise ExportError("nothing was exported: " + "; ".join(disagree)
-                          + " — the certificate would publish what the table does not (%sdc drop the output, "
-                          "or report it as a bug)")
+    disagree = _disagreements(chosen)  # before anything in the folder is touched
+    if disagree:
+        # one bad output never stops the export of the others (issue 23.9): it is left out, and said
+        bad = {d.split(":", 1)[0] for d in disagree}
+        chosen = [r for r in chosen if r.id not in bad]
+        message = ("; ".join(disagree) + " — the certificate would publish what the table does not "
+                   "(%sdc drop the output, or report it as a bug)")
+        if not chosen:
+            raise ExportError("nothing was exported: " + message)
+        if left_out is not None:
+            left_out.append(message)
     try:
         _prepare(folder, force)
     except OSError as exc:  # e.g. a file that cannot be removed: say so, no traceback
