@@ -59,6 +59,24 @@ class Published:
 _internal = threading.local()
 
 
+def carry_linking_memory_over(path: Path) -> None:
+    """A notebook whose files were renamed (issue 23.10: names that collided now carry a hash)
+    keeps the linking memory of its earlier outputs: copied from the old name, never moved (the
+    old files may be another notebook's too: sharing them protects more, forgetting would not)."""
+    from ..records.ledger import legacy_ledger_file_name
+
+    legacy = legacy_ledger_file_name()
+    if legacy is None or path.exists():
+        return
+    old = path.with_name(legacy + ".linking.npz")
+    if not old.is_file():
+        return
+    import shutil
+
+    for source in [old, *old.parent.glob(old.name + ".*.rows.npz")]:
+        shutil.copy2(source, path.with_name(path.name + source.name[len(old.name):]))
+
+
 @contextlib.contextmanager
 def internal_work() -> Iterator[None]:
     """Marks the extension's own work (checking, rendering, suggestions): pandas may turn
@@ -318,6 +336,7 @@ class Session:
         if getattr(ledger, "persist", False) and notebook_stem():
             try:
                 path = ledger.path.with_name(ledger.path.name + ".linking.npz")
+                carry_linking_memory_over(path)
             except Exception:  # no folder: memory only
                 path = None
         if path != self.populations.path:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -80,12 +81,39 @@ def default_folder() -> Path:
 
 
 def notebook_stem() -> str | None:
-    """The notebook's file stem, filesystem-safe, when the server tells the kernel (``JPY_SESSION_NAME``)."""
+    """The notebook's identity for file names, when the server tells the kernel (``JPY_SESSION_NAME``)."""
     session_name = os.environ.get("JPY_SESSION_NAME")
     if not session_name:
         return None
-    stem = Path(session_name).stem
+    return safe_stem(Path(session_name).stem)
+
+
+def safe_stem(stem: str) -> str | None:
+    """A file-name-safe identity of a notebook's stem, different for different stems.
+
+    Why (issue 23.10): ``my analysis.ipynb`` and ``my_analysis.ipynb`` both became
+    ``my_analysis`` and shared one ledger, one linking memory and one export folder (B's export
+    held A's table). A stem that is already safe is kept as it is (its files keep their names);
+    one that had to be changed gets a short hash of the original, so no two stems meet.
+    """
+    safe = legacy_stem(stem)
+    if safe is None or safe == stem:
+        return safe
+    return f"{safe}-{hashlib.sha256(stem.encode('utf-8')).hexdigest()[:8]}"
+
+
+def legacy_stem(stem: str) -> str | None:
+    """The name earlier versions gave a notebook's files (unsafe characters as ``_``, colliding)."""
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem) or None
+
+
+def legacy_ledger_file_name() -> str | None:
+    """The ledger name earlier versions used for this notebook, when it differs from today's."""
+    session_name = os.environ.get("JPY_SESSION_NAME")
+    if not session_name:
+        return None
+    old = legacy_stem(Path(session_name).stem)
+    return f"{old}.jsonl" if old and old != notebook_stem() else None
 
 
 def ledger_file_name() -> str:

@@ -240,11 +240,10 @@ def notebook_ledger(notebook: str | Path) -> Path:
     (A kernel started without the notebook's name writes ``.sdc_magic/ledger.jsonl``: used
     when the per-notebook file does not exist.)
     """
-    from .ledger import LEDGER_DIR, LEDGER_FILE
+    from .ledger import LEDGER_DIR, LEDGER_FILE, safe_stem
 
     notebook = Path(notebook)
-    stem = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in notebook.stem)
-    own = notebook.parent / LEDGER_DIR / f"{stem}.jsonl"
+    own = notebook.parent / LEDGER_DIR / f"{safe_stem(notebook.stem) or '_'}.jsonl"
     return own if own.is_file() else notebook.parent / LEDGER_DIR / LEDGER_FILE
 
 
