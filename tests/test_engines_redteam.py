@@ -453,9 +453,12 @@ def test_stopped_wrapped_count_then_rollup(sess: Session, df: pd.DataFrame) -> N
 
 
 def test_stopped_polars_filtered_groups_then_total(sess: Session, p: pl.DataFrame) -> None:
-    sess.publish(p.group_by("district").len().filter(pl.col("len") >= 5).sort("district"))
+    first = _col(_shown(sess.publish(p.group_by("district").len().filter(pl.col("len") >= 5).sort("district"))),
+                 "len")
     tot = _col(_shown(sess.publish(p.group_by(pl.lit("all").alias("g")).len())), "len")
-    assert tot["all"] == X  # 73 - 40 - 30 would give C
+    # 73 - 40 - 30 would give C: the filtered table protects C itself (a selection that leaves a
+    # small cell out hides what would give it back), or the total is hidden
+    assert tot["all"] == X or X in first.values()
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "polars"])
@@ -464,8 +467,10 @@ def test_stopped_limit_head_then_sex_totals(sess: Session, df: pd.DataFrame, p: 
         sess.publish(duckdb.sql("select district, count(*) n from df group by district order by n desc limit 2"))
         out = _col(_shown(sess.publish(duckdb.sql("select sex, count(*) n from df group by sex order by 1"))), "n")
     else:
-        sess.publish(p.group_by("district").len().sort("len", descending=True).head(2))
+        first = _col(_shown(sess.publish(p.group_by("district").len().sort("len", descending=True).head(2))), "len")
         out = _col(_shown(sess.publish(p.group_by("sex").len().sort("sex"))), "len")
+        if X in first.values():  # the head protects C itself (a selection leaving a small cell out)
+            return
     assert X in out.values()  # F + M would be A + B + C
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sdc_magic.records.export import sha256
+from sdc_magic.records.export import MANIFEST, sha256
 from sdc_magic.records.verification import verify
 
 
@@ -39,9 +39,16 @@ def folder(exported: Path, tmp_path: Path) -> Path:
 
 
 def rehash(folder: Path, *names: str) -> None:
-    """What a tamperer does after an edit: recompute the checksums SACRO-Viewer compares."""
+    """What a tamperer does after an edit: recompute the checksums SACRO-Viewer compares, and the
+    export manifest's (so that what each test changes is what fails)."""
     for name in names:
         (folder / "checksums" / f"{name}.txt").write_text(sha256(folder / name))
+    manifest_path = folder / MANIFEST
+    if manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text())
+        manifest["files"] = {p.relative_to(folder).as_posix(): sha256(p)
+                             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+        manifest_path.write_text(json.dumps(manifest, indent=1))
 
 
 def edit_json(folder: Path, name: str, change: Any) -> None:

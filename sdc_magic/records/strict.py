@@ -143,10 +143,12 @@ def published_counts(cert: dict[str, Any]) -> list[str]:
 
 def _judge(cells: list[tuple[str, Any, list[Any]]], threshold: float, zeros_hidden: bool,
            structural: list[str]) -> list[str]:
+    cells = [c for c in cells if c[1] is not None]  # an empty cell (a combination without rows: NaN)
     values = [v for _, v, _ in cells]
     numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
     if len(numbers) != len(values):
-        return ["a published count is not a number"]
+        odd = next(repr(v) for v in values if not isinstance(v, int | float) or isinstance(v, bool))
+        return [f"a published count is not a number ({odd[:40]})"]
     if numbers and all(0 <= v <= 1 for v in numbers) and any(v != math.floor(v) for v in numbers):
         return []  # shares (normalize=True): the shares rule is judged by the re-audit of their counts
     problems = []
