@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
 import json
 import re
@@ -115,9 +116,10 @@ def test_rerun_cells_export_only_their_latest_outputs(published, tmp_path: Path)
 def test_default_folder_is_one_per_notebook(published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "My analysis.ipynb"))
-    assert default_export_folder() == tmp_path / "build" / "export" / "My_analysis"
+    named = f"My_analysis-{hashlib.sha256(b'My analysis').hexdigest()[:8]}"  # a space: a hash (issue 23.10)
+    assert default_export_folder() == tmp_path / "build" / "export" / named
     written = export(published.outputs, None, published.rules.as_dict())
-    assert len(written) == 2 and verify(tmp_path / "build" / "export" / "My_analysis") == []
+    assert len(written) == 2 and verify(tmp_path / "build" / "export" / named) == []
     monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "other.ipynb"))
     assert default_export_folder() == tmp_path / "build" / "export" / "other"
     monkeypatch.delenv("JPY_SESSION_NAME")

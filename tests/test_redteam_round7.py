@@ -240,6 +240,9 @@ def test_groupby_cumsum_of_a_stacked_crosstab(sess: Session) -> None:
     assert _recovered(lambda: round(_cell(out, ("04", "M")) - _cell(out, ("02", "M")) - 72)) != MARCH
 
 
+@pytest.mark.xfail(int(pd.__version__.split(".")[0]) < 3, strict=True,
+                   reason="overprotection (pandas 2.2 only): the district totals by transform('sum') of the stacked "
+                          "crosstab hide every cell, A·F's 40 too")
 def test_stopped_groupby_transform_sum_and_min(sess: Session) -> None:
     x = _crosstab().stack()
     sums = sess.publish(x.groupby(level=0).transform("sum"))  # district totals: C and D hidden

@@ -28,6 +28,7 @@ from ..evidence.registry import Entry
 from ..rules import CellFacts, Reason
 from .labels import label_disclosure, mask_numbers, small_group_sizes_as_labels
 from .resolve import Resolved, resolve, unwrap
+from .values import individual_cells, not_counts, numbers_only
 
 ADDITIVE_STATS = frozenset({"count", "size", "sum", "mean", "proportion", "percent"})
 NOT_PROTECTED_YET = "secondary protection not yet applied"
@@ -470,10 +471,10 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     resolved.cell_cols = flat.col_pos
     values = numeric(flat.values)
     if values is None:
-        values = _numbers_only(flat.values)
-    individual = _individual_cells(flat.values, values)
+        values = numbers_only(flat.values)
+    individual = individual_cells(flat.values, values)
     finite = np.isfinite(values)
-    integer = finite & (values == np.round(values)) & (values >= 0) & ~_not_counts(values, flat.col_pos)
+    integer = finite & (values == np.round(values)) & (values >= 0) & ~not_counts(values, flat.col_pos)
     unverified = finite & ~integer
     facts = CellFacts(stat=np.full(len(flat), "count", dtype=object), units=np.where(integer, values, 0),
                       structural=_structural(resolved.flat, rules))
@@ -563,44 +564,6 @@ def _dependent_cells(source: Any, resolved: Resolved, registry: Any, rules: Rule
     else:
         note = f"computed from {parents} in a way that could not be recomputed: every cell is hidden"
     return mask, note
-
-
-def _numbers_only(values: np.ndarray) -> np.ndarray:
-    """Each cell as a float where it is a number (bools excluded), NaN elsewhere."""
-    out = np.full(len(values), np.nan)
-    for i, v in enumerate(values):
-        if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_):
-            out[i] = float(v)
-    return out
-
-
-def _individual_cells(values: np.ndarray, numbers: np.ndarray) -> np.ndarray:
-    """Cells that are neither numbers nor missing: dates, text, lists (see _check_unverified)."""
-    missing = pd.isna(pd.Series(values, dtype=object)).to_numpy() if len(values) else np.zeros(0, dtype=bool)
-    listlike = np.fromiter((isinstance(v, list | tuple | set | dict | np.ndarray) for v in values), dtype=bool,
-                           count=len(values))
-    return (~np.isfinite(numbers) & ~missing) | listlike
-
-
-def _not_counts(values: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """Whole numbers that are not counts: columns of shares (every value within [0, 1] and
-    some strictly between, so an exact 0 or 1 is a share too) and columns of ranks (the
-    values are 1..n, ties averaged). They stay unverified instead of being hidden as
-    small counts."""
-    out = np.zeros(len(values), dtype=bool)
-    for j in np.unique(columns):
-        sel = columns == j
-        v = values[sel]
-        v = v[np.isfinite(v)]
-        if len(v) == 0:
-            continue
-        shares = bool(((v >= 0) & (v <= 1)).all() and ((v > 0) & (v < 1)).any())
-        n = len(v)
-        ranks = n >= 3 and bool((v >= 1).all() and (v <= n).all() and np.all(2 * v == np.round(2 * v))) \
-            and abs(float(v.sum()) - n * (n + 1) / 2) < 1e-9 and len(np.unique(v)) > n // 2
-        if shares or ranks:
-            out[sel] = True
-    return out
 
 
 def _apply(outcome: Outcome | None, status_if_ok: str, primary: np.ndarray, hidden: np.ndarray,
