@@ -283,7 +283,11 @@ def check_redacted_copy(copy: dict[str, Any], saved: dict[str, Any]) -> None:
             kept += 1
             assert clearance(output) is None, output["metadata"]
             assert meta["status"] in ("pass", "suppressed") and meta["kind"] != "row-level"
+            # the redacted copy keeps the record's short fields only (issue 23.8): no per-cell reasons
+            assert "reasons" not in meta and "notes" not in meta, sorted(meta)
             if meta.get("hidden"):
+                assert HIDDEN in "".join(output["data"]["text/html"]), "no hidden cell is displayed"
+            if meta.get("hidden") and meta.get("reasons"):
                 rows = parse_table_cells("".join(output["data"]["text/html"]))
                 shown = 0
                 for hidden in meta.get("reasons", []):
