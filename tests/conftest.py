@@ -144,6 +144,18 @@ def session() -> Iterator[Any]:
     s.capture.uninstall()
 
 
+@pytest.fixture
+def humanitarian_session() -> Iterator[Any]:
+    """A fresh session under the humanitarian preset (threshold 5), capture on."""
+    from sdc_magic.config import preset
+    from sdc_magic.jupyter.session import Session
+
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    yield s
+    s.capture.uninstall()
+
+
 @pytest.fixture(scope="module")
 def referrals() -> Any:
     """The synthetic referrals data of the seed lesson (1,850 cases)."""

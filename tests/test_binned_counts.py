@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
 from sdc_magic.outputs.render import protected_frame
 
@@ -20,11 +19,8 @@ X = "✕"
 
 
 @pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
+def sess(humanitarian_session):
+    return humanitarian_session
 
 
 def _incomes() -> pd.Series:

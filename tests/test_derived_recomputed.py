@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
 from sdc_magic.outputs.render import protected_frame
 
@@ -25,11 +24,8 @@ PER_MONTH = [135, 120, 2, 25, 140, 150]
 
 
 @pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
+def sess(humanitarian_session):
+    return humanitarian_session
 
 
 def _cases() -> pd.DataFrame:

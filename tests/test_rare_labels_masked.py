@@ -14,16 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
 
 
 @pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
+def sess(humanitarian_session):
+    return humanitarian_session
 
 
 def _households() -> pd.DataFrame:

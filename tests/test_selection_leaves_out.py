@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
 from sdc_magic.outputs.render import protected_frame
 from sdc_magic.records.verification import verify
@@ -21,11 +20,8 @@ SIZES = {"A": 40, "B": 30, "C": 3, "D": 12, "E": 35}
 
 
 @pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
+def sess(humanitarian_session):
+    return humanitarian_session
 
 
 def _counts() -> pd.Series:
