@@ -16,8 +16,10 @@ Scenarios (targets from issue 21):
 * ``session-40``: 40 related tables on 1M rows (filters and margins): per-display CPU of the
   1st and 40th (flat curve: 40th ≤ 2× 1st), statuses; none blocked.
 
-Run: ``.venv/bin/python benchmarks/display.py [--repeats 5] [--only seed,3key-1M] [--rows N] [--busy]``
-(``--busy``: session-40 once more with busy loops on every core; the outputs must be identical).
+Run: ``.venv/bin/python benchmarks/display.py [--repeats 5] [--only seed,3key-1M] [--rows N] [--busy] [--rerun]``
+(``--busy``: session-40 once more with busy loops on every core; the outputs must be identical;
+``--rerun``: the display of a second kernel in the same folder, as after Restart & Run All, which
+audits the patterns the first stored instead of searching again, see ``protect/patterns.py``).
 Not a test: it never fails on a missed target (machines are shared); it prints OK / MISS.
 """
 
@@ -149,18 +151,22 @@ def _result(stdout: str) -> Any:
     return json.loads(line.split("RESULT ", 1)[1])
 
 
-def run_scenario(name: str, rows: int) -> dict:
+def run_scenario(name: str, rows: int, rerun: bool = False) -> dict:
+    """One fresh process in a fresh working directory; ``rerun``: a second process in the same
+    directory afterwards (Restart & Run All: the ledger and the stored patterns of the first run
+    are there), whose display is the one reported."""
     setup = textwrap.dedent(SETUP[name]).format(rows=rows) if "{rows" in SETUP[name] else textwrap.dedent(SETUP[name])
     code = RUNNER.format(setup=setup, cell=CELL[name], preset=PRESET.get(name, ""))
     with tempfile.TemporaryDirectory() as cwd:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600, cwd=cwd,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
-    if done.returncode != 0:
-        raise RuntimeError(f"{name}: {done.stderr[-2000:]}")
+        for _ in range(2 if rerun else 1):
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600,
+                                  cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            if done.returncode != 0:
+                raise RuntimeError(f"{name}: {done.stderr[-2000:]}")
     return _result(done.stdout)
 
 
-def report(name: str, runs: list[dict]) -> None:
+def report(name: str, runs: list[dict], rerun: bool = False) -> None:
     med = {k: statistics.median(r[k] for r in runs) for k in ("plain_cpu", "plain_wall", "cpu", "wall", "rss_mb")}
     statuses = sorted({f"{r['status']}/{r['hidden']} hidden" for r in runs})
     ratio = med["wall"] / max(med["plain_wall"], 1e-9)
@@ -169,6 +175,8 @@ def report(name: str, runs: list[dict]) -> None:
         verdict = f"target ≤ {TARGET_CPU[name]:g} CPU s: {'OK' if med['cpu'] <= TARGET_CPU[name] else 'MISS'}"
     elif name in TARGET_RATIO:
         verdict = f"target ≤ {TARGET_RATIO[name]:g}× plain: {'OK' if ratio <= TARGET_RATIO[name] else 'MISS'}"
+    if rerun:
+        name, verdict = f"{name} re-run", f"(new kernel, same folder) {verdict}"
     print(f"{name:<14} checked {med['cpu']:7.3f} CPU s {med['wall']:7.3f} s wall | plain {med['plain_cpu']:6.3f} CPU s "
           f"{med['plain_wall']:6.3f} s | {ratio:7.1f}× | {med['rss_mb']:6.0f} MB peak | {', '.join(statuses)} | {verdict}")
 
@@ -223,12 +231,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--only", default="seed,3key-1M,25x20x10,skewed-sacro,session-40")
     parser.add_argument("--busy", action="store_true", help="session-40: run again under busy loops and compare")
+    parser.add_argument("--rerun", action="store_true",
+                        help="time a second kernel in the same folder (Restart & Run All) instead of the first")
     args = parser.parse_args()
     for name in args.only.split(","):
         if name == "session-40":
             session_scenario(args.rows, busy=args.busy)
             continue
-        report(name, [run_scenario(name, args.rows) for _ in range(args.repeats)])
+        report(name, [run_scenario(name, args.rows, args.rerun) for _ in range(args.repeats)], args.rerun)
 
 
 if __name__ == "__main__":

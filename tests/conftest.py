@@ -198,7 +198,10 @@ def p() -> Any:
 def _fresh_protection_cache() -> Iterator[None]:
     """Each test starts with no cached protection: tests stay independent of their order, and a
     test that runs the search twice (determinism) really runs it twice."""
+    from sdc_magic.protect import patterns
     from sdc_magic.protect.api import clear_cache
 
     clear_cache()
+    patterns.use_store(None)  # a session with a persisted ledger sets one: never across tests
     yield
+    patterns.use_store(None)

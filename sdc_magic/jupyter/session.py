@@ -32,7 +32,7 @@ from ..outputs.render import (
     render_placeholder,
     render_plain,
 )
-from ..protect import certificate
+from ..protect import certificate, patterns
 from ..records import signing
 from ..records.export import table_csv
 from ..records.ledger import Ledger, OutputRecord
@@ -164,6 +164,9 @@ class Session:
         try:
             linked = record and self.linking
             self._decision_key = None
+            # the patterns found by searches are kept beside a persisted ledger: a re-run of the
+            # notebook (or another notebook in the folder) audits them instead of searching again
+            patterns.use_store(self.ledger.folder / "patterns" if self.ledger.persist else None)
             checked = check(obj, self.registry, self.rules, self.protector,
                             linker=self._differencing if linked else None, progress=progress,
                             published=self._published if linked else None,

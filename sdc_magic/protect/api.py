@@ -10,7 +10,7 @@ import dataclasses
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..config import COSTS, Rules
 from ..rules import CellFacts, assess
+from . import patterns
 from .audit import Problem, ProgressFn, Ticker, WorkLimit, certify, intervals
 from .heuristic import Infeasible, cleanup, repair
 from .levels import protection_levels, resolution_of
@@ -374,7 +375,7 @@ def protect(
     result = _search(cells, dims=dims, value=value, units=units, top=top, hierarchies=hierarchies, rules=rules,
                      primary=primary, cost=cost, method=method, singletons=singletons, time_limit=time_limit,
                      progress=progress, bounds=bounds, margins=margins, solver=solver, levels=levels,
-                     publish=publish)
+                     publish=publish, stored_as=_stored_as(key))
     if key is not None:
         _CACHE[key] = _copy(result)
         while len(_CACHE) > CACHE_SIZE:
@@ -419,6 +420,16 @@ def _cache_key(cells: pd.DataFrame, *args: Any) -> str | None:
         return None
 
 
+def _stored_as(key: str | None) -> str | None:
+    """The key of this search's pattern in the store on disk (see :mod:`.patterns`), or None.
+
+    The fingerprint of the code joins the cache key: a pattern found by other code is never used.
+    """
+    if key is None or patterns.current_store() is None:
+        return None
+    return hashlib.sha256(f"{key}:{patterns.code_fingerprint()}".encode()).hexdigest()[:40]
+
+
 def _stable(arg: Any) -> Any:
     if isinstance(arg, Mapping):
         return sorted((repr(k), _stable(v)) for k, v in arg.items())
@@ -447,8 +458,13 @@ def _search(
     solver: str | None = None,
     levels: str = "ours",
     publish: str | None = None,
+    stored_as: str | None = None,
 ) -> Protection:
-    """The search behind :func:`protect` (see there), uncached."""
+    """The search behind :func:`protect` (see there), without the in-memory cache.
+
+    ``stored_as``: the key of the pattern in the store on disk; a stored pattern replaces the
+    search when it passes the same final audit (:func:`_recalled_or_found`).
+    """
     t0 = time.monotonic()
     rules = rules or Rules()
     _check_options(method, levels, margins, time_limit)
@@ -474,11 +490,10 @@ def _search(
     # ---- search
     budget = ITERATIONS_PER_SECOND * float(time_limit)  # work units, never a clock (see Ticker)
     work_at_start = work_done()
-    found = _find_pattern(P, method=method, solver=solver, singletons=singletons, time_limit=time_limit,
-                          tick=tick, budget=budget, end=work_at_start + budget)
-
-    # ---- final audit: certificates for every attacker, then exact intervals
-    lower, upper, pinned = _final_audit(P, found, a, frequency, singletons, tick)
+    found, (lower, upper, pinned) = _recalled_or_found(
+        P, stored_as, a, frequency, singletons, tick,
+        lambda: _find_pattern(P, method=method, solver=solver, singletons=singletons, time_limit=time_limit,
+                              tick=tick, budget=budget, end=work_at_start + budget))
     hidden = found.hidden
     status = np.where(P.primary, "primary", np.where(hidden, "secondary", "safe"))
     for i in np.flatnonzero(hidden & ~P.primary):
@@ -656,6 +671,37 @@ def _find_pattern(P: Problem, *, method: str, solver: str | None, singletons: bo
         set_budget(np.inf)
     tick.end = np.inf  # the final audit and the intervals always run to the end
     return found
+
+
+def _recalled_or_found(P: Problem, stored_as: str | None, a: np.ndarray, frequency: bool, singletons: bool,
+                       tick: Ticker, search: Callable[[], _Pattern]
+                       ) -> tuple[_Pattern, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The pattern (recalled from the store on disk, else searched) after its final audit.
+
+    A recalled pattern is trusted for nothing: it must fit the table, hide every primary and,
+    when it was found protected, pass the exact final audit again (certificates and intervals
+    computed afresh, so the outcome is the search's to the digit); otherwise it is discarded
+    and the search runs. Only a searched pattern is stored (before the final audit publishes
+    pinned secondaries again, so that a recall repeats the same final steps).
+    """
+    store = patterns.current_store() if stored_as is not None else None
+    hit = store.get(stored_as) if store is not None and stored_as is not None else None
+    if store is not None and stored_as is not None and hit is not None:
+        mask = hit.mask() if hit.n_cells == P.n else None
+        if mask is not None and mask[P.primary].all():
+            tick("protect: pattern of an earlier run", None, force=True)
+            found = _Pattern(mask, [], hit.method_name, hit.audit_ok, hit.budget_spent, list(hit.unprotectable))
+            audited = _final_audit(P, found, a, frequency, singletons, tick)
+            if found.audit_ok or not hit.audit_ok:
+                return found, audited
+        store.discard(stored_as)
+    found = search()
+    if store is not None and stored_as is not None:
+        store.put(stored_as, patterns.StoredPattern(P.n, np.flatnonzero(found.hidden), found.method_name,
+                                                    bool(found.audit_ok), bool(found.budget_spent),
+                                                    list(found.unprotectable)))
+    # ---- final audit: certificates for every attacker, then exact intervals
+    return found, _final_audit(P, found, a, frequency, singletons, tick)
 
 
 def _final_audit(P: Problem, found: _Pattern, a: np.ndarray, frequency: bool, singletons: bool, tick: Ticker

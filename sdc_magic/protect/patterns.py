@@ -1,0 +1,156 @@
+"""Protection patterns kept on disk, so that a re-run of a notebook costs an audit, not a search.
+
+Why: the search for secondary cells is the slow part of a display (the seed lesson's
+200-cell table: ~5 CPU s, ~1,200 attacker LPs), and Restart & Run All, a headless re-run
+or a second notebook making the same table in the same folder asks it again with the same
+answer (the search is deterministic: work budgets, seeded single-threaded solvers). The
+in-memory cache of :func:`.api.protect` only lasts a kernel.
+
+What is written: for a fingerprint of the cells, every argument of the search and the code
+that searches (:func:`code_fingerprint`), the *pattern* alone: which cells are hidden (their
+positions in the table model's order), how the search ended and which requirements it could
+not meet. No value, no interval and no certificate (a certificate's deviations bound hidden
+values) leaves the process: the hidden positions are exactly what the table itself shows.
+
+What is trusted: nothing. A stored pattern goes through the same exact final audit as a
+fresh one (certificates found again, intervals computed again), so a display from the store
+has the same status, hidden cells and intervals as one from a search. A pattern that fails
+that audit, does not hide every primary, or does not fit the table is dropped and the search
+runs (see :func:`.api.protect`). One JSON file per fingerprint, under ``.sdc_magic/patterns``
+next to the ledger; the oldest are removed beyond :data:`MAX_PATTERNS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+#: Patterns kept per folder (the least recently used go first).
+MAX_PATTERNS = 2000
+#: The format of a pattern file (a file of another version is ignored).
+SCHEMA = 1
+
+_code: str | None = None
+
+
+def code_fingerprint() -> str:
+    """A hash of the code a search depends on: this package's protection, rules and config.
+
+    A pattern stored by another version (or an edited checkout) is never used: its key differs.
+    """
+    global _code
+    if _code is None:
+        digest = hashlib.sha256()
+        here = Path(__file__).resolve().parent
+        sources = sorted(here.glob("*.py")) + [here.parent / "rules.py", here.parent / "config.py"]
+        for path in sources:
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+        with contextlib.suppress(Exception):
+            import highspy
+
+            digest.update(str(getattr(highspy, "__version__", "")).encode())
+        digest.update(np.__version__.encode())
+        _code = digest.hexdigest()[:16]
+    return _code
+
+
+@dataclass(frozen=True)
+class StoredPattern:
+    """What a search found, without any value: the hidden positions and how it ended."""
+
+    n_cells: int
+    hidden: np.ndarray  # sorted positions of the hidden cells
+    method_name: str
+    audit_ok: bool
+    budget_spent: bool
+    unprotectable: list[tuple[int, int]]
+
+    def mask(self) -> np.ndarray:
+        out = np.zeros(self.n_cells, dtype=bool)
+        out[self.hidden] = True
+        return out
+
+
+class PatternStore:
+    """Patterns in one folder, one JSON file per fingerprint; every failure to read or write is silent.
+
+    The store is an accelerator: a file it cannot read (missing, damaged, another schema) is
+    a miss, a file it cannot write is skipped, and neither ever changes a verdict.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def _path(self, key: str) -> Path:
+        return self.folder / f"{key}.json"
+
+    def get(self, key: str) -> StoredPattern | None:
+        try:
+            text = self._path(key).read_text(encoding="utf-8")
+            raw = json.loads(text)
+            if raw.get("schema") != SCHEMA or raw.get("key") != key:
+                return None
+            n = int(raw["n_cells"])
+            hidden = np.asarray(raw["hidden"], dtype=np.int64)
+            if hidden.ndim != 1 or (len(hidden) and (hidden.min() < 0 or hidden.max() >= n)):
+                return None
+            found = StoredPattern(n, np.unique(hidden), str(raw["method_name"]), bool(raw["audit_ok"]),
+                                  bool(raw["budget_spent"]),
+                                  [(int(r), int(s)) for r, s in raw["unprotectable"]])
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(self._path(key))  # recently used: pruned last
+        return found
+
+    def put(self, key: str, found: StoredPattern) -> None:
+        raw = {"schema": SCHEMA, "key": key, "n_cells": int(found.n_cells),
+               "hidden": [int(i) for i in found.hidden], "method_name": found.method_name,
+               "audit_ok": bool(found.audit_ok), "budget_spent": bool(found.budget_spent),
+               "unprotectable": [[int(r), int(s)] for r, s in found.unprotectable]}
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            target = self._path(key)
+            partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+            partial.write_text(json.dumps(raw), encoding="utf-8")
+            os.replace(partial, target)  # a reader sees the old file or the new one, never half
+            self._prune()
+        except OSError:
+            return
+
+    def discard(self, key: str) -> None:
+        with contextlib.suppress(OSError):
+            self._path(key).unlink()
+
+    def _prune(self) -> None:
+        files = list(self.folder.glob("*.json"))
+        if len(files) <= MAX_PATTERNS:
+            return
+        files.sort(key=lambda p: p.stat().st_mtime)
+        for path in files[: len(files) - MAX_PATTERNS]:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+_store: PatternStore | None = None
+
+
+def use_store(folder: Path | None) -> None:
+    """Keep patterns in ``folder`` from now on (None: in memory only, the default)."""
+    global _store
+    if folder is None:
+        _store = None
+    elif _store is None or _store.folder != Path(folder):
+        _store = PatternStore(Path(folder))
+
+
+def current_store() -> PatternStore | None:
+    """The store in use, or None."""
+    return _store
