@@ -90,8 +90,23 @@ def _masked_labels(index: pd.Index, hidden: frozenset[float]) -> pd.Index:
     if not hidden:
         return index
     if isinstance(index, pd.MultiIndex):
-        return pd.MultiIndex.from_tuples([mask_label(t, hidden) for t in index], names=index.names)
-    return pd.Index([mask_label(v, hidden) for v in index], name=index.name, dtype=object)
+        return pd.MultiIndex.from_arrays([_masked_values(index.get_level_values(i), hidden)
+                                          for i in range(index.nlevels)], names=index.names)
+    return pd.Index(_masked_values(index, hidden), name=index.name, dtype=object)
+
+
+def _masked_values(values: pd.Index, hidden: frozenset[float]) -> np.ndarray:
+    """One level's labels masked, each distinct label looked at once (a 6,000-cell table
+    asked :func:`mask_label` 72,000 times, 0.25 s a display, label by label)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    codes, uniques = pd.factorize(values)
+    if len(uniques):
+        masked = np.empty(len(uniques), dtype=object)
+        masked[:] = [mask_label(u, hidden) for u in uniques]
+        known = codes >= 0
+        out[known] = masked[codes[known]]
+    return out
 
 
 def mask_label(value: object, hidden: frozenset[float]) -> object:

@@ -21,6 +21,7 @@ import pandas as pd
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import INDICATOR, Plan, combined_query, facts_query, plan, rows_query
+from .arrow_rows import linking_frame
 
 MAX_HASHED = 15  # source columns fingerprinted for linking (linking reads at most 16 columns)
 MARGIN = "Total"  # the pandas path's margin label inside the protection engine
@@ -279,7 +280,7 @@ class Recorder:
             return None
         raw = pending.rows_raw is not None and n <= RAW_LINKED_ROWS
         try:
-            frame = (pending.rows_raw if raw else pending.rows).df()
+            frame = linking_frame(pending.rows_raw if raw else pending.rows)
         except Exception as exc:
             self.registry.failures.append(f"duckdb rows: {type(exc).__name__}: {exc}")
             return None
