@@ -1,18 +1,20 @@
-"""polars and DuckDB: a 3-key group-by (count; sum) checked vs plain, side by side in one process.
+"""polars, DuckDB and pandas: what a user waits for until a grouped table is on screen, checked vs plain.
 
-    python benchmarks/engines.py            # 10M rows
-    python benchmarks/engines.py --rows 1e6
+    python benchmarks/engines.py --rows 1e6                 # 1M rows, 1,000-cell tables
+    python benchmarks/engines.py --rows 1e7 --cells 10000   # 10M rows, 10,000-cell tables
     python benchmarks/engines.py --large    # 100M rows (DuckDB only; needs ~8 GB)
     python benchmarks/engines.py --spark    # PySpark local[2] (Java 17), 10M rows generated in Spark
     python benchmarks/engines.py --only polars
 
-*plain* is what a user runs without the extension (the query, and its result fetched as
-pandas for DuckDB — what a display does); *with evidence* is the same call with the capture
-installed and the result in its checked pandas form (the engine's evidence computed and
-registered); *displayed and checked* adds what a display runs after that (rules,
-secondary protection, rendering: the same cost as for a pandas table of that size). Each
-timing is the best of ``--repeat`` runs. Keys: 3 columns (50 × 20 × 6 = 6,000 groups,
-a few of them small), one float magnitude, one unit id (rows / 3 units).
+*plain*: the call, its result as the notebook gets it (DuckDB ``.df()``, a polars frame,
+a lazy query ``.collect()``) and the HTML IPython formats for it, without the extension.
+*checked*: the same call with the extension's capture installed, then the display a
+notebook makes (``Session.publish`` with recording and linking on: evidence, rules,
+protection, linking with the session's earlier outputs, rendering). Each pair runs plain
+then checked in one process, ``--pairs`` times (interleaved, medians reported); every
+checked run is the first display of a fresh session (a re-display would reuse its decision).
+Keys: 3 columns (``--cells`` groups, a few small), one float magnitude, one unit id
+(rows / 3 units; ``--unit`` declares it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,16 +31,18 @@ import numpy as np
 import pandas as pd
 
 
-def make_data(rows: int, seed: int = 7) -> pd.DataFrame:
+def make_data(rows: int, seed: int = 7, cells: int = 6000) -> pd.DataFrame:
+    """Keys region × activity × size with about ``cells`` groups (50 × 20 × 6 = 6,000 by default)."""
     rng = np.random.default_rng(seed)
-    region = rng.integers(0, 50, rows)
+    n_region = max(round(cells / (20 * 6)), 1)
+    region = rng.integers(0, n_region, rows)
     activity = rng.integers(0, 20, rows)
     size = rng.integers(0, 6, rows)
     # a few rare combinations: small cells for the rules to find
     rare = rng.random(rows) < 2e-6
     size[rare] = 6
     return pd.DataFrame({
-        "region": pd.Categorical.from_codes(region, [f"r{i:02d}" for i in range(50)]).astype(str),
+        "region": pd.Categorical.from_codes(region, [f"r{i:03d}" for i in range(n_region)]).astype(str),
         "activity": pd.Categorical.from_codes(activity, [f"a{i:02d}" for i in range(20)]).astype(str),
         "size": size.astype(np.int64),
         "turnover": rng.lognormal(3.0, 1.5, rows),
@@ -121,11 +126,14 @@ def spark_main(rows: int, repeat: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=float, default=1e7)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rows", type=float, default=1e6)
+    parser.add_argument("--cells", type=int, default=1000, help="groups of the tables (1,000 or 10,000)")
+    parser.add_argument("--pairs", type=int, default=5, help="interleaved plain/checked pairs (medians)")
+    parser.add_argument("--repeat", type=int, default=3, help="Spark: best of this many runs")
+    parser.add_argument("--unit", action="store_true", help="declare the unit column (firm_id)")
     parser.add_argument("--large", action="store_true", help="100M rows (DuckDB only)")
     parser.add_argument("--spark", action="store_true", help="PySpark local[2] instead of polars and DuckDB")
-    parser.add_argument("--only", choices=["polars", "duckdb"], help="one of the two in-process engines")
+    parser.add_argument("--only", choices=["polars", "duckdb", "pandas"], help="one engine")
     args = parser.parse_args()
     rows = int(1e8 if args.large else args.rows)
     if args.spark:
@@ -135,74 +143,77 @@ def main() -> None:
     import duckdb
     import polars as pl
 
-    from sdc_magic.capture.display import to_pandas
-    from sdc_magic.config import preset
-    from sdc_magic.jupyter.session import Session
-
     t0 = time.perf_counter()
-    data = make_data(rows)
+    data = make_data(rows, cells=args.cells)
     p = pl.from_pandas(data)
     con = duckdb.connect()
     con.register("firms", p.to_arrow())
     con.execute("CREATE TABLE t AS SELECT * FROM firms")
     con.unregister("firms")
-    del data
-    print(f"{rows:,} rows generated in {time.perf_counter() - t0:.1f} s "
-          f"(polars {pl.__version__}, duckdb {duckdb.__version__}; {load()})")
+    print(f"{rows:,} rows, {args.cells:,}-cell tables, generated in {time.perf_counter() - t0:.1f} s "
+          f"(polars {pl.__version__}, duckdb {duckdb.__version__}, pandas {pd.__version__}; {load()})")
 
     keys = ["region", "activity", "size"]
     q_count = "SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"
     q_sum = "SELECT region, activity, size, sum(turnover) AS turnover FROM t GROUP BY ALL"
+    lazy = p.lazy()
     cases: list[tuple[str, str, Callable[[], Any]]] = [
-        ("DuckDB", "count", lambda: con.sql(q_count)),
-        ("DuckDB", "sum (top-k)", lambda: con.sql(q_sum)),
+        ("DuckDB", "count", lambda: con.sql(q_count).df()),
+        ("DuckDB", "sum", lambda: con.sql(q_sum).df()),
+        ("polars", "count", lambda: p.group_by(keys).len()),
+        ("polars", "sum", lambda: p.group_by(keys).agg(pl.col("turnover").sum())),
+        ("polars lazy", "count", lambda: lazy.group_by(keys).len().collect()),
+        ("polars lazy", "sum", lambda: lazy.group_by(keys).agg(pl.col("turnover").sum()).collect()),
+        ("pandas", "groupby.size", lambda: data_pd.groupby(keys).size()),
+        ("pandas", "groupby.sum", lambda: data_pd.groupby(keys)["turnover"].sum()),
+        ("pandas", "crosstab mean", lambda: pd.crosstab([data_pd.region, data_pd.activity], data_pd["size"],
+                                                         values=data_pd.turnover, aggfunc="mean")),
+        ("pandas", "pivot_table sum", lambda: data_pd.pivot_table(index=["region", "activity"], columns="size",
+                                                                  values="turnover", aggfunc="sum")),
     ]
-    if args.only == "polars":
-        cases = []
-    if not args.large and args.only != "duckdb":
-        cases += [
-            ("polars", "count", lambda: p.group_by(keys).len()),
-            ("polars", "sum (top-k)", lambda: p.group_by(keys).agg(pl.col("turnover").sum())),
-        ]
-
-    def plain_run(make: Callable[[], Any]) -> Callable[[], Any]:
-        def run() -> Any:
-            out = make()
-            return out.df() if hasattr(out, "df") else out
-        return run
-
-    results = []
-    for unit in (None, "firm_id"):
-        sess = Session(rules=preset("insee"))
-        if unit:
-            sess.set_rules(unit=unit)
-        for engine, op, make in cases:
-            plain = best(plain_run(make), args.repeat)
-            sess.capture.install()
-            try:
-                statuses: list[str] = []
-
-                def checked(make: Callable[[], Any] = make, statuses: list[str] = statuses, sess: Any = sess) -> None:
-                    published = sess.publish(make(), record=False)
-                    statuses.append(published.metadata["sdc_magic"]["status"])
-
-                def evidence(make: Callable[[], Any] = make) -> None:
-                    to_pandas(make())  # the call with its evidence, converted for checking
-
-                ev = best(evidence, args.repeat)
-                t = best(checked, args.repeat)
-            finally:
-                sess.capture.uninstall()
-            results.append((engine, op, unit or "rows", plain, ev, t, statuses[-1]))
-            print(f"{engine:7s} {op:12s} unit={unit or 'rows':8s} plain {plain:7.3f} s  with evidence {ev:7.3f} s "
-                  f"({ev / plain:5.2f}x)  displayed and checked {t:7.3f} s ({t / plain:5.2f}x)  "
-                  f"status {statuses[-1]}", flush=True)
-
+    data_pd = data
+    if args.only:
+        cases = [c for c in cases if c[0].split()[0].lower() == args.only]
+    if args.large:
+        cases = [c for c in cases if c[0] == "DuckDB"]
+    results = [measure(engine, op, make, args) for engine, op, make in cases]
     print(f"({load()})")
-    print("\n| engine | statistic | units | plain (s) | with evidence (s) | ratio | displayed, checked (s) | ratio |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
-    for engine, op, unit, plain, ev, t, _ in results:
-        print(f"| {engine} | {op} | {unit} | {plain:.3f} | {ev:.3f} | {ev / plain:.2f}× | {t:.3f} | {t / plain:.2f}× |")
+    print("\n| engine | statistic | units | plain (s) | checked (s) | ratio | status |")
+    print("|---|---|---|---:|---:|---:|---|")
+    for engine, op, unit, plain, checked, status in results:
+        print(f"| {engine} | {op} | {unit} | {plain:.3f} | {checked:.3f} | {checked / plain:.2f}× | {status} |")
+
+
+def measure(engine: str, op: str, make: Callable[[], Any], args: Any) -> tuple:
+    """Medians of ``args.pairs`` interleaved pairs: plain, then a fresh session's first checked display."""
+    from sdc_magic.config import preset
+    from sdc_magic.jupyter.session import Session
+
+    plain_times, checked_times, statuses = [], [], []
+    for _ in range(args.pairs):
+        gc.collect()
+        t0 = time.perf_counter()
+        shown = make()
+        html = shown.to_frame()._repr_html_() if isinstance(shown, pd.Series) else shown._repr_html_()
+        plain_times.append(time.perf_counter() - t0)
+        del shown, html
+        sess = Session(rules=preset("insee"))
+        if args.unit:
+            sess.set_rules(unit="firm_id")
+        sess.capture.install()
+        try:
+            gc.collect()
+            t0 = time.perf_counter()
+            published = sess.publish(make())  # record=True: linking on, as a notebook displays
+            checked_times.append(time.perf_counter() - t0)
+            statuses.append(published.metadata["sdc_magic"]["status"])
+        finally:
+            sess.capture.uninstall()
+    plain, checked = statistics.median(plain_times), statistics.median(checked_times)
+    unit = "firm_id" if args.unit else "rows"
+    print(f"{engine:12s} {op:16s} unit={unit:8s} plain {plain:7.3f} s  checked {checked:7.3f} s "
+          f"({checked / plain:6.2f}x)  status {statuses[-1]}", flush=True)
+    return engine, op, unit, plain, checked, statuses[-1]
 
 
 if __name__ == "__main__":

@@ -292,7 +292,7 @@ class Recorder:
                 # the values: linking fingerprints them as it does pandas' (same rows, same
                 # fingerprints, whichever engine made the table)
                 if name not in out and name not in keys:
-                    out[name] = frame.iloc[:, col].to_numpy()
+                    out[name] = frame.iloc[:, col].array  # (no round trip through Python objects)
                 continue
             if str(name).startswith(INDICATOR):  # a condition's indicator: its 0/1 values
                 out[name] = frame.iloc[:, col].to_numpy()
@@ -301,7 +301,7 @@ class Recorder:
             if label not in out:
                 out[label] = frame.iloc[:, col].to_numpy(dtype=np.uint64, na_value=0)
         for j, k in enumerate(keys):
-            out[k] = frame.iloc[:, j].to_numpy()
+            out[k] = frame.iloc[:, j].array
         rows = pd.DataFrame(out)
         if pending.plan.having and shown is not None and keys:
             # HAVING drops groups: the table's population is the rows of the groups it shows
