@@ -25,6 +25,7 @@ from . import kernel
 from .failsafe import table_types
 from .kernel import message, session
 from .magics import sdc_magic
+from .progress_words import ProgressWords
 from .session import Session, in_internal_work
 
 TYPES = (*table_types(), *display_types())  # engine types by "module.Class" name
@@ -207,21 +208,24 @@ class _Progress:
         self.every = every
         self.last = 0.0
         self.display_id: str | None = None
+        self.words = ProgressWords()
 
     def __call__(self, message: str, fraction: float | None = None) -> None:
         import time
 
         now = time.monotonic()
-        if not self.enabled or now - self.start < self.delay or now - self.last < self.every:
+        if not self.enabled:
+            return
+        words, share = self.words.update(message, fraction)  # every message moves the stage, shown or not
+        if now - self.start < self.delay or now - self.last < self.every:
             return
         self.last = now
         import html
 
         from IPython.display import display, update_display
 
-        share = "" if fraction is None else f" {max(0.0, min(1.0, float(fraction))):.0%}"
-        text = f"sdc_magic: protecting…{share} ({message}; interrupt the kernel to stop: nothing is shown then)"
-        bar = "" if fraction is None else f'<progress max="1" value="{max(0.0, min(1.0, float(fraction))):.3f}"></progress> '
+        text = f"sdc_magic: protecting… {share:.0%}: {words} (interrupt the kernel to stop: nothing is shown then)"
+        bar = f'<progress max="1" value="{share:.3f}"></progress> '
         data, meta = message_bundle(text, f'<div class="sdc-magic-progress">{bar}<small>{html.escape(text)}</small></div>',
                                     kind="progress")
         if self.display_id is None:
