@@ -450,6 +450,8 @@ def test_demo_notebook_panel_badges_guard_and_redacted_copy(lab: Lab, page: Any,
     dialog.wait_for()
     page.wait_for_selector(".jp-Dialog .sdc-DialogText")
     assert "%sdc export --force" in dialog.inner_text()  # the default: one folder per notebook
+    assert "--only=out-" in dialog.inner_text()  # the outputs the notebook shows (issue 24.2)
+    assert "earlier kernel" not in dialog.inner_text()
     assert "build/export/demo" in dialog.inner_text(), dialog.inner_text()
     shot(page, "export_dialog.png")
     dialog_button(page, "Close").click()

@@ -101,11 +101,16 @@ export async function exportRedacted(redaction: IRedaction, path: string, format
 }
 
 /**
- * Run `%sdc export DIR --force` in the notebook's kernel and show what it printed
- * (or the error, e.g. while the magic does not exist yet).
+ * Run `%sdc export DIR --force --only=IDS` in the notebook's kernel and show what it printed
+ * (or the error, e.g. while the magic does not exist yet). ``ids``: the outputs the notebook
+ * shows now, so that deleted or cleared outputs and those of earlier kernels stay out.
  */
-export async function runExport(panel: NotebookPanel, dir: string): Promise<string> {
-  const code = exportCode(dir);
+export async function runExport(
+  panel: NotebookPanel,
+  dir: string,
+  ids?: ReadonlyArray<string | null> | null
+): Promise<string> {
+  const code = exportCode(dir, ids);
   const title = 'Export cleared outputs';
   const kernel = panel.sessionContext.session?.kernel;
   if (!kernel || kernel.status === 'dead' || kernel.connectionStatus !== 'connected') {

@@ -139,7 +139,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       isEnabled: () => watcher.panel !== null,
       execute: async () => {
         if (watcher.panel) {
-          await runExport(watcher.panel, options.exportDir);
+          const shown = watcher.summary.outputs.map(o => o.id);
+          await runExport(watcher.panel, options.exportDir, shown);
         } else {
           await showText('Export cleared outputs', 'No notebook is active.');
         }

@@ -450,11 +450,14 @@ export function stripAnsi(text: string): string {
 
 /** The magic the Export button runs. Quotes the directory when needed; no directory:
  * the kernel's default, one folder per notebook (build/export/<notebook>/). */
-export function exportCode(dir: string): string {
+export function exportCode(dir: string, ids?: ReadonlyArray<string | null> | null): string {
   const d = dir.trim();
-  if (!d) {
-    return '%sdc export --force';
-  }
   const quoted = /[\s"']/.test(d) ? JSON.stringify(d) : d;
-  return `%sdc export ${quoted} --force`;
+  const code = d ? `%sdc export ${quoted} --force` : '%sdc export --force';
+  if (!ids) {
+    return code;
+  }
+  // the outputs the notebook shows now (saved or not): the kernel cannot see deletions
+  const shown = ids.filter((id): id is string => typeof id === 'string' && /^[A-Za-z0-9_-]+$/.test(id));
+  return `${code} --only=${Array.from(new Set(shown)).join(',')}`;
 }

@@ -237,6 +237,11 @@ describe('versions and kernel replies', () => {
     assert.equal(exportCode('build/export'), '%sdc export build/export --force');
     assert.equal(exportCode('my dir'), '%sdc export "my dir" --force');
     assert.equal(exportCode(''), '%sdc export --force');
+    assert.equal(
+      exportCode('x', ['out-3', null, 'out-7', 'out-3', 'bad id;rm']),
+      '%sdc export x --force --only=out-3,out-7'
+    );
+    assert.equal(exportCode('', []), '%sdc export --force --only=');
     assert.equal(stripAnsi('\u001b[0;31mUsageError\u001b[0m: bad'), 'UsageError: bad');
   });
 });

@@ -7,7 +7,8 @@
 ``%sdc exception out-7 "why"``  ask the output checker to release out-7 as it is (status review)
 ``%sdc comment out-7 "text"``   a comment for the checker
 ``%sdc drop out-7``             exclude out-7 from export
-``%sdc export [DIR] [--force] [--xlsx]``  write cleared outputs, certificates and results.json (default: build/export/<notebook>/)
+``%sdc export [DIR] [--force] [--xlsx] [--only out-1,out-3]``  write cleared outputs of this kernel (or those
+                                named), certificates and results.json (default: build/export/<notebook>/)
 ``%sdc verify DIR``             re-check an export folder without the data
 ``%sdc microdata keys=sex,birth_year,education k=3 sensitive=hiv_status l=2 max_risk=5``
                                 row-level frames displayed afterwards are checked for k-anonymity
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import shlex
+from typing import Any
 
 from ..config import PRESETS, RulesError, known_keys, parse_assignments
 
@@ -64,25 +66,7 @@ def sdc_magic(line: str) -> None:
             record = sess.ledger.drop(rest.strip())
             _say(f"{record.id}: excluded from export")
         elif command == "export":
-            args = shlex.split(rest)
-            folders = [a for a in args if not a.startswith("--")]
-            unknown = [a for a in args if a.startswith("--") and a not in ("--force", "--xlsx")]
-            if len(folders) > 1 or unknown:
-                raise RulesError(f"usage: %sdc export [FOLDER] [--force] [--xlsx]; got {rest.strip()!r} "
-                                 '(quote a folder with spaces: %sdc export "my dir")')
-            folder = folders[0] if folders else None  # None: one folder per notebook
-            left_out: list[str] = []
-            written = sess.export(folder, force="--force" in args, xlsx="--xlsx" in args, left_out=left_out)
-            if folder is None:
-                from ..records.export import default_export_folder
-
-                folder = str(default_export_folder())
-            skipped = [r.id for r in sess.outputs if not r.exportable]
-            _say(f"exported {len(written)} output(s) to {folder}: " + ", ".join(r.id for r in written))
-            if skipped:
-                _say("not exported (not cleared): " + ", ".join(skipped))
-            for why in left_out:
-                _say("not exported: " + why)
+            _export(sess, rest)
         elif command == "verify":
             from ..records.verification import verify
 
@@ -136,3 +120,61 @@ def _print_status(sess: object) -> None:
         lines.append(f"{o.id:<8} {cell:>4} {o.status:<11} {o.kind:<11} {o.hidden:>6} {o.cells:>6} {export:<6} "
                      f"{o.call or ''}{note}")
     _say("\n".join(lines))
+
+
+def _export(sess: Any, rest: str) -> None:
+    """``%sdc export [FOLDER] [--force] [--xlsx] [--only out-1,out-3]``: which outputs, said in words.
+
+    Which outputs (issue 24.2): ``--only`` names them (the panel's Export sends the outputs
+    the notebook shows now, saved or not); typed in a cell, the outputs of this kernel (a
+    kernel cannot see which of its outputs were deleted since, nor which outputs of earlier
+    kernels the notebook still shows: those are named, not exported).
+    """
+    args = shlex.split(rest)
+    only: list[str] | None = None
+    rest_args: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--only" or a.startswith("--only="):
+            value = a.split("=", 1)[1] if "=" in a else (args[i + 1] if i + 1 < len(args) else None)
+            if value is None:
+                raise RulesError("usage: %sdc export [FOLDER] [--force] [--xlsx] [--only out-1,out-3]")
+            only = [v for v in (x.strip() for x in value.split(",")) if v]
+            i += 1 if "=" in a else 2
+            continue
+        rest_args.append(a)
+        i += 1
+    folders = [a for a in rest_args if not a.startswith("--")]
+    unknown = [a for a in rest_args if a.startswith("--") and a not in ("--force", "--xlsx")]
+    if len(folders) > 1 or unknown:
+        raise RulesError(f"usage: %sdc export [FOLDER] [--force] [--xlsx] [--only out-1,out-3]; got {rest.strip()!r} "
+                         '(quote a folder with spaces: %sdc export "my dir")')
+    known = {r.id for r in sess.outputs}
+    if only is None:
+        scope = [r for r in sess.outputs if r.kernel_session == sess.ledger.token]
+        earlier = [r for r in sess.outputs if r.kernel_session != sess.ledger.token and r.exportable]
+    else:
+        scope = [r for r in sess.outputs if r.id in set(only)]
+        earlier = []
+    folder = folders[0] if folders else None  # None: one folder per notebook
+    left_out: list[str] = []
+    written = sess.export(folder, force="--force" in rest_args, xlsx="--xlsx" in rest_args, left_out=left_out,
+                          only=[r.id for r in scope])
+    if folder is None:
+        from ..records.export import default_export_folder
+
+        folder = str(default_export_folder())
+    _say(f"exported {len(written)} output(s) to {folder}: " + ", ".join(r.id for r in written))
+    skipped = [r.id for r in scope if not r.exportable]
+    if skipped:
+        _say("not exported (not cleared): " + ", ".join(skipped))
+    for why in left_out:
+        _say("not exported: " + why)
+    if only is not None and (missing := [o for o in only if o not in known]):
+        _say("not exported (no record of these outputs in this notebook's ledger): " + ", ".join(missing))
+    if earlier:
+        _say(f"not exported (made by an earlier kernel; the notebook may no longer show them): "
+             f"{', '.join(r.id for r in earlier)}. Re-run their cells, or export from the sdc_magic panel, "
+             "which sends the outputs the notebook shows")
+

@@ -475,12 +475,13 @@ class Session:
         return self.ledger.request_exception(out_id, reason)
 
     def export(self, folder: Any, force: bool = False, xlsx: bool = False,
-               left_out: list[str] | None = None) -> list[OutputRecord]:
+               left_out: list[str] | None = None, only: Any = None) -> list[OutputRecord]:
         """Write the exportable outputs of this session for an output checker (``left_out``: why
-        outputs that could not be exported were left out)."""
+        outputs that could not be exported were left out; ``only``: these output ids alone)."""
         from ..records.export import export
 
-        return export(self.ledger.records, folder, self.rules.as_dict(), force=force, xlsx=xlsx, left_out=left_out)
+        return export(self.ledger.records, folder, self.rules.as_dict(), force=force, xlsx=xlsx, left_out=left_out,
+                      only=only)
 
     def suggestions(self, checked: Checked, name_of: Any = None, candidates: int | None = None,
                     budget: float | None = None) -> tuple[Any, Any]:
