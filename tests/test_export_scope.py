@@ -4,7 +4,6 @@ earlier kernels instead of exporting them."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -25,11 +24,6 @@ def _cleared_tables(sdc) -> list[str]:
 def shown(sdc, referrals):
     sdc.ns["referrals"] = referrals
     return _cleared_tables(sdc)
-
-
-def _exported(folder: Path) -> set[str]:
-    results = json.loads((folder / "results.json").read_text())
-    return {o["id"] for o in results["outputs"]} if isinstance(results.get("outputs"), list) else set(results)
 
 
 def test_only_exports_the_named_outputs_and_says_which_are_unknown(sdc, shown, tmp_path: Path) -> None:
