@@ -99,6 +99,15 @@ def test_notebook7_inline_output_use_this_and_exception(nb7: Jupyter, page: Any)
     wait_kernel_idle(nb7)
     page.wait_for_function(f"() => document.querySelectorAll('{OUTPUTS}').length >= 3")
     assert page.locator(f"{OUTPUTS} td.sdc-Hidden").count() > 0
+    # no status bar in Notebook 7: the notebook's toolbar says how many outputs are not cleared,
+    # and a click (or Enter) opens the disclosure panel (issue 24.4)
+    item = page.locator(".jp-NotebookPanel-toolbar .sdc-ToolbarItem")
+    page.wait_for_function(
+        "() => /sdc: \\d+ cleared/.test(document.querySelector('.sdc-ToolbarItem')?.textContent || '')")
+    assert re.search(r"sdc: \d+ cleared", item.inner_text()), item.inner_text()
+    item.click()
+    page.wait_for_selector("#sdc-panel", state="visible")
+    assert "cleared" in page.locator("#sdc-panel").inner_text()
     text = page.locator(NB).inner_text()
     assert "model not found" not in text and "Error displaying widget" not in text
 

@@ -5,7 +5,7 @@
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
@@ -165,8 +165,27 @@ const plugin: JupyterFrontEndPlugin<void> = {
     app.shell.add(panel, 'right', { rank: 250 });
 
     const status = new StatusItem(() => app.shell.activateById(PANEL_ID));
+    // Notebook 7 has no status bar: the same item goes in each notebook's toolbar, and a click
+    // opens the panel (issue 24.4)
+    const toolbarItems = new Map<NotebookPanel, StatusItem>();
     if (statusBar) {
       statusBar.registerStatusItem('sdc-magic:status', { item: status, align: 'left', rank: 5 });
+    } else {
+      const addToToolbar = (nb: NotebookPanel) => {
+        if (toolbarItems.has(nb)) {
+          return;
+        }
+        const item = new StatusItem(() => app.shell.activateById(PANEL_ID));
+        item.addClass('sdc-ToolbarItem');
+        nb.toolbar.insertItem(10, 'sdc-magic-status', item);
+        toolbarItems.set(nb, item);
+        nb.disposed.connect(() => toolbarItems.delete(nb));
+      };
+      tracker.forEach(addToToolbar);
+      tracker.widgetAdded.connect((_, nb) => {
+        addToToolbar(nb);
+        render();
+      });
     }
 
     const render = () => {
@@ -174,6 +193,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       panel.render(watcher.summary, nb ? nb.context.path : null, watcher.kernelState, watcher.serverChecked);
       const guard = !options.guardEnabled ? 'off' : options.guardLocked ? 'locked' : 'on';
       status.show_(watcher.summary, nb !== null, guard);
+      if (nb && toolbarItems.has(nb)) {
+        toolbarItems.get(nb)!.show_(watcher.summary, true, guard);
+      }
       if (nb) {
         decorate(nb, watcher.summary, options.badges);
         // Output widgets may be created just after the model changes.
