@@ -726,3 +726,48 @@ def test_inline_output_use_this_exception_and_reopen(lab: Lab, page: Any, tmp_pa
         menu(page, "File", "docmanager:download")  # no guard: nothing to hold back
     assert page.locator(".jp-Dialog").count() == 0
     assert not widget_errors(page)
+
+
+CONTRAST_JS = """(selector) => {
+  const el = document.querySelector(selector);
+  if (!el) { return null; }
+  const parse = c => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  let bg = [255, 255, 255];
+  for (let n = el; n; n = n.parentElement) {
+    const p = parse(getComputedStyle(n).backgroundColor);
+    if (p.length === 3 || (p.length === 4 && p[3] > 0)) { bg = p; break; }
+  }
+  const a = lum(parse(getComputedStyle(el).color)), b = lum(bg);
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}"""
+THEMES = "/lab/api/settings/@jupyterlab/apputils-extension:themes"
+
+
+def test_dark_theme_contrast_and_keyboard_focus(lab: Lab, page: Any) -> None:
+    """Issue 24.5: in JupyterLab Dark the hidden marker and the status-bar item read at 4.5:1 or
+    more; Enter on the status-bar item moves the focus into the panel."""
+    assert lab.fetch(THEMES, "PUT", {"raw": json.dumps({"theme": "JupyterLab Dark"})}).code in (200, 204)
+    try:
+        open_notebook(page, lab, "demo.ipynb")
+        page.wait_for_selector("body[data-jp-theme-light='false']", state="attached")
+        wait_kernel_idle(lab)
+        menu(page, "Run", "runmenu:run-all")
+        page.wait_for_selector(".sdc-Output-table td.sdc-Hidden", timeout=120_000)
+        page.wait_for_selector(".sdc-StatusItem.sdc-mod-uncleared", timeout=60_000)
+        hidden = page.evaluate(CONTRAST_JS, ".sdc-Output-table td.sdc-Hidden")
+        status = page.evaluate(CONTRAST_JS, ".sdc-StatusItem.sdc-mod-uncleared")
+        shot(page, "dark_theme.png")
+        assert hidden is not None and hidden >= 4.5, hidden
+        assert status is not None and status >= 4.5, status
+        # the keyboard: Enter on the status-bar item opens the panel with the focus inside it
+        page.locator(".sdc-StatusItem").focus()
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#sdc-panel", state="visible")
+        page.wait_for_function("() => !!document.activeElement && !!document.activeElement.closest('#sdc-panel')")
+        wait_kernel_idle(lab)
+    finally:
+        lab.fetch(THEMES, "PUT", {"raw": json.dumps({"theme": "JupyterLab Light"})})

@@ -164,7 +164,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
     panel.title.icon = shieldIcon;
     app.shell.add(panel, 'right', { rank: 250 });
 
-    const status = new StatusItem(() => app.shell.activateById(PANEL_ID));
+    // opened from the keyboard, the focus goes into the panel (not left 45 Tab presses away)
+    const openPanelWithFocus = () => {
+      app.shell.activateById(PANEL_ID);
+      requestAnimationFrame(() => panel.focusTitle());
+    };
+    const status = new StatusItem(openPanelWithFocus);
     // Notebook 7 has no status bar: the same item goes in each notebook's toolbar, and a click
     // opens the panel (issue 24.4)
     const toolbarItems = new Map<NotebookPanel, StatusItem>();
@@ -175,7 +180,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         if (toolbarItems.has(nb)) {
           return;
         }
-        const item = new StatusItem(() => app.shell.activateById(PANEL_ID));
+        const item = new StatusItem(openPanelWithFocus);
         item.addClass('sdc-ToolbarItem');
         nb.toolbar.insertItem(10, 'sdc-magic-status', item);
         toolbarItems.set(nb, item);

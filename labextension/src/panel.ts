@@ -46,7 +46,10 @@ export class DisclosurePanel extends Widget {
     this._callbacks = callbacks;
 
     const header = el('div', 'sdc-Panel-header');
-    header.appendChild(el('h2', 'sdc-Panel-title', 'Disclosure'));
+    const title = el('h2', 'sdc-Panel-title', 'Disclosure');
+    title.tabIndex = -1; // focused when the panel is opened from the keyboard (see focusTitle)
+    this._title = title;
+    header.appendChild(title);
     this._notebook = el('div', 'sdc-Panel-notebook');
     header.appendChild(this._notebook);
     this.node.appendChild(header);
@@ -121,6 +124,12 @@ export class DisclosurePanel extends Widget {
       `kernel: ${kernel}` + (serverChecked ? ' · digests checked by the server' : '');
   }
 
+  /** Move the keyboard focus into the panel (opened from the status bar or toolbar with Enter). */
+  focusTitle(): void {
+    this._title.focus();
+  }
+
+  private _title: HTMLElement;
   private _item(info: IOutputInfo): HTMLLIElement {
     const li = el('li', `sdc-Panel-item sdc-Panel-item--${info.status}`);
     li.dataset.status = info.status;

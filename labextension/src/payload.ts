@@ -118,5 +118,9 @@ export function kernelNote(kernel: { status: string; connected: boolean } | null
 
 /** Number of lines a code box needs (at most 12; longer code scrolls). */
 export function codeRows(code: string): number {
-  return Math.min(12, Math.max(2, code.split('\n').length));
+  const lines = code.split('\n');
+  // a line wider than the box scrolls sideways: its scrollbar takes a row, which then hid the
+  // last line of the code (issue 24.5)
+  const scrollbar = lines.some(line => line.length > 72) ? 1 : 0;
+  return Math.min(12, Math.max(2, lines.length + scrollbar));
 }

@@ -317,5 +317,7 @@ describe('payload helpers', () => {
     assert.equal(kernelNote({ status: 'idle', connected: true }), null);
     assert.equal(codeRows('a'), 2);
     assert.equal(codeRows('a\n'.repeat(40)), 12);
+    assert.equal(codeRows('x'.repeat(120)), 2); // one line and its sideways scrollbar
+    assert.equal(codeRows('a\n' + 'x'.repeat(120) + '\nb'), 4);
   });
 });
