@@ -168,3 +168,17 @@ def test_cut_points_are_few_and_round() -> None:
     edges = [float(x) for x in cut.title.split(": ")[1].split(", ")]
     assert all(e % 5 == 0 for e in edges), edges
     assert cut.hidden == 0
+
+
+def test_rates_are_about_the_table_and_the_request_is_in_words(session, referrals) -> None:
+    """Issue 24.3: no plain attribute grouped by a flag the table is not about (the same
+    "disability by completed" for every count table); the reply names the request in words."""
+    _, found = _four_way_suggestions(session, referrals)
+    rates = [s for s in found.items if s.kind == "rate"]
+    table_keys = {"admin2", "case_category", "age_band", "sex"}
+    for rate in rates:
+        group = rate.title.rsplit(" by ", 1)[1]
+        assert group in table_keys or " among " in rate.title, rate.title
+    assert "rate of disability_reported by completed" not in [s.title for s in found.items]
+    assert found.answer.startswith("**Request:** counts by admin2 × case_category × age_band × sex")
+    assert "groupby" not in found.answer.split("\n", 1)[0]

@@ -519,7 +519,10 @@ class Session:
                               capturing=self.capturing)
         found = suggester.run() if candidates is None else suggester.run(candidates=candidates,
                                                                           rate_groupings=candidates)
-        found.answer = answer(f"{entry.call} by {' × '.join(map(str, source.keys))}", checked, found.items)
+        # the request in words ("counts by admin2 × sex", not pandas' call), and three alternatives
+        # where the search found them: the better answers first, then further clean regroupings
+        spare = [s for s in found.explored if s.publishes_cleanly and s not in found.items]
+        found.answer = answer(self._title(entry), checked, [*found.items, *spare])
         return found, suggester
 
     def capturing(self) -> Any:

@@ -450,8 +450,14 @@ class Suggester:
         """
         frame = self.frame
         flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c].dtype)]
-        groupings = [k for k in self.keys if frame[k].nunique(dropna=True) <= 12]
-        groupings += [c for c in flags if c not in groupings]
+        if self.var is not None and self.var in flags:
+            flags = [self.var]  # a mean of a flag: its own rate, nothing else
+        # by the table's own keys; by another flag only for an outcome of a process with its
+        # natural denominator (completion among consenting cases, by disability: the seed
+        # lesson's answer). A plain attribute by a column the table is not about (the same
+        # disability rate "by completed" for every count table) answers nobody's question.
+        keys = [k for k in self.keys if frame[k].nunique(dropna=True) <= 12]
+        other_flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c].dtype) and c not in keys]
         found: list[Suggestion] = []
         tried = 0
         for outcome in flags:
@@ -462,6 +468,7 @@ class Suggester:
                        and not (y & ~frame[f].to_numpy(dtype=bool)).any()]
             population = max(implied, key=lambda f: (int(frame[f].sum()), f)) if implied else None
             sub = frame[frame[population]] if population else frame
+            groupings = keys + (other_flags if population else [])
             for group in groupings:
                 if group in (outcome, population):
                     continue
