@@ -771,3 +771,41 @@ def test_dark_theme_contrast_and_keyboard_focus(lab: Lab, page: Any) -> None:
         wait_kernel_idle(lab)
     finally:
         lab.fetch(THEMES, "PUT", {"raw": json.dumps({"theme": "JupyterLab Light"})})
+
+
+def test_an_output_edited_by_hand_shows_one_verdict(lab: Lab, page: Any, tmp_path: Path) -> None:
+    """Issue 24.8: a cleared table whose numbers were changed in the .ipynb (record kept) is
+    "not cleared — changed after it was checked" by the server; the renderer's green header
+    gives way, so the output never shows two badges that contradict each other."""
+    from sdc_magic.jupyter.notebooks import execute
+
+    ran = execute(DEMO, tmp_path / "ran.ipynb")
+    nb = json.loads(json.dumps(ran))
+    edited = None
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            payload = out.get("data", {}).get(SDC_MIME)
+            if payload and payload.get("status") == "pass" and edited is None:
+                text = json.dumps(payload["table"])
+                changed = re.sub(r"(?<=[\[,])(\d+)(?=[,\]])", lambda m: str(int(m.group(1)) + 1), text, count=1)
+                assert changed != text
+                payload["table"] = json.loads(changed)
+                edited = payload["id"]
+    assert edited is not None, "the demo has a cleared table"
+    (lab.root / "edited.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+
+    open_notebook(page, lab, "edited.ipynb")
+    page.wait_for_selector("#sdc-panel .sdc-Panel-footer:has-text('digests checked by the server')",
+                           state="attached", timeout=60_000)
+    output = page.locator(f'.sdc-Output[data-id="{edited}"]')
+    output.wait_for()
+    page.wait_for_function(
+        "id => document.querySelector(`.sdc-Output[data-id='${id}']`).classList.contains('sdc-mod-overruled')",
+        arg=edited)
+    assert not output.locator(".sdc-Output-header").is_visible()  # the kernel's "cleared" header gives way
+    output.scroll_into_view_if_needed()
+    shot(page, "edited_output.png")
+    row = page.locator(".jp-OutputArea-child", has=output).locator(".sdc-BadgeRow")
+    row.wait_for()
+    says = (row.get_attribute("title") or "") + " " + row.inner_text()
+    assert "changed after it was checked" in says and "not cleared" in says, says

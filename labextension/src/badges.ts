@@ -11,6 +11,8 @@ import { badgeNode } from './panel';
 
 export const BADGE_ROW_CLASS = 'sdc-BadgeRow';
 const HAS_BADGE_CLASS = 'sdc-mod-badged';
+/** On our renderer's node when the server's classification disagrees with its record. */
+export const OVERRULED_CLASS = 'sdc-mod-overruled';
 
 /** The output-area child widgets of a code cell, in output order. */
 export function outputChildren(cell: Cell): ReadonlyArray<Widget> {
@@ -34,6 +36,12 @@ export function decorate(panel: NotebookPanel, summary: ISummary, enabled: boole
       // e.g. an edited output), and the extension's own messages need none.
       const own = child.node.querySelector('.sdc-Output') as HTMLElement | null;
       const ownSays = own ? own.dataset.status : undefined;
+      // the digest check overrules the record an output carries (an output edited by hand keeps
+      // its "cleared" record): the renderer's own header then gives way to the badge that says
+      // what the check found, never two badges that contradict each other (issue 24.8)
+      if (own) {
+        own.classList.toggle(OVERRULED_CLASS, !!info && ownSays !== undefined && ownSays !== info.status);
+      }
       if (!enabled || !info || (info.cleared && isMessage(info)) || (ownSays !== undefined && ownSays === info.status)) {
         existing?.remove();
         child.removeClass(HAS_BADGE_CLASS);
