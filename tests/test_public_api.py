@@ -60,9 +60,20 @@ def test_from_import_gives_the_callable_and_module_attributes() -> None:
     assert protect.protection_levels is sys.modules["sdc_magic.protect"].protection_levels
 
 
+def _fresh_ledger(tmp_path: Path, persist: bool) -> None:
+    """The example's session starts with an empty ledger, as a new notebook's does: the test
+    process's kernel session has recorded every earlier test's outputs (exporting and verifying
+    hundreds of them took two minutes)."""
+    from sdc_magic.jupyter.kernel import session
+    from sdc_magic.records.ledger import Ledger
+
+    session().ledger = Ledger(folder=tmp_path / ".sdc_magic", persist=persist)
+
+
 def test_readme_python_api_example_runs_with_the_extension(sdc: Any, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    _fresh_ledger(tmp_path, persist=True)
     ran = sdc.run(_block_after("## Python API"))
     assert ran.tables[0][1]["sdc_magic"]["status"] in ("pass", "suppressed")  # display(table) was checked
     ledger = sdc.run("sdc_magic.ledger()").result
@@ -74,6 +85,7 @@ def test_readme_python_api_example_runs_with_the_extension(sdc: Any, tmp_path: P
 def test_readme_python_api_example_runs_without_the_extension(shell: Any, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    _fresh_ledger(tmp_path, persist=False)
     shell.run(_block_after("## Python API"))
     assert isinstance(shell.ns["checked"].status, str)
     assert (tmp_path / "release" / "results.json").is_file()
