@@ -202,8 +202,13 @@ export function describe(output: IOutputLike, why: string | null): {
     } else if (isObject(output.metadata) && isObject(output.metadata['sdc_magic_redacted'])) {
       reasons.push('placeholder of a removed output');
     } else {
-      const mimes = Object.keys(output.data || {}).join(', ') || 'no data';
-      reasons.push(`not checked by sdc_magic (${mimes}): never exported`);
+      const mimes = Object.keys(output.data || {});
+      if (mimes.length === 1 && mimes[0] === 'text/plain') {
+        // a dict, a list, a number: a working note for the analyst, not a table to release
+        reasons.push('a Python value shown as text, not a table: for your own use, never exported');
+      } else {
+        reasons.push(`not checked by sdc_magic (${mimes.join(', ') || 'no data'}): never exported`);
+      }
     }
     return { rules, reasons };
   }

@@ -127,6 +127,8 @@ describe('classifyOutput', () => {
     assert.match(classifyOutput(error).reasons[0], /error message ValueError/);
     assert.match(classifyOutput(image).reasons[0], /image\/png/);
     assert.equal(badgeText(classifyOutput(stream)), 'not cleared');
+    const value = { output_type: 'execute_result', data: { 'text/plain': "{'k': 3}" }, metadata: {} };
+    assert.match(classifyOutput(value as IOutputLike).reasons[0], /a Python value shown as text, not a table/);
   });
   it('survives malformed records', () => {
     const weird = { output_type: 'display_data', data: {}, metadata: { sdc_magic: { status: 'blocked', reasons: [null, { reasons: 'x' }], notes: 'x', hidden: '5' } } };
