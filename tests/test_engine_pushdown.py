@@ -85,76 +85,45 @@ def test_the_counter_sees_a_plain_fetch() -> None:
     assert sum(moved) == ROWS
 
 
-def _display(make: Any) -> tuple[int, str]:
+def _display(make: Any, record: bool = True) -> tuple[int, str]:
+    """(cells, status) of the first display of ``make()`` in a fresh session (``record``: linking on)."""
     from sdc_magic.jupyter.session import Session
 
     sess = Session()
     sess.capture.install()
     try:
-        published = sess.publish(make())
+        published = sess.publish(make(), record=record)
     finally:
         sess.capture.uninstall()
     return published.checked.hidden.size, published.metadata["sdc_magic"]["status"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: linking still reads every source row into Python "
-                                       "(its values up to 1M rows, DuckDB's hashes of them up to 5M)")
-def test_a_checked_duckdb_display_moves_only_cells_and_atoms() -> None:
+LINKING_READS_ROWS = pytest.mark.xfail(strict=True, reason="issue 22: linking still reads every source row into "
+                                      "Python (its values up to 1M rows, the engine's hashes of them up to 5M)")
+READ_WHEN_MADE = pytest.mark.xfail(strict=True, reason="issue 22: the capture reads the linking rows when the "
+                                                       "result is made, whether or not a display links it")
+#: with linking (a notebook's display) and without it (only the evidence: facts computed in the engine)
+RECORD = [pytest.param(True, marks=LINKING_READS_ROWS, id="linked"),
+          pytest.param(False, marks=READ_WHEN_MADE, id="not-linked")]
+
+
+@pytest.mark.parametrize("record", RECORD)
+def test_a_checked_duckdb_display_moves_only_cells_and_atoms(record: bool) -> None:
     duckdb = pytest.importorskip("duckdb")
     con = duckdb.connect()
     con.register("t", _data())
     with counting(duckdb.DuckDBPyRelation, DUCKDB_CONVERSIONS) as moved:
-        cells, status = _display(lambda: con.sql("SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"))
+        cells, status = _display(lambda: con.sql("SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"),
+                                 record=record)
     assert status != "withheld"
     assert sum(moved) <= 10 * cells, f"{sum(moved):,} rows moved into Python for {cells:,} cells"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: linking still reads every source row of a polars frame "
-                                       "into pandas (keys and values)")
-def test_a_checked_polars_display_moves_only_cells_and_atoms() -> None:
+@pytest.mark.parametrize("record", RECORD)
+def test_a_checked_polars_display_moves_only_cells_and_atoms(record: bool) -> None:
     pl = pytest.importorskip("polars")
     frame = pl.from_pandas(_data())
     with counting(pl.DataFrame, POLARS_CONVERSIONS) as moved:
-        cells, status = _display(lambda: frame.group_by(KEYS).len())
+        cells, status = _display(lambda: frame.group_by(KEYS).len(), record=record)
     assert status != "withheld"
-    assert sum(moved) <= 10 * cells, f"{sum(moved):,} rows moved into Python for {cells:,} cells"
-
-
-@pytest.mark.xfail(strict=True, reason="issue 22: the capture reads the linking rows when the result is made, "
-                                       "whether or not a display links it")
-def test_a_checked_polars_display_without_linking_moves_only_cells() -> None:
-    """The evidence itself is computed inside polars (the facts in the user's own aggregation):
-    with linking off only the table should come back."""
-    pl = pytest.importorskip("polars")
-    from sdc_magic.jupyter.session import Session
-
-    frame = pl.from_pandas(_data())
-    sess = Session()
-    sess.capture.install()
-    try:
-        with counting(pl.DataFrame, POLARS_CONVERSIONS) as moved:
-            published = sess.publish(frame.group_by(KEYS).len(), record=False)
-    finally:
-        sess.capture.uninstall()
-    cells = published.checked.hidden.size
-    assert sum(moved) <= 10 * cells, f"{sum(moved):,} rows moved into Python for {cells:,} cells"
-
-
-@pytest.mark.xfail(strict=True, reason="issue 22: the capture reads the linking rows when the result is made, "
-                                       "whether or not a display links it")
-def test_a_checked_duckdb_display_without_linking_moves_only_cells() -> None:
-    duckdb = pytest.importorskip("duckdb")
-    from sdc_magic.jupyter.session import Session
-
-    con = duckdb.connect()
-    con.register("t", _data())
-    sess = Session()
-    sess.capture.install()
-    try:
-        with counting(duckdb.DuckDBPyRelation, DUCKDB_CONVERSIONS) as moved:
-            published = sess.publish(con.sql("SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"),
-                                     record=False)
-    finally:
-        sess.capture.uninstall()
-    cells = published.checked.hidden.size
     assert sum(moved) <= 10 * cells, f"{sum(moved):,} rows moved into Python for {cells:,} cells"
