@@ -693,15 +693,27 @@ def test_inline_output_use_this_exception_and_reopen(lab: Lab, page: Any, tmp_pa
     reopened.scroll_into_view_if_needed()
     shot(page, "reopened.png")
 
-    # -- the new kernel did not make these outputs: its actions say so instead of failing silently
+    # -- the new kernel did not make these outputs: their actions are off, with the reason, before
+    # any click (issue 24.6: "More options" looked enabled and the old note stayed)
     kernel = wait_kernel_idle(lab)
-    other = page.locator(f"{OUTPUTS} .sdc-Output-more").first
-    if other.count():
-        other.evaluate("b => { b.closest('details').open = true; }")
-        other.click()
-        # (the new kernel has not loaded the extension, or did not make this output)
-        page.locator(f"{OUTPUTS} .sdc-Output-actions",
-                     has_text=re.compile("does not know sdc_magic|earlier run")).first.wait_for()
+    if page.locator(f"{OUTPUTS} .sdc-Output-more").count():
+        page.locator(f"{OUTPUTS} .sdc-Output-kernelNote", has_text="has not loaded sdc_magic").first.wait_for(
+            state="attached", timeout=30_000)
+        assert page.eval_on_selector_all(f"{OUTPUTS} .sdc-NeedsKernel", "els => els.every(b => b.disabled)")
+        # the extension loaded in the new kernel: it still did not make these outputs
+        last = page.locator(f"{CURRENT_NOTEBOOK} .jp-Cell").last
+        last.locator(".jp-InputArea-prompt").click()
+        page.keyboard.press("Escape")
+        page.keyboard.press("b")
+        page.keyboard.press("Enter")
+        page.keyboard.type("%load_ext sdc_magic")
+        page.keyboard.press("Shift+Enter")
+        page.locator(f"{OUTPUTS} .sdc-Output-kernelNote", has_text="Made by an earlier kernel").first.wait_for(
+            state="attached", timeout=30_000)
+        assert page.eval_on_selector_all(f"{OUTPUTS} .sdc-NeedsKernel", "els => els.every(b => b.disabled)")
+        assert not page.locator(f"{OUTPUTS} .sdc-Output-actions .sdc-Output-note",
+                                has_text="load_ext").count()  # no stale note beside the new one
+        kernel = wait_kernel_idle(lab)
     # -- no kernel at all: the actions are disabled, with a note
     assert lab.fetch(f"/api/kernels/{kernel['id']}", "DELETE").code == 204
     page.wait_for_selector(f"{OUTPUTS} .sdc-Output-kernelNote:visible", timeout=30_000)

@@ -120,6 +120,11 @@ export function tableNode(t: ITablePayload): HTMLElement {
 }
 
 /** Open a comm to the kernel's `sdc_magic` target with one request; resolve with its one reply. */
+/** Why an output's actions are off when the running kernel did not make it. */
+export const EARLIER_KERNEL_NOTE = 'Made by an earlier kernel: run this cell again to use these actions.';
+/** ... and when the running kernel has not loaded the extension at all. */
+export const NOT_LOADED_NOTE = 'The running kernel has not loaded sdc_magic: run %load_ext sdc_magic and this cell again.';
+
 export function kernelRequest(kernel: Kernel.IKernelConnection, data: any): Promise<any> {
   return new Promise((resolve, reject) => {
     let done = false;
@@ -463,13 +468,59 @@ export class SdcOutput extends Widget implements IRenderMime.IRenderer {
       return;
     }
     const kernel = this._kernel();
-    const note = kernelNote(
+    let note = kernelNote(
       kernel ? { status: kernel.status, connected: kernel.connectionStatus === 'connected' } : null
     );
+    if (kernel && (kernel.status === 'restarting' || kernel.status === 'autorestarting')) {
+      this._asked = null; // a new kernel process: it knows none of the outputs made before
+      this._known = null;
+    } else if (kernel && kernel.status === 'busy' && this._known === NOT_LOADED_NOTE) {
+      this._asked = null; // a cell may be loading the extension: ask again when it is idle
+    }
     const buttons = Array.from(this.node.querySelectorAll('.sdc-NeedsKernel')) as HTMLButtonElement[];
+    if (note === null && kernel && buttons.length) {
+      // a running kernel may not be the one that made this output (after a restart): ask it once
+      if (this._asked !== kernel && kernel.status === 'idle') {
+        this._asked = kernel;
+        this._known = null;
+        void this._ping(kernel);
+      } else if (this._known !== null && this._known !== true) {
+        note = this._known;
+      }
+    }
+    if (this._lastNote !== note) {
+      // an earlier action's reply ("run %load_ext…") belongs to the earlier kernel
+      this.node.querySelectorAll('.sdc-Output-actions .sdc-Output-note').forEach(n => (n.textContent = ''));
+      this._lastNote = note;
+    }
     buttons.forEach(b => (b.disabled = note !== null));
     this._kernelNote.hidden = note === null || buttons.length === 0;
     this._kernelNote.textContent = note || '';
+  }
+
+  /** Whether the running kernel made this output (its actions need the kernel's own record of it). */
+  private async _ping(kernel: Kernel.IKernelConnection): Promise<void> {
+    const id = this.node.dataset.id;
+    if (!id) {
+      return;
+    }
+    let known: true | string;
+    try {
+      const reply = await kernelRequest(kernel, { action: 'ping', id });
+      known = reply && reply.known === true ? true : EARLIER_KERNEL_NOTE;
+    } catch (error) {
+      if (!(error instanceof Error && /does not know sdc_magic/.test(error.message))) {
+        if (this._asked === kernel) {
+          this._asked = null; // no answer (a busy kernel): ask again when it is idle
+        }
+        return;
+      }
+      known = NOT_LOADED_NOTE;
+    }
+    if (this._asked === kernel && !this.isDisposed) {
+      this._known = known;
+      this._refreshKernel();
+    }
   }
 
   private async _act(
@@ -507,6 +558,10 @@ export class SdcOutput extends Widget implements IRenderMime.IRenderer {
   private _mimeType: string;
   private _kernelNote: HTMLElement | null = null;
   private _watched: NotebookPanel | null = null;
+  /** The kernel asked whether it made this output, and its answer (true, or why not). */
+  private _asked: Kernel.IKernelConnection | null = null;
+  private _known: true | string | null = null;
+  private _lastNote: string | null | undefined = undefined;
 }
 
 /** The rendermime factory; ranked before text/html (50) and the widget view, safe for untrusted notebooks. */
