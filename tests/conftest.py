@@ -166,15 +166,9 @@ def referrals() -> Any:
 
 # ---- the red-team files (test_engines_redteam, test_redteam_*): 73 people, humanitarian rules
 @pytest.fixture
-def sess() -> Iterator[Any]:
+def sess(humanitarian_session: Any) -> Any:
     """A humanitarian-preset session with capture installed (files may define their own)."""
-    from sdc_magic.config import preset
-    from sdc_magic.jupyter.session import Session
-
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
+    return humanitarian_session
 
 
 @pytest.fixture
