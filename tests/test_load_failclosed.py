@@ -152,8 +152,13 @@ display(table)
 text = " ".join(str(d.get("text/plain", "")) + str(d.get("text/html", "")) for d, _ in sent)
 print("RESULT", "RAW" if ("40" in text and "50" in text) else "NOT-RAW", repr(text[:300]))
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "SDC_MAGIC_CONFIG": ""})
+    import tempfile
+
+    # A fresh folder: the kernel keeps its ledger and patterns in ``.sdc_magic/`` of its working
+    # directory, and outputs that other tests left there would be linked with this table.
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                              cwd=folder, env={"PATH": "/usr/bin:/bin", "SDC_MAGIC_CONFIG": ""})
     assert done.returncode == 0, done.stderr[-2000:]
     return next(line for line in done.stdout.splitlines() if line.startswith("RESULT ")).removeprefix("RESULT ")
 
