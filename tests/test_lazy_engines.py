@@ -1,4 +1,5 @@
-"""Engines are wrapped when the user imports them (issue 24.9): ``%load_ext`` imports no engine,
+"""Engines are wrapped when the user imports them (issue 24.9): ``%load_ext`` imports no engine
+and no solver,
 an engine imported later is captured before its first object exists, a probe of the engine
 (``importlib.util.find_spec``) does not use the hook up, and unloading leaves the import
 system as it was."""
@@ -20,6 +21,7 @@ SCRIPT = textwrap.dedent("""
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "sdc_magic")
     loaded = {m: m in sys.modules for m in ("polars", "duckdb", "pyspark")}
+    solvers = {m: m in sys.modules for m in ("highspy", "pulp", "scipy")}
     probe = importlib.util.find_spec("polars") is not None  # a probe: the hook must survive it
     import polars as pl
     from sdc_magic.jupyter.kernel import session
@@ -29,7 +31,7 @@ SCRIPT = textwrap.dedent("""
     import duckdb
     engines = sorted(session().capture.engines)
     shell.run_line_magic("unload_ext", "sdc_magic")
-    print("RESULT " + json.dumps({"loaded": loaded, "probe": probe, "status": record.status,
+    print("RESULT " + json.dumps({"loaded": loaded, "solvers": solvers, "probe": probe, "status": record.status,
                                   "hidden": record.hidden, "engines": engines,
                                   "after_unload": sorted(session().capture.engines),
                                   "meta_path_restored": not any(type(f).__name__ == "AfterImport"
@@ -45,6 +47,8 @@ def test_engines_are_wrapped_on_import_and_the_hook_goes_away() -> None:
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     result = json.loads(line[len("RESULT "):])
     assert result["loaded"] == {"polars": False, "duckdb": False, "pyspark": False}
+    # the protection's solvers load with the first table that hides a cell, not at %load_ext
+    assert result["solvers"] == {"highspy": False, "pulp": False, "scipy": False}
     assert result["probe"] is True
     # the polars table was captured (its group of 2 hidden), not shown as an unverified frame
     assert result["status"] == "suppressed" and result["hidden"] >= 1, result

@@ -25,8 +25,9 @@ The modules, bottom up (each imports only those before it):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .differencing import variant_cells
-from .joint import joint_audit
 from .linker import Linker
 from .populations import clear_cache, indicator_variables, record_hidden_margins, record_hidden_model
 
@@ -39,3 +40,16 @@ __all__ = [
     "record_hidden_model",
     "variant_cells",
 ]
+
+if TYPE_CHECKING:
+    from .joint import joint_audit
+
+
+def __getattr__(name: str) -> Any:
+    """``joint_audit`` is imported on first use: it needs HiGHS and scipy, which cost 0.2 s at
+    ``%load_ext`` and are not needed until a table is linked with earlier outputs (issue 24.9)."""
+    if name == "joint_audit":
+        from .joint import joint_audit
+
+        return joint_audit
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,25 @@ heuristic for large tables (:mod:`.heuristic`); both end with the audit
 
 from __future__ import annotations
 
-from .api import Protection, audit, protect
-from .levels import protection_levels
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["Protection", "audit", "protect", "protection_levels"]
+
+if TYPE_CHECKING:
+    from .api import Protection, audit, protect
+    from .levels import protection_levels
+
+
+def __getattr__(name: str) -> Any:
+    """The search and its solvers (HiGHS, scipy, PuLP: 0.5 s of imports) load on first use, not
+    when a module only needs the certificate's plain functions (issue 24.9: ``%load_ext``
+    should cost imports of what a first table needs)."""
+    if name in ("Protection", "audit", "protect"):
+        from . import api
+
+        return getattr(api, name)
+    if name == "protection_levels":
+        from .levels import protection_levels
+
+        return protection_levels
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
