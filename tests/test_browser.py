@@ -188,7 +188,11 @@ def expected_status(output: dict[str, Any]) -> str:
     why = clearance(output)
     if why is None:
         return str(status)
-    return status if status in ("review", "blocked") else "uncleared"
+    if status in ("review", "blocked"):
+        return str(status)
+    printed = output.get("output_type") == "stream" and output.get("name") != "stderr"
+    marked = isinstance(meta, dict) and meta.get("kind") == "note" and status == "note"
+    return "note" if printed or marked else "uncleared"  # working notes: never exported, not failures
 
 
 def expected_items(nb: dict[str, Any]) -> list[tuple[int, int, str]]:
@@ -364,7 +368,7 @@ def test_demo_notebook_panel_badges_guard_and_redacted_copy(lab: Lab, page: Any,
     assert any(s in ("pass", "suppressed") for s in statuses), "no cleared output in the demo"
     row_level = page.locator("#sdc-panel .sdc-Panel-item", has_text="referrals.head(3)")
     assert "row-level" in row_level.inner_text() and "never exportable" in row_level.inner_text()
-    for status in ("pass", "suppressed", "review", "blocked", "uncleared"):
+    for status in ("pass", "suppressed", "review", "blocked", "uncleared", "note"):
         chip = page.locator(f'#sdc-panel .sdc-Panel-chip[data-status="{status}"]')
         assert chip.get_attribute("data-count") == str(statuses.count(status)), status
     assert page.locator("#sdc-panel .sdc-Panel-warning").is_hidden(), "version warning shown"
@@ -372,7 +376,9 @@ def test_demo_notebook_panel_badges_guard_and_redacted_copy(lab: Lab, page: Any,
     # -- the status bar
     cleared = sum(s in ("pass", "suppressed") for s in statuses)
     status_text = page.locator(".sdc-StatusItem").inner_text()
-    assert status_text == f"sdc: {cleared} cleared · {len(statuses) - cleared} not cleared"
+    notes = statuses.count("note")
+    noted = f" · {notes} note{'' if notes == 1 else 's'}" if notes else ""
+    assert status_text == f"sdc: {cleared} cleared · {len(statuses) - cleared - notes} not cleared{noted}"
 
     # -- one badge per checked output (our renderer's header), none on the extension's messages
     kinds = [(saved["cells"][ci]["outputs"][oi].get("metadata", {}).get("sdc_magic") or {}).get("kind")
@@ -390,7 +396,7 @@ def test_demo_notebook_panel_badges_guard_and_redacted_copy(lab: Lab, page: Any,
         "els => els.map(e => [e.dataset.status, e.textContent])")
     assert sorted(b[0] for b in badges) == badged
     labels = {"pass": "cleared", "suppressed": "cleared, cells hidden", "review": "needs review", "blocked": "blocked",
-              "uncleared": "not cleared"}
+              "uncleared": "not cleared", "note": "working note"}
     assert all(b[1].startswith(labels[b[0]]) for b in badges), badges
 
     # -- click an entry: the notebook scrolls to that output and flashes it
@@ -490,8 +496,9 @@ def test_without_kernel_extension_everything_is_uncleared(lab: Lab, page: Any, t
     open_notebook(page, lab, "plain.ipynb")
     open_panel(page)
     page.wait_for_function("() => document.querySelectorAll('#sdc-panel .sdc-Panel-item').length === 2")
-    assert [s for _, _, s in panel_items(page)] == ["uncleared", "uncleared"]
-    assert page.locator(".sdc-StatusItem").inner_text() == "sdc: 0 cleared · 2 not cleared"
+    # the table has no record; the print is a working note (never exported either)
+    assert [s for _, _, s in panel_items(page)] == ["uncleared", "note"]
+    assert page.locator(".sdc-StatusItem").inner_text() == "sdc: 0 cleared · 1 not cleared · 1 note"
     page.wait_for_function(
         "() => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .sdc-BadgeRow').length === 2")
 

@@ -15,7 +15,7 @@ import { Widget } from '@lumino/widgets';
 import { downloadRedactedCopy, runExport, showText } from './actions';
 import { decorate, outputNode } from './badges';
 import { ExportGuard } from './guard';
-import { effectiveGuard, IOutputInfo, ISummary, statusBarText, versionWarning } from './model';
+import { effectiveGuard, IOutputInfo, ISummary, needsAttention, statusBarText, versionWarning } from './model';
 import { DisclosurePanel, PANEL_ID } from './panel';
 import { listenForUpdates, rendererFactory } from './renderer';
 import { serverVersion } from './request';
@@ -66,8 +66,8 @@ class StatusItem extends Widget {
     this.node.title =
       'Outputs cleared for release in this notebook (sdc_magic). Click for details.\n' +
       (guard === 'off' ? 'Export guard: off' : guard === 'locked' ? 'Export guard: on (locked by the administrator)' : 'Export guard: on');
-    this.node.dataset.uncleared = String(summary.totals.notCleared);
-    this.node.classList.toggle('sdc-mod-uncleared', active && summary.totals.notCleared > 0);
+    this.node.dataset.uncleared = String(needsAttention(summary.totals));
+    this.node.classList.toggle('sdc-mod-uncleared', active && needsAttention(summary.totals) > 0);
   }
 }
 

@@ -13,9 +13,13 @@ import { SDC_MIME, statusLabel } from './payload';
 export const CLEARED_STATUSES: ReadonlyArray<string> = ['pass', 'suppressed'];
 /** Statuses the kernel side writes into `metadata.sdc_magic.status`. */
 export const RECORD_STATUSES: ReadonlyArray<string> = ['pass', 'suppressed', 'review', 'blocked'];
-/** What the panel shows: the record's status, or `uncleared` for anything else. */
-export type Status = 'pass' | 'suppressed' | 'review' | 'blocked' | 'uncleared';
-export const STATUSES: ReadonlyArray<Status> = ['pass', 'suppressed', 'review', 'blocked', 'uncleared'];
+/**
+ * What the panel shows: the record's status; `note` for the analyst's working notes (printed
+ * text, a Python value the kernel marked as not a table): never exported, but not a failure
+ * either; `uncleared` for anything else.
+ */
+export type Status = 'pass' | 'suppressed' | 'review' | 'blocked' | 'uncleared' | 'note';
+export const STATUSES: ReadonlyArray<Status> = ['pass', 'suppressed', 'review', 'blocked', 'uncleared', 'note'];
 /**
  * Mime types a checked output may carry: the two its digest covers, and the widget view
  * (a reference to a model whose saved state redaction drops). Only a fallback: when the
@@ -88,6 +92,8 @@ export interface ITotals {
   review: number;
   blocked: number;
   uncleared: number;
+  /** Working notes: counted in `notCleared` too (the guard leaves them out of a download). */
+  note: number;
   cleared: number;
   notCleared: number;
   total: number;
@@ -169,7 +175,23 @@ export function outputStatus(output: IOutputLike, why: string | null = localClea
   if (why !== null && (status === 'review' || status === 'blocked')) {
     return status;
   }
+  if (why !== null && isWorkingNote(output)) {
+    return 'note';
+  }
   return 'uncleared';
+}
+
+/**
+ * A working note: printed text on stdout (never checked, never exported: the print guard warns
+ * on stderr when it holds a pandas table), or a value the kernel's record calls a note (a dict,
+ * a list, a number). Still not cleared: the guard and the redacted copy leave notes out.
+ */
+export function isWorkingNote(output: IOutputLike): boolean {
+  if (output.output_type === 'stream') {
+    return output.name !== 'stderr';
+  }
+  const record = isObject(output.metadata) ? output.metadata['sdc_magic'] : undefined;
+  return isObject(record) && record['kind'] === 'note' && record['status'] === 'note';
 }
 
 /** `clearance()`'s reason in the words users see (no jargon). */
@@ -180,7 +202,8 @@ export function plainWhy(why: string): string {
     'no sdc_magic record': 'not checked by sdc_magic',
     'digest does not match the content': 'changed after it was checked',
     'status review': 'needs review',
-    'status blocked': 'blocked'
+    'status blocked': 'blocked',
+    'status note': 'a working note (not a table)'
   };
   return words[why] || why;
 }
@@ -195,20 +218,19 @@ export function describe(output: IOutputLike, why: string | null): {
   const record = isObject(output.metadata) ? output.metadata['sdc_magic'] : undefined;
   if (!isObject(record)) {
     const type = output.output_type || 'unknown';
-    if (type === 'stream') {
-      reasons.push(`printed text${output.name === 'stderr' ? ' (warnings or errors)' : ''}: not checked, never exported`);
+    if (type === 'stream' && output.name !== 'stderr') {
+      reasons.push('printed text: for your own work, not checked, never exported');
+    } else if (type === 'stream') {
+      reasons.push('printed warnings or errors: not checked, never exported');
     } else if (type === 'error') {
       reasons.push(`error message${output.ename ? ' ' + output.ename : ''}: not checked, never exported`);
     } else if (isObject(output.metadata) && isObject(output.metadata['sdc_magic_redacted'])) {
       reasons.push('placeholder of a removed output');
     } else {
+      // (a dict, a list, a number the kernel marked are working notes with a record of their
+      // own; text without one may be a table printed by a kernel without the extension)
       const mimes = Object.keys(output.data || {});
-      if (mimes.length === 1 && mimes[0] === 'text/plain') {
-        // a dict, a list, a number: a working note for the analyst, not a table to release
-        reasons.push('a Python value shown as text, not a table: for your own use, never exported');
-      } else {
-        reasons.push(`not checked by sdc_magic (${mimes.join(', ') || 'no data'}): never exported`);
-      }
+      reasons.push(`not checked by sdc_magic (${mimes.join(', ') || 'no data'}): never exported`);
     }
     return { rules, reasons };
   }
@@ -285,7 +307,7 @@ export function classifyOutput(
 }
 
 export function emptyTotals(): ITotals {
-  return { pass: 0, suppressed: 0, review: 0, blocked: 0, uncleared: 0, cleared: 0, notCleared: 0, total: 0 };
+  return { pass: 0, suppressed: 0, review: 0, blocked: 0, uncleared: 0, note: 0, cleared: 0, notCleared: 0, total: 0 };
 }
 
 /** Key of an output in the server's answer: `cell:output`. */
@@ -319,15 +341,21 @@ export function summarise(cells: ReadonlyArray<ICellLike>, serverWhy?: Map<strin
   return { outputs, totals };
 }
 
-/** The status-bar text: `sdc: 12 cleared · 2 not cleared`. */
+/** Outputs that are not cleared and are not working notes: what needs the analyst's attention. */
+export function needsAttention(totals: ITotals): number {
+  return totals.notCleared - totals.note;
+}
+
+/** The status-bar text: `sdc: 12 cleared · 2 not cleared · 5 notes` (notes only when there are some). */
 export function statusBarText(totals: ITotals): string {
-  return `sdc: ${totals.cleared} cleared · ${totals.notCleared} not cleared`;
+  const notes = totals.note ? ` · ${totals.note} note${totals.note === 1 ? '' : 's'}` : '';
+  return `sdc: ${totals.cleared} cleared · ${needsAttention(totals)} not cleared${notes}`;
 }
 
 /** The badge text of one output, e.g. `cleared, cells hidden · 14 hidden` (the users' vocabulary). */
 export function badgeText(info: IOutputInfo): string {
   const label = statusLabel(info.status);
-  return info.hidden > 0 && info.status !== 'uncleared' ? `${label} · ${info.hidden} hidden` : label;
+  return info.hidden > 0 && info.status !== 'uncleared' && info.status !== 'note' ? `${label} · ${info.hidden} hidden` : label;
 }
 
 /** Whether an output is one of the extension's own messages (banner, %sdc replies, progress). */

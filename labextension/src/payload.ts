@@ -12,7 +12,8 @@ export const STATUS_LABELS: { [status: string]: string } = {
   suppressed: 'cleared, cells hidden',
   review: 'needs review',
   blocked: 'blocked',
-  uncleared: 'not cleared'
+  uncleared: 'not cleared',
+  note: 'working note'
 };
 
 export function statusLabel(status: string): string {

@@ -21,6 +21,7 @@ import {
   outputStatus,
   redactedName,
   statusBarText,
+  needsAttention,
   stripAnsi,
   summarise,
   totalsText,
@@ -83,8 +84,23 @@ describe('outputStatus', () => {
     assert.equal(outputStatus(table('review')), 'review');
     assert.equal(outputStatus(table('blocked')), 'blocked');
   });
+  it('calls printed text and values the kernel marked working notes, never cleared', () => {
+    assert.equal(outputStatus(stream), 'note');
+    assert.equal(localClearance(stream), 'stream output');
+    const value = { output_type: 'execute_result', data: { 'text/plain': "{'k': 3}" },
+      metadata: { sdc_magic: { schema: 1, kind: 'note', status: 'note', notes: ['a Python value, not a table'] } } };
+    assert.equal(outputStatus(value as IOutputLike), 'note');
+    assert.equal(localClearance(value as IOutputLike), 'status note');
+    assert.equal(classifyOutput(value as IOutputLike).cleared, false);
+    assert.match(classifyOutput(value as IOutputLike).reasons[0], /a Python value, not a table/);
+    assert.equal(badgeText(classifyOutput(value as IOutputLike)), 'working note');
+    // warnings on stderr (the print guard's among them) are not notes
+    assert.equal(outputStatus({ output_type: 'stream', name: 'stderr' } as IOutputLike), 'uncleared');
+    // a note record on another status, or a kind note beside a pass, is not a note
+    const forged = { ...value, metadata: { sdc_magic: { kind: 'note', status: 'pass' } } };
+    assert.notEqual(outputStatus(forged as IOutputLike), 'note');
+  });
   it('calls everything else uncleared', () => {
-    assert.equal(outputStatus(stream), 'uncleared');
     assert.equal(outputStatus(error), 'uncleared');
     assert.equal(outputStatus(image), 'uncleared');
     assert.equal(outputStatus(table('cleared')), 'uncleared');
@@ -123,12 +139,14 @@ describe('classifyOutput', () => {
     assert.equal(badgeText(info), 'cleared, cells hidden · 3 hidden');
   });
   it('explains uncleared outputs in plain words', () => {
-    assert.match(classifyOutput(stream).reasons[0], /printed text: not checked/);
+    assert.match(classifyOutput(stream).reasons[0], /printed text: for your own work, not checked, never exported/);
     assert.match(classifyOutput(error).reasons[0], /error message ValueError/);
     assert.match(classifyOutput(image).reasons[0], /image\/png/);
-    assert.equal(badgeText(classifyOutput(stream)), 'not cleared');
+    assert.equal(badgeText(classifyOutput(stream)), 'working note');
+    // text without a record may be a table from a kernel without the extension: not a note
     const value = { output_type: 'execute_result', data: { 'text/plain': "{'k': 3}" }, metadata: {} };
-    assert.match(classifyOutput(value as IOutputLike).reasons[0], /a Python value shown as text, not a table/);
+    assert.equal(outputStatus(value as IOutputLike), 'uncleared');
+    assert.match(classifyOutput(value as IOutputLike).reasons[0], /not checked by sdc_magic \(text\/plain\)/);
   });
   it('survives malformed records', () => {
     const weird = { output_type: 'display_data', data: {}, metadata: { sdc_magic: { status: 'blocked', reasons: [null, { reasons: 'x' }], notes: 'x', hidden: '5' } } };
@@ -153,7 +171,7 @@ describe('summarise', () => {
     assert.deepEqual(
       outputs.map(o => [o.cellIndex, o.outputIndex, o.status]),
       [
-        [1, 0, 'uncleared'],
+        [1, 0, 'note'],
         [2, 0, 'blocked'],
         [3, 0, 'pass'],
         [4, 0, 'suppressed'],
@@ -161,15 +179,17 @@ describe('summarise', () => {
         [5, 0, 'review']
       ]
     );
-    assert.deepEqual(totals, { pass: 1, suppressed: 1, review: 1, blocked: 1, uncleared: 2, cleared: 2, notCleared: 4, total: 6 });
-    assert.equal(statusBarText(totals), 'sdc: 2 cleared · 4 not cleared');
-    assert.equal(totalsText(totals), '6 outputs: 1 cleared · 1 cleared, cells hidden · 1 needs review · 1 blocked · 2 not cleared');
+    assert.deepEqual(totals, { pass: 1, suppressed: 1, review: 1, blocked: 1, uncleared: 1, note: 1, cleared: 2, notCleared: 4, total: 6 });
+    assert.equal(statusBarText(totals), 'sdc: 2 cleared · 3 not cleared · 1 note');
+    assert.equal(needsAttention(totals), 3);
+    assert.equal(totalsText(totals), '6 outputs: 1 cleared · 1 cleared, cells hidden · 1 needs review · 1 blocked · 1 not cleared · 1 working note');
   });
   it('without the kernel extension everything is uncleared', () => {
     const bare = [{ cell_type: 'code', outputs: [{ output_type: 'execute_result', data: { 'text/html': '<table>' }, metadata: {} }, stream] }];
     const { totals } = summarise(bare);
-    assert.equal(totals.uncleared, 2);
-    assert.equal(statusBarText(totals), 'sdc: 0 cleared · 2 not cleared');
+    assert.equal(totals.uncleared, 1);
+    assert.equal(totals.notCleared, 2);
+    assert.equal(statusBarText(totals), 'sdc: 0 cleared · 1 not cleared · 1 note');
   });
   it('applies the server answers by cell and output index; the server decides', () => {
     const server = new Map<string, string | null>([
@@ -250,12 +270,13 @@ describe('versions and kernel replies', () => {
 
 describe('one vocabulary, harmless messages and placeholders', () => {
   it('labels every status in the users\' words', () => {
-    assert.deepEqual(['pass', 'suppressed', 'review', 'blocked', 'uncleared'].map(statusLabel), [
+    assert.deepEqual(['pass', 'suppressed', 'review', 'blocked', 'uncleared', 'note'].map(statusLabel), [
       'cleared',
       'cleared, cells hidden',
       'needs review',
       'blocked',
-      'not cleared'
+      'not cleared',
+      'working note'
     ]);
   });
   it('treats the extension\'s messages as cleared, without a badge', () => {

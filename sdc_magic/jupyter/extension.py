@@ -114,6 +114,8 @@ def _load(ip: Any) -> None:
         for mime, fmt in formatter.formatters.items():
             printer = plain_printer if mime == "text/plain" else _nothing
             saved.append((fmt, t, fmt.for_type(t, printer)))
+    for t in NOTE_TYPES:
+        saved.append((formatter.mimebundle_formatter, t, formatter.mimebundle_formatter.for_type(t, _note_bundle)))
     _installed["formatters"] = saved
     _installed["protocol"] = protocol_hook(formatter.ipython_display_formatter, display_handler)
     _installed["print_warning"] = _install_print_warning()
@@ -261,6 +263,27 @@ def _name_of(ip: Any) -> Any:
         return fallback
 
     return name_of
+
+
+#: Python values an analyst shows while working (a dict of summary figures, a list, a number, a
+#: string, an array). They are not tables the extension can check, so they are never exported;
+#: their record says so in plain words, so that a notebook of working notes does not read as a
+#: list of failures (issue 24.7). Exact types only: a subclass (``Counter``: a frequency table)
+#: keeps its own display and stays "not cleared".
+NOTE_TYPES: tuple[type, ...] = (dict, list, tuple, set, frozenset, int, float, complex, bool, str, bytes)
+NOTE_WORDS = "a Python value, not a table: shown for your own work, never exported"
+
+
+def _note_bundle(obj: Any) -> Any:
+    """Mime-bundle formatter of :data:`NOTE_TYPES`: no data (the usual formatters still draw the
+    value), only the record marking it as a working note. A subclass with a
+    ``_repr_mimebundle_`` of its own keeps it."""
+    if type(obj) not in NOTE_TYPES:
+        from IPython.utils.dir2 import get_real_method
+
+        method = get_real_method(obj, "_repr_mimebundle_")
+        return method() if method is not None else None
+    return {}, {"sdc_magic": {"schema": 1, "kind": "note", "status": "note", "notes": [NOTE_WORDS]}}
 
 
 def _nothing(obj: Any, *args: Any) -> None:

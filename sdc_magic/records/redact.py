@@ -39,7 +39,7 @@ CLEARED = frozenset({"pass", "suppressed"})
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: the words a placeholder may give as its reason (anything else is not a placeholder of ours)
 OUTPUT_TYPES = frozenset({"stream", "error", "display_data", "execute_result", "update_display_data", "unknown"})
-STATUSES = frozenset({"pass", "suppressed", "review", "blocked", "unknown"})
+STATUSES = frozenset({"pass", "suppressed", "review", "blocked", "note", "unknown"})
 KNOWN_MIME = frozenset({"image/png", "image/jpeg", "image/gif", "image/svg+xml", "image/bmp", "application/pdf",
                         "application/json", "application/javascript", "text/markdown", "text/latex", "text/csv",
                         "application/vnd.plotly.v1+json", "application/vnd.vegalite.v5+json",
@@ -50,7 +50,8 @@ FIXED_REASONS = frozenset({"no sdc_magic record", "digest does not match the con
                            "malformed output"})
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _OUTPUT_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-_KINDS = frozenset({"table", "unverified", "row-level", "empty", "microdata", "error", "message", "progress"})
+_KINDS = frozenset({"table", "unverified", "row-level", "empty", "microdata", "error", "message", "progress",
+                    "note"})
 
 
 def _count(v: object) -> bool:
