@@ -196,8 +196,9 @@ class Session:
         except Exception as exc:  # fail closed
             checked = payload = None
             self.last_error = safe_format_exc()
-            reason = str(exc) if getattr(exc, "sdc_note", False) else f"checking failed ({type(exc).__name__})"
-            text, page = render_placeholder(reason)
+            documented = bool(getattr(exc, "sdc_note", False))
+            reason = str(exc) if documented else f"checking failed ({type(exc).__name__})"
+            text, page = render_placeholder(reason, expected=documented)
             meta = self._failure_metadata(out_id, reason, text, page)
         signature = signing.sign_record(meta)
         if signature is not None:  # lets redact --require-hmac tell our clearances from hand-made ones

@@ -224,10 +224,14 @@ def render_html(checked: Checked, extras: str = "") -> str:
     )
 
 
-def render_placeholder(reason: str, status: str = "blocked") -> tuple[str, str]:
-    """Text and HTML of a withheld output (checking or rendering failed)."""
-    text = (f"[sdc_magic: output withheld — {reason}. Nothing of the table is shown. "
-            "Run %sdc debug to see the error, and report it if it is a bug.]")
+def render_placeholder(reason: str, status: str = "blocked", expected: bool = False) -> tuple[str, str]:
+    """Text and HTML of a withheld output (checking or rendering failed).
+
+    ``expected``: the reason is a documented case with its own advice (a polars LazyFrame is a
+    plan: collect it), not a failure, so the placeholder does not send the user to a debug
+    trace and a bug report (issue 24.6)."""
+    advice = "" if expected else " Run %sdc debug to see the error, and report it if it is a bug."
+    text = f"[sdc_magic: output withheld — {reason}. Nothing of the table is shown.{advice}]"
     fg, bg = STATUS_STYLE[status]
     page = (f'<div class="sdc-magic-output" data-status="{status}" style="color:{fg};background:{bg};'
             f'padding:4px 8px;border:1px solid {fg}">{html.escape(text)}</div>')
