@@ -4,6 +4,7 @@ earlier kernels instead of exporting them."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,34 @@ def test_a_bad_only_is_a_usage_error(sdc, shown, tmp_path: Path) -> None:
 
     with pytest.raises(RulesError, match="usage"):
         sdc.magic(f"sdc export {tmp_path / 'x'} --only")
+
+
+def test_a_cell_leaves_out_what_the_front_end_said_the_notebook_no_longer_shows(sdc, shown, tmp_path: Path) -> None:
+    """The lab extension says which outputs the notebook holds, and has held, whenever that changes
+    (comm action ``shown``): a typed ``%sdc export`` leaves out those held but no longer shown (a
+    deleted cell, a cleared output) and names them; outputs it has not held yet are exported."""
+    from sdc_magic.jupyter import comm
+
+    a, b, c = shown
+    assert comm.handle({"action": "shown", "ids": [a, c], "seen": [a, b, c]}) == {"ok": True}  # b's cell deleted
+    d = sdc.run("referrals.groupby('age_band').size()").outputs[-1][1]["sdc_magic"]["id"]  # not told yet
+    ran = sdc.magic(f"sdc export {tmp_path / 'x'}")
+    written = {p.stem for p in (tmp_path / "x").rglob("out-*.csv")}
+    assert {a, c, d} <= written and b not in written
+    gone = _no_longer_shown(ran.stdout)
+    assert b in gone and not {a, c, d} & gone, ran.stdout
+    assert comm.handle({"action": "shown", "ids": "out-1"})["ok"] is False
+
+
+def test_the_panel_export_names_this_kernels_outputs_it_leaves_out(sdc, shown, tmp_path: Path) -> None:
+    a, b, c = shown
+    ran = sdc.magic(f"sdc export {tmp_path / 'x'} --only={a}")
+    assert f"exported 1 output(s) to {tmp_path / 'x'}: {a}" in ran.stdout
+    gone = _no_longer_shown(ran.stdout)
+    assert {b, c} <= gone and a not in gone, ran.stdout
+
+
+def _no_longer_shown(stdout: str) -> set[str]:
+    line = re.search(r"not exported \(the notebook no longer shows them: [^)]*\): (.*)", stdout)
+    assert line, stdout
+    return set(re.findall(r"out-\d+", line.group(1)))

@@ -4,6 +4,7 @@
  */
 import { Widget } from '@lumino/widgets';
 
+import { visibleBidiControls } from './bidi';
 import { badgeText, IOutputInfo, isMessage, ISummary, STATUSES, statusBarText } from './model';
 import { statusLabel } from './payload';
 
@@ -25,7 +26,7 @@ function el<K extends keyof HTMLElementTagNameMap>(
     node.className = className;
   }
   if (text !== undefined) {
-    node.textContent = text;
+    node.textContent = visibleBidiControls(text);
   }
   return node;
 }
@@ -91,7 +92,7 @@ export class DisclosurePanel extends Widget {
   }
 
   render(summary: ISummary, notebook: string | null, kernel: string, serverChecked: boolean): void {
-    this._notebook.textContent = notebook || 'No notebook is active.';
+    this._notebook.textContent = notebook ? visibleBidiControls(notebook) : 'No notebook is active.';
     const enabled = notebook !== null;
     this._exportButton.disabled = !enabled;
     this._downloadButton.disabled = !enabled;

@@ -13,6 +13,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Kernel } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
+import { visibleBidiControls } from './bidi';
 import {
   asPayload,
   codeRows,
@@ -37,7 +38,7 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, className = '', text?
     node.className = className;
   }
   if (text !== undefined) {
-    node.textContent = text;
+    node.textContent = visibleBidiControls(text);
   }
   return node;
 }
@@ -268,8 +269,11 @@ export class SdcOutput extends Widget implements IRenderMime.IRenderer {
         list.textContent = '';
         for (const r of reasonsToShow(p, all)) {
           const li = el('li');
-          li.appendChild(el('b', '', r.cell));
-          li.appendChild(document.createTextNode(`: ${r.why}` + (r.interval ? ` — ${r.interval}` : '')));
+          // the label isolated: a right-to-left override in it cannot reverse the sentence after it
+          const label = el('b');
+          label.appendChild(el('bdi', '', r.cell));
+          li.appendChild(label);
+          li.appendChild(document.createTextNode(visibleBidiControls(`: ${r.why}` + (r.interval ? ` — ${r.interval}` : ''))));
           list.appendChild(li);
         }
       };
@@ -592,4 +596,68 @@ export function listenForUpdates(panel: NotebookPanel): void {
   panel.sessionContext.kernelChanged.connect(register);
   panel.sessionContext.ready.then(register).catch(() => undefined);
   register();
+  reportShown(panel);
+}
+
+/** The ids of the checked outputs the notebook holds now (saved or not). */
+export function shownIds(panel: NotebookPanel): string[] {
+  const ids: string[] = [];
+  const cells = panel.content.model?.cells;
+  for (let i = 0; cells && i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.type !== 'code') {
+      continue;
+    }
+    const outputs = (cell as ICodeCellModel).outputs;
+    for (let j = 0; j < outputs.length; j++) {
+      const record = outputs.get(j).metadata['sdc_magic'] as any;
+      if (record && typeof record === 'object' && typeof record.id === 'string') {
+        ids.push(record.id);
+      }
+    }
+  }
+  return ids;
+}
+
+/**
+ * Tell the kernel which of its outputs the notebook still shows, whenever that changes, so
+ * that `%sdc export` typed in a cell leaves out a deleted cell or a cleared output (issue 24.2:
+ * a cell cannot ask the front-end while it runs; the message goes before the next cell's).
+ */
+function reportShown(panel: NotebookPanel): void {
+  let sent: string | null = null;
+  let kernelSent: Kernel.IKernelConnection | null = null;
+  // every output the notebook has held with this kernel: only those can be gone (an output the
+  // kernel made but the notebook has not received yet is not)
+  let seen = new Set<string>();
+  const report = () => {
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel || kernel.isDisposed || kernel.status === 'dead' || !panel.content.model) {
+      return;
+    }
+    const ids = shownIds(panel);
+    const key = ids.join(',');
+    if (kernel !== kernelSent) {
+      seen = new Set<string>();
+    }
+    ids.forEach(id => seen.add(id));
+    if (kernel === kernelSent && key === sent) {
+      return;
+    }
+    if (kernel !== kernelSent && !ids.length) {
+      return; // nothing of this kernel's to leave out yet
+    }
+    kernelSent = kernel;
+    sent = key;
+    // a kernel without sdc_magic closes the comm: nothing to tell it
+    kernelRequest(kernel, { action: 'shown', ids, seen: Array.from(seen) }).catch(() => undefined);
+  };
+  panel.context.ready.then(() => {
+    panel.content.model?.contentChanged.connect(report);
+    report();
+  }).catch(() => undefined);
+  panel.sessionContext.kernelChanged.connect(() => {
+    kernelSent = null;
+    sent = null;
+  });
 }

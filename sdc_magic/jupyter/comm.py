@@ -8,7 +8,11 @@ the open message; the kernel answers with one message on it and closes it:
   (``{"ok": true, "status": "review"}``);
 * ``more``: continues the suggestion search of that output
   (``{"ok": true, "suggestions": [...], "more": false}``; the whole list, earlier ones first);
-* ``ping``: ``{"ok": true, "known": bool}`` (whether this kernel made that output).
+* ``ping``: ``{"ok": true, "known": bool}`` (whether this kernel made that output);
+* ``shown`` (``ids``, ``seen``): the outputs the notebook holds now, and every output it has
+  held with this kernel, sent whenever that changes (issue 24.2): ``%sdc export`` typed in a
+  cell leaves out this kernel's outputs seen but no longer shown (``{"ok": true}``). A cell
+  cannot ask while it runs; this arrives before it.
 
 Updates the kernel starts itself (``%sdc exception out-7 "…"``) are pushed by opening a
 comm to the front-end's target ``sdc_magic.update`` with ``{"id", "output"}``; a front-end
@@ -41,6 +45,17 @@ class Live:
 
 _live: OrderedDict[str, Live] = OrderedDict()
 _registered: dict[str, Any] = {}
+#: the front-end's last word on which outputs the notebook shows (``ids``) and which it has
+#: held with this kernel (``known``: an output it has not received yet is not gone)
+_shown: dict[str, frozenset[str]] = {}
+
+
+def gone_from_notebook() -> set[str]:
+    """Ids of outputs the notebook no longer shows (deleted cell, cleared output), as far as
+    the front-end has said; empty without a front-end that says."""
+    if not _shown:
+        return set()
+    return set(_shown["known"] - _shown["ids"])
 
 
 def remember(out_id: str, data: dict[str, Any], metadata: dict[str, Any], found: Any = None,
@@ -67,6 +82,7 @@ def unregister() -> None:
     if manager is not None:
         manager.targets.pop(TARGET, None)
     _live.clear()
+    _shown.clear()
 
 
 def _on_open(comm: Any, msg: dict[str, Any]) -> None:
@@ -94,6 +110,13 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     live = _live.get(out_id)
     if action == "ping":
         return {"ok": True, "known": live is not None}
+    if action == "shown":
+        ids, seen = request.get("ids"), request.get("seen", [])
+        if not isinstance(ids, list) or not isinstance(seen, list):
+            return {"ok": False, "error": "ids, seen: lists of output ids"}
+        _shown["ids"] = frozenset(str(i) for i in ids)
+        _shown["known"] = frozenset(str(i) for i in seen) | _shown["ids"]
+        return {"ok": True}
     if live is None:
         return {"ok": False, "error": "This output was made by an earlier run or another kernel: "
                                       "run its cell again to use these actions."}

@@ -126,9 +126,10 @@ def _export(sess: Any, rest: str) -> None:
     """``%sdc export [FOLDER] [--force] [--xlsx] [--only out-1,out-3]``: which outputs, said in words.
 
     Which outputs (issue 24.2): ``--only`` names them (the panel's Export sends the outputs
-    the notebook shows now, saved or not); typed in a cell, the outputs of this kernel (a
-    kernel cannot see which of its outputs were deleted since, nor which outputs of earlier
-    kernels the notebook still shows: those are named, not exported).
+    the notebook shows now, saved or not); typed in a cell, the outputs of this kernel but
+    those the lab extension said the notebook no longer shows (deleted cell, cleared output;
+    see ``comm.gone_from_notebook``). Outputs of earlier kernels are named, not exported.
+    Outputs left out are named in words.
     """
     args = shlex.split(rest)
     only: list[str] | None = None
@@ -152,10 +153,18 @@ def _export(sess: Any, rest: str) -> None:
                          '(quote a folder with spaces: %sdc export "my dir")')
     known = {r.id for r in sess.outputs}
     if only is None:
-        scope = [r for r in sess.outputs if r.kernel_session == sess.ledger.token]
+        from .comm import gone_from_notebook
+
+        gone_ids = gone_from_notebook()  # what the front-end said the notebook no longer shows
+        scope = [r for r in sess.outputs if r.kernel_session == sess.ledger.token and r.id not in gone_ids]
+        gone = [r.id for r in sess.outputs if r.kernel_session == sess.ledger.token and r.id in gone_ids
+                and r.exportable]
         earlier = [r for r in sess.outputs if r.kernel_session != sess.ledger.token and r.exportable]
     else:
         scope = [r for r in sess.outputs if r.id in set(only)]
+        # this kernel's cleared outputs the notebook no longer shows
+        gone = [r.id for r in sess.outputs if r.id not in set(only) and r.exportable
+                and r.kernel_session == sess.ledger.token]
         earlier = []
     folder = folders[0] if folders else None  # None: one folder per notebook
     left_out: list[str] = []
@@ -173,6 +182,10 @@ def _export(sess: Any, rest: str) -> None:
         _say("not exported: " + why)
     if only is not None and (missing := [o for o in only if o not in known]):
         _say("not exported (no record of these outputs in this notebook's ledger): " + ", ".join(missing))
+    if gone:
+        earlier_gone = f" (and {len(gone) - 10} earlier)" if len(gone) > 10 else ""  # the newest named
+        _say("not exported (the notebook no longer shows them: cell deleted, output cleared or replaced "
+             f"by a re-run): {', '.join(gone[-10:])}{earlier_gone}")
     if earlier:
         _say(f"not exported (made by an earlier kernel; the notebook may no longer show them): "
              f"{', '.join(r.id for r in earlier)}. Re-run their cells, or export from the sdc_magic panel, "
