@@ -45,7 +45,7 @@ def _system(seed: int, shape: tuple[int, ...], published_share: float):
     return A, b, x.ravel(), published
 
 
-def _exact_verdicts(A, b, members, values, m):
+def _exact_verdicts(A, b, members, values, m, reach=0.0):
     out = []
     for mem, v in zip(members, values, strict=True):
         c = np.zeros(A.shape[1])
@@ -54,20 +54,25 @@ def _exact_verdicts(A, b, members, values, m):
         hi = linprog(-c, A_eq=A, b_eq=b, bounds=(0, None), method="highs")
         assert lo.status == 0 and hi.status in (0, 3)
         low, high = float(lo.fun), (np.inf if hi.status == 3 else float(-hi.fun))
-        out.append(high - low <= 1e-9 or low > (1 - m) * v + 1e-9 or high < (1 + m) * v - 1e-9)
+        need = max((1 + m) * v, reach if v > 0 else 0.0)
+        out.append(high - low <= 1e-9 or low > (1 - m) * v + 1e-9 or high < need - 1e-9)
     return np.array(out)
 
 
-def _verdicts(found, values, m):
-    return np.array([hi - lo <= 1e-9 or lo > (1 - m) * v + 1e-9 or hi < (1 + m) * v - 1e-9
-                     for (lo, hi), v in zip(found, values, strict=True)])
+def _verdicts(found, values, m, reach=0.0):
+    return np.array([hi - lo <= 1e-9 or lo > (1 - m) * v + 1e-9 or hi < max((1 + m) * v, reach if v > 0 else 0.0)
+                     - 1e-9 for (lo, hi), v in zip(found, values, strict=True)])
 
 
-@pytest.mark.parametrize("seed,shape,share,m", [
-    (1, (8, 6), 0.7, 0.1), (2, (8, 6), 0.5, 0.1), (1, (5, 4, 3), 0.3, 0.1), (4, (6, 5, 4), 0.5, 0.1),
-    (5, (6, 5, 4), 0.3, 0.1), (7, (6, 5, 4), 0.3, 0.3), (3, (5, 4, 3), 0.3, 0.5),
+@pytest.mark.parametrize("seed,shape,share,m,reach", [
+    (1, (8, 6), 0.7, 0.1, 0.0), (2, (8, 6), 0.5, 0.1, 0.0), (1, (5, 4, 3), 0.3, 0.1, 0.0),
+    (4, (6, 5, 4), 0.5, 0.1, 0.0), (5, (6, 5, 4), 0.3, 0.1, 0.0), (7, (6, 5, 4), 0.3, 0.3, 0.0),
+    (3, (5, 4, 3), 0.3, 0.5, 0.0),
+    # a small group's upper bound must also reach the threshold (issue 23.13)
+    (1, (8, 6), 0.7, 0.1, 5.0), (2, (8, 6), 0.5, 0.1, 5.0), (4, (6, 5, 4), 0.5, 0.1, 5.0),
+    (5, (6, 5, 4), 0.3, 0.1, 5.0),
 ])
-def test_joint_bounds_give_the_exact_verdicts(seed, shape, share, m) -> None:
+def test_joint_bounds_give_the_exact_verdicts(seed, shape, share, m, reach) -> None:
     A, b, x, published = _system(seed, shape, share)
     hidden = np.flatnonzero(~published & (x > 0))
     rng = np.random.default_rng(seed)
@@ -77,8 +82,8 @@ def test_joint_bounds_give_the_exact_verdicts(seed, shape, share, m) -> None:
         if len(hidden) >= 2:
             members.append(np.sort(rng.choice(hidden, 2, replace=False)))
     values = np.array([x[mm].sum() for mm in members])
-    exact = _exact_verdicts(A, b, members, values, m)
-    got = _verdicts(JointBounds(A, b).bounds(members, values, m), values, m)
+    exact = _exact_verdicts(A, b, members, values, m, reach)
+    got = _verdicts(JointBounds(A, b).bounds(members, values, m, reach), values, m, reach)
     assert (got == exact).all(), (np.flatnonzero(got != exact), exact.sum())
     assert exact.any() and not exact.all(), "the case should mix failures and passes"
 

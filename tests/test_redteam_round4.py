@@ -576,7 +576,8 @@ def test_honest_overlapping_filters_two_keys(sess: Session, referrals: pd.DataFr
             hidden += _hidden(out)
             for reasons in out.checked.reasons.values():  # every hidden cell: differencing or its secondary
                 assert {x.rule for x in reasons} <= {"differencing", "secondary"}
-    assert "blocked" not in statuses and hidden <= 20, (statuses, hidden)
+    # 21 since a small group's upper bound must reach the threshold in the joint audit (issue 23.13)
+    assert "blocked" not in statuses and hidden <= 21, (statuses, hidden)
 
 
 # ~40 tables of overlapping age windows, category pairs and flags, by admin2 or admin2 x sex,
@@ -613,7 +614,7 @@ def test_honest_forty_overlapping_windows_timing(sess: Session, referrals: pd.Da
 # Saint-Marc must not be shown (with the earlier tables they pin groups of 3 and 1), but the table
 # is blocked whole although hiding those two cells, their row totals, the "False" total and the
 # grand total protects every small group (checked with an exact LP over all the figures shown).
-# Without margins the same table is suppressed with those two cells hidden.
+# Without margins the same table is suppressed with those two cells (and Leogane's) hidden.
 def _honest_crosstabs(sess: Session, r: pd.DataFrame, margins: bool):
     for mask, column in ((r.consent_to_refer | r.referral_accepted, "consent_to_refer"),
                          (~r.disability_reported, "consent_to_refer"), (r.age < 18, "sex")):
@@ -633,7 +634,9 @@ def test_overprotection_joint_audit_blocks_a_table_with_margins(sess: Session, r
 def test_joint_audit_suppresses_the_same_table_without_margins(sess: Session, referrals: pd.DataFrame) -> None:
     out = _honest_crosstabs(sess, referrals, margins=False)
     shown = _shown(out)
-    assert _status(out) == "suppressed" and _hidden(out) == 2
+    # Leogane's adults without consent too, since the joint audit asks each small group's upper
+    # bound to reach the threshold (issue 23.13)
+    assert _status(out) == "suppressed" and _hidden(out) == 3
     assert str(shown.loc["Mirebalais", False]) == X and str(shown.loc["Saint-Marc", False]) == X
 
 

@@ -124,9 +124,14 @@ def test_leak_unrelated_frames_tables_fill_the_window(sess: Session, df: pd.Data
     assert not (_cleared(*outs) and got == {"F": 2, "M": 1})
 
 
-@pytest.mark.xfail(strict=True, reason="leak: everyone by income >= 10..17 (eight pads, the last splitting C's "
-                   "women 18.02 / 17.19) in between: F 22 + 17 - 37 = 2 women in C, man hidden, 'pass'/'suppressed'")
-@pytest.mark.parametrize("n", [8, 10])
+LEAK_TEN_PADS = pytest.mark.xfail(strict=True, reason=(
+    "leak: everyone by income >= 10..19 (ten pads) in between: F 22 + 17 - 37 = 2 women in C, man hidden, "
+    "'pass'/'suppressed'"))
+
+
+# Eight pads: stopped since the joint audit asks a small group's upper bound to reach the threshold
+# (issue 23.13): bounds of [0; 4] proved C's women few.
+@pytest.mark.parametrize("n", [8, pytest.param(10, marks=LEAK_TEN_PADS)])
 def test_leak_eight_income_pads_free_the_women(sess: Session, df: pd.DataFrame, n: int) -> None:
     outs, got = _pads_between(sess, df, "income", n)
     assert not (_cleared(*outs) and got["F"] == 2)
@@ -219,7 +224,11 @@ def test_honest_two_data_sets_do_not_difference_each_other(referrals: pd.DataFra
     for k, (status, _) in both.items():
         assert status == alone[k][0] or status == "review", (k, status, alone[k][0])
     differ = [k for k in both if both[k][1] != alone[k][1]]
-    assert len(differ) <= 1, differ  # (referrals age >= 60: 3 hidden together, 4 alone)
+    # (measured: referrals age >= 60 and >= 70 hide one cell more alone, < 50 and < 70 differ by
+    # one: alone, the joint audit asks each small group's upper bound to reach the threshold,
+    # issue 23.13; together the tables are 'review', not audited, never cleared)
+    assert len(differ) <= 4, differ
+    assert all(abs(both[k][1] - alone[k][1]) <= 1 for k in differ), [(k, both[k], alone[k]) for k in differ]
 
 
 # ====================================================================== 4. a second data set merged by rank

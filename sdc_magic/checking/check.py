@@ -751,6 +751,7 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         lack_primary = cells["primary"].to_numpy() & (lack > 0) & (lack < rules.threshold) & ~small_with.to_numpy()
         if not lack_primary.any():
             lack_primary = None
+    cells = _with_primary_margins(cells, entry, sel[margin & primary_all[sel]], internal, dims, top_cols)
     if public:
         cells = _with_public_cells(cells, internal, dims, public, top_cols)
         kwargs["publish"] = "publish"
@@ -816,12 +817,54 @@ def _protect_both_sides(protect: Any, cells: pd.DataFrame, internal: list[str], 
     return _Union(out, ok, method, message)
 
 
+def _with_primary_margins(cells: pd.DataFrame, entry: Entry, margin_primaries: np.ndarray, internal: list[str],
+                          dims: list[str], top_cols: list[str]) -> pd.DataFrame:
+    """Add the displayed margins that are primary (a differencing hit names a margin, a rule
+    fails on one) as margin rows flagged primary, so the search protects them like any primary.
+
+    Why (issue 23.13): only inner cells were passed on, so a primary margin was hidden but never
+    protected: ``crosstab(..., margins=True)`` shown after a filtered table hid a row total by
+    differencing while publishing the row's cells, and its record gave the total back as an exact
+    interval. The margin's value is the sum of its inner cells here (the model's own), so the
+    margin row is additive by construction."""
+    if not len(margin_primaries):
+        return cells
+    label = entry.margin_label
+    inner = cells[internal]
+    rows = []
+    for i in margin_primaries:
+        labels = []
+        for d in dims:
+            value = entry.flat.dims[d][int(i)]
+            total = (label is not None and value == label) or value == "" or value is None
+            labels.append("Total" if total else _escape_total(np.array([value], dtype=object))[0])
+        kept = [c for c, lab in zip(internal, labels, strict=True) if lab != "Total"]
+        if len(kept) == len(internal):
+            continue  # not a margin after all
+        mask = np.ones(len(cells), dtype=bool)
+        for c, lab in zip(internal, labels, strict=True):
+            if lab != "Total":
+                mask &= (inner[c].to_numpy(dtype=object) == lab)
+        if not mask.any():
+            continue  # a margin of nothing: 0, nothing to protect
+        row = dict(zip(internal, labels, strict=True))
+        row.update(value=float(cells["value"].to_numpy()[mask].sum()),
+                   units=float(cells["units"].to_numpy()[mask].sum()), primary=True)
+        for t in top_cols:
+            row[t] = 0.0
+        rows.append(row)
+    if not rows:
+        return cells
+    return pd.concat([cells, pd.DataFrame(rows)], ignore_index=True)
+
+
 def _with_public_cells(cells: pd.DataFrame, internal: list[str], dims: list[str], public: dict,
                        top_cols: list[str]) -> pd.DataFrame:
     """Flag inner cells, and add margin rows, that earlier outputs already published."""
     position = {d: i for i, d in enumerate(dims)}
     cells = cells.copy()
     cells["publish"] = False
+    existing = set(zip(*[cells[c].to_numpy(dtype=object) for c in internal], strict=True))
     rows = []
     for subset, labels in public.items():
         if not set(subset) <= set(position):
@@ -842,6 +885,8 @@ def _with_public_cells(cells: pd.DataFrame, internal: list[str], dims: list[str]
             row = {c: "Total" for c in internal}
             for d, value in zip(subset, label, strict=True):
                 row[internal[position[d]]] = value
+            if tuple(row[c] for c in internal) in existing:
+                continue  # a primary margin row (see _with_primary_margins): protected all the same
             row.update(value=float(total["value"]), units=float(total["units"]), primary=False, publish=True)
             for t in top_cols:
                 row[t] = 0.0

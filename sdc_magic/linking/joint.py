@@ -421,17 +421,26 @@ class JointAudit:
                 keys.append((t, g))
                 cells.append(got)
                 values.append(self.size_of(t, g))
-        found = engine.bounds(cells, np.asarray(values), self.m)
+        found = engine.bounds(cells, np.asarray(values), self.m, self.reach)
         self.points[:] = engine.points[-MAX_JOINT_POINTS:]
         return dict(zip(keys, found, strict=True))
 
+    @property
+    def reach(self) -> float:
+        """How far up a small target's upper bound must reach: the threshold. Every target is a
+        group of 1 .. threshold-1 rows, and bounds of [0; 4] under a threshold of 5 prove it small
+        (the rule the single-table protection applies to its threshold primaries, issue 23.13)."""
+        return float(self.new.threshold)
+
     def failing(self, found: dict[Target, tuple]) -> list[Target]:
-        """Targets an attacker pins, or bounds closer than the protection required."""
+        """Targets an attacker pins, bounds closer than the protection required, or an upper
+        bound that proves a small group small (below the threshold)."""
         m = self.m
         bad = []
         for (t, g), (lo, hi) in found.items():
             v = self.size_of(t, g)
-            if hi - lo <= 1e-9 or lo > (1 - m) * v + 1e-9 or hi < (1 + m) * v - 1e-9:
+            need_hi = max((1 + m) * v, self.reach if v > 0 else 0.0)
+            if hi - lo <= 1e-9 or lo > (1 - m) * v + 1e-9 or hi < need_hi - 1e-9:
                 bad.append((t, g))
         return bad
 

@@ -146,12 +146,14 @@ class JointBounds:
                 out[i] = True
         return out
 
-    def bounds(self, members: list[np.ndarray], values: np.ndarray, m: float
+    def bounds(self, members: list[np.ndarray], values: np.ndarray, m: float, reach: float = 0.0
                ) -> list[tuple[float, float]]:
         """(low, high) per target: attained values reaching the requirement, else exact extremes.
 
         ``members[i]`` are the common cells of target i, ``values[i]`` its true count;
-        the requirement is ``low ≤ (1-m)·v``, ``high ≥ (1+m)·v`` and ``high > low``.
+        the requirement is ``low ≤ (1-m)·v``, ``high ≥ max((1+m)·v, reach)`` and ``high > low``
+        (``reach``: the threshold a small count's upper bound must reach, as for a primary of
+        the threshold rule in :mod:`sdc_magic.protect.levels`).
         """
         nt = len(members)
         if nt == 0:
@@ -166,7 +168,7 @@ class JointBounds:
         lo = np.full(nt, np.inf)
         hi = np.full(nt, -np.inf)
         want_lo = (1 - m) * values + 1e-9
-        want_hi = (1 + m) * values - 1e-9
+        want_hi = np.maximum((1 + m) * values, np.where(values > 0, reach, 0.0)) - 1e-9
 
         def take(x: np.ndarray) -> None:
             s = T @ x
