@@ -16,6 +16,13 @@ import pytest
 
 # Rules must not come from a sdc.toml / pyproject.toml found above the working directory.
 os.environ["SDC_MAGIC_CONFIG"] = ""
+# Ledgers and linking memories of in-process sessions go to a folder of this test run (one per
+# pytest process), never to the repository's .sdc_magic/: a run must not inherit the outputs of
+# an earlier run, nor a fresh kernel started in the repository those of this one.
+if not os.environ.get("SDC_MAGIC_LEDGER_DIR"):
+    import tempfile
+
+    os.environ["SDC_MAGIC_LEDGER_DIR"] = tempfile.mkdtemp(prefix="sdc-test-ledger-")
 
 
 @dataclass
@@ -30,8 +37,10 @@ class Ran:
 
     @property
     def tables(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Rich outputs published by sdc_magic (they carry metadata.sdc_magic)."""
-        return [(d, m) for d, m in self.outputs if "sdc_magic" in (m or {})]
+        """Rich outputs published by sdc_magic (they carry metadata.sdc_magic; working notes,
+        Python values that are not tables, are not among them)."""
+        return [(d, m) for d, m in self.outputs
+                if "sdc_magic" in (m or {}) and (m["sdc_magic"] or {}).get("kind") != "note"]
 
     @property
     def meta(self) -> dict[str, Any]:

@@ -373,22 +373,35 @@ def test_reaggregated_counts_take_part_in_linking(session, referrals) -> None:
     assert any("sums of counts" in p.title for p in session.populations)
 
 
-def test_no_linking_memory_without_a_notebook(tmp_path, referrals, monkeypatch) -> None:
-    """A console or an in-process shell using the working directory's default ledger keeps its
-    linking memory in memory: other processes sharing that folder do not inherit it."""
+def test_a_restarted_headless_run_links_with_the_earlier_run(tmp_path, referrals, monkeypatch) -> None:
+    """Issue 23.13: a headless run (nbclient, papermill) has no notebook name and writes to the
+    folder's default ledger; after a kernel restart its new outputs join the earlier ones in that
+    ledger (and in the export), so they must be linked with them: the linking memory is kept
+    beside the default ledger too. Two people left out of one district are caught across the
+    restart."""
     from sdc_magic.jupyter.session import Session
     from sdc_magic.records.ledger import Ledger
 
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    s = Session()
-    s.ledger = Ledger(folder=tmp_path)
-    s.capture.install()
-    try:
-        s.publish(referrals.groupby("sex").size())
-    finally:
-        s.capture.uninstall()
-    assert len(s.populations) == 1
-    assert not any(p.name.endswith(".linking.npz") for p in tmp_path.iterdir())
+    d = referrals
+
+    def run(table_of):  # one kernel: a fresh session on the folder's default ledger
+        s = Session()
+        s.ledger = Ledger(folder=tmp_path)
+        s.capture.install()
+        try:
+            return s.publish(table_of(d))
+        finally:
+            s.capture.uninstall()
+
+    first = run(lambda r: r.groupby("admin2").size())
+    assert first.metadata["sdc_magic"]["status"] == "pass"
+    assert any(p.name.endswith(".linking.npz") for p in tmp_path.iterdir())
+    left_out = d[d["admin2"] == "Mirebalais"]["case_id"].head(2)
+    second = run(lambda r: r[~r["case_id"].isin(left_out)].groupby("admin2").size())
+    record = second.metadata["sdc_magic"]
+    hidden = {rec["cell"][0]: [x["rule"] for x in rec["reasons"]] for rec in record["reasons"]}
+    assert "differencing" in hidden.get("Mirebalais", []), record
 
 
 def test_cells_already_public_do_not_block_a_table(session, referrals) -> None:

@@ -326,18 +326,21 @@ class Session:
         return f"{what} by {' × '.join(keys)}" if keys else f"{what} of all rows"
 
     def _linker(self) -> Any:
-        """The linking memory, saved next to a persisted ledger (it survives a kernel restart)."""
+        """The linking memory, saved next to a persisted ledger (it survives a kernel restart).
+
+        Whatever a ledger holds is exported together, so whatever writes to a ledger links with
+        its earlier outputs: a notebook the server names has its own ledger and memory; a
+        headless run (nbclient, papermill: nobody names the notebook), a console or a script
+        share the working directory's default ledger and, since issue 23.13, its memory too
+        (a restarted headless run used to start with an empty memory while its outputs joined
+        the earlier run's in the ledger and the export: 766 − 765 = 1)."""
         from ..linking import Linker
 
         if not isinstance(self.populations, Linker):
             self.populations = Linker()
-        from ..records.ledger import notebook_stem
-
         ledger = self.ledger
         path = None
-        # saved per notebook (the server names it): a console, a script or an in-process shell
-        # sharing the working directory's default ledger keeps its linking memory to itself
-        if getattr(ledger, "persist", False) and notebook_stem():
+        if getattr(ledger, "persist", False):
             try:
                 path = ledger.path.with_name(ledger.path.name + ".linking.npz")
                 carry_linking_memory_over(path)
