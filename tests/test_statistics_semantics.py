@@ -295,3 +295,27 @@ def test_small_whole_number_from_an_unknown_statistic_is_hidden(sess, d):
     checked = sess.check(table)
     assert "R1" in hidden_labels(checked) and checked.status != "pass"
     assert sess.check(means).hidden.sum() == 0 and sess.check(means).status == "review"
+
+
+@pytest.mark.parametrize("how", ["value_counts", "sort_values descending", "duckdb order by", "polars sort"])
+def test_hidden_rows_already_last_are_put_in_label_order(sess, how):
+    """Issue 23.13: sorted by value *descending*, the small cells already come last, but in value
+    order: "Zed ✕, Ab ✕" says Zed ≥ Ab, and with their sum known (the total less the published
+    rows) Ab is pinned to [0; 2.5]. The hidden rows are put in label order whatever the sort."""
+    df = pd.DataFrame({"district": ["A"] * 40 + ["B"] * 30 + ["C"] * 25 + ["Zed"] * 3 + ["Ab"] * 2})
+    with sess.capturing():
+        if how == "value_counts":
+            table = df["district"].value_counts()
+        elif how == "sort_values descending":
+            table = df.groupby("district").size().sort_values(ascending=False)
+        elif how == "duckdb order by":
+            duckdb = pytest.importorskip("duckdb")
+            table = duckdb.sql("select district, count(*) as n from df group by district order by n desc").df()
+        else:
+            pl = pytest.importorskip("polars")
+            table = pl.from_pandas(df).group_by("district").len().sort("len", descending=True)
+    published = sess.publish(table)
+    assert published.metadata["sdc_magic"]["status"] in ("suppressed", "review"), published.metadata["sdc_magic"]
+    text = published.data["text/plain"]
+    assert "Ab" in text and "Zed" in text
+    assert text.index("Ab") < text.index("Zed"), text  # label order, not the values' order

@@ -178,8 +178,6 @@ def hide_value_order(checked: Checked) -> Checked:
     if not checked.hidden.any() or not _value_ordered(checked.frame):
         return checked
     rows_hidden = checked.hidden.any(axis=1)
-    if not rows_hidden[:-int(rows_hidden.sum())].any():
-        return checked  # hidden rows are already all last
     shown_rows = np.flatnonzero(~rows_hidden)
     hidden_rows = np.flatnonzero(rows_hidden)
     try:
@@ -189,6 +187,10 @@ def hide_value_order(checked: Checked) -> Checked:
     except (TypeError, ValueError):
         pass
     perm = np.concatenate([shown_rows, hidden_rows])
+    if np.array_equal(perm, np.arange(len(perm))):
+        return checked  # hidden rows are already last, in label order
+    # (hidden rows already last but in value order still tell which is larger: with their sum
+    # known, 3 and 2 listed as ✕ ✕ pin the second to [0; 2.5], issue 23.13)
     new_of_old = np.empty_like(perm)
     new_of_old[perm] = np.arange(len(perm))
     synthetic = isinstance(checked.frame.index, pd.RangeIndex)
