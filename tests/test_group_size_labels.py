@@ -50,6 +50,31 @@ def test_group_sizes_as_labels_are_withheld_in_a_notebook(sdc) -> None:
         assert "Nothing of the table is shown" in text and "\n2 " not in text and "\n3 " not in text, code
 
 
+def test_group_sizes_written_as_text_are_withheld(sdc) -> None:
+    """The same counts written into text or categories ("2 cases", "2", a Categorical of sizes)."""
+    sdc.ns["df"] = _cases()
+    sdc.ns["pd"] = pd
+    size = 'df.groupby("district")["case_id"].transform("size")'
+    for code in (f'{size}.map(lambda n: f"{{n}} cases").value_counts()',
+                 f'{size}.astype(str).value_counts()',
+                 f'{size}.astype("category").value_counts()',
+                 f'df.assign(n="group of " + {size}.astype(str)).groupby("n").size()',
+                 f'df.assign(n={size}.astype(str) + " people").n.value_counts()'):
+        ran = sdc.run(code)
+        assert ran.meta["status"] == "blocked", (code, ran.meta)
+        text = ran.data["text/plain"]
+        assert "sizes of the groups of district" in text, code
+        assert "2 cases" not in text and "2 people" not in text and "group of 2" not in text, code
+
+
+def test_numbered_text_labels_that_are_not_sizes_stay_publishable(sdc) -> None:
+    df = _cases()
+    df["team"] = "team " + (df.index % 3 + 1).astype(str)  # a number in every label, not a group size
+    sdc.ns["df"] = df
+    ran = sdc.run('df.team.value_counts()')
+    assert ran.meta["status"] == "pass", ran.meta
+
+
 def test_people_by_household_size_stays_publishable(sdc) -> None:
     sdc.ns["hh"] = _households()
     ran = sdc.run('hh["size"].value_counts()')

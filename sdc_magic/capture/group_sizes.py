@@ -23,10 +23,40 @@ docs/rules.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 
 import numpy as np
 import pandas as pd
+
+_ONE_NUMBER = re.compile(r"^\D*?(\d+)\D*$")
+
+
+def numbers_in(values: pd.Series | np.ndarray) -> pd.Series | None:
+    """The numbers the values state: numbers as they are; text or categories that hold exactly one
+    whole number each ("2 cases", "3", "n=4") as that number (issue 23.2: a group size written
+    into a text label is the same count). None when some value states no number, or several."""
+    series = values if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        series = series.astype(object)
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return None
+    if pd.api.types.is_integer_dtype(series.dtype) or pd.api.types.is_float_dtype(series.dtype):
+        return series
+    out = np.empty(len(series), dtype=float)
+    for i, v in enumerate(series.tolist()):
+        if isinstance(v, bool):
+            return None
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            out[i] = float(v)
+            continue
+        if not isinstance(v, str):
+            return None
+        found = _ONE_NUMBER.match(v)
+        if found is None:
+            return None
+        out[i] = float(found.group(1))
+    return pd.Series(out, index=series.index)
 
 
 def size_labels(values: pd.Series, rows: pd.DataFrame | None, threshold: int,
@@ -40,7 +70,10 @@ def size_labels(values: pd.Series, rows: pd.DataFrame | None, threshold: int,
     """
     if rows is None or len(values) != len(rows) or not could_be_sizes(values, threshold, labels):
         return None
-    v = values.to_numpy(dtype=float, na_value=np.nan)
+    stated = numbers_in(values)
+    if stated is None:
+        return None
+    v = stated.to_numpy(dtype=float, na_value=np.nan)
     limit = len(rows) / max(threshold, 1)  # more groups than this: units (households), not categories
     for name in rows.columns:
         if own_name is not None and name == own_name:
@@ -58,16 +91,22 @@ def size_labels(values: pd.Series, rows: pd.DataFrame | None, threshold: int,
 
 
 def could_be_sizes(values: pd.Series, threshold: int, labels: np.ndarray | None = None) -> bool:
-    """The cheap tests: whole numbers ≥ 1, some below the threshold, v rows per group of size v."""
-    if len(values) == 0 or not (pd.api.types.is_integer_dtype(values.dtype)
-                                or pd.api.types.is_float_dtype(values.dtype)):
+    """The cheap tests: whole numbers ≥ 1 (or text stating one each), some below the threshold,
+    v rows per group of size v."""
+    if len(values) == 0:
         return False
     if labels is not None:
-        lab = pd.to_numeric(pd.Series(labels, dtype=object), errors="coerce").to_numpy(dtype=float)
+        stated_labels = numbers_in(pd.Series(labels, dtype=object))
+        if stated_labels is None:
+            return False
+        lab = stated_labels.to_numpy(dtype=float)
         lab = lab[~np.isnan(lab)]
         if not len(lab) or (lab < 1).any() or (lab != np.round(lab)).any() or not (lab < threshold).any():
             return False
-    counts = values.value_counts(dropna=False)
+    stated = numbers_in(values)
+    if stated is None:
+        return False
+    counts = stated.value_counts(dropna=False)
     v_labels = pd.to_numeric(pd.Series(counts.index, dtype=object), errors="coerce").to_numpy(dtype=float)
     if not np.isfinite(v_labels).all() or (v_labels < 1).any() or (v_labels != np.round(v_labels)).any():
         return False

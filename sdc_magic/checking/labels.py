@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..capture.group_sizes import numbers_in
 from ..config import Rules
 from ..evidence.flatten import Flat
 from ..evidence.registry import Entry
@@ -38,7 +39,10 @@ def small_group_sizes_as_labels(entry: Entry, flat: Flat, ev: Any, rules: Rules)
     for dim, groups in sizes.items():
         if dim not in flat.dims:
             continue
-        labels = pd.to_numeric(pd.Series(flat.dims[dim][inner], dtype=object), errors="coerce").to_numpy(dtype=float)
+        stated = numbers_in(pd.Series(flat.dims[dim][inner], dtype=object))  # "2 cases" states 2 too
+        if stated is None:
+            continue
+        labels = stated.to_numpy(dtype=float)
         if ((labels > 0) & (labels < rules.threshold)).any():
             return (f"the labels of {dim} are the sizes of the groups of {groups} (counts), and some are below "
                     f"{rules.threshold}: they would be published whatever is hidden; band {dim} (e.g. "
