@@ -52,6 +52,8 @@ def test_a_cell_exports_this_kernels_outputs_and_names_earlier_kernels_ones(sdc,
             record.kernel_session = "an-earlier-kernel"
     ran = sdc.magic(f"sdc export {tmp_path / 'x'}")
     assert f"exported 2 output(s) to {tmp_path / 'x'}: {b}, {c}" in ran.stdout
+    # no front-end has said which outputs the notebook shows (a headless run): said in words
+    assert "no front-end told this kernel which outputs the notebook shows" in ran.stdout
     assert "made by an earlier kernel; the notebook may no longer show them): " in ran.stdout
     assert f" {a}" in ran.stdout.split("earlier kernel", 1)[1]
     assert sorted(p.stem for p in (tmp_path / "x").rglob("out-*.csv")) == sorted([b, c])
@@ -78,6 +80,7 @@ def test_a_cell_leaves_out_what_the_front_end_said_the_notebook_no_longer_shows(
     assert {a, c, d} <= written and b not in written
     gone = _no_longer_shown(ran.stdout)
     assert b in gone and not {a, c, d} & gone, ran.stdout
+    assert "no front-end told" not in ran.stdout
     assert comm.handle({"action": "shown", "ids": "out-1"})["ok"] is False
 
 

@@ -50,6 +50,11 @@ _registered: dict[str, Any] = {}
 _shown: dict[str, frozenset[str]] = {}
 
 
+def front_end_spoke() -> bool:
+    """Whether a front-end has said which outputs the notebook shows (the lab extension does)."""
+    return bool(_shown)
+
+
 def gone_from_notebook() -> set[str]:
     """Ids of outputs the notebook no longer shows (deleted cell, cleared output), as far as
     the front-end has said; empty without a front-end that says."""

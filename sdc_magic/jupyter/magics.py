@@ -166,6 +166,8 @@ def _export(sess: Any, rest: str) -> None:
         gone = [r.id for r in sess.outputs if r.id not in set(only) and r.exportable
                 and r.kernel_session == sess.ledger.token]
         earlier = []
+    from .comm import front_end_spoke
+
     folder = folders[0] if folders else None  # None: one folder per notebook
     left_out: list[str] = []
     written = sess.export(folder, force="--force" in rest_args, xlsx="--xlsx" in rest_args, left_out=left_out,
@@ -186,6 +188,12 @@ def _export(sess: Any, rest: str) -> None:
         earlier_gone = f" (and {len(gone) - 10} earlier)" if len(gone) > 10 else ""  # the newest named
         _say("not exported (the notebook no longer shows them: cell deleted, output cleared or replaced "
              f"by a re-run): {', '.join(gone[-10:])}{earlier_gone}")
+    if only is None and not front_end_spoke():
+        # (a headless run, a front-end without the lab extension): nothing says which outputs the
+        # notebook still shows, and the saved file may be older than the run: say so
+        _say("no front-end told this kernel which outputs the notebook shows: every cleared output of "
+             "this kernel was exported, deleted cells' included; the sdc_magic panel (or --only=) "
+             "exports exactly what the notebook shows")
     if earlier:
         _say(f"not exported (made by an earlier kernel; the notebook may no longer show them): "
              f"{', '.join(r.id for r in earlier)}. Re-run their cells, or export from the sdc_magic panel, "
