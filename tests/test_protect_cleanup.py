@@ -141,3 +141,38 @@ def test_a_kept_basis_gives_the_same_verdicts() -> None:
                 assert np.abs(resid).max() <= 1e-6 * max(1.0, np.abs(got_warm.val).max())
                 assert sign * got_warm.at(np.array([k]))[0] >= amt * (1 - 1e-6)
     assert found > 0 and missed > 0  # both verdicts were compared
+
+
+def test_certificates_every_insider_allows_and_a_rejected_trials_certificates_change_no_verdict(
+        monkeypatch) -> None:
+    """Two ways of spending less work that must not move the pattern, and leave only valid certificates.
+
+    The outsider LP of a small pattern first asks for a certificate that every insider
+    respects (``audit.ALL_INSIDERS_FIRST``), and the certificates a rejected clean-up trial
+    found stay in the pool (their cells are hidden in the pattern too).  Same pattern with
+    and without the first; fewer simplex iterations with it; every certificate the search
+    returns holds on the final pattern.
+    """
+    audit_mod = importlib.import_module("sdc_magic.protect.audit")
+    df, dims = _counts((4, 4, 4, 2), 3, 0.25)
+    pools: list[tuple[object, np.ndarray, list]] = []
+    real_final = api._final_audit
+
+    def spy(P, found, *args, **kwargs):
+        pools.append((P, found.hidden.copy(), list(found.pool)))
+        return real_final(P, found, *args, **kwargs)
+
+    monkeypatch.setattr(api, "_final_audit", spy)
+    fast, fast_work = _protect_counting(monkeypatch, df, dims)
+    monkeypatch.setattr(audit_mod, "ALL_INSIDERS_FIRST", False)
+    slow, slow_work = _protect_counting(monkeypatch, df, dims)
+    pd.testing.assert_frame_equal(fast.cells, slow.cells)
+    assert fast.audit_ok
+    assert fast_work < slow_work, (fast_work, slow_work)
+    P, hidden, pool = pools[0]
+    assert pool
+    for f in pool:
+        assert hidden[f.idx].all()
+        assert np.abs(P.M[:, f.idx] @ f.val).max() <= 1e-6 * max(1.0, np.abs(f.val).max())
+        assert (f.val <= P.U[f.idx] * (1 + 1e-7) + 1e-9).all() and (-f.val <= P.L[f.idx] * (1 + 1e-7) + 1e-9).all()
+    clear_cache()

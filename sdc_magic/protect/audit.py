@@ -31,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import highspy
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
@@ -114,6 +115,10 @@ class Problem:
     _S_csc: sp.csc_matrix | None = field(default=None, init=False, repr=False)
     _amounts: dict[tuple[int, int, int], float] = field(default_factory=dict, init=False, repr=False)
     _req: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = field(default=None, init=False, repr=False)
+    #: (cell, sign, level) -> a pattern (hidden mask) on which no certificate respects every
+    #: insider at once (see ``_Audit.against_every_insider``): none does on any pattern hiding
+    #: a subset of its cells
+    no_clean: dict[tuple[int, int, float], np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.Mc = sp.csc_matrix(self.M)
@@ -300,6 +305,9 @@ class Certification:
 BATCH_MIN = 24
 #: ... but only on tables larger than this (below, warm single LPs are cheaper).
 BATCH_MIN_CELLS = 5000
+#: On small patterns (no local LPs) an outsider LP first asks for a certificate that every
+#: insider respects (see :meth:`_Audit.against_every_insider`).
+ALL_INSIDERS_FIRST = True
 
 
 def _planar(P: Problem, H: np.ndarray) -> bool:
@@ -596,9 +604,11 @@ class _Audit:
                 self.tick("audit: finding certificates", None)
                 if self.certified_by[r] or self.rescued(r, P.L, P.U):
                     continue
-                flow = self.att.reach(int(self.req_k[r]), int(self.req_s[r]), float(self.req_a[r]),
-                                      basis_key=(r, -1))
-                self.lps += 1
+                flow = self.against_every_insider(r) if ALL_INSIDERS_FIRST and self.local is None else None
+                if flow is None:
+                    flow = self.att.reach(int(self.req_k[r]), int(self.req_s[r]), float(self.req_a[r]),
+                                          basis_key=(r, -1))
+                    self.lps += 1
                 if flow is not None:
                     self.keep(flow)
                 if not self.certified_by[r]:
@@ -607,6 +617,48 @@ class _Audit:
                         return False
             break
         return True
+
+    def against_every_insider(self, r: int) -> Flow | None:
+        """A certificate for requirement r that every insider's knowledge allows at once, or None.
+
+        Why: a certificate the outsider LP finds may move insiders' cells; each insider it
+        crosses then needs an LP of its own (the insider phase), and on the seed table
+        those were most of the clean-up's LPs.  Asked first with every insider's range at
+        once (except r's own cell and the cells made of its contributors alone, which do
+        not attack it), the LP usually succeeds (267 of 326 on the seed table) and its one
+        certificate settles r against the outsider and every insider.  When it does not,
+        the usual outsider LP follows: nothing else changes, verdicts included.
+
+        A proof of infeasibility is remembered with the pattern (``Problem.no_clean``):
+        publishing cells only shrinks the LP's polytope (a published cell is fixed at 0,
+        tighter than any insider's range), so on a pattern hiding a subset of those cells
+        the LP is infeasible again and is skipped.  Iterations on the seed table
+        84,835 -> 76,594 for the same pattern.
+        """
+        P = self.P
+        if not len(self.insiders):
+            return None
+        k = int(self.req_k[r])
+        question = (k, int(self.req_s[r]), float(self.req_a[r]))
+        was = P.no_clean.get(question)
+        if was is not None and not (self.hidden & ~was).any():
+            return None  # infeasible on a pattern hiding at least these cells: still infeasible
+        owners = P.owners(k)
+        cells = np.array([s for s in self.insiders.tolist() if s != k and s not in owners], dtype=np.int64)
+        if not len(cells):
+            return None
+        L, U = P.L.copy(), P.U.copy()
+        L[cells] = np.minimum(L[cells], P.scen_L[cells])
+        U[cells] = np.minimum(U[cells], P.scen_U[cells])
+        self.att.set_caps(L, U)
+        try:
+            flow = self.att.reach(k, int(self.req_s[r]), float(self.req_a[r]), basis_key=(r, -3))
+        finally:
+            self.att.set_caps(P.L, P.U)
+        self.lps += 1
+        if flow is None and self.att.last_status == highspy.HighsModelStatus.kInfeasible:
+            P.no_clean[question] = self.hidden.copy()
+        return flow
 
     # ---- single contributors
     def insiders_phase(self) -> None:
@@ -674,7 +726,7 @@ class _Audit:
                 if not self.exact and self.local is not None:
                     flow = self.local.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
                 else:
-                    flow = self.reach(att, int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
+                    flow = self.reach(att, int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U, key=(r, -2))
                 self.lps += 1
                 if flow is not None:
                     self.pool.append(flow)

@@ -247,13 +247,19 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                     pool = [f for j, f in enumerate(pool) if j not in gone] + cert.pool[len(sub):]
                 continue
             kept = [f for f in pool if trial[f.idx].all()]
+            # a rejected trial's new certificates are kept: their cells are hidden in the trial,
+            # hence in the pattern, which keeps cell i too (the certificates a rejected trial
+            # found were lost before, and the next trials asked the same questions again)
+            n_kept = len(kept)
             if _refuted(P, trial, kept, killers, singletons) is not None:
+                pool = pool + kept[n_kept:]
                 continue
             cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True)
             if not cert.failures:
                 hidden = trial
                 pool = cert.pool
             else:
+                pool = pool + cert.pool[n_kept:]
                 _remember(killers, cert.failures[0])
     except WorkLimit:
         return hidden, pool, False
