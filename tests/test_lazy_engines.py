@@ -62,3 +62,14 @@ def test_an_engine_imported_before_loading_is_wrapped_at_once(sdc) -> None:
     from sdc_magic.jupyter.kernel import session
 
     assert "polars" in session().capture.engines
+
+
+def test_the_protect_packages_public_names_survive_lazy_loading() -> None:
+    """``from sdc_magic.protect import audit`` is the function whatever was imported first (the
+    submodule of the same name, through the display path, set the package attribute)."""
+    code = ("import sdc_magic.checking.check, sdc_magic.protect.api\n"
+            "from sdc_magic.protect import audit, protect, Protection, protection_levels\n"
+            "print('RESULT', callable(audit) and audit.__module__, protect.__module__, protection_levels.__module__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "RESULT sdc_magic.protect.api sdc_magic.protect.api sdc_magic.protect.levels" in done.stdout, done.stdout

@@ -920,3 +920,17 @@ def audit(
     out["lower"] = lower
     out["upper"] = upper
     return out[hid].reset_index(drop=True)
+
+
+def _public_names() -> None:
+    """``sdc_magic.protect.audit`` is this module's :func:`audit`, as the package documents: importing
+    the submodule of the same name (``protect/audit.py``, which this module needs) set the package
+    attribute to the submodule, and the package resolves its names lazily (``protect/__init__``),
+    so ``from sdc_magic.protect import audit`` would have given the module."""
+    import sys
+
+    package = sys.modules[__name__.rpartition(".")[0]]
+    package.audit = audit  # type: ignore[attr-defined]
+
+
+_public_names()
