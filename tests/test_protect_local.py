@@ -18,6 +18,7 @@ from sdc_magic.protect import protect
 from sdc_magic.protect.api import _prepare
 
 audit = importlib.import_module("sdc_magic.protect.audit")
+attacker_intervals = importlib.import_module("sdc_magic.protect.attacker_intervals")
 local = importlib.import_module("sdc_magic.protect.local")
 
 
@@ -66,10 +67,10 @@ def test_local_certificates_give_the_whole_table_verdicts(shape, seed, p, share,
 @pytest.mark.parametrize("shape,seed,p,share", [((150, 40), 5, 0.12, 0.08), ((16, 12, 6), 6, 0.3, 0.15)])
 def test_sweeps_leave_intervals_exact(shape, seed, p, share, monkeypatch) -> None:
     P, hidden = _problem(_counts(shape, seed, p), share, seed)
-    assert hidden.sum() >= audit.SWEEP_MIN_HIDDEN
-    lo1, hi1 = audit.intervals(P, hidden)
-    monkeypatch.setattr(audit, "SWEEP_MIN_HIDDEN", 10**9)
-    lo2, hi2 = audit.intervals(P, hidden)
+    assert hidden.sum() >= attacker_intervals.SWEEP_MIN_HIDDEN
+    lo1, hi1 = attacker_intervals.intervals(P, hidden)
+    monkeypatch.setattr(attacker_intervals, "SWEEP_MIN_HIDDEN", 10**9)
+    lo2, hi2 = attacker_intervals.intervals(P, hidden)
     np.testing.assert_array_equal(np.isnan(lo1), np.isnan(lo2))
     np.testing.assert_allclose(lo1, lo2, rtol=1e-9, atol=1e-9, equal_nan=True)
     np.testing.assert_allclose(hi1, hi2, rtol=1e-9, atol=1e-9, equal_nan=True)

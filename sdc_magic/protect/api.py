@@ -20,7 +20,8 @@ import pandas as pd
 from ..config import COSTS, Rules
 from ..rules import CellFacts, assess
 from . import patterns
-from .audit import Problem, ProgressFn, Ticker, WorkLimit, certify, intervals
+from .attacker_intervals import intervals
+from .audit import Problem, ProgressFn, Ticker, WorkLimit, certify
 from .heuristic import Infeasible, cleanup, repair
 from .levels import protection_levels, resolution_of
 from .local import Boxes
