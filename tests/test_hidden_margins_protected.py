@@ -97,3 +97,33 @@ def test_a_flagged_margin_is_not_given_back_by_its_row(referrals: pd.DataFrame) 
     for category in few[(few > 0) & (few < 5)].index:
         assert (category, "All") in hidden
         assert {(category, "F"), (category, "M")} & hidden, f"{category}'s total is its two cells' sum"
+
+
+def test_no_record_states_a_value_its_table_hides(referrals: pd.DataFrame) -> None:
+    """A table the joint audit blocks publishes nothing, so its record and the renderer's payload
+    state no interval (they kept the bounds of the pattern found before the block, some exact:
+    [57; 57] was Cap-Haitien's women in child protection); and no cleared table's record pins a
+    hidden cell."""
+    r = referrals
+    session = Session(rules=preset("humanitarian"))
+    session.capture.install()
+    outs = []
+    try:
+        for first, second in [
+            (r[r.age < 80].groupby("admin2").size(), pd.crosstab([r.admin2, r.sex], r.case_category, margins=True)),
+            (r[r.age >= 2].groupby(["admin2", "sex"]).size(),
+             pd.crosstab(r.admin2, [r.sex, r.age_band], margins=True)),
+        ]:
+            session.publish(first)
+            outs.append(session.publish(second))
+    finally:
+        session.capture.uninstall()
+    for out in outs:
+        record = out.metadata["sdc_magic"]
+        payload = out.data.get("application/vnd.sdc-magic.v1+json") or {}
+        if record["status"] == "blocked":
+            assert not any("interval" in rec for rec in record["reasons"]), record["reasons"][:3]
+            assert not any(item.get("interval") for item in payload.get("reasons") or []), payload.get("reasons")
+        for rec in record["reasons"]:
+            lo, hi = rec.get("interval") or (None, None)
+            assert lo is None or hi is None or hi - lo > 0, rec

@@ -27,6 +27,7 @@ from ..evidence.flatten import MISSING_LABEL, Flat, numeric
 from ..evidence.registry import Entry
 from ..rules import CellFacts, Reason
 from .labels import label_disclosure, mask_numbers, small_group_sizes_as_labels
+from .margin_rows import escape_total, with_primary_margins, with_public_cells
 from .resolve import Resolved, resolve, unwrap
 from .values import individual_cells, not_counts, numbers_only
 
@@ -205,6 +206,39 @@ def hide_value_order(checked: Checked) -> Checked:
     if checked.cell_rows is not None:
         checked.cell_rows = new_of_old[checked.cell_rows]
     checked.notes.append(HIDDEN_LAST_NOTE)
+    return checked
+
+
+PINNED_NOTE = ("{n} hidden cell(s) that fail a rule are determined exactly by the cells shown (protection "
+               "not proven): an output checker decides")
+
+
+def settle_intervals(checked: Checked) -> Checked:
+    """The intervals a record may carry, once every decision is made (issue 23.13).
+
+    Intervals are the attacker's bounds for the *published* pattern. A blocked table publishes
+    nothing, so it carries none: the joint audit blocked a table after its protection had
+    computed bounds for a pattern never shown, some exact ([57; 57] for a cell hidden later).
+    A hidden cell the published cells determine exactly is not protected by hiding it: its
+    interval is dropped from the record (which must not state what the table hides); when the
+    cell fails a rule itself, the protection is not proven and a cleared table goes to review.
+    """
+    if checked.status == "blocked" or (checked.hidden.size and checked.hidden.all()):
+        checked.intervals = {}
+        return checked
+    pinned_primary = 0
+    for rc, (lo, hi) in list(checked.intervals.items()):
+        r, c = rc
+        if not checked.hidden[r, c]:
+            del checked.intervals[rc]
+            continue
+        if np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 1e-9 * max(1.0, abs(lo)):
+            del checked.intervals[rc]
+            if any(x.rule != "secondary" for x in checked.reasons.get(rc, [])):
+                pinned_primary += 1
+    if pinned_primary and checked.status in ("pass", "suppressed"):
+        checked.status = "review"
+        checked.notes.append(PINNED_NOTE.format(n=pinned_primary))
     return checked
 
 
@@ -727,7 +761,7 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         value = ev.value[inner]
     # internal column names: a dimension may be called "status" or "value" like the engine's own columns
     internal = [f"_dim{i}" for i in range(len(dims))]
-    cells = pd.DataFrame({c: _escape_total(entry.flat.dims[d][inner]) for c, d in zip(internal, dims, strict=True)})
+    cells = pd.DataFrame({c: escape_total(entry.flat.dims[d][inner]) for c, d in zip(internal, dims, strict=True)})
     cells["value"] = np.nan_to_num(np.asarray(value, dtype=float), nan=0.0)
     cells["units"] = ev.units[inner] if stat != {"nunique"} else cells["value"].to_numpy()
     cells["primary"] = primary_all[inner]
@@ -753,9 +787,9 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         lack_primary = cells["primary"].to_numpy() & (lack > 0) & (lack < rules.threshold) & ~small_with.to_numpy()
         if not lack_primary.any():
             lack_primary = None
-    cells = _with_primary_margins(cells, entry, sel[margin & primary_all[sel]], internal, dims, top_cols)
+    cells = with_primary_margins(cells, entry, sel[margin & primary_all[sel]], internal, dims, top_cols)
     if public:
-        cells = _with_public_cells(cells, internal, dims, public, top_cols)
+        cells = with_public_cells(cells, internal, dims, public, top_cols)
         kwargs["publish"] = "publish"
     with np.errstate(invalid="ignore", divide="ignore"):  # no numpy warnings in researchers' notebooks
         if lack_primary is not None:
@@ -819,101 +853,6 @@ def _protect_both_sides(protect: Any, cells: pd.DataFrame, internal: list[str], 
     return _Union(out, ok, method, message)
 
 
-def _with_primary_margins(cells: pd.DataFrame, entry: Entry, margin_primaries: np.ndarray, internal: list[str],
-                          dims: list[str], top_cols: list[str]) -> pd.DataFrame:
-    """Add the displayed margins that are primary (a differencing hit names a margin, a rule
-    fails on one) as margin rows flagged primary, so the search protects them like any primary.
-
-    Why (issue 23.13): only inner cells were passed on, so a primary margin was hidden but never
-    protected: ``crosstab(..., margins=True)`` shown after a filtered table hid a row total by
-    differencing while publishing the row's cells, and its record gave the total back as an exact
-    interval. The margin's value is the sum of its inner cells here (the model's own), so the
-    margin row is additive by construction."""
-    if not len(margin_primaries):
-        return cells
-    label = entry.margin_label
-    inner = cells[internal]
-    rows = []
-    for i in margin_primaries:
-        labels = []
-        for d in dims:
-            value = entry.flat.dims[d][int(i)]
-            total = (label is not None and value == label) or value == "" or value is None
-            labels.append("Total" if total else _escape_total(np.array([value], dtype=object))[0])
-        kept = [c for c, lab in zip(internal, labels, strict=True) if lab != "Total"]
-        if len(kept) == len(internal):
-            continue  # not a margin after all
-        mask = np.ones(len(cells), dtype=bool)
-        for c, lab in zip(internal, labels, strict=True):
-            if lab != "Total":
-                mask &= (inner[c].to_numpy(dtype=object) == lab)
-        if not mask.any():
-            continue  # a margin of nothing: 0, nothing to protect
-        row = dict(zip(internal, labels, strict=True))
-        row.update(value=float(cells["value"].to_numpy()[mask].sum()),
-                   units=float(cells["units"].to_numpy()[mask].sum()), primary=True)
-        for t in top_cols:
-            row[t] = 0.0
-        rows.append(row)
-    if not rows:
-        return cells
-    return pd.concat([cells, pd.DataFrame(rows)], ignore_index=True)
-
-
-def _with_public_cells(cells: pd.DataFrame, internal: list[str], dims: list[str], public: dict,
-                       top_cols: list[str]) -> pd.DataFrame:
-    """Flag inner cells, and add margin rows, that earlier outputs already published."""
-    position = {d: i for i, d in enumerate(dims)}
-    cells = cells.copy()
-    cells["publish"] = False
-    existing = set(zip(*[cells[c].to_numpy(dtype=object) for c in internal], strict=True))
-    rows = []
-    for subset, labels in public.items():
-        if not set(subset) <= set(position):
-            continue
-        cols = [internal[position[d]] for d in subset]
-        if len(subset) == len(dims):
-            keys = list(zip(*[cells[c].to_numpy() for c in cols], strict=True)) if cols else []
-            order = [subset.index(d) for d in dims]
-            wanted = {tuple(lab[i] for i in order) for lab in labels}
-            cells.loc[[tuple(k[subset.index(d)] for d in dims) in wanted for k in keys], "publish"] = True
-            continue
-        sums = cells.groupby(cols, sort=False)[["value", "units"]].sum() if cols else             cells[["value", "units"]].sum().to_frame().T
-        for label in labels:
-            key = label if len(cols) > 1 else (label[0] if cols else None)
-            if cols and key not in sums.index:
-                continue
-            total = sums.loc[key] if cols else sums.iloc[0]
-            row = {c: "Total" for c in internal}
-            for d, value in zip(subset, label, strict=True):
-                row[internal[position[d]]] = value
-            if tuple(row[c] for c in internal) in existing:
-                continue  # a primary margin row (see _with_primary_margins): protected all the same
-            row.update(value=float(total["value"]), units=float(total["units"]), primary=False, publish=True)
-            for t in top_cols:
-                row[t] = 0.0
-            rows.append(row)
-    if rows:
-        cells = pd.concat([cells, pd.DataFrame(rows)], ignore_index=True)
-    return cells
-
-
-#: A real category called "Total" must not be taken for the engine's margin label: it is
-#: passed on with a zero-width space appended (it prints the same in certificates).
-_REAL_TOTAL = "Total\u200b"
-
-
-def _escape_total(values: np.ndarray) -> np.ndarray:
-    values = np.asarray(values, dtype=object)
-    hit = np.fromiter((isinstance(v, str) and v.rstrip("\u200b") == "Total" for v in values), dtype=bool,
-                      count=len(values))
-    if not hit.any():
-        return values
-    out = values.copy()
-    out[hit] = [v + "\u200b" for v in values[hit]]
-    return out
-
-
 def _call_protect(protect: Any, cells: pd.DataFrame, internal: list[str], top: list[str] | None, rules: Rules,
                   kwargs: dict[str, Any], frequency: bool = False) -> Any:
     import warnings
@@ -938,7 +877,7 @@ def _map_protection(entry: Entry, sel: np.ndarray, margin: np.ndarray, dims: lis
     for d in dims:
         col = entry.flat.dims[d][sel].copy()
         real = ~margin if label is not None else np.ones(len(col), dtype=bool)
-        col = np.where(real, _escape_total(col), col)
+        col = np.where(real, escape_total(col), col)
         if label is not None:
             totals = (col == label) | ((col == "") & margin)
             col = np.where(totals, "Total", col)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..capture import Capture
-from ..checking.check import Checked, check
+from ..checking.check import Checked, check, settle_intervals
 from ..config import Rules, apply_settings, load_rules, preset
 from ..evidence.registry import Registry
 from ..outputs.bundle import MIME as PAYLOAD_MIME
@@ -176,6 +176,7 @@ class Session:
                 self._link(out_id, checked)
                 certificate.finalise(checked)  # models, intervals and display: one final decision
                 self.decisions.remember(self._decision_key, out_id, checked)
+            settle_intervals(checked)  # what the record may state of hidden cells, after every decision
             if checked.kind == "row-level" and self.microdata is not None:
                 self._microdata_check(checked)
             checked.notes.extend(self.ledger.take_warnings())  # e.g. persistence off: said once, inline
@@ -449,6 +450,8 @@ class Session:
             if problems:
                 checked.status = "blocked"
                 checked.hidden[:] = True
+                checked.hidden_flat[:] = True
+                checked.intervals = {}  # bounds of a pattern that is not shown
                 checked.notes.extend(problems)
                 return
             if added:

@@ -91,13 +91,24 @@ class Linker:
         return differencing.findings(d, self.related(d))
 
     def differencing_reasons(self, d: Draft, positions: np.ndarray) -> dict[int, list[Any]]:
-        """Displayed cells (flat index) to make primary, with reasons naming cells by their labels."""
-        return differencing.differencing_reasons(d, self.related(d))
+        """Displayed cells (flat index) to make primary, with reasons naming cells by their labels.
+
+        The same table shown earlier is left out (see :meth:`published_elsewhere`): its hidden
+        cells made every one of them primary again, so Restart & Run All hid more than the first
+        run (12 cells instead of 8) and searched again; the joint audit still compares the two."""
+        return differencing.differencing_reasons(d, [p for p in self.related(d) if not _same_table(p, d)])
 
     def published_elsewhere(self, d: Draft) -> dict[tuple[str, ...], set[tuple]]:
         """Cells of the new table whose rows are exactly a cell that earlier outputs published
-        (see :func:`.differencing.published_elsewhere`)."""
-        return differencing.published_elsewhere(d, self.related(d))
+        (see :func:`.differencing.published_elsewhere`).
+
+        The same table shown earlier (same keys, same groups of rows: Restart & Run All, or a
+        re-run in the folder) is left out: it would make the protection a different problem
+        (its cells forced published), so the stored pattern of the earlier run was never
+        recalled and every re-run searched again (5 CPU s for the seed table). Deterministic
+        under the same rules, the protection finds the same pattern; under other rules the joint
+        audit still holds this table to what the earlier one published."""
+        return differencing.published_elsewhere(d, [p for p in self.related(d) if not _same_table(p, d)])
 
     # -------------------------------------------------------- recording
     def commit(self, d: Draft, record: bool = True) -> None:
@@ -219,3 +230,18 @@ class Linker:
         except Exception as exc:
             self.notes.append(f"linking memory could not be saved ({type(exc).__name__})")
             self.path = None
+
+
+def _same_table(earlier: Population, d: Draft) -> bool:
+    """Whether an earlier population is this draft's table again: same keys, same groups of rows,
+    the same margins shown (a crosstab with its margins after its groupby is another output: it
+    publishes the margins, and the groupby's hidden cells must stay hidden in it)."""
+    new = d.pop
+    if earlier.keys != new.keys or len(earlier.labels) != len(new.labels) or not np.array_equal(earlier.size, new.size):
+        return False
+    if earlier.margins_public != new.margins_public or earlier.title != new.title:
+        return False  # (the title names the statistic: counts, then means of the same groups, differ)
+    try:
+        return bool(np.array_equal(earlier.group[d.parent], new.group))
+    except (IndexError, ValueError):
+        return False

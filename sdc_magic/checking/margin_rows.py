@@ -1,0 +1,112 @@
+"""The cells a table's protection is asked about, beyond its inner cells: margin rows.
+
+The search (:func:`sdc_magic.protect.protect`) takes one row per inner cell and may take margin
+rows labelled ``"Total"``; here are the two kinds of margin rows the display path adds: displayed
+margins that are primary (differencing names them, a rule fails on them), and margins already
+published by earlier outputs. A real category called "Total" is escaped so it is never taken for
+the margin label.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..evidence.registry import Entry
+
+
+def with_primary_margins(cells: pd.DataFrame, entry: Entry, margin_primaries: np.ndarray, internal: list[str],
+                         dims: list[str], top_cols: list[str]) -> pd.DataFrame:
+    """Add the displayed margins that are primary (a differencing hit names a margin, a rule
+    fails on one) as margin rows flagged primary, so the search protects them like any primary.
+
+    Why (issue 23.13): only inner cells were passed on, so a primary margin was hidden but never
+    protected: ``crosstab(..., margins=True)`` shown after a filtered table hid a row total by
+    differencing while publishing the row's cells, and its record gave the total back as an exact
+    interval. The margin's value is the sum of its inner cells here (the model's own), so the
+    margin row is additive by construction."""
+    if not len(margin_primaries):
+        return cells
+    label = entry.margin_label
+    inner = cells[internal]
+    rows = []
+    for i in margin_primaries:
+        labels = []
+        for d in dims:
+            value = entry.flat.dims[d][int(i)]
+            total = (label is not None and value == label) or value == "" or value is None
+            labels.append("Total" if total else escape_total(np.array([value], dtype=object))[0])
+        kept = [c for c, lab in zip(internal, labels, strict=True) if lab != "Total"]
+        if len(kept) == len(internal):
+            continue  # not a margin after all
+        mask = np.ones(len(cells), dtype=bool)
+        for c, lab in zip(internal, labels, strict=True):
+            if lab != "Total":
+                mask &= (inner[c].to_numpy(dtype=object) == lab)
+        if not mask.any():
+            continue  # a margin of nothing: 0, nothing to protect
+        row = dict(zip(internal, labels, strict=True))
+        row.update(value=float(cells["value"].to_numpy()[mask].sum()),
+                   units=float(cells["units"].to_numpy()[mask].sum()), primary=True)
+        for t in top_cols:
+            row[t] = 0.0
+        rows.append(row)
+    if not rows:
+        return cells
+    return pd.concat([cells, pd.DataFrame(rows)], ignore_index=True)
+
+
+def with_public_cells(cells: pd.DataFrame, internal: list[str], dims: list[str], public: dict,
+                      top_cols: list[str]) -> pd.DataFrame:
+    """Flag inner cells, and add margin rows, that earlier outputs already published."""
+    position = {d: i for i, d in enumerate(dims)}
+    cells = cells.copy()
+    cells["publish"] = False
+    existing = set(zip(*[cells[c].to_numpy(dtype=object) for c in internal], strict=True))
+    rows = []
+    for subset, labels in public.items():
+        if not set(subset) <= set(position):
+            continue
+        cols = [internal[position[d]] for d in subset]
+        if len(subset) == len(dims):
+            keys = list(zip(*[cells[c].to_numpy() for c in cols], strict=True)) if cols else []
+            order = [subset.index(d) for d in dims]
+            wanted = {tuple(lab[i] for i in order) for lab in labels}
+            cells.loc[[tuple(k[subset.index(d)] for d in dims) in wanted for k in keys], "publish"] = True
+            continue
+        inner = cells[~(cells[internal] == "Total").to_numpy().any(axis=1)]  # not primary margin rows
+        sums = inner.groupby(cols, sort=False)[["value", "units"]].sum() if cols else \
+            inner[["value", "units"]].sum().to_frame().T
+        for label in labels:
+            key = label if len(cols) > 1 else (label[0] if cols else None)
+            if cols and key not in sums.index:
+                continue
+            total = sums.loc[key] if cols else sums.iloc[0]
+            row = {c: "Total" for c in internal}
+            for d, value in zip(subset, label, strict=True):
+                row[internal[position[d]]] = value
+            if tuple(row[c] for c in internal) in existing:
+                continue  # a primary margin row (see with_primary_margins): protected all the same
+            row.update(value=float(total["value"]), units=float(total["units"]), primary=False, publish=True)
+            for t in top_cols:
+                row[t] = 0.0
+            rows.append(row)
+    if rows:
+        cells = pd.concat([cells, pd.DataFrame(rows)], ignore_index=True)
+    return cells
+
+
+#: A real category called "Total" must not be taken for the engine's margin label: it is
+#: passed on with a zero-width space appended (it prints the same in certificates).
+REAL_TOTAL = "Total\u200b"
+
+
+def escape_total(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=object)
+    hit = np.fromiter((isinstance(v, str) and v.rstrip("\u200b") == "Total" for v in values), dtype=bool,
+                      count=len(values))
+    if not hit.any():
+        return values
+    out = values.copy()
+    out[hit] = [v + "\u200b" for v in values[hit]]
+    return out
