@@ -16,13 +16,6 @@ import pytest
 
 # Rules must not come from a sdc.toml / pyproject.toml found above the working directory.
 os.environ["SDC_MAGIC_CONFIG"] = ""
-# Ledgers and linking memories of in-process sessions go to a folder of this test run (one per
-# pytest process), never to the repository's .sdc_magic/: a run must not inherit the outputs of
-# an earlier run, nor a fresh kernel started in the repository those of this one.
-if not os.environ.get("SDC_MAGIC_LEDGER_DIR"):
-    import tempfile
-
-    os.environ["SDC_MAGIC_LEDGER_DIR"] = tempfile.mkdtemp(prefix="sdc-test-ledger-")
 
 
 @dataclass
@@ -195,6 +188,15 @@ def p() -> Any:
     from test_engines_redteam import PEOPLE
 
     return pl.from_pandas(PEOPLE)
+
+
+@pytest.fixture(autouse=True)
+def _ledger_folder_of_the_test(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ledger made during a test (and the linking memory and patterns kept beside it) goes to
+    ``.sdc_magic/`` in the test's own folder, as if the kernel ran there: never to the repository,
+    where the next run (or a fresh kernel started in the repository) would inherit it. A test
+    that changes into its ``tmp_path`` finds it where a kernel would put it."""
+    monkeypatch.setenv("SDC_MAGIC_LEDGER_DIR", str(tmp_path / ".sdc_magic"))
 
 
 @pytest.fixture(autouse=True)

@@ -254,14 +254,7 @@ def test_four_way_table_suggestions_in_lab_and_notebook7(lab: Any, page: Any) ->
         lab.fetch(f"/api/sessions/{session['id']}", "DELETE")
     page.goto(f"{lab.url}/notebooks/{name}?token={TOKEN}")
     page.wait_for_selector(".jp-Notebook")
-    wait_kernel_idle(lab)
-    menu(page, "Run", "runmenu:run-all")
-    page.wait_for_function(
-        """() => {
-          const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')];
-          return prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
-        }""", timeout=120_000)
-    wait_kernel_idle(lab)
+    run_all(page, lab)  # (Notebook 7 has the same Run menu and prompts)
     nb7 = page.locator('.jp-Notebook .sdc-Output[data-status="suppressed"]')
     nb7.wait_for(timeout=120_000)
     page.wait_for_function(

@@ -138,7 +138,6 @@ def test_a_notebook_rerun_in_a_new_kernel_recalls_the_pattern_beside_the_ledger(
     from sdc_magic.records.ledger import Ledger
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SDC_MAGIC_LEDGER_DIR", raising=False)  # the kernel's default: .sdc_magic/ beside it
     referrals = make_referrals()
     shown = []
     for kernel in range(2):  # two kernels: a fresh session, nothing in memory
