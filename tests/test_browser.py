@@ -707,7 +707,10 @@ def test_inline_output_use_this_exception_and_reopen(lab: Lab, page: Any, tmp_pa
     if page.locator(f"{OUTPUTS} .sdc-Output-more").count():
         page.locator(f"{OUTPUTS} .sdc-Output-kernelNote", has_text="has not loaded sdc_magic").first.wait_for(
             state="attached", timeout=30_000)
-        assert page.eval_on_selector_all(f"{OUTPUTS} .sdc-NeedsKernel", "els => els.every(b => b.disabled)")
+        # (each output asks the kernel on its own: wait for every one, not only the first)
+        page.wait_for_function(
+            "sel => [...document.querySelectorAll(sel)].every(b => b.disabled)",
+            arg=f"{OUTPUTS} .sdc-NeedsKernel", timeout=30_000)
         # the extension loaded in the new kernel: it still did not make these outputs
         last = page.locator(f"{CURRENT_NOTEBOOK} .jp-Cell").last
         last.locator(".jp-InputArea-prompt").click()

@@ -627,6 +627,11 @@ export function shownIds(panel: NotebookPanel): string[] {
 function reportShown(panel: NotebookPanel): void {
   let sent: string | null = null;
   let kernelSent: Kernel.IKernelConnection | null = null;
+  // the outputs the notebook held when it first saw the current kernel: an earlier kernel's (after
+  // a reload or a restart the new kernel may not have sdc_magic loaded: it is not asked until
+  // it makes an output of its own)
+  let baselineKernel: Kernel.IKernelConnection | null = null;
+  let before = new Set<string>();
   // every output the notebook has held with this kernel: only those can be gone (an output the
   // kernel made but the notebook has not received yet is not)
   let seen = new Set<string>();
@@ -644,8 +649,15 @@ function reportShown(panel: NotebookPanel): void {
     if (kernel === kernelSent && key === sent) {
       return;
     }
-    if (kernel !== kernelSent && !ids.length) {
-      return; // nothing of this kernel's to leave out yet
+    if (kernel !== baselineKernel) {
+      // the first look at this kernel: what the notebook holds now is an earlier kernel's
+      baselineKernel = kernel;
+      before = new Set<string>(ids);
+    }
+    if (kernel !== kernelSent && (!ids.length || ids.every(id => before.has(id)))) {
+      // nothing of this kernel's to leave out yet: the outputs are an earlier kernel's (after a
+      // reload or a restart the new kernel may not even have sdc_magic loaded; it is not asked)
+      return;
     }
     kernelSent = kernel;
     sent = key;
