@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 import highspy
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from .flows import absorb_many, flow_requirements, one_per_cell, rescale
 from .local import Boxes, LocalAttacker
@@ -358,6 +357,40 @@ def _violated(f: Flow, P: Problem, common: np.ndarray) -> set[int]:
     return {int(c) for c in common[bad]}
 
 
+def cell_components(indptr: np.ndarray, indices: np.ndarray, n: int) -> np.ndarray:
+    """Connected components of n cells, two cells joined when a row (relation) holds both.
+
+    ``indptr``/``indices``: the rows in CSR form. Returns each cell's component, numbered
+    0, 1, ... in order of first appearance. Label propagation by minimum: a few vectorised
+    passes on a certificate's cells, and it spares the display the import of
+    ``scipy.sparse.csgraph`` (it pulls in ``scipy.sparse.linalg``: 0.1 s of a first display).
+    """
+    lab = np.arange(n)
+    lengths = np.diff(indptr)
+    rows = np.flatnonzero(lengths > 0)
+    if len(rows) == 0:
+        return lab
+    starts = indptr[rows]
+    owner = np.repeat(np.arange(len(rows)), lengths[rows])
+    while True:
+        row_min = np.minimum.reduceat(lab[indices], starts)
+        new = lab.copy()
+        np.minimum.at(new, indices, row_min[owner])
+        new = new[new]  # jump to the label's own label: halves the passes on long chains
+        if np.array_equal(new, lab):
+            break
+        lab = new
+    # number the components as a graph search from the first relation would (lowest
+    # relation first, then cells in no relation): the parts keep their earlier order
+    row_lab = lab[indices[starts]]
+    key = np.full(n, len(rows), dtype=np.int64) + np.arange(n)
+    first_row = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(first_row, row_lab, np.arange(len(rows)))
+    key = np.where(first_row[lab] < len(rows), first_row[lab], key[lab])
+    _, numbered = np.unique(key, return_inverse=True)
+    return numbered.astype(np.int64)
+
+
 def split_flow(P: Problem, f: Flow) -> list[Flow]:
     """The independent parts of a certificate (each one is a certificate on its own).
 
@@ -369,14 +402,9 @@ def split_flow(P: Problem, f: Flow) -> list[Flow]:
     if len(f.idx) < 8:
         return [f]
     B = P.Mc[:, f.idx].tocsr()
-    rows = np.flatnonzero(np.diff(B.indptr) > 0)
-    B = B[rows]
-    nr = B.shape[0]
-    G = sp.bmat([[None, B], [B.T, None]], format="csr")
-    n_comp, lab = connected_components(G, directed=False)
-    if n_comp <= 1:
+    lab = cell_components(B.indptr, B.indices, len(f.idx))
+    if lab.max() == 0:
         return [f]
-    lab = lab[nr:]
     parts = []
     for c in np.unique(lab):
         sel = lab == c
