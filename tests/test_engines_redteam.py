@@ -520,7 +520,8 @@ def test_stopped_describe_min_max(sess: Session, p: pl.DataFrame) -> None:
      "review", True),
     ("select district, count(*) n from df group by district union all select 'X', 1", "review", True),
     ("select district, count(*) n from df group by district having count(*) < 10", "suppressed", True),
-    ("select district, string_agg(sex, '') m from df group by district", "blocked", False),
+    # a text aggregate is some people's values: withheld, never drawn as row-level data (issue 23.3)
+    ("select district, string_agg(sex, '') m from df group by district", "review", True),
 ])
 def test_stopped_sql_shapes(sess: Session, df: pd.DataFrame, sql: str, status: str, small_hidden: bool) -> None:
     out = sess.publish(duckdb.sql(sql))

@@ -209,6 +209,7 @@ class _WeakMarks:
 
 _aggregates = _WeakMarks()
 _withheld = _WeakMarks()
+_row_windows = _WeakMarks()
 
 
 def mark_aggregate(frame: pd.DataFrame) -> None:
@@ -223,6 +224,49 @@ def mark_aggregate(frame: pd.DataFrame) -> None:
 
 def is_aggregate(obj: Any) -> bool:
     return bool(_aggregates.get(obj))
+
+
+#: the mark of an aggregate whose numbers the capture cannot trace to its groups
+UNTRACED = "untraced"
+
+
+def mark_untraced(obj: Any, columns: tuple[str, ...] | None = None) -> None:
+    """Note that ``obj`` (a pandas frame, or an engine's result) was computed from aggregates in
+    a way no plan models: a window over groups, a running total, a ratio of aggregates, a join
+    of aggregates, a column added to an aggregated frame.
+
+    Why (issue 23.3): such a result was "row-level" and drawn as it is (C's 3 beside its
+    percent of the total). Marked, it is checked as an unverified aggregate and, beyond that,
+    every number that is not a whole count is withheld on screen, as is every cell of
+    ``columns`` (those computed from the aggregates rather than aggregates themselves: a
+    cumulative count of 70, 72, 73 gives 2 and 1 back however large each figure is). ``None``:
+    the computed columns are not known; whole numbers are then checked as counts.
+    """
+    _aggregates.set(obj, (UNTRACED, tuple(columns) if columns is not None else None))
+
+
+def mark_row_windows(obj: Any, columns: tuple[str, ...]) -> None:
+    """Note that ``obj`` is row-level data with ``columns`` computed over groups of rows.
+
+    ``count(*) OVER (PARTITION BY district)``, ``pl.len().over("district")``,
+    ``mean().over(...)``: each row carries its group's count or mean, a small count and a
+    mean of three people among them. The rows stay row-level data (shown, never exportable);
+    those columns are withheld.
+    """
+    _row_windows.set(obj, tuple(columns))
+
+
+def row_window_columns(obj: Any) -> tuple[str, ...] | None:
+    """The withheld window columns of row-level data (see :func:`mark_row_windows`), or None."""
+    return _row_windows.get(obj)
+
+
+def untraced_columns(obj: Any) -> tuple[str, ...] | None:
+    """The columns withheld in an untraced aggregate (``()`` for none known), None if not untraced."""
+    mark = _aggregates.get(obj)
+    if isinstance(mark, tuple) and mark[:1] == (UNTRACED,):
+        return mark[1] or ()
+    return None
 
 
 class Withheld(Exception):

@@ -29,7 +29,7 @@ from ..rules import CellFacts, Reason
 from .labels import label_disclosure, mask_numbers, small_group_sizes_as_labels
 from .margin_rows import escape_total, with_primary_margins, with_public_cells
 from .resolve import Resolved, resolve, unwrap
-from .values import individual_cells, not_counts, numbers_only
+from .values import individual_cells, not_counts, numbers_only, row_windows_hidden, untraced_cells
 
 ADDITIVE_STATS = frozenset({"count", "size", "sum", "mean", "proportion", "percent"})
 NOT_PROTECTED_YET = "secondary protection not yet applied"
@@ -122,8 +122,9 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
         return Checked("pass", "empty", frame, np.zeros(shape, bool), notes=resolved.notes + ["empty table"],
                        rules=rules)
     if resolved.kind == "row-level":
-        return Checked("blocked", "row-level", frame, np.zeros(shape, bool), rules=rules,
-                       notes=resolved.notes + ["row-level data: never exportable"])
+        hidden, window_notes = row_windows_hidden(frame, resolved.untraced, shape)
+        return Checked("blocked", "row-level", frame, hidden, rules=rules,
+                       notes=resolved.notes + ["row-level data: never exportable", *window_notes])
     if resolved.kind == "unverified":
         return hide_value_order(_check_unverified(resolved, rules, protector, shape, registry, source=frame))
     if reuse is not None and resolved.match is not None:
@@ -563,6 +564,20 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                 "individual", "a date, text or list computed from the rows is some person's value"))
         if status != "review":
             status = "review"
+    computed = untraced_cells(resolved.frame, flat, resolved.untraced, unverified)
+    if computed is not None and (computed & ~hidden).any():
+        # an aggregate computed in a way no plan traces (a window over groups, a running total, a
+        # ratio of aggregates): its computed columns and its numbers that are not counts can give
+        # a hidden count back (73 - 72 = 1 from a running total; 40 / 54.8 % = 73 people in all)
+        fresh = computed & ~hidden
+        hidden |= computed
+        secondary = secondary | (computed & ~primary)
+        notes.append(f"{int(fresh.sum())} cell(s) were computed from the groups' figures in a way sdc_magic "
+                     "does not trace (a window, running total, ratio or join of aggregates): withheld. "
+                     "Show the aggregate itself, or compute shares and totals in pandas from a checked table")
+        for i in np.flatnonzero(fresh):
+            reasons.setdefault(int(i), []).append(Reason(
+                "untraced", "computed from aggregated figures in a way that is not traced: withheld"))
     if unverified.any():
         notes.append("numbers that are not counts could not be verified: this output is not exportable")
         for i in np.flatnonzero(unverified):

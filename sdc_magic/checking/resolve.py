@@ -33,6 +33,9 @@ class Resolved:
     notes: list[str] = field(default_factory=list)
     cell_rows: np.ndarray | None = None  # display row of each flat cell (after set_index)
     cell_cols: np.ndarray | None = None  # display column of each flat cell
+    #: an aggregate the capture could not trace (``capture.contract.mark_untraced``): the columns
+    #: computed from aggregates, withheld with every number that is not a whole count; else None
+    untraced: tuple[str, ...] | None = None
 
 
 def unwrap(obj: object) -> tuple[pd.DataFrame | pd.Series, list[str]]:
@@ -82,27 +85,37 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
         from ..capture.contract import Withheld
 
         raise Withheld(reason)
-    if isinstance(obj, pd.Series) and _known_aggregate(obj):
-        return Resolved("unverified", obj, flat, notes=["an aggregation without evidence"])
-    if isinstance(obj, pd.DataFrame) and _known_aggregate(obj):
-        if not isinstance(obj.index, pd.RangeIndex):
-            # a pandas aggregation: its labels are the index, every column holds values (a date
-            # or text among them is some person's value, withheld by the unverified check)
-            return Resolved("unverified", obj, flat, notes=["an aggregation without evidence"])
-        # an engine aggregation without evidence (or a reset_index): its text columns are the labels
-        labels = [c for c in obj.columns
-                  if not (pd.api.types.is_numeric_dtype(obj[c]) and not pd.api.types.is_bool_dtype(obj[c]))
-                  and not _individual_values(obj[c])]
-        if labels and len(labels) < obj.shape[1]:
-            try:
-                indexed = obj.set_index(labels)
-                return Resolved("unverified", indexed, flatten(indexed),
-                                notes=["an aggregation without evidence: its label columns are shown as the index"])
-            except (KeyError, ValueError, TypeError):
-                pass
-        return Resolved("unverified", obj, flat)
+    windows = _row_windows(obj)
+    if windows is not None:  # rows with their groups' counts or means beside them: those withheld
+        return Resolved("row-level", obj, flat, untraced=windows)
+    if _known_aggregate(obj):
+        resolved = _aggregate_without_evidence(obj, flat)
+        resolved.untraced = _untraced(obj)
+        return resolved
     if _looks_row_level(obj, registry):
         return Resolved("row-level", obj, flat)
+    return Resolved("unverified", obj, flat)
+
+
+def _aggregate_without_evidence(obj: pd.DataFrame | pd.Series, flat: Flat) -> Resolved:
+    """An aggregation's result that matched no evidence: checked as an unverified table."""
+    if isinstance(obj, pd.Series) or not isinstance(obj.index, pd.RangeIndex):
+        # a pandas aggregation: its labels are the index, every column holds values (a date
+        # or text among them is some person's value, withheld by the unverified check)
+        return Resolved("unverified", obj, flat, notes=["an aggregation without evidence"])
+    # an engine aggregation without evidence (or a reset_index): its text columns are the labels,
+    # except those computed from the aggregates (``count(*)::varchar || ' people'``)
+    computed = set(_untraced(obj) or ())
+    labels = [c for c in obj.columns
+              if not (pd.api.types.is_numeric_dtype(obj[c]) and not pd.api.types.is_bool_dtype(obj[c]))
+              and not _individual_values(obj[c]) and str(c) not in computed]
+    if labels and len(labels) < obj.shape[1]:
+        try:
+            indexed = obj.set_index(labels)
+            return Resolved("unverified", indexed, flatten(indexed),
+                            notes=["an aggregation without evidence: its label columns are shown as the index"])
+        except (KeyError, ValueError, TypeError):
+            pass
     return Resolved("unverified", obj, flat)
 
 
@@ -128,6 +141,18 @@ def _known_aggregate(obj: pd.DataFrame) -> bool:
     from ..capture.contract import is_aggregate
 
     return is_aggregate(obj)
+
+
+def _row_windows(obj: pd.DataFrame | pd.Series) -> tuple[str, ...] | None:
+    from ..capture.contract import row_window_columns
+
+    return row_window_columns(obj)
+
+
+def _untraced(obj: pd.DataFrame | pd.Series) -> tuple[str, ...] | None:
+    from ..capture.contract import untraced_columns
+
+    return untraced_columns(obj)
 
 
 def _flattenable(obj: pd.DataFrame | pd.Series) -> bool:

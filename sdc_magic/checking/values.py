@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..evidence.flatten import Flat
+
 
 def numbers_only(values: np.ndarray) -> np.ndarray:
     """Each cell as a float where it is a number (bools excluded), NaN elsewhere."""
@@ -45,3 +47,34 @@ def not_counts(values: np.ndarray, columns: np.ndarray) -> np.ndarray:
         if shares or ranks:
             out[sel] = True
     return out
+
+
+def untraced_cells(frame: pd.DataFrame | pd.Series, flat: Flat, untraced: tuple[str, ...] | None,
+                   not_a_count: np.ndarray) -> np.ndarray | None:
+    """Cells of an untraced aggregate (``capture.contract.mark_untraced``) to withhold, or None.
+
+    Its computed columns (a running total, a share, a count turned into text) and, in every
+    column, the numbers that are not whole counts (``not_a_count``): no evidence says what they
+    are made of, and beside the counts they give a hidden one back (40 / 54.8 % = 73 in all).
+    """
+    if untraced is None:
+        return None
+    names = [str(c) for c in frame.columns] if isinstance(frame, pd.DataFrame) else [str(frame.name)]
+    computed = np.array([n in set(untraced) for n in names], dtype=bool)
+    return computed[flat.col_pos] | not_a_count
+
+
+def row_windows_hidden(frame: pd.DataFrame | pd.Series, windows: tuple[str, ...] | None,
+                       shape: tuple[int, int]) -> tuple[np.ndarray, list[str]]:
+    """The hidden cells of row-level data: its columns computed over groups of rows, with a note."""
+    hidden = np.zeros(shape, dtype=bool)
+    if not windows or not isinstance(frame, pd.DataFrame):
+        return hidden, []
+    names = [str(c) for c in frame.columns]
+    withheld = [j for j, n in enumerate(names) if n in set(windows)]
+    hidden[:, withheld] = True
+    if not withheld:
+        return hidden, []
+    shown = ", ".join(names[j] for j in withheld)
+    return hidden, [f"{shown}: computed over groups of rows (a group's count or mean on each row), withheld: "
+                    "a small group's is its people's. Aggregate the groups instead (checked and protected)"]

@@ -231,7 +231,7 @@ def render_placeholder(reason: str, status: str = "blocked", expected: bool = Fa
     plan: collect it), not a failure, so the placeholder does not send the user to a debug
     trace and a bug report (issue 24.6)."""
     advice = "" if expected else " Run %sdc debug to see the error, and report it if it is a bug."
-    text = f"[sdc_magic: output withheld — {reason}. Nothing of the table is shown.{advice}]"
+    text = f"[sdc_magic: output withheld — {reason.rstrip(' .')}. Nothing of the table is shown.{advice}]"
     fg, bg = STATUS_STYLE[status]
     page = (f'<div class="sdc-magic-output" data-status="{status}" style="color:{fg};background:{bg};'
             f'padding:4px 8px;border:1px solid {fg}">{html.escape(text)}</div>')

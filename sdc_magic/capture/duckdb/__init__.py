@@ -58,9 +58,10 @@ from .plan import (
     HAVING_WITH_TOTALS,
     PLANNING_FAILED,
     RELATION_VIEW,
+    Untraced,
     aggregates,
-    grouped,
     mixed_levels_safe,
+    untraced_shape,
     withheld_reason,
 )
 
@@ -128,22 +129,63 @@ def captured_form(rel: Any) -> pd.DataFrame | None:
             _CAPTURE.registry.failures.append(f"duckdb evidence: {type(exc).__name__}: {exc}")
             form = None
         if form is not None:
+            _mark_planned(form, pending)
             return form
     unplanned = _lookup(_unplanned, rel)
     if isinstance(unplanned, str):
         raise contract.Withheld(unplanned)  # an unplanned shape that must not be shown (the reason says why)
-    if pending is not None or unplanned is not None:
-        return _unverified_form(rel)
+    if pending is not None:  # planned, but its evidence failed or did not give a form
+        return _unverified_form(rel, pending.computed, labels=pending.labels)
+    if isinstance(unplanned, Untraced):
+        computed = unplanned.columns(list(rel.columns))
+        if unplanned.per_row and computed is not None:
+            frame = rel.limit(max(int(pd.get_option("display.max_rows") or 60), 1) + 1).df()
+            contract.mark_row_windows(frame, computed)
+            return frame
+        return _unverified_form(rel, computed, labels=unplanned.labels(list(rel.columns)))
+    if unplanned is not None:
+        return _unverified_form(rel, (), untraced=False)
     return None
 
 
-def _unverified_form(rel: Any) -> pd.DataFrame:
+def _mark_planned(result: Any, pending: Pending) -> None:
+    """A planned query's result is an aggregate: if it does not match its evidence (a count
+    written as ``'3 people'``), it is checked as an untraced one, never as row-level data."""
+    if isinstance(result, pd.DataFrame) and contract.withheld_reason(result) is None \
+            and not contract.is_aggregate(result):
+        contract.mark_untraced(result, pending.computed)
+
+
+def _mark_aggregate(result: pd.DataFrame, unplanned: Any) -> None:
+    """Mark a fetched result of a query with aggregates but no evidence (see ``plan.untraced_shape``)."""
+    if isinstance(unplanned, Untraced):
+        computed = unplanned.columns([str(c) for c in result.columns])
+        if unplanned.per_row and computed is not None:
+            contract.mark_row_windows(result, computed)
+        else:
+            contract.mark_untraced(result, computed)
+    else:
+        contract.mark_aggregate(result)
+
+
+def _unverified_form(rel: Any, computed: tuple[str, ...] | None, *, untraced: bool = True,
+                     labels: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """The first rows of an aggregate without evidence, its ``labels`` (else its text columns but
+    the ``computed`` ones) as the index; marked untraced (``contract.mark_untraced``) unless told otherwise."""
     rows = pd.get_option("display.max_rows") or 60
     frame = rel.limit(max(int(rows), 1) + 1).df()
+    if computed is None:  # which columns are labels is not known: resolve() tells them by type
+        contract.mark_untraced(frame, None)
+        return frame
+    # text columns are the labels, but not those computed (``count(*)::varchar``) nor, when the
+    # query tells, those that are not source columns (a ``string_agg`` is people's values)
     labels = [c for c in frame.columns
-              if not (pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))]
+              if not (pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))
+              and str(c) not in set(computed) and (labels is None or str(c) in set(labels))]
     if labels and len(labels) < frame.shape[1]:
         frame = frame.set_index(labels)
+    if untraced:
+        contract.mark_untraced(frame, computed)
     return frame
 
 
@@ -323,7 +365,9 @@ class DuckDBCapture:
         elif pending is not None and out is not None:
             _remember(_executed, out, pending)
         elif out is not None and isinstance(query, str) and aggregates(query):
-            _remember(_executed_unplanned, out, withheld_reason(query) or True)
+            shape = withheld_reason(query) or untraced_shape(query)
+            if shape is not None:
+                _remember(_executed_unplanned, out, shape)
         return out
 
     def _prepare_execute(self, con: Any, query: Any, run: Callable, args: tuple, kwargs: dict
@@ -366,7 +410,7 @@ class DuckDBCapture:
                 if isinstance(unplanned, str):
                     contract.mark_withheld(result, unplanned)
                 elif isinstance(result, pd.DataFrame) and unplanned is not None:
-                    contract.mark_aggregate(result)  # checked as unverified, never as row-level data
+                    _mark_aggregate(result, unplanned)  # checked as unverified, never as row-level data
                 return result
             try:
                 self.materialise(pending, rel)
@@ -394,6 +438,7 @@ class DuckDBCapture:
                 return original(rel, *args, **kwargs)
             if pending.form is not None and not isinstance(result, pd.DataFrame):
                 contract.remember(result, pending.form)
+            _mark_planned(result, pending)
             return result
 
         return fetch
@@ -432,7 +477,7 @@ class DuckDBCapture:
                 if isinstance(unplanned, str):
                     contract.mark_withheld(result, unplanned)
                 elif isinstance(result, pd.DataFrame) and unplanned is not None:
-                    contract.mark_aggregate(result)  # checked as unverified, never as row-level data
+                    _mark_aggregate(result, unplanned)  # checked as unverified, never as row-level data
                 return result
             _drop(_executed, id(con))
             result = original(con, *args, **kwargs)  # the user's result, as DuckDB gives it
@@ -474,11 +519,15 @@ class DuckDBCapture:
             if failed:
                 # fail closed: an unverified check could pass a wrapped small count (7 = 2·3 + 1)
                 reason = reason or PLANNING_FAILED
-            if reason is not None:
-                _remember(_unplanned, rel, reason)
-            elif grouped(query):
-                _remember(_unplanned, rel, True)
+            shape = reason or untraced_shape(query)
+            if shape is not None:
+                _remember(_unplanned, rel, shape)
             return
+        shape = untraced_shape(query)
+        if isinstance(shape, Untraced):
+            pending.computed, pending.labels = shape.columns(list(rel.columns)), shape.labels(list(rel.columns))
+        else:
+            pending.computed = ()
         _remember(_pending, rel, pending)
 
     def _prepare(self, rel: Any, query: str, run: Callable[[str], Any]) -> Pending | None:

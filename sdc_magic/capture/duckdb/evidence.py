@@ -50,6 +50,10 @@ class Pending:
     lock: Any = field(default_factory=threading.Lock)
     withheld: str | None = None  # why the result must not be shown at all (see contract.Withheld)
     rows_raw: Any = None  # the same rows with the source values themselves (small sources, see Recorder._rows)
+    #: the result's columns computed from aggregates (``count(*)::varchar || ' people'``, a window):
+    #: if the result does not match its evidence, it is checked as an untraced aggregate
+    computed: tuple[str, ...] | None = None
+    labels: tuple[str, ...] | None = None  # the result's columns that are the groups' labels, if known
 
 
 def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pending | None:

@@ -10,6 +10,8 @@ evidence queries (:mod:`.evidence`) because nothing here touches a connection.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from ..sql import MIXED_LEVELS, mixed_levels
 
@@ -75,3 +77,96 @@ def grouped(query: str) -> bool:
     return bool(re.search(r"\bgroup\s+by\b|\bpivot\b", query, re.IGNORECASE)) and \
         not re.search(r"\bover\s*\(", query, re.IGNORECASE)
 
+
+
+UNTRACED_TOTALS = ("this query's ROLLUP / CUBE / GROUPING SETS totals sit inside a query sdc_magic cannot plan "
+                   "(a filter, join or window around them): a total minus the groups shown gives a dropped group "
+                   "away, so it is not shown. Show the grouped query itself (its totals are "
+                   "checked with its groups), or filter rows with WHERE before grouping.")
+SUMMARY_OF_AGGREGATE = ("SUMMARIZE of an aggregated table summarises its cells (their minimum, their quartiles): "
+                        "the very cells its protection would hide, so it is not shown. Show the aggregate itself "
+                        "(it is checked), or SUMMARIZE the microdata.")
+
+
+@dataclass(frozen=True)
+class Untraced:
+    """A query with aggregates that the capture could not plan (a window over groups, a join of
+    aggregates, arithmetic between them): ``computed`` says, per column of the result, whether it
+    is computed from aggregates rather than being one (None when the columns are not known)."""
+
+    computed: tuple[bool, ...] | None
+    #: no GROUP BY, every aggregate inside a window: the rows themselves, with their groups'
+    #: figures beside them (row-level data whose computed columns are withheld)
+    per_row: bool = False
+
+    #: ``computed`` describes the last columns only (``SELECT *, ...``)
+    after_star: bool = False
+    #: per column (as ``computed``), whether it is a column of the source (a group's label)
+    keys: tuple[bool, ...] | None = None
+
+    def labels(self, names: list[str]) -> tuple[str, ...] | None:
+        """The result's columns that are source columns (the groups' labels), None when not known."""
+        if self.keys is None or self.after_star or len(self.keys) != len(names):
+            return None
+        return tuple(str(n) for n, k in zip(names, self.keys, strict=True) if k)
+
+    def columns(self, names: list[str]) -> tuple[str, ...] | None:
+        """The result's computed columns by name (None when they cannot be told apart)."""
+        if self.computed is None or len(self.computed) > len(names) or (
+                not self.after_star and len(self.computed) != len(names)):
+            return None
+        tail = names[len(names) - len(self.computed):]
+        return tuple(str(n) for n, c in zip(tail, self.computed, strict=True) if c)
+
+
+def untraced_shape(query: str) -> Untraced | str | None:
+    """How to show the result of a query the capture could not plan.
+
+    None: no aggregate anywhere in it (row-level data, shown as such). A str: withheld, the
+    reason (SUMMARIZE of an aggregate; grouping-set totals inside an outer query). Else an
+    :class:`Untraced`, checked as an aggregate without evidence: whole numbers as counts, its
+    computed columns and other numbers withheld (:func:`sdc_magic.capture.contract.mark_untraced`).
+    The decision is the query's tree's, not its words' (a window over ``count(*)`` is not a
+    window over rows). A query sqlglot cannot read is untraced, columns unknown.
+    """
+    from sqlglot import exp
+
+    from ..sql import parse_last
+
+    try:
+        tree = parse_last(query)
+    except Exception:
+        tree = None
+    if tree is None:
+        return Untraced(None)
+    if not any(True for _ in tree.find_all(exp.AggFunc, exp.Group)):
+        return None
+    if isinstance(tree, exp.Summarize):
+        return SUMMARY_OF_AGGREGATE
+    if any(node.find_ancestor(exp.Select) is not tree for node in tree.find_all(exp.Rollup, exp.Cube, exp.GroupingSets)):
+        return UNTRACED_TOTALS  # nested: the outer query's filter or join is not modelled
+    if not isinstance(tree, exp.Select):
+        return Untraced(None)
+    per_row = tree.find(exp.Group) is None and all(a.find_ancestor(exp.Window) is not None
+                                                   for a in tree.find_all(exp.AggFunc))
+    projections = list(tree.expressions)
+    if any(isinstance(p, exp.Star) for p in projections[1:]) or (
+            projections and isinstance(projections[0], exp.Star) and not per_row):
+        return Untraced(None)
+    if projections and isinstance(projections[0], exp.Star):
+        # SELECT *, <windows>: the source's columns, then the computed ones (told apart by count)
+        return Untraced(tuple(_computed(p) for p in projections[1:]), per_row=True, after_star=True)
+    return Untraced(tuple(_computed(p) for p in projections), per_row=per_row,
+                    keys=tuple(isinstance(p.this if isinstance(p, exp.Alias) else p, exp.Column) for p in projections))
+
+
+def _computed(projection: Any) -> bool:
+    """A result column computed from aggregates (a window, arithmetic, a cast to text), not one."""
+    from sqlglot import exp
+
+    inner = projection.this if isinstance(projection, exp.Alias) else projection
+    if isinstance(inner, exp.Column | exp.Literal):
+        return False
+    if isinstance(inner, exp.AggFunc) and inner.find(exp.Window) is None:
+        return False
+    return inner.find(exp.AggFunc, exp.Window) is not None

@@ -38,6 +38,14 @@ import pandas as pd
 
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
+from .derived import (
+    DERIVING_METHODS,
+    frames_in,
+    is_aggregate_frame,
+    mark_derived,
+    window_columns,
+    withhold_describe,
+)
 from .evidence import (
     fact_exprs,
     facts_from_result,
@@ -121,6 +129,11 @@ class PolarsCapture:
             self._patch(owner, "describe", self._describe)
         for name in ("sort", "select", "head", "tail", "limit", "rename"):
             self._patch(pl.DataFrame, name, functools.partial(self._derived, name=name))
+        for name in DERIVING_METHODS:
+            if name in pl.DataFrame.__dict__:
+                self._patch(pl.DataFrame, name, functools.partial(self._deriving, name=name))
+        self._patch(pl, "concat", self._concat)
+        self._patch(pl.DataFrame, "to_pandas", self._to_pandas)
         self._patch(pl.LazyFrame, "select", self._lazy_select)
         self._patch(pl.LazyFrame, "sort", self._lazy_sort)
         for name in FRAME_STATISTICS:
@@ -300,6 +313,10 @@ class PolarsCapture:
         only the outermost call records (depth guard), on the object the user sees.
         """
         def describe(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if not _depth.value and is_aggregate_frame(obj, self._captured):
+                result = self._guarded(lambda: original(obj, *args, **kwargs), lambda result: None)
+                withhold_describe(result)
+                return result
             return self._guarded(lambda: original(obj, *args, **kwargs),
                                  lambda result: self._record_describe(obj, result))
         return describe
@@ -434,8 +451,70 @@ class PolarsCapture:
                 _withhold(result)
             finally:
                 _depth.value -= 1
+            windows = window_columns(args, kwargs) if name == "select" else ()
+            self._mark_derived(frames_in(df, args, kwargs), result, name, windows)
             return result
         return derived
+
+    def _captured(self, frame: Any) -> bool:
+        hit = self._recipes.get(id(frame))
+        return hit is not None and hit[0]() is frame
+
+    def _deriving(self, original: Callable, name: str) -> Callable:
+        """``with_columns``, ``join``, ``filter``, ... of an aggregate: an aggregate (see :mod:`.derived`)."""
+        def deriving(df: Any, *args: Any, **kwargs: Any) -> Any:
+            if _depth.value:
+                return original(df, *args, **kwargs)
+            _depth.value += 1
+            try:
+                result = original(df, *args, **kwargs)
+            finally:
+                _depth.value -= 1
+            windows = window_columns(args, kwargs) if name in ("with_columns", "with_columns_seq") else ()
+            self._mark_derived(frames_in(df, args, kwargs), result, name, windows)
+            return result
+        return deriving
+
+    def _concat(self, original: Callable) -> Callable:
+        def concat(items: Any, *args: Any, **kwargs: Any) -> Any:
+            if _depth.value:
+                return original(items, *args, **kwargs)
+            items = list(items) if not isinstance(items, list | tuple) else items
+            _depth.value += 1
+            try:
+                result = original(items, *args, **kwargs)
+            finally:
+                _depth.value -= 1
+            self._mark_derived(list(items), result, "concat")
+            return result
+        return concat
+
+    def _to_pandas(self, original: Callable) -> Callable:
+        """The pandas copy of a frame computed from aggregates carries its mark."""
+        def to_pandas(df: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(df, *args, **kwargs)
+            if _depth.value:
+                return result
+            if not isinstance(result, pd.DataFrame):
+                return result
+            columns = contract.untraced_columns(df)
+            if columns is not None:
+                contract.mark_untraced(result, columns)
+            windows = contract.row_window_columns(df)
+            if windows is not None:
+                contract.mark_row_windows(result, windows)
+            return result
+        return to_pandas
+
+    def _mark_derived(self, inputs: list[Any], result: Any, name: str, windows: tuple[str, ...] = ()) -> None:
+        _depth.value += 1
+        try:
+            mark_derived(inputs, result, self._captured, windows)
+        except Exception as exc:  # withheld at display (fail closed)
+            self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")
+            _withhold(result)
+        finally:
+            _depth.value -= 1
 
     def _rearranged(self, recipe: _Recipe, df: Any, result: Any, name: str) -> None:
         """Register ``result``, the same cells as the captured ``df`` (sorted, some columns, all
