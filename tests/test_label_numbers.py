@@ -42,12 +42,13 @@ def test_a_category_stating_its_own_size_is(sess: Session) -> None:
     df = _cases(["District A", "District B", "District C (n=3)"], [40, 30, 3])
     out = sess.publish(df.groupby("team").size())
     assert out.metadata["sdc_magic"]["status"] == "review"
-    assert _label_notes(out) and "District C (n=3)" in _label_notes(out)[0]
+    assert _label_notes(out) and "District C (n=✕)" in _label_notes(out)[0]  # the note does not repeat it
+    assert "(n=3)" not in out.data["text/plain"] and "District C (n=✕)" in out.data["text/plain"]
 
 
 def test_a_label_written_for_the_table_is(sess: Session) -> None:
     df = _cases(["Mobile team (2 staff)", "Office", "Field"], [40, 30, 25])
     out = sess.publish(df.groupby("team").size().rename(lambda x: "Office (n=3)" if x == "Office" else x))
     assert out.metadata["sdc_magic"]["status"] == "review"
-    assert [n for n in _label_notes(out) if "Office (n=3)" in n]
+    assert [n for n in _label_notes(out) if "Office (n=✕)" in n] and "(n=3)" not in out.data["text/html"]
     assert not [n for n in _label_notes(out) if "Mobile team" in n]

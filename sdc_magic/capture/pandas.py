@@ -27,6 +27,7 @@ from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
 from .contract import (
     mark_aggregate,
+    mark_withheld,
     withheld_reason,
 )
 from .custom_stats import probed_measures
@@ -40,6 +41,10 @@ GROUPBY_METHODS = (
     "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
     "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply",
 )
+EXTREMES_PER_GROUP = ("nlargest / nsmallest per group shows the most extreme people's values beside their row "
+                      "labels (who they are): not shown. Use max() or min() per group (checked by their rule), or "
+                      "quantiles of groups large enough")
+
 DESCRIBE_STATS = {
     "count": "count", "mean": "mean", "std": "std", "min": "min", "max": "max", "50%": "median",
     "unique": "nunique", "top": "mode", "freq": "count", "first": "first", "last": "last",
@@ -107,6 +112,8 @@ class Capture:
                 if hasattr(cls, name):
                     self._patch(cls, name, self._groupby_wrapper(cls, name))
         self._patch(DataFrameGroupBy, "__getitem__", self._getitem_wrapper(DataFrameGroupBy.__getitem__))
+        for name in ("nlargest", "nsmallest"):
+            self._patch(SeriesGroupBy, name, self._extremes_wrapper(getattr(SeriesGroupBy, name)))
         self._patch(pd.Series, "value_counts", self._method_wrapper(pd.Series.value_counts, self._series_value_counts))
         self._patch(pd.DataFrame, "value_counts",
                     self._method_wrapper(pd.DataFrame.value_counts, self._frame_value_counts))
@@ -188,6 +195,20 @@ class Capture:
                 return result
             return self._run(lambda: original(gb, *args, **kwargs),
                              lambda result: self._groupby(gb, name, args, kwargs, result))
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+    def _extremes_wrapper(self, original: Callable) -> Callable:
+        """``groupby(...).x.nlargest(k)`` / ``nsmallest(k)``: the k most extreme people per group,
+        their values beside their row labels: withheld (red team: the oldest woman's and man's
+        ages, 102 and 101, at 'review')."""
+        @functools.wraps(original)
+        def wrapper(gb: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(gb, *args, **kwargs)
+            if not _depth.value and isinstance(result, pd.Series):
+                mark_withheld(result, EXTREMES_PER_GROUP)
+            return result
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return wrapper
@@ -474,8 +495,6 @@ class Capture:
             # a summary of a captured table's *cells*: its minimum, quartiles and mean over the
             # cells give hidden cells back (red team: quartiles 5.25 / 15 / 18.75 and a mean
             # of 73 / 6 leave 1 and 2). Withheld: describe the microdata instead.
-            from .contract import mark_withheld
-
             mark_withheld(result, "a summary (describe) of an aggregated table's cells reveals the cells its "
                                   "protection hides; describe the microdata instead")
             return
@@ -483,8 +502,6 @@ class Capture:
             # include="all" / text columns: the most frequent value of a column of names is a
             # name, its frequency a small count, next to extremes that cannot be matched as a
             # table (issue 23.3): not drawn; the numeric summary and value_counts are
-            from .contract import mark_withheld
-
             mark_withheld(result, "describe() of text or mixed columns shows the most frequent value (a name can "
                                   "be one) and extremes; describe the numeric columns (include='number') and "
                                   "count the categories with value_counts()")

@@ -76,7 +76,8 @@ class Checked:
     rounded: int | None = None
     #: numeric labels that are the values of fewer than ``threshold`` units: drawn as the hidden
     #: marker wherever they appear (issue 23.5: a household size of 12 beside its ✕)
-    hidden_labels: frozenset[float] = frozenset()
+    #: labels drawn hidden: rare numeric labels, and ("text", label, number) for a small number in a label
+    hidden_labels: frozenset[float | tuple[str, str, str]] = frozenset()
 
     @property
     def hidden_count(self) -> int:
@@ -351,7 +352,8 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
             reasons.setdefault(int(i), []).extend(extra)
 
     rare_labels: set[float] = set()
-    label_review = label_disclosure(resolved, ev, rules, reasons, notes, rare_labels)
+    text_labels: set[tuple[str, str, str]] = set()
+    label_review = label_disclosure(resolved, ev, rules, reasons, notes, rare_labels, text_labels)
     withheld = small_group_sizes_as_labels(entry, flat, ev, rules)
     if withheld is not None:
         from ..capture.contract import Withheld
@@ -417,7 +419,7 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
                       call=entry.call, method=method)
     checked.entry = entry
     checked.models = models
-    checked.hidden_labels = frozenset(rare_labels)
+    checked.hidden_labels = frozenset(rare_labels) | frozenset(text_labels)
     return checked
 
 

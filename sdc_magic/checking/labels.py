@@ -55,14 +55,17 @@ _SMALL_NUMBER_IN_LABEL = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+)(?=\s*(?:[
 
 
 def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[int, list[Reason]],
-                      notes: list[str], rare_out: set[float] | None = None) -> bool:
+                      notes: list[str], rare_out: set[float] | None = None,
+                      text_out: set[tuple[str, str, str]] | None = None) -> bool:
     """Labels that publish data even when their cells are hidden (decision, see README).
 
     * A numeric label (an age of 101, an income of 250,000) held by fewer than
       ``threshold`` units is one person's value: hiding its cells does not hide the
       label. The table goes to ``review`` with the advice to band the dimension, and the
       label is drawn as the hidden marker (``rare_out`` collects it).
-    * A label that states a small number ("X (n=3)", "[2]") publishes that number.
+    * A label that states a small number ("X (n=3)", "[2]") publishes that number: it is drawn
+      with the number as the hidden marker (``text_out`` collects ``("text", label, number)``,
+      the form :func:`sdc_magic.outputs.render.mask_label` reads), and the note does not repeat it.
 
     Returns whether the table needs review for its labels; reasons are attached to the
     cells of the offending label.
@@ -123,8 +126,11 @@ def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[in
                     continue
                 if 0 < int(number) < rules.threshold:
                     flagged = True
-                    notes.append(f"the label {part!r} states a number below the threshold: remove it "
-                                 "from the label")
+                    if text_out is not None:
+                        text_out.add(("text", part, number))
+                    shown = re.sub(rf"(?<!\d){re.escape(number)}(?!\d)", "✕", part)
+                    notes.append(f"the label {shown!r} states a number below the threshold: it is drawn "
+                                 "hidden; remove it from the label")
                     break
     return flagged
 

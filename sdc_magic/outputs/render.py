@@ -9,6 +9,7 @@ no code path formats a hidden value.
 from __future__ import annotations
 
 import html
+import re
 
 import numpy as np
 import pandas as pd
@@ -85,7 +86,7 @@ def protected_frame(checked: Checked) -> pd.DataFrame | pd.Series:
     return out
 
 
-def _masked_labels(index: pd.Index, hidden: frozenset[float]) -> pd.Index:
+def _masked_labels(index: pd.Index, hidden: frozenset) -> pd.Index:
     """``index`` with every numeric label in ``hidden`` drawn as the hidden marker (any level)."""
     if not hidden:
         return index
@@ -95,7 +96,7 @@ def _masked_labels(index: pd.Index, hidden: frozenset[float]) -> pd.Index:
     return pd.Index(_masked_values(index, hidden), name=index.name, dtype=object)
 
 
-def _masked_values(values: pd.Index, hidden: frozenset[float]) -> np.ndarray:
+def _masked_values(values: pd.Index, hidden: frozenset) -> np.ndarray:
     """One level's labels masked, each distinct label looked at once (a 6,000-cell table
     asked :func:`mask_label` 72,000 times, 0.25 s a display, label by label)."""
     out = np.empty(len(values), dtype=object)
@@ -109,10 +110,16 @@ def _masked_values(values: pd.Index, hidden: frozenset[float]) -> np.ndarray:
     return out
 
 
-def mask_label(value: object, hidden: frozenset[float]) -> object:
-    """A label (or a tuple of them) with the numbers in ``hidden`` drawn as the hidden marker."""
+def mask_label(value: object, hidden: frozenset) -> object:
+    """A label (or a tuple of them) with the numbers in ``hidden`` drawn as the hidden marker
+    (a text label named ``("text", label, number)`` in ``hidden``: that number in it)."""
     if isinstance(value, tuple):
         return tuple(mask_label(v, hidden) for v in value)
+    if isinstance(value, str):
+        for item in hidden:
+            if isinstance(item, tuple) and len(item) == 3 and item[1] == value:
+                value = re.sub(rf"(?<!\d){re.escape(item[2])}(?!\d)", HIDDEN, value)
+        return value
     if hidden and isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_):
         return HIDDEN if float(value) in hidden else value
     return value
