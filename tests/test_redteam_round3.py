@@ -530,10 +530,8 @@ def _one_per_cell(engine: str, df: pd.DataFrame, p: pl.DataFrame):
 
 
 # (fixed for polars and pandas: one or two non-zero units are primary whatever the preset; DuckDB's
-# sum of a product is not planned: review, open)
-@pytest.mark.parametrize("engine", ["polars sum", pytest.param("duckdb sum of a product (review)", marks=pytest.mark.xfail(
-    strict=True, reason="leak (review): DuckDB sum(income * (age > 100)::int) shows incomes 13.15, 12.17")),
-    "pandas mean times n"])
+# sum of a product is planned as the sum of a derived column, issue 23.6)
+@pytest.mark.parametrize("engine", ["polars sum", "duckdb sum of a product (review)", "pandas mean times n"])
 def test_leak_one_non_zero_contributor_other_engines(sess: Session, df: pd.DataFrame, p: pl.DataFrame,
                                                      engine: str) -> None:
     out = sess.publish(_one_per_cell(engine, df, p))

@@ -71,7 +71,6 @@ def stat_of(node: Any) -> tuple[str | None, str, Any]:
 
     while isinstance(node, exp.Alias | exp.Round | exp.Cast | exp.TryCast | exp.Paren):
         node = node.this
-    name = type(node).__name__.lower()
     if isinstance(node, exp.Count):
         arg = node.this
         if isinstance(arg, exp.Star) or arg is None:
@@ -96,14 +95,23 @@ def stat_of(node: Any) -> tuple[str | None, str, Any]:
         except (TypeError, ValueError):
             stat = "custom"
         return (arg.name if isinstance(arg, exp.Column) else None), stat, arg if isinstance(arg, exp.Column) else None
-    aliases = {"avg": "mean", "stddevsamp": "std", "stddevpop": "std", "variancepop": "var", "variance": "var",
-               "anyvalue": "first", "arbitrary": "first"}
-    stat = contract.ENGINE_STATS.get(aliases.get(name, name), aliases.get(name, "custom"))
-    if stat not in contract.ENGINE_STATS.values():
-        stat = "custom"
+    stat = engine_stat(node)
     if isinstance(arg, exp.Column) and not node.args.get("expressions"):
         return arg.name, stat, arg
     return None, "custom", None
+
+
+def engine_stat(node: Any) -> str:
+    """The rules' name of an aggregate function node (``avg`` is ``mean``), or ``custom``."""
+    name = type(node).__name__.lower()
+    aliases = {"avg": "mean", "stddevsamp": "std", "stddevpop": "std", "variancepop": "var", "variance": "var",
+               "anyvalue": "first", "arbitrary": "first"}
+    stat = contract.ENGINE_STATS.get(aliases.get(name, name), aliases.get(name, "custom"))
+    return stat if stat in contract.ENGINE_STATS.values() else "custom"
+
+
+#: statistics of a per-row expression planned as the statistic of a derived column
+_OF_AN_EXPRESSION = ("sum", "mean", "min", "max", "median", "std", "var")
 
 
 #: wrappers that keep an aggregate's value (up to rounding or the type): peeled off
@@ -379,6 +387,12 @@ def _analyse_one(node: Any, synthetic: str) -> tuple[str | None, str, Any, float
                     and isinstance(branch.args.get("true"), exp.Column):
                 cond = both(branch.this)
                 return derived(branch.args["true"], "sum")
+    if isinstance(agg, exp.AggFunc) and agg.this is not None and not isinstance(agg.this, exp.Column | exp.Star) \
+            and not agg.args.get("expressions") and engine_stat(agg) in _OF_AN_EXPRESSION:
+        # sum(income * (age > 100)::int): the sum of a per-row expression is the sum of a derived
+        # column, checked by the rules like any (its largest contributions are units' values:
+        # one non-zero unit per group is primary; red team: two incomes shown at 'review')
+        return derived(agg.this, engine_stat(agg))
     var, stat, col = stat_of(agg)
     if var is None or col is None:
         return custom if stat != "size" else (None, "size", None, a, b)
