@@ -537,7 +537,8 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
 
         loaded = _load_protector(protector)
         inherited = inherit(flat, registry, rules,
-                            lambda entry, protect: hidden_cells_of_entry(entry, rules, loaded if protect else False))
+                            lambda entry, protect: hidden_cells_of_entry(entry, rules, loaded if protect else False),
+                            recorded=_has_recipe(source))
         if inherited is not None:
             notes.append(inherited.note)
             for i in np.flatnonzero(inherited.hidden & ~hidden):
@@ -587,6 +588,12 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                 "unverified", "no evidence of how this number was computed"))
     return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                    call=None, method=method, unverified=unverified)
+
+
+def _has_recipe(source: Any) -> bool:
+    from ..capture.contract import recipe_of
+
+    return source is not None and recipe_of(source) is not None
 
 
 def _dependent_cells(source: Any, resolved: Resolved, registry: Any, rules: Rules, protector: Any

@@ -52,11 +52,14 @@ class Inherited:
 HiddenOf = Callable[[Any, bool], np.ndarray]
 
 
-def inherit(flat: Flat, registry: Any, rules: Any, hidden_of: HiddenOf) -> Inherited | None:
+def inherit(flat: Flat, registry: Any, rules: Any, hidden_of: HiddenOf, recorded: bool = False
+            ) -> Inherited | None:
     """The hidden cells ``flat`` inherits from its most likely parent, or None.
 
     The parent's own protection comes from ``hidden_of`` (the checking pipeline passes it), so
-    this module needs nothing of the pipeline that calls it."""
+    this module needs nothing of the pipeline that calls it. ``recorded``: the table has a recipe
+    (its replay finds exactly what moves, :mod:`.lineage`); without one, a table that is not a
+    cell-by-cell function of its parent hides every number that is not the parent's own."""
     if flat is None or len(flat) == 0 or not flat.dims or len(flat) > MAX_DERIVED_CELLS:
         return None
     shown = numeric(flat.values)
@@ -84,11 +87,51 @@ def inherit(flat: Flat, registry: Any, rules: Any, hidden_of: HiddenOf) -> Inher
         same = np.zeros(len(shown), dtype=bool)
         same[finite] = np.isin(np.round(shown[finite], 6), np.round(hidden_values, 6))
         hidden |= same
+    mixed = None if recorded else _not_cellwise(shown, keys, entry)
+    if mixed is not None:
+        # not a function of each cell alone (a running total, differences of neighbours, made
+        # with numpy and wrapped back): a number that is not the parent's own may hold a hidden one
+        hidden |= mixed
     if not hidden.any():
         return None
     note = (f"computed from {entry.call}, which hides {len(hidden_keys)} cell(s) on its own: the same rows are "
             "hidden here, and any number equal to a hidden value (this table has no evidence of its own)")
+    if mixed is not None and mixed.any():
+        note += ("; its numbers are not a function of each cell alone (a running total or differences?), so "
+                 "those that are not the parent's own published values are hidden too")
     return Inherited(hidden=hidden, parent_call=entry.call, note=note)
+
+
+def _not_cellwise(shown: np.ndarray | None, keys: list[tuple], entry: Any) -> np.ndarray | None:
+    """Cells to hide when the table is not a cell-by-cell function of its parent, else None.
+
+    Why (red team, round 7): ``pd.Series(t.values.cumsum(), index=t.index)`` carries no recipe;
+    its April shows 397 beside February's 255, and April's own 140 is published: March = 2.
+    A cell-by-cell transform (a scale, a log, a rank) maps equal parent values to equal values
+    and keeps or reverses their order; a running total or a difference of neighbours does not.
+    Then every cell that is not the parent's own published value at its labels is hidden.
+    """
+    if shown is None or len(shown) < 3 or any(None in k for k in keys):
+        return None
+    parent = numeric(entry.flat.values)
+    if parent is None:
+        return None
+    index = {tuple(entry.flat.dims[p][i] for p in entry.flat.dim_names): float(parent[i]) for i in range(len(parent))}
+    theirs = np.array([index.get(k, np.nan) for k in keys], dtype=float)
+    usable = np.isfinite(theirs) & np.isfinite(shown)
+    if usable.sum() < 3:
+        return None
+    p, d = theirs[usable], shown[usable]
+    order = np.lexsort((d, p))
+    p, d = p[order], d[order]
+    same_p = np.diff(p) == 0
+    steps = np.diff(d)
+    cellwise = not (same_p & (steps != 0)).any() and (
+        bool((steps[~same_p] >= -1e-9 * np.abs(d[1:][~same_p]).clip(min=1)).all())
+        or bool((steps[~same_p] <= 1e-9 * np.abs(d[1:][~same_p]).clip(min=1)).all()))
+    if cellwise:
+        return None
+    return usable & ~np.isclose(shown, theirs, rtol=1e-9, atol=1e-9)
 
 
 def _map_labels(flat: Flat, parent: Flat) -> tuple[np.ndarray, list[tuple]] | None:
