@@ -115,7 +115,8 @@ def test_leak_polars_with_columns_escapes_linking(sess: Session, p: pl.DataFrame
 # ---- 2. the certificate exported with a suppressed table carries its grand total (73), which the
 # table itself does not show and linking does not count as published: a later table of everyone
 # under 100 (36 + 35 = 71) passes, and 73 - 71 = 2 people aged over 100, both outputs cleared.
-@pytest.mark.xfail(strict=True, reason="leak: certificate total 73 - (36 + 35) under 100 = 2 people aged 100+")
+# fixed: a certificate states no margin its table does not show ('unpublished', intervals from the
+# published cells alone)
 def test_leak_certificate_total_against_a_later_table(sess: Session, df: pd.DataFrame, tmp_path) -> None:
     first = sess.publish(df.groupby("district").size())
     second = sess.publish(df[df.age < 100].groupby("sex").size())
@@ -126,6 +127,7 @@ def test_leak_certificate_total_against_a_later_table(sess: Session, df: pd.Data
     shown = _cells(second)
     recovered = totals[0] - sum(int(v) for v in shown.values()) if totals and X not in shown.values() else None
     assert not (_status(second) in CLEARED and recovered == 2)
+    assert not totals and "73" not in json.dumps(cert["tables"])
 
 
 # ---- 3. distinct counts of the declared unit are not additive, so no margin protects them: with
@@ -809,7 +811,7 @@ def test_leak_duckdb_rounds_in_one_table(sess: Session, df: pd.DataFrame) -> Non
 
 # ---- 2b. the other way round: the filtered table's certificate carries its hidden total (71 under
 # 100) while its screen shows only A 38; everyone by sex 37 + 36 = 73: 73 - 71 = 2 people over 100.
-@pytest.mark.xfail(strict=True, reason="leak: sex 37 + 36 - certificate total 71 of the under-100 table = 2")
+# fixed: a certificate states no margin its table does not show
 def test_leak_certificate_total_of_a_filtered_table(sess: Session, df: pd.DataFrame, tmp_path) -> None:
     first = sess.publish(df.groupby("sex").size())
     second = sess.publish(df[df.age < 100].groupby("district").size())
@@ -819,6 +821,7 @@ def test_leak_certificate_total_of_a_filtered_table(sess: Session, df: pd.DataFr
     shown = _cells(first)
     recovered = sum(int(v) for v in shown.values()) - totals[0] if totals and X not in shown.values() else None
     assert not (_status(second) in CLEARED and recovered == 2)
+    assert not totals and '"value": 71' not in json.dumps(cert["tables"])
 
 
 # ---- 22. editing values between two outputs (no row removed, so no filter to difference):

@@ -131,6 +131,57 @@ def finalise(checked: Any) -> int:
     return changed_total
 
 
+#: a margin of the protection model that the table does not show: no value in the certificate
+UNPUBLISHED = "unpublished"
+
+
+def unpublished_margins(model: dict[str, Any]) -> pd.DataFrame:
+    """The model's cells as the certificate states them: a margin the table does not display is
+    ``unpublished`` (no value), and every interval is what the published cells alone allow.
+
+    Why (red team, round 3): the certificate of a district table (A 40, B and C hidden) stated
+    its grand total 73, which the table does not show and linking does not count as published;
+    a later table of everyone under 100 (36 + 35) then gave 2 people aged 100+. The protection
+    still assumed every margin known (a stronger attacker); the certificate publishes only what
+    the table shows, and its intervals, which ``verify`` recomputes, are the wider ones that follow.
+    """
+    cells = model["cells"]
+    columns = list(model.get("columns", model["dims"]))
+    if not len(cells):
+        return cells
+    displayed = set((model.get("entry_rows") or {}).values())
+    status = cells["status"].to_numpy(dtype=object).copy()
+    is_margin = np.zeros(len(cells), dtype=bool)
+    for c in columns:
+        is_margin |= cells[c].astype(str).to_numpy() == TOTAL
+    shown = np.zeros(len(cells), dtype=bool)
+    shown[[k for k in displayed if 0 <= k < len(cells)]] = True
+    unpublish = (status == "safe") & is_margin & ~shown
+    if not unpublish.any():
+        return cells
+    status[unpublish] = UNPUBLISHED
+    return recompute_intervals(cells, columns, status)
+
+
+def _interval_of_displayed(checked: Any, model: dict[str, Any], cells: pd.DataFrame, hidden: list[dict[str, Any]],
+                           rounding: int) -> None:
+    """The certificate's interval of each hidden displayed cell, from its model cell as stated."""
+    if cells is model["cells"] or rounding:
+        return
+    positions = getattr(checked, "entry_positions", None)
+    rows_of = model.get("entry_rows") or {}
+    if positions is None or not rows_of:
+        return
+    lower = cells["lower"].to_numpy(dtype=float)
+    upper = cells["upper"].to_numpy(dtype=float)
+    at = {(int(checked.cell_rows[i]), int(checked.cell_cols[i])): rows_of.get(int(p))
+          for i, p in enumerate(np.asarray(positions)) if p >= 0}
+    for item in hidden:
+        k = at.get(tuple(item["position"]))
+        if k is not None and "interval" in item and np.isfinite(lower[k]):
+            item["interval"] = [_json_value(lower[k]), _json_value(upper[k])]
+
+
 def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, Any]:
     """The certificate of one checked table (only published values).
 
@@ -165,9 +216,10 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
                 published.append(item)
     tables = []
     for model in checked.models:
-        cells = model["cells"]
+        cells = unpublished_margins(model)
         dims = list(model["dims"])
         columns = list(model.get("columns", dims))
+        _interval_of_displayed(checked, model, cells, hidden, rounding)
         rows = []
         for rec in cells.to_dict("records"):
             status = rec["status"]
@@ -202,7 +254,9 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
         "tables": tables,
         "versions": versions(),
         "assumptions": [
-            "every margin over any subset of the table's dimensions is known to the attacker",
+            "the protection assumed every margin over any subset of the table's dimensions known to the "
+            "attacker; the intervals stated here follow from the published cells alone (a margin the table "
+            "does not show is 'unpublished')",
             "inner cells are non-negative",
             "a unit that alone makes up a hidden cell knows its value (singleton attack)"
             if rules.get("singletons", True) else "singleton attack not modelled",
