@@ -240,7 +240,8 @@ def mark_untraced(obj: Any, columns: tuple[str, ...] | None = None) -> None:
     every number that is not a whole count is withheld on screen, as is every cell of
     ``columns`` (those computed from the aggregates rather than aggregates themselves: a
     cumulative count of 70, 72, 73 gives 2 and 1 back however large each figure is). ``None``:
-    the computed columns are not known; whole numbers are then checked as counts.
+    which columns are counts is not known (a UNION of aggregates, ``SELECT *`` over one): every
+    number is withheld, the labels stay (a maximum of 102 is not a count).
     """
     _aggregates.set(obj, (UNTRACED, tuple(columns) if columns is not None else None))
 
@@ -262,11 +263,15 @@ def row_window_columns(obj: Any) -> tuple[str, ...] | None:
 
 
 def untraced_columns(obj: Any) -> tuple[str, ...] | None:
-    """The columns withheld in an untraced aggregate (``()`` for none known), None if not untraced."""
+    """The columns withheld in an untraced aggregate (``("*",)``: all), None if not untraced."""
     mark = _aggregates.get(obj)
     if isinstance(mark, tuple) and mark[:1] == (UNTRACED,):
-        return mark[1] or ()
+        return mark[1] if mark[1] is not None else (EVERY_COLUMN,)
     return None
+
+
+#: in :func:`untraced_columns`: every column is computed (none is known to be a count)
+EVERY_COLUMN = "*"
 
 
 class Withheld(Exception):

@@ -26,7 +26,14 @@ from ..config import Rules
 from ..evidence.flatten import MISSING_LABEL, Flat, numeric
 from ..evidence.registry import Entry
 from ..rules import CellFacts, Reason
-from .labels import label_disclosure, mask_numbers, small_group_sizes_as_labels
+from .grid import MARGINS, Outcome, protect_grid
+from .labels import (
+    label_disclosure,
+    mask_numbers,
+    mask_text_labels,
+    numbers_in_hidden_labels,
+    small_group_sizes_as_labels,
+)
 from .margin_rows import escape_total, with_primary_margins, with_public_cells
 from .resolve import Resolved, resolve, unwrap
 from .values import individual_cells, not_counts, numbers_only, row_windows_hidden, untraced_cells
@@ -36,9 +43,6 @@ NOT_PROTECTED_YET = "secondary protection not yet applied"
 #: Above this many cells a table with primary cells is not protected interactively: it is
 #: blocked with a reason (aggregate up, or run sdc_magic.protect.protect offline).
 MAX_PROTECTED_CELLS = 20_000
-#: Margins may be hidden when the pattern needs it (as in tau-Argus); a later output that
-#: publishes such a margin is made to hide it too (see record_hidden_margins in sdc_magic/linking/populations.py).
-MARGINS = "hideable"
 #: Displayed margins made primary (differencing) go to the search as primary margin rows
 #: (checking/margin_rows.py). Off: every displayed margin of a table with one risky margin is
 #: primary, and protecting them all hid every margin, which the linking then held against later
@@ -89,18 +93,6 @@ class Checked:
             for rule in {r.rule for r in reasons}:
                 out[rule] = out.get(rule, 0) + 1
         return out
-
-
-@dataclass
-class Outcome:
-    """Secondary protection of one table, mapped onto the displayed cells."""
-
-    secondary: np.ndarray
-    intervals: dict[int, tuple[float, float]]
-    ok: bool
-    method: str | None
-    message: str | None
-    models: list[dict[str, Any]] = field(default_factory=list)  # per measure: dims and every modelled cell
 
 
 def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: Any = None,
@@ -415,6 +407,11 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     if rare_labels:  # the protection's notes and reasons name cells by their labels too
         notes = [mask_numbers(n, rare_labels) for n in notes]
         reasons = {i: [Reason(r.rule, mask_numbers(r.message, rare_labels)) for r in rs] for i, rs in reasons.items()}
+    text_labels |= numbers_in_hidden_labels(resolved, ev, hidden)
+    if text_labels:
+        notes = [mask_text_labels(n, text_labels) for n in notes]
+        reasons = {i: [Reason(r.rule, mask_text_labels(r.message, text_labels)) for r in rs]
+                   for i, rs in reasons.items()}
     checked = _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                       call=entry.call, method=method)
     checked.entry = entry
@@ -529,8 +526,11 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     notes = list(resolved.notes) + ["no evidence for this table: whole numbers were checked as counts"]
     hidden = primary.copy()
     status, secondary, intervals, method = "review", np.zeros(len(flat), dtype=bool), {}, None
-    if primary.any():
-        outcome = _protect_grid(values, integer, primary, shape, flat, rules, protector, resolved.frame)
+    computed = untraced_cells(resolved.frame, flat, resolved.untraced, unverified)
+    # (the computed cells are withheld below: only the counts among the others need protecting)
+    if (primary if computed is None else primary & ~computed).any():
+        outcome = protect_grid(values, integer, primary, shape, flat, rules, _load_protector(protector),
+                               resolved.frame, keep=None if computed is None else ~computed)
         status, secondary, intervals, method, _ = _apply(outcome, "review", primary, hidden, reasons, notes)
     if registry is not None and protector is not False:
         from .derived import inherit
@@ -567,7 +567,6 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                 "individual", "a date, text or list computed from the rows is some person's value"))
         if status != "review":
             status = "review"
-    computed = untraced_cells(resolved.frame, flat, resolved.untraced, unverified)
     if computed is not None and (computed & ~hidden).any():
         # an aggregate computed in a way no plan traces (a window over groups, a running total, a
         # ratio of aggregates): its computed columns and its numbers that are not counts can give
@@ -930,60 +929,3 @@ def _map_protection(entry: Entry, sel: np.ndarray, margin: np.ndarray, dims: lis
     return hidden_sel, intervals, ok, getattr(result, "method", None), getattr(result, "message", None), model
 
 
-def _protect_grid(values: np.ndarray, integer: np.ndarray, primary: np.ndarray, shape: tuple[int, int], flat: Any,
-                  rules: Rules, protector: Any, frame: Any = None) -> Outcome | None:
-    """Protection of an unverified table of counts, its displayed rows × columns as dimensions.
-
-    The engine's cells are named by the displayed labels (made unique), so that its
-    messages say "D13 / neglect", never "9 / 0"; positions map the result back.
-    """
-    protect = _load_protector(protector)
-    if protect is None:
-        return None
-    row_names = _unique_names(frame.index if frame is not None else range(shape[0]), shape[0])
-    col_names = _unique_names(frame.columns if isinstance(frame, pd.DataFrame) else [getattr(frame, "name", "")],
-                              shape[1])
-    cells = pd.DataFrame({"row": flat.row_pos, "col": flat.col_pos})
-    to_row = {name: i for i, name in enumerate(row_names)}
-    to_col = {name: j for j, name in enumerate(col_names)}
-    cells["value"] = np.where(integer, np.nan_to_num(values), 0.0)
-    cells["units"] = cells["value"]
-    cells["primary"] = primary
-    dims = ["row", "col"] if shape[1] > 1 else ["row"]
-    named = cells.assign(row=[row_names[i] for i in flat.row_pos], col=[col_names[j] for j in flat.col_pos])
-    result = protect(named, dims=dims, value="value", units="value", rules=rules, primary="primary",
-                     margins=MARGINS)
-    out = result.cells
-    inner = out
-    for d in dims:
-        inner = inner[inner[d] != "Total"]
-    back = {"row": to_row, "col": to_col}
-    key = pd.MultiIndex.from_arrays([inner[d].map(back[d]).to_numpy() for d in dims]) if len(dims) > 1 \
-        else pd.Index(inner[dims[0]].map(back[dims[0]]).to_numpy())
-    want = pd.MultiIndex.from_arrays([cells[d].to_numpy() for d in dims]) if len(dims) > 1 \
-        else pd.Index(cells[dims[0]].to_numpy())
-    pos = key.get_indexer(want)
-    status = inner["status"].to_numpy()
-    hidden = np.isin(status[pos], ["primary", "secondary"])
-    secondary = hidden & ~primary
-    lower = inner["lower"].to_numpy(dtype=float)
-    upper = inner["upper"].to_numpy(dtype=float)
-    intervals = {int(i): (float(lower[pos[i]]), float(upper[pos[i]])) for i in np.flatnonzero(hidden)
-                 if np.isfinite(lower[pos[i]])}
-    return Outcome(secondary, intervals, bool(getattr(result, "audit_ok", False)), getattr(result, "method", None),
-                   getattr(result, "message", None))
-
-
-def _unique_names(labels: Any, n: int) -> list[str]:
-    """Displayed labels as text, unique (a repeated one gets " #2", " #3"), never "Total"."""
-    out: list[str] = []
-    seen: dict[str, int] = {}
-    for label in list(labels)[:n]:
-        text = " / ".join(map(str, label)) if isinstance(label, tuple) else str(label)
-        if text == "Total":
-            text = "Total\u200b"
-        seen[text] = seen.get(text, 0) + 1
-        out.append(text if seen[text] == 1 else f"{text} #{seen[text]}")
-    while len(out) < n:
-        out.append(f"#{len(out) + 1}")
-    return out

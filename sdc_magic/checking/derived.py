@@ -87,7 +87,7 @@ def inherit(flat: Flat, registry: Any, rules: Any, hidden_of: HiddenOf, recorded
         same = np.zeros(len(shown), dtype=bool)
         same[finite] = np.isin(np.round(shown[finite], 6), np.round(hidden_values, 6))
         hidden |= same
-    mixed = None if recorded else _not_cellwise(shown, keys, entry)
+    mixed = None if recorded else _not_cellwise(shown, keys, entry, np.asarray(flat.col_pos))
     if mixed is not None:
         # not a function of each cell alone (a running total, differences of neighbours, made
         # with numpy and wrapped back): a number that is not the parent's own may hold a hidden one
@@ -102,7 +102,8 @@ def inherit(flat: Flat, registry: Any, rules: Any, hidden_of: HiddenOf, recorded
     return Inherited(hidden=hidden, parent_call=entry.call, note=note)
 
 
-def _not_cellwise(shown: np.ndarray | None, keys: list[tuple], entry: Any) -> np.ndarray | None:
+def _not_cellwise(shown: np.ndarray | None, keys: list[tuple], entry: Any, columns: np.ndarray
+                  ) -> np.ndarray | None:
     """Cells to hide when the table is not a cell-by-cell function of its parent, else None.
 
     Why (red team, round 7): ``pd.Series(t.values.cumsum(), index=t.index)`` carries no recipe;
@@ -110,6 +111,7 @@ def _not_cellwise(shown: np.ndarray | None, keys: list[tuple], entry: Any) -> np
     A cell-by-cell transform (a scale, a log, a rank) maps equal parent values to equal values
     and keeps or reverses their order; a running total or a difference of neighbours does not.
     Then every cell that is not the parent's own published value at its labels is hidden.
+    Judged column by column: a column copied from the parent beside a computed one is cellwise.
     """
     if shown is None or len(shown) < 3 or any(None in k for k in keys):
         return None
@@ -119,19 +121,25 @@ def _not_cellwise(shown: np.ndarray | None, keys: list[tuple], entry: Any) -> np
     index = {tuple(entry.flat.dims[p][i] for p in entry.flat.dim_names): float(parent[i]) for i in range(len(parent))}
     theirs = np.array([index.get(k, np.nan) for k in keys], dtype=float)
     usable = np.isfinite(theirs) & np.isfinite(shown)
-    if usable.sum() < 3:
-        return None
-    p, d = theirs[usable], shown[usable]
+    out = np.zeros(len(shown), dtype=bool)
+    for col in np.unique(columns):
+        here = usable & (columns == col)
+        if here.sum() >= 3 and not _monotone(theirs[here], shown[here]):
+            out |= here & ~np.isclose(shown, theirs, rtol=1e-9, atol=1e-9)
+    return out if out.any() else None
+
+
+def _monotone(p: np.ndarray, d: np.ndarray) -> bool:
+    """``d`` is a function of ``p`` that keeps or reverses its order (equal p, equal d)."""
     order = np.lexsort((d, p))
     p, d = p[order], d[order]
     same_p = np.diff(p) == 0
     steps = np.diff(d)
-    cellwise = not (same_p & (steps != 0)).any() and (
-        bool((steps[~same_p] >= -1e-9 * np.abs(d[1:][~same_p]).clip(min=1)).all())
-        or bool((steps[~same_p] <= 1e-9 * np.abs(d[1:][~same_p]).clip(min=1)).all()))
-    if cellwise:
-        return None
-    return usable & ~np.isclose(shown, theirs, rtol=1e-9, atol=1e-9)
+    tol = 1e-9 * np.abs(d[1:]).clip(min=1)
+    if (same_p & (np.abs(steps) > tol)).any():
+        return False
+    steps, tol = steps[~same_p], tol[~same_p]
+    return bool((steps >= -tol).all()) or bool((steps <= tol).all())
 
 
 def _map_labels(flat: Flat, parent: Flat) -> tuple[np.ndarray, list[tuple]] | None:

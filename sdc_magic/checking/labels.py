@@ -52,6 +52,10 @@ def small_group_sizes_as_labels(entry: Entry, flat: Flat, ev: Any, rules: Rules)
 
 #: Protection rounds for a table of shares (each may add cells that a single hidden share needs).
 _SMALL_NUMBER_IN_LABEL = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+)(?=\s*(?:[\)\]]|\b))", re.IGNORECASE)
+#: a whole number standing on its own in a label ("C has 3 people"; not "v1" nor "2.5")
+_NUMBER_TOKEN = re.compile(r"(?<![\w.,])(\d+)(?![\w]|[.,]\d)")
+#: any number in a label, decimals included ("B (41.1%)")
+_ANY_NUMBER = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d)")
 
 
 def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[int, list[Reason]],
@@ -118,7 +122,7 @@ def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[in
         for part in label if isinstance(label, tuple) else (label,):
             if not isinstance(part, str):
                 continue
-            for number in _SMALL_NUMBER_IN_LABEL.findall(part):
+            for number in dict.fromkeys([*_SMALL_NUMBER_IN_LABEL.findall(part), *_NUMBER_TOKEN.findall(part)]):
                 # a category of the data ("Mobile team (2 staff)") states a count only when the
                 # number is its own group's size; a label written for the table always may
                 units = data_units.get(part)
@@ -128,7 +132,7 @@ def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[in
                     flagged = True
                     if text_out is not None:
                         text_out.add(("text", part, number))
-                    shown = re.sub(rf"(?<!\d){re.escape(number)}(?!\d)", "✕", part)
+                    shown = re.sub(rf"(?<![\d.]){re.escape(number)}(?![\d]|\.\d)", "✕", part)
                     notes.append(f"the label {shown!r} states a number below the threshold: it is drawn "
                                  "hidden; remove it from the label")
                     break
@@ -162,3 +166,45 @@ def data_label_units(resolved: Resolved, ev: Any) -> dict[str, set[int]]:
             if isinstance(label, str) and label in captured:
                 out.setdefault(label, set()).update({int(u) for u in group.to_numpy()} | {int(group.sum())})
     return out
+
+
+def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray) -> set[tuple[str, str, str]]:
+    """Numbers written into the labels of rows or columns with hidden cells, to draw hidden.
+
+    Why (red team): ``B (n=30)`` beside B's hidden cells (hidden to protect C's 3) gives
+    73 - 40 - 30 = 3; ``B (41.1%)`` and ``A (54.8%)`` give C's 4.1 %. A number the analyst wrote
+    into the label of a row whose cells are hidden can state what they hide: every number of
+    such a label is drawn as the hidden marker. Categories of the data keep their numbers
+    ("Mobile team (2 staff)"): they name a group, they do not count it. Returns
+    ``("text", label, number)`` entries (see :func:`sdc_magic.outputs.render.mask_label`).
+    """
+    flat = resolved.flat
+    frame = resolved.frame
+    if flat is None or not hidden.any():
+        return set()
+    rows = resolved.cell_rows if resolved.cell_rows is not None else flat.row_pos
+    cols = resolved.cell_cols if resolved.cell_cols is not None else flat.col_pos
+    data = data_label_units(resolved, ev)
+    labels: list[object] = [frame.index[i] for i in np.unique(np.asarray(rows)[hidden])]
+    if isinstance(frame, pd.DataFrame):
+        labels += [frame.columns[j] for j in np.unique(np.asarray(cols)[hidden])]
+    out: set[tuple[str, str, str]] = set()
+    for label in labels:
+        for part in label if isinstance(label, tuple) else (label,):
+            if isinstance(part, str) and part not in data:
+                out.update(("text", part, number) for number in _ANY_NUMBER.findall(part))
+    return out
+
+
+def mask_text_labels(text: str, masks: set[tuple[str, str, str]]) -> str:
+    """``text`` (a note, a reason) with each masked label written as it is drawn."""
+    by_label: dict[str, list[str]] = {}
+    for _, part, number in masks:
+        by_label.setdefault(part, []).append(number)
+    for part, numbers in by_label.items():
+        if part in text:
+            masked = part
+            for number in sorted(numbers, key=len, reverse=True):  # "4.1" before "4"
+                masked = re.sub(rf"(?<![\d.]){re.escape(number)}(?![\d]|\.\d)", "✕", masked)
+            text = text.replace(part, masked)
+    return text

@@ -60,7 +60,8 @@ def untraced_cells(frame: pd.DataFrame | pd.Series, flat: Flat, untraced: tuple[
     if untraced is None:
         return None
     names = [str(c) for c in frame.columns] if isinstance(frame, pd.DataFrame) else [str(frame.name)]
-    computed = np.array([n in set(untraced) for n in names], dtype=bool)
+    every = "*" in untraced  # (capture.contract.EVERY_COLUMN) none is known to be a count
+    computed = np.array([every or n in set(untraced) for n in names], dtype=bool)
     return computed[flat.col_pos] | not_a_count
 
 

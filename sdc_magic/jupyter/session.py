@@ -429,6 +429,11 @@ class Session:
         record_hidden_margins(draft, checked.entry, checked.entry_positions, checked.hidden_flat)
 
         earlier = linker.related(draft)
+        unlinked = linker.unlinked_note(draft)
+        if unlinked is not None:
+            checked.notes.append(unlinked)
+            if checked.status in ("pass", "suppressed"):
+                checked.status = "review"  # never cleared beside "not compared"
         if earlier:  # (hidden cells, or small groups of rows the outputs separate together)
             added, problems, notes, unproven = joint_audit(draft, linker, self.rules.protection)
             checked.notes.extend(notes)

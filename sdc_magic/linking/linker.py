@@ -42,6 +42,8 @@ class Linker:
         self._writer: threading.Thread | None = None
         #: pairs of universes found not to overlap (see :func:`.universes.merge_overlapping`)
         self._merge_checked: set[tuple] = set()
+        #: (output, columns of its rows) of populations let go to bound the memory (:meth:`unlinked_note`)
+        self.forgotten: list[tuple[str, frozenset[str]]] = []
 
     # list-like view of the populations (newest last)
     def _all(self) -> list[Population]:
@@ -68,6 +70,7 @@ class Linker:
     def clear(self) -> None:
         """Forget every population (``%sdc`` reset, tests); the saved file is rewritten empty."""
         self.universes = []
+        self.forgotten = []
         self._loaded = True
         self.save()
 
@@ -80,7 +83,28 @@ class Linker:
 
     def _place(self, frame: pd.DataFrame, keys: list[str]) -> tuple[Universe, np.ndarray] | None:
         self._ensure_loaded()
-        return place(self.universes, frame, keys, self._merge_checked)
+        return place(self.universes, frame, keys, self._merge_checked, self.forgotten)
+
+    def unlinked_note(self, d: Draft) -> str | None:
+        """Why a table with no related earlier output cannot be called compared with them all.
+
+        The memory is bounded (``MAX_BYTES``, ``MAX_POPULATIONS``, ``universes.MAX_UNIVERSES``):
+        once it let earlier outputs go, a table that finds no related one may be of their rows
+        (sex 37/36, other data sets, then everyone but C 35/35). Such a table is ``review``,
+        said in words, when its rows share a column name with the rows let go (the linker finds
+        the same people by the columns they share, so a data set with none is not theirs); a
+        session that never let anything go is unaffected.
+        """
+        if self.related(d) or not self.forgotten:
+            return None
+        columns = set(map(str, d.universe.hashes))
+        lost = [out_id for out_id, cols in self.forgotten if cols & columns]
+        if not lost:
+            return None
+        names = ", ".join(list(dict.fromkeys(lost))[-5:])
+        return (f"linking memory let go of earlier outputs ({names}) to stay within its memory budget: this "
+                "table could not be compared with them (review; show fewer data sets in one session, or "
+                "restart the kernel for a new analysis)")
 
     # -------------------------------------------------------- comparisons
     def related(self, d: Draft) -> list[Population]:
@@ -177,6 +201,7 @@ class Linker:
         while len(self) > MAX_POPULATIONS or (self.nbytes() > MAX_BYTES and len(self) > 1):
             oldest = min((p for u in self.universes for p in u.populations), key=lambda p: output_order(p.out_id))
             oldest.universe.populations.remove(oldest)
+            self.forgotten.append((oldest.out_id, frozenset(map(str, oldest.universe.hashes))))
         self.universes = [u for u in self.universes if u.populations or u is self.universes[-1]]
 
     # -------------------------------------------------------- persistence across kernel restarts

@@ -30,8 +30,10 @@ from ..evidence import rows as row_limits
 from .identity import MISSING, combine, frame_hash, hash_column, hashed_columns, with_rank
 from .names import output_order
 
-#: Universes a session keeps (the smallest goes first when a new one is needed).
-MAX_UNIVERSES = 4
+#: Universes a session keeps (the smallest goes first when a new one is needed); their bytes are
+#: bounded too (``linker.MAX_BYTES``). Was 4: a red team showed four other small data sets
+#: between two tables of the same people, and the second was cleared without comparison.
+MAX_UNIVERSES = 12
 #: Frames from this many rows are matched by content only when most rows are distinct.
 MIN_RANKED_ROWS = 20
 
@@ -345,12 +347,13 @@ def refine(row_atom: np.ndarray, atom_size: np.ndarray, g: np.ndarray, n_groups:
 
 
 # ------------------------------------------------------------------ the session's universes
-def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], checked: set[tuple]
-          ) -> tuple[Universe, np.ndarray]:
+def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], checked: set[tuple],
+          forgotten: list[tuple[str, frozenset[str]]] | None = None) -> tuple[Universe, np.ndarray]:
     """The universe of ``frame`` among ``universes`` (changed in place: a new universe, rows
     appended, universes merged) and the universe row of each of its rows.
 
     ``checked``: pairs of universes already found not to overlap (see :func:`merge_overlapping`).
+    ``forgotten`` collects (output, columns) of the populations of a universe dropped to make room.
     """
     best: tuple[Universe, np.ndarray] | None = None
     for u in universes:
@@ -379,7 +382,10 @@ def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], check
     if best is None:
         if len(universes) >= MAX_UNIVERSES:
             # the smallest goes (an aggregated frame shown as a table), never the microdata's
-            universes.remove(min(universes, key=lambda x: (x.n, len(x.populations))))
+            dropped = min(universes, key=lambda x: (x.n, len(x.populations)))
+            universes.remove(dropped)
+            if forgotten is not None:
+                forgotten.extend((p.out_id, frozenset(map(str, dropped.hashes))) for p in dropped.populations)
         u = Universe(frame, keys)
         universes.append(u)
         best = (u, np.arange(len(frame), dtype=np.int64))

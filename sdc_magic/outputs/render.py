@@ -116,9 +116,10 @@ def mask_label(value: object, hidden: frozenset) -> object:
     if isinstance(value, tuple):
         return tuple(mask_label(v, hidden) for v in value)
     if isinstance(value, str):
-        for item in hidden:
-            if isinstance(item, tuple) and len(item) == 3 and item[1] == value:
-                value = re.sub(rf"(?<!\d){re.escape(item[2])}(?!\d)", HIDDEN, value)
+        numbers = sorted((item[2] for item in hidden if isinstance(item, tuple) and len(item) == 3
+                          and item[1] == value), key=len, reverse=True)  # "4.1" before "4"
+        for number in numbers:
+            value = re.sub(rf"(?<![\d.]){re.escape(number)}(?![\d]|\.\d)", HIDDEN, value)
         return value
     if hidden and isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_):
         return HIDDEN if float(value) in hidden else value

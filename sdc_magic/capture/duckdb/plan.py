@@ -9,6 +9,7 @@ evidence queries (:mod:`.evidence`) because nothing here touches a connection.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -30,9 +31,34 @@ HAVING_WITH_TOTALS = ("HAVING drops groups that this table's ROLLUP / CUBE / GRO
 
 def aggregates(query: str) -> bool:
     """Whether the query may aggregate (a cheap look at its words): only those are parsed and
-    planned, every other query runs as the user wrote it and is checked as row-level data."""
+    planned, every other query runs as the user wrote it and is checked as row-level data.
+    Any aggregate function DuckDB knows counts (``histogram(district)`` is a table of counts)."""
     low = query.lower()
-    return any(word in low for word in AGGREGATING)
+    return any(word in low for word in AGGREGATING) or _aggregate_call().search(low) is not None
+
+
+@functools.lru_cache(maxsize=1)
+def aggregate_names() -> frozenset[str]:
+    """The names of DuckDB's aggregate functions (its catalog; a fixed list without DuckDB)."""
+    try:
+        import duckdb
+
+        con = duckdb.connect()
+        try:
+            rows = con.execute("select distinct function_name from duckdb_functions() "
+                               "where function_type = 'aggregate'").fetchall()
+        finally:
+            con.close()
+        return frozenset(str(r[0]).lower() for r in rows)
+    except Exception:
+        return frozenset({"histogram", "list", "array_agg", "string_agg", "group_concat", "listagg", "mode",
+                          "entropy", "approx_top_k", "product", "bit_and", "bit_or", "bool_and", "bool_or"})
+
+
+@functools.lru_cache(maxsize=1)
+def _aggregate_call() -> re.Pattern[str]:
+    names = sorted(aggregate_names(), key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(")
 
 
 def mixed_levels_safe(query: str) -> bool:
@@ -139,7 +165,7 @@ def untraced_shape(query: str) -> Untraced | str | None:
         tree = None
     if tree is None:
         return Untraced(None)
-    if not any(True for _ in tree.find_all(exp.AggFunc, exp.Group)):
+    if not any(True for _ in tree.find_all(exp.AggFunc, exp.Group)) and not _unknown_aggregate(tree):
         return None
     if isinstance(tree, exp.Summarize):
         return SUMMARY_OF_AGGREGATE
@@ -147,26 +173,94 @@ def untraced_shape(query: str) -> Untraced | str | None:
         return UNTRACED_TOTALS  # nested: the outer query's filter or join is not modelled
     if not isinstance(tree, exp.Select):
         return Untraced(None)
-    per_row = tree.find(exp.Group) is None and all(a.find_ancestor(exp.Window) is not None
-                                                   for a in tree.find_all(exp.AggFunc))
-    projections = list(tree.expressions)
+    per_row = tree.find(exp.Group) is None and tree.find(exp.Window) is not None and not _unknown_aggregate(tree) \
+        and all(a.find_ancestor(exp.Window) is not None for a in tree.find_all(exp.AggFunc))
+    projections = _star_expanded(tree) or list(tree.expressions)
     if any(isinstance(p, exp.Star) for p in projections[1:]) or (
             projections and isinstance(projections[0], exp.Star) and not per_row):
         return Untraced(None)
+    definitions = _definitions(tree)
     if projections and isinstance(projections[0], exp.Star):
         # SELECT *, <windows>: the source's columns, then the computed ones (told apart by count)
-        return Untraced(tuple(_computed(p) for p in projections[1:]), per_row=True, after_star=True)
-    return Untraced(tuple(_computed(p) for p in projections), per_row=per_row,
+        return Untraced(tuple(_computed(p, definitions) for p in projections[1:]), per_row=True, after_star=True)
+    return Untraced(tuple(_computed(p, definitions) for p in projections), per_row=per_row,
                     keys=tuple(isinstance(p.this if isinstance(p, exp.Alias) else p, exp.Column) for p in projections))
 
 
-def _computed(projection: Any) -> bool:
-    """A result column computed from aggregates (a window, arithmetic, a cast to text), not one."""
+def _star_expanded(tree: Any) -> list[Any] | None:
+    """``SELECT * FROM (<select>)`` (or a CTE): the inner select's projections, else None."""
     from sqlglot import exp
 
-    inner = projection.this if isinstance(projection, exp.Alias) else projection
-    if isinstance(inner, exp.Column | exp.Literal):
+    if [type(p) for p in tree.expressions] != [exp.Star] or tree.args.get("joins"):
+        return None
+    source = tree.args.get("from")
+    source = source.this if source is not None else None
+    if isinstance(source, exp.Subquery) and isinstance(source.this, exp.Select):
+        inner = source.this
+    elif isinstance(source, exp.Table):
+        ctes = {c.alias_or_name: c.this for c in tree.find_all(exp.CTE)}
+        inner = ctes.get(source.name)
+    else:
+        inner = None
+    if not isinstance(inner, exp.Select) or any(isinstance(p, exp.Star) for p in inner.expressions):
+        return None
+    return list(inner.expressions)
+
+
+def _unknown_aggregate(tree: Any) -> bool:
+    """A call sqlglot does not know as an aggregate but DuckDB does (``histogram``, ``mode``...)."""
+    from sqlglot import exp
+
+    names = aggregate_names()
+    return any(str(node.name).lower() in names for node in tree.find_all(exp.Anonymous))
+
+
+def _definitions(tree: Any) -> dict[str, list[Any]]:
+    """What each column name is defined as in the query's subqueries and CTEs (every definition)."""
+    from sqlglot import exp
+
+    out: dict[str, list[Any]] = {}
+    for select in tree.find_all(exp.Select):
+        if select is tree:
+            continue
+        for p in select.expressions:
+            name = p.alias_or_name
+            if name and not isinstance(p, exp.Star):
+                out.setdefault(name, []).append(p.this if isinstance(p, exp.Alias) else p)
+    return out
+
+
+def _unwrapped(node: Any) -> Any:
+    from sqlglot import exp
+
+    while isinstance(node, exp.Alias | exp.Paren | exp.Cast | exp.TryCast):
+        if isinstance(node, exp.Cast | exp.TryCast) and node.to.is_type(*exp.DataType.TEXT_TYPES):
+            break  # a count written as text is computed from it, not it
+        node = node.this
+    return node
+
+
+def _computed(projection: Any, definitions: dict[str, list[Any]], depth: int = 0) -> bool:
+    """A result column of an untraced query that is not a count nor a label: withheld.
+
+    Only counts are checked without evidence (whole numbers, by the threshold); a sum, mean or
+    maximum of a subquery (``select district, mx from (select district, max(age) mx ...)``: 102,
+    one person's age), a window, arithmetic of aggregates or a count cast to text is computed.
+    A column is followed through the subqueries and CTEs that define it (every definition must
+    be a count or a column); a column no part of the query defines is the data's own (a label,
+    or a row's value in a per-row window query).
+    """
+    from sqlglot import exp
+
+    inner = _unwrapped(projection)
+    if isinstance(inner, exp.Literal):
         return False
-    if isinstance(inner, exp.AggFunc) and inner.find(exp.Window) is None:
-        return False
-    return inner.find(exp.AggFunc, exp.Window) is not None
+    if isinstance(inner, exp.Column):
+        # its definitions in subqueries and CTEs, but a column passed on under its own name
+        found = [d for d in definitions.get(inner.name, [])
+                 if not (isinstance(_unwrapped(d), exp.Column) and _unwrapped(d).name == inner.name)]
+        if not found or depth > 4:
+            return bool(found)  # the data's own column (unknown when nested too deep: withheld)
+        return any(_computed(d, definitions, depth + 1) for d in found)
+    # a count stays a count; arithmetic, a window, another aggregate or a function of them does not
+    return not (isinstance(inner, exp.Count | exp.CountIf) and inner.find(exp.Window) is None)

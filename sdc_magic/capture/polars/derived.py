@@ -57,6 +57,10 @@ def mark_derived(inputs: list[Any], result: Any, captured: Callable[[Any], bool]
             or contract.withheld_reason(result) is not None:
         return
     aggregates = [f for f in inputs if isinstance(f, pl.DataFrame) and is_aggregate_frame(f, captured)]
+    # a frame with its groups' counts beside each row keeps them withheld through later steps
+    # (filter to C, select, unique: each row of C still says 3)
+    carried = [w for f in inputs if isinstance(f, pl.DataFrame) for w in (contract.row_window_columns(f) or ())]
+    windows = (*windows, *carried)
     if "*" in windows:  # an expression of several outputs: every column the call computed
         windows = computed_columns(inputs, result)
     windows = tuple(w for w in windows if w in result.columns)
@@ -102,13 +106,14 @@ def computed_columns(inputs: list[Any], result: Any) -> tuple[str, ...]:
 
 
 def _copied(source: Any, column: Any) -> bool:
-    """``column`` holds ``source``'s values: the same, or (another number of rows) of the same type."""
+    """``column`` holds ``source``'s values: the same ones in any order (a join or a sort moves
+    rows), or, with another number of rows (filtered, stacked, made unique), of the same type."""
     if source.dtype != column.dtype:
         return False
     if len(source) != len(column):
         return True  # rows filtered, stacked or made unique: the values are the input's own
     try:
-        return bool(source.equals(column))
+        return bool(source.sort(nulls_last=True).equals(column.sort(nulls_last=True)))
     except Exception:
         return False
 
