@@ -476,6 +476,8 @@ class PolarsCapture:
         return deriving
 
     def _concat(self, original: Callable) -> Callable:
+        import polars as pl
+
         def concat(items: Any, *args: Any, **kwargs: Any) -> Any:
             if _depth.value:
                 return original(items, *args, **kwargs)
@@ -485,6 +487,13 @@ class PolarsCapture:
                 result = original(items, *args, **kwargs)
             finally:
                 _depth.value -= 1
+            frames = [f for f in items if isinstance(f, pl.DataFrame)]
+            levels = {tuple(self._recipes[id(f)][1].keys) if self._captured(f) else None for f in frames}
+            if any(self._captured(f) for f in frames) and len(levels) > 1:
+                # groups and a total (or rows made apart) stacked: the total minus the groups
+                # shown gives a left-out one away (red team: A 40, B 30, ALL 73)
+                _withhold(result, MIXED_LEVELS_STACKED)
+                return result
             self._mark_derived(list(items), result, "concat")
             return result
         return concat
@@ -694,17 +703,23 @@ class PolarsCapture:
                        lambda m: (None, stat), result, frame.schema)
 
 
-def _withhold(result: Any) -> None:
-    """Withhold the display of a polars result whose capture failed (its pandas form is
-    marked, so the display shows a placeholder; the reason quotes no data)."""
+#: pl.concat of aggregates of different grouping levels (groups, and a total row made apart)
+MIXED_LEVELS_STACKED = ("this frame stacks aggregates of different levels (groups, and a total made apart): the "
+                        "total minus the groups shown gives a left-out group away, and it cannot be checked as one "
+                        "table. Show the groups and the total as separate tables (each is checked and linked).")
+CAPTURE_FAILED = "sdc_magic could not check this polars aggregation: not shown (%sdc debug has the details)"
+
+
+def _withhold(result: Any, reason: str = CAPTURE_FAILED) -> None:
+    """Withhold the display of a polars result (its pandas form is marked, so the display shows
+    a placeholder with ``reason``, which quotes no data)."""
     try:
         import polars as pl
 
         if not isinstance(result, pl.DataFrame):
             return
         form = result.to_pandas()
-        contract.mark_withheld(form, "sdc_magic could not check this polars aggregation: not shown "
-                                     "(%sdc debug has the details)")
+        contract.mark_withheld(form, reason)
         contract.remember(result, form)
     except Exception:  # nothing more to do: the display then checks it as unverified
         pass
