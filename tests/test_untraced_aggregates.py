@@ -217,3 +217,15 @@ def test_numbers_in_the_labels_of_hidden_rows_are_drawn_hidden(sess: Session, df
         out = sess.publish(table)
         shown = out.data["text/plain"] + out.data["text/html"]
         assert not any(leak in shown for leak in leaks), shown
+
+
+def test_polars_sql_aggregates_are_checked_not_drawn_as_rows(sess: Session, p: pl.DataFrame) -> None:
+    ctx = pl.SQLContext(t=p)
+    for result in (ctx.execute("select district, count(*) n from t group by district order by district", eager=True),
+                   ctx.execute("select district, count(*) n from t group by district order by district").collect(),
+                   p.sql("select district, max(age) m from self group by district")):
+        out = sess.publish(result)
+        text = out.data["text/plain"].split("sdc_magic:")[0]
+        assert _status(out) == "review" and "102" not in text and "3" not in _c_row(out)
+    rows = sess.publish(ctx.execute("select * from t", eager=True).head(3))
+    assert rows.metadata["sdc_magic"]["kind"] == "row-level"

@@ -109,6 +109,7 @@ class PolarsCapture:
         self._lazy: dict[int, tuple[Any, Any]] = {}  # id(lazy result) -> (weakref, recipe)
         self._lazy_groups: dict[int, tuple[Any, Any]] = {}  # id(LazyGroupBy) -> (weakref, (lf, by, named))
         self._recipes: dict[int, tuple[Any, Any]] = {}  # id(captured result) -> (weakref, _Recipe)
+        self._sql_shapes: dict[int, tuple[Any, Any]] = {}  # id(lazy SQL result) -> (weakref, its shape)
         self.installed = False
 
     def install(self) -> None:
@@ -133,6 +134,11 @@ class PolarsCapture:
             if name in pl.DataFrame.__dict__:
                 self._patch(pl.DataFrame, name, functools.partial(self._deriving, name=name))
         self._patch(pl, "concat", self._concat)
+        self._patch(pl, "sql", self._sql)
+        for owner in (pl.SQLContext, pl.DataFrame, pl.LazyFrame):
+            name = "execute" if owner is pl.SQLContext else "sql"
+            if name in owner.__dict__:
+                self._patch(owner, name, functools.partial(self._sql_method, name=name))
         self._patch(pl.DataFrame, "to_pandas", self._to_pandas)
         self._patch(pl.LazyFrame, "select", self._lazy_select)
         self._patch(pl.LazyFrame, "sort", self._lazy_sort)
@@ -148,6 +154,7 @@ class PolarsCapture:
         self._lazy.clear()
         self._lazy_groups.clear()
         self._recipes.clear()
+        self._sql_shapes.clear()
         self.installed = False
 
     def _patch(self, owner: type, name: str, make: Callable[[Any], Callable]) -> None:
@@ -282,11 +289,55 @@ class PolarsCapture:
             return result
         return length
 
+    def _sql(self, original: Callable) -> Callable:
+        """``pl.sql(query)``: marked by what the query's tree says (see :meth:`_mark_sql`)."""
+        def sql(query: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(query, *args, **kwargs)
+            self._mark_sql(query, result)
+            return result
+        return sql
+
+    def _sql_method(self, original: Callable, name: str) -> Callable:
+        def method(obj: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(obj, query, *args, **kwargs)
+            self._mark_sql(query, result)
+            return result
+        return method
+
+    def _mark_sql(self, query: Any, result: Any) -> None:
+        """A polars SQL query with aggregates is never row-level data (issue 23.3): its result is
+        an untraced aggregate (counts checked, the rest withheld), rows with window columns
+        withhold those, a shape that must not be shown is withheld; a lazy result is marked when
+        it is collected."""
+        if _depth.value or not isinstance(query, str):
+            return
+        try:
+            from ..duckdb.plan import Untraced, untraced_shape, withheld_reason
+
+            shape = withheld_reason(query) or untraced_shape(query)
+            if shape is None:
+                return
+            import polars as pl
+
+            if isinstance(result, pl.LazyFrame):
+                self._keep(self._sql_shapes, result, shape)
+            elif isinstance(result, pl.DataFrame):
+                _mark_sql_result(result, shape, Untraced)
+        except Exception as exc:  # the result has no mark: withheld (fail closed)
+            self.registry.failures.append(f"polars sql: {type(exc).__name__}: {exc}")
+            _withhold(result)
+
     def _collect(self, original: Callable) -> Callable:
         def collect(lf: Any, *args: Any, **kwargs: Any) -> Any:
             hit = self._lazy.get(id(lf))
             if hit is None or hit[0]() is not lf or _depth.value:
-                return original(lf, *args, **kwargs)
+                result = original(lf, *args, **kwargs)
+                shape = self._sql_shapes.get(id(lf))
+                if shape is not None and shape[0]() is lf and not _depth.value:
+                    from ..duckdb.plan import Untraced
+
+                    _mark_sql_result(result, shape[1], Untraced)
+                return result
             source, by, named_by, aggs, named = hit[1][:5]
             call = hit[1][5] if len(hit[1]) > 5 else "group_by.agg"
             return self._guarded(lambda: original(lf, *args, **kwargs),
@@ -701,6 +752,20 @@ class PolarsCapture:
         resolved = {c: (None, stat) for c in count_col}
         self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
                        lambda m: (None, stat), result, frame.schema)
+
+
+def _mark_sql_result(result: Any, shape: Any, untraced: type) -> None:
+    """Mark a polars SQL result by the query's shape (a reason, or an ``Untraced``)."""
+    if isinstance(shape, str):
+        _withhold(result, shape)
+        return
+    if not isinstance(shape, untraced):
+        return
+    columns = shape.columns([str(c) for c in result.columns])
+    if shape.per_row and columns is not None:
+        contract.mark_row_windows(result, columns)
+    else:
+        contract.mark_untraced(result, columns)
 
 
 #: pl.concat of aggregates of different grouping levels (groups, and a total row made apart)
