@@ -298,10 +298,12 @@ def test_fast_reaudit_gives_the_scipy_intervals(referrals: Any) -> None:
     finally:
         session.capture.uninstall()
     compared = 0
+    from sdc_magic.protect.certificate import restated
+
     for record in session.outputs:
-        cert = record.certificate
-        if not cert:
+        if not record.certificate:
             continue
+        cert = restated(record.certificate, intervals)  # as exported (unshown margins unpublished)
         assert fast(cert) == reference(cert) == []
         for table in cert["tables"]:
             want, got = intervals_from_published(table), intervals(table)

@@ -137,13 +137,14 @@ UNPUBLISHED = "unpublished"
 
 def unpublished_margins(model: dict[str, Any]) -> pd.DataFrame:
     """The model's cells as the certificate states them: a margin the table does not display is
-    ``unpublished`` (no value), and every interval is what the published cells alone allow.
+    ``unpublished`` (no value).
 
     Why (red team, round 3): the certificate of a district table (A 40, B and C hidden) stated
     its grand total 73, which the table does not show and linking does not count as published;
     a later table of everyone under 100 (36 + 35) then gave 2 people aged 100+. The protection
-    still assumed every margin known (a stronger attacker); the certificate publishes only what
-    the table shows, and its intervals, which ``verify`` recomputes, are the wider ones that follow.
+    still assumed every margin known (a stronger attacker). The intervals that follow from the
+    published cells alone are recomputed when the certificate is exported (:func:`restated`):
+    at display time it would cost two LPs per hidden cell.
     """
     cells = model["cells"]
     columns = list(model.get("columns", model["dims"]))
@@ -159,27 +160,32 @@ def unpublished_margins(model: dict[str, Any]) -> pd.DataFrame:
     unpublish = (status == "safe") & is_margin & ~shown
     if not unpublish.any():
         return cells
+    out = cells.copy()
     status[unpublish] = UNPUBLISHED
-    return recompute_intervals(cells, columns, status)
+    out["status"] = status
+    return out
 
 
-def _interval_of_displayed(checked: Any, model: dict[str, Any], cells: pd.DataFrame, hidden: list[dict[str, Any]],
-                           rounding: int) -> None:
-    """The certificate's interval of each hidden displayed cell, from its model cell as stated."""
-    if cells is model["cells"] or rounding:
-        return
-    positions = getattr(checked, "entry_positions", None)
-    rows_of = model.get("entry_rows") or {}
-    if positions is None or not rows_of:
-        return
-    lower = cells["lower"].to_numpy(dtype=float)
-    upper = cells["upper"].to_numpy(dtype=float)
-    at = {(int(checked.cell_rows[i]), int(checked.cell_cols[i])): rows_of.get(int(p))
-          for i, p in enumerate(np.asarray(positions)) if p >= 0}
-    for item in hidden:
-        k = at.get(tuple(item["position"]))
-        if k is not None and "interval" in item and np.isfinite(lower[k]):
-            item["interval"] = [_json_value(lower[k]), _json_value(upper[k])]
+def restated(cert: dict[str, Any], intervals: Any = None) -> dict[str, Any]:
+    """A certificate as exported: in a table with ``unpublished`` margins, every interval is what
+    the published cells alone allow (``intervals(table)``: the attacker's LP; ``verify``
+    recomputes exactly these), and the displayed hidden cells drop the intervals the protection
+    computed with those margins known. Other certificates are returned as they are."""
+    tables = cert.get("tables") or []
+    if not any(c.get("status") == UNPUBLISHED for t in tables for c in t.get("cells", [])):
+        return cert
+    import copy
+
+    out = copy.deepcopy(cert)
+    for table in out["tables"]:
+        if not any(c.get("status") == UNPUBLISHED for c in table["cells"]):
+            continue
+        found = (intervals or intervals_from_published)(table)
+        for k, (lo, hi) in found.items():
+            table["cells"][k]["lower"], table["cells"][k]["upper"] = _json_value(lo), _json_value(hi)
+    for item in out.get("hidden", []):
+        item.pop("interval", None)
+    return out
 
 
 def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, Any]:
@@ -219,7 +225,6 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
         cells = unpublished_margins(model)
         dims = list(model["dims"])
         columns = list(model.get("columns", dims))
-        _interval_of_displayed(checked, model, cells, hidden, rounding)
         rows = []
         for rec in cells.to_dict("records"):
             status = rec["status"]

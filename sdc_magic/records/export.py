@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..protect.certificate import versions
+from ..protect.certificate import restated, versions
 from .consistency import TABLE_SCHEMA, certificate_shape, check_csv, model_conflicts
 from .layout import (
     CHECK_NAMES,
@@ -31,6 +31,7 @@ from .layout import (
     summary_html,
 )
 from .ledger import OutputRecord
+from .reaudit import intervals as reaudit_intervals
 
 
 class ExportError(RuntimeError):
@@ -224,7 +225,7 @@ def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[s
         manifest(False)  # an interrupted export can still be replaced with --force
         for r in chosen:
             write(f"{r.id}.csv", r.csv or "")
-            write(f"{r.id}.certificate.json", json.dumps(r.certificate, indent=1))
+            write(f"{r.id}.certificate.json", json.dumps(restated(r.certificate, reaudit_intervals), indent=1))
             if xlsx:
                 _write_xlsx(folder / f"{r.id}.xlsx", r.csv or "")
                 written[f"{r.id}.xlsx"] = sha256(folder / f"{r.id}.xlsx")
