@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
 from sdc_magic.outputs.render import protected_frame
 
@@ -20,14 +19,6 @@ MONTHS = ["01", "02", "03", "04", "05", "06"]
 PER_MONTH = [135, 120, 2, 140, 150, 25]
 ROWS = pd.DataFrame({"month": np.repeat(MONTHS, PER_MONTH)})
 X = "✕"
-
-
-@pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
 
 
 def _drawn(out) -> dict:

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
 from sdc_magic.linking import universes
 
@@ -17,14 +16,6 @@ pytest.importorskip("test_engines_redteam")
 from test_engines_redteam import PEOPLE
 
 CLEARED = ("pass", "suppressed")
-
-
-@pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
 
 
 def _other_data_sets(sess: Session, n: int, rows: int = 200) -> None:

@@ -16,22 +16,7 @@ pytest.importorskip("sqlglot")
 
 from test_engines_redteam import PEOPLE, X, _shown  # noqa: E402
 
-from sdc_magic.config import preset  # noqa: E402
 from sdc_magic.jupyter.session import Session  # noqa: E402
-
-
-@pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
-
-
-@pytest.fixture
-def df() -> pd.DataFrame:
-    return PEOPLE.copy()
-
 
 OLD = PEOPLE[PEOPLE.age > 100].set_index("sex")
 

@@ -22,28 +22,9 @@ pytest.importorskip("sqlglot")
 
 from test_engines_redteam import PEOPLE  # noqa: E402
 
-from sdc_magic.config import preset  # noqa: E402
 from sdc_magic.jupyter.session import Session  # noqa: E402
 
 C_SHARES = {round(3 / 73, 4), round(300 / 73, 2), round(300 / 73, 4), round(3 / 73, 6)}
-
-
-@pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
-
-
-@pytest.fixture
-def df() -> pd.DataFrame:
-    return PEOPLE.copy()
-
-
-@pytest.fixture
-def p() -> pl.DataFrame:
-    return pl.from_pandas(PEOPLE)
 
 
 def _numbers(out) -> list[float]:

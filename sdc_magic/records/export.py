@@ -31,7 +31,6 @@ from .layout import (
     summary_html,
 )
 from .ledger import OutputRecord
-from .reaudit import intervals as reaudit_intervals
 
 
 class ExportError(RuntimeError):
@@ -221,11 +220,13 @@ def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[s
         (folder / rel).write_bytes(data)
         written[rel] = hashlib.sha256(data).hexdigest()
 
+    from . import reaudit  # (its solver is imported on first export, never at %load_ext)
+
     try:
         manifest(False)  # an interrupted export can still be replaced with --force
         for r in chosen:
             write(f"{r.id}.csv", r.csv or "")
-            write(f"{r.id}.certificate.json", json.dumps(restated(r.certificate, reaudit_intervals), indent=1))
+            write(f"{r.id}.certificate.json", json.dumps(restated(r.certificate, reaudit.intervals), indent=1))
             if xlsx:
                 _write_xlsx(folder / f"{r.id}.xlsx", r.csv or "")
                 written[f"{r.id}.xlsx"] = sha256(folder / f"{r.id}.xlsx")
