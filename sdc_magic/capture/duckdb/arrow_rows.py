@@ -37,7 +37,9 @@ def linking_frame(rel: Any) -> pd.DataFrame:
             columns.append(converted)
     except Exception:
         return rel.df()
-    frame = pd.DataFrame(dict(zip(range(len(columns)), columns, strict=True)))
+    # copy=False: pandas then keeps one block per column instead of stacking the columns of a
+    # dtype into one 2-D block (a copy of every row: 0.57 s of a 1M-row DuckDB display)
+    frame = pd.DataFrame(dict(zip(range(len(columns)), columns, strict=True)), copy=False)
     frame.columns = pd.Index(table.schema.names)
     return frame
 

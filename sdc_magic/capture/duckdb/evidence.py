@@ -306,7 +306,7 @@ class Recorder:
                 out[label] = frame.iloc[:, col].to_numpy(dtype=np.uint64, na_value=0)
         for j, k in enumerate(keys):
             out[k] = frame.iloc[:, j].array
-        rows = pd.DataFrame(out)
+        rows = pd.DataFrame(out, copy=False)  # (no consolidation copy of a million rows)
         if pending.plan.having and shown is not None and keys:
             # HAVING drops groups: the table's population is the rows of the groups it shows
             # (a later total then differs from their sum by the dropped rows: differencing)
