@@ -429,7 +429,7 @@ class Session:
         record_hidden_margins(draft, checked.entry, checked.entry_positions, checked.hidden_flat)
 
         earlier = linker.related(draft)
-        unlinked = linker.unlinked_note(draft)
+        unlinked = linker.unlinked_note(draft) or linker.unidentified_note(draft)
         if unlinked is not None:
             checked.notes.append(unlinked)
             if checked.status in ("pass", "suppressed"):

@@ -106,6 +106,32 @@ class Linker:
                 "table could not be compared with them (review; show fewer data sets in one session, or "
                 "restart the kernel for a new analysis)")
 
+    def unidentified_note(self, d: Draft) -> str | None:
+        """Why a table whose rows carry nothing but its own keys cannot be called compared.
+
+        Rows are told apart by index labels or by the content of columns that are no key
+        (keys may be recodes). A DuckDB result over ``SELECT sex FROM d`` (or over a one-column
+        frame) has neither: its rows land in a universe of their own, so after A by sex and B
+        by sex, everyone by sex gave C's 2 and 1 away at ``pass`` (red team, round 4). Such a
+        table is ``review`` when an earlier output's rows hold the same columns; the note says
+        how to make the rows identifiable.
+        """
+        if self.related(d):
+            return None
+        u = d.universe
+        columns = set(map(str, u.hashes))
+        if not columns or not columns <= set(map(str, u.key_columns)):
+            return None
+        earlier = [p.out_id for v in self.universes if v is not u and columns <= set(map(str, v.hashes))
+                   for p in v.populations]
+        if not earlier:
+            return None
+        names = ", ".join(list(dict.fromkeys(earlier))[-5:])
+        return (f"the rows behind this table carry only its own key column(s) ({', '.join(sorted(columns))}), so "
+                f"they cannot be matched with the rows of earlier outputs of the same column(s) ({names}): "
+                "not compared with them (review; compute it from the whole table, e.g. FROM d rather than "
+                "FROM (SELECT sex FROM d))")
+
     # -------------------------------------------------------- comparisons
     def related(self, d: Draft) -> list[Population]:
         return [p for p in d.universe.populations if p.universe is d.universe]

@@ -1,0 +1,63 @@
+"""Rows that carry nothing but the table's own keys cannot be matched with earlier outputs.
+
+A DuckDB result over ``SELECT sex FROM d`` (or over a one-column frame) has no labels and no
+column that is not a key, so linking cannot tell whose rows they are. After tables of the same
+column, such a table is ``review`` with a note saying why (``Linker.unidentified_note``); on its
+own, or computed from the whole frame, it is checked as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+
+duckdb = pytest.importorskip("duckdb")
+
+CLEARED = ("pass", "suppressed")
+NOTE = "cannot be matched with the rows of earlier outputs"
+
+
+def _meta(out: Any) -> dict:
+    return out.metadata["sdc_magic"]
+
+
+def _notes(out: Any) -> str:
+    return " ".join(_meta(out).get("notes", []))
+
+
+@pytest.mark.parametrize("query", [
+    "select sex, count(*) n from (select sex from d) group by 1 order by 1",
+    "select sex, count(*) as people from (select sex from d where age > 0) group by all",
+    "with s as (select sex from d) select sex, count(*) from s group by sex",
+])
+def test_key_only_total_after_filters_is_review(sess: Any, df: pd.DataFrame, query: str) -> None:
+    d = df  # noqa: F841 (read by DuckDB)
+    for district in ("A", "B"):
+        assert _meta(sess.publish(df[df.district == district].groupby("sex").size()))["status"] in CLEARED
+    out = sess.publish(duckdb.sql(query))
+    assert _meta(out)["status"] == "review"
+    assert NOTE in _notes(out)
+
+
+def test_key_only_table_of_a_one_column_frame_is_review_after_related_tables(sess: Any, df: pd.DataFrame) -> None:
+    sess.publish(df[df.district != "C"].groupby("sex").size())
+    sub = df[["sex"]]  # noqa: F841 (read by DuckDB)
+    out = sess.publish(duckdb.sql("select sex, count(*) n from sub group by 1 order by 1"))
+    assert _meta(out)["status"] == "review" and NOTE in _notes(out)
+
+
+def test_key_only_table_alone_is_cleared(sess: Any, df: pd.DataFrame) -> None:
+    d = df  # noqa: F841 (read by DuckDB)
+    out = sess.publish(duckdb.sql("select sex, count(*) n from (select sex from d) group by 1 order by 1"))
+    assert _meta(out)["status"] in CLEARED and NOTE not in _notes(out)
+
+
+def test_a_table_of_the_whole_frame_is_linked_not_review(sess: Any, df: pd.DataFrame) -> None:
+    d = df  # noqa: F841 (read by DuckDB)
+    for district in ("A", "B"):
+        sess.publish(df[df.district == district].groupby("sex").size())
+    out = sess.publish(duckdb.sql("select sex, count(*) n from d group by 1 order by 1"))
+    assert NOTE not in _notes(out)
+    assert _meta(out)["status"] in ("suppressed", "blocked")  # C's 2 and 1 hidden by differencing
