@@ -297,10 +297,6 @@ def test_small_whole_number_from_an_unknown_statistic_is_hidden(sess, d):
     assert sess.check(means).hidden.sum() == 0 and sess.check(means).status == "review"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "leak (issue 23.13): hidden rows already last in a descending sort stay in value order ('Zed ✕, Ab ✕' "
-    "pins Ab to [0; 2.5] with their sum known). Reordering them broke the displayed values of a "
-    "MultiIndex value_counts(normalize=True) in a kernel (tests/test_notebook_snippets.py): reverted"))
 @pytest.mark.parametrize("how", ["value_counts", "sort_values descending", "duckdb order by", "polars sort"])
 def test_hidden_rows_already_last_are_put_in_label_order(sess, how):
     """Issue 23.13: sorted by value *descending*, the small cells already come last, but in value

@@ -136,12 +136,10 @@ def _value_ordered(frame: pd.DataFrame | pd.Series) -> bool:
     grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
     if len(grid) < 3:
         return False
-    labels = _row_labels(grid)
-    try:
-        if labels.is_monotonic_increasing or labels.is_monotonic_decreasing:
-            return False  # ordered by label: the order says nothing about values
-    except TypeError:
-        pass
+    # Rows in label order whose values are not monotonic: the order says nothing about values.
+    # Rows in label order whose values *are* monotonic may be a sort by value that the labels
+    # happen to follow (C ✕, B ✕, A 40 after ``sort_values()`` tells C ≤ B): treated as ordered by
+    # value, so the hidden rows go last in ascending label order (unchanged when they are there).
     for j in range(grid.shape[1]):
         values = numeric(np.asarray(grid.iloc[:, j].to_numpy(dtype=object)))
         if values is None:
@@ -174,15 +172,15 @@ def hide_value_order(checked: Checked) -> Checked:
     """Move rows with hidden cells after the published rows when rows are sorted by value.
 
     In a table sorted by a column (``sort_values``, ``value_counts``), a hidden cell
-    between two published values is bounded by them (✕ between 3 and 2 is 2 or 3). Rows
-    holding hidden cells are put last, in label order, and the banner says so. Every grid
+    between two published values is bounded by them (✕ between 3 and 2 is 2 or 3), and
+    hidden cells listed in value order bound each other (two hidden cells summing to 5, the
+    second no larger than the first: [0; 2.5]). Rows holding hidden cells are put last, in
+    label order, and the banner says so. Every grid
     of the decision is permuted with the frame, so render, CSV and certificate agree.
     """
     if not checked.hidden.any() or not _value_ordered(checked.frame):
         return checked
     rows_hidden = checked.hidden.any(axis=1)
-    if not rows_hidden[:-int(rows_hidden.sum())].any():
-        return checked  # hidden rows are already all last
     shown_rows = np.flatnonzero(~rows_hidden)
     hidden_rows = np.flatnonzero(rows_hidden)
     try:
@@ -192,6 +190,10 @@ def hide_value_order(checked: Checked) -> Checked:
     except (TypeError, ValueError):
         pass
     perm = np.concatenate([shown_rows, hidden_rows])
+    if (perm == np.arange(len(perm))).all():
+        return checked  # hidden rows already last, in label order
+    # (hidden rows already last but in value order were left so before issue 23.13: with the
+    # total shown, B + C = 5 and C listed after B in a descending sort put C in [0; 2.5])
     new_of_old = np.empty_like(perm)
     new_of_old[perm] = np.arange(len(perm))
     synthetic = isinstance(checked.frame.index, pd.RangeIndex)

@@ -173,7 +173,7 @@ class Session:
                             reuse=self._recall if linked else None)
             reused = getattr(checked, "reused_from", None) is not None
             if linked and not reused:
-                self._link(out_id, checked)
+                self._link(out_id, checked, obj)
                 certificate.finalise(checked)  # models, intervals and display: one final decision
                 self.decisions.remember(self._decision_key, out_id, checked)
             settle_intervals(checked)  # what the record may state of hidden cells, after every decision
@@ -397,8 +397,13 @@ class Session:
         self._public_given = bool(public)
         return public
 
-    def _link(self, out_id: str, checked: Checked) -> None:
-        """Joint audit with related earlier outputs; then remember this output's population."""
+    def _link(self, out_id: str, checked: Checked, obj: Any = None) -> None:
+        """Joint audit with related earlier outputs; then remember this output's population.
+
+        ``obj``: the object displayed. A table protected again on its own is checked from it,
+        not from ``checked.frame``, which may be reordered (rows with hidden cells last): the
+        evidence of a reordered copy was matched to the cells in the original order, and the
+        values drawn were another row's (a MultiIndex ``value_counts`` in a long session)."""
         from ..linking import joint_audit, record_hidden_margins, record_hidden_model
         from ..rules import Reason
 
@@ -409,7 +414,7 @@ class Session:
             # the cells earlier outputs published pin some small cells: those are public knowledge
             # already, hiding them protects nothing. Protect the table on its own, and let the joint
             # audit with the earlier outputs judge what this table adds (and only that).
-            alone = check(checked.frame, self.registry, self.rules, self.protector, linker=self._differencing)
+            alone = check(checked.frame if obj is None else obj, self.registry, self.rules, self.protector, linker=self._differencing)
             if alone.status != "blocked":
                 alone.notes.append("some hidden cells were already recoverable from earlier outputs: "
                                    "this table was protected on its own, then audited with them")
