@@ -520,37 +520,49 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     finite = np.isfinite(values)
     integer = finite & (values == np.round(values)) & (values >= 0) & ~not_counts(values, flat.col_pos)
     unverified = finite & ~integer
+    derivation = None
+    exempt = np.zeros(len(flat), dtype=bool)
+    if registry is not None and protector is not False:
+        loaded = _load_protector(protector)
+        derivation = _dependent_cells(source, resolved, registry, rules, loaded)
+        if derivation is not None:
+            exempt = derivation[2]
     facts = CellFacts(stat=np.full(len(flat), "count", dtype=object), units=np.where(integer, values, 0),
                       structural=_structural(resolved.flat, rules))
     assessment = rules_mod.assess(facts, rules)
-    primary = assessment.primary & integer
+    # a cell recomputed from the published cells of one checked table tells nothing they do
+    # not (x.diff(axis=1): 18 - 17 = 1 is no count of one person): not checked as a count
+    primary = assessment.primary & integer & ~exempt
     reasons = {i: rs for i, rs in assessment.reasons.items() if primary[i]}
     notes = list(resolved.notes) + ["no evidence for this table: whole numbers were checked as counts"]
+    if exempt.any():
+        notes.append(f"{int(exempt.sum())} cell(s) are computed from the published cells of one checked table "
+                     "only: not checked again as counts")
     hidden = primary.copy()
     status, secondary, intervals, method = "review", np.zeros(len(flat), dtype=bool), {}, None
     computed = untraced_cells(resolved.frame, flat, resolved.untraced, unverified)
     # (the computed cells are withheld below: only the counts among the others need protecting)
-    if (primary if computed is None else primary & ~computed).any():
+    keep = ~exempt if computed is None else ~exempt & ~computed
+    if (primary & keep).any():
         outcome = protect_grid(values, integer, primary, shape, flat, rules, _load_protector(protector),
-                               resolved.frame, keep=None if computed is None else ~computed)
+                               resolved.frame, keep=None if keep.all() else keep)
         status, secondary, intervals, method, _ = _apply(outcome, "review", primary, hidden, reasons, notes)
     if registry is not None and protector is not False:
         from .derived import inherit
 
-        loaded = _load_protector(protector)
         inherited = inherit(flat, registry, rules,
                             lambda entry, protect: hidden_cells_of_entry(entry, rules, loaded if protect else False),
                             recorded=_has_recipe(source))
         if inherited is not None:
+            by_label = inherited.hidden & ~exempt  # (the recomputation decides those cells exactly)
             notes.append(inherited.note)
-            for i in np.flatnonzero(inherited.hidden & ~hidden):
+            for i in np.flatnonzero(by_label & ~hidden):
                 reasons.setdefault(int(i), []).append(Reason(
                     "derived", f"computed from {inherited.parent_call}, whose cell with these labels is hidden"))
-            hidden |= inherited.hidden
-            secondary = secondary | (inherited.hidden & ~primary)
-        dependent = _dependent_cells(source, resolved, registry, rules, loaded)
-        if dependent is not None:
-            mask, note = dependent
+            hidden |= by_label
+            secondary = secondary | (by_label & ~primary)
+        if derivation is not None and derivation[0].any():
+            mask, note = derivation[0], derivation[1]
             notes.append(note)
             for i in np.flatnonzero(mask & ~hidden):
                 reasons.setdefault(int(i), []).append(Reason(
@@ -598,9 +610,10 @@ def _has_recipe(source: Any) -> bool:
 
 
 def _dependent_cells(source: Any, resolved: Resolved, registry: Any, rules: Rules, protector: Any
-                     ) -> tuple[np.ndarray, str] | None:
+                     ) -> tuple[np.ndarray, str, np.ndarray] | None:
     """Per flat cell, whether the derived table ``source`` computes it from a hidden cell of the
-    aggregation results it comes from (its recipe, see :mod:`.lineage`), with a note; or None."""
+    aggregation results it comes from (its recipe, see :mod:`.lineage`), with a note, and
+    whether it is exactly recomputed from the published cells of one of them; or None."""
     from .lineage import dependence
 
     def leaf_hidden(leaf: Any) -> np.ndarray | None:
@@ -618,19 +631,23 @@ def _dependent_cells(source: Any, resolved: Resolved, registry: Any, rules: Rule
         return None
     flat = resolved.flat
     assert flat is not None
+    exempt = np.zeros(len(flat), dtype=bool)
     if dep.hidden.shape == _shape(resolved.frame):
         mask = dep.hidden[flat.row_pos, flat.col_pos]
+        if dep.exact and dep.one_leaf is not None and dep.one_leaf.shape == dep.hidden.shape:
+            # (those of them that move with a hidden cell are hidden below, by the recomputation)
+            exempt = dep.one_leaf[flat.row_pos, flat.col_pos]
     else:  # shown in another layout than computed: every cell of a table that depends on anything
         mask = np.full(len(flat), bool(dep.hidden.any()))
     if not mask.any():
-        return None
+        return mask, "", exempt
     parents = ", ".join(sorted(set(dep.parents))) or "aggregations"
     if dep.exact:
         note = (f"computed from {parents}: {int(mask.sum())} cell(s) change when the cells hidden there change, "
                 "and are hidden")
     else:
         note = f"computed from {parents} in a way that could not be recomputed: every cell is hidden"
-    return mask, note
+    return mask, note, exempt
 
 
 def _apply(outcome: Outcome | None, status_if_ok: str, primary: np.ndarray, hidden: np.ndarray,

@@ -44,6 +44,10 @@ class Dependence:
     hidden: np.ndarray
     parents: list[str]  # how the leaves are described in notes (e.g. "groupby.size by district")
     exact: bool  # False: recomputing failed, every cell is hidden
+    #: per cell, whether it is computed from the cells of exactly one leaf (it changes when that
+    #: leaf's cells all move, and with no other leaf's): a function of one checked table, which
+    #: tells nothing its published cells do not (see :func:`one_leaf_cells`)
+    one_leaf: np.ndarray | None = None
 
 
 def grid_shape(obj: pd.DataFrame | pd.Series) -> tuple[int, int]:
@@ -70,7 +74,7 @@ def dependence(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidde
             grid = np.ones(grid_shape(leaf), dtype=bool)
         masks[key] = grid
     if not any(m.any() for m in masks.values()):
-        return Dependence(np.zeros(grid_shape(obj), dtype=bool), names, True)
+        return Dependence(np.zeros(grid_shape(obj), dtype=bool), names, True, _one_leaf_cells(obj, leaves))
     try:
         base = _replay(obj, {})
         if not _same(base, obj):
@@ -90,7 +94,49 @@ def dependence(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidde
             moved |= _differs(base, again)
     except Exception:  # fail closed: a table we cannot recompute hides every cell
         return _everything(obj, names)
-    return Dependence(moved, names, True)
+    return Dependence(moved, names, True, _one_leaf_cells(obj, leaves))
+
+
+#: Leaves up to which :func:`_one_leaf_cells` recomputes the table once per leaf.
+MAX_ONE_LEAF_REPLAYS = 8
+
+
+def _one_leaf_cells(obj: Any, leaves: dict[int, Any]) -> np.ndarray:
+    """Per cell of ``obj``, whether it follows the cells of exactly one leaf.
+
+    Each leaf in turn has all its cells moved far above; a cell that changes for exactly one
+    leaf is a function of that table's cells (and of numbers in the code). Why it matters
+    (issue 23, over-protection): ``x.diff(axis=1)`` shows E·M 18 − 17 = 1 and ``m / m["01"]``
+    January 1.0; read as counts of 1 they were primaries, and the tables blocked. A function
+    of one checked table's published cells tells nothing those cells do not. A cell of two
+    leaves (``all − resolved`` = 2 unresolved) is a new figure and stays checked as a count; a
+    cell of no leaf (a number typed or computed elsewhere) too. Any failure: no cell.
+    """
+    shape = grid_shape(obj)
+    none = np.zeros(shape, dtype=bool)
+    if not leaves or len(leaves) > MAX_ONE_LEAF_REPLAYS:
+        return none
+    try:
+        base = _replay(obj, {})
+        follows = np.zeros(shape, dtype=np.int64)
+        for key, leaf in leaves.items():
+            follows += _differs(base, _replay(obj, {key: _all_moved(leaf)})).astype(np.int64)
+    except Exception:
+        return none
+    return follows == 1
+
+
+def _all_moved(leaf: Any) -> Any:
+    """A copy of ``leaf`` with every numeric cell moved far above, each by its own amount (from a
+    fixed seed: the same table gets the same answer): a difference of two cells (``diff``) or a
+    ratio moves too, which equal shifts per row would cancel."""
+    grid = leaf.to_frame() if isinstance(leaf, pd.Series) else leaf
+    out = grid.copy()
+    rng = np.random.default_rng(20231)
+    for j in range(grid.shape[1]):
+        col = pd.to_numeric(grid.iloc[:, j], errors="coerce").astype(float).to_numpy(copy=True)
+        out.isetitem(j, np.nan_to_num(col) + FAR * (1.0 + rng.random(len(col))))
+    return out.iloc[:, 0].rename(leaf.name) if isinstance(leaf, pd.Series) else out
 
 
 #: Statistics of a leaf that a number in a recipe may have been computed from (``t - t.min()``,
