@@ -57,12 +57,16 @@ DERIVED_METHODS = (
 #: Arithmetic and running statistics analysts apply to tables (issue 23.4): of an aggregation,
 #: an aggregation computed from it, whose recipe lets the check recompute it from the protected parent
 _ARITHMETIC = ("add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow")
+#: Comparisons and their combinations: the mask of ``t[t == 2]`` keeps its recipe, so a selection
+#: by values can be recomputed with the hidden cells moved (``lineage.labels_pinned``)
+_COMPARISONS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "eq", "ne", "lt", "le", "gt", "ge",
+                "between", "isin", "__and__", "__or__", "__xor__", "__invert__")
 TRANSFORM_METHODS = tuple(
     (owner, m) for owner in (pd.DataFrame, pd.Series)
     for m in ("cumsum", "cumprod", "cummax", "cummin", "diff", "shift", "pct_change", "rank", "abs", "clip",
               *_ARITHMETIC, *(f"r{op}" for op in _ARITHMETIC),
               *(f"__{op}__" for op in _ARITHMETIC if op != "div"), *(f"__r{op}__" for op in _ARITHMETIC if op != "div"),
-              "__neg__", "__abs__")
+              "__neg__", "__abs__", *_COMPARISONS)
 )
 
 
@@ -75,6 +79,8 @@ class Derivations:
 
     def install(self) -> None:
         for owner, name in (*DERIVED_METHODS, *TRANSFORM_METHODS):
+            if not hasattr(owner, name):
+                continue  # (Series.between has no DataFrame twin)
             self.patch(owner, name, self.derived_wrapper(getattr(owner, name), first_and_other, name))
         # .T is a property over transpose bound when pandas was imported: wrapped on its own
         self.patch(pd.DataFrame, "T", property(self.derived_wrapper(pd.DataFrame.T.fget, first_and_other, "T")))

@@ -108,6 +108,7 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
     table shown earlier (see :mod:`sdc_magic.jupyter.decisions`), which is then returned as it is.
     """
     frame, notes = unwrap(obj)
+    _withhold_pinned_labels(frame, registry, rules, protector)
     resolved = resolve(frame, registry)
     resolved.notes = notes + resolved.notes
     shape = _shape(frame)
@@ -127,6 +128,29 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
     return hide_value_order(_check_table(resolved, rules, protector, shape, linker, progress, published))
 
 
+PINNED_LABELS = ("which rows or columns this table shows depends on values its parent table hides (a filter "
+                 "on values such as t[t == 2] or between(...)): the labels kept would tell them. Show the table "
+                 "itself, or select rows by their labels")
+
+
+def _withhold_pinned_labels(frame: Any, registry: Any, rules: Rules, protector: Any) -> None:
+    """Raise :class:`Withheld` when a table derived from checked ones keeps rows chosen by hidden values."""
+    if registry is None or protector is False or not isinstance(frame, pd.DataFrame | pd.Series):
+        return
+    from ..capture.contract import Withheld, recipe_of
+
+    if recipe_of(frame) is None:
+        return
+    from .lineage import labels_pinned
+
+    def leaf_hidden(leaf: Any) -> np.ndarray | None:
+        checked = check(leaf, registry, rules, protector)
+        return None if checked.status == "blocked" else np.asarray(checked.hidden, dtype=bool)
+
+    if labels_pinned(frame, lambda x: registry.by_object(x) is not None, leaf_hidden):
+        raise Withheld(PINNED_LABELS)
+
+
 HIDDEN_LAST_NOTE = ("rows were ordered by value: rows with hidden cells are listed last, in label order, "
                     "so that their position reveals nothing about their values")
 
@@ -140,6 +164,9 @@ def _value_ordered(frame: pd.DataFrame | pd.Series) -> bool:
     # Rows in label order whose values *are* monotonic may be a sort by value that the labels
     # happen to follow (C ✕, B ✕, A 40 after ``sort_values()`` tells C ≤ B): treated as ordered by
     # value, so the hidden rows go last in ascending label order (unchanged when they are there).
+    # Row numbers (an engine's result with numeric keys only) are no labels: left as they are.
+    if isinstance(_row_labels(grid), pd.RangeIndex):
+        return False
     for j in range(grid.shape[1]):
         values = numeric(np.asarray(grid.iloc[:, j].to_numpy(dtype=object)))
         if values is None:
@@ -554,7 +581,10 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                             lambda entry, protect: hidden_cells_of_entry(entry, rules, loaded if protect else False),
                             recorded=_has_recipe(source))
         if inherited is not None:
-            by_label = inherited.hidden & ~exempt  # (the recomputation decides those cells exactly)
+            # (the recomputation decides the exempt cells exactly: functions of published cells
+            # only, with no number from elsewhere, see lineage._one_leaf_cells; one equal to a
+            # hidden value by chance, E·M 18 - 17 = 1 beside C·F 1, tells nothing of it)
+            by_label = inherited.hidden & ~exempt
             notes.append(inherited.note)
             for i in np.flatnonzero(by_label & ~hidden):
                 reasons.setdefault(int(i), []).append(Reason(

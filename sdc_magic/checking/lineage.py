@@ -74,7 +74,7 @@ def dependence(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidde
             grid = np.ones(grid_shape(leaf), dtype=bool)
         masks[key] = grid
     if not any(m.any() for m in masks.values()):
-        return Dependence(np.zeros(grid_shape(obj), dtype=bool), names, True, _one_leaf_cells(obj, leaves))
+        return Dependence(np.zeros(grid_shape(obj), dtype=bool), names, True, _one_leaf_cells(obj, leaves, masks))
     try:
         base = _replay(obj, {})
         if not _same(base, obj):
@@ -94,48 +94,209 @@ def dependence(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidde
             moved |= _differs(base, again)
     except Exception:  # fail closed: a table we cannot recompute hides every cell
         return _everything(obj, names)
-    return Dependence(moved, names, True, _one_leaf_cells(obj, leaves))
+    return Dependence(moved, names, True, _one_leaf_cells(obj, leaves, masks))
+
+
+#: Hidden cells :func:`labels_pinned` moves, one at a time (two recomputations each); beyond, the
+#: selection is left to the protection (a work bound, the same on every machine).
+MAX_PINNED_PROBES = 200
+
+
+def labels_pinned(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidden) -> bool:
+    """Whether the rows or columns ``obj`` shows are chosen by values its leaves hide, both ways.
+
+    ``t[t == 2]`` shows the one row Z (✕): its label tells Z is 2 (red team, round 6). The
+    table is computed again with each hidden cell in turn moved far above, then far below;
+    when that cell's own row (or column) label is kept or dropped *both* ways, the selection
+    pins its value (an equality, an interval such as ``between(1, 4)``) and nothing of the
+    table may be drawn.
+    A one-sided selection (``t[t > 0]``, ``t[t >= 5]``, ``nlargest``) only bounds them on one
+    side and is left to the protection, as the order of rows is. Any failure: False (the
+    cells are judged as before).
+    """
+    if not isinstance(obj, pd.DataFrame | pd.Series) or recipe_of(obj) is None:
+        return False
+    leaves: dict[int, Any] = {}
+    if not _collect(obj, is_known, leaves, [0]) or not leaves:
+        return False
+    masks: dict[int, np.ndarray] = {}
+    for key, leaf in leaves.items():
+        grid = leaf_hidden(leaf)
+        if grid is not None and grid.shape == grid_shape(leaf) and grid.any():
+            masks[key] = grid
+    if not masks:
+        return False
+    try:
+        base = _replay(obj, {})
+        if not _same(base, obj):
+            return False
+        probes = 0
+        for key, mask in masks.items():
+            leaf = leaves[key]
+            columns = list(leaf.columns) if isinstance(leaf, pd.DataFrame) else [leaf.name]
+            shown = set(base.index)
+            cells = sorted(zip(*np.nonzero(mask), strict=True), key=lambda rc: leaf.index[rc[0]] not in shown)
+            for r, c in cells:  # (rows the selection shows first: a pin by presence is the usual one)
+                probes += 1
+                if probes > MAX_PINNED_PROBES:
+                    return False
+                one = np.zeros_like(mask)
+                one[r, c] = True
+                changed = [_labels_changed(base, _replay(obj, {key: _replaced(leaf, one, how)}))
+                           for how in ("above", "below")]
+                # the moved cell's own row (or column) kept or dropped one way and the other way
+                # round: an equality or an interval. (``t > 50``: Z moved below stays out, one-sided;
+                # another row of the head of a sorted table moves with ties, not with this cell)
+                own = {("row", leaf.index[r]), ("col", columns[c])}
+                if own & changed[0] & changed[1]:
+                    return True
+    except Exception:
+        return False
+    return False
+
+
+def _labels_changed(a: Any, b: Any) -> set:
+    """Row and column labels in one of ``a`` and ``b`` but not the other (all of ``a``'s if ``b`` is no table)."""
+    if not isinstance(b, pd.DataFrame | pd.Series):
+        return {("row", x) for x in a.index}
+    out = {("row", x) for x in set(a.index).symmetric_difference(set(b.index))}
+    if isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame):
+        out |= {("col", x) for x in set(a.columns).symmetric_difference(set(b.columns))}
+    return out
 
 
 #: Leaves up to which :func:`_one_leaf_cells` recomputes the table once per leaf.
 MAX_ONE_LEAF_REPLAYS = 8
 
 
-def _one_leaf_cells(obj: Any, leaves: dict[int, Any]) -> np.ndarray:
-    """Per cell of ``obj``, whether it follows the cells of exactly one leaf.
+def _one_leaf_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> np.ndarray:
+    """Per cell of ``obj``, whether it is a function of the published cells of exactly one leaf.
 
-    Each leaf in turn has all its cells moved far above; a cell that changes for exactly one
-    leaf is a function of that table's cells (and of numbers in the code). Why it matters
-    (issue 23, over-protection): ``x.diff(axis=1)`` shows E·M 18 − 17 = 1 and ``m / m["01"]``
-    January 1.0; read as counts of 1 they were primaries, and the tables blocked. A function
-    of one checked table's published cells tells nothing those cells do not. A cell of two
-    leaves (``all − resolved`` = 2 unresolved) is a new figure and stays checked as a count; a
-    cell of no leaf (a number typed or computed elsewhere) too. Any failure: no cell.
+    Why it matters (issue 23, over-protection): ``x.diff(axis=1)`` shows E·M 18 − 17 = 1 and
+    ``m / m["01"]`` January 1.0; read as counts of 1 they were primaries, and the tables blocked.
+    A function of one checked table's cells tells nothing its published cells do not.
+
+    Two conditions, both needed (a red team found 25 ways through the first version):
+
+    * no *foreign operand* anywhere in the recipe (:func:`_foreign_operands`): an array, list,
+      dict, a pandas object that is neither a leaf nor derived from leaves, or a number that is
+      not a published value or total of a leaf, given as the other side of arithmetic, ``where``,
+      ``fillna``, ``clip``... (``m - women.to_numpy()`` is 2 men; ``m - len(df[...])`` 3): the
+      whole table is then checked as counts, as before;
+    * each leaf in turn has all its cells moved far above, then far below (each cell by its
+      own amount, fixed seed); a cell that changes for exactly one leaf follows that one only
+      (``clip(upper=...)`` absorbs one direction, not both). A cell of two leaves
+      (``all − resolved`` = 2 unresolved) is a new figure and is checked as a count.
+
+    Any failure: no cell.
     """
     shape = grid_shape(obj)
     none = np.zeros(shape, dtype=bool)
-    if not leaves or len(leaves) > MAX_ONE_LEAF_REPLAYS:
+    if not leaves or len(leaves) > MAX_ONE_LEAF_REPLAYS or _foreign_operands(obj, leaves, masks):
         return none
     try:
         base = _replay(obj, {})
         follows = np.zeros(shape, dtype=np.int64)
         for key, leaf in leaves.items():
-            follows += _differs(base, _replay(obj, {key: _all_moved(leaf)})).astype(np.int64)
+            moved = np.zeros(shape, dtype=bool)
+            for how in ("above", "below"):  # (not missing: m - m + 2 is NaN then, yet follows no cell)
+                moved |= _differs(base, _replay(obj, {key: _all_moved(leaf, how)}))
+            follows += moved.astype(np.int64)
     except Exception:
         return none
     return follows == 1
 
 
-def _all_moved(leaf: Any) -> Any:
-    """A copy of ``leaf`` with every numeric cell moved far above, each by its own amount (from a
-    fixed seed: the same table gets the same answer): a difference of two cells (``diff``) or a
-    ratio moves too, which equal shifts per row would cancel."""
+#: Recipes whose arguments after the first are operands (data), not settings such as ``periods``:
+#: where a number, array or list there comes from is what :func:`_foreign_operands` asks.
+OPERAND_RECIPES = frozenset({"add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow", "where", "mask",
+                             "fillna", "combine_first", "combine", "update", "clip", "eq", "ne", "lt", "le", "gt",
+                             "ge"})
+#: Keyword arguments that are operands in those recipes.
+OPERAND_KEYWORDS = frozenset({"other", "value", "lower", "upper", "fill_value", "cond"})
+
+
+def _foreign_operands(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> bool:
+    """Whether the recipe under ``obj`` takes data from outside its leaves (see :func:`_one_leaf_cells`)."""
+    allowed = _published_values(leaves, masks)
+    seen = [0]
+
+    def number_is_foreign(v: Any) -> bool:
+        x = float(v)
+        return not (np.isfinite(x) and len(allowed) and np.isclose(allowed, x, rtol=1e-9, atol=1e-12).any())
+
+    def is_number(v: Any) -> bool:
+        return isinstance(v, int | float | np.number) and not isinstance(v, bool | np.bool_)
+
+    def foreign(node: Any) -> bool:
+        seen[0] += 1
+        if seen[0] > MAX_NODES:
+            return True
+        if id(node) in leaves:
+            return False
+        recipe = recipe_of(node)
+        if recipe is None:
+            return True  # a table neither checked nor derived from checked ones (built from the rows)
+        operands = recipe.name.strip("_").removeprefix("r") in OPERAND_RECIPES
+        values = [*enumerate(recipe.args), *recipe.kwargs.items()]
+        for where, value in values:
+            if isinstance(value, pd.DataFrame | pd.Series):
+                if foreign(value):
+                    return True
+                continue
+            if where == 0:
+                continue
+            is_operand = operands and (isinstance(where, int) or where in OPERAND_KEYWORDS)
+            if isinstance(value, list | tuple | dict):
+                items = list(value.values()) if isinstance(value, dict) else list(value)
+                for item in items:
+                    if isinstance(item, pd.DataFrame | pd.Series):
+                        if foreign(item):
+                            return True
+                    elif is_operand and is_number(item):
+                        return True
+                continue
+            if isinstance(value, np.ndarray) and value.size:
+                return True
+            if is_operand and is_number(value) and number_is_foreign(value):
+                return True
+        return False
+
+    try:
+        return foreign(obj)
+    except Exception:
+        return True
+
+
+def _published_values(leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> np.ndarray:
+    """The numbers a leaf publishes: its cells not hidden, and its totals (row, column, grand)."""
+    out: list[float] = []
+    for key, leaf in leaves.items():
+        values = _numeric_grid(leaf)
+        hidden = masks.get(key)
+        published = values if hidden is None or hidden.shape != values.shape else np.where(hidden, np.nan, values)
+        out.extend(published[np.isfinite(published)].tolist())
+        finite = values[np.isfinite(values)]
+        if len(finite):
+            out.extend([float(finite.sum()), float(len(finite))])
+            if values.shape[0] > 1:  # (a column total of one row is that row's cells, hidden ones too)
+                out.extend(float(c) for c in np.nansum(values, axis=0))
+            if values.shape[1] > 1:
+                out.extend(float(r) for r in np.nansum(values, axis=1))
+    return np.array(out, dtype=float) if out else np.zeros(0)
+
+
+def _all_moved(leaf: Any, how: str) -> Any:
+    """A copy of ``leaf`` with every numeric cell moved far above / below, each by its own amount (from a fixed seed: the same table gets the same answer): a difference of two
+    cells (``diff``) or a ratio moves too, which equal shifts per row would cancel."""
     grid = leaf.to_frame() if isinstance(leaf, pd.Series) else leaf
     out = grid.copy()
     rng = np.random.default_rng(20231)
+    sign = 1.0 if how == "above" else -1.0
     for j in range(grid.shape[1]):
         col = pd.to_numeric(grid.iloc[:, j], errors="coerce").astype(float).to_numpy(copy=True)
-        out.isetitem(j, np.nan_to_num(col) + FAR * (1.0 + rng.random(len(col))))
+        shift = sign * FAR * (1.0 + rng.random(len(col)))
+        out.isetitem(j, np.nan_to_num(col) + shift)
     return out.iloc[:, 0].rename(leaf.name) if isinstance(leaf, pd.Series) else out
 
 

@@ -1,0 +1,81 @@
+"""Rows kept by a filter on a table's values tell those values (round 6: ``t[t == 2]``).
+
+``t[t == 2]`` drew the single row "Z ✕" at ``suppressed``: the code says Z's count is 2. Comparisons
+of an aggregation's result keep a recipe (``capture/derivations.py``), so the selection is computed
+again with the hidden cells moved far above and far below (``checking/lineage.py``
+``labels_pinned``); a label kept or dropped both ways pins a hidden value, and nothing of the
+table is drawn. One-sided filters (``t > 0``, ``t >= 5``, ``t > 50``) bound hidden values on one
+side only and are shown as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_magic.checking.check import PINNED_LABELS
+from sdc_magic.config import preset
+from sdc_magic.jupyter.session import Session
+
+#: districts A-E of 60-100 people and Z of 2 (hidden; B its secondary)
+SIZES = {"A": 77, "B": 62, "C": 83, "D": 80, "E": 95, "Z": 2}
+
+
+@pytest.fixture
+def sess() -> Any:
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    yield s
+    s.capture.uninstall()
+
+
+def _frame() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    district = np.repeat(list(SIZES), list(SIZES.values()))
+    return pd.DataFrame({"district": district, "sex": rng.choice(["F", "M"], len(district))})
+
+
+def _withheld(out: Any) -> bool:
+    return out.metadata["sdc_magic"]["status"] == "blocked" and PINNED_LABELS[:40] in out.data["text/plain"]
+
+
+@pytest.mark.parametrize("code", [
+    "t[t == 2]", "t.loc[t == 2]", "t[t.between(1, 4)]", "t.where(t == 2).dropna()", "t[t.isin([1, 2, 3])]",
+    "t[(t > 1) & (t < 3)]", "t.to_frame('n').query('n == 2')", "t[t.eq(2)]", "t[t != t.min()]",
+])
+def test_a_selection_that_pins_a_hidden_value_is_withheld(sess: Session, code: str) -> None:
+    df = _frame()
+    t = df.groupby("district").size()
+    assert sess.check(t).hidden.ravel().tolist() == [False, True, False, False, False, True]
+    out = sess.publish(eval(code))
+    assert _withheld(out), out.data["text/plain"]
+    assert "Z" not in out.data["text/plain"] and "Z" not in out.data.get("text/html", "")
+
+
+@pytest.mark.parametrize("code", ["t[t > 0]", "t[t >= 5]", "t[t > 50]", "t[t < 5]", "t.nlargest(3)", "t.head(3)",
+                                  "t[t.index != 'A']"])
+def test_one_sided_or_label_selections_are_shown(sess: Session, code: str) -> None:
+    df = _frame()
+    t = df.groupby("district").size()  # noqa: F841 (read by eval)
+    out = sess.publish(eval(code))
+    assert not _withheld(out)
+    assert out.metadata["sdc_magic"]["status"] in ("pass", "suppressed")
+
+
+def test_a_crosstab_filtered_on_a_hidden_column_value_is_withheld(sess: Session) -> None:
+    df = _frame()
+    x = pd.crosstab(df.district, df.sex)
+    z_women = int(x.loc["Z", "F"])
+    out = sess.publish(x[x["F"] == z_women])
+    assert _withheld(out)
+
+
+def test_a_mask_shown_as_a_table_hides_the_hidden_rows(sess: Session) -> None:
+    df = _frame()
+    t = df.groupby("district").size()
+    out = sess.publish(t == 2)
+    hidden = dict(zip(t.index, out.checked.hidden.ravel(), strict=True))
+    assert hidden["Z"]
