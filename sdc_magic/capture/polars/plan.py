@@ -442,6 +442,9 @@ def _composite(node: Any) -> Plan | None:
     outer: list[Any] = []
     if not _outer_aggregates(node, outer) or len(outer) < 2:
         return None
+    linear = _linear_sum(node)
+    if linear is not None:
+        return linear
     parts = [Plan(None, "size") if n == "Len" else _plan_aggregate(n) for n in outer]
     if any(p is None or p.stat == "custom" for p in parts):
         return None
@@ -459,6 +462,92 @@ def _composite(node: Any) -> Plan | None:
         return None
     first = magnitude[0]
     return Plan(first.var, first.stat, first.derived)
+
+
+def _literal_number(node: Any) -> float | None:
+    """The value of a numeric literal node (``{"Literal": {"Dyn": {"Int": 2}}}``), else None."""
+    if not _literal(node):
+        return None
+    found: list[float] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k in ("Int", "Float", "Int64", "Float64", "Int32", "UInt32", "UInt64") and isinstance(v, int | float) \
+                        and not isinstance(v, bool):
+                    found.append(float(v))
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(node)
+    return found[0] if len(found) == 1 else None
+
+
+def _linear_sum(node: Any) -> Plan | None:
+    """A sum of sums and counts (each with or without ``filter``, times constants) as the sum of
+    the per-row expression it is, or None (as ``capture/sql.py`` ``_linear_sum`` for DuckDB).
+
+    Why (issue 23, red team): ``x.sum() - x.filter(c).sum()`` is the x of the rows failing c (one
+    man's income) and was drawn at ``review`` as a custom statistic. ``Σ kᵢ · aggᵢ`` is
+    ``sum(E)`` with ``E = Σ kᵢ · (xᵢ where its condition holds, else 0)`` per row (xᵢ = 1 for
+    a count): a derived column checked by the rules; a row contributing nothing (``|E|`` below
+    10⁻⁹) is null there, so the units are the rows that make the figure.
+    """
+    import polars as pl
+
+    terms: list[tuple[float, Any]] = []
+
+    def add(n: Any, k: float) -> bool:
+        if n == "Len":
+            terms.append((k, pl.lit(1)))
+            return True
+        if not isinstance(n, dict) or len(n) != 1:
+            return False
+        (kind, body), = n.items()
+        if kind == "Alias" and isinstance(body, list) and body:
+            return add(body[0], k)
+        if kind == "BinaryExpr" and isinstance(body, dict):
+            op, left, right = body.get("op"), body.get("left"), body.get("right")
+            if op in ("Plus", "Minus"):
+                return add(left, k) and add(right, -k if op == "Minus" else k)
+            if op == "Multiply":
+                a, b = _literal_number(left), _literal_number(right)
+                if a is not None:
+                    return add(right, k * a)
+                if b is not None:
+                    return add(left, k * b)
+            return False
+        if kind != "Agg":
+            return False
+        plan = _plan_aggregate(n)
+        if plan is None or plan.stat not in ("sum", "size", "count"):
+            return False
+        if plan.derived is not None:
+            source = plan.derived
+        elif plan.var is not None:
+            source = pl.col(plan.var)
+        elif plan.stat == "size":
+            terms.append((k, pl.lit(1)))
+            return True
+        else:
+            return False
+        contribution = source.fill_null(0) if plan.stat == "sum" else source.is_not_null().cast(pl.Int64)
+        terms.append((k, contribution))
+        return True
+
+    try:
+        if not add(node, 1.0) or len(terms) < 2:
+            return None
+        total = terms[0][1] * terms[0][0]
+        for k, c in terms[1:]:
+            total = total + c * k
+        derived = pl.when(total.abs() < 1e-9).then(None).otherwise(total)
+        return Plan(str(derived), "sum", derived=derived)
+    except Exception:
+        return None
 
 
 def _peel(node: Any) -> tuple[Any, bool]:
