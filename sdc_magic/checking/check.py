@@ -591,6 +591,16 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                     "derived", f"computed from {inherited.parent_call}, whose cell with these labels is hidden"))
             hidden |= by_label
             secondary = secondary | (by_label & ~primary)
+        if derivation is not None and derivation[3] is not None and (derivation[3] & ~hidden).any():
+            foreign = derivation[3] & ~hidden
+            notes.append(f"{int(foreign.sum())} number(s) come from no checked table (a count from the rows joined "
+                         "to the table?): withheld, beside its cells they could give a small group or a hidden cell "
+                         "back by subtraction. Show them as a table of their own, where they are checked")
+            for i in np.flatnonzero(foreign):
+                reasons.setdefault(int(i), []).append(Reason(
+                    "untraced", "a number from outside the checked tables: withheld"))
+            hidden |= foreign
+            secondary = secondary | (foreign & ~primary)
         if derivation is not None and derivation[0].any():
             mask, note = derivation[0], derivation[1]
             notes.append(note)
@@ -640,10 +650,11 @@ def _has_recipe(source: Any) -> bool:
 
 
 def _dependent_cells(source: Any, resolved: Resolved, registry: Any, rules: Rules, protector: Any
-                     ) -> tuple[np.ndarray, str, np.ndarray] | None:
+                     ) -> tuple[np.ndarray, str, np.ndarray, np.ndarray | None] | None:
     """Per flat cell, whether the derived table ``source`` computes it from a hidden cell of the
-    aggregation results it comes from (its recipe, see :mod:`.lineage`), with a note, and
-    whether it is exactly recomputed from the published cells of one of them; or None."""
+    aggregation results it comes from (its recipe, see :mod:`.lineage`), with a note; whether it
+    is exactly recomputed from the published cells of one of them; and whether it is a number
+    from outside them beside hidden cells (or None); or None."""
     from .lineage import dependence
 
     def leaf_hidden(leaf: Any) -> np.ndarray | None:
@@ -662,22 +673,25 @@ def _dependent_cells(source: Any, resolved: Resolved, registry: Any, rules: Rule
     flat = resolved.flat
     assert flat is not None
     exempt = np.zeros(len(flat), dtype=bool)
+    foreign = None
     if dep.hidden.shape == _shape(resolved.frame):
         mask = dep.hidden[flat.row_pos, flat.col_pos]
+        if dep.foreign is not None and dep.foreign.shape == dep.hidden.shape:
+            foreign = dep.foreign[flat.row_pos, flat.col_pos]
         if dep.exact and dep.one_leaf is not None and dep.one_leaf.shape == dep.hidden.shape:
             # (those of them that move with a hidden cell are hidden below, by the recomputation)
             exempt = dep.one_leaf[flat.row_pos, flat.col_pos]
     else:  # shown in another layout than computed: every cell of a table that depends on anything
         mask = np.full(len(flat), bool(dep.hidden.any()))
     if not mask.any():
-        return mask, "", exempt
+        return mask, "", exempt, foreign
     parents = ", ".join(sorted(set(dep.parents))) or "aggregations"
     if dep.exact:
         note = (f"computed from {parents}: {int(mask.sum())} cell(s) change when the cells hidden there change, "
                 "and are hidden")
     else:
         note = f"computed from {parents} in a way that could not be recomputed: every cell is hidden"
-    return mask, note, exempt
+    return mask, note, exempt, foreign
 
 
 def _apply(outcome: Outcome | None, status_if_ok: str, primary: np.ndarray, hidden: np.ndarray,

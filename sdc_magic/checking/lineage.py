@@ -48,6 +48,11 @@ class Dependence:
     #: leaf's cells all move, and with no other leaf's): a function of one checked table, which
     #: tells nothing its published cells do not (see :func:`one_leaf_cells`)
     one_leaf: np.ndarray | None = None
+    #: per cell, a number that follows no leaf and is no published value or total of one (a
+    #: count from the rows joined to the table, ``pd.concat([t, pd.Series({"not C": 70})])``):
+    #: nothing checked it, and beside the table it can be a margin that gives a hidden cell back
+    #: (70 − 40 = B) or a small difference (everyone 73, under 100 71: two people over 100)
+    foreign: np.ndarray | None = None
 
 
 def grid_shape(obj: pd.DataFrame | pd.Series) -> tuple[int, int]:
@@ -74,7 +79,8 @@ def dependence(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidde
             grid = np.ones(grid_shape(leaf), dtype=bool)
         masks[key] = grid
     if not any(m.any() for m in masks.values()):
-        return Dependence(np.zeros(grid_shape(obj), dtype=bool), names, True, _one_leaf_cells(obj, leaves, masks))
+        return Dependence(np.zeros(grid_shape(obj), dtype=bool), names, True, _one_leaf_cells(obj, leaves, masks),
+                          _foreign_cells(obj, leaves, masks))
     try:
         base = _replay(obj, {})
         if not _same(base, obj):
@@ -94,7 +100,22 @@ def dependence(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidde
             moved |= _differs(base, again)
     except Exception:  # fail closed: a table we cannot recompute hides every cell
         return _everything(obj, names)
-    return Dependence(moved, names, True, _one_leaf_cells(obj, leaves, masks))
+    return Dependence(moved, names, True, _one_leaf_cells(obj, leaves, masks), _foreign_cells(obj, leaves, masks))
+
+
+def _foreign_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> np.ndarray | None:
+    """The cells of ``obj`` that follow no leaf and show no published value or total of one
+    (see :attr:`Dependence.foreign`); None when they cannot be told."""
+    follows = _leaf_follows(obj, leaves)
+    if follows is None:
+        return None
+    values = _numeric_grid(obj)
+    allowed = _published_values(leaves, masks)
+    finite = np.isfinite(values)
+    known = np.zeros(values.shape, dtype=bool)
+    if len(allowed):
+        known[finite] = np.isclose(values[finite][:, None], allowed[None, :], rtol=1e-9, atol=1e-12).any(axis=1)
+    return (follows == 0) & finite & ~known
 
 
 #: Hidden cells :func:`labels_pinned` moves, one at a time (two recomputations each); beyond, the
@@ -190,10 +211,19 @@ def _one_leaf_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarra
 
     Any failure: no cell.
     """
-    shape = grid_shape(obj)
-    none = np.zeros(shape, dtype=bool)
-    if not leaves or len(leaves) > MAX_ONE_LEAF_REPLAYS or _foreign_operands(obj, leaves, masks):
+    none = np.zeros(grid_shape(obj), dtype=bool)
+    if _foreign_operands(obj, leaves, masks):
         return none
+    follows = _leaf_follows(obj, leaves)
+    return none if follows is None else follows == 1
+
+
+def _leaf_follows(obj: Any, leaves: dict[int, Any]) -> np.ndarray | None:
+    """Per cell of ``obj``, how many leaves it follows (it changes when all that leaf's cells move
+    far above or far below, each by its own amount); None when it cannot be told."""
+    shape = grid_shape(obj)
+    if not leaves or len(leaves) > MAX_ONE_LEAF_REPLAYS:
+        return None
     try:
         base = _replay(obj, {})
         follows = np.zeros(shape, dtype=np.int64)
@@ -203,8 +233,8 @@ def _one_leaf_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarra
                 moved |= _differs(base, _replay(obj, {key: _all_moved(leaf, how)}))
             follows += moved.astype(np.int64)
     except Exception:
-        return none
-    return follows == 1
+        return None
+    return follows
 
 
 #: Recipes whose arguments after the first are operands (data), not settings such as ``periods``:
