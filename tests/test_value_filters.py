@@ -45,6 +45,11 @@ def _withheld(out: Any) -> bool:
 @pytest.mark.parametrize("code", [
     "t[t == 2]", "t.loc[t == 2]", "t[t.between(1, 4)]", "t.where(t == 2).dropna()", "t[t.isin([1, 2, 3])]",
     "t[(t > 1) & (t < 3)]", "t.to_frame('n').query('n == 2')", "t[t.eq(2)]", "t[t != t.min()]",
+    # reshaped first (the labels are positions or pairs), or a one-sided clause added (red team)
+    "t.reset_index(name='n').query('n == 2')", "t.reset_index(name='n').query('1 <= n <= 4')",
+    "t[(t == 2) | (t > 90)]",
+    # the values made labels
+    "t.to_frame('n').set_index('n')", "t.reset_index().set_index(0)", "t.to_frame('n').set_index('n', append=True)",
 ])
 def test_a_selection_that_pins_a_hidden_value_is_withheld(sess: Session, code: str) -> None:
     df = _frame()
@@ -53,10 +58,11 @@ def test_a_selection_that_pins_a_hidden_value_is_withheld(sess: Session, code: s
     out = sess.publish(eval(code))
     assert _withheld(out), out.data["text/plain"]
     assert "Z" not in out.data["text/plain"] and "Z" not in out.data.get("text/html", "")
+    assert "62" not in out.data["text/plain"]  # (B, the secondary, as a label)
 
 
 @pytest.mark.parametrize("code", ["t[t > 0]", "t[t >= 5]", "t[t > 50]", "t[t < 5]", "t.nlargest(3)", "t.head(3)",
-                                  "t[t.index != 'A']"])
+                                  "t[t.index != 'A']", "t[t.between(10, 200)]", "t[(t > 10) & (t < 1000)]"])
 def test_one_sided_or_label_selections_are_shown(sess: Session, code: str) -> None:
     df = _frame()
     t = df.groupby("district").size()  # noqa: F841 (read by eval)
@@ -71,6 +77,14 @@ def test_a_crosstab_filtered_on_a_hidden_column_value_is_withheld(sess: Session)
     z_women = int(x.loc["Z", "F"])
     out = sess.publish(x[x["F"] == z_women])
     assert _withheld(out)
+
+
+def test_a_stacked_crosstab_filtered_with_a_one_sided_clause_is_withheld(sess: Session) -> None:
+    df = _frame()
+    x = pd.crosstab(df.district, df.sex)
+    s = x.stack()
+    z = int(x.loc["Z"].max())
+    assert _withheld(sess.publish(s[(s == z) | (s > 60)]))
 
 
 def test_a_mask_shown_as_a_table_hides_the_hidden_rows(sess: Session) -> None:

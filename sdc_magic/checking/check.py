@@ -160,13 +160,15 @@ def _value_ordered(frame: pd.DataFrame | pd.Series) -> bool:
     grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
     if len(grid) < 3:
         return False
-    # Rows in label order whose values are not monotonic: the order says nothing about values.
-    # Rows in label order whose values *are* monotonic may be a sort by value that the labels
-    # happen to follow (C ✕, B ✕, A 40 after ``sort_values()`` tells C ≤ B): treated as ordered by
-    # value, so the hidden rows go last in ascending label order (unchanged when they are there).
-    # Row numbers (an engine's result with numeric keys only) are no labels: left as they are.
-    if isinstance(_row_labels(grid), pd.RangeIndex):
-        return False
+    labels = _row_labels(grid)
+    try:
+        if labels.is_monotonic_increasing or labels.is_monotonic_decreasing:
+            # ordered by label: the order says nothing about values. (A sort by value that the
+            # labels happen to follow, C ✕, B ✕, A 40, tells C ≤ B; moving such rows reordered
+            # honest tables sorted by month whenever a column grew month by month: left.)
+            return False
+    except TypeError:
+        pass
     for j in range(grid.shape[1]):
         values = numeric(np.asarray(grid.iloc[:, j].to_numpy(dtype=object)))
         if values is None:

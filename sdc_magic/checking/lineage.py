@@ -151,28 +151,77 @@ def labels_pinned(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHi
         base = _replay(obj, {})
         if not _same(base, obj):
             return False
+        if _labels_carry_values(base, obj, leaves, masks):
+            return True
         probes = 0
         for key, mask in masks.items():
             leaf = leaves[key]
             columns = list(leaf.columns) if isinstance(leaf, pd.DataFrame) else [leaf.name]
+            values = _numeric_grid(leaf)
             shown = set(base.index)
             cells = sorted(zip(*np.nonzero(mask), strict=True), key=lambda rc: leaf.index[rc[0]] not in shown)
             for r, c in cells:  # (rows the selection shows first: a pin by presence is the usual one)
                 probes += 1
                 if probes > MAX_PINNED_PROBES:
                     return False
-                one = np.zeros_like(mask)
-                one[r, c] = True
-                changed = [_labels_changed(base, _replay(obj, {key: _replaced(leaf, one, how)}))
-                           for how in ("above", "below")]
-                # the moved cell's own row (or column) kept or dropped one way and the other way
-                # round: an equality or an interval. (``t > 50``: Z moved below stays out, one-sided;
-                # another row of the head of a sorted table moves with ties, not with this cell)
-                own = {("row", leaf.index[r]), ("col", columns[c])}
+                v = float(values[r, c]) if np.isfinite(values[r, c]) else 0.0
+                changed = [_labels_changed(base, _replay(obj, {key: _with_cell(leaf, r, c, x)}))
+                           for x in (min(0.0, v) - 1e-9 if v <= 0 else 0.0, max(2 * v, v + NEAR))]
+                # the moved cell's own row, column, cell or position kept or dropped at both ends
+                # of a range around it: an equality or a narrow interval. (``t > 50``: Z moved to
+                # 0 stays out, one-sided; a wide band ``between(10, 200)`` keeps June's 25 at 0..50
+                # on one side only; another row of the head of a sorted table moves with ties)
+                own = {("row", leaf.index[r]), ("col", columns[c]), ("row", (leaf.index[r], columns[c])),
+                       ("row", int(r))}
                 if own & changed[0] & changed[1]:
                     return True
     except Exception:
         return False
+    return False
+
+
+#: How far above a hidden cell :func:`labels_pinned` moves it at least (twice its value otherwise):
+#: a selection that drops it both at 0 and here pins it within a range no wider.
+NEAR = 10.0
+
+
+def _with_cell(leaf: Any, r: int, c: int, value: float) -> Any:
+    """A copy of ``leaf`` with one cell set to ``value`` (as a float column)."""
+    grid = leaf.to_frame() if isinstance(leaf, pd.Series) else leaf
+    out = grid.copy()
+    col = pd.to_numeric(grid.iloc[:, c], errors="coerce").astype(float).to_numpy(copy=True)
+    col[r] = value
+    out.isetitem(c, col)
+    return out.iloc[:, 0].rename(leaf.name) if isinstance(leaf, pd.Series) else out
+
+
+def _labels_carry_values(base: Any, obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> bool:
+    """Whether moving the hidden cells far above makes labels appear that are no label of the
+    leaves: the labels are values (``t.to_frame("n").set_index("n")`` showed the hidden 2 and 25
+    as its index, at ``pass``: an empty table)."""
+    for key, mask in masks.items():
+        leaf = leaves[key]
+        known = set(leaf.index)
+        if isinstance(leaf, pd.DataFrame):
+            known |= set(leaf.columns)
+        again = _replay(obj, {key: _replaced(leaf, mask, "above")})
+        appeared = {x for _, x in _labels_changed(base, again)} - set(base.index) - known
+        if isinstance(base, pd.DataFrame):
+            appeared -= set(base.columns)
+        if any(_has_far_number(x) for x in appeared):
+            return True
+    return False
+
+
+def _has_far_number(label: Any) -> bool:
+    """Whether a label (or a part of a tuple label) is a number as far as a moved cell (≥ FAR / 2)."""
+    parts = label if isinstance(label, tuple) else (label,)
+    for part in parts:
+        try:
+            if abs(float(part)) >= FAR / 2:
+                return True
+        except (TypeError, ValueError):
+            continue
     return False
 
 
