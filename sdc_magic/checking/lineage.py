@@ -292,7 +292,7 @@ OPERAND_RECIPES = frozenset({"add", "sub", "mul", "div", "truediv", "floordiv", 
                              "fillna", "combine_first", "combine", "update", "clip", "eq", "ne", "lt", "le", "gt",
                              "ge"})
 #: Keyword arguments that are operands in those recipes.
-OPERAND_KEYWORDS = frozenset({"other", "value", "lower", "upper", "fill_value", "cond"})
+OPERAND_KEYWORDS = frozenset({"other", "value", "lower", "upper", "fill_value", "cond", "to_replace"})
 
 
 def _foreign_operands(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> bool:
@@ -325,15 +325,17 @@ def _foreign_operands(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndar
                 continue
             if where == 0:
                 continue
-            is_operand = operands and (isinstance(where, int) or where in OPERAND_KEYWORDS)
+            # an operand of arithmetic, where, fillna, clip...; or a fill value anywhere (shift,
+            # reindex: ``shift(1, fill_value=k)`` brings k in)
+            is_operand = (operands and isinstance(where, int)) or where in OPERAND_KEYWORDS
             if isinstance(value, list | tuple | dict):
-                items = list(value.values()) if isinstance(value, dict) else list(value)
+                items = [*value.keys(), *value.values()] if isinstance(value, dict) else list(value)
                 for item in items:
                     if isinstance(item, pd.DataFrame | pd.Series):
                         if foreign(item):
                             return True
-                    elif is_operand and is_number(item):
-                        return True
+                    elif is_number(item):
+                        return True  # numbers in a list or mapping (``map({135: k})``, ``isin([2])``)
                 continue
             if isinstance(value, np.ndarray) and value.size:
                 return True
@@ -357,11 +359,14 @@ def _published_values(leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> n
         out.extend(published[np.isfinite(published)].tolist())
         finite = values[np.isfinite(values)]
         if len(finite):
-            out.extend([float(finite.sum()), float(len(finite))])
-            if values.shape[0] > 1:  # (a column total of one row is that row's cells, hidden ones too)
-                out.extend(float(c) for c in np.nansum(values, axis=0))
+            out.append(float(finite.sum()))  # the grand total: a margin the protection assumes known
+            # row and column totals only where no cell is hidden (a total of hidden cells is no
+            # published number: March's 2, the sum of its two hidden cells, was let in as one)
+            clean = ~hidden if hidden is not None and hidden.shape == values.shape else np.ones(values.shape, bool)
+            if values.shape[0] > 1:
+                out.extend(float(c) for c, ok in zip(np.nansum(values, axis=0), clean.all(axis=0), strict=True) if ok)
             if values.shape[1] > 1:
-                out.extend(float(r) for r in np.nansum(values, axis=1))
+                out.extend(float(r) for r, ok in zip(np.nansum(values, axis=1), clean.all(axis=1), strict=True) if ok)
     return np.array(out, dtype=float) if out else np.zeros(0)
 
 
