@@ -61,3 +61,25 @@ def test_a_table_of_the_whole_frame_is_linked_not_review(sess: Any, df: pd.DataF
     out = sess.publish(duckdb.sql("select sex, count(*) n from d group by 1 order by 1"))
     assert NOTE not in _notes(out)
     assert _meta(out)["status"] in ("suppressed", "blocked")  # C's 2 and 1 hidden by differencing
+
+
+@pytest.mark.parametrize("inner", ["select sex, 1 as one from d", "select sex, sex as s2 from d",
+                                   "select upper(sex) as sex, 'x' as tag from d"])
+def test_constant_or_repeated_columns_beside_the_key_do_not_identify_rows(sess: Any, df: pd.DataFrame,
+                                                                          inner: str) -> None:
+    d = df  # noqa: F841 (read by DuckDB)
+    for district in ("A", "B"):
+        sess.publish(df[df.district == district].groupby("sex").size())
+    out = sess.publish(duckdb.sql(f"select sex, count(*) as n from ({inner}) group by 1 order by 1"))
+    assert _meta(out)["status"] == "review" and NOTE in _notes(out)
+
+
+def test_another_data_set_with_the_same_key_name_is_not_review(sess: Any, df: pd.DataFrame) -> None:
+    import numpy as np
+
+    for district in ("A", "B"):
+        sess.publish(df[df.district == district].groupby("sex").size())
+    survey = pd.DataFrame({"sex": np.repeat(["F", "M"], 50), "household": np.arange(100),  # noqa: F841
+                           "size": np.arange(100) % 7 + 1})
+    out = sess.publish(duckdb.sql("select sex, count(*) as n from survey group by 1 order by 1"))
+    assert NOTE not in _notes(out)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from . import differencing, persistence
 from .differencing import variant_cells
+from .identity import combine
 from .names import output_order
 from .populations import Draft, Population, clear_cache
 from .populations import draft as draft_population
@@ -111,7 +112,8 @@ class Linker:
 
         Rows are told apart by index labels or by the content of columns that are no key
         (keys may be recodes). A DuckDB result over ``SELECT sex FROM d`` (or over a one-column
-        frame) has neither: its rows land in a universe of their own, so after A by sex and B
+        frame, or with only constant or repeated columns beside the key, ``SELECT sex, 1 AS one``)
+        has neither: its rows land in a universe of their own, so after A by sex and B
         by sex, everyone by sex gave C's 2 and 1 away at ``pass`` (red team, round 4). Such a
         table is ``review`` when an earlier output's rows hold the same columns; the note says
         how to make the rows identifiable.
@@ -119,8 +121,16 @@ class Linker:
         if self.related(d):
             return None
         u = d.universe
-        columns = set(map(str, u.hashes))
-        if not columns or not columns <= set(map(str, u.key_columns)):
+        keys = set(map(str, u.key_columns))
+        content = [c for c in u.hashes if str(c) not in keys]
+        if content and u.n >= 2:
+            # other columns that tell rows apart make it a data set of its own; constant or
+            # repeated ones (``1 AS one``, ``sex AS s2``, ``upper(sex)``: red team) do not
+            combined = combine([u.hashes[c] for c in content])
+            if 2 * len(pd.unique(combined)) >= len(combined):
+                return None
+        columns = keys & set(map(str, u.hashes))
+        if not columns:
             return None
         earlier = [p.out_id for v in self.universes if v is not u and columns <= set(map(str, v.hashes))
                    for p in v.populations]
