@@ -93,3 +93,22 @@ def test_a_mask_shown_as_a_table_hides_the_hidden_rows(sess: Session) -> None:
     out = sess.publish(t == 2)
     hidden = dict(zip(t.index, out.checked.hidden.ravel(), strict=True))
     assert hidden["Z"]
+
+
+# ------------------------------------------------------------------ DuckDB: HAVING on the figures
+@pytest.mark.parametrize("having", ["count(*) = 2", "count(*) BETWEEN 1 AND 4", "count(*) > 1 AND count(*) < 3",
+                                    "count(*) IN (1, 2, 3)"])
+def test_duckdb_having_that_pins_a_hidden_group_is_withheld(sess: Session, having: str) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    df = _frame()  # noqa: F841 (read by DuckDB)
+    out = sess.publish(duckdb.sql(f"select district, count(*) as n from df group by 1 having {having} order by 1"))
+    assert out.metadata["sdc_magic"]["status"] == "blocked" and "HAVING" in out.data["text/plain"]
+    assert "Z" not in out.data["text/plain"]
+
+
+@pytest.mark.parametrize("having", ["count(*) > 10", "count(*) >= 5"])
+def test_duckdb_one_sided_having_is_shown(sess: Session, having: str) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    df = _frame()  # noqa: F841 (read by DuckDB)
+    out = sess.publish(duckdb.sql(f"select district, count(*) as n from df group by 1 having {having} order by 1"))
+    assert "HAVING condition" not in out.data["text/plain"]

@@ -210,6 +210,18 @@ class _WeakMarks:
 _aggregates = _WeakMarks()
 _withheld = _WeakMarks()
 _row_windows = _WeakMarks()
+_value_selected = _WeakMarks()
+
+
+def mark_selected_by_values(obj: Any, reason: str) -> None:
+    """Note that the groups ``obj`` shows were kept by a condition on their figures bounding them
+    from both sides (``HAVING count(*) = 2``, ``filter(pl.col("len") == 2)``). If the check hides
+    any of its cells, nothing of it may be drawn: its labels say what the hidden figures are."""
+    _value_selected.set(obj, reason)
+
+
+def selected_by_values(obj: Any) -> str | None:
+    return _value_selected.get(obj)
 
 
 def mark_aggregate(frame: pd.DataFrame) -> None:

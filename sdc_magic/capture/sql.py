@@ -56,6 +56,9 @@ class Plan:
     sets: list[tuple[int, ...]] | None = None  # grouping sets as key positions; None: one set of every key
     pivot: Pivot | None = None
     having: bool = False
+    #: the HAVING condition bounds an aggregate from both sides (``count(*) = 2``, ``BETWEEN``,
+    #: ``IN``, ``> 1 AND < 3``): the groups it keeps may pin hidden values (``two_sided``)
+    having_pins: bool = False
     #: output column -> (a, b): the column shows ``a * aggregate + b`` (``count(*) * 2 + 1``,
     #: ``max(age) + 0``); absent when it shows the aggregate itself (or a ROUND / CAST of it)
     affine: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -615,8 +618,26 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
     if sets is False:
         return None
     group_sets, group_text = sets  # type: ignore[misc]
+    having = select.args.get("having")
     return Plan(select, keys, key_nodes, measures, columns, group_text=group_text, sets=group_sets,
-                having=select.args.get("having") is not None, affine=affine)
+                having=having is not None, having_pins=having is not None and two_sided(having.this), affine=affine)
+
+
+def two_sided(condition: Any) -> bool:
+    """Whether a condition on aggregates bounds one from both sides: an equality, ``IN``,
+    ``BETWEEN``, or lower and upper comparisons together. Such a filter keeps groups whose
+    figure lies in a closed range, which tells a hidden figure (red team: ``HAVING count(*) = 2``
+    showed the group of two, hidden, at ``suppressed``). One-sided ones (``> 10``) bound it on
+    one side, like the order of rows."""
+    from sqlglot import exp
+
+    if condition is None:
+        return False
+    if condition.find(exp.EQ, exp.In, exp.Between) is not None:
+        return True
+    lower = condition.find(exp.GT, exp.GTE) is not None
+    upper = condition.find(exp.LT, exp.LTE) is not None
+    return lower and upper
 
 
 def _scalar_aggregate(select: Any) -> bool:

@@ -125,12 +125,24 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
         earlier = reuse(resolved.match.entry, resolved.match.positions, frame, resolved.notes)
         if earlier is not None:
             return earlier
-    return hide_value_order(_check_table(resolved, rules, protector, shape, linker, progress, published))
+    checked = _check_table(resolved, rules, protector, shape, linker, progress, published)
+    _withhold_if_selected_by_values(frame, checked)
+    return hide_value_order(checked)
 
 
+def _withhold_if_selected_by_values(frame: Any, checked: Checked) -> None:
+    """Raise :class:`Withheld` when an engine kept the groups shown by a two-sided condition on
+    their figures and the check hides some of them (see ``contract.mark_selected_by_values``)."""
+    from ..capture.contract import Withheld, selected_by_values
+
+    reason = selected_by_values(frame)
+    if reason is not None and np.asarray(checked.hidden).any():
+        raise Withheld(f"{reason}: with cells hidden, which groups are shown tells their figures. {PINNED_ADVICE}")
+
+
+PINNED_ADVICE = "Show the table itself, or select rows by their labels"
 PINNED_LABELS = ("which rows or columns this table shows depends on values its parent table hides (a filter "
-                 "on values such as t[t == 2] or between(...)): the labels kept would tell them. Show the table "
-                 "itself, or select rows by their labels")
+                 f"on values such as t[t == 2] or between(...)): the labels kept would tell them. {PINNED_ADVICE}")
 
 
 def _withhold_pinned_labels(frame: Any, registry: Any, rules: Rules, protector: Any) -> None:

@@ -152,6 +152,9 @@ class Recorder:
         if rows is not None:
             entry.source = Source(None, list(keys), "duckdb sql", rows=rows)
         self.registry.add(entry, shown)
+        if pending.plan.having_pins:
+            contract.mark_selected_by_values(shown, "the groups shown were kept by a HAVING condition that bounds "
+                                                   "their figures from both sides (= , IN, BETWEEN)")
         return entry
 
     def _evidence(self, pending: Pending, facts: pd.DataFrame, keys: list[str]) -> Any:
