@@ -124,6 +124,7 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
     if reuse is not None and resolved.match is not None:
         earlier = reuse(resolved.match.entry, resolved.match.positions, frame, resolved.notes)
         if earlier is not None:
+            _withhold_if_selected_by_values(frame, earlier)  # (the same cells chosen by their labels first)
             return earlier
     checked = _check_table(resolved, rules, protector, shape, linker, progress, published)
     _withhold_if_selected_by_values(frame, checked)

@@ -40,6 +40,7 @@ from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from .derived import (
     DERIVING_METHODS,
+    filter_pins,
     frames_in,
     is_aggregate_frame,
     mark_derived,
@@ -523,6 +524,14 @@ class PolarsCapture:
                 _depth.value -= 1
             windows = window_columns(args, kwargs) if name in ("with_columns", "with_columns_seq") else ()
             self._mark_derived(frames_in(df, args, kwargs), result, name, windows)
+            if name == "filter" and is_aggregate_frame(df, self._captured):
+                try:
+                    if filter_pins(df, args, kwargs):
+                        contract.mark_selected_by_values(result, "the groups shown were kept by a filter that bounds "
+                                                                 "their figures from both sides (==, is_in, is_between)")
+                except Exception as exc:  # withheld at display (fail closed)
+                    self.registry.failures.append(f"polars filter: {type(exc).__name__}: {exc}")
+                    _withhold(result)
             return result
         return deriving
 
@@ -563,6 +572,9 @@ class PolarsCapture:
             windows = contract.row_window_columns(df)
             if windows is not None:
                 contract.mark_row_windows(result, windows)
+            selected = contract.selected_by_values(df)
+            if selected is not None:
+                contract.mark_selected_by_values(result, selected)
             return result
         return to_pandas
 

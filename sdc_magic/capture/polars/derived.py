@@ -127,3 +127,31 @@ def withhold_describe(result: Any) -> None:
     form = result.to_pandas()
     contract.mark_withheld(form, DESCRIBE_OF_AGGREGATE)
     contract.remember(result, form)
+
+
+def filter_pins(frame: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether ``frame.filter(...)`` bounds one of the frame's numeric columns from both sides.
+
+    ``agg.filter(pl.col("len") == 2)`` keeps the groups of two (red team, round 8): with the
+    group's count hidden, its label tells it. An equality, ``is_in``, ``is_between``, or a lower
+    and an upper comparison on the figures (not on a text key: ``pl.col("region") == "A"`` is a
+    selection by label) mark the result (``contract.mark_selected_by_values``).
+    """
+    import json
+
+    import polars as pl
+
+    numeric = {c for c, t in frame.schema.items() if t.is_numeric()}
+    predicates = [a for a in (*args, *kwargs.values()) if isinstance(a, pl.Expr)]
+    for predicate in predicates:
+        tree = json.loads(predicate.meta.serialize(format="json"))
+        if not (set(predicate.meta.root_names()) & numeric):
+            continue
+        text = json.dumps(tree)
+        if any(f'"{op}"' in text for op in ("Eq", "EqValidity", "IsIn", "IsBetween")):
+            return True
+        lower = any(f'"{op}"' in text for op in ("Gt", "GtEq"))
+        upper = any(f'"{op}"' in text for op in ("Lt", "LtEq"))
+        if lower and upper:
+            return True
+    return False
