@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.checking.check import PINNED_LABELS
+from sdc_magic.checking.selection import PINNED_LABELS
 from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
 

@@ -36,6 +36,11 @@ from .labels import (
 )
 from .margin_rows import escape_total, with_primary_margins, with_public_cells
 from .resolve import Resolved, resolve, unwrap
+from .selection import (
+    hide_value_order,
+    withhold_if_selected_by_values,
+    withhold_pinned_labels,
+)
 from .values import individual_cells, not_counts, numbers_only, row_windows_hidden, untraced_cells
 
 ADDITIVE_STATS = frozenset({"count", "size", "sum", "mean", "proportion", "percent"})
@@ -108,7 +113,8 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
     table shown earlier (see :mod:`sdc_magic.jupyter.decisions`), which is then returned as it is.
     """
     frame, notes = unwrap(obj)
-    _withhold_pinned_labels(frame, registry, rules, protector)
+    if protector is not False:
+        withhold_pinned_labels(frame, registry, lambda leaf: _leaf_hidden(leaf, registry, rules, protector))
     resolved = resolve(frame, registry)
     resolved.notes = notes + resolved.notes
     shape = _shape(frame)
@@ -124,133 +130,17 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
     if reuse is not None and resolved.match is not None:
         earlier = reuse(resolved.match.entry, resolved.match.positions, frame, resolved.notes)
         if earlier is not None:
-            _withhold_if_selected_by_values(frame, earlier)  # (the same cells chosen by their labels first)
+            withhold_if_selected_by_values(frame, earlier)  # (the same cells chosen by their labels first)
             return earlier
     checked = _check_table(resolved, rules, protector, shape, linker, progress, published)
-    _withhold_if_selected_by_values(frame, checked)
+    withhold_if_selected_by_values(frame, checked)
     return hide_value_order(checked)
 
 
-def _withhold_if_selected_by_values(frame: Any, checked: Checked) -> None:
-    """Raise :class:`Withheld` when an engine kept the groups shown by a two-sided condition on
-    their figures and the check hides some of them (see ``contract.mark_selected_by_values``)."""
-    from ..capture.contract import Withheld, selected_by_values
-
-    reason = selected_by_values(frame)
-    if reason is not None and np.asarray(checked.hidden).any():
-        raise Withheld(f"{reason}: with cells hidden, which groups are shown tells their figures. {PINNED_ADVICE}")
-
-
-PINNED_ADVICE = "Show the table itself, or select rows by their labels"
-PINNED_LABELS = ("which rows or columns this table shows depends on values its parent table hides (a filter "
-                 f"on values such as t[t == 2] or between(...)): the labels kept would tell them. {PINNED_ADVICE}")
-
-
-def _withhold_pinned_labels(frame: Any, registry: Any, rules: Rules, protector: Any) -> None:
-    """Raise :class:`Withheld` when a table derived from checked ones keeps rows chosen by hidden values."""
-    if registry is None or protector is False or not isinstance(frame, pd.DataFrame | pd.Series):
-        return
-    from ..capture.contract import Withheld, recipe_of
-
-    if recipe_of(frame) is None:
-        return
-    from .lineage import labels_pinned
-
-    def leaf_hidden(leaf: Any) -> np.ndarray | None:
-        checked = check(leaf, registry, rules, protector)
-        return None if checked.status == "blocked" else np.asarray(checked.hidden, dtype=bool)
-
-    if labels_pinned(frame, lambda x: registry.by_object(x) is not None, leaf_hidden):
-        raise Withheld(PINNED_LABELS)
-
-
-HIDDEN_LAST_NOTE = ("rows were ordered by value: rows with hidden cells are listed last, in label order, "
-                    "so that their position reveals nothing about their values")
-
-
-def _value_ordered(frame: pd.DataFrame | pd.Series) -> bool:
-    """Whether the displayed row order follows the values of some column (not the labels)."""
-    grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
-    if len(grid) < 3:
-        return False
-    labels = _row_labels(grid)
-    try:
-        if labels.is_monotonic_increasing or labels.is_monotonic_decreasing:
-            # ordered by label: the order says nothing about values. (A sort by value that the
-            # labels happen to follow, C ✕, B ✕, A 40, tells C ≤ B; moving such rows reordered
-            # honest tables sorted by month whenever a column grew month by month: left.)
-            return False
-    except TypeError:
-        pass
-    for j in range(grid.shape[1]):
-        values = numeric(np.asarray(grid.iloc[:, j].to_numpy(dtype=object)))
-        if values is None:
-            continue
-        finite = values[np.isfinite(values)]
-        if len(finite) < 3 or np.all(finite == finite[0]):
-            continue
-        steps = np.diff(finite)
-        if (steps >= 0).all() or (steps <= 0).all():
-            return True
-    return False
-
-
-def _row_labels(grid: pd.DataFrame) -> pd.Index:
-    """The labels of the rows: the index, or for a frame with a default integer index (a
-    polars or DuckDB result shown with its keys as columns) its text columns."""
-    if isinstance(grid.index, pd.RangeIndex):
-        text = [c for c in grid.columns
-                if not (pd.api.types.is_numeric_dtype(grid[c]) and not pd.api.types.is_bool_dtype(grid[c]))]
-        if text:
-            try:
-                return pd.MultiIndex.from_frame(grid[text].astype(str)) if len(text) > 1 \
-                    else pd.Index(grid[text[0]].astype(str))
-            except (TypeError, ValueError):
-                pass
-    return grid.index
-
-
-def hide_value_order(checked: Checked) -> Checked:
-    """Move rows with hidden cells after the published rows when rows are sorted by value.
-
-    In a table sorted by a column (``sort_values``, ``value_counts``), a hidden cell
-    between two published values is bounded by them (✕ between 3 and 2 is 2 or 3), and
-    hidden cells listed in value order bound each other (two hidden cells summing to 5, the
-    second no larger than the first: [0; 2.5]). Rows holding hidden cells are put last, in
-    label order, and the banner says so. Every grid
-    of the decision is permuted with the frame, so render, CSV and certificate agree.
-    """
-    if not checked.hidden.any() or not _value_ordered(checked.frame):
-        return checked
-    rows_hidden = checked.hidden.any(axis=1)
-    shown_rows = np.flatnonzero(~rows_hidden)
-    hidden_rows = np.flatnonzero(rows_hidden)
-    try:
-        grid = checked.frame.to_frame() if isinstance(checked.frame, pd.Series) else checked.frame
-        order = np.argsort(pd.Index(_row_labels(grid)[hidden_rows]).map(str).to_numpy(dtype=str), kind="stable")
-        hidden_rows = hidden_rows[order]
-    except (TypeError, ValueError):
-        pass
-    perm = np.concatenate([shown_rows, hidden_rows])
-    if (perm == np.arange(len(perm))).all():
-        return checked  # hidden rows already last, in label order
-    # (hidden rows already last but in value order were left so before issue 23.13: with the
-    # total shown, B + C = 5 and C listed after B in a descending sort put C in [0; 2.5])
-    new_of_old = np.empty_like(perm)
-    new_of_old[perm] = np.arange(len(perm))
-    synthetic = isinstance(checked.frame.index, pd.RangeIndex)
-    checked.frame = checked.frame.iloc[perm]
-    if synthetic:  # row numbers, not labels: renumbered, or they would tell the sorted order
-        checked.frame = checked.frame.set_axis(pd.RangeIndex(len(perm)), axis=0)
-    checked.hidden = checked.hidden[perm]
-    if checked.unverified is not None:
-        checked.unverified = checked.unverified[perm]
-    checked.reasons = {(int(new_of_old[r]), c): v for (r, c), v in checked.reasons.items()}
-    checked.intervals = {(int(new_of_old[r]), c): v for (r, c), v in checked.intervals.items()}
-    if checked.cell_rows is not None:
-        checked.cell_rows = new_of_old[checked.cell_rows]
-    checked.notes.append(HIDDEN_LAST_NOTE)
-    return checked
+def _leaf_hidden(leaf: Any, registry: Any, rules: Rules, protector: Any) -> np.ndarray | None:
+    """A parent table's hidden cells as it is checked on its own (None when blocked)."""
+    checked = check(leaf, registry, rules, protector)
+    return None if checked.status == "blocked" else np.asarray(checked.hidden, dtype=bool)
 
 
 PINNED_NOTE = ("{n} hidden cell(s) that fail a rule are determined exactly by the cells shown (protection "

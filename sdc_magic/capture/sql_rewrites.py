@@ -1,0 +1,177 @@
+"""Rewrites of SQL aggregate expressions into the aggregate they are (DuckDB plans, issue 23).
+
+Split from :mod:`.sql`, which plans each projection of a grouped query: a sum or difference of
+filtered sums and counts is the one aggregate it is, or the sum of a per-row expression
+(:func:`all_but_filtered`, :func:`linear_sum`), and a ``HAVING`` condition that bounds a figure
+from both sides can pin a hidden one (:func:`two_sided`). :func:`constant` reads a constant
+written in any form. Only sqlglot is needed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def constant(node: Any) -> float | None:
+    """A constant's value (``2``, ``-1.5``, ``(3)``, ``2 + 1``, ``CAST(2 AS DOUBLE)``,
+    ``(SELECT 100)``), else None: a constant written another way is still a constant."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Paren | exp.Cast | exp.TryCast):
+        return constant(node.this)
+    if isinstance(node, exp.Neg):
+        inner = constant(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return float(node.name)
+        except ValueError:
+            return None
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div):
+        left, right = constant(node.this), constant(node.expression)
+        if left is None or right is None:
+            return None
+        if isinstance(node, exp.Add):
+            return left + right
+        if isinstance(node, exp.Sub):
+            return left - right
+        if isinstance(node, exp.Mul):
+            return left * right
+        return left / right if right else None
+    if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+        select = node.this
+        if len(select.expressions) == 1 and not any(select.args.get(a) for a in ("from", "from_", "where")):
+            return constant(select.expressions[0].unalias())
+    return None
+
+
+def all_but_filtered(node: Any) -> Any:
+    """``agg - agg FILTER (WHERE c)`` as ``agg FILTER (WHERE (c) IS NOT TRUE)``, or None.
+
+    Why (issue 23, red team): ``count(*) - count(*) FILTER (WHERE district <> 'C')`` is the
+    count of C, and ``sum(income) - sum(income) FILTER (WHERE ...)`` the income of the rows
+    left out; as a function of two counts it was a custom statistic drawn at ``review`` (C's 3
+    on screen). Written as the one aggregate it is, it is checked by its own rule (a count of a
+    condition: both sides; a sum of a derived column: dominance) and linked. The right side may
+    be written ``FILTER (WHERE c)``, ``count_if(c)`` or ``sum(CASE WHEN c THEN x [ELSE 0] END)``;
+    the left side is the same aggregate without a condition. ``IS NOT TRUE``: rows where c is
+    NULL are left out of ``FILTER (WHERE c)``, so they are in the difference.
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    while isinstance(node, exp.Paren | exp.Alias):
+        node = node.this
+    if not isinstance(node, exp.Sub):
+        return None
+    left, right = node.this, node.expression
+    while isinstance(left, exp.Paren):
+        left = left.this
+    while isinstance(right, exp.Paren):
+        right = right.this
+    if not isinstance(left, exp.Count | exp.Sum) or left.find(exp.Filter, exp.Window, exp.Subquery) is not None:
+        return None
+    inner: Any = None
+    cond: Any = None
+    if isinstance(right, exp.Filter) and isinstance(right.expression, exp.Where):
+        inner, cond = right.this, right.expression.this
+    elif isinstance(right, exp.CountIf):
+        inner, cond = exp.Count(this=exp.Star()), right.this
+    elif isinstance(right, exp.Sum) and isinstance(right.this, exp.Case) and right.this.this is None \
+            and len(right.this.args.get("ifs") or []) == 1:
+        case = right.this
+        default = case.args.get("default")
+        branch = case.args["ifs"][0]
+        if default is None or isinstance(default, exp.Null) or constant(default) == 0:
+            value = branch.args.get("true")
+            if constant(value) == 1 and isinstance(left, exp.Count):
+                inner, cond = exp.Count(this=exp.Star()), branch.this
+            elif isinstance(value, exp.Column):
+                inner, cond = exp.Sum(this=value.copy()), branch.this
+    if inner is None or cond is None or cond.find(exp.AggFunc, exp.Window, exp.Subquery) is not None:
+        return None
+    if inner.sql("duckdb") != left.sql("duckdb"):
+        return None
+    text = f"{left.sql('duckdb')} FILTER (WHERE ({cond.sql('duckdb')}) IS NOT TRUE)"
+    try:
+        return sqlglot.parse_one(f"SELECT {text}", read="duckdb").expressions[0]
+    except Exception:
+        return None
+
+
+def linear_sum(node: Any) -> Any:
+    """A sum of sums and counts (each with or without a condition, times constants) as the one
+    sum of a per-row expression it is, or None.
+
+    Why (issue 23, red team): ``sum(x) FILTER (WHERE a) - sum(x) FILTER (WHERE a OR c)`` is minus
+    the x of the rows in c outside a (one man's income), and was drawn at ``review`` as a custom
+    statistic. ``Σ kᵢ · aggᵢ FILTER (cᵢ)`` is ``sum(E)`` with ``E = Σ kᵢ · (CASE WHEN cᵢ THEN xᵢ
+    ELSE 0 END)`` per row (xᵢ = 1 for a count): the sum of a derived column, checked by the rules
+    (its units, its largest contributions). A row contributing nothing is NULL in that column
+    (``E`` within 10⁻⁹ of 0), so the units are the rows that make the figure, not the group's.
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    terms: list[tuple[float, str]] = []
+
+    def add(n: Any, k: float) -> bool:
+        while isinstance(n, exp.Paren | exp.Alias):
+            n = n.this
+        if isinstance(n, exp.Add | exp.Sub):
+            return add(n.this, k) and add(n.expression, -k if isinstance(n, exp.Sub) else k)
+        if isinstance(n, exp.Neg):
+            return add(n.this, -k)
+        if isinstance(n, exp.Mul):
+            left, right = constant(n.this), constant(n.expression)
+            if left is not None:
+                return add(n.expression, k * left)
+            if right is not None:
+                return add(n.this, k * right)
+            return False
+        cond = None
+        if isinstance(n, exp.Filter) and isinstance(n.expression, exp.Where):
+            cond, n = n.expression.this, n.this
+        if isinstance(n, exp.CountIf):
+            cond = n.this if cond is None else exp.and_(exp.Paren(this=cond.copy()), exp.Paren(this=n.this.copy()))
+            value = "1"
+        elif isinstance(n, exp.Count) and (n.this is None or isinstance(n.this, exp.Star)):
+            value = "1"
+        elif isinstance(n, exp.Count) and not isinstance(n.this, exp.Distinct):
+            value = f"CASE WHEN ({n.this.sql('duckdb')}) IS NULL THEN 0 ELSE 1 END"
+        elif isinstance(n, exp.Sum) and not isinstance(n.this, exp.Distinct):
+            value = f"COALESCE(({n.this.sql('duckdb')}), 0)"
+        else:
+            return False
+        if (cond is not None and cond.find(exp.AggFunc, exp.Window, exp.Subquery) is not None) \
+                or exp.Expression.find(n, exp.Window, exp.Subquery) is not None:
+            return False
+        contribution = value if cond is None else f"CASE WHEN ({cond.sql('duckdb')}) THEN {value} ELSE 0 END"
+        terms.append((k, contribution))
+        return True
+
+    try:
+        if not add(node, 1.0) or len(terms) < 2:
+            return None
+        expr = " + ".join(f"({k!r}) * ({c})" for k, c in terms)
+        column = f"CASE WHEN abs({expr}) < 1e-9 THEN NULL ELSE {expr} END"
+        return sqlglot.parse_one(f"SELECT sum({column})", read="duckdb").expressions[0]
+    except Exception:
+        return None
+
+
+def two_sided(condition: Any) -> bool:
+    """Whether a condition on aggregates bounds one from both sides: an equality, ``IN``,
+    ``BETWEEN``, or lower and upper comparisons together. Such a filter keeps groups whose
+    figure lies in a closed range, which tells a hidden figure (red team: ``HAVING count(*) = 2``
+    showed the group of two, hidden, at ``suppressed``). One-sided ones (``> 10``) bound it on
+    one side, like the order of rows."""
+    from sqlglot import exp
+
+    if condition is None:
+        return False
+    if condition.find(exp.EQ, exp.In, exp.Between) is not None:
+        return True
+    lower = condition.find(exp.GT, exp.GTE) is not None
+    upper = condition.find(exp.LT, exp.LTE) is not None
+    return lower and upper
