@@ -124,6 +124,13 @@ class Linker:
         if u.labels is not None:
             return None  # rows with labels of their own were compared by them (an unrelated frame numbered alike)
         keys = set(map(str, u.key_columns))
+        columns = keys & set(map(str, u.hashes))
+        if not columns:
+            return None
+        earlier = [p.out_id for v in self.universes if v is not u and columns <= set(map(str, v.hashes))
+                   for p in v.populations]
+        if not earlier:
+            return None  # (first: the content test below reads every row)
         content = [c for c in u.hashes if str(c) not in keys]
         if content and u.n >= 2:
             # other columns that tell rows apart make it a data set of its own; constant or
@@ -131,13 +138,6 @@ class Linker:
             combined = combine([u.hashes[c] for c in content])
             if 2 * len(pd.unique(combined)) >= len(combined):
                 return None
-        columns = keys & set(map(str, u.hashes))
-        if not columns:
-            return None
-        earlier = [p.out_id for v in self.universes if v is not u and columns <= set(map(str, v.hashes))
-                   for p in v.populations]
-        if not earlier:
-            return None
         names = ", ".join(list(dict.fromkeys(earlier))[-5:])
         return (f"the rows behind this table carry only its own key column(s) ({', '.join(sorted(columns))}), so "
                 f"they cannot be matched with the rows of earlier outputs of the same column(s) ({names}): "
