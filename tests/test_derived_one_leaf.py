@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
 from sdc_magic.outputs.render import protected_frame
 
@@ -32,14 +31,6 @@ def _rows() -> pd.DataFrame:
     resolved = np.ones(len(months), dtype=bool)
     resolved[:PER_MONTH["01"] - RESOLVED["01"]] = False
     return pd.DataFrame({"month": months, "resolved": resolved})
-
-
-@pytest.fixture
-def sess() -> Any:
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
 
 
 def _drawn(out: Any) -> Any:

@@ -17,19 +17,10 @@ import pandas as pd
 import pytest
 
 from sdc_magic.checking.selection import PINNED_LABELS
-from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
 
 #: districts A-E of 60-100 people and Z of 2 (hidden; B its secondary)
 SIZES = {"A": 77, "B": 62, "C": 83, "D": 80, "E": 95, "Z": 2}
-
-
-@pytest.fixture
-def sess() -> Any:
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
 
 
 def _frame() -> pd.DataFrame:
