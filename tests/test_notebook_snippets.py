@@ -77,6 +77,9 @@ class Snippet:
     status: str | None = None
     kind: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the output is withheld whole (no table; the placeholder says why): a selection of hidden
+    #: cells only, whatever chose its rows (``checking/selection.py``)
+    withheld: str | None = None
 
 
 SNIPPETS: list[Snippet] = [
@@ -158,14 +161,17 @@ SNIPPETS: list[Snippet] = [
     # ----------------------------------------------------------- chained reshapes
     Snippet("unstack_T", "df.groupby(['admin2', 'age_band']).size().unstack().T"),
     Snippet("stack", "df.groupby(['admin2', 'age_band', 'sex']).size().unstack().stack()"),
-    Snippet("sort_values_head", "df.groupby(['admin2', 'case_category', 'age_band']).size().sort_values().head(10)"),
+    # the smallest are all hidden here: a selection of hidden cells only is withheld (tests/test_value_filters.py)
+    Snippet("sort_values_head", "df.groupby(['admin2', 'case_category', 'age_band']).size().sort_values().head(10)",
+            withheld="every cell this selection"),
     Snippet("reset_index", f"df.groupby({G4}).size().reset_index(name='n')",
             mask="[columns_mask(shown[0], ['n'])]"),
     Snippet("round_mean",
             "df.groupby(['admin2', 'case_category'])['days_to_first_service'].mean().unstack().round(1)",
             mask="[count_of('days_to_first_service', ['admin2', 'case_category'], shown[0])]"),
     Snippet("loc", "t4.loc['Mirebalais']"),
-    Snippet("iloc", "t4.iloc[:12]"),
+    Snippet("iloc", "t4.iloc[:12]", withheld="every cell this selection"),  # (all hidden in this long session)
+    Snippet("iloc_with_published_cells", "t3s = df.groupby(['admin2', 'sex']).size()\nt3s.iloc[:8]"),
     Snippet("rename_columns", "pd.crosstab([df.admin2, df.age_band], df.case_category).rename(columns=str.upper)"),
     Snippet("fillna_zero", "t4.fillna(0)"),
     Snippet("astype_float", "pd.crosstab([df.case_category, df.age_band], df.sex).astype(float)"),
@@ -375,6 +381,12 @@ def test_snippet(executed: Executed, truth: dict[str, Any], name: str) -> None:
         parts = pandas_parts(obj)
         if is_pandas(obj):
             primary = next(mask_iter)
+            if s.withheld is not None:
+                text = text_of(data["text/plain"])
+                assert "output withheld" in text and s.withheld in text, (where, text[:200])
+                assert "<table" not in data.get("text/html", ""), where
+                assert out.get("metadata", {}).get("sdc_magic", {}).get("status") == "blocked", where
+                continue
             _check_table_output(s, where, data, out.get("metadata", {}), obj, primary)
         elif parts:  # a container printed as text/plain
             part_masks = [next(mask_iter) for _ in parts]

@@ -52,7 +52,7 @@ def test_a_selection_that_pins_a_hidden_value_is_withheld(sess: Session, code: s
     assert "62" not in out.data["text/plain"]  # (B, the secondary, as a label)
 
 
-@pytest.mark.parametrize("code", ["t[t > 0]", "t[t >= 5]", "t[t > 50]", "t[t < 5]", "t.nlargest(3)", "t.head(3)",
+@pytest.mark.parametrize("code", ["t[t > 0]", "t[t >= 5]", "t[t > 50]", "t.nlargest(3)", "t.head(3)",
                                   "t[t.index != 'A']", "t[t.between(10, 200)]", "t[(t > 10) & (t < 1000)]"])
 def test_one_sided_or_label_selections_are_shown(sess: Session, code: str) -> None:
     df = _frame()
@@ -127,3 +127,22 @@ def test_polars_one_sided_or_label_filters_are_shown(sess: Session, how: str) ->
     out = sess.publish(g.filter(pred))
     assert out.metadata["sdc_magic"]["status"] in ("pass", "suppressed", "review")
     assert "bounds their figures" not in out.data["text/plain"]
+
+
+# ----------------------------------------------- masks with no recipe: a selection of hidden cells only
+@pytest.mark.parametrize("code", ["t[np.where(t == 2, True, False)]", "t[t.to_numpy() == 2]", "t.loc[lambda s: s == 2]",
+                                  "t.drop(t.index[t != 2])", "t.iloc[np.flatnonzero(t.to_numpy() == 2)]",
+                                  "t.loc[['Z']]", "t[t < 5]"])
+def test_a_selection_showing_hidden_cells_only_is_withheld(sess: Session, code: str) -> None:
+    df = _frame()
+    t = df.groupby("district").size()
+    out = sess.publish(eval(code, {"t": t, "np": np}))
+    assert out.metadata["sdc_magic"]["status"] == "blocked" and "every cell this selection" in out.data["text/plain"]
+    assert "Z" not in out.data["text/plain"]
+
+
+def test_a_selection_with_published_cells_beside_a_hidden_one_is_shown(sess: Session) -> None:
+    df = _frame()
+    t = df.groupby("district").size()
+    out = sess.publish(t.loc[["A", "Z"]])
+    assert out.metadata["sdc_magic"]["status"] in ("pass", "suppressed")

@@ -38,6 +38,7 @@ from .margin_rows import escape_total, with_primary_margins, with_public_cells
 from .resolve import Resolved, resolve, unwrap
 from .selection import (
     hide_value_order,
+    withhold_if_only_hidden_rows,
     withhold_if_selected_by_values,
     withhold_pinned_labels,
 )
@@ -131,9 +132,11 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
         earlier = reuse(resolved.match.entry, resolved.match.positions, frame, resolved.notes)
         if earlier is not None:
             withhold_if_selected_by_values(frame, earlier)  # (the same cells chosen by their labels first)
+            withhold_if_only_hidden_rows(earlier, resolved)
             return earlier
     checked = _check_table(resolved, rules, protector, shape, linker, progress, published)
     withhold_if_selected_by_values(frame, checked)
+    withhold_if_only_hidden_rows(checked, resolved)
     return hide_value_order(checked)
 
 

@@ -18,6 +18,35 @@ import pandas as pd
 
 from ..evidence.flatten import numeric
 
+ONLY_HIDDEN_ROWS = ("every cell this selection of a table shows is hidden: which rows were chosen can tell their "
+                    "figures (t[t == 2], a mask made with numpy or a function). Show the whole table")
+
+
+def withhold_if_only_hidden_rows(checked: Any, resolved: Any) -> None:
+    """Raise :class:`Withheld` when a strict selection of a captured table shows hidden cells only.
+
+    Why (red team, round 8): a mask with no recipe (``t[np.where(t == 2, True, False)]``,
+    ``t.loc[lambda s: s == 2]``, ``t.drop(t.index[t != 2])``) cannot be recomputed, and the row
+    it keeps, "03 ✕", tells March is 2. A selection that shows nothing but hidden cells publishes
+    no figure, so withholding it loses nothing, whatever chose its rows (a positional slice too:
+    from the cells alone, ``t.iloc[-1:]`` and ``t[t == 2]`` are the same selection).
+    """
+    match, flat = getattr(resolved, "match", None), getattr(resolved, "flat", None)
+    if match is None or flat is None or checked.hidden.size == 0:
+        return
+    positions = np.asarray(match.positions)
+    mapped = positions >= 0  # (an engine's key columns are cells of the frame, with no entry cell)
+    if len(positions) != len(flat) or not mapped.any():
+        return
+    hidden = np.asarray(checked.hidden)[np.asarray(flat.row_pos), np.asarray(flat.col_pos)]
+    if not hidden[mapped].all():
+        return
+    kept = np.unique(positions[mapped])
+    if len(kept) and len(kept) < len(match.entry.flat):
+        from ..capture.contract import Withheld
+
+        raise Withheld(ONLY_HIDDEN_ROWS)
+
 
 def withhold_if_selected_by_values(frame: Any, checked: Any) -> None:
     """Raise :class:`Withheld` when an engine kept the groups shown by a two-sided condition on
