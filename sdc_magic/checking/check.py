@@ -494,29 +494,20 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
             # hidden value by chance, E·M 18 - 17 = 1 beside C·F 1, tells nothing of it)
             by_label = inherited.hidden & ~exempt
             notes.append(inherited.note)
-            for i in np.flatnonzero(by_label & ~hidden):
-                reasons.setdefault(int(i), []).append(Reason(
-                    "derived", f"computed from {inherited.parent_call}, whose cell with these labels is hidden"))
-            hidden |= by_label
-            secondary = secondary | (by_label & ~primary)
+            secondary = _hide(by_label, hidden, secondary, primary, reasons, "derived",
+                              f"computed from {inherited.parent_call}, whose cell with these labels is hidden")
         if derivation is not None and derivation[3] is not None and (derivation[3] & ~hidden).any():
             foreign = derivation[3] & ~hidden
             notes.append(f"{int(foreign.sum())} number(s) come from no checked table (a count from the rows joined "
                          "to the table?): withheld, beside its cells they could give a small group or a hidden cell "
                          "back by subtraction. Show them as a table of their own, where they are checked")
-            for i in np.flatnonzero(foreign):
-                reasons.setdefault(int(i), []).append(Reason(
-                    "untraced", "a number from outside the checked tables: withheld"))
-            hidden |= foreign
-            secondary = secondary | (foreign & ~primary)
+            secondary = _hide(foreign, hidden, secondary, primary, reasons, "untraced",
+                              "a number from outside the checked tables: withheld")
         if derivation is not None and derivation[0].any():
             mask, note = derivation[0], derivation[1]
             notes.append(note)
-            for i in np.flatnonzero(mask & ~hidden):
-                reasons.setdefault(int(i), []).append(Reason(
-                    "derived", "computed from a hidden cell of the table it is derived from"))
-            hidden |= mask
-            secondary = secondary | (mask & ~primary)
+            secondary = _hide(mask, hidden, secondary, primary, reasons, "derived",
+                              "computed from a hidden cell of the table it is derived from")
     if individual.any():
         # a date, text or list an aggregation produced is some person's value (a first or
         # last date, a name, a list of members): withheld on screen, never drawn
@@ -533,15 +524,11 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
         # an aggregate computed in a way no plan traces (a window over groups, a running total, a
         # ratio of aggregates): its computed columns and its numbers that are not counts can give
         # a hidden count back (73 - 72 = 1 from a running total; 40 / 54.8 % = 73 people in all)
-        fresh = computed & ~hidden
-        hidden |= computed
-        secondary = secondary | (computed & ~primary)
-        notes.append(f"{int(fresh.sum())} cell(s) were computed from the groups' figures in a way sdc_magic "
-                     "does not trace (a window, running total, ratio or join of aggregates): withheld. "
+        notes.append(f"{int((computed & ~hidden).sum())} cell(s) were computed from the groups' figures in a way "
+                     "sdc_magic does not trace (a window, running total, ratio or join of aggregates): withheld. "
                      "Show the aggregate itself, or compute shares and totals in pandas from a checked table")
-        for i in np.flatnonzero(fresh):
-            reasons.setdefault(int(i), []).append(Reason(
-                "untraced", "computed from aggregated figures in a way that is not traced: withheld"))
+        secondary = _hide(computed, hidden, secondary, primary, reasons, "untraced",
+                          "computed from aggregated figures in a way that is not traced: withheld")
     if unverified.any():
         notes.append("numbers that are not counts could not be verified: this output is not exportable")
         for i in np.flatnonzero(unverified):
@@ -549,6 +536,15 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
                 "unverified", "no evidence of how this number was computed"))
     return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
                    call=None, method=method, unverified=unverified)
+
+
+def _hide(mask: np.ndarray, hidden: np.ndarray, secondary: np.ndarray, primary: np.ndarray,
+          reasons: dict[int, list[Reason]], rule: str, text: str) -> np.ndarray:
+    """Hide ``mask`` (``hidden`` in place; a reason for each cell not hidden yet); the new secondary mask."""
+    for i in np.flatnonzero(mask & ~hidden):
+        reasons.setdefault(int(i), []).append(Reason(rule, text))
+    hidden |= mask
+    return secondary | (mask & ~primary)
 
 
 def _has_recipe(source: Any) -> bool:

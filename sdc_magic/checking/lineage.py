@@ -79,8 +79,9 @@ def dependence(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidde
             grid = np.ones(grid_shape(leaf), dtype=bool)
         masks[key] = grid
     if not any(m.any() for m in masks.values()):
-        return Dependence(np.zeros(grid_shape(obj), dtype=bool), names, True, _one_leaf_cells(obj, leaves, masks),
-                          _foreign_cells(obj, leaves, masks))
+        follows = _leaf_follows(obj, leaves)
+        return Dependence(np.zeros(grid_shape(obj), dtype=bool), names, True,
+                          _one_leaf_cells(obj, leaves, masks, follows), _foreign_cells(obj, leaves, masks, follows))
     try:
         base = _replay(obj, {})
         if not _same(base, obj):
@@ -100,13 +101,15 @@ def dependence(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidde
             moved |= _differs(base, again)
     except Exception:  # fail closed: a table we cannot recompute hides every cell
         return _everything(obj, names)
-    return Dependence(moved, names, True, _one_leaf_cells(obj, leaves, masks), _foreign_cells(obj, leaves, masks))
+    follows = _leaf_follows(obj, leaves)  # (once: both cell sets below read it)
+    return Dependence(moved, names, True, _one_leaf_cells(obj, leaves, masks, follows),
+                      _foreign_cells(obj, leaves, masks, follows))
 
 
-def _foreign_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> np.ndarray | None:
-    """The cells of ``obj`` that follow no leaf and show no published value or total of one
-    (see :attr:`Dependence.foreign`); None when they cannot be told."""
-    follows = _leaf_follows(obj, leaves)
+def _foreign_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray],
+                   follows: np.ndarray | None) -> np.ndarray | None:
+    """The cells of ``obj`` that follow no leaf (``follows``, see :func:`_leaf_follows`) and show no
+    published value or total of one (see :attr:`Dependence.foreign`); None when they cannot be told."""
     if follows is None:
         return None
     values = _numeric_grid(obj)
@@ -239,7 +242,8 @@ def _labels_changed(a: Any, b: Any) -> set:
 MAX_ONE_LEAF_REPLAYS = 8
 
 
-def _one_leaf_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray]) -> np.ndarray:
+def _one_leaf_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray],
+                    follows: np.ndarray | None) -> np.ndarray:
     """Per cell of ``obj``, whether it is a function of the published cells of exactly one leaf.
 
     Why it matters (issue 23, over-protection): ``x.diff(axis=1)`` shows E·M 18 − 17 = 1 and
@@ -261,10 +265,9 @@ def _one_leaf_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarra
     Any failure: no cell.
     """
     none = np.zeros(grid_shape(obj), dtype=bool)
-    if _foreign_operands(obj, leaves, masks):
+    if follows is None or _foreign_operands(obj, leaves, masks):
         return none
-    follows = _leaf_follows(obj, leaves)
-    return none if follows is None else follows == 1
+    return follows == 1
 
 
 def _leaf_follows(obj: Any, leaves: dict[int, Any]) -> np.ndarray | None:
