@@ -132,7 +132,8 @@ def test_polars_one_sided_or_label_filters_are_shown(sess: Session, how: str) ->
 # ----------------------------------------------- masks with no recipe: a selection of hidden cells only
 @pytest.mark.parametrize("code", ["t[np.where(t == 2, True, False)]", "t[t.to_numpy() == 2]", "t.loc[lambda s: s == 2]",
                                   "t.drop(t.index[t != 2])", "t.iloc[np.flatnonzero(t.to_numpy() == 2)]",
-                                  "t.loc[['Z']]", "t[t < 5]"])
+                                  "t.loc[['Z']]", "t[t < 5]", "t[t == 2].reset_index()",
+                                  "t.to_frame('n').loc[lambda f: f.n == 2]"])
 def test_a_selection_showing_hidden_cells_only_is_withheld(sess: Session, code: str) -> None:
     df = _frame()
     t = df.groupby("district").size()

@@ -38,7 +38,10 @@ def withhold_if_only_hidden_rows(checked: Any, resolved: Any) -> None:
     mapped = positions >= 0  # (an engine's key columns are cells of the frame, with no entry cell)
     if len(positions) != len(flat) or not mapped.any():
         return
-    hidden = np.asarray(checked.hidden)[np.asarray(flat.row_pos), np.asarray(flat.col_pos)]
+    # each evidence cell's place in the displayed grid (an engine's frame has its keys as columns)
+    rows = checked.cell_rows if getattr(checked, "cell_rows", None) is not None else flat.row_pos
+    cols = checked.cell_cols if getattr(checked, "cell_cols", None) is not None else flat.col_pos
+    hidden = np.asarray(checked.hidden)[np.asarray(rows), np.asarray(cols)]
     if not hidden[mapped].all():
         return
     kept = np.unique(positions[mapped])
