@@ -74,6 +74,16 @@ def frame_hash(frame: pd.DataFrame, column: Hashable) -> np.ndarray:
     return h
 
 
+def hash_labels(index: pd.Index) -> np.ndarray:
+    """uint64 hash of each index label, the same in every process (pandas' fixed hash key).
+
+    Why: a restarted kernel's frames are found among an earlier kernel's rows by their index
+    labels, as within one kernel; only these hashes of the labels are saved, never the labels.
+    """
+    return pd.util.hash_pandas_object(index, index=False).to_numpy(dtype=np.uint64) if len(index) else \
+        np.zeros(0, dtype=np.uint64)
+
+
 def combine(hashes: list[np.ndarray]) -> np.ndarray:
     """One content hash per row from its hashes in several columns (order matters)."""
     out = np.zeros(len(hashes[0]), dtype=np.uint64)

@@ -1,10 +1,11 @@
 """The linking memory on disk, next to the ledger, so that it survives a kernel restart.
 
 The atoms and populations are saved next to the ledger (``.sdc_magic/<ledger>.linking.npz``,
-with the per-column hashes of the rows in a file per universe); after a restart a frame
-whose rows hash to a saved universe is linked to the outputs of the earlier kernel as if
-nothing had happened. Only numbers, labels as JSON and hashes are written (no pickles,
-no values of the data). When and in which thread the memory is saved is ``Linker.save``'s
+with the per-column hashes of the rows, and of their index labels, in a file per universe);
+after a restart a frame whose rows hash to a saved universe, or whose index labels hash to
+its rows' labels, is linked to the outputs of the earlier kernel as if nothing had happened.
+Only numbers, output labels as JSON and hashes are written (no pickles, no values of the
+data, no index labels). When and in which thread the memory is saved is ``Linker.save``'s
 business; this module only writes and reads the files.
 """
 
@@ -44,12 +45,17 @@ def save(path: Path, snapshot: Snapshot) -> None:
         if not u.hashes_saved:
             rows = _hashes_path(path, u.uid)
             tmp = rows.with_name(rows.name + ".tmp.npz")
-            np.savez(tmp, **{f"h{ci}": u.hashes[c] for ci, c in enumerate(cols)})
+            saved = {f"h{ci}": u.hashes[c] for ci, c in enumerate(cols)}
+            label_hashes = u.saved_label_hashes()
+            if label_hashes is not None:
+                saved["labels"] = label_hashes
+            np.savez(tmp, **saved)
             tmp.replace(rows)
             u.hashes_saved = True
         umeta: dict[str, Any] = {"uid": u.uid, "n": len(row_atom), "columns": cols,
                                  "key_columns": sorted(str(k) for k in u.key_columns), "populations": []}
         arrays[f"u{ui}_row_atom"] = row_atom
+
         arrays[f"u{ui}_atom_size"] = atom_size
         for pi, (p, group) in enumerate(populations):
             arrays[f"u{ui}_p{pi}_group"] = group
@@ -93,9 +99,11 @@ def load(path: Path) -> list[Universe]:
             uid = str(um["uid"])
             with np.load(_hashes_path(path, uid), allow_pickle=False) as rows:
                 hashes = {c: np.asarray(rows[f"h{ci}"], dtype=np.uint64)[:n] for ci, c in enumerate(um["columns"])}
+                label_hashes = np.asarray(rows["labels"], dtype=np.uint64) if "labels" in rows.files else None
             u = Universe.restore(uid=uid, n=n, hashes=hashes, key_columns=set(um["key_columns"]),
                                  row_atom=np.asarray(data[f"u{ui}_row_atom"], dtype=np.int32),
-                                 atom_size=np.asarray(data[f"u{ui}_atom_size"], dtype=np.int64))
+                                 atom_size=np.asarray(data[f"u{ui}_atom_size"], dtype=np.int64),
+                                 label_hashes=label_hashes)
             for pi, pm in enumerate(um["populations"]):
                 p = Population(out_id=pm["out_id"], title=pm["title"], universe=u, keys=tuple(pm["keys"]),
                                group=np.asarray(data[f"u{ui}_p{pi}_group"], dtype=np.int32),

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..evidence import rows as row_limits
-from .identity import MISSING, combine, frame_hash, hash_column, hashed_columns, with_rank
+from .identity import MISSING, combine, frame_hash, hash_column, hash_labels, hashed_columns, with_rank
 from .names import output_order
 
 #: Universes a session keeps (the smallest goes first when a new one is needed); their bytes are
@@ -65,6 +65,8 @@ class Universe:
     def __init__(self, frame: pd.DataFrame, keys: list[str]) -> None:
         self.n = len(frame)
         self.labels: pd.Index | None = frame.index if frame.index.is_unique else None
+        #: True when ``labels`` are the hashes of an earlier kernel's labels (:meth:`restore`)
+        self.labels_hashed = False
         self.hashes: dict[Hashable, np.ndarray] = {c: frame_hash(frame, c) for c in hashed_columns(frame)}
         self.key_columns: set[Hashable] = set(keys)
         self.row_atom = np.zeros(self.n, dtype=np.int32)
@@ -78,17 +80,25 @@ class Universe:
 
     @classmethod
     def restore(cls, uid: str, n: int, hashes: dict[Hashable, np.ndarray], key_columns: set[Hashable],
-                row_atom: np.ndarray, atom_size: np.ndarray) -> Universe:
+                row_atom: np.ndarray, atom_size: np.ndarray, label_hashes: np.ndarray | None = None) -> Universe:
         """A universe saved by an earlier kernel (its populations are appended by the caller).
 
-        The index of the earlier kernel's frames is gone: its rows are found by content
-        hashes only.
+        The earlier kernel's index labels come back as their hashes (``label_hashes``, see
+        :meth:`saved_label_hashes`): a frame of the new kernel is found by its labels, hashed
+        the same way, as within one kernel. Without them (an older file, rows without unique
+        labels) rows are found by content hashes only, which cannot tell apart rows whose
+        columns repeat (a filtered copy of ``sex``/``age`` after a restart: 407 − 406 = 1).
         """
         u = cls.__new__(cls)
         u.n = n
         u.uid = uid
         u.hashes_saved = True
         u.labels = None
+        u.labels_hashed = False
+        if label_hashes is not None and len(label_hashes) == n:
+            restored = pd.Index(np.asarray(label_hashes, dtype=np.uint64))
+            if restored.is_unique:
+                u.labels, u.labels_hashed = restored, True
         u.hashes = hashes
         u.key_columns = key_columns
         u.row_atom = row_atom
@@ -98,6 +108,16 @@ class Universe:
         u.frames = {}
         u.populations = []
         return u
+
+    def saved_label_hashes(self) -> np.ndarray | None:
+        """The hashes of every row's label, to save (None: some rows have no label of ours)."""
+        if self.labels is None or len(self.labels) != self.n:
+            return None
+        return np.asarray(self.labels, dtype=np.uint64) if self.labels_hashed else hash_labels(self.labels)
+
+    def _comparable(self, index: pd.Index) -> pd.Index:
+        """``index`` in the form of this universe's labels (hashed for a restored universe)."""
+        return pd.Index(hash_labels(index)) if self.labels_hashed else index
 
     @property
     def n_atoms(self) -> int:
@@ -128,13 +148,13 @@ class Universe:
             return None
         if frame.index is self.labels:
             pos = np.arange(len(frame), dtype=np.int64)
-        elif (lookup := self._integer_lookup()) is not None and pd.api.types.is_integer_dtype(frame.index.dtype) \
-                and not isinstance(frame.index, pd.MultiIndex):
+        elif not self.labels_hashed and (lookup := self._integer_lookup()) is not None \
+                and pd.api.types.is_integer_dtype(frame.index.dtype) and not isinstance(frame.index, pd.MultiIndex):
             values = np.asarray(frame.index, dtype=np.int64)
             inside = (values >= 0) & (values < len(lookup))
             pos = np.where(inside, lookup[np.where(inside, values, 0)], -1)
         else:
-            pos = _positions(self.labels, frame.index)
+            pos = _positions(self.labels, self._comparable(frame.index))
             if pos is None:
                 return None
         sample = _sample(pos)
@@ -207,7 +227,11 @@ class Universe:
         if self.labels is None or other.labels is None or len(self.labels) != self.n \
                 or len(other.labels) != other.n:
             return None
-        pos = _positions(self.labels, other.labels)
+        mine_labels, other_labels = self.labels, other.labels
+        if self.labels_hashed != other.labels_hashed:  # (one from an earlier kernel: compare hashes)
+            mine_labels = mine_labels if self.labels_hashed else pd.Index(hash_labels(self.labels))
+            other_labels = other_labels if other.labels_hashed else pd.Index(hash_labels(other.labels))
+        pos = _positions(mine_labels, other_labels)
         sample = None if pos is None else _sample(pos)
         if sample is None:
             return None
@@ -277,7 +301,7 @@ class Universe:
         k = len(new)
         present = set(hashed_columns(frame))
         if labelled and self.labels is not None and frame.index.is_unique:
-            extended = self.labels.append(frame.index[new])
+            extended = self.labels.append(self._comparable(frame.index[new]))
             if extended.is_unique and len(extended) == self.n + k:
                 self.labels = extended
         # (otherwise the new rows have no label of ours: labels stay for the first rows only)
