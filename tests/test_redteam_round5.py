@@ -474,14 +474,11 @@ def test_overprotection_unrelated_survey_differences_the_referrals(sess: Session
 # ====================================================================== 9. rank identities in one data set
 # The analyst keeps three columns (district, sex, flag: no column tells people apart) and filters
 # them by age from the full frame: under 60 or over 100, and 60 and over, the first (or both)
-# with a new RangeIndex. Placed by (district, flag, rank), the filtered rows "are" other people,
+# with a new RangeIndex. Placed by (district, flag, rank), the filtered rows "were" other people,
 # and F 19 + 19 - 37 = 1 (person 6, aged 102), M 27 + 10 - 36 = 1 (person 5, aged 101), all
-# 'pass'. With the labels kept: suppressed.
-@pytest.mark.parametrize("form", [
-    pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=(
-        "leak: columns without an identifier, filtered by age and re-indexed, matched by rank: "
-        "F 19 + 19 - 37 = 1, M 27 + 10 - 36 = 1 (people over 100), all 'pass'"))) if f != "labels" else f
-    for f in ("labels", "reset one", "reset both")])
+# 'pass'. With the labels kept: suppressed. Fixed (issue 23.13): a frame re-indexed by
+# reset_index is placed by the labels its rows had (``evidence/row_origins.py``).
+@pytest.mark.parametrize("form", ["labels", "reset one", "reset both"])
 def test_leak_rank_identities_of_a_column_subset(sess: Session, df: pd.DataFrame, form: str) -> None:
     d = df[["district", "sex", "flag"]]
     young_or_old, old = (df.age < 60) | (df.age > 100), df.age >= 60

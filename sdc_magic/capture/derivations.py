@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 from pandas.api.typing import DataFrameGroupBy, Expanding, ExponentialMovingWindow, Rolling, SeriesGroupBy
 
+from ..evidence import row_origins
 from ..evidence.registry import Registry
 from .contract import (
     Recipe,
@@ -107,11 +108,21 @@ class Derivations:
         anything else passes."""
         registry = self.registry
 
+        reindexes = name == "reset_index"
+
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             result = original(*args, **kwargs)
             if _depth.value or not isinstance(result, _PANDAS):
                 return result
+            if args:
+                try:  # rows under new labels: linking places them by the old (see row_origins)
+                    if reindexes:
+                        row_origins.remember(result, args[0])
+                    else:
+                        row_origins.follow(result, args[0])
+                except Exception as exc:  # never break user code
+                    registry.failures.append(f"{type(exc).__name__}: {exc}")
             try:
                 # the hot path of every arithmetic and selection in the user's code: plain loops
                 for p in inputs(*args, **kwargs):

@@ -22,6 +22,7 @@ import pandas as pd
 from pandas.api.typing import DataFrameGroupBy, SeriesGroupBy
 
 from ..config import Rules
+from ..evidence import row_origins
 from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
@@ -469,6 +470,7 @@ class Capture:
                                index=s.index)
         else:
             tmp = pd.DataFrame({name: s.to_numpy()}, index=s.index)
+        row_origins.follow(tmp, s)  # (a column of a re-indexed frame: its rows' earlier labels)
         dropna = kwargs.get("dropna", args[4] if len(args) > 4 else True)
         ge = self._evidence_by_columns(tmp, [name], dropna, [], unit)
         normalize = kwargs.get("normalize", args[0] if args else False)
@@ -554,6 +556,10 @@ class Capture:
             data["__values__"] = values
         tmp = pd.DataFrame(data) if any(isinstance(a, pd.Series) for a in data.values()) else pd.DataFrame(
             {k: np.asarray(v) for k, v in data.items()})
+        for a in data.values():  # (columns of a re-indexed frame: their rows' earlier labels)
+            if isinstance(a, pd.Series):
+                row_origins.follow(tmp, a)
+                break
         notes: list[str] = []
         unit = self._unit_for(None, tmp.index, notes)
         variables = ["__values__"] if values is not None else []

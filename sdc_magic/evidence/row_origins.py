@@ -1,0 +1,84 @@
+"""Frames whose rows are another frame's rows, in the same order, under new labels.
+
+Why: linking finds the rows behind an output by their index labels (confirmed by a sample of
+their values) or by the content of their columns. ``d[mask].reset_index(drop=True)`` keeps the
+rows and their order and throws the labels away; when the columns left cannot tell people
+apart (district, sex, a flag), the content cannot place them either, and two re-indexed filters
+of one frame were matched to other people by rank (F 19 + 19 − 37 = 1, all cleared; red team
+round 5). The capture remembers, for such a result, the labels its rows had
+(:func:`remember`); linking places the frame by those (:func:`labels_before`).
+
+Only a reference to the earlier index is kept (pandas shares it; nothing is copied), for the
+newest :data:`MAX_REMEMBERED` results still alive, and never the frame itself. Lives here,
+below capture and linking, so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import pandas as pd
+
+#: Results remembered at once (the newest; a display looks at one or two).
+MAX_REMEMBERED = 32
+
+_origins: dict[int, tuple[Any, pd.Index]] = {}
+
+
+def remember(result: Any, source: Any) -> None:
+    """``result`` holds ``source``'s rows in ``source``'s order (``reset_index`` of it)."""
+    if not isinstance(result, pd.DataFrame | pd.Series) or not isinstance(source, pd.DataFrame | pd.Series):
+        return
+    if len(result) != len(source):
+        return
+    labels = labels_before(source)
+    if labels is None:
+        labels = source.index
+    if not labels.is_unique or result.index.equals(labels):
+        return
+    _keep(result, labels)
+
+
+def follow(result: Any, source: Any) -> None:
+    """``result`` is made of rows of ``source`` found by its labels (a column, a filter, a copy of
+    a re-indexed frame): it inherits the labels those rows had before (:func:`remember`).
+
+    A dict look-up when ``source`` was never re-indexed (the hot path of every selection)."""
+    if id(source) not in _origins:
+        return
+    before = labels_before(source)
+    if before is None or not isinstance(result, pd.DataFrame | pd.Series) or result is source:
+        return
+    if not source.index.is_unique or not result.index.is_unique:
+        return
+    at = source.index.get_indexer(result.index)
+    if (at < 0).any():
+        return
+    _keep(result, before[at])
+
+
+def _keep(result: Any, labels: pd.Index) -> None:
+    rid = id(result)
+
+    def forget(ref: Any, rid: int = rid) -> None:
+        hit = _origins.get(rid)
+        if hit is not None and hit[0] is ref:
+            _origins.pop(rid, None)
+
+    try:
+        ref = weakref.ref(result, forget)
+    except TypeError:
+        return
+    _origins.pop(rid, None)
+    _origins[rid] = (ref, labels)
+    while len(_origins) > MAX_REMEMBERED:
+        _origins.pop(next(iter(_origins)))
+
+
+def labels_before(frame: Any) -> pd.Index | None:
+    """The labels ``frame``'s rows had before a re-indexing (:func:`remember`), or None."""
+    hit = _origins.get(id(frame))
+    if hit is None or hit[0]() is not frame or len(hit[1]) != len(frame):
+        return None
+    return hit[1]
