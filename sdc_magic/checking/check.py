@@ -127,7 +127,9 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
         return Checked("blocked", "row-level", frame, hidden, rules=rules,
                        notes=resolved.notes + ["row-level data: never exportable", *window_notes])
     if resolved.kind == "unverified":
-        return hide_value_order(_check_unverified(resolved, rules, protector, shape, registry, source=frame))
+        unverified = _check_unverified(resolved, rules, protector, shape, registry, source=frame)
+        withhold_if_selected_by_values(frame, unverified)  # (an outer query's WHERE on an aggregate)
+        return hide_value_order(unverified)
     if reuse is not None and resolved.match is not None:
         earlier = reuse(resolved.match.entry, resolved.match.positions, frame, resolved.notes)
         if earlier is not None:

@@ -141,8 +141,11 @@ def captured_form(rel: Any) -> pd.DataFrame | None:
         if unplanned.per_row and computed is not None:
             frame = rel.limit(max(int(pd.get_option("display.max_rows") or 60), 1) + 1).df()
             contract.mark_row_windows(frame, computed)
+            _mark_pins(frame, unplanned)
             return frame
-        return _unverified_form(rel, computed, labels=unplanned.labels(list(rel.columns)))
+        form = _unverified_form(rel, computed, labels=unplanned.labels(list(rel.columns)))
+        _mark_pins(form, unplanned)
+        return form
     if unplanned is not None:
         return _unverified_form(rel, (), untraced=False)
     return None
@@ -164,8 +167,16 @@ def _mark_aggregate(result: pd.DataFrame, unplanned: Any) -> None:
             contract.mark_row_windows(result, computed)
         else:
             contract.mark_untraced(result, computed)
+        _mark_pins(result, unplanned)
     else:
         contract.mark_aggregate(result)
+
+
+def _mark_pins(result: Any, unplanned: Untraced) -> None:
+    """Rows kept by an aggregate's value bounded from both sides (``plan.value_pins``)."""
+    if unplanned.pins and result is not None:
+        contract.mark_selected_by_values(result, "the rows shown were kept by a condition that bounds an "
+                                                 "aggregate from both sides (=, IN, BETWEEN) in an outer query")
 
 
 def _unverified_form(rel: Any, computed: tuple[str, ...] | None, *, untraced: bool = True,

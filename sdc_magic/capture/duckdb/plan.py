@@ -129,6 +129,10 @@ class Untraced:
     after_star: bool = False
     #: per column (as ``computed``), whether it is a column of the source (a group's label)
     keys: tuple[bool, ...] | None = None
+    #: an outer WHERE / QUALIFY keeps rows by a subquery's aggregate bounded from both sides
+    #: (``where n = 2 or n > 15``): if any cell is hidden, nothing may be drawn (see
+    #: :func:`value_pins`)
+    pins: bool = False
 
     def labels(self, names: list[str]) -> tuple[str, ...] | None:
         """The result's columns that are source columns (the groups' labels), None when not known."""
@@ -171,20 +175,59 @@ def untraced_shape(query: str) -> Untraced | str | None:
         return SUMMARY_OF_AGGREGATE
     if any(node.find_ancestor(exp.Select) is not tree for node in tree.find_all(exp.Rollup, exp.Cube, exp.GroupingSets)):
         return UNTRACED_TOTALS  # nested: the outer query's filter or join is not modelled
+    definitions = _definitions(tree)
+    pins = value_pins(tree, definitions)
     if not isinstance(tree, exp.Select):
-        return Untraced(None)
+        return Untraced(None, pins=pins)
     per_row = tree.find(exp.Group) is None and tree.find(exp.Window) is not None and not _unknown_aggregate(tree) \
         and all(a.find_ancestor(exp.Window) is not None for a in tree.find_all(exp.AggFunc))
     projections = _star_expanded(tree) or list(tree.expressions)
     if any(isinstance(p, exp.Star) for p in projections[1:]) or (
             projections and isinstance(projections[0], exp.Star) and not per_row):
-        return Untraced(None)
-    definitions = _definitions(tree)
+        return Untraced(None, pins=pins)
     if projections and isinstance(projections[0], exp.Star):
         # SELECT *, <windows>: the source's columns, then the computed ones (told apart by count)
-        return Untraced(tuple(_computed(p, definitions) for p in projections[1:]), per_row=True, after_star=True)
+        return Untraced(tuple(_computed(p, definitions) for p in projections[1:]), per_row=True, after_star=True,
+                        pins=pins)
     return Untraced(tuple(_computed(p, definitions) for p in projections), per_row=per_row,
-                    keys=tuple(isinstance(p.this if isinstance(p, exp.Alias) else p, exp.Column) for p in projections))
+                    keys=tuple(isinstance(p.this if isinstance(p, exp.Alias) else p, exp.Column) for p in projections),
+                    pins=pins)
+
+
+def value_pins(tree: Any, definitions: dict[str, list[Any]] | None = None) -> bool:
+    """Whether a WHERE or QUALIFY keeps rows by an aggregate's value bounded from both sides.
+
+    The aggregate is a column a subquery or CTE computes with an aggregate function
+    (``select * from (select district, count(*) n ... ) where n = 2 or n > 15``): the rows kept
+    tell their figures, as ``HAVING count(*) = 2`` does (red team, issue 23: the outer form
+    showed C F hidden beside A's rows, with its value in the query). Comparisons on labels
+    (``district = 'A'``) do not count; an equality, ``IN``, ``BETWEEN``, or lower and upper
+    bounds on aggregate columns do.
+    """
+    from sqlglot import exp
+
+    definitions = _definitions(tree) if definitions is None else definitions
+
+    def aggregate_valued(node: Any) -> bool:
+        for col in node.find_all(exp.Column):
+            for d in definitions.get(col.name, []):
+                if d.find(exp.AggFunc) is not None or _unknown_aggregate(d):
+                    return True
+        return False
+
+    for select in tree.find_all(exp.Select):
+        for clause in ("where", "qualify"):
+            cond = select.args.get(clause)
+            if cond is None:
+                continue
+            found = [c for c in cond.find_all(exp.EQ, exp.In, exp.Between, exp.GT, exp.GTE, exp.LT, exp.LTE)
+                     if aggregate_valued(c)]
+            if any(isinstance(c, exp.EQ | exp.In | exp.Between) for c in found):
+                return True
+            if any(isinstance(c, exp.GT | exp.GTE) for c in found) and any(isinstance(c, exp.LT | exp.LTE)
+                                                                              for c in found):
+                return True
+    return False
 
 
 def _star_expanded(tree: Any) -> list[Any] | None:

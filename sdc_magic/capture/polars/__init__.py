@@ -778,6 +778,9 @@ def _mark_sql_result(result: Any, shape: Any, untraced: type) -> None:
         contract.mark_row_windows(result, columns)
     else:
         contract.mark_untraced(result, columns)
+    if shape.pins:  # (an outer WHERE bounding an aggregate from both sides: see duckdb.plan.value_pins)
+        contract.mark_selected_by_values(result, "the rows shown were kept by a condition that bounds an "
+                                                 "aggregate from both sides (=, IN, BETWEEN) in an outer query")
 
 
 #: pl.concat of aggregates of different grouping levels (groups, and a total row made apart)
