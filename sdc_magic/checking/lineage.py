@@ -518,6 +518,7 @@ def _replaced(leaf: Any, hidden: np.ndarray, how: str) -> Any:
     """A copy of ``leaf`` whose hidden cells are missing, or moved far above / below."""
     grid = leaf.to_frame() if isinstance(leaf, pd.Series) else leaf
     out = grid.copy()
+    moved = 0  # (cells moved so far: every hidden cell of the grid gets its own amount)
     for j in range(grid.shape[1]):
         rows = np.flatnonzero(hidden[:, j])
         if not len(rows):
@@ -527,8 +528,10 @@ def _replaced(leaf: Any, hidden: np.ndarray, how: str) -> Any:
             col[rows] = np.nan
         else:
             sign = 1.0 if how == "above" else -1.0
-            # distinct far values: two hidden cells moved by the same amount could cancel out
-            col[rows] = np.nan_to_num(col[rows]) + sign * FAR * (1.0 + 0.37 * np.arange(len(rows)))
+            # distinct far values: two hidden cells moved by the same amount could cancel out, or
+            # tie (idxmax of a row of two hidden cells moved alike kept its answer both ways)
+            col[rows] = np.nan_to_num(col[rows]) + sign * FAR * (1.0 + 0.37 * np.arange(moved, moved + len(rows)))
+        moved += len(rows)
         out.isetitem(j, col)
     return out.iloc[:, 0].rename(leaf.name) if isinstance(leaf, pd.Series) else out
 
