@@ -494,11 +494,11 @@ def test_leak_rank_identities_of_a_column_subset(sess: Session, df: pd.DataFrame
 
 
 # The natural polars form of the same: filter by age, then select the three columns needed.
-# Polars frames carry no labels, so they are placed by content alone: F 19 + 19 - 37 = 1,
-# M 27 + 10 - 36 = 1, all 'pass'. (Without the select: suppressed.)
-@pytest.mark.parametrize("select", [pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-    "leak: polars filter(age).select(district, sex, flag) placed by rank: F 19 + 19 - 37 = 1, "
-    "M 27 + 10 - 36 = 1, all 'pass'"))), False])
+# Polars frames carry no labels, so they were placed by content alone: F 19 + 19 - 37 = 1,
+# M 27 + 10 - 36 = 1, all 'pass'. (Without the select: suppressed.) Fixed (issue 23.13): the rows of
+# a filter or select are labelled by their positions in the frame they came from
+# (``capture/polars/origins.py``).
+@pytest.mark.parametrize("select", [True, False])
 def test_leak_rank_identities_polars_select(sess: Session, p, select: bool) -> None:
     pl = pytest.importorskip("polars")
     cols = ["district", "sex", "flag"] if select else p.columns

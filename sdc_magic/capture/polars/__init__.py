@@ -25,6 +25,7 @@ linking rows polars computes over the data are in :mod:`.evidence`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
@@ -38,6 +39,7 @@ import pandas as pd
 
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
+from . import origins
 from .derived import (
     DERIVING_METHODS,
     filter_pins,
@@ -244,7 +246,7 @@ class PolarsCapture:
             ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, None)
             set_indicators(facts, ge, variables)
             rows = linking_rows(gb.df.lazy(), _flatten_by(gb.by), gb.named_by, keys, out,
-                                 int(facts[f"{contract.PREFIX}rows"].sum()))
+                                 int(facts[f"{contract.PREFIX}rows"].sum()), positions=_row_positions(gb.df))
 
             def to_shown(res: Any) -> pd.DataFrame:
                 return contract.keyed(res.to_pandas(), keys)
@@ -391,6 +393,7 @@ class PolarsCapture:
         if not isinstance(result, pl.DataFrame):
             return
         lf = frame.lazy()
+        row_positions = _row_positions(frame)
         keys = lf.group_by(*by, **named_by).agg([]).collect_schema().names() if by or named_by else []
         planned, multi = expression_plans(aggs, named, lf.collect_schema(), tuple(keys))
         out = {name: (p.var, p.stat) for name, p in planned.items()}
@@ -410,14 +413,16 @@ class PolarsCapture:
 
         present = [c for c in result.columns if c not in keys]
         resolved = {c: measure_of(c) for c in present}
-        self._register(call, lf, by, named_by, keys, resolved, measure_of, result, schema, inner=inner)
+        self._register(call, lf, by, named_by, keys, resolved, measure_of, result, schema, inner=inner,
+                       positions=row_positions)
 
     def _register(self, call: str, lf: Any, by: list[Any], named_by: dict, keys: list[str],
                   resolved: dict[str, tuple[str | None, str]], measure_of: Callable, result: Any,
                   schema: Any, to_shown: Callable[[Any], pd.DataFrame] | None = None,
                   key_casts: dict[str, Any] | None = None,
                   variables: list[str] | None = None, margin_label: str | None = None, link: bool = True,
-                  inner: dict[str, Any] | None = None, labels: list[str] | None = None) -> Any:
+                  inner: dict[str, Any] | None = None, labels: list[str] | None = None,
+                  positions: Any = None) -> Any:
         rules = self.rules()
         notes: list[str] = []
         unit = rules.unit
@@ -447,7 +452,8 @@ class PolarsCapture:
         set_indicators(facts, ge, variables)
         rows = None
         if link:
-            rows = linking_rows(lf, by, named_by, keys, resolved, int(ge.rows.sum()) if ge.rows is not None else 0)
+            rows = linking_rows(lf, by, named_by, keys, resolved, int(ge.rows.sum()) if ge.rows is not None else 0,
+                                positions=positions)
         inner_frame = None
         if inner:
             inner_frame = grouped(lf, by, named_by, [e.alias(c) for c, e in inner.items()]).collect()
@@ -505,6 +511,7 @@ class PolarsCapture:
                 _depth.value -= 1
             windows = window_columns(args, kwargs) if name == "select" else ()
             self._mark_derived(frames_in(df, args, kwargs), result, name, windows)
+            _remember_rows(result, df, name, args, kwargs)
             return result
         return derived
 
@@ -524,6 +531,7 @@ class PolarsCapture:
                 _depth.value -= 1
             windows = window_columns(args, kwargs) if name in ("with_columns", "with_columns_seq") else ()
             self._mark_derived(frames_in(df, args, kwargs), result, name, windows)
+            _remember_rows(result, df, name, args, kwargs)
             if name == "filter" and is_aggregate_frame(df, self._captured):
                 try:
                     if filter_pins(df, args, kwargs):
@@ -840,3 +848,19 @@ def _numeric(dtype: Any) -> bool:
 
 #: what other modules and the docs name here (the rest is reached in .plan / .evidence)
 __all__ = ["FRAME_STATISTICS", "Plan", "PolarsCapture", "plan_expression", "set_indicators"]
+
+
+def _remember_rows(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> None:
+    """Where ``result``'s rows were in ``source`` (see :mod:`.origins`); never fails the user's call."""
+    if name in origins.SAME_ROWS or name in origins.SUBSETS:
+        with contextlib.suppress(Exception):
+            origins.remember(result, source, name, args, kwargs)
+
+
+def _row_positions(frame: Any) -> Any:
+    """Each row's position in the first frame ``frame`` was made from (None: its own positions)."""
+    _depth.value += 1  # (the replayed filter is ours, not the user's)
+    try:
+        return origins.positions(frame)
+    finally:
+        _depth.value -= 1

@@ -222,8 +222,13 @@ def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
 RAW_LINKED_ROWS = 1_000_000
 
 
+#: the column carrying each row's earlier position while the linking rows are computed
+ROW_LABEL = "__sdc_magic_position"
+
+
 def linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
-                 resolved: dict[str, tuple[str | None, str]], n_rows: int) -> pd.DataFrame | None:
+                 resolved: dict[str, tuple[str | None, str]], n_rows: int, positions: Any = None
+                 ) -> pd.DataFrame | None:
     """The rows behind a table for linking (:func:`contract.register`'s ``rows``), or None.
 
     One row per source row that reached the aggregation: the grouping keys as the table
@@ -231,6 +236,8 @@ def linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
     leave polars). Skipped above ``evidence.rows.MAX_LINKED_ROWS`` rows (linking is not
     attempted there for pandas either) and if anything fails: the table is then checked
     on its own. A table of one variable's statistics covers the rows where it is known.
+    ``positions``: where each row was in the frame it was taken from (:mod:`.origins`), which
+    labels the rows as pandas' index does; else they are labelled by their own positions.
     """
     import polars as pl
 
@@ -255,9 +262,14 @@ def linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
         stats = {st for _, st in resolved.values()}
         variables = {v for v, _ in resolved.values() if v is not None}
         query = lf
+        labelled = positions is not None and len(positions) == lf.select(pl.len()).collect().item()
+        if labelled:
+            query = query.with_columns(pl.Series(ROW_LABEL, positions))
         if "size" not in stats and len(variables) == 1 and next(iter(variables)) in schema:
             query = query.filter(pl.col(next(iter(variables))).is_not_null())
-        rows = query.select([*key_exprs, *hashes]).collect().to_pandas()
+        rows = query.select([*key_exprs, *hashes, *([pl.col(ROW_LABEL)] if labelled else [])]).collect().to_pandas()
+        if labelled:
+            rows.index = pd.Index(rows.pop(ROW_LABEL).to_numpy())
         return rows if len(rows) <= row_limits.MAX_LINKED_ROWS else None
     except Exception:
         return None
