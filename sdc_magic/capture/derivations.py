@@ -16,6 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pandas.api.typing import DataFrameGroupBy, Expanding, ExponentialMovingWindow, Rolling, SeriesGroupBy
 
@@ -26,6 +27,7 @@ from .contract import (
     is_aggregate,
     maker_of,
     mark_aggregate,
+    mark_label_mask,
     record_maker,
     record_recipe,
     withheld_reason,
@@ -99,6 +101,9 @@ class Derivations:
             for name in methods:
                 if hasattr(cls, name):
                     self.patch(cls, name, self.made_wrapper(getattr(cls, name), name))
+        # masks of labels: a selection by them is by labels (checking/selection.py)
+        for name in (*(f"__{op}__" for op in ("eq", "ne", "lt", "le", "gt", "ge")), "isin"):
+            self.patch(pd.Index, name, self.label_mask_wrapper(getattr(pd.Index, name)))
         self.patch(pd, "concat", self.derived_wrapper(pd.concat, concatenated, "concat"))
         self.patch(pd, "merge", self.derived_wrapper(pd.merge, merged, "merge"))
 
@@ -137,6 +142,23 @@ class Derivations:
                         record_recipe(result, Recipe(name, original, args, kwargs))
             except Exception as exc:  # never break user code
                 registry.failures.append(f"{type(exc).__name__}: {exc}")
+            return result
+
+        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+        return wrapper
+
+    def label_mask_wrapper(self, original: Callable) -> Callable:
+        """A comparison of an Index: its boolean result is marked as a mask of labels."""
+        registry = self.registry
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if not _depth.value and isinstance(result, np.ndarray) and result.dtype == bool:
+                try:
+                    mark_label_mask(result)
+                except Exception as exc:  # never break user code
+                    registry.failures.append(f"{type(exc).__name__}: {exc}")
             return result
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]

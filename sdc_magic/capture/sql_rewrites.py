@@ -160,18 +160,73 @@ def linear_sum(node: Any) -> Any:
         return None
 
 
-def two_sided(condition: Any) -> bool:
-    """Whether a condition on aggregates bounds one from both sides: an equality, ``IN``,
-    ``BETWEEN``, or lower and upper comparisons together. Such a filter keeps groups whose
-    figure lies in a closed range, which tells a hidden figure (red team: ``HAVING count(*) = 2``
-    showed the group of two, hidden, at ``suppressed``). One-sided ones (``> 10``) bound it on
-    one side, like the order of rows."""
+#: An upper bound on a count at most this (``< 2``, ``<= 4``) pins a hidden count: hidden cells
+#: are at least 1 where zeros are shown, and below the threshold (10 is the highest preset's).
+SMALL_UPPER_BOUND = 10
+
+
+def two_sided(condition: Any, is_figure: Any = None) -> bool:
+    """Whether a condition keeps rows by a figure (an aggregate) within a closed range.
+
+    Such a filter tells a hidden figure by the rows it keeps (red team: ``HAVING count(*) = 2``
+    showed the group of two, hidden, at ``suppressed``). A pin: an equality, ``IN``,
+    ``BETWEEN``, a lower and an upper comparison together, an upper bound at most
+    :data:`SMALL_UPPER_BOUND`, a small value left out (``<> 2``: each group left out is 2), any
+    other test of a figure (a function of it, a text match, ``list_contains``), each read through
+    ``NOT`` (``NOT n <> 2`` is ``n = 2``, ``NOT n > 2`` an upper bound). One-sided lower bounds
+    (``> 10``), larger upper bounds and ``<> 0`` bound it on one side or leave out the zeros,
+    like the order of rows.
+
+    ``is_figure(node)``: whether an expression is a figure (default: it holds an aggregate
+    function, as in HAVING); comparisons of other expressions (labels) are ignored.
+    """
     from sqlglot import exp
 
     if condition is None:
         return False
-    if condition.find(exp.EQ, exp.In, exp.Between) is not None:
-        return True
-    lower = condition.find(exp.GT, exp.GTE) is not None
-    upper = condition.find(exp.LT, exp.LTE) is not None
-    return lower and upper
+    if is_figure is None:
+        def is_figure(node: Any) -> bool:
+            return node.find(exp.AggFunc) is not None
+
+    plain = {exp.GT: "lower", exp.GTE: "lower", exp.LT: "upper", exp.LTE: "upper"}
+    flip = {k: "upper" if v == "lower" else "lower" for k, v in plain.items()}
+    seen: set[str] = set()
+
+    def literal_of(node: Any) -> float | None:
+        for side in (node.args.get("expression"), node.this):
+            if isinstance(side, exp.Literal) and side.is_number:
+                try:
+                    return float(side.this)
+                except ValueError:
+                    return None
+        return None
+
+    def visit(node: Any, negated: bool) -> bool:
+        if isinstance(node, exp.Not):
+            return visit(node.this, not negated)
+        if isinstance(node, exp.Paren):
+            return visit(node.this, negated)
+        if isinstance(node, exp.And | exp.Or):
+            return visit(node.this, negated) or visit(node.args.get("expression"), negated)
+        if not is_figure(node):
+            return False
+        if isinstance(node, exp.EQ | exp.In | exp.Between):
+            return not negated or isinstance(node, exp.Between)  # (NOT n = 2 leaves one value out)
+        if isinstance(node, exp.NEQ):  # (leaving out the groups of 2 says what each left out is)
+            bound = literal_of(node)
+            return negated or (bound is not None and 0 < bound <= SMALL_UPPER_BOUND)
+        if isinstance(node, exp.Is):
+            return False  # (n IS NULL)
+        kind = (flip if negated else plain).get(type(node))
+        if kind is None:
+            return True  # any other test of a figure (a function, a text match): a pin
+        if node.this is None or not is_figure(node.this):  # (2 > n: the figure on the right)
+            kind = "lower" if kind == "upper" else "upper"
+        seen.add(kind)
+        if kind == "upper":
+            bound = literal_of(node)
+            if bound is not None and bound <= SMALL_UPPER_BOUND:
+                return True
+        return "upper" in seen and "lower" in seen
+
+    return visit(condition, False)

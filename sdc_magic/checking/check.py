@@ -40,6 +40,7 @@ from .selection import (
     hide_value_order,
     withhold_if_only_hidden_rows,
     withhold_if_selected_by_values,
+    withhold_if_selected_unexplained,
     withhold_pinned_labels,
 )
 from .values import individual_cells, not_counts, numbers_only, row_windows_hidden, untraced_cells
@@ -135,10 +136,12 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
         if earlier is not None:
             withhold_if_selected_by_values(frame, earlier)  # (the same cells chosen by their labels first)
             withhold_if_only_hidden_rows(earlier, resolved)
+            withhold_if_selected_unexplained(frame, earlier, resolved)
             return earlier
     checked = _check_table(resolved, rules, protector, shape, linker, progress, published)
     withhold_if_selected_by_values(frame, checked)
     withhold_if_only_hidden_rows(checked, resolved)
+    withhold_if_selected_unexplained(frame, checked, resolved)
     return hide_value_order(checked)
 
 

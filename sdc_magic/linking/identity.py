@@ -31,7 +31,14 @@ _frame_hashes: dict[int, tuple[Any, dict[Hashable, tuple[tuple, np.ndarray]]]] =
 
 
 def hash_column(col: pd.Series) -> np.ndarray:
-    """uint64 hash of each value of ``col`` (its text for unhashable values: lists, dicts)."""
+    """uint64 hash of each value of ``col`` (its text for unhashable values: lists, dicts).
+
+    An object column is typed first (``infer_objects``): numbers that went through an object
+    array (``pd.DataFrame(f.values, ...)``, ``f.T.T``) hash as the numbers they are, so the same
+    rows are found again (red team: a filtered copy rebuilt from ``.values`` was other people).
+    """
+    if col.dtype == object:
+        col = col.infer_objects()
     try:
         return pd.util.hash_pandas_object(col, index=False).to_numpy(dtype=np.uint64)
     except TypeError:  # unhashable values (lists, dicts)

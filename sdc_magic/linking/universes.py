@@ -37,6 +37,11 @@ from .names import output_order
 MAX_UNIVERSES = 12
 #: Frames from this many rows are matched by content only when most rows are distinct.
 MIN_RANKED_ROWS = 20
+#: A frame of repeated rows is matched as a sub-multiset (``Universe._by_multiset``) only when
+#: our rows repeat each content at most this often on average, and at most this share of its
+#: rows are not among ours.
+MULTISET_MAX_REPEATS = 10
+MULTISET_NEW_SHARE = 0.005
 
 
 def _distinct(values: np.ndarray) -> int:
@@ -148,7 +153,43 @@ class Universe:
             by_content = self._by_content(frame, content)
             if by_content is not None and (pos is None or (by_content >= 0).sum() > (pos >= 0).sum()):
                 pos = by_content
+        if (pos is None or 2 * int((pos >= 0).sum()) < len(frame)) and len(common) == len(self.hashes):
+            by_multiset = self._by_multiset(frame, common)
+            if by_multiset is not None and (pos is None or (by_multiset >= 0).sum() > (pos >= 0).sum()):
+                pos = by_multiset
         return pos
+
+    def _by_multiset(self, frame: pd.DataFrame, columns: list[Hashable]) -> np.ndarray | None:
+        """Rows that no label or distinct content places, when they are (nearly) a sub-multiset of ours.
+
+        Why: a filtered copy whose labels were replaced (``ignore_index``, ``set_axis``, a frame
+        rebuilt from ``.values`` or records, a DuckDB or polars copy back in pandas) of columns
+        that cannot tell people apart (sex and an age) was found by nothing, and its table was
+        cleared beside the whole (407 − 406 = 1). When ``frame`` has every column this universe
+        fingerprints, its rows identical in all of them are interchangeable for every
+        population recorded here, so matching them by occurrence rank loses nothing. Taken only
+        when chance cannot explain it: at least :data:`MIN_RANKED_ROWS` rows, at least half of
+        ours, on average at most :data:`MULTISET_MAX_REPEATS` rows per distinct content of ours
+        (two unrelated samples of few values contain each other: admin2 alone, round 5), and at
+        most :data:`MULTISET_NEW_SHARE` of its rows not among ours (an unrelated sample of the
+        same columns leaves 8-17 % out; a few appended rows are allowed).
+        """
+        n = len(frame)
+        if n < MIN_RANKED_ROWS:
+            return None
+        cols = tuple(sorted(columns, key=str))
+        index, rows = self._content_index(cols, ranked=False)
+        if n < 0.5 * len(rows) or len(rows) > MULTISET_MAX_REPEATS * max(index.nunique(), 1):
+            return None
+        mine = combine([frame_hash(frame, c) for c in cols])
+        counts_f = pd.Series(mine).value_counts()
+        counts_u = pd.Series(np.asarray(index)).value_counts()
+        extra = (counts_f - counts_u.reindex(counts_f.index, fill_value=0)).clip(lower=0).sum()
+        if extra > MULTISET_NEW_SHARE * n:
+            return None
+        ranked, ranked_rows = self._content_index(cols)
+        found = ranked.get_indexer(with_rank(mine))
+        return np.where(found >= 0, ranked_rows[np.maximum(found, 0)], -1).astype(np.int64)
 
     def _by_labels(self, frame: pd.DataFrame, check: list[Hashable], index: pd.Index | None = None
                    ) -> np.ndarray | None:
@@ -173,9 +214,18 @@ class Universe:
         # the same rows when most of their columns agree: a column recoded between two outputs
         # (astype(float), round, str.lower, a value set to missing) does not make new people
         # (red team: a recode between two counts hid a difference of 2 from linking)
-        agree = sum(bool(np.array_equal(hash_column(frame[c].iloc[sample]), self.hashes[c][pos[sample]]))
-                    for c in check)
-        if agree == 0 or 2 * agree < len(check):
+        theirs = {c: hash_column(frame[c].iloc[sample]) for c in check}
+        # a column constant on the sample (a country code) agrees whatever the rows: it is no
+        # evidence (red team: two data sets numbered alike, both with country "UG", were "the same
+        # people" although their ages differed); when every checked column is constant there,
+        # the other common columns (the keys too) are compared
+        telling = [c for c in check if len(np.unique(theirs[c])) > 1]
+        if not telling:
+            others = [c for c in self.hashes if c in frame.columns and c not in theirs]
+            theirs.update({c: hash_column(frame[c].iloc[sample]) for c in others})
+            telling = [c for c in others if len(np.unique(theirs[c])) > 1] or list(check)
+        agree = sum(bool(np.array_equal(theirs[c], self.hashes[c][pos[sample]])) for c in telling)
+        if agree == 0 or 2 * agree < len(telling):
             return None
         return pos
 
@@ -284,7 +334,16 @@ class Universe:
         self._combined.clear()
         self.frames.clear()
 
-    def _content_index(self, cols: tuple) -> tuple[pd.Index, np.ndarray]:
+    def _content_index(self, cols: tuple, ranked: bool = True) -> tuple[pd.Index, np.ndarray]:
+        """The rows' content hashes over ``cols`` (told apart by occurrence rank unless ``ranked`` is
+        False, then repeated) and the rows they belong to; rows missing a column are left out."""
+        if not ranked:
+            hashes = [self.hashes[c] for c in cols]
+            valid = np.ones(self.n, dtype=bool)
+            for h in hashes:
+                valid &= h != MISSING
+            rows = np.flatnonzero(valid)
+            return pd.Index(combine([h[rows] for h in hashes])), rows
         hit = self._combined.get(cols)
         if hit is None:
             hashes = [self.hashes[c] for c in cols]

@@ -174,9 +174,13 @@ def _mark_aggregate(result: pd.DataFrame, unplanned: Any) -> None:
 
 def _mark_pins(result: Any, unplanned: Untraced) -> None:
     """Rows kept by an aggregate's value bounded from both sides (``plan.value_pins``)."""
-    if unplanned.pins and result is not None:
+    if result is None:
+        return
+    if unplanned.pins:
         contract.mark_selected_by_values(result, "the rows shown were kept by a condition that bounds an "
                                                  "aggregate from both sides (=, IN, BETWEEN) in an outer query")
+    else:
+        contract.mark_selection_read(result)
 
 
 def _unverified_form(rel: Any, computed: tuple[str, ...] | None, *, untraced: bool = True,

@@ -195,37 +195,46 @@ def untraced_shape(query: str) -> Untraced | str | None:
 
 
 def value_pins(tree: Any, definitions: dict[str, list[Any]] | None = None) -> bool:
-    """Whether a WHERE or QUALIFY keeps rows by an aggregate's value bounded from both sides.
+    """Whether a WHERE, QUALIFY, HAVING or join condition keeps rows by an aggregate's value in
+    a closed range (:func:`..sql_rewrites.two_sided`, read through ``NOT``).
 
     The aggregate is a column a subquery or CTE computes with an aggregate function
-    (``select * from (select district, count(*) n ... ) where n = 2 or n > 15``): the rows kept
-    tell their figures, as ``HAVING count(*) = 2`` does (red team, issue 23: the outer form
-    showed C F hidden beside A's rows, with its value in the query). Comparisons on labels
-    (``district = 'A'``) do not count; an equality, ``IN``, ``BETWEEN``, or lower and upper
-    bounds on aggregate columns do.
+    (``select * from (select district, count(*) n ... ) where n = 2 or n > 15``), or the aggregate
+    itself: the rows kept tell their figures, as ``HAVING count(*) = 2`` does (red team, issue
+    23: the outer form showed C F hidden beside A's rows, with its value in the query).
+    Comparisons on labels (``district = 'A'``) do not count.
     """
     from sqlglot import exp
 
-    definitions = _definitions(tree) if definitions is None else definitions
+    from ..sql_rewrites import two_sided
 
-    def aggregate_valued(node: Any) -> bool:
-        for col in node.find_all(exp.Column):
-            for d in definitions.get(col.name, []):
-                if d.find(exp.AggFunc) is not None or _unknown_aggregate(d):
-                    return True
-        return False
+    definitions = _definitions(tree) if definitions is None else definitions
+    figures = {name for name, defs in definitions.items()
+               if any(d.find(exp.AggFunc) is not None or _unknown_aggregate(d) for d in defs)}
+    for alias in tree.find_all(exp.TableAlias):  # with c(d, s, k) as (select ..., count(*) ...)
+        inner = alias.parent.this if isinstance(alias.parent, exp.CTE | exp.Subquery) else None
+        if isinstance(inner, exp.Select) and alias.columns:
+            figures |= {col.name for col, p in zip(alias.columns, inner.expressions, strict=False)
+                        if p.find(exp.AggFunc) is not None or _unknown_aggregate(p)}
+
+    def is_figure(node: Any) -> bool:
+        if node.find(exp.AggFunc) is not None or _unknown_aggregate(node):
+            return True
+        return any(col.name in figures for col in node.find_all(exp.Column))
 
     for select in tree.find_all(exp.Select):
-        for clause in ("where", "qualify"):
+        for clause in ("where", "qualify", "having"):
             cond = select.args.get(clause)
-            if cond is None:
-                continue
-            found = [c for c in cond.find_all(exp.EQ, exp.In, exp.Between, exp.GT, exp.GTE, exp.LT, exp.LTE)
-                     if aggregate_valued(c)]
-            if any(isinstance(c, exp.EQ | exp.In | exp.Between) for c in found):
+            if cond is not None and two_sided(cond.this if hasattr(cond, "this") else cond, is_figure):
                 return True
-            if any(isinstance(c, exp.GT | exp.GTE) for c in found) and any(isinstance(c, exp.LT | exp.LTE)
-                                                                              for c in found):
+        for join in select.args.get("joins") or []:
+            on = join.args.get("on")
+            if on is not None and is_figure(on):
+                return True  # (a join on a figure: the rows of a list of values)
+    for minus in tree.find_all(exp.Except):  # (rows taken away by a condition: kept by its negation)
+        for select in minus.expression.find_all(exp.Select):
+            cond = select.args.get("where")
+            if cond is not None and two_sided(exp.Not(this=cond.this), is_figure):
                 return True
     return False
 

@@ -537,6 +537,8 @@ class PolarsCapture:
                     if filter_pins(df, args, kwargs):
                         contract.mark_selected_by_values(result, "the groups shown were kept by a filter that bounds "
                                                                  "their figures from both sides (==, is_in, is_between)")
+                    else:
+                        contract.mark_selection_read(result)
                 except Exception as exc:  # withheld at display (fail closed)
                     self.registry.failures.append(f"polars filter: {type(exc).__name__}: {exc}")
                     _withhold(result)
@@ -583,6 +585,8 @@ class PolarsCapture:
             selected = contract.selected_by_values(df)
             if selected is not None:
                 contract.mark_selected_by_values(result, selected)
+            if contract.selection_read(df):
+                contract.mark_selection_read(result)
             return result
         return to_pandas
 
@@ -789,6 +793,8 @@ def _mark_sql_result(result: Any, shape: Any, untraced: type) -> None:
     if shape.pins:  # (an outer WHERE bounding an aggregate from both sides: see duckdb.plan.value_pins)
         contract.mark_selected_by_values(result, "the rows shown were kept by a condition that bounds an "
                                                  "aggregate from both sides (=, IN, BETWEEN) in an outer query")
+    else:
+        contract.mark_selection_read(result)
 
 
 #: pl.concat of aggregates of different grouping levels (groups, and a total row made apart)
