@@ -207,6 +207,9 @@ class _WeakMarks:
             pass
 
 
+#: the same class for the other capture modules (marks of their own)
+WeakMarks = _WeakMarks
+
 _aggregates = _WeakMarks()
 _withheld = _WeakMarks()
 _row_windows = _WeakMarks()

@@ -28,7 +28,9 @@ from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
 from .contract import (
     mark_aggregate,
+    mark_selected_by_values,
     mark_withheld,
+    selected_by_values,
     withheld_reason,
 )
 from .custom_stats import probed_measures
@@ -36,6 +38,7 @@ from .depth import depth as _depth
 from .derivations import Derivations
 from .entries import MAGNITUDE_EVIDENCE, Source, build_entry
 from .group_sizes import could_be_sizes, size_labels
+from .size_filters import SizeFilters
 
 _PANDAS = (pd.DataFrame, pd.Series)
 GROUPBY_METHODS = (
@@ -126,6 +129,7 @@ class Capture:
         self._patch(pd, "cut", self._function_wrapper(pd.cut, self._data_edges, aggregate=False))
         self._patch(pd, "qcut", self._function_wrapper(pd.qcut, self._data_edges, aggregate=False))
         Derivations(self.registry, self._patch).install()
+        SizeFilters(self.registry.failures, self._patch).install()
         self.installed = True
 
     def uninstall(self) -> None:
@@ -278,6 +282,10 @@ class Capture:
         obj = result if flat_obj is None else flat_obj
         if not isinstance(obj, pd.Series | pd.DataFrame):
             return
+        rows_from = None if source is None else (source.frame if source.frame is not None else source.rows)
+        chosen = selected_by_values(rows_from) if isinstance(rows_from, pd.DataFrame | pd.Series) else None
+        if chosen is not None:  # (rows kept by their groups' sizes: capture/size_filters.py)
+            mark_selected_by_values(result, chosen)
         flat = flatten(obj) if flat is None else flat
         entry = build_entry(self.registry.new_id(), call, flat, ge, key_dims, measure_of, notes,
                             self.rules().top_k, margin_label, margin_evidence)
