@@ -104,14 +104,15 @@ def test_the_saved_memory_holds_hashes_of_labels_never_the_labels(tmp_path) -> N
 
 
 def test_a_memory_saved_without_labels_still_loads(tmp_path) -> None:
-    """A file from an earlier version (no label hashes) is read; its rows are found by content."""
+    """A file from an earlier version (no label hashes) is read; its rows are found by content, here
+    as a sub-multiset of the saved rows (``Universe._by_multiset``)."""
     kernel(tmp_path, lambda d: d.groupby("sex").size(), people())
     for path in tmp_path.glob("*.rows.npz"):
         with np.load(path) as saved:
             kept = {k: saved[k] for k in saved.files if k != "labels"}
         np.savez(path, **kept)
     meta = kernel(tmp_path, lambda d: d[d.age <= 100].groupby("sex").size(), people())
-    assert meta["status"] in {"pass", "review"}, meta  # (not found by content: repeated columns)
+    assert meta["status"] != "pass", meta
 
 
 def test_two_headless_kernels_in_one_folder(tmp_path) -> None:

@@ -138,8 +138,11 @@ def test_a_selection_showing_hidden_cells_only_is_withheld(sess: Session, code: 
     df = _frame()
     t = df.groupby("district").size()
     out = sess.publish(eval(code, {"t": t, "np": np}))
-    assert out.metadata["sdc_magic"]["status"] == "blocked" and "every cell this selection" in out.data["text/plain"]
-    assert "Z" not in out.data["text/plain"]
+    text = out.data["text/plain"]
+    # (a function's mask is recomputed since issue 23's red team: the lineage withholds it first)
+    assert out.metadata["sdc_magic"]["status"] == "blocked" and (
+        "every cell this selection" in text or "depends on values its parent table hides" in text)
+    assert "Z" not in text
 
 
 def test_a_selection_with_published_cells_beside_a_hidden_one_is_shown(sess: Session) -> None:

@@ -214,7 +214,6 @@ _aggregates = _WeakMarks()
 _withheld = _WeakMarks()
 _row_windows = _WeakMarks()
 _value_selected = _WeakMarks()
-_label_masks = _WeakMarks()
 _selection_read = _WeakMarks()
 
 
@@ -226,16 +225,6 @@ def mark_selection_read(obj: Any) -> None:
 
 def selection_read(obj: Any) -> bool:
     return bool(_selection_read.get(obj))
-
-
-def mark_label_mask(mask: Any) -> None:
-    """Note that a boolean array was computed from labels alone (``t.index != "B"``,
-    ``t.index.isin([...])``): a selection by it tells nothing of the figures."""
-    _label_masks.set(mask, True)
-
-
-def is_label_mask(mask: Any) -> bool:
-    return bool(_label_masks.get(mask))
 
 
 def mark_selected_by_values(obj: Any, reason: str) -> None:

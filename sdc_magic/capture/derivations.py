@@ -16,7 +16,6 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from pandas.api.typing import DataFrameGroupBy, Expanding, ExponentialMovingWindow, Rolling, SeriesGroupBy
 
@@ -27,7 +26,6 @@ from .contract import (
     is_aggregate,
     maker_of,
     mark_aggregate,
-    mark_label_mask,
     record_maker,
     record_recipe,
     withheld_reason,
@@ -101,9 +99,6 @@ class Derivations:
             for name in methods:
                 if hasattr(cls, name):
                     self.patch(cls, name, self.made_wrapper(getattr(cls, name), name))
-        # masks of labels: a selection by them is by labels (checking/selection.py)
-        for name in (*(f"__{op}__" for op in ("eq", "ne", "lt", "le", "gt", "ge")), "isin"):
-            self.patch(pd.Index, name, self.label_mask_wrapper(getattr(pd.Index, name)))
         self.patch(pd, "concat", self.derived_wrapper(pd.concat, concatenated, "concat"))
         self.patch(pd, "merge", self.derived_wrapper(pd.merge, merged, "merge"))
 
@@ -142,23 +137,6 @@ class Derivations:
                         record_recipe(result, Recipe(name, original, args, kwargs))
             except Exception as exc:  # never break user code
                 registry.failures.append(f"{type(exc).__name__}: {exc}")
-            return result
-
-        wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
-        return wrapper
-
-    def label_mask_wrapper(self, original: Callable) -> Callable:
-        """A comparison of an Index: its boolean result is marked as a mask of labels."""
-        registry = self.registry
-
-        @functools.wraps(original)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            if not _depth.value and isinstance(result, np.ndarray) and result.dtype == bool:
-                try:
-                    mark_label_mask(result)
-                except Exception as exc:  # never break user code
-                    registry.failures.append(f"{type(exc).__name__}: {exc}")
             return result
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
@@ -205,12 +183,19 @@ class Derivations:
         """``t.loc[...]`` / ``t.iloc[...]`` of an aggregation's result: marked and with a recipe, as
         :meth:`derived_wrapper` does for methods (the indexer's object is the input)."""
         derived = self.derived_wrapper(_Selection(original, name), first_and_other, name)
+        registry = self.registry
 
         @functools.wraps(original)
         def wrapper(indexer: Any, key: Any) -> Any:
             obj = getattr(indexer, "obj", None)
             if _depth.value or not isinstance(obj, pd.DataFrame | pd.Series):
                 return original(indexer, key)
+            if callable(key) and (is_aggregate(obj) or registry.by_object(obj) is not None):
+                # t.loc[lambda x: x == 2]: pandas calls the function on the object once and selects
+                # by its answer; called here instead, the answer (a mask with its own recipe when it
+                # compares the table's values) goes into the recipe, so the selection is recomputed
+                # with the hidden cells moved (red team: a function's mask could not be replayed)
+                key = key(obj)
             return derived(obj, key)
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]

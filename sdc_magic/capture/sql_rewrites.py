@@ -163,19 +163,22 @@ def linear_sum(node: Any) -> Any:
 #: An upper bound on a count at most this (``< 2``, ``<= 4``) pins a hidden count: hidden cells
 #: are at least 1 where zeros are shown, and below the threshold (10 is the highest preset's).
 SMALL_UPPER_BOUND = 10
+#: A lower bound on a count at most this (``> 1``, ``>= 2``) pins the groups it leaves out.
+SMALL_LOWER_BOUND = 2
 
 
 def two_sided(condition: Any, is_figure: Any = None) -> bool:
-    """Whether a condition keeps rows by a figure (an aggregate) within a closed range.
+    """Whether a condition keeps rows by a figure (an aggregate) within a narrow range.
 
     Such a filter tells a hidden figure by the rows it keeps (red team: ``HAVING count(*) = 2``
-    showed the group of two, hidden, at ``suppressed``). A pin: an equality, ``IN``,
-    ``BETWEEN``, a lower and an upper comparison together, an upper bound at most
-    :data:`SMALL_UPPER_BOUND`, a small value left out (``<> 2``: each group left out is 2), any
-    other test of a figure (a function of it, a text match, ``list_contains``), each read through
-    ``NOT`` (``NOT n <> 2`` is ``n = 2``, ``NOT n > 2`` an upper bound). One-sided lower bounds
-    (``> 10``), larger upper bounds and ``<> 0`` bound it on one side or leave out the zeros,
-    like the order of rows.
+    showed the group of two, hidden, at ``suppressed``). A pin: an equality or ``IN``; a range
+    (``BETWEEN``, or lower and upper bounds anywhere in the condition) at most
+    :data:`SMALL_UPPER_BOUND` wide or ending at most there; an upper bound at most there; a lower
+    bound at most :data:`SMALL_LOWER_BOUND` (``> 1``: each group left out is 1); a value left out
+    (``<> 2``, ``<> 15``: each group left out is it); any test of a figure that is not the bare
+    figure against a number (``-count(*) > -3``, ``3 - n > 0``, ``list_position(.., n) > 0``): all
+    read through ``NOT``. Lower bounds (``> 10``), wide ranges (``BETWEEN 5 AND 1000``) and
+    ``<> 0`` are shown, like the order of rows.
 
     ``is_figure(node)``: whether an expression is a figure (default: it holds an aggregate
     function, as in HAVING); comparisons of other expressions (labels) are ignored.
@@ -190,16 +193,28 @@ def two_sided(condition: Any, is_figure: Any = None) -> bool:
 
     plain = {exp.GT: "lower", exp.GTE: "lower", exp.LT: "upper", exp.LTE: "upper"}
     flip = {k: "upper" if v == "lower" else "lower" for k, v in plain.items()}
-    seen: set[str] = set()
+    bounds: dict[str, list[float | None]] = {"lower": [], "upper": []}
 
-    def literal_of(node: Any) -> float | None:
-        for side in (node.args.get("expression"), node.this):
-            if isinstance(side, exp.Literal) and side.is_number:
-                try:
-                    return float(side.this)
-                except ValueError:
-                    return None
+    def number(node: Any) -> float | None:
+        node = node.this if isinstance(node, exp.Paren | exp.Cast) else node
+        if isinstance(node, exp.Neg):
+            inner = number(node.this)
+            return None if inner is None else -inner
+        if isinstance(node, exp.Literal) and node.is_number:
+            try:
+                return float(node.this)
+            except ValueError:
+                return None
         return None
+
+    def bare(node: Any) -> bool:
+        node = node.this if isinstance(node, exp.Paren | exp.Cast) else node
+        return isinstance(node, exp.AggFunc | exp.Column) and is_figure(node)
+
+    def narrow(lo: float | None, hi: float | None) -> bool:
+        if lo is None or hi is None:
+            return True
+        return hi - lo <= SMALL_UPPER_BOUND or hi <= SMALL_UPPER_BOUND
 
     def visit(node: Any, negated: bool) -> bool:
         if isinstance(node, exp.Not):
@@ -207,26 +222,45 @@ def two_sided(condition: Any, is_figure: Any = None) -> bool:
         if isinstance(node, exp.Paren):
             return visit(node.this, negated)
         if isinstance(node, exp.And | exp.Or):
-            return visit(node.this, negated) or visit(node.args.get("expression"), negated)
+            return visit(node.this, negated) | visit(node.args.get("expression"), negated)
         if not is_figure(node):
             return False
-        if isinstance(node, exp.EQ | exp.In | exp.Between):
-            return not negated or isinstance(node, exp.Between)  # (NOT n = 2 leaves one value out)
-        if isinstance(node, exp.NEQ):  # (leaving out the groups of 2 says what each left out is)
-            bound = literal_of(node)
-            return negated or (bound is not None and 0 < bound <= SMALL_UPPER_BOUND)
-        if isinstance(node, exp.Is):
-            return False  # (n IS NULL)
+        if isinstance(node, exp.Is) or bare(node):
+            return False  # (n IS NULL; a boolean aggregate as the condition: bool_or(flag = 1))
+        if isinstance(node, exp.Between):
+            if not bare(node.this):
+                return True
+            return negated or narrow(number(node.args.get("low")), number(node.args.get("high")))
+        if isinstance(node, exp.EQ | exp.In):
+            return not negated or not (isinstance(node, exp.EQ) and bare(node.this))
+        left, right = node.this, node.args.get("expression")
+        if left is None or right is None:
+            return True
+        if bare(left) and number(right) is not None:
+            figure_left, value = True, number(right)
+        elif bare(right) and number(left) is not None:
+            figure_left, value = False, number(left)
+        else:
+            return True  # a figure inside arithmetic or a function, or two figures compared
+        if isinstance(node, exp.NEQ):  # (leaving out the groups of 15 says what each left out is)
+            return negated or value != 0
         kind = (flip if negated else plain).get(type(node))
         if kind is None:
-            return True  # any other test of a figure (a function, a text match): a pin
-        if node.this is None or not is_figure(node.this):  # (2 > n: the figure on the right)
+            return True
+        if not figure_left:  # (2 > n: the figure on the right)
             kind = "lower" if kind == "upper" else "upper"
-        seen.add(kind)
-        if kind == "upper":
-            bound = literal_of(node)
-            if bound is not None and bound <= SMALL_UPPER_BOUND:
-                return True
-        return "upper" in seen and "lower" in seen
+        bounds[kind].append(value)
+        if kind == "upper" and value <= SMALL_UPPER_BOUND:
+            return True
+        if kind == "lower":  # the largest figure a group left out can have (n > 1: 1; n >= 1: 0)
+            strict = isinstance(node, exp.GT | exp.LT) != negated
+            left_out = value if strict else value - 1
+            return 1 <= left_out <= SMALL_LOWER_BOUND
+        return False
 
-    return visit(condition, False)
+    pinned = visit(condition, False)
+    if pinned:
+        return True
+    if bounds["lower"] and bounds["upper"]:
+        return narrow(max(bounds["lower"]), min(bounds["upper"]))
+    return False

@@ -51,34 +51,38 @@ def withhold_if_only_hidden_rows(checked: Any, resolved: Any) -> None:
         raise Withheld(ONLY_HIDDEN_ROWS)
 
 
-UNEXPLAINED_SELECTION = ("this table shows some rows of a checked table, hidden cells among them, chosen by a rule the "
-                         "check cannot read (a mask made with numpy or a function, a filter in another engine or "
-                         "query), and the rows kept are told apart from the rows left out by their figures alone: "
-                         "the rule may be a condition on them (n = 2 or n > 15) that tells the hidden ones. "
-                         "Show the whole table, or select rows by their labels (.loc[[...]])")
+UNEXPLAINED_SELECTION = ("this table shows some cells of a checked table, hidden cells among them, and neither their "
+                         "labels (whole rows or columns), their positions (head, a slice) nor a one-sided bound "
+                         "explain which: the rule may be a condition on the figures (n = 2 or n > 15) that tells the "
+                         "hidden ones. Show the whole table, or select whole rows or columns by their labels")
 
 
 def withhold_if_selected_unexplained(frame: Any, checked: Any, resolved: Any) -> None:
     """Raise :class:`Withheld` when a strict selection of a captured table keeps hidden cells beside
-    published ones, nothing says how its rows were chosen, and their figures could have chosen them.
+    published ones and neither its labels, its positions nor a one-sided bound explain its cells.
 
     Why (red team, issue 23): ``t.loc[lambda x: (x == 2) | (x > 15)]``, ``t[np.isclose(t, 2) | (t > 15)]``,
-    DuckDB's ``rel.filter("n = 2 or n > 15")`` of an aggregate, a second query over it, a polars
-    ``filter`` of ``group_by().len()`` drew "C F ✕" beside A's 20s: with B's 15 left out, C F is 2.
-    A selection with a recipe is recomputed with its hidden cells moved (``lineage.labels_pinned``)
-    and a SQL or polars condition is read (``contract.mark_selected_by_values``); this is for the
-    rest. When a figure shown or hidden among the rows kept also appears among the rows left out,
-    no condition on the figures alone chose them (a selection by labels): shown. When every row
-    kept lies above every row left out (or below, all above :data:`SMALL_FIGURES`), the most a
-    condition on figures could be is one-sided, as for filters we read: shown. Otherwise (rows
-    kept on both sides of rows left out) withheld: over-protection for a label selection made
-    with numpy whose figures happen to interleave so, the price of not reading the rule.
+    ``t.iloc[np.flatnonzero(...)]``, a list of labels computed from the values, DuckDB's
+    ``rel.filter("n = 2 or n > 15")`` of an aggregate, a second query over it, a polars ``filter``
+    of ``group_by().len()`` drew "C F ✕" beside A's 20s: with B's 15 left out, C F is 2. Whatever
+    chose the cells (a recipe replays the same labels or mask; the rule may be out of reach), the
+    cells kept tell how:
+
+    * a *product of labels* (the cells whose label on each dimension is among those kept:
+      dropping district B, keeping women in A and C) is what a selection by labels keeps;
+    * a *run of positions* (``head``, ``tail``, a slice) is a selection by position;
+    * all kept above all left out, or below them and above :data:`SMALL_FIGURES`, is at most a
+      one-sided bound, as for the conditions the capture reads.
+
+    Anything else (cells kept on both sides of cells left out, across labels) is withheld: the
+    rule may be a condition on the figures. A condition the capture read (SQL, polars) is judged
+    there (``contract.mark_selection_read``). A one-dimensional table is always a product of its
+    labels: there a selection by value cannot be told from one by label (known gap).
     """
-    from ..capture.contract import Withheld, recipe_of, selection_read
+    from ..capture.contract import Withheld, selection_read
 
     match, flat = getattr(resolved, "match", None), getattr(resolved, "flat", None)
-    if match is None or flat is None or checked.hidden.size == 0 or _replayable(recipe_of(frame)) \
-            or selection_read(frame):
+    if match is None or flat is None or checked.hidden.size == 0 or selection_read(frame):
         return
     positions = np.asarray(match.positions)
     mapped = positions >= 0
@@ -89,18 +93,17 @@ def withhold_if_selected_unexplained(frame: Any, checked: Any, resolved: Any) ->
     hidden = np.asarray(checked.hidden)[np.asarray(rows), np.asarray(cols)][mapped]
     if not hidden.any() or hidden.all():
         return  # (nothing hidden; or hidden cells only: withhold_if_only_hidden_rows)
-    entry_values = np.asarray(match.entry.flat.values, dtype=object)
-    kept = np.zeros(len(entry_values), dtype=bool)
+    parent = match.entry.flat
+    kept = np.zeros(len(parent), dtype=bool)
     kept[np.unique(positions[mapped])] = True
-    if kept.all():
-        return  # (the whole table, in another layout)
-    mine = {_figure(v) for v in entry_values[kept]} - {None}
-    left_out = {_figure(v) for v in entry_values[~kept]} - {None}
-    if not mine or not left_out or mine & left_out:
-        return  # a figure on both sides: no condition on the figures alone chose the rows
-    if min(mine) > max(left_out):
+    if kept.all() or _product_of_labels(parent, kept) or _run_of_positions(kept):
+        return
+    values = np.asarray(parent.values, dtype=object)
+    mine = {_figure(v) for v in values[kept]} - {None}
+    left_out = {_figure(v) for v in values[~kept]} - {None}
+    if mine and left_out and min(mine) > max(left_out):
         return  # at most a lower bound (t[t > 10]): one-sided, as for a filter we can read
-    if max(mine) < min(left_out) and max(mine) > SMALL_FIGURES:
+    if mine and left_out and max(mine) < min(left_out) and max(mine) > SMALL_FIGURES:
         return  # at most an upper bound above the small figures (t[t < 20]): one-sided
     raise Withheld(UNEXPLAINED_SELECTION)
 
@@ -110,23 +113,19 @@ def withhold_if_selected_unexplained(frame: Any, checked: Any, resolved: Any) ->
 SMALL_FIGURES = 10
 
 
-def _replayable(recipe: Any) -> bool:
-    """A recipe whose selection the lineage can compute again with hidden cells moved: not one
-    whose rows were picked by a mask frozen outside the capture (``t[np.isclose(t, 2)]``,
-    ``t[t.values == 2]``: a numpy array of booleans, or a boolean Series without a recipe)."""
-    from ..capture.contract import is_label_mask, recipe_of
+def _product_of_labels(flat: Any, kept: np.ndarray) -> bool:
+    """Whether the kept cells are all the cells whose label on every dimension (and measure) is
+    one a kept cell has: what a selection by labels keeps."""
+    inside = np.ones(len(kept), dtype=bool)
+    for labels in (*flat.dims.values(), flat.measure):
+        labels = pd.Index(np.asarray(labels, dtype=object))
+        inside &= labels.isin(labels[kept])
+    return bool(np.array_equal(inside, kept))
 
-    if recipe is None:
-        return False
-    for arg in (*recipe.args[1:], *recipe.kwargs.values()):
-        if isinstance(arg, np.ndarray) and arg.dtype == bool and not is_label_mask(arg):
-            return False
-        if isinstance(arg, pd.Series | pd.Index) and pd.api.types.is_bool_dtype(arg.dtype) \
-                and recipe_of(arg) is None:
-            return False
-        if isinstance(arg, list) and arg and all(isinstance(x, bool | np.bool_) for x in arg):
-            return False
-    return True
+
+def _run_of_positions(kept: np.ndarray) -> bool:
+    at = np.flatnonzero(kept)
+    return bool(len(at)) and int(at[-1] - at[0] + 1) == len(at)
 
 
 def _figure(value: Any) -> float | None:

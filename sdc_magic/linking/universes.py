@@ -41,7 +41,7 @@ MIN_RANKED_ROWS = 20
 #: our rows repeat each content at most this often on average, and at most this share of its
 #: rows are not among ours.
 MULTISET_MAX_REPEATS = 10
-MULTISET_NEW_SHARE = 0.005
+MULTISET_NEW_SHARE = 0.02
 
 
 def _distinct(values: np.ndarray) -> int:
@@ -172,7 +172,7 @@ class Universe:
         ours, on average at most :data:`MULTISET_MAX_REPEATS` rows per distinct content of ours
         (two unrelated samples of few values contain each other: admin2 alone, round 5), and at
         most :data:`MULTISET_NEW_SHARE` of its rows not among ours (an unrelated sample of the
-        same columns leaves 8-17 % out; a few appended rows are allowed).
+        same columns leaves 8-17 % out; a few appended rows, 2 %, are allowed).
         """
         n = len(frame)
         if n < MIN_RANKED_ROWS:

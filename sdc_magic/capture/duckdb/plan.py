@@ -216,27 +216,35 @@ def value_pins(tree: Any, definitions: dict[str, list[Any]] | None = None) -> bo
         if isinstance(inner, exp.Select) and alias.columns:
             figures |= {col.name for col, p in zip(alias.columns, inner.expressions, strict=False)
                         if p.find(exp.AggFunc) is not None or _unknown_aggregate(p)}
+    for _ in range(8):  # names given to figures again (select n as m, n + 0 as m)
+        more = {name for name, defs in definitions.items() if name not in figures
+                and any(c.name in figures for d in defs for c in d.find_all(exp.Column))}
+        if not more:
+            break
+        figures |= more
 
     def is_figure(node: Any) -> bool:
         if node.find(exp.AggFunc) is not None or _unknown_aggregate(node):
             return True
         return any(col.name in figures for col in node.find_all(exp.Column))
 
+    conditions = []
     for select in tree.find_all(exp.Select):
         for clause in ("where", "qualify", "having"):
             cond = select.args.get(clause)
-            if cond is not None and two_sided(cond.this if hasattr(cond, "this") else cond, is_figure):
-                return True
+            if cond is not None:
+                conditions.append(cond.this if hasattr(cond, "this") else cond)
         for join in select.args.get("joins") or []:
-            on = join.args.get("on")
-            if on is not None and is_figure(on):
+            on, using = join.args.get("on"), join.args.get("using") or []
+            if (on is not None and is_figure(on)) or any(getattr(u, "name", None) in figures for u in using):
                 return True  # (a join on a figure: the rows of a list of values)
     for minus in tree.find_all(exp.Except):  # (rows taken away by a condition: kept by its negation)
         for select in minus.expression.find_all(exp.Select):
             cond = select.args.get("where")
-            if cond is not None and two_sided(exp.Not(this=cond.this), is_figure):
-                return True
-    return False
+            if cond is not None:
+                conditions.append(exp.Not(this=cond.this))
+    # (read together: bounds split between a subquery and its outer query make one range)
+    return bool(conditions) and two_sided(exp.and_(*conditions), is_figure)
 
 
 def _star_expanded(tree: Any) -> list[Any] | None:

@@ -46,6 +46,7 @@ from .derived import (
     frames_in,
     is_aggregate_frame,
     mark_derived,
+    readable_filter,
     window_columns,
     withhold_describe,
 )
@@ -534,7 +535,7 @@ class PolarsCapture:
             _remember_rows(result, df, name, args, kwargs)
             if name == "filter" and is_aggregate_frame(df, self._captured):
                 try:
-                    if filter_pins(df, args, kwargs):
+                    if filter_pins(df, args, kwargs) or not readable_filter(args, kwargs):
                         contract.mark_selected_by_values(result, "the groups shown were kept by a filter that bounds "
                                                                  "their figures from both sides (==, is_in, is_between)")
                     else:

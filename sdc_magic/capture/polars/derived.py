@@ -15,6 +15,7 @@ column (``pl.lit("people")``), a label that reveals nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -150,8 +151,32 @@ def filter_pins(frame: Any, args: tuple, kwargs: dict) -> bool:
         text = json.dumps(tree)
         if any(f'"{op}"' in text for op in ("Eq", "EqValidity", "IsIn", "IsBetween")):
             return True
+        # (red team: `(len != 2).not_()`, `-len > -3`, `len != 15`: a negation, arithmetic on the
+        # figure or a value left out pins it too; `len != 0` leaves out the empty groups only)
+        if '"Not"' in text or '"Negate"' in text or any(f'"op": "{op}"' in text for op in _ARITHMETIC_OPS):
+            return True
+        if '"op": "NotEq"' in text and '{"Int": 0}' not in text:
+            return True
+        if _SMALL_LOWER.search(text):  # (len > 1: each group left out is 1)
+            return True
         lower = any(f'"{op}"' in text for op in ("Gt", "GtEq"))
         upper = any(f'"{op}"' in text for op in ("Lt", "LtEq"))
         if lower and upper:
             return True
     return False
+
+
+#: a lower bound leaving out groups of 1 or 2 only (``> 1``, ``> 2``, ``>= 2``, ``>= 3``)
+_SMALL_LOWER = re.compile(r'"op": "(?:Gt", "right": \{"Literal": \{"Dyn": \{"Int": [12]\}'
+                          r'|GtEq", "right": \{"Literal": \{"Dyn": \{"Int": [23]\})')
+_ARITHMETIC_OPS = ("Plus", "Minus", "Multiply", "Divide", "TrueDivide", "FloorDivide", "Modulus")
+
+
+def readable_filter(args: tuple, kwargs: dict) -> bool:
+    """Whether every condition of a polars ``filter`` is an expression :func:`filter_pins` reads (a
+    mask given as a Series, list or array is not: its rule is out of reach, and a filter of an
+    aggregate by it is taken as one by values: ``filter(pl.Series(len == 2 | len > 16))``)."""
+    import polars as pl
+
+    return all(isinstance(a, pl.Expr) for a in args) and all(isinstance(v, pl.Expr | str | int | float | bool)
+                                                                for v in kwargs.values())
