@@ -26,8 +26,10 @@ from .contract import (
     is_aggregate,
     maker_of,
     mark_aggregate,
+    mark_selected_by_values,
     record_maker,
     record_recipe,
+    selected_by_values,
     withheld_reason,
 )
 from .depth import depth as _depth
@@ -122,6 +124,9 @@ class Derivations:
                         row_origins.remember(result, args[0])
                     else:
                         row_origins.follow(result, args[0])
+                    chosen = selected_by_values(args[0])  # (rows chosen by figures: kept so, size_filters)
+                    if chosen is not None:
+                        mark_selected_by_values(result, chosen)
                 except Exception as exc:  # never break user code
                     registry.failures.append(f"{type(exc).__name__}: {exc}")
             try:

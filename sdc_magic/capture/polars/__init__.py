@@ -594,6 +594,10 @@ class PolarsCapture:
     def _mark_derived(self, inputs: list[Any], result: Any, name: str, windows: tuple[str, ...] = ()) -> None:
         _depth.value += 1
         try:
+            # rows chosen by their figures stay so through later steps (filter(len == 2 ...).sort(...))
+            chosen = next((r for f in inputs if (r := contract.selected_by_values(f)) is not None), None)
+            if chosen is not None and result is not None:
+                contract.mark_selected_by_values(result, chosen)
             mark_derived(inputs, result, self._captured, windows)
         except Exception as exc:  # withheld at display (fail closed)
             self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")
