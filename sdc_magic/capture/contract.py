@@ -38,6 +38,7 @@ import pandas as pd
 from ..evidence.facts import GroupEvidence, VarEvidence
 from ..evidence.flatten import canonical_labels, flatten
 from ..evidence.registry import Registry
+from ..evidence.weak_table import WeakTable
 from .entries import Source, build_entry
 
 PREFIX = "__sdc_"
@@ -177,44 +178,19 @@ def clear() -> None:
 
 
 # --------------------------------------------------------------------- marks on engine results
-class _WeakMarks:
-    """A value per live object (by identity, held weakly), at most :data:`MAX_FORMS` of them."""
-
-    def __init__(self) -> None:
-        self._table: dict[int, tuple[Any, Any]] = {}
-
-    def set(self, obj: Any, value: Any) -> None:
-        key = id(obj)
-        try:
-            ref: Any = weakref.ref(obj, lambda _r: self._forget(key))
-        except TypeError:
-            return
-        with _lock:
-            self._table[key] = (ref, value)
-            while len(self._table) > MAX_FORMS:
-                self._table.pop(next(iter(self._table)))
-
-    def get(self, obj: Any) -> Any:
-        with _lock:
-            hit = self._table.get(id(obj))
-        return None if hit is None or hit[0]() is not obj else hit[1]
-
-    def _forget(self, key: int) -> None:
-        try:
-            with _lock:
-                self._table.pop(key, None)
-        except Exception:  # interpreter shutdown
-            pass
+#: the marks of a live object (by identity, held weakly: evidence/weak_table.py)
 
 
-#: the same class for the other capture modules (marks of their own)
-WeakMarks = _WeakMarks
+def weak_marks() -> WeakTable:
+    """A table of marks: a value per live object, the newest :data:`MAX_FORMS`."""
+    return WeakTable(MAX_FORMS)
 
-_aggregates = _WeakMarks()
-_withheld = _WeakMarks()
-_row_windows = _WeakMarks()
-_value_selected = _WeakMarks()
-_selection_read = _WeakMarks()
+
+_aggregates = weak_marks()
+_withheld = weak_marks()
+_row_windows = weak_marks()
+_value_selected = weak_marks()
+_selection_read = weak_marks()
 
 
 def mark_selection_read(obj: Any) -> None:
@@ -366,5 +342,5 @@ def maker_of(made: Any) -> tuple | None:
     return _makers.get(made)
 
 
-_recipes = _WeakMarks()
-_makers = _WeakMarks()
+_recipes = weak_marks()
+_makers = weak_marks()

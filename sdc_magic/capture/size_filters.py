@@ -23,13 +23,13 @@ import numpy as np
 import pandas as pd
 from pandas.api.typing import DataFrameGroupBy, SeriesGroupBy
 
-from .contract import WeakMarks, mark_selected_by_values
+from .contract import mark_selected_by_values, weak_marks
 from .depth import depth as _depth
 
 REASON = ("the rows tabulated were kept by the size of their group (a groupby filter or a mask of group sizes) "
           "on both sides of sizes left out")
-_sizes = WeakMarks()  # group-size column -> True
-_size_masks = WeakMarks()  # boolean mask -> the group sizes it was computed from (numpy)
+_sizes = weak_marks()  # group-size column -> True
+_size_masks = weak_marks()  # boolean mask -> the group sizes it was computed from (numpy)
 
 
 def interleaved(kept: np.ndarray, left_out: np.ndarray) -> bool:
@@ -56,7 +56,8 @@ class SizeFilters:
             if hasattr(pd.Series, name):
                 self.patch(pd.Series, name, self._compare(getattr(pd.Series, name)))
         self.patch(pd.DataFrame, "__getitem__", self._select(pd.DataFrame.__getitem__))
-        self.patch(pd.core.indexing._LocIndexer, "__getitem__", self._loc(pd.core.indexing._LocIndexer.__getitem__))
+        self.patch(pd.core.indexing._LocIndexer, "__getitem__",
+                   self._select(pd.core.indexing._LocIndexer.__getitem__, loc=True))
 
     def _guard(self, fn: Callable[[], None]) -> None:
         try:
@@ -116,22 +117,13 @@ class SizeFilters:
         compare.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return compare
 
-    def _select(self, original: Callable) -> Callable:
+    def _select(self, original: Callable, loc: bool = False) -> Callable:
+        """``frame[mask]`` (or ``frame.loc[mask, ...]``): the rows a mask of group sizes keeps."""
         @functools.wraps(original)
-        def getitem(df: Any, key: Any) -> Any:
-            result = original(df, key)
+        def getitem(owner: Any, key: Any) -> Any:
+            result = original(owner, key)
             if not _depth.value:
-                self._kept_by(key, result)
-            return result
-        getitem.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
-        return getitem
-
-    def _loc(self, original: Callable) -> Callable:
-        @functools.wraps(original)
-        def getitem(indexer: Any, key: Any) -> Any:
-            result = original(indexer, key)
-            if not _depth.value:
-                self._kept_by(key[0] if isinstance(key, tuple) and key else key, result)
+                self._kept_by(key[0] if loc and isinstance(key, tuple) and key else key, result)
             return result
         getitem.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return getitem

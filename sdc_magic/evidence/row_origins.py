@@ -15,15 +15,16 @@ below capture and linking, so neither imports the other.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import pandas as pd
 
+from .weak_table import WeakTable
+
 #: Results remembered at once (the newest; a display looks at one or two).
 MAX_REMEMBERED = 32
 
-_origins: dict[int, tuple[Any, pd.Index]] = {}
+_origins = WeakTable(MAX_REMEMBERED)  # result -> the labels its rows had
 
 
 def remember(result: Any, source: Any) -> None:
@@ -45,7 +46,7 @@ def follow(result: Any, source: Any) -> None:
     a re-indexed frame): it inherits the labels those rows had before (:func:`remember`).
 
     A dict look-up when ``source`` was never re-indexed (the hot path of every selection)."""
-    if id(source) not in _origins:
+    if source not in _origins:
         return
     before = labels_before(source)
     if before is None or not isinstance(result, pd.DataFrame | pd.Series) or result is source:
@@ -59,26 +60,10 @@ def follow(result: Any, source: Any) -> None:
 
 
 def _keep(result: Any, labels: pd.Index) -> None:
-    rid = id(result)
-
-    def forget(ref: Any, rid: int = rid) -> None:
-        hit = _origins.get(rid)
-        if hit is not None and hit[0] is ref:
-            _origins.pop(rid, None)
-
-    try:
-        ref = weakref.ref(result, forget)
-    except TypeError:
-        return
-    _origins.pop(rid, None)
-    _origins[rid] = (ref, labels)
-    while len(_origins) > MAX_REMEMBERED:
-        _origins.pop(next(iter(_origins)))
+    _origins.set(result, labels)
 
 
 def labels_before(frame: Any) -> pd.Index | None:
     """The labels ``frame``'s rows had before a re-indexing (:func:`remember`), or None."""
-    hit = _origins.get(id(frame))
-    if hit is None or hit[0]() is not frame or len(hit[1]) != len(frame):
-        return None
-    return hit[1]
+    labels = _origins.get(frame)
+    return labels if labels is not None and len(labels) == len(frame) else None

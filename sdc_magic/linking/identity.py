@@ -11,14 +11,13 @@ in :mod:`.universes`.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Hashable
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..evidence import rows as row_limits
+from ..evidence.weak_table import WeakTable
 
 #: The hash of "this row has no such column" (a row appended from a frame without it).
 MISSING = np.uint64(0x9E3779B97F4A7C15)
@@ -27,7 +26,7 @@ _GOLD = np.uint64(0x94D049BB133111EB)
 #: Frames whose column hashes are cached (the newest; a display looks at one or two).
 MAX_CACHED_FRAMES = 4
 
-_frame_hashes: dict[int, tuple[Any, dict[Hashable, tuple[tuple, np.ndarray]]]] = {}
+_frame_hashes = WeakTable(MAX_CACHED_FRAMES)  # frame -> {column: (stamp, hashes)}
 
 
 def hash_column(col: pd.Series) -> np.ndarray:
@@ -54,30 +53,18 @@ def _stamp(col: pd.Series) -> tuple:
 
 def frame_hash(frame: pd.DataFrame, column: Hashable) -> np.ndarray:
     """uint64 hash of each row's value in ``column``, cached per frame object (weakly)."""
-    fid = id(frame)
-    hit = _frame_hashes.get(fid)
-    if hit is None or hit[0]() is not frame:
-        if len(_frame_hashes) >= MAX_CACHED_FRAMES:
-            _frame_hashes.pop(next(iter(_frame_hashes)))
-
-        def forget(ref: Any, fid: int = fid) -> None:
-            current = _frame_hashes.get(fid)
-            if current is not None and current[0] is ref:
-                _frame_hashes.pop(fid, None)
-
-        try:
-            ref = weakref.ref(frame, forget)
-        except TypeError:
+    cached_columns = _frame_hashes.get(frame)
+    if cached_columns is None:
+        cached_columns = {}
+        if not _frame_hashes.set(frame, cached_columns):
             return hash_column(frame[column])
-        hit = (ref, {})
-        _frame_hashes[fid] = hit
     col = frame[column]
     stamp = _stamp(col)
-    cached = hit[1].get(column)
+    cached = cached_columns.get(column)
     if cached is not None and cached[0] == stamp:
         return cached[1]
     h = hash_column(col)
-    hit[1][column] = (stamp, h)
+    cached_columns[column] = (stamp, h)
     return h
 
 

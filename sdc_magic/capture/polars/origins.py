@@ -16,10 +16,11 @@ linked, never on the user's call.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
+
+from ...evidence.weak_table import WeakTable
 
 #: Results remembered at once (the newest).
 MAX_REMEMBERED = 16
@@ -30,7 +31,7 @@ SAME_ROWS = frozenset({"select", "with_columns", "with_columns_seq", "drop", "re
 SUBSETS = frozenset({"filter", "head", "tail", "limit", "slice"})
 ROW = "__sdc_magic_row"
 
-_origins: dict[int, tuple[Any, Any, str, tuple, dict]] = {}
+_origins = WeakTable(MAX_REMEMBERED)  # result -> (source, method, args, kwargs)
 
 
 def remember(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> None:
@@ -43,30 +44,16 @@ def remember(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> 
         return
     if name in SAME_ROWS and result.height != source.height:
         return  # (a select of aggregates: one row)
-    rid = id(result)
-
-    def forget(ref: Any, rid: int = rid) -> None:
-        hit = _origins.get(rid)
-        if hit is not None and hit[0] is ref:
-            _origins.pop(rid, None)
-
-    try:
-        ref = weakref.ref(result, forget)
-    except TypeError:
-        return
-    _origins.pop(rid, None)
-    _origins[rid] = (ref, source, name, args, kwargs)
-    while len(_origins) > MAX_REMEMBERED:
-        _origins.pop(next(iter(_origins)))
+    _origins.set(result, (source, name, args, kwargs))
 
 
 def positions(frame: Any, depth: int = 0) -> np.ndarray | None:
     """Each row's position in the first frame of the chain ``frame`` was made by; None when
     ``frame`` was not made by a remembered method (its rows are then its own positions)."""
-    hit = _origins.get(id(frame))
-    if hit is None or hit[0]() is not frame or depth > 32:
+    hit = _origins.get(frame)
+    if hit is None or depth > 32:
         return None
-    _, source, name, args, kwargs = hit
+    source, name, args, kwargs = hit
     try:
         if name in SAME_ROWS:
             local = np.arange(frame.height, dtype=np.int64)
