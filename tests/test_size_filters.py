@@ -38,6 +38,14 @@ def test_a_table_of_rows_kept_by_group_size_is_withheld(sess: Session, df: pd.Da
     assert meta["status"] == "blocked" and "✕" not in table, (form, out.data["text/plain"])
 
 
+def test_a_crosstab_of_such_rows_is_withheld(sess: Session, df: pd.DataFrame) -> None:
+    """The same rows tabulated by crosstab of their columns (review of this change)."""
+    sess.publish(df.groupby(K).size())
+    kept = PINNING["groupby filter"](df)
+    out = sess.publish(pd.crosstab(kept.district, kept.sex))
+    assert out.metadata["sdc_magic"]["status"] == "blocked", out.data["text/plain"]
+
+
 @pytest.mark.parametrize("keep", [
     lambda df: df.groupby(K).filter(lambda g: len(g) >= 5),
     lambda df: df[df.groupby(K).person.transform("size") >= 5],

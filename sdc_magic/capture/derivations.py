@@ -21,6 +21,7 @@ from pandas.api.typing import DataFrameGroupBy, Expanding, ExponentialMovingWind
 
 from ..evidence import row_origins
 from ..evidence.registry import Registry
+from . import size_filters
 from .contract import (
     Recipe,
     is_aggregate,
@@ -127,6 +128,7 @@ class Derivations:
                     chosen = selected_by_values(args[0])  # (rows chosen by figures: kept so, size_filters)
                     if chosen is not None:
                         mark_selected_by_values(result, chosen)
+                    size_filters.carry(args, result)
                 except Exception as exc:  # never break user code
                     registry.failures.append(f"{type(exc).__name__}: {exc}")
             try:

@@ -568,6 +568,10 @@ class Capture:
             if isinstance(a, pd.Series):
                 row_origins.follow(tmp, a)
                 break
+        chosen = next((r for a in data.values() if isinstance(a, pd.Series)
+                       and (r := selected_by_values(a)) is not None), None)
+        if chosen is not None:  # (columns of rows kept by their groups' sizes: capture/size_filters.py)
+            mark_selected_by_values(tmp, chosen)
         notes: list[str] = []
         unit = self._unit_for(None, tmp.index, notes)
         variables = ["__values__"] if values is not None else []

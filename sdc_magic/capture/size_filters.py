@@ -6,7 +6,8 @@ Red team: ``df.groupby(k).filter(lambda g: len(g) == 2 or len(g) > 15)`` or
 selection of a checked one, so neither the lineage nor the selection rules saw it.
 
 The capture marks a group-size column (``transform("size")`` / ``"count"``), the masks computed
-from it by comparisons, and the frames a size mask or ``GroupBy.filter`` keeps. When the sizes of
+from it by comparisons, and the frames a size mask or ``GroupBy.filter`` keeps (:func:`carry`, called
+by the derived-table wrappers of :mod:`.derivations` that every comparison and selection passes). When the sizes of
 the groups kept and left out interleave (kept on both sides of some left out, no size on both
 sides), the frame is marked selected by values (``contract.mark_selected_by_values``): a table of
 it that hides any cell is withheld. A one-sided choice (``len(g) >= 5``) is left alone, as for
@@ -48,16 +49,11 @@ class SizeFilters:
         self.patch = patch
 
     def install(self) -> None:
+        """``GroupBy.transform`` / ``filter``; masks and selections are followed by the derived-table
+        wrappers pandas' comparisons and selections already pass through (:func:`carry`)."""
         for cls in (DataFrameGroupBy, SeriesGroupBy):
             self.patch(cls, "transform", self._transform(cls.transform))
             self.patch(cls, "filter", self._filter(cls.filter))
-        for name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "isin", "between", "eq", "ne",
-                     "lt", "le", "gt", "ge", "__and__", "__or__", "__xor__", "__invert__", "__rand__", "__ror__"):
-            if hasattr(pd.Series, name):
-                self.patch(pd.Series, name, self._compare(getattr(pd.Series, name)))
-        self.patch(pd.DataFrame, "__getitem__", self._select(pd.DataFrame.__getitem__))
-        self.patch(pd.core.indexing._LocIndexer, "__getitem__",
-                   self._select(pd.core.indexing._LocIndexer.__getitem__, loc=True))
 
     def _guard(self, fn: Callable[[], None]) -> None:
         try:
@@ -98,45 +94,29 @@ class SizeFilters:
         if interleaved(sizes[kept_groups], sizes[left]):
             mark_selected_by_values(result, REASON)
 
-    def _compare(self, original: Callable) -> Callable:
-        @functools.wraps(original)
-        def compare(s: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(s, *args, **kwargs)
-            if _depth.value or not isinstance(result, pd.Series):
-                return result
-            if _sizes.get(s):
-                self._guard(lambda: _size_masks.set(result, np.asarray(s.to_numpy(), dtype=float)))
-                return result
-            # (masks of sizes combined: (n == 2) | (n > 15), ~(n != 2))
-            for operand in (s, *args):
-                sizes = _size_masks.get(operand) if isinstance(operand, pd.Series) else None
-                if sizes is not None and len(sizes) == len(result):
-                    self._guard(lambda sizes=sizes: _size_masks.set(result, sizes))
-                    break
-            return result
-        compare.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
-        return compare
 
-    def _select(self, original: Callable, loc: bool = False) -> Callable:
-        """``frame[mask]`` (or ``frame.loc[mask, ...]``): the rows a mask of group sizes keeps."""
-        @functools.wraps(original)
-        def getitem(owner: Any, key: Any) -> Any:
-            result = original(owner, key)
-            if not _depth.value:
-                self._kept_by(key[0] if loc and isinstance(key, tuple) and key else key, result)
-            return result
-        getitem.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
-        return getitem
-
-    def _kept_by(self, key: Any, result: Any) -> None:
-        if not isinstance(key, pd.Series) or not isinstance(result, pd.DataFrame | pd.Series):
+def carry(args: tuple, result: Any) -> None:
+    """Follow group sizes through a call the derived-table wrappers saw: a comparison of a size column
+    (or a combination of size masks: ``(n == 2) | (n > 15)``, ``~(n != 2)``) is a size mask; the rows
+    a size mask selects (``df[mask]``, ``df.loc[mask, ...]``) are marked when the sizes kept and left
+    out interleave. Two weak look-ups when nothing is a size (the hot path of every comparison)."""
+    if not args or not isinstance(result, pd.DataFrame | pd.Series):
+        return
+    first = args[0]
+    if isinstance(result, pd.Series) and pd.api.types.is_bool_dtype(result.dtype):
+        if isinstance(first, pd.Series) and _sizes.get(first):
+            _size_masks.set(result, np.asarray(first.to_numpy(), dtype=float))
             return
-        sizes = _size_masks.get(key)
-        if sizes is None:
-            return
-
-        def mark() -> None:
-            mask = np.asarray(key.to_numpy(), dtype=bool)
-            if interleaved(sizes[mask], sizes[~mask]):
-                mark_selected_by_values(result, REASON)
-        self._guard(mark)
+        for operand in args:
+            sizes = _size_masks.get(operand) if isinstance(operand, pd.Series) else None
+            if sizes is not None and len(sizes) == len(result):
+                _size_masks.set(result, sizes)
+                return
+    if len(args) < 2:
+        return
+    key = args[1][0] if isinstance(args[1], tuple) and args[1] else args[1]
+    sizes = _size_masks.get(key) if isinstance(key, pd.Series) else None
+    if sizes is not None and len(sizes) == len(key):
+        mask = np.asarray(key.to_numpy(), dtype=bool)
+        if interleaved(sizes[mask], sizes[~mask]):
+            mark_selected_by_values(result, REASON)

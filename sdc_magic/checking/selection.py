@@ -31,24 +31,33 @@ def withhold_if_only_hidden_rows(checked: Any, resolved: Any) -> None:
     no figure, so withholding it loses nothing, whatever chose its rows (a positional slice too:
     from the cells alone, ``t.iloc[-1:]`` and ``t[t == 2]`` are the same selection).
     """
-    match, flat = getattr(resolved, "match", None), getattr(resolved, "flat", None)
-    if match is None or flat is None or checked.hidden.size == 0:
+    cells = _selected_cells(checked, resolved)
+    if cells is None:
         return
-    positions = np.asarray(match.positions)
-    mapped = positions >= 0  # (an engine's key columns are cells of the frame, with no entry cell)
-    if len(positions) != len(flat) or not mapped.any():
+    match, kept, hidden = cells
+    if not hidden.all():
         return
-    # each evidence cell's place in the displayed grid (an engine's frame has its keys as columns)
-    rows = checked.cell_rows if getattr(checked, "cell_rows", None) is not None else flat.row_pos
-    cols = checked.cell_cols if getattr(checked, "cell_cols", None) is not None else flat.col_pos
-    hidden = np.asarray(checked.hidden)[np.asarray(rows), np.asarray(cols)]
-    if not hidden[mapped].all():
-        return
-    kept = np.unique(positions[mapped])
     if len(kept) and len(kept) < len(match.entry.flat):
         from ..capture.contract import Withheld
 
         raise Withheld(ONLY_HIDDEN_ROWS)
+
+
+def _selected_cells(checked: Any, resolved: Any) -> tuple[Any, np.ndarray, np.ndarray] | None:
+    """(the match, the parent's cells shown, whether each shown evidence cell is hidden), or None
+    when the table is no selection of a captured one."""
+    match, flat = getattr(resolved, "match", None), getattr(resolved, "flat", None)
+    if match is None or flat is None or checked.hidden.size == 0:
+        return None
+    positions = np.asarray(match.positions)
+    mapped = positions >= 0  # (an engine's key columns are cells of the frame, with no entry cell)
+    if len(positions) != len(flat) or not mapped.any():
+        return None
+    # each evidence cell's place in the displayed grid (an engine's frame has its keys as columns)
+    rows = checked.cell_rows if getattr(checked, "cell_rows", None) is not None else flat.row_pos
+    cols = checked.cell_cols if getattr(checked, "cell_cols", None) is not None else flat.col_pos
+    hidden = np.asarray(checked.hidden)[np.asarray(rows), np.asarray(cols)][mapped]
+    return match, np.unique(positions[mapped]), hidden
 
 
 UNEXPLAINED_SELECTION = ("this table shows some cells of a checked table, hidden cells among them, and neither their "
@@ -81,21 +90,15 @@ def withhold_if_selected_unexplained(frame: Any, checked: Any, resolved: Any) ->
     """
     from ..capture.contract import Withheld, selection_read
 
-    match, flat = getattr(resolved, "match", None), getattr(resolved, "flat", None)
-    if match is None or flat is None or checked.hidden.size == 0 or selection_read(frame):
+    cells = None if selection_read(frame) else _selected_cells(checked, resolved)
+    if cells is None:
         return
-    positions = np.asarray(match.positions)
-    mapped = positions >= 0
-    if len(positions) != len(flat) or not mapped.any():
-        return
-    rows = checked.cell_rows if getattr(checked, "cell_rows", None) is not None else flat.row_pos
-    cols = checked.cell_cols if getattr(checked, "cell_cols", None) is not None else flat.col_pos
-    hidden = np.asarray(checked.hidden)[np.asarray(rows), np.asarray(cols)][mapped]
+    match, kept_at, hidden = cells
     if not hidden.any() or hidden.all():
         return  # (nothing hidden; or hidden cells only: withhold_if_only_hidden_rows)
     parent = match.entry.flat
     kept = np.zeros(len(parent), dtype=bool)
-    kept[np.unique(positions[mapped])] = True
+    kept[kept_at] = True
     if kept.all() or _product_of_labels(parent, kept) or _run_of_positions(kept):
         return
     values = np.asarray(parent.values, dtype=object)
