@@ -79,7 +79,7 @@ def withhold_if_selected_unexplained(frame: Any, checked: Any, resolved: Any) ->
 
     * a *product of labels* (the cells whose label on each dimension is among those kept:
       dropping district B, keeping women in A and C) is what a selection by labels keeps;
-    * the first or last cells (``head``, ``tail``) are a selection by position;
+    * a run of cells cut by position (``head``, ``tail``, ``iloc`` of a slice) is a selection by position;
     * all kept above all left out, or below them and above :data:`SMALL_FIGURES`, is at most a
       one-sided bound, as for the conditions the capture reads.
 
@@ -99,7 +99,7 @@ def withhold_if_selected_unexplained(frame: Any, checked: Any, resolved: Any) ->
     parent = match.entry.flat
     kept = np.zeros(len(parent), dtype=bool)
     kept[kept_at] = True
-    if kept.all() or _product_of_labels(parent, kept) or _run_of_positions(kept):
+    if kept.all() or _product_of_labels(parent, kept) or (_positional(frame) and _run_of_positions(kept)):
         return
     values = np.asarray(parent.values, dtype=object)
     mine = {_figure(v) for v in values[kept]} - {None}
@@ -126,14 +126,25 @@ def _product_of_labels(flat: Any, kept: np.ndarray) -> bool:
     return bool(np.array_equal(inside, kept))
 
 
-def _run_of_positions(kept: np.ndarray) -> bool:
-    """The first or the last cells of the table, in its order (``head``, ``tail``). Not a run in
-    the middle: a polars group_by's rows come in a random order, where a selection by figures
-    made a run by chance (the red team's filter of ``len`` passed one run in four)."""
-    at = np.flatnonzero(kept)
-    if not len(at) or int(at[-1] - at[0] + 1) != len(at):
+def _positional(frame: Any) -> bool:
+    """Whether the displayed table was cut by position (``head``, ``tail``, ``iloc`` of a slice):
+    only then is a run of cells a selection by position (an engine's rows come in any order, where
+    a filter by figures made a run by chance: the red team's filter of a polars ``len`` copy)."""
+    from ..capture.contract import recipe_of
+
+    recipe = recipe_of(frame)
+    if recipe is None:
         return False
-    return int(at[0]) == 0 or int(at[-1]) == len(kept) - 1
+    if recipe.name in ("head", "tail"):
+        return True
+    key = recipe.args[1] if len(recipe.args) > 1 else None
+    return recipe.name == "iloc" and isinstance(key, slice)
+
+
+def _run_of_positions(kept: np.ndarray) -> bool:
+    """The kept cells follow each other in the table's order (with :func:`_positional`: a cut)."""
+    at = np.flatnonzero(kept)
+    return bool(len(at)) and int(at[-1] - at[0] + 1) == len(at)
 
 
 def _figure(value: Any) -> float | None:
