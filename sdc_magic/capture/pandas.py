@@ -324,16 +324,12 @@ class Capture:
 
     def _evidence_by_columns(self, frame: pd.DataFrame, keys: list[str], dropna: bool,
                              variables: Iterable[str], unit: pd.Series | None,
-                             magnitudes: set[Any] | None = None, reuse: bool = False) -> GroupEvidence:
-        if not keys:
-            ids = np.zeros(len(frame), dtype=np.int64)
-            index = pd.Index(["__all__"])
-        else:
-            found = _reusable_grouping(frame, keys) if reuse else None
-            if found is None:
-                gb = frame.groupby(keys, dropna=dropna, observed=True, sort=False)
-                found = _ids_and_index(gb)
-            ids, index = found
+                             magnitudes: set[Any] | None = None, reuse: bool = False,
+                             within: tuple[np.ndarray, pd.Index] | None = None) -> GroupEvidence:
+        """Facts per group of ``frame`` by ``keys``. ``within``: the grouping of the same rows by
+        more keys (a margin's groups are unions of the table's: found from its groups, not by
+        grouping the rows again)."""
+        ids, index = _grouping(frame, keys, dropna, reuse, within)
         values = {v: frame[v] for v in variables if v in frame.columns}
         return group_evidence(ids, index, values, unit, self.rules().top_k,
                               unit_name=self.rules().unit if unit is not None else None, magnitudes=magnitudes)
@@ -576,7 +572,8 @@ class Capture:
         unit = self._unit_for(None, tmp.index, notes)
         variables = ["__values__"] if values is not None else []
         magnitudes = {"__values__"} if values is not None and stat_name(aggfunc) in MAGNITUDE_EVIDENCE else set()
-        ge = self._evidence_by_columns(tmp, names, dropna, variables, unit, magnitudes, reuse=True)
+        grouping = _grouping(tmp, names, dropna, True)
+        ge = self._evidence_by_columns(tmp, names, dropna, variables, unit, magnitudes, within=grouping)
         if values is None:
             stat = "proportion" if normalize is not False else "count"
             var = None
@@ -585,7 +582,7 @@ class Capture:
             var = "__values__"
 
         def margin_evidence(fixed: tuple[str, ...]) -> GroupEvidence:
-            return self._evidence_by_columns(tmp, list(fixed), dropna, variables, unit, magnitudes)
+            return self._evidence_by_columns(tmp, list(fixed), dropna, variables, unit, magnitudes, within=grouping)
 
         self._register("crosstab", result, ge, names, lambda m: (var, stat), notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
@@ -626,7 +623,8 @@ class Capture:
             list(aggfunc) if isinstance(aggfunc, list | tuple) else [aggfunc])
         flat_funcs = [f for fs in funcs for f in (fs if isinstance(fs, list | tuple) else [fs])]
         magnitudes = set(value_cols) if any(stat_name(f) in MAGNITUDE_EVIDENCE for f in flat_funcs) else set()
-        ge = self._evidence_by_columns(df, keys, dropna, value_cols, unit, magnitudes, reuse=True)
+        grouping = _grouping(df, keys, dropna, True)
+        ge = self._evidence_by_columns(df, keys, dropna, value_cols, unit, magnitudes, within=grouping)
         margins = given.get("margins", False)
         margins_name = given.get("margins_name", "All")
         measure_of = _pivot_measures(value_cols, aggfunc)
@@ -637,7 +635,8 @@ class Capture:
                 keep = df[[c for c in keys + value_cols if c in df.columns]].notna().all(axis=1)
                 if not keep.all():
                     frame, u = df[keep], (unit[keep] if unit is not None else None)
-            return self._evidence_by_columns(frame, list(fixed), dropna, value_cols, u, magnitudes)
+            return self._evidence_by_columns(frame, list(fixed), dropna, value_cols, u, magnitudes,
+                                             within=grouping if frame is df else None)
 
         self._register("pivot_table", result, ge, [str(k) for k in keys], measure_of, notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
@@ -650,6 +649,43 @@ def _ids_and_index(gb: Any) -> tuple[np.ndarray, pd.Index]:
     grouper = gb._grouper
     ids = grouper.ids if hasattr(grouper, "ids") else grouper.group_info[0]
     return np.asarray(ids), grouper.result_index
+
+
+def _grouping(frame: pd.DataFrame, keys: list[str], dropna: bool, reuse: bool = False,
+              within: tuple[np.ndarray, pd.Index] | None = None) -> tuple[np.ndarray, pd.Index]:
+    """The group id of each row of ``frame`` by ``keys`` and the groups' labels (pandas' numbering)."""
+    if not keys:
+        return np.zeros(len(frame), dtype=np.int64), pd.Index(["__all__"])
+    found = _reusable_grouping(frame, keys) if reuse else None
+    if found is None and within is not None:
+        found = _coarser_grouping(*within, keys)
+    if found is None:
+        found = _ids_and_index(frame.groupby(keys, dropna=dropna, observed=True, sort=False))
+    return found
+
+
+def _coarser_grouping(ids: np.ndarray, index: pd.Index, keys: list[str]) -> tuple[np.ndarray, pd.Index] | None:
+    """The grouping by ``keys`` derived from a finer one (``ids`` per row, groups ``index`` over
+    more keys), as ``groupby(keys, observed=True, sort=False)`` numbers it: groups in order of
+    first appearance (the finer groups are, so the first finer group of a coarse one holds its
+    first row). None when a row is outside the finer groups (a missing key the coarse grouping
+    may keep) or the keys are not its levels. Why: a crosstab with margins grouped its million
+    rows once per margin (a third of a skewed crosstab's capture); this is one pass of ``take``.
+    """
+    ids = np.asarray(ids)
+    names = [str(n) for n in index.names]
+    if not len(ids) or (ids < 0).any() or not set(keys) <= set(names) or len(set(names)) != len(names):
+        return None
+    if isinstance(index, pd.MultiIndex):
+        levels = [index.get_level_values(names.index(k)) for k in keys]
+        coarse = pd.MultiIndex.from_arrays(levels, names=keys) if len(keys) > 1 else levels[0].rename(keys[0])
+    else:
+        coarse = index.rename(keys[0])
+    codes, uniques = coarse.factorize(sort=False)
+    if (codes < 0).any():
+        return None
+    uniques = uniques.set_names(keys) if isinstance(uniques, pd.MultiIndex) else pd.Index(uniques, name=keys[0])
+    return codes[ids], uniques
 
 
 def _reusable_grouping(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index] | None:

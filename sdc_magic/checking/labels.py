@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..capture.depth import own_work
 from ..capture.group_sizes import numbers_in
 from ..config import Rules
 from ..evidence.flatten import Flat
@@ -58,6 +59,7 @@ _NUMBER_TOKEN = re.compile(r"(?<![\w.,])(\d+)(?![\w]|[.,]\d)")
 _ANY_NUMBER = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d)")
 
 
+@own_work
 def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[int, list[Reason]],
                       notes: list[str], rare_out: set[float] | None = None,
                       text_out: set[tuple[str, str, str]] | None = None) -> bool:
@@ -148,6 +150,7 @@ def mask_numbers(text: str, numbers: set[float]) -> str:
     return text
 
 
+@own_work
 def data_label_units(resolved: Resolved, ev: Any) -> dict[str, set[int]]:
     """For every text label of the captured table's own dimensions (values of the data), the
     units of each cell carrying it and of all of them together (the group's size)."""

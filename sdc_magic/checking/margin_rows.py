@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..capture.depth import own_work
 from ..evidence.registry import Entry
 
 
@@ -56,6 +57,7 @@ def with_primary_margins(cells: pd.DataFrame, entry: Entry, margin_primaries: np
     return pd.concat([cells, pd.DataFrame(rows)], ignore_index=True)
 
 
+@own_work
 def with_public_cells(cells: pd.DataFrame, internal: list[str], dims: list[str], public: dict,
                       top_cols: list[str]) -> pd.DataFrame:
     """Flag inner cells, and add margin rows, that earlier outputs already published."""

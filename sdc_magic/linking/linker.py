@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..capture.depth import own_work
 from . import differencing, persistence
 from .differencing import variant_cells
 from .identity import combine
@@ -76,6 +77,7 @@ class Linker:
         self.save()
 
     # -------------------------------------------------------- drafts
+    @own_work
     def draft(self, out_id: str, title: str, entry: Any, positions: np.ndarray | None,
               hidden_flat: np.ndarray | None, threshold: int, flagged: Any = None) -> Draft | None:
         """The population a displayed table publishes; with ``flagged``, the rows at the
@@ -148,10 +150,12 @@ class Linker:
     def related(self, d: Draft) -> list[Population]:
         return [p for p in d.universe.populations if p.universe is d.universe]
 
+    @own_work
     def findings(self, d: Draft) -> dict[str, Any]:
         """Differencing hits, hidden-elsewhere hits and derivable (public) groups of a draft."""
         return differencing.findings(d, self.related(d))
 
+    @own_work
     def differencing_reasons(self, d: Draft, positions: np.ndarray) -> dict[int, list[Any]]:
         """Displayed cells (flat index) to make primary, with reasons naming cells by their labels.
 
@@ -160,6 +164,7 @@ class Linker:
         run (12 cells instead of 8) and searched again; the joint audit still compares the two."""
         return differencing.differencing_reasons(d, [p for p in self.related(d) if not _same_table(p, d)])
 
+    @own_work
     def published_elsewhere(self, d: Draft) -> dict[tuple[str, ...], set[tuple]]:
         """Cells of the new table whose rows are exactly a cell that earlier outputs published
         (see :func:`.differencing.published_elsewhere`).
@@ -173,6 +178,7 @@ class Linker:
         return differencing.published_elsewhere(d, [p for p in self.related(d) if not _same_table(p, d)])
 
     # -------------------------------------------------------- recording
+    @own_work
     def commit(self, d: Draft, record: bool = True) -> None:
         """Remember a draft's population (``record=False``: a trial, see :meth:`within_table`)."""
         u = d.universe
@@ -190,6 +196,7 @@ class Linker:
         self._bound()
         self.save()
 
+    @own_work
     def within_table(self, title: str, entry: Any, positions: np.ndarray, threshold: int,
                      variants: list[Any]) -> dict[int, list[Any]]:
         """Differencing between the populations one table publishes side by side.

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..evidence import row_origins
 from ..evidence import rows as row_limits
+from .identity import group_ids
 from .names import cell_name
 from .universes import Universe, refine
 
@@ -253,7 +255,7 @@ def _grouped_rows(entry: Any) -> tuple[pd.DataFrame, list[str], np.ndarray, pd.I
             return None
     frame = source.frame if source.frame is not None else getattr(source, "rows", None)
     if isinstance(frame, pd.Series):
-        frame = frame.to_frame(name=frame.name if frame.name is not None else "__value__")
+        frame = _as_frame(frame)
     if not isinstance(frame, pd.DataFrame) or len(frame) > row_limits.MAX_LINKED_ROWS or len(frame) == 0:
         return None
     keys = [str(k) for k in (source.keys or [])]
@@ -334,8 +336,16 @@ def _compose(source: Any, entry: Any, positions: np.ndarray) -> _Composed | None
     row_ids = np.asarray(original.ids, dtype=np.int64)
     composed = np.where(row_ids >= 0, new_of_old[np.maximum(row_ids, 0)], -1)
     if isinstance(frame, pd.Series):
-        frame = frame.to_frame(name=frame.name if frame.name is not None else "__value__")
+        frame = _as_frame(frame)
     return _Composed(frame=frame, keys=list(source.keys), ids=composed, index=source.index)
+
+
+def _as_frame(series: pd.Series) -> pd.DataFrame:
+    """A Series as a one-column frame, with the labels its rows had before a ``reset_index``
+    (linking runs past the capture's wrappers, which carry them on the analyst's calls)."""
+    frame = series.to_frame(name=series.name if series.name is not None else "__value__")
+    row_origins.follow(frame, series)
+    return frame
 
 
 def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> np.ndarray:
@@ -362,8 +372,9 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
 
 
 def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
-    if not keys:
-        return np.zeros(len(frame), dtype=np.int64), pd.Index(["all"])
+    found = group_ids(frame, keys)
+    if found is not None:
+        return found
     gb = frame.groupby(keys, observed=True, dropna=False, sort=False)
     grouper = gb._grouper
     ids = grouper.ids if hasattr(grouper, "ids") else grouper.group_info[0]

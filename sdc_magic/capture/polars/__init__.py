@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .. import contract
+from ..depth import depth as _depth
 from ..entries import MAGNITUDE_EVIDENCE
 from . import origins
 from .derived import (
@@ -69,13 +69,6 @@ from .plan import (
     plan_expression,
     with_derived,
 )
-
-
-class _Depth(threading.local):
-    value = 0
-
-
-_depth = _Depth()
 
 
 def _flatten_by(by: tuple) -> list[Any]:
