@@ -796,10 +796,18 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     # raw: the values themselves (a small in-process source: pandas' own fingerprints then
     # link this table with pandas and polars tables of the same rows); else DuckDB's hash()
     wrap = "{0}" if raw else "hash({0})"
+    # raw: a key that is a source column as it is comes once (linking takes keys from the k
+    # columns and skips source columns of the keys' names: fetching them twice cost a copy)
+    bare_keys = [n.unalias().name for n in p.key_nodes
+                 if raw and isinstance(n.unalias(), sqlglot.exp.Column) and n.unalias().name == n.alias_or_name]
     if columns is None:
-        items.append(wrap.format("COLUMNS(*)"))
+        if bare_keys:
+            quoted_keys = ", ".join('"' + c.replace('"', '""') + '"' for c in dict.fromkeys(bare_keys))
+            items.append(f"COLUMNS(* EXCLUDE ({quoted_keys}))")
+        else:
+            items.append(wrap.format("COLUMNS(*)"))
     else:
-        quoted = ['"' + c.replace('"', '""') + '"' for c in columns]
+        quoted = ['"' + c.replace('"', '""') + '"' for c in columns if c not in bare_keys]
         items += [f"{wrap.format(q)} AS {q}" for q in quoted]
     # a condition's 0/1 indicator, as values (linking takes the rows meeting it as the population)
     items += [f'{node.sql("duckdb")} AS "{v}"' for v, node in p.columns.items() if v.startswith(INDICATOR)]

@@ -94,20 +94,23 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pend
     rows = rows_raw = None
     stats = {s for _, s in p.measures.values()}
     only = variables[0] if len(variables) == 1 and "size" not in stats else None
+    once: list[str] | None = None
     try:
         text = rows_query(p, only)
         rows = run(text) if text is not None else None
         hashed = [c for c in list(rows.columns)[len(p.keys):] if not str(c).startswith(INDICATOR)] \
             if rows is not None else []
-        once = None
         if len(hashed) > MAX_HASHED:  # binding only: nothing ran yet
             once = [c for c in dict.fromkeys(hashed) if hashed.count(c) == 1][:MAX_HASHED]
             text = rows_query(p, only, once)
             rows = run(text) if text is not None else None
-        raw_text = rows_query(p, only, once, raw=True)
-        rows_raw = run(raw_text) if raw_text is not None and rows is not None else None
     except Exception:
-        rows = rows_raw = None  # linking only: the table is still checked
+        rows = None  # linking only: the table is still checked
+    try:
+        raw_text = rows_query(p, only, once, raw=True) if rows is not None else None
+        rows_raw = run(raw_text) if raw_text is not None else None
+    except Exception:
+        rows_raw = None  # (then DuckDB's hashes of the values: linked within DuckDB)
     if rows is None:
         notes.append("not linked with other tables (its source rows could not be fingerprinted)")
     pending = Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
