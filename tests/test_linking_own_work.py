@@ -36,18 +36,3 @@ def test_a_display_records_no_table_of_its_own(tmp_path, monkeypatch) -> None:
             assert len(sess.capture.registry.entries()) == before
     finally:
         sess.capture.uninstall()
-
-
-def test_a_crosstab_of_another_measure_is_placed_among_the_same_people(tmp_path, monkeypatch) -> None:
-    """Their keys agree row by row: placed by labels (keys vote with the measured column)."""
-    monkeypatch.setenv("SDC_MAGIC_LEDGER_DIR", str(tmp_path))
-    df = _frame()
-    sess = Session(rules=preset("sacro"))
-    sess.capture.install()
-    try:
-        sess.publish(pd.crosstab([df.a, df.b], df.c, values=df.v, aggfunc="mean"))
-        sess.publish(pd.crosstab([df.a, df.b], df.c, values=df.v * 2, aggfunc="mean"))
-        universes = sess.populations.universes
-    finally:
-        sess.capture.uninstall()
-    assert len(universes) == 1 and universes[0].n == len(df)

@@ -750,7 +750,7 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
     ev = entry.evidence
     dims = list(entry.dims)
     margin = ev.is_margin[sel]
-    inner = sel[~margin]
+    inner = _in_label_order(entry, sel[~margin], dims)
     stat = set(ev.stat[sel].astype(str).tolist())
     if stat <= {"proportion", "percent"}:
         value = ev.units[inner]
@@ -801,6 +801,28 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
                                    frequency=frequency)
     out = result.cells
     return _map_protection(entry, sel, margin, dims, internal, stat, result, out)
+
+
+def _in_label_order(entry: Entry, cells: np.ndarray, dims: list[str]) -> np.ndarray:
+    """``cells`` sorted by their labels (as text, dimension by dimension; stable).
+
+    Why: the search breaks ties between equal cells by their order, and the order of an engine's
+    groups is not the data's (a polars ``group_by`` returns its groups in any order): F 35 and
+    M 35 beside a hidden third group got F or M hidden from one run to the next. The protection
+    is mapped back by labels, so the order it sees is free: the labels' order makes the same
+    table get the same pattern however its rows came.
+    """
+    if len(cells) < 2 or not dims:
+        return cells
+    codes = []
+    for d in reversed(dims):
+        labels = np.asarray(entry.flat.dims[d][cells], dtype=object)
+        try:  # the labels' own order (a pandas table's groups are in it already: nothing moves)
+            code, _ = pd.factorize(labels, sort=True)  # (missing labels: -1, first)
+        except TypeError:  # labels of mixed types: their text
+            code, _ = pd.factorize(np.asarray([f"{type(v).__name__}:{v}" for v in labels], dtype=object), sort=True)
+        codes.append(code)
+    return cells[np.lexsort(codes)]
 
 
 @dataclass

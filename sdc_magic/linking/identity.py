@@ -112,7 +112,7 @@ def group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Inde
     n = len(frame)
     if not keys:
         return np.zeros(n, dtype=np.int64), pd.Index(["all"])
-    if n == 0 or not frame.columns.is_unique:
+    if n == 0 or not frame.columns.is_unique or not all(_hash_tells_values_apart(frame[k].dtype) for k in keys):
         return None
     codes, _ = pd.factorize(combine([frame_hash(frame, k) for k in keys]), sort=False)
     # factorize numbers groups by first appearance: a group's first row is where the running
@@ -126,6 +126,22 @@ def group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Inde
     if not index.is_unique:
         return None
     return np.asarray(codes, dtype=np.int64), index
+
+
+def _hash_tells_values_apart(dtype: object) -> bool:
+    """Whether pandas' fingerprint of a column of this dtype differs for different values.
+
+    Numbers, booleans, dates and text typed as such do; an ``object`` column does not: pandas
+    hashes mixed values through ``str()``, so 7 and "7", b"north" and "north" are one value
+    (red team: a crosstab of codes stored as 7 and "7" was grouped as one code). Those go to
+    pandas' groupby, as do categoricals whose categories are objects.
+    """
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _hash_tells_values_apart(dtype.categories.dtype)
+    if isinstance(dtype, pd.StringDtype):
+        return True
+    kind = getattr(dtype, "kind", "O")
+    return kind in "biufmM"
 
 
 def hashed_columns(frame: pd.DataFrame) -> list[Hashable]:

@@ -142,14 +142,14 @@ class Universe:
             return None
         exclude = self.key_columns | set(keys)
         content = [c for c in common if c not in exclude]
-        # labels are confirmed by every common column, the keys too: rows whose keys agree
-        # and whose one measured column differs (a crosstab of ``values=v * 2`` after one of
-        # ``v``) are the same people; only the content match leaves keys out (recodings)
-        pos = self._by_labels(frame, common)
+        # labels are confirmed by the content columns, not the keys (a recoded key under its own
+        # name outvoted them, and keys agreeing on the sample are no evidence: a sorted frame's
+        # copy numbered 0..n again agrees on its keys at shifted rows, red team of issue 22)
+        pos = self._by_labels(frame, content or common)
         earlier = row_origins.labels_before(frame)
         if earlier is not None and (pos is None or (pos < 0).any()):
             # rows re-indexed by reset_index: placed by the labels they had (row_origins)
-            again = self._by_labels(frame, common, index=earlier)
+            again = self._by_labels(frame, content or common, index=earlier)
             if again is not None and (pos is None or (again >= 0).sum() > (pos >= 0).sum()):
                 pos = again
         if (pos is None or (pos < 0).any()) and content:
@@ -188,12 +188,8 @@ class Universe:
         ours, our_counts = np.unique(np.asarray(index), return_counts=True)
         if len(rows) > MULTISET_MAX_REPEATS * max(len(ours), 1):
             return None
-        # a sample first: an unrelated frame leaves far more than the allowed share out, and the
-        # exact count over a million fingerprints is then not needed (0.8 s of a display)
-        sample = mine[:: max(1, n // 4096)]
-        if (np.isin(sample, ours, assume_unique=False, invert=True).mean() > 4 * MULTISET_NEW_SHARE
-                and len(sample) >= 1024):
-            return None
+        # exact counts, never a sample: a sample of rows can be gamed (rows of a made-up value
+        # at the sampled positions made a copy of 2 % new rows look unrelated, red team)
         theirs, their_counts = np.unique(mine, return_counts=True)
         at = np.clip(np.searchsorted(ours, theirs), 0, max(len(ours) - 1, 0))
         held = np.where((len(ours) > 0) & (ours[at] == theirs), our_counts[at], 0) if len(ours) else \
