@@ -41,6 +41,11 @@ def test_every_margin_cell_has_the_evidence_of_its_rows(kind: str, tmp_path, mon
     finally:
         sess.capture.uninstall()
     assert entry is not None, sess.capture.registry.failures
+    _assert_margins_are_their_rows(entry, df)
+
+
+def _assert_margins_are_their_rows(entry, df: pd.DataFrame) -> None:
+    """Each margin cell's rows, total and largest value are those of the rows its labels select."""
     ev, dims = entry.evidence, entry.flat.dims
     margins = np.flatnonzero(np.asarray(ev.is_margin, dtype=bool))
     assert len(margins) >= 3 + 4 + 1  # the column totals, the row totals and the grand total
@@ -52,8 +57,9 @@ def test_every_margin_cell_has_the_evidence_of_its_rows(kind: str, tmp_path, mon
                 rows &= (df[key].astype(object) == label).to_numpy()
         values = df.v.to_numpy()[rows]
         assert int(ev.units[i]) == rows.sum()
-        assert float(ev.total[i]) == pytest.approx(values.sum())
-        assert float(np.asarray(ev.top[i]).ravel()[0]) == pytest.approx(values.max())
+        assert float(np.nan_to_num(ev.total[i])) == pytest.approx(values.sum())
+        if rows.any():  # (pandas 2.2 keeps a margin of an unused category: no rows, no largest value)
+            assert float(np.asarray(ev.top[i]).ravel()[0]) == pytest.approx(values.max())
 
 
 @pytest.mark.parametrize("kind", ["plain", "categorical", "shuffled"])
@@ -69,15 +75,4 @@ def test_every_margin_cell_of_a_pivot_table_has_the_evidence_of_its_rows(kind: s
     finally:
         sess.capture.uninstall()
     assert entry is not None, sess.capture.registry.failures
-    ev, dims = entry.evidence, entry.flat.dims
-    margins = np.flatnonzero(np.asarray(ev.is_margin, dtype=bool))
-    assert len(margins) >= 3 + 4 + 1
-    for i in margins:
-        rows = np.ones(len(df), dtype=bool)
-        for key in ("a", "b", "c"):
-            label = dims[key][i]
-            if label not in ("All", ""):
-                rows &= (df[key].astype(object) == label).to_numpy()
-        values = df.v.to_numpy()[rows]
-        assert int(ev.units[i]) == rows.sum()
-        assert float(ev.total[i]) == pytest.approx(values.sum())
+    _assert_margins_are_their_rows(entry, df)
