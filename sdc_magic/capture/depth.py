@@ -33,9 +33,9 @@ def passthrough() -> Iterator[None]:
     groupbys of the rows behind a table); through the capture's wrappers each such call was
     recorded as if the analyst had made it — a second table of a crosstab spent 6.6 of its
     10 CPU s registering linking's own value counts, and such entries crowd the analyst's
-    out of the registry. Only linking uses it: checking relies on the wrappers (a displayed
-    polars frame converted to pandas keeps its marks through them), and suggestions need their
-    candidate tables captured.
+    out of the registry. Linking's entry points and checking's label and margin-row steps use it;
+    the rest of checking relies on the wrappers (a displayed polars frame converted to pandas keeps
+    its marks through them), and suggestions need their candidate tables captured.
     """
     depth.value += 1
     try:

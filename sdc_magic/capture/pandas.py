@@ -656,6 +656,8 @@ def _grouping(frame: pd.DataFrame, keys: list[str], dropna: bool, reuse: bool = 
     """The group id of each row of ``frame`` by ``keys`` and the groups' labels (pandas' numbering)."""
     if not keys:
         return np.zeros(len(frame), dtype=np.int64), pd.Index(["__all__"])
+    if within is not None and [str(n) for n in within[1].names] == [str(k) for k in keys]:
+        return within  # (the table's own grouping: nothing to derive)
     found = _reusable_grouping(frame, keys) if reuse else None
     if found is None and within is not None:
         found = _coarser_grouping(*within, keys)

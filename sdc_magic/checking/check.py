@@ -804,7 +804,8 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
 
 
 def _in_label_order(entry: Entry, cells: np.ndarray, dims: list[str]) -> np.ndarray:
-    """``cells`` sorted by their labels (as text, dimension by dimension; stable).
+    """``cells`` sorted by their labels, dimension by dimension (labels of mixed types by their
+    text; missing labels first).
 
     Why: the search breaks ties between equal cells by their order, and the order of an engine's
     groups is not the data's (a polars ``group_by`` returns its groups in any order): F 35 and

@@ -105,9 +105,10 @@ def group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Inde
     text keys, and pandas' groupby factorised them in 0.12–0.35 s per display of a million rows
     (half of a polars display). The keys' fingerprints are computed anyway (the universe keeps
     them, :func:`frame_hash` caches them per frame), and a factorisation of their combination
-    costs 0.03 s. Two groups that are different keys with the same 64-bit fingerprint (chance
-    ~G²/2^65 for G groups) or equal keys with different fingerprints (``-0.0`` and ``0.0``)
-    show as labels that are not one per group: pandas decides then.
+    costs 0.03 s. Equal keys with different fingerprints (``-0.0`` and ``0.0``, two NaN payloads)
+    show as labels that are not one per group: pandas decides then. Two different keys with one
+    64-bit fingerprint (chance ~G²/2^65 for G groups) would be one group: the same bet every row
+    fingerprint of linking makes. Only keys whose fingerprint tells values apart are grouped so.
     """
     n = len(frame)
     if not keys:
@@ -120,7 +121,7 @@ def group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Inde
     first = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0)
     columns = [frame[k].iloc[first] for k in keys]
     if len(keys) == 1:
-        index = pd.Index(columns[0].to_numpy() if columns[0].dtype == object else columns[0].array, name=keys[0])
+        index = pd.Index(columns[0].array, name=keys[0])
     else:
         index = pd.MultiIndex.from_arrays([c.array for c in columns], names=keys)
     if not index.is_unique:

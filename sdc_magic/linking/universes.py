@@ -184,16 +184,15 @@ class Universe:
         index, rows = self._content_index(cols, ranked=False)
         if n < 0.5 * len(rows):
             return None
-        mine = combine([frame_hash(frame, c) for c in cols])
         ours, our_counts = np.unique(np.asarray(index), return_counts=True)
-        if len(rows) > MULTISET_MAX_REPEATS * max(len(ours), 1):
+        if not len(ours) or len(rows) > MULTISET_MAX_REPEATS * len(ours):
             return None
         # exact counts, never a sample: a sample of rows can be gamed (rows of a made-up value
         # at the sampled positions made a copy of 2 % new rows look unrelated, red team)
+        mine = combine([frame_hash(frame, c) for c in cols])
         theirs, their_counts = np.unique(mine, return_counts=True)
-        at = np.clip(np.searchsorted(ours, theirs), 0, max(len(ours) - 1, 0))
-        held = np.where((len(ours) > 0) & (ours[at] == theirs), our_counts[at], 0) if len(ours) else \
-            np.zeros(len(theirs), dtype=np.int64)
+        at = np.minimum(np.searchsorted(ours, theirs), len(ours) - 1)
+        held = np.where(ours[at] == theirs, our_counts[at], 0)
         extra = int(np.clip(their_counts - held, 0, None).sum())
         if extra > MULTISET_NEW_SHARE * n:
             return None
