@@ -113,9 +113,15 @@ class Derivations:
         registry = self.registry
 
         reindexes = name == "reset_index"
+        selects = name == "__getitem__"
 
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if selects and len(args) == 2 and callable(args[1]) and not _depth.value \
+                    and isinstance(args[0], _PANDAS) and (is_aggregate(args[0]) or registry.by_object(args[0]) is not None):
+                # t[lambda x: x < 10]: called here, once, as pandas would; its answer (a mask with its
+                # own recipe when it compares the table's values) joins the recipe (as .loc[callable])
+                args = (args[0], args[1](args[0]))
             result = original(*args, **kwargs)
             if _depth.value or not isinstance(result, _PANDAS):
                 return result

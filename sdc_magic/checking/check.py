@@ -89,6 +89,9 @@ class Checked:
     #: marker wherever they appear (issue 23.5: a household size of 12 beside its ✕)
     #: labels drawn hidden: rare numeric labels, and ("text", label, number) for a small number in a label
     hidden_labels: frozenset[float | tuple[str, str, str]] = frozenset()
+    #: what this output's selection by values tells of its parents' hidden cells, one side each
+    #: (:class:`~.lineage.Told`); the session remembers it once the output is shown
+    told_sides: dict[tuple[str, int, int], frozenset[str]] = field(default_factory=dict)
 
     @property
     def hidden_count(self) -> int:
@@ -103,7 +106,7 @@ class Checked:
 
 
 def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: Any = None,
-          progress: Any = None, published: Any = None, reuse: Any = None) -> Checked:
+          progress: Any = None, published: Any = None, reuse: Any = None, revealed: Any = None) -> Checked:
     """Check one displayed object (DataFrame, Series or Styler) under ``rules``.
 
     ``linker(entry, positions)`` may return extra primary cells (flat index → reasons)
@@ -113,10 +116,22 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
     outputs ({keys subset: labels}): protection never relies on hiding them.
     ``reuse(entry, positions, frame, notes)`` may return the final decision of the same
     table shown earlier (see :mod:`sdc_magic.jupyter.decisions`), which is then returned as it is.
+    ``revealed`` (:class:`~.revealed.RevealedSides`): what the session's earlier selections by
+    value told of hidden cells; this output's are added (see :func:`.selection.withhold_pinned_labels`).
     """
     frame, notes = unwrap(obj)
+    told: dict[tuple[str, int, int], frozenset[str]] = {}
     if protector is not False:
-        withhold_pinned_labels(frame, registry, lambda leaf: _leaf_hidden(leaf, registry, rules, protector))
+        told = withhold_pinned_labels(frame, registry, lambda leaf: _leaf_hidden(leaf, registry, rules, protector),
+                                      revealed)
+    checked = _decide(frame, notes, registry, rules, protector, linker, progress, published, reuse)
+    checked.told_sides = told
+    return checked
+
+
+def _decide(frame: Any, notes: list[str], registry: Any, rules: Rules, protector: Any, linker: Any, progress: Any,
+            published: Any, reuse: Any) -> Checked:
+    """The decision for ``frame`` once selections by value are judged (see :func:`check`)."""
     resolved = resolve(frame, registry)
     resolved.notes = notes + resolved.notes
     shape = _shape(frame)

@@ -18,8 +18,9 @@ cells cannot be placed) hides every cell: fail closed.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -126,7 +127,30 @@ def _foreign_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray
 MAX_PINNED_PROBES = 200
 
 
-def labels_pinned(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidden) -> bool:
+#: the two sides a selection can tell a hidden cell lies on (see :class:`Told`)
+BELOW, ABOVE = "not near 0", "not far above"
+
+
+@dataclass
+class Told:
+    """What a selection by values tells of the hidden cells of the tables it selects from.
+
+    ``pinned``: some hidden cell is pinned by this selection alone (or with ``earlier``).
+    ``sides``: per hidden cell (``(fingerprint of its table, row, column)``), the sides a
+    one-sided selection told: :data:`BELOW` when the cell's row would change at 0 (in a table
+    without zeros, also at half its value: ``t[t > 1]`` of a 2, while ``t[t > 0]`` of a groupby
+    tells next to nothing), :data:`ABOVE` when it would change far above its value (``t[t < 3]``). Each side alone is a one-sided bound; both, over several outputs, pin it as
+    a two-sided selection does (``t[t > 1]`` then ``t[t < 3]``: C is 2).
+    """
+
+    pinned: bool = False
+    #: pinned only together with what earlier outputs told
+    across: bool = False
+    sides: dict[tuple[str, int, int], frozenset[str]] = field(default_factory=dict)
+
+
+def labels_pinned(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidden,
+                  earlier: Callable[[tuple[str, int, int]], frozenset[str]] | None = None) -> Told:
     """Whether the rows or columns ``obj`` shows are chosen by values its leaves hide, both ways.
 
     ``t[t == 2]`` shows the one row Z (✕): its label tells Z is 2 (red team, round 6). The
@@ -135,38 +159,43 @@ def labels_pinned(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHi
     pins its value (an equality, an interval such as ``between(1, 4)``) and nothing of the
     table may be drawn.
     A one-sided selection (``t[t > 0]``, ``t[t >= 5]``, ``nlargest``) only bounds them on one
-    side and is left to the protection, as the order of rows is. Any failure: False (the
-    cells are judged as before).
+    side and is left to the protection, as the order of rows is, unless ``earlier(cell)`` says
+    an earlier output told the other side of the same cell (``t[t > 1]``, then ``t[t < 3]``).
+    The sides told are returned for the caller to remember. Any failure: nothing pinned,
+    nothing told (the cells are judged as before).
     """
+    told = Told()
     if not isinstance(obj, pd.DataFrame | pd.Series) or recipe_of(obj) is None:
-        return False
+        return told
     leaves: dict[int, Any] = {}
     if not _collect(obj, is_known, leaves, [0]) or not leaves:
-        return False
+        return told
     masks: dict[int, np.ndarray] = {}
     for key, leaf in leaves.items():
         grid = leaf_hidden(leaf)
         if grid is not None and grid.shape == grid_shape(leaf) and grid.any():
             masks[key] = grid
     if not masks:
-        return False
+        return told
     try:
         base = _replay(obj, {})
         if not _same(base, obj):
-            return False
+            return told
         if _labels_carry_values(base, obj, leaves, masks):
-            return True
+            return Told(pinned=True)
         probes = 0
         for key, mask in masks.items():
             leaf = leaves[key]
             columns = list(leaf.columns) if isinstance(leaf, pd.DataFrame) else [leaf.name]
             values = _numeric_grid(leaf)
+            has_zeros = bool((values == 0).any())
             shown = set(base.index)
+            print_of: str | None = None
             cells = sorted(zip(*np.nonzero(mask), strict=True), key=lambda rc: leaf.index[rc[0]] not in shown)
             for r, c in cells:  # (rows the selection shows first: a pin by presence is the usual one)
                 probes += 1
                 if probes > MAX_PINNED_PROBES:
-                    return False
+                    return Told(sides=told.sides)
                 v = float(values[r, c]) if np.isfinite(values[r, c]) else 0.0
                 changed = [_labels_changed(base, _replay(obj, {key: _with_cell(leaf, r, c, x)}))
                            for x in (min(0.0, v) - 1e-9 if v <= 0 else 0.0, max(2 * v, v + NEAR))]
@@ -176,11 +205,38 @@ def labels_pinned(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHi
                 # on one side only; another row of the head of a sorted table moves with ties)
                 own = {("row", leaf.index[r]), ("col", columns[c]), ("row", (leaf.index[r], columns[c])),
                        ("row", int(r))}
-                if own & changed[0] & changed[1]:
-                    return True
+                sides = frozenset(side for side, moved in zip((BELOW, ABOVE), changed, strict=True) if own & moved)
+                if len(sides) == 2:
+                    return Told(pinned=True)
+                if sides == {BELOW} and not has_zeros and not own & _labels_changed(
+                        base, _replay(obj, {key: _with_cell(leaf, r, c, v / 2)})):
+                    # in a table without zeros (a groupby lists groups that have someone), a lower
+                    # bound below half the cell tells next to nothing (``t[t > 0]``); one that
+                    # excludes half of it does (``t[t > 1]`` of a 2). Where zeros are shown (a
+                    # crosstab), ``ct[ct.F > 0]`` tells that Z has a woman at all.
+                    continue
+                if not sides:
+                    continue
+                print_of = print_of or fingerprint(leaf)
+                cell = (print_of, int(r), int(c))
+                told.sides[cell] = sides
+                if earlier is not None and len(sides | earlier(cell)) == 2:
+                    return Told(pinned=True, across=True)
     except Exception:
-        return False
-    return False
+        return Told()
+    return told
+
+
+def fingerprint(table: pd.DataFrame | pd.Series) -> str:
+    """A digest of a table's labels and values: the same figures in the same cells, the same text
+    (a table computed again from the same rows is the same table for what selections told)."""
+    grid = table.to_frame() if isinstance(table, pd.Series) else table
+    digest = hashlib.sha256(repr([str(c) for c in grid.columns]).encode())
+    try:
+        digest.update(pd.util.hash_pandas_object(grid, index=True).to_numpy().tobytes())
+    except (TypeError, ValueError):  # unhashable cells (lists): their text
+        digest.update(repr((list(map(str, grid.index)), grid.astype(str).to_numpy().tolist())).encode())
+    return digest.hexdigest()[:32]
 
 
 #: How far above a hidden cell :func:`labels_pinned` moves it at least (twice its value otherwise):

@@ -170,20 +170,31 @@ PINNED_LABELS = ("which rows or columns this table shows depends on values its p
                  f"on values such as t[t == 2] or between(...)): the labels kept would tell them. {PINNED_ADVICE}")
 
 
-def withhold_pinned_labels(frame: Any, registry: Any, leaf_hidden: Callable[[Any], np.ndarray | None]) -> None:
+def withhold_pinned_labels(frame: Any, registry: Any, leaf_hidden: Callable[[Any], np.ndarray | None],
+                           revealed: Any = None) -> dict[tuple[str, int, int], frozenset[str]]:
     """Raise :class:`Withheld` when a table derived from checked ones keeps rows chosen by hidden
     values. ``leaf_hidden(leaf)``: a parent's hidden cells as the check finds them on its own
-    (None when it is blocked), given by the caller so this module needs nothing of the check."""
+    (None when it is blocked), given by the caller so this module needs nothing of the check.
+    ``revealed`` (a :class:`~.revealed.RevealedSides`, the session's): what earlier outputs told
+    of the same hidden cells. Returns the sides this one tells, for the caller to remember once
+    the output is shown (an output withheld for any reason tells nothing)."""
     if registry is None or not isinstance(frame, pd.DataFrame | pd.Series):
-        return
+        return {}
     from ..capture.contract import Withheld, recipe_of
 
     if recipe_of(frame) is None:
-        return
+        return {}
     from .lineage import labels_pinned
 
-    if labels_pinned(frame, lambda x: registry.by_object(x) is not None, leaf_hidden):
-        raise Withheld(PINNED_LABELS)
+    told = labels_pinned(frame, lambda x: registry.by_object(x) is not None, leaf_hidden, earlier=revealed)
+    if told.pinned:
+        raise Withheld(PINNED_ACROSS if told.across else PINNED_LABELS)
+    return told.sides
+
+
+PINNED_ACROSS = ("which rows this table shows depends on values its parent table hides, and an earlier selection of "
+                 "the same table bounded them from the other side (t[t > 1], then t[t < 3]): together the labels "
+                 f"kept would tell them. {PINNED_ADVICE}")
 
 
 HIDDEN_LAST_NOTE = ("rows were ordered by value: rows with hidden cells are listed last, in label order, "

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..capture import Capture
 from ..checking.check import Checked, check, settle_intervals
+from ..checking.revealed import RevealedSides
 from ..config import Rules, apply_settings, load_rules, preset
 from ..evidence.registry import Registry
 from ..outputs.bundle import MIME as PAYLOAD_MIME
@@ -114,6 +115,7 @@ class Session:
         self.last_error: str | None = None
         self.protector: Any = None
         self.decisions = DecisionMemory()  # the same table shown again: the same decision
+        self.revealed = RevealedSides()  # what selections by value told of hidden cells, output after output
         self._decision_key: str | None = None
 
     # ------------------------------------------------------------ rules
@@ -170,7 +172,8 @@ class Session:
             checked = check(obj, self.registry, self.rules, self.protector,
                             linker=self._differencing if linked else None, progress=progress,
                             published=self._published if linked else None,
-                            reuse=self._recall if linked else None)
+                            reuse=self._recall if linked else None,
+                            revealed=self.revealed if linked else None)
             reused = getattr(checked, "reused_from", None) is not None
             if linked and not reused:
                 self._link(out_id, checked, obj)
@@ -190,6 +193,8 @@ class Session:
             payload = render_payload(checked, out_id, found)
             page = render_html(checked, extras_html(payload))
             meta = self._metadata(out_id, checked, text, page, payload)
+            if linked and checked.status != "blocked" and checked.told_sides:
+                self.revealed.remember(checked.told_sides)  # shown: what its selection told is public now
         except KeyboardInterrupt:
             checked = payload = None
             text, page = render_placeholder("checking was interrupted")

@@ -1,0 +1,121 @@
+"""Two one-sided selections of one table, in two outputs, pin a hidden cell (issue 23, red team).
+
+``t[t > 1]`` keeps Z (✕): Z is more than 1. ``t[t < 10]`` keeps Z again: Z is less than 10.
+Each alone bounds Z on one side and is shown; together they pin it as ``t[t.between(2, 9)]``
+would, which is withheld. The session remembers which side each shown selection told of each
+hidden cell (``checking/revealed.py``) and withholds the selection that completes a pin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_magic.checking.selection import PINNED_ACROSS
+from sdc_magic.jupyter.session import Session
+
+#: Z (2 people) is hidden; C and D are small but published
+SIZES = {"A": 40, "B": 35, "C": 8, "D": 9, "Z": 2}
+
+
+def _frame() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    district = np.repeat(list(SIZES), list(SIZES.values()))
+    return pd.DataFrame({"district": district, "sex": rng.choice(["F", "M"], len(district))})
+
+
+def _status(out: Any) -> str:
+    return out.metadata["sdc_magic"]["status"]
+
+
+def _pinned_across(out: Any) -> bool:
+    return _status(out) == "blocked" and PINNED_ACROSS[:60] in out.data["text/plain"]
+
+
+LOW = ["t[t > 1]", "t[t >= 2]", "t[~(t <= 1)]", "t.loc[t.gt(1)]", "t.to_frame('n').query('n > 1')",
+       "t.where(t > 1).dropna()", "t.reset_index(name='n').query('n > 1')", "t[lambda x: x > 1]"]
+HIGH = ["t[t < 10]", "t[t <= 9]", "t.loc[t.lt(10)]", "t[~(t >= 10)]", "t.to_frame('n').query('n < 10')",
+        "t.mask(t >= 10).dropna()", "(t * 2)[t * 2 < 20]", "t.to_frame('n')[lambda f: f.n < 10]"]
+
+
+@pytest.mark.parametrize("first,second", [*zip(LOW, HIGH, strict=True), *zip(HIGH, LOW, strict=True)])
+def test_the_second_side_is_withheld(sess: Session, first: str, second: str) -> None:
+    t = _frame().groupby("district").size()
+    assert sess.check(t).hidden.ravel().tolist()[-1]
+    out1 = sess.publish(eval(first))
+    assert _status(out1) != "blocked", out1.data["text/plain"]
+    out2 = sess.publish(eval(second))
+    assert _pinned_across(out2), out2.data["text/plain"]
+    assert "Z" not in out2.data["text/plain"] and "Z" not in out2.data.get("text/html", "")
+
+
+def test_the_same_table_computed_again_is_the_same_table(sess: Session) -> None:
+    df = _frame()
+    t = df.groupby("district").size()
+    assert _status(sess.publish(t[t > 1])) == "suppressed"
+    again = df.groupby("district").size()
+    assert _pinned_across(sess.publish(again[again < 10]))
+
+
+def _crosstab_frame(**women_men: tuple[int, int]) -> pd.DataFrame:
+    rows = [(d, sex) for d, (f, m) in women_men.items() for sex, n in (("F", f), ("M", m)) for _ in range(n)]
+    return pd.DataFrame(rows, columns=["district", "sex"])
+
+
+def test_a_frame_filtered_by_one_column_then_another_way(sess: Session) -> None:
+    df = _crosstab_frame(A=(20, 20), B=(18, 17), C=(8, 9), D=(7, 9), Z=(2, 1))
+    ct = pd.crosstab(df.district, df.sex)
+    assert sess.check(ct).hidden[-1].all() and not sess.check(ct).hidden[2].any()  # Z hidden, C shown
+    assert _status(sess.publish(ct[ct.F > 1])) in ("pass", "suppressed")
+    assert _pinned_across(sess.publish(ct[ct.F < 10]))  # C and D kept beside Z: Z has 2 women
+
+
+def test_in_a_table_with_zeros_more_than_none_is_a_side(sess: Session) -> None:
+    """A crosstab shows zeros: ``ct[ct.F > 0]`` tells that Z has a woman at all (its 1 is then pinned
+    by ``ct[ct.F < 2]``), where ``t[t > 0]`` of a groupby tells nothing (every group has someone)."""
+    df = _crosstab_frame(A=(20, 20), B=(18, 17), C=(8, 9), D=(0, 9), Z=(1, 1))
+    ct = pd.crosstab(df.district, df.sex)
+    assert sess.check(ct).hidden[-1, 0]
+    assert _status(sess.publish(ct[ct.F > 0])) in ("pass", "suppressed")
+    assert _pinned_across(sess.publish(ct[ct.F < 10]))
+
+
+@pytest.mark.parametrize("first,second", [
+    ("t[t > 0]", "t[t >= 5]"),  # every group has someone, then the groups at the threshold: Z is 1..4 at most
+    ("t[t > 20]", "t[t < 100]"),  # wide: Z left out, then kept far above it
+    ("t.nlargest(3)", "t[t < 10]"),
+    ("t[t > 1]", "t[t < 100]"),
+    ("t[t < 10]", "t[t > 0]"),
+])
+def test_wide_or_unrelated_sides_are_shown(sess: Session, first: str, second: str) -> None:
+    t = _frame().groupby("district").size()  # noqa: F841 (read by eval)
+    out1 = sess.publish(eval(first))
+    out2 = sess.publish(eval(second))
+    assert _status(out1) != "blocked", out1.data["text/plain"]
+    assert _status(out2) != "blocked", out2.data["text/plain"]
+
+
+def test_a_withheld_selection_tells_nothing(sess: Session) -> None:
+    """A selection that was not shown cannot pin anything with a later one."""
+    t = _frame().groupby("district").size()
+    assert _status(sess.publish(t[t < 3])) == "blocked"  # shows Z alone
+    assert _status(sess.publish(t[t > 1])) == "suppressed"
+
+
+def test_another_table_is_another_cell(sess: Session) -> None:
+    df = _frame()
+    t = df.groupby("district").size()
+    assert _status(sess.publish(t[t > 1])) == "suppressed"
+    u = df[df.district != "A"].groupby("district").size()
+    assert _status(sess.publish(u[u < 10])) == "suppressed"
+
+
+def test_without_linking_each_output_is_judged_alone(sess: Session) -> None:
+    sess.linking = False
+    t = _frame().groupby("district").size()
+    assert _status(sess.publish(t[t > 1])) == "suppressed"
+    assert _status(sess.publish(t[t < 10])) == "suppressed"
+    assert len(sess.revealed) == 0
