@@ -33,6 +33,7 @@ from .labels import (
     mask_text_labels,
     numbers_in_hidden_labels,
     small_group_sizes_as_labels,
+    small_numbers_in_labels,
 )
 from .margin_rows import escape_total, with_primary_margins, with_public_cells
 from .resolve import Resolved, resolve, unwrap
@@ -554,8 +555,17 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
         for i in np.flatnonzero(unverified):
             reasons.setdefault(int(i), []).append(Reason(
                 "unverified", "no evidence of how this number was computed"))
-    return _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
-                   call=None, method=method, unverified=unverified)
+    # numbers written into its labels: small ones, and any beside hidden cells ("B (n=30)" gives C back)
+    text_labels = small_numbers_in_labels(resolved.frame, rules.threshold) \
+        | numbers_in_hidden_labels(resolved, None, hidden)
+    if text_labels:
+        notes = [mask_text_labels(n, text_labels) for n in notes]
+        reasons = {i: [Reason(r.rule, mask_text_labels(r.message, text_labels)) for r in rs]
+                   for i, rs in reasons.items()}
+    checked = _finish(resolved, rules, shape, status, hidden, reasons, intervals, primary, secondary, notes,
+                      call=None, method=method, unverified=unverified)
+    checked.hidden_labels = frozenset(text_labels)
+    return checked
 
 
 def _hide(mask: np.ndarray, hidden: np.ndarray, secondary: np.ndarray, primary: np.ndarray,

@@ -119,6 +119,9 @@ def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[in
                          "of bins, or qcut): that edge is one person's value; give the bin edges explicitly")
     frame = resolved.frame
     names = list(frame.index) + ([] if isinstance(frame, pd.Series) else list(frame.columns))
+    # keys shown as columns (polars, DuckDB: a default index) are labels too ("C (n=3)" in a column)
+    names += list(dict.fromkeys(v for labels in flat.dims.values() for v in pd.unique(np.asarray(labels, dtype=object))
+                                if isinstance(v, str)))
     data_units = data_label_units(resolved, ev)
     for label in names:
         for part in label if isinstance(label, tuple) else (label,):
@@ -196,6 +199,23 @@ def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray) ->
         for part in label if isinstance(label, tuple) else (label,):
             if isinstance(part, str) and part not in data:
                 out.update(("text", part, number) for number in _ANY_NUMBER.findall(part))
+    return out
+
+
+def small_numbers_in_labels(frame: pd.DataFrame | pd.Series, threshold: int) -> set[tuple[str, str, str]]:
+    """Small numbers (1 to ``threshold`` − 1) written into the text labels of a table without
+    evidence, to draw hidden: "C (n=3)" built after the aggregation (a polars ``concat_str`` of the
+    count, a label column joined on) states a count nobody checked; no data category can be told
+    from the analyst's text there, so every such number is masked (the table is ``review``)."""
+    names = list(frame.index) + ([] if isinstance(frame, pd.Series) else list(frame.columns))
+    out: set[tuple[str, str, str]] = set()
+    for label in dict.fromkeys(names):
+        for part in label if isinstance(label, tuple) else (label,):
+            if not isinstance(part, str):
+                continue
+            for number in dict.fromkeys([*_SMALL_NUMBER_IN_LABEL.findall(part), *_NUMBER_TOKEN.findall(part)]):
+                if 0 < int(number) < threshold:
+                    out.add(("text", part, number))
     return out
 
 

@@ -6,8 +6,11 @@ by their labels and the outputs by their ids, so an analyst can find them in the
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+#: a number the analyst wrote into a label as a count: "C (n=3)", "C [3]", "B (30)", "n: 4"
+_COUNT_IN_LABEL = re.compile(r"(?<=[\(\[])(\s*)\d+(?:[.,]\d+)?|(?<=\bn)(\s*[=:]\s*)\d+(?:[.,]\d+)?", re.IGNORECASE)
 
 def cell_name(labels: tuple) -> str:
     """A cell as the analyst sees it: its labels joined (``North / F``); ``all rows`` for a total."""
@@ -15,8 +18,12 @@ def cell_name(labels: tuple) -> str:
 
 
 def _label(v: Any) -> str:
+    """One label; a count written into a text label is drawn as the hidden marker (explanations
+    name hidden cells: "C (n=3)" would state what the table hides, as "B (n=30)" beside C)."""
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
+    if isinstance(v, str):
+        return _COUNT_IN_LABEL.sub(lambda m: (m.group(1) or m.group(2) or "") + "✕", v)
     return str(v)
 
 

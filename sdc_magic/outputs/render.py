@@ -57,6 +57,7 @@ def protected_frame(checked: Checked) -> pd.DataFrame | pd.Series:
     is_series = isinstance(frame, pd.Series)
     df = frame.to_frame() if is_series else frame
     precision = pd.get_option("display.precision")
+    text_masks = frozenset(m for m in checked.hidden_labels if isinstance(m, tuple))
     columns = []
     for j in range(df.shape[1]):
         col = df.iloc[:, j]
@@ -74,6 +75,9 @@ def protected_frame(checked: Checked) -> pd.DataFrame | pd.Series:
         if checked.unverified is not None and checked.unverified[:, j].any():
             mark = checked.unverified[:, j]
             values[mark] = [f"{v} {UNVERIFIED_MARK}" for v in values[mark]]
+        if text_masks and not pd.api.types.is_numeric_dtype(col.dtype):
+            # keys shown as a column (polars, DuckDB): "C (n=3)" is a label there too
+            values = _masked_values(pd.Index(values, dtype=object), text_masks)
         values[checked.hidden[:, j]] = HIDDEN
         columns.append(values)
     grid = np.stack(columns, axis=1) if columns else np.empty((len(df), 0), dtype=object)

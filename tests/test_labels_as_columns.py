@@ -1,0 +1,83 @@
+"""Numbers written into labels, wherever the labels are drawn (issue 23.5, red team of this stop).
+
+pandas drew "C (n=✕)" and sent the table to review; the same label in a polars or DuckDB result,
+where the keys are columns of a default index, was drawn "C (n=3)" at ``suppressed`` (cleared);
+a label column computed after the aggregation (no evidence: ``review``) kept "B (n=30)" beside
+B's hidden cell; and linking's explanations named an earlier table's cell "C (n=3)" in full.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from sdc_magic.jupyter.session import Session
+
+
+def _everything(out: Any) -> str:
+    return json.dumps(out.data) + json.dumps(out.metadata, default=str)
+
+
+def _states_small_count(out: Any) -> bool:
+    return bool(re.search(r"n=3\b|\[3\]|\(3\)", _everything(out)))
+
+
+def test_polars_key_column_label(sess: Session, p: Any) -> None:
+    pl = pytest.importorskip("polars")
+    t = p.with_columns(pl.col("district").replace({"C": "C (n=3)"})).group_by("district").len().sort("district")
+    out = sess.publish(t)
+    assert out.metadata["sdc_magic"]["status"] == "review"
+    assert "C (n=✕)" in out.data["text/plain"]
+    assert not _states_small_count(out)
+
+
+def test_polars_two_keys_label(sess: Session, p: Any) -> None:
+    pl = pytest.importorskip("polars")
+    t = p.with_columns(pl.col("district").replace({"C": "C [3]"})).group_by("district", "sex").len() \
+        .sort("district", "sex")
+    out = sess.publish(t)
+    assert out.metadata["sdc_magic"]["status"] == "review"
+    assert not _states_small_count(out)
+
+
+def test_duckdb_key_column_label(sess: Session, df: pd.DataFrame) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    d = df  # noqa: F841 (read by DuckDB)
+    out = sess.publish(duckdb.sql("SELECT CASE WHEN district = 'C' THEN 'C (n=3)' ELSE district END AS dd, "
+                                  "count(*) AS n FROM d GROUP BY 1 ORDER BY 1").df())
+    assert out.metadata["sdc_magic"]["status"] == "review"
+    assert not _states_small_count(out)
+
+
+def test_label_column_built_from_the_counts(sess: Session, p: Any) -> None:
+    pl = pytest.importorskip("polars")
+    t = p.group_by("district").len().with_columns(
+        pl.concat_str([pl.col("district"), pl.lit(" (n="), pl.col("len").cast(pl.Utf8), pl.lit(")")]).alias("label")
+    ).sort("district")
+    out = sess.publish(t)
+    assert out.metadata["sdc_magic"]["status"] != "pass"
+    text = _everything(out)
+    assert "n=3)" not in text and "n=30)" not in text  # B is C's secondary: 73 - 40 - 30 = 3
+    assert "n=40)" in out.data["text/plain"]  # A is published
+
+
+def test_pandas_label_then_an_engine_table_names_it_hidden(sess: Session, df: pd.DataFrame, p: Any) -> None:
+    pl = pytest.importorskip("polars")
+    first = sess.publish(df.assign(district=df.district.replace({"C": "C (n=3)"})).groupby("district").size())
+    assert not _states_small_count(first)
+    out = sess.publish(p.with_columns(pl.col("district").replace({"C": "C [3]"})).group_by("district").len()
+                       .sort("district"))
+    assert not _states_small_count(out)  # (linking's reasons named out-1's cell "C (n=3)")
+
+
+def test_explanations_mask_counts_in_labels_only() -> None:
+    from sdc_magic.linking.names import cell_name
+
+    assert cell_name(("C (n=3)", "F")) == "C (n=✕) / F"
+    assert cell_name(("B (30)",)) == "B (✕)"
+    assert cell_name(("2024-03",)) == "2024-03"
+    assert cell_name((101.0,)) == "101"
