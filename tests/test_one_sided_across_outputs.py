@@ -105,12 +105,87 @@ def test_a_withheld_selection_tells_nothing(sess: Session) -> None:
     assert _status(sess.publish(t[t > 1])) == "suppressed"
 
 
-def test_another_table_is_another_cell(sess: Session) -> None:
+@pytest.mark.parametrize("second", [
+    "df.district.value_counts()", "df.groupby('district')['sex'].count()",
+    "df[df.district != 'A'].groupby('district').size()",  # (Z's 2 are the same people)
+    "df.groupby('district', sort=False).size()",
+    "pd.crosstab(df.district, columns='n')['n']", "pd.crosstab(df.district, columns='n')",
+])
+def test_the_same_figure_in_another_table_is_the_same_cell(sess: Session, second: str) -> None:
     df = _frame()
     t = df.groupby("district").size()
     assert _status(sess.publish(t[t > 1])) == "suppressed"
+    u = eval(second)
+    selection = u[u["n"] < 10] if isinstance(u, pd.DataFrame) else u[u < 10]
+    assert _pinned_across(sess.publish(selection)), second
+
+
+def test_another_figure_is_another_cell(sess: Session) -> None:
+    df = _frame()
+    t = df.groupby("district").size()
+    assert _status(sess.publish(t[t > 1])) == "suppressed"
+    # Z is 1 and C is 7 there (t[t > 1] told that t's C, 8, and Z, 2, are more than 1)
+    gone = np.concatenate([df.index[df.district == "Z"][:1], df.index[df.district == "C"][:1]])
+    u = df.drop(gone).groupby("district").size()
+    assert _status(sess.publish(u[u < 10])) != "blocked"
+
+
+def test_a_secondary_is_pinned_too(sess: Session) -> None:
+    """C (8) is hidden to protect Z: t[t > 1] tells C is more than 1, u[u < 10] (the same C) less than 10."""
+    df = _frame()
+    t = df.groupby("district").size()
+    assert sess.check(t).hidden.ravel().tolist() == [False, False, True, False, True]
+    assert _status(sess.publish(t[t > 1])) == "suppressed"
     u = df[df.district != "A"].groupby("district").size()
-    assert _status(sess.publish(u[u < 10])) == "suppressed"
+    assert _pinned_across(sess.publish(u[u < 10]))
+
+
+@pytest.mark.parametrize("z", [2, 3, 4])
+def test_small_lower_bounds_count(sess: Session, z: int) -> None:
+    """``t > 1`` tells Z is not 1 whatever Z is (red team: only Z = 2 was caught)."""
+    df = _frame()
+    df = df[df.district != "Z"]
+    df = pd.concat([df, pd.DataFrame({"district": ["Z"] * z, "sex": ["F"] * z})], ignore_index=True)
+    t = df.groupby("district").size()
+    assert _status(sess.publish(t[t > 1])) == "suppressed"
+    assert _pinned_across(sess.publish(t[t < 10]))
+
+
+def test_means_keep_their_one_sided_selections(sess: Session) -> None:
+    """The probes (0, twice the value) are a count's range, not a mean's: mean ages between 30 and
+    79 tell no narrow range (red team: over-protection)."""
+    df = _frame().assign(age=lambda f: 30 + (np.arange(len(f)) % 40))
+    m = df.groupby("district").age.mean()
+    assert sess.check(m).hidden.any()
+    assert _status(sess.publish(m[m > 30])) != "blocked"
+    assert _status(sess.publish(m[m < 79])) != "blocked"
+
+
+@pytest.mark.parametrize("code", [
+    "t.to_frame('n').T.loc[:, (t.to_frame('n').T.loc['n'] > 1) & (t.to_frame('n').T.loc['n'] < 10)]",
+    "t.to_frame('n').T.T.T.loc[:, (t > 1) & (t < 10)]",
+])
+def test_a_transposed_copy_selected_both_ways_at_once(sess: Session, code: str) -> None:
+    t = _frame().groupby("district").size()  # noqa: F841 (read by eval)
+    out = sess.publish(eval(code))
+    assert _status(out) == "blocked", out.data["text/plain"]
+
+
+def test_unstacked_pairs_selected_both_ways(sess: Session) -> None:
+    df = _crosstab_frame(A=(20, 20), B=(18, 17), C=(8, 9), D=(7, 9), Z=(2, 1))
+    g = df.groupby(["district", "sex"]).size()
+    assert sess.check(g).hidden.any()
+    out = sess.publish(g.unstack()[lambda f: (f.F > 1) & (f.F < 10)])
+    assert _status(out) == "blocked", out.data["text/plain"]
+
+
+def test_a_tuple_is_judged_with_the_memory(sess: Session) -> None:
+    """Objects inside a tuple are checked one by one (not recorded); what they tell is remembered
+    and they see what earlier outputs told."""
+    t = _frame().groupby("district").size()
+    assert _status(sess.publish(t[t > 1])) == "suppressed"
+    text = sess.plain((t[t < 10],))
+    assert "withheld" in text and "Z" not in text
 
 
 def test_without_linking_each_output_is_judged_alone(sess: Session) -> None:
@@ -119,3 +194,16 @@ def test_without_linking_each_output_is_judged_alone(sess: Session) -> None:
     assert _status(sess.publish(t[t > 1])) == "suppressed"
     assert _status(sess.publish(t[t < 10])) == "suppressed"
     assert len(sess.revealed) == 0
+
+
+def test_more_hidden_cells_than_the_work_bound_withholds(sess: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond the probes the bound allows, a selection by value is not proven harmless: withheld
+    (red team: with the bound at 200, a hidden cell after 200 others was never looked at)."""
+    from sdc_magic.checking import lineage
+    from sdc_magic.checking.selection import PINNED_UNPROVEN
+
+    monkeypatch.setattr(lineage, "MAX_PINNED_PROBES", 1)
+    t = _frame().groupby("district").size()
+    out = sess.publish(t[t > 1])
+    assert _status(out) == "blocked" and PINNED_UNPROVEN[:50] in out.data["text/plain"]
+    assert _status(sess.publish(t[t.index != "A"])) != "blocked"  # (by label: no probe)

@@ -32,8 +32,8 @@ from .labels import (
     mask_numbers,
     mask_text_labels,
     numbers_in_hidden_labels,
+    numbers_in_unverified_labels,
     small_group_sizes_as_labels,
-    small_numbers_in_labels,
 )
 from .margin_rows import escape_total, with_primary_margins, with_public_cells
 from .resolve import Resolved, resolve, unwrap
@@ -92,7 +92,7 @@ class Checked:
     hidden_labels: frozenset[float | tuple[str, str, str]] = frozenset()
     #: what this output's selection by values tells of its parents' hidden cells, one side each
     #: (:class:`~.lineage.Told`); the session remembers it once the output is shown
-    told_sides: dict[tuple[str, int, int], frozenset[str]] = field(default_factory=dict)
+    told_sides: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
     @property
     def hidden_count(self) -> int:
@@ -121,7 +121,7 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
     value told of hidden cells; this output's are added (see :func:`.selection.withhold_pinned_labels`).
     """
     frame, notes = unwrap(obj)
-    told: dict[tuple[str, int, int], frozenset[str]] = {}
+    told: dict[tuple[str, str], frozenset[str]] = {}
     if protector is not False:
         told = withhold_pinned_labels(frame, registry, lambda leaf: _leaf_hidden(leaf, registry, rules, protector),
                                       revealed)
@@ -556,8 +556,10 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
             reasons.setdefault(int(i), []).append(Reason(
                 "unverified", "no evidence of how this number was computed"))
     # numbers written into its labels: small ones, and any beside hidden cells ("B (n=30)" gives C back)
-    text_labels = small_numbers_in_labels(resolved.frame, rules.threshold) \
-        | numbers_in_hidden_labels(resolved, None, hidden)
+    hidden_rows = {resolved.frame.index[i] for i in np.unique(flat.row_pos[hidden])}
+    hidden_cols = {resolved.frame.columns[j] for j in np.unique(flat.col_pos[hidden])} \
+        if isinstance(resolved.frame, pd.DataFrame) else set()
+    text_labels = numbers_in_unverified_labels(resolved.frame, hidden_rows, hidden_cols, rules.threshold)
     if text_labels:
         notes = [mask_text_labels(n, text_labels) for n in notes]
         reasons = {i: [Reason(r.rule, mask_text_labels(r.message, text_labels)) for r in rs]

@@ -202,21 +202,31 @@ def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray) ->
     return out
 
 
-def small_numbers_in_labels(frame: pd.DataFrame | pd.Series, threshold: int) -> set[tuple[str, str, str]]:
-    """Small numbers (1 to ``threshold`` − 1) written into the text labels of a table without
-    evidence, to draw hidden: "C (n=3)" built after the aggregation (a polars ``concat_str`` of the
-    count, a label column joined on) states a count nobody checked; no data category can be told
-    from the analyst's text there, so every such number is masked (the table is ``review``)."""
-    names = list(frame.index) + ([] if isinstance(frame, pd.Series) else list(frame.columns))
+def numbers_in_unverified_labels(frame: pd.DataFrame | pd.Series, hidden_rows: set, hidden_cols: set,
+                                 threshold: int) -> set[tuple[str, str, str]]:
+    """Numbers written into the text labels of a table without evidence as counts ("C (n=3)",
+    "B [30]", "A (41.1%)"), to draw hidden: small ones everywhere, any beside hidden cells.
+
+    Why: a label built after the aggregation (a polars ``concat_str`` of the count, a label column
+    joined on) states a figure nobody checked, and "B (n=30)" beside B's hidden cell gives C's 3
+    back (73 − 40 − 30). Only numbers written as a count (after ``n=``, in brackets) are taken: a
+    bare code such as the month "02" is a category (the table is ``review`` anyway)."""
     out: set[tuple[str, str, str]] = set()
-    for label in dict.fromkeys(names):
+    labels = [(x, x in hidden_rows) for x in dict.fromkeys(frame.index)]
+    if isinstance(frame, pd.DataFrame):
+        labels += [(x, x in hidden_cols) for x in dict.fromkeys(frame.columns)]
+    for label, beside_hidden in labels:
         for part in label if isinstance(label, tuple) else (label,):
             if not isinstance(part, str):
                 continue
-            for number in dict.fromkeys([*_SMALL_NUMBER_IN_LABEL.findall(part), *_NUMBER_TOKEN.findall(part)]):
-                if 0 < int(number) < threshold:
+            for number in dict.fromkeys(_COUNT_WRITTEN.findall(part)):
+                if beside_hidden or 0 < float(number.replace(",", ".")) < threshold:
                     out.add(("text", part, number))
     return out
+
+
+#: a number written as a count or share into a label: after "n=" / "n:", or opening a bracket
+_COUNT_WRITTEN = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+(?:[.,]\d+)?)(?![\d])", re.IGNORECASE)
 
 
 def mask_text_labels(text: str, masks: set[tuple[str, str, str]]) -> str:

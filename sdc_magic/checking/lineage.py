@@ -18,7 +18,6 @@ cells cannot be placed) hides every cell: fail closed.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,9 +121,11 @@ def _foreign_cells(obj: Any, leaves: dict[int, Any], masks: dict[int, np.ndarray
     return (follows == 0) & finite & ~known
 
 
-#: Hidden cells :func:`labels_pinned` moves, one at a time (two recomputations each); beyond, the
-#: selection is left to the protection (a work bound, the same on every machine).
-MAX_PINNED_PROBES = 200
+#: Hidden cells :func:`labels_pinned` moves, one at a time (two or three recomputations each): a
+#: work bound, the same on every machine. A selection by value with more hidden cells than this is
+#: not proven harmless and is withheld (``Told.unproven``; red team: with 200 probes, a hidden cell
+#: after 200 others was never looked at, and two one-sided selections pinned it)
+MAX_PINNED_PROBES = 1000
 
 
 #: the two sides a selection can tell a hidden cell lies on (see :class:`Told`)
@@ -136,7 +137,7 @@ class Told:
     """What a selection by values tells of the hidden cells of the tables it selects from.
 
     ``pinned``: some hidden cell is pinned by this selection alone (or with ``earlier``).
-    ``sides``: per hidden cell (``(fingerprint of its table, row, column)``), the sides a
+    ``sides``: per hidden cell of a count table (:func:`cell_key`: its labels and value), the sides a
     one-sided selection told: :data:`BELOW` when the cell's row would change at 0 (in a table
     without zeros, also at half its value: ``t[t > 1]`` of a 2, while ``t[t > 0]`` of a groupby
     tells next to nothing), :data:`ABOVE` when it would change far above its value (``t[t < 3]``). Each side alone is a one-sided bound; both, over several outputs, pin it as
@@ -146,11 +147,13 @@ class Told:
     pinned: bool = False
     #: pinned only together with what earlier outputs told
     across: bool = False
-    sides: dict[tuple[str, int, int], frozenset[str]] = field(default_factory=dict)
+    #: too many hidden cells to move one by one (:data:`MAX_PINNED_PROBES`): not proven, withheld
+    unproven: bool = False
+    sides: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
 
 def labels_pinned(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHidden,
-                  earlier: Callable[[tuple[str, int, int]], frozenset[str]] | None = None) -> Told:
+                  earlier: Callable[[tuple[str, str]], frozenset[str]] | None = None) -> Told:
     """Whether the rows or columns ``obj`` shows are chosen by values its leaves hide, both ways.
 
     ``t[t == 2]`` shows the one row Z (✕): its label tells Z is 2 (red team, round 6). The
@@ -188,37 +191,55 @@ def labels_pinned(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHi
             leaf = leaves[key]
             columns = list(leaf.columns) if isinstance(leaf, pd.DataFrame) else [leaf.name]
             values = _numeric_grid(leaf)
-            has_zeros = bool((values == 0).any())
+            finite = values[np.isfinite(values)]
+            # sides are remembered for counts only: the probes (0, twice the value) are a count's
+            # range; a mean of ages between 30 and 79 is no narrow range of ages
+            counts = bool(len(finite)) and bool((finite >= 0).all() and (finite == np.round(finite)).all())
+            has_zeros = bool((finite == 0).any())
             shown = set(base.index)
-            print_of: str | None = None
-            cells = sorted(zip(*np.nonzero(mask), strict=True), key=lambda rc: leaf.index[rc[0]] not in shown)
-            for r, c in cells:  # (rows the selection shows first: a pin by presence is the usual one)
+            names: dict[tuple[int, int], tuple[str, str]] = {}
+
+            def name_of(rc: tuple[int, int], leaf: Any = leaf, values: np.ndarray = values,
+                        names: dict = names) -> tuple[str, str]:
+                if rc not in names:
+                    names[rc] = cell_key(leaf, rc[0], rc[1], values[rc])
+                return names[rc]
+
+            cells = sorted(zip(*np.nonzero(mask), strict=True),
+                           key=lambda rc: (earlier is None or not counts or not earlier(name_of(rc)),
+                                           leaf.index[rc[0]] not in shown))
+            # (cells an earlier output told a side of first, then rows the selection shows: a pin by
+            # presence is the usual one)
+            for r, c in cells:
                 probes += 1
                 if probes > MAX_PINNED_PROBES:
-                    return Told(sides=told.sides)
+                    # too many to move one by one: a selection whose labels stay when every hidden
+                    # cell moves at once (by label, by position) tells nothing; any other is unproven
+                    moved_all = [_labels_changed(base, _replay(obj, {k: _all_moved(leaves[k], how)
+                                                                     for k in masks})) for how in ("below", "above")]
+                    return Told(sides=told.sides) if not any(moved_all) else Told(pinned=True, unproven=True)
                 v = float(values[r, c]) if np.isfinite(values[r, c]) else 0.0
                 changed = [_labels_changed(base, _replay(obj, {key: _with_cell(leaf, r, c, x)}))
                            for x in (min(0.0, v) - 1e-9 if v <= 0 else 0.0, max(2 * v, v + NEAR))]
                 # the moved cell's own row, column, cell or position kept or dropped at both ends
                 # of a range around it: an equality or a narrow interval. (``t > 50``: Z moved to
                 # 0 stays out, one-sided; a wide band ``between(10, 200)`` keeps June's 25 at 0..50
-                # on one side only; another row of the head of a sorted table moves with ties)
-                own = {("row", leaf.index[r]), ("col", columns[c]), ("row", (leaf.index[r], columns[c])),
-                       ("row", int(r))}
+                # on one side only; another row of the head of a sorted table moves with ties.)
+                # Its labels on either axis, and each part of a pair: a transposed or unstacked copy
+                # shows them there (``t.to_frame().T.loc[:, mask]``, ``g.unstack()[mask]``)
+                own = _own_labels(leaf.index[r], columns[c], int(r))
                 sides = frozenset(side for side, moved in zip((BELOW, ABOVE), changed, strict=True) if own & moved)
                 if len(sides) == 2:
                     return Told(pinned=True)
-                if sides == {BELOW} and not has_zeros and not own & _labels_changed(
-                        base, _replay(obj, {key: _with_cell(leaf, r, c, v / 2)})):
-                    # in a table without zeros (a groupby lists groups that have someone), a lower
-                    # bound below half the cell tells next to nothing (``t[t > 0]``); one that
-                    # excludes half of it does (``t[t > 1]`` of a 2). Where zeros are shown (a
-                    # crosstab), ``ct[ct.F > 0]`` tells that Z has a woman at all.
+                if not sides or not counts:
                     continue
-                if not sides:
+                if sides == {BELOW} and not has_zeros and (v <= 1 or not own & _labels_changed(
+                        base, _replay(obj, {key: _with_cell(leaf, r, c, 1.0)}))):
+                    # a table without zeros (a groupby lists groups that have someone): every count is
+                    # 1 or more, so ``t[t > 0]`` tells nothing; ``t[t > 1]`` does. Where zeros are
+                    # shown (a crosstab), ``ct[ct.F > 0]`` tells that Z has a woman at all.
                     continue
-                print_of = print_of or fingerprint(leaf)
-                cell = (print_of, int(r), int(c))
+                cell = name_of((int(r), int(c)))
                 told.sides[cell] = sides
                 if earlier is not None and len(sides | earlier(cell)) == 2:
                     return Told(pinned=True, across=True)
@@ -227,16 +248,39 @@ def labels_pinned(obj: Any, is_known: Callable[[Any], bool], leaf_hidden: LeafHi
     return told
 
 
-def fingerprint(table: pd.DataFrame | pd.Series) -> str:
-    """A digest of a table's labels and values: the same figures in the same cells, the same text
-    (a table computed again from the same rows is the same table for what selections told)."""
+def _own_labels(row: Any, col: Any, position: int) -> set:
+    """The labels under which a cell of a leaf can show in a table made from it (see labels_pinned)."""
+    parts = set(row) if isinstance(row, tuple) else {row}
+    own = {("row", row), ("col", col), ("row", (row, col)), ("row", position), ("col", row), ("row", col)}
+    return own | {("row", x) for x in parts} | {("col", x) for x in parts}
+
+
+def cell_key(table: pd.DataFrame | pd.Series, r: int, c: int, value: float) -> tuple[str, str]:
+    """A cell by its labels (each with its axis' name) and its value: the same figure whichever
+    table shows it (``groupby.size``, ``value_counts``, a crosstab and ``groupby([a, b]).size()``
+    name Z's 2 alike), for what selections told of it across outputs."""
     grid = table.to_frame() if isinstance(table, pd.Series) else table
-    digest = hashlib.sha256(repr([str(c) for c in grid.columns]).encode())
-    try:
-        digest.update(pd.util.hash_pandas_object(grid, index=True).to_numpy().tobytes())
-    except (TypeError, ValueError):  # unhashable cells (lists): their text
-        digest.update(repr((list(map(str, grid.index)), grid.astype(str).to_numpy().tolist())).encode())
-    return digest.hexdigest()[:32]
+    pairs: list[tuple[str, str]] = []
+    index = grid.index
+    text = [j for j in range(grid.shape[1]) if not pd.api.types.is_numeric_dtype(grid.dtypes.iloc[j])]
+    if isinstance(index, pd.RangeIndex) and text:  # keys as columns (as_index=False, polars, DuckDB)
+        pairs += [(str(grid.columns[j]), _norm(grid.iat[r, j])) for j in text]
+    else:
+        label = index[r]
+        parts = label if isinstance(label, tuple) else (label,)
+        pairs += [(str(n), _norm(x)) for n, x in zip(index.names, parts, strict=False)]
+    if isinstance(table, pd.DataFrame) and grid.shape[1] > 1 and any(n is not None for n in grid.columns.names):
+        # (a single column names no dimension: crosstab(district, columns="n") is the district counts)
+        label = grid.columns[c]
+        parts = label if isinstance(label, tuple) else (label,)
+        pairs += [(str(n), _norm(x)) for n, x in zip(grid.columns.names, parts, strict=False)]
+    return repr(sorted(pairs)), repr(float(value))
+
+
+def _norm(x: Any) -> str:
+    if isinstance(x, bool | np.bool_) or not isinstance(x, int | float | np.integer | np.floating):
+        return str(x)
+    return repr(float(x))
 
 
 #: How far above a hidden cell :func:`labels_pinned` moves it at least (twice its value otherwise):

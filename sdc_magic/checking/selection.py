@@ -171,7 +171,7 @@ PINNED_LABELS = ("which rows or columns this table shows depends on values its p
 
 
 def withhold_pinned_labels(frame: Any, registry: Any, leaf_hidden: Callable[[Any], np.ndarray | None],
-                           revealed: Any = None) -> dict[tuple[str, int, int], frozenset[str]]:
+                           revealed: Any = None) -> dict[tuple[str, str], frozenset[str]]:
     """Raise :class:`Withheld` when a table derived from checked ones keeps rows chosen by hidden
     values. ``leaf_hidden(leaf)``: a parent's hidden cells as the check finds them on its own
     (None when it is blocked), given by the caller so this module needs nothing of the check.
@@ -188,10 +188,13 @@ def withhold_pinned_labels(frame: Any, registry: Any, leaf_hidden: Callable[[Any
 
     told = labels_pinned(frame, lambda x: registry.by_object(x) is not None, leaf_hidden, earlier=revealed)
     if told.pinned:
-        raise Withheld(PINNED_ACROSS if told.across else PINNED_LABELS)
+        raise Withheld(PINNED_ACROSS if told.across else PINNED_UNPROVEN if told.unproven else PINNED_LABELS)
     return told.sides
 
 
+PINNED_UNPROVEN = ("which rows this table shows depends on values its parent tables hide, and they hide too many cells "
+                   "to check one by one what the labels kept tell of them. Show the table itself, or select rows by "
+                   "their labels")
 PINNED_ACROSS = ("which rows this table shows depends on values its parent table hides, and an earlier selection of "
                  "the same table bounded them from the other side (t[t > 1], then t[t < 3]): together the labels "
                  f"kept would tell them. {PINNED_ADVICE}")

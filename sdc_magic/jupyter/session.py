@@ -173,7 +173,7 @@ class Session:
                             linker=self._differencing if linked else None, progress=progress,
                             published=self._published if linked else None,
                             reuse=self._recall if linked else None,
-                            revealed=self.revealed if linked else None)
+                            revealed=self.revealed if self.linking else None)
             reused = getattr(checked, "reused_from", None) is not None
             if linked and not reused:
                 self._link(out_id, checked, obj)
@@ -193,7 +193,7 @@ class Session:
             payload = render_payload(checked, out_id, found)
             page = render_html(checked, extras_html(payload))
             meta = self._metadata(out_id, checked, text, page, payload)
-            if linked and checked.status != "blocked" and checked.told_sides:
+            if self.linking and checked.status != "blocked" and checked.told_sides:
                 self.revealed.remember(checked.told_sides)  # shown: what its selection told is public now
         except KeyboardInterrupt:
             checked = payload = None
