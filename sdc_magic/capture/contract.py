@@ -214,6 +214,21 @@ def selected_by_values(obj: Any) -> str | None:
     return _value_selected.get(obj)
 
 
+_one_sided = weak_marks()
+
+
+def mark_one_sided(obj: Any, bounds: list[tuple[str, str, float]]) -> None:
+    """Note the one-sided conditions on figures every group ``obj`` shows meets (``(column, op,
+    number)``, a polars ``filter(pl.col("len") < 10)`` of an aggregate): the check remembers which
+    side of its hidden figures they tell (``checking/revealed.py``)."""
+    if bounds:
+        _one_sided.set(obj, list(bounds))
+
+
+def one_sided(obj: Any) -> list[tuple[str, str, float]] | None:
+    return _one_sided.get(obj)
+
+
 def mark_aggregate(frame: pd.DataFrame) -> None:
     """Note that ``frame`` is the result of an aggregation we could not capture.
 

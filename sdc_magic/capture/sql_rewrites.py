@@ -264,3 +264,51 @@ def two_sided(condition: Any, is_figure: Any = None) -> bool:
     if bounds["lower"] and bounds["upper"]:
         return narrow(max(bounds["lower"]), min(bounds["upper"]))
     return False
+
+
+def one_sided_figures(select: Any) -> list[tuple[str, str, float]]:
+    """The one-sided comparisons of an output figure with a number that a ``HAVING`` condition
+    makes every group shown meet (``HAVING count(*) < 13`` of ``count(*) AS n``: ``("n", "<", 13)``),
+    each side of an ``AND``; what the check remembers of the hidden figures a query keeps
+    (``checking/revealed.py``). Anything else (``OR``, ``NOT``, arithmetic) gives no bound."""
+    from sqlglot import exp
+
+    having = select.args.get("having")
+    if having is None:
+        return []
+    outputs: dict[str, str] = {}
+    for node in select.expressions:
+        name = node.alias_or_name
+        outputs[node.unalias().sql("duckdb")] = name
+        outputs[name] = name
+    ops = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+    mirror = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+    out: list[tuple[str, str, float]] = []
+
+    def number(node: Any) -> float | None:
+        node = node.this if isinstance(node, exp.Paren) else node
+        if isinstance(node, exp.Literal) and node.is_number:
+            try:
+                return float(node.this)
+            except ValueError:
+                return None
+        return None
+
+    def visit(node: Any) -> None:
+        node = node.this if isinstance(node, exp.Paren) else node
+        if isinstance(node, exp.And):
+            visit(node.left)
+            visit(node.right)
+            return
+        op = ops.get(type(node))
+        if op is None:
+            return
+        for figure, other, how in ((node.left, node.right, op), (node.right, node.left, mirror[op])):
+            value = number(other)
+            column = outputs.get(figure.sql("duckdb"))
+            if value is not None and column is not None:
+                out.append((column, how, value))
+                return
+
+    visit(having.this)
+    return out

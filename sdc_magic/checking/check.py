@@ -39,6 +39,7 @@ from .margin_rows import escape_total, with_primary_margins, with_public_cells
 from .resolve import Resolved, resolve, unwrap
 from .selection import (
     hide_value_order,
+    sides_of_engine_filters,
     withhold_if_only_hidden_rows,
     withhold_if_selected_by_values,
     withhold_if_selected_unexplained,
@@ -126,6 +127,9 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
         told = withhold_pinned_labels(frame, registry, lambda leaf: _leaf_hidden(leaf, registry, rules, protector),
                                       revealed)
     checked = _decide(frame, notes, registry, rules, protector, linker, progress, published, reuse)
+    if protector is not False:
+        # (an engine's one-sided filter of an aggregate: polars filter(len < 10), then t[t > 1])
+        told = {**told, **sides_of_engine_filters(frame, checked, revealed)}
     checked.told_sides = told
     return checked
 

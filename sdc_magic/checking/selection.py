@@ -192,6 +192,54 @@ def withhold_pinned_labels(frame: Any, registry: Any, leaf_hidden: Callable[[Any
     return told.sides
 
 
+def sides_of_engine_filters(frame: Any, checked: Any, revealed: Any) -> dict[tuple[str, str], frozenset[str]]:
+    """What a one-sided filter an engine applied to an aggregate tells of the hidden figures it
+    kept (``contract.one_sided``: polars ``filter(pl.col("len") < 10)``), as
+    :func:`.lineage.labels_pinned` finds it for pandas selections: raises :class:`Withheld` when an
+    earlier output told the other side of the same cell, else returns the sides told.
+
+    The sides are those of a count table (whole numbers, at least 0): ``< b`` tells
+    :data:`~.lineage.ABOVE` when b is at most the probe far above the cell (``max(2v, v + 10)``);
+    ``> b`` tells :data:`~.lineage.BELOW` when it leaves out 0 (in a table without zeros, 1 too).
+    """
+    from ..capture.contract import Withheld, one_sided
+    from .lineage import ABOVE, BELOW, NEAR, cell_key
+
+    bounds = one_sided(frame)
+    grid = frame.to_frame() if isinstance(frame, pd.Series) else frame
+    hidden = np.asarray(getattr(checked, "hidden", np.zeros((0, 0))), dtype=bool)
+    if not bounds or not isinstance(grid, pd.DataFrame) or hidden.shape != grid.shape or not hidden.any():
+        return {}
+    told: dict[tuple[str, str], frozenset[str]] = {}
+    for column, op, b in bounds:
+        if column not in grid.columns:
+            continue
+        j = list(grid.columns).index(column)
+        values = numeric(np.asarray(grid.iloc[:, j].to_numpy(dtype=object)))
+        if values is None:
+            continue
+        finite = values[np.isfinite(values)]
+        if not len(finite) or (finite < 0).any() or (finite != np.round(finite)).any():
+            continue  # not counts: the probes are a count's range
+        floor = 0.0 if (finite == 0).any() else 1.0  # the least a count can be here
+        for r in np.flatnonzero(hidden[:, j]):
+            v = float(values[r])
+            if op in ("<", "<="):
+                far = max(2 * v, v + NEAR)
+                side = ABOVE if (b <= far if op == "<" else b < far) else None
+            else:
+                side = BELOW if (b >= floor if op == ">" else b > floor) and v > floor else None
+            if side is None:
+                continue
+            cell = cell_key(grid, int(r), j, v)
+            told[cell] = told.get(cell, frozenset()) | {side}
+            if revealed is not None and len(told[cell] | revealed(cell)) == 2:
+                raise Withheld(PINNED_ACROSS)
+            if len(told[cell]) == 2:
+                raise Withheld(PINNED_LABELS)
+    return told
+
+
 PINNED_UNPROVEN = ("which rows this table shows depends on values its parent tables hide, and they hide too many cells "
                    "to check one by one what the labels kept tell of them. Show the table itself, or select rows by "
                    "their labels")

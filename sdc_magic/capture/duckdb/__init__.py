@@ -157,6 +157,8 @@ def _mark_planned(result: Any, pending: Pending) -> None:
     if isinstance(result, pd.DataFrame) and contract.withheld_reason(result) is None \
             and not contract.is_aggregate(result):
         contract.mark_untraced(result, pending.computed)
+    if pending.form is not None and result is not pending.form:
+        contract.mark_one_sided(result, contract.one_sided(pending.form) or [])  # (HAVING count(*) < 13)
 
 
 def _mark_aggregate(result: pd.DataFrame, unplanned: Any) -> None:

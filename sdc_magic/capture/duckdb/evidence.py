@@ -21,6 +21,7 @@ import pandas as pd
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import INDICATOR, Plan, combined_query, facts_query, plan, rows_query
+from ..sql_rewrites import one_sided_figures
 from .arrow_rows import linking_frame
 
 MAX_HASHED = 15  # source columns fingerprinted for linking (linking reads at most 16 columns)
@@ -158,6 +159,8 @@ class Recorder:
         if pending.plan.having_pins:
             contract.mark_selected_by_values(shown, "the groups shown were kept by a HAVING condition that bounds "
                                                    "their figures from both sides (= , IN, BETWEEN)")
+        elif pending.plan.having:
+            contract.mark_one_sided(shown, one_sided_figures(pending.plan.select))
         return entry
 
     def _evidence(self, pending: Pending, facts: pd.DataFrame, keys: list[str]) -> Any:

@@ -46,6 +46,7 @@ from .derived import (
     frames_in,
     is_aggregate_frame,
     mark_derived,
+    one_sided_bounds,
     readable_filter,
     window_columns,
     withhold_describe,
@@ -533,6 +534,8 @@ class PolarsCapture:
                                                                  "their figures from both sides (==, is_in, is_between)")
                     else:
                         contract.mark_selection_read(result)
+                        contract.mark_one_sided(result, [*(contract.one_sided(result) or []),
+                                                         *one_sided_bounds(df, args, kwargs)])
                 except Exception as exc:  # withheld at display (fail closed)
                     self.registry.failures.append(f"polars filter: {type(exc).__name__}: {exc}")
                     _withhold(result)
@@ -581,6 +584,7 @@ class PolarsCapture:
                 contract.mark_selected_by_values(result, selected)
             if contract.selection_read(df):
                 contract.mark_selection_read(result)
+            contract.mark_one_sided(result, contract.one_sided(df) or [])
             return result
         return to_pandas
 
@@ -591,6 +595,10 @@ class PolarsCapture:
             chosen = next((r for f in inputs if (r := contract.selected_by_values(f)) is not None), None)
             if chosen is not None and result is not None:
                 contract.mark_selected_by_values(result, chosen)
+            if name in ("sort", "head", "tail", "slice", "filter") and inputs and result is not None:
+                # (a later filter's own bounds join those of the first: filter(len > 1).filter(len < 10))
+                contract.mark_one_sided(result, [*(contract.one_sided(inputs[0]) or []),
+                                                 *(contract.one_sided(result) or [])])
             mark_derived(inputs, result, self._captured, windows)
         except Exception as exc:  # withheld at display (fail closed)
             self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")

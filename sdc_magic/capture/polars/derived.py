@@ -166,6 +166,41 @@ def filter_pins(frame: Any, args: tuple, kwargs: dict) -> bool:
     return False
 
 
+def one_sided_bounds(frame: Any, args: tuple, kwargs: dict) -> list[tuple[str, str, float]]:
+    """The comparisons of a numeric column with a number that every row ``frame.filter(...)`` keeps
+    meets (``pl.col("len") < 10``, each side of an ``&``): ``(column, op, number)`` with op one of
+    ``<``, ``<=``, ``>``, ``>=``. What a one-sided filter of an aggregate tells of the hidden
+    figures it keeps, remembered across outputs (``checking/revealed.py``). Anything else (an
+    ``|``, a negation, arithmetic) gives no bound: such filters are judged by :func:`filter_pins`."""
+    import json
+
+    import polars as pl
+
+    numeric = {c for c, t in frame.schema.items() if t.is_numeric()}
+    ops = {"Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
+    out: list[tuple[str, str, float]] = []
+
+    def visit(node: Any) -> None:
+        expr = node.get("BinaryExpr") if isinstance(node, dict) else None
+        if expr is None:
+            return
+        if expr.get("op") == "And":
+            visit(expr.get("left"))
+            visit(expr.get("right"))
+            return
+        left, right, op = expr.get("left"), expr.get("right"), ops.get(expr.get("op"))
+        column = left.get("Column") if isinstance(left, dict) else None
+        literal = (right.get("Literal") or {}).get("Dyn", {}) if isinstance(right, dict) else {}
+        number = literal.get("Int", literal.get("Float")) if isinstance(literal, dict) else None
+        if op is not None and column in numeric and isinstance(number, int | float) and not isinstance(number, bool):
+            out.append((column, op, float(number)))
+
+    for predicate in (*args, *kwargs.values()):
+        if isinstance(predicate, pl.Expr):
+            visit(json.loads(predicate.meta.serialize(format="json")))
+    return out
+
+
 #: a lower bound leaving out groups of 1 or 2 only (``> 1``, ``> 2``, ``>= 2``, ``>= 3``)
 _SMALL_LOWER = re.compile(r'"op": "(?:Gt", "right": \{"Literal": \{"Dyn": \{"Int": [12]\}'
                           r'|GtEq", "right": \{"Literal": \{"Dyn": \{"Int": [23]\})')
