@@ -158,7 +158,12 @@ def _mark_planned(result: Any, pending: Pending) -> None:
             and not contract.is_aggregate(result):
         contract.mark_untraced(result, pending.computed)
     if pending.form is not None and result is not pending.form:
+        # the fetched frame says what the registered form says of how its groups were chosen
+        # (red team: HAVING count(*) = 2 withheld the relation but drew .df() at 'suppressed')
         contract.mark_one_sided(result, contract.one_sided(pending.form) or [])  # (HAVING count(*) < 13)
+        chosen = contract.selected_by_values(pending.form)
+        if chosen is not None:
+            contract.mark_selected_by_values(result, chosen)
 
 
 def _mark_aggregate(result: pd.DataFrame, unplanned: Any) -> None:
