@@ -81,3 +81,57 @@ def test_explanations_mask_counts_in_labels_only() -> None:
     assert cell_name(("B (30)",)) == "B (✕)"
     assert cell_name(("2024-03",)) == "2024-03"
     assert cell_name((101.0,)) == "101"
+
+
+# -- second red-team round of this stop ------------------------------------------------------
+
+def test_axis_names_are_labels(sess: Session, df: pd.DataFrame) -> None:
+    m = df.groupby("district").income.mean()
+    m.index.name = "district (C: n=3)"
+    out = sess.publish(m)
+    assert out.metadata["sdc_magic"]["status"] == "review"
+    assert not _states_small_count(out) and "n=3" not in _everything(out)
+
+
+def test_a_label_formatted_from_the_counts_beside_hidden_cells(sess: Session, p: Any) -> None:
+    pl = pytest.importorskip("polars")
+    t = p.group_by("district").len().with_columns(pl.format("{}: {}", "district", "len").alias("label")) \
+        .sort("district")
+    text = _everything(sess.publish(t))
+    assert "B: 30" not in text and "C: 3" not in text  # 73 - 40 - 30 = 3
+    assert "A: 40" in text
+
+
+def test_a_category_stating_its_own_size_beside_its_hidden_cell(sess: Session, df: pd.DataFrame) -> None:
+    out = sess.publish(df.assign(district=df.district.replace({"B": "B: 30"})).groupby("district").size())
+    assert "B: 30" not in _everything(out)
+
+
+def test_explanations_mask_counts_written_any_way(sess: Session, df: pd.DataFrame, p: Any) -> None:
+    pytest.importorskip("polars")
+    sess.publish(df.assign(district=df.district.replace({"C": "C: 3"})).groupby("district").size())
+    out = sess.publish(p.group_by("district").len().sort("district"))
+    assert "C: 3" not in _everything(out)
+
+
+def test_every_small_number_of_a_label_is_masked(sess: Session, df: pd.DataFrame) -> None:
+    out = sess.publish(df.groupby("district").income.mean().rename({"C": "C: 2 F, 1 M"}))
+    text = _everything(out)
+    assert "2 F" not in text and "1 M" not in text
+
+
+def test_rare_numeric_keys_in_key_columns(sess: Session, p: Any) -> None:
+    pytest.importorskip("polars")
+    out = sess.publish(p.group_by("age").len().sort("age"))
+    ages = sorted(p["age"].to_list())
+    rare = [a for a in set(ages) if ages.count(a) < 5 and a > 95]
+    assert rare
+    shown = out.data["text/plain"]
+    assert not any(f" {a} " in shown for a in rare)
+
+
+@pytest.mark.parametrize("label", ["2024-03", "0-4", "10:30", "2021/3"])
+def test_dates_ranges_and_times_are_no_counts(sess: Session, label: str) -> None:
+    df = pd.DataFrame({"k": [label] * 3 + ["other"] * 40})
+    out = sess.publish(df.groupby("k").size())
+    assert label in out.data["text/plain"]

@@ -252,3 +252,22 @@ def test_far_engine_bounds_tell_no_side(sess: Session) -> None:
     assert _status(sess.publish(p.group_by("district").len().filter(pl.col("len") < 50).sort("district"))) \
         != "blocked"
     assert _status(sess.publish(t[t > 1])) != "blocked"
+
+
+def test_polars_bounds_survive_a_select(sess: Session) -> None:
+    pl = pytest.importorskip("polars")
+    df = _frame()
+    agg = pl.from_pandas(df).group_by("district").len()
+    assert _status(sess.publish(agg.filter(pl.col("len") < 10).select("district", "len").sort("district"))) \
+        != "blocked"
+    t = df.groupby("district").size()
+    assert _pinned_across(sess.publish(t[t > 1]))
+
+
+def test_whole_valued_means_in_polars_tell_no_side(sess: Session) -> None:
+    """Rounded mean ages are whole numbers, not counts (red team: the second filter was blocked)."""
+    pl = pytest.importorskip("polars")
+    df = _frame().assign(age=lambda f: 30 + (np.arange(len(f)) % 40))
+    means = pl.from_pandas(df).group_by("district").agg(pl.col("age").mean().round(0))
+    assert _status(sess.publish(means.filter(pl.col("age") < 60).sort("district"))) != "blocked"
+    assert _status(sess.publish(means.filter(pl.col("age") > 20).sort("district"))) != "blocked"

@@ -28,6 +28,7 @@ from ..evidence.registry import Entry
 from ..rules import CellFacts, Reason
 from .grid import MARGINS, Outcome, protect_grid
 from .labels import (
+    captured_categories,
     label_disclosure,
     mask_numbers,
     mask_text_labels,
@@ -563,7 +564,8 @@ def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: t
     hidden_rows = {resolved.frame.index[i] for i in np.unique(flat.row_pos[hidden])}
     hidden_cols = {resolved.frame.columns[j] for j in np.unique(flat.col_pos[hidden])} \
         if isinstance(resolved.frame, pd.DataFrame) else set()
-    text_labels = numbers_in_unverified_labels(resolved.frame, hidden_rows, hidden_cols, rules.threshold)
+    text_labels = numbers_in_unverified_labels(resolved.frame, hidden_rows, hidden_cols, rules.threshold,
+                                               captured_categories(registry))
     if text_labels:
         notes = [mask_text_labels(n, text_labels) for n in notes]
         reasons = {i: [Reason(r.rule, mask_text_labels(r.message, text_labels)) for r in rs]

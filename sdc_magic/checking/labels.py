@@ -53,10 +53,11 @@ def small_group_sizes_as_labels(entry: Entry, flat: Flat, ev: Any, rules: Rules)
 
 #: Protection rounds for a table of shares (each may add cells that a single hidden share needs).
 _SMALL_NUMBER_IN_LABEL = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+)(?=\s*(?:[\)\]]|\b))", re.IGNORECASE)
-#: a whole number standing on its own in a label ("C has 3 people"; not "v1" nor "2.5")
-_NUMBER_TOKEN = re.compile(r"(?<![\w.,])(\d+)(?![\w]|[.,]\d)")
-#: any number in a label, decimals included ("B (41.1%)")
-_ANY_NUMBER = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d)")
+#: a whole number standing on its own in a label ("C has 3 people", "C: 3"; not "v1" nor "2.5", nor
+#: a part of a date, range or time: "2024-03", "0-4", "10:30" are codes, not counts)
+_NUMBER_TOKEN = re.compile(r"(?<![\w.,])(?<!\d[-/:])(\d+)(?![\w]|[.,]\d|[-/:]\d)")
+#: any number in a label, decimals included ("B (41.1%)"), dates, ranges and times left
+_ANY_NUMBER = re.compile(r"(?<![\w.,])(?<!\d[-/:])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d|[-/:]\d)")
 
 
 @own_work
@@ -118,15 +119,16 @@ def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[in
             notes.append(f"the outer bins of {dim} end at the data's own minimum or maximum (cut with a number "
                          "of bins, or qcut): that edge is one person's value; give the bin edges explicitly")
     frame = resolved.frame
-    names = list(frame.index) + ([] if isinstance(frame, pd.Series) else list(frame.columns))
+    names = [*frame.index, *([] if isinstance(frame, pd.Series) else frame.columns), *axis_names(frame)]
     # keys shown as columns (polars, DuckDB: a default index) are labels too ("C (n=3)" in a column)
     names += list(dict.fromkeys(v for labels in flat.dims.values() for v in pd.unique(np.asarray(labels, dtype=object))
                                 if isinstance(v, str)))
     data_units = data_label_units(resolved, ev)
-    for label in names:
+    for label in dict.fromkeys(names):
         for part in label if isinstance(label, tuple) else (label,):
             if not isinstance(part, str):
                 continue
+            small = []
             for number in dict.fromkeys([*_SMALL_NUMBER_IN_LABEL.findall(part), *_NUMBER_TOKEN.findall(part)]):
                 # a category of the data ("Mobile team (2 staff)") states a count only when the
                 # number is its own group's size; a label written for the table always may
@@ -134,14 +136,29 @@ def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[in
                 if units is not None and int(number) not in units:
                     continue
                 if 0 < int(number) < rules.threshold:
-                    flagged = True
-                    if text_out is not None:
-                        text_out.add(("text", part, number))
-                    shown = re.sub(rf"(?<![\d.]){re.escape(number)}(?![\d]|\.\d)", "✕", part)
-                    notes.append(f"the label {shown!r} states a number below the threshold: it is drawn "
-                                 "hidden; remove it from the label")
-                    break
+                    small.append(number)
+            if small:
+                # every small number of the label ("C: 2 F, 1 M"), named once
+                flagged = True
+                if text_out is not None:
+                    text_out.update(("text", part, number) for number in small)
+                shown = part
+                for number in sorted(small, key=len, reverse=True):
+                    shown = re.sub(rf"(?<![\d.]){re.escape(number)}(?![\d]|\.\d)", "✕", shown)
+                notes.append(f"the label {shown!r} states a number below the threshold: it is drawn "
+                             "hidden; remove it from the label")
     return flagged
+
+
+def axis_names(frame: pd.DataFrame | pd.Series) -> list[object]:
+    """The names of a table's axes (index levels, column levels, a Series' name): drawn with it,
+    so a name can state a count too ("district (C: n=3)", red team)."""
+    out: list[object] = list(frame.index.names)
+    if isinstance(frame, pd.DataFrame):
+        out += list(frame.columns.names)
+    else:
+        out.append(frame.name)
+    return [n for n in out if isinstance(n, str)]
 
 
 def mask_numbers(text: str, numbers: set[float]) -> str:
@@ -197,36 +214,51 @@ def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray) ->
     out: set[tuple[str, str, str]] = set()
     for label in labels:
         for part in label if isinstance(label, tuple) else (label,):
-            if isinstance(part, str) and part not in data:
+            if not isinstance(part, str):
+                continue
+            if part not in data:
                 out.update(("text", part, number) for number in _ANY_NUMBER.findall(part))
+            else:
+                # a category of the data keeps its numbers, unless one is its own group's size
+                # ("B: 30" made a category beside B's hidden cell gives C = 73 - 40 - 30, red team)
+                out.update(("text", part, number) for number in _NUMBER_TOKEN.findall(part)
+                           if int(number) in data[part])
     return out
 
 
 def numbers_in_unverified_labels(frame: pd.DataFrame | pd.Series, hidden_rows: set, hidden_cols: set,
-                                 threshold: int) -> set[tuple[str, str, str]]:
-    """Numbers written into the text labels of a table without evidence as counts ("C (n=3)",
-    "B [30]", "A (41.1%)"), to draw hidden: small ones everywhere, any beside hidden cells.
+                                 threshold: int, categories: set[str]) -> set[tuple[str, str, str]]:
+    """Numbers written into the text labels of a table without evidence, to draw hidden: small
+    ones everywhere ("C (n=3)", "C: 3"), any beside hidden cells ("B: 30" gives C = 73 − 40 − 30).
 
-    Why: a label built after the aggregation (a polars ``concat_str`` of the count, a label column
-    joined on) states a figure nobody checked, and "B (n=30)" beside B's hidden cell gives C's 3
-    back (73 − 40 − 30). Only numbers written as a count (after ``n=``, in brackets) are taken: a
-    bare code such as the month "02" is a category (the table is ``review`` anyway)."""
+    Why: a label built after the aggregation (a polars ``concat_str`` or ``format`` of the count, a
+    label column joined on) states a figure nobody checked. ``categories``: labels of the captured
+    tables (values of the data: the month "02" of a derived table is a category, not a count),
+    whose numbers stay (the table is ``review`` anyway)."""
     out: set[tuple[str, str, str]] = set()
     labels = [(x, x in hidden_rows) for x in dict.fromkeys(frame.index)]
     if isinstance(frame, pd.DataFrame):
         labels += [(x, x in hidden_cols) for x in dict.fromkeys(frame.columns)]
+    labels += [(x, False) for x in axis_names(frame)]
     for label, beside_hidden in labels:
         for part in label if isinstance(label, tuple) else (label,):
-            if not isinstance(part, str):
+            if not isinstance(part, str) or part in categories:
                 continue
-            for number in dict.fromkeys(_COUNT_WRITTEN.findall(part)):
-                if beside_hidden or 0 < float(number.replace(",", ".")) < threshold:
+            if beside_hidden:
+                out.update(("text", part, number) for number in _ANY_NUMBER.findall(part))
+            for number in dict.fromkeys([*_SMALL_NUMBER_IN_LABEL.findall(part), *_NUMBER_TOKEN.findall(part)]):
+                if 0 < int(number) < threshold:
                     out.add(("text", part, number))
     return out
 
 
-#: a number written as a count or share into a label: after "n=" / "n:", or opening a bracket
-_COUNT_WRITTEN = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+(?:[.,]\d+)?)(?![\d])", re.IGNORECASE)
+def captured_categories(registry: Any) -> set[str]:
+    """Every text label of the session's captured tables (values of the data)."""
+    out: set[str] = set()
+    for entry in registry.entries() if registry is not None else ():
+        for labels in entry.flat.dims.values():
+            out.update(v for v in pd.unique(np.asarray(labels, dtype=object)) if isinstance(v, str))
+    return out
 
 
 def mask_text_labels(text: str, masks: set[tuple[str, str, str]]) -> str:

@@ -211,10 +211,13 @@ def sides_of_engine_filters(frame: Any, checked: Any, revealed: Any) -> dict[tup
     if not bounds or not isinstance(grid, pd.DataFrame) or hidden.shape != grid.shape or not hidden.any():
         return {}
     told: dict[tuple[str, str], frozenset[str]] = {}
+    counted = _count_columns(checked, grid.shape[1])
     for column, op, b in bounds:
         if column not in grid.columns:
             continue
         j = list(grid.columns).index(column)
+        if not counted[j]:
+            continue  # (rounded mean ages are whole numbers too: the probes are a count's range)
         values = numeric(np.asarray(grid.iloc[:, j].to_numpy(dtype=object)))
         if values is None:
             continue
@@ -238,6 +241,24 @@ def sides_of_engine_filters(frame: Any, checked: Any, revealed: Any) -> dict[tup
             if len(told[cell]) == 2:
                 raise Withheld(PINNED_LABELS)
     return told
+
+
+def _count_columns(checked: Any, n_columns: int) -> np.ndarray:
+    """Per displayed column, whether every cell of it the evidence knows is a count."""
+    out = np.zeros(n_columns, dtype=bool)
+    entry, positions = getattr(checked, "entry", None), getattr(checked, "entry_positions", None)
+    cols = getattr(checked, "cell_cols", None)
+    if entry is None or positions is None or cols is None:
+        return out
+    stats = np.asarray(entry.evidence.stat).astype(str)
+    positions = np.asarray(positions)
+    cols = np.asarray(cols)
+    known = positions >= 0
+    is_count = np.isin(stats[positions[known]], ("count", "size", "nunique"))
+    for j in range(n_columns):
+        here = cols[known] == j
+        out[j] = bool(here.any() and is_count[here].all())
+    return out
 
 
 PINNED_UNPROVEN = ("which rows this table shows depends on values its parent tables hide, and they hide too many cells "

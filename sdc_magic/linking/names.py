@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: a number the analyst wrote into a label as a count: "C (n=3)", "C [3]", "B (30)", "n: 4"
-_COUNT_IN_LABEL = re.compile(r"(?<=[\(\[])(\s*)\d+(?:[.,]\d+)?|(?<=\bn)(\s*[=:]\s*)\d+(?:[.,]\d+)?", re.IGNORECASE)
+#: a number standing on its own in a label ("C (n=3)", "C: 3", "3 people in C", "C #3"): not a part
+#: of a word, a date, a range or a time ("v1", "2024-03", "0-4", "10:30" stay as they are)
+_NUMBER_IN_LABEL = re.compile(r"(?<![\w.,])(?<!\d[-/:])\d+(?:[.,]\d+)?(?![\w]|[.,]\d|[-/:]\d)")
+
 
 def cell_name(labels: tuple) -> str:
     """A cell as the analyst sees it: its labels joined (``North / F``); ``all rows`` for a total."""
@@ -18,12 +20,13 @@ def cell_name(labels: tuple) -> str:
 
 
 def _label(v: Any) -> str:
-    """One label; a count written into a text label is drawn as the hidden marker (explanations
-    name hidden cells: "C (n=3)" would state what the table hides, as "B (n=30)" beside C)."""
+    """One label; a number written into a text label is drawn as the hidden marker (explanations
+    name hidden cells: "C (n=3)" or "C: 3" would state what the table hides, as "B (n=30)" beside C;
+    "Team ✕" in an explanation costs less than a count shown)."""
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     if isinstance(v, str):
-        return _COUNT_IN_LABEL.sub(lambda m: (m.group(1) or m.group(2) or "") + "✕", v)
+        return _NUMBER_IN_LABEL.sub("✕", v)
     return str(v)
 
 

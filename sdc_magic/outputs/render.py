@@ -58,6 +58,8 @@ def protected_frame(checked: Checked) -> pd.DataFrame | pd.Series:
     df = frame.to_frame() if is_series else frame
     precision = pd.get_option("display.precision")
     text_masks = frozenset(m for m in checked.hidden_labels if isinstance(m, tuple))
+    cell_columns = set(np.unique(np.asarray(checked.cell_cols)).tolist()) if checked.cell_cols is not None \
+        else set(range(df.shape[1]))
     columns = []
     for j in range(df.shape[1]):
         col = df.iloc[:, j]
@@ -75,17 +77,21 @@ def protected_frame(checked: Checked) -> pd.DataFrame | pd.Series:
         if checked.unverified is not None and checked.unverified[:, j].any():
             mark = checked.unverified[:, j]
             values[mark] = [f"{v} {UNVERIFIED_MARK}" for v in values[mark]]
-        if text_masks and not pd.api.types.is_numeric_dtype(col.dtype):
-            # keys shown as a column (polars, DuckDB): "C (n=3)" is a label there too
+        if j not in cell_columns and checked.hidden_labels:
+            # keys shown as a column (polars, DuckDB, as_index=False): "C (n=3)" or a rare age of 101
+            # is a label there too (a column holding no cell of the table)
+            values = _masked_values(pd.Index(values, dtype=object), checked.hidden_labels)
+        elif text_masks and not pd.api.types.is_numeric_dtype(col.dtype):
             values = _masked_values(pd.Index(values, dtype=object), text_masks)
         values[checked.hidden[:, j]] = HIDDEN
         columns.append(values)
     grid = np.stack(columns, axis=1) if columns else np.empty((len(df), 0), dtype=object)
-    out = pd.DataFrame(grid, index=_masked_labels(df.index, checked.hidden_labels),
-                       columns=_masked_labels(df.columns, checked.hidden_labels))
+    # (a default index numbers rows: its numbers are no labels of the data)
+    index = df.index if isinstance(df.index, pd.RangeIndex) else _masked_labels(df.index, checked.hidden_labels)
+    out = pd.DataFrame(grid, index=index, columns=_masked_labels(df.columns, checked.hidden_labels))
     if is_series:
         series = out.iloc[:, 0]
-        series.name = frame.name
+        series.name = mask_label(frame.name, checked.hidden_labels)
         return series
     return out
 
@@ -94,10 +100,11 @@ def _masked_labels(index: pd.Index, hidden: frozenset) -> pd.Index:
     """``index`` with every numeric label in ``hidden`` drawn as the hidden marker (any level)."""
     if not hidden:
         return index
+    names = [mask_label(n, hidden) for n in index.names]  # (an axis name can state a count too)
     if isinstance(index, pd.MultiIndex):
         return pd.MultiIndex.from_arrays([_masked_values(index.get_level_values(i), hidden)
-                                          for i in range(index.nlevels)], names=index.names)
-    return pd.Index(_masked_values(index, hidden), name=index.name, dtype=object)
+                                          for i in range(index.nlevels)], names=names)
+    return pd.Index(_masked_values(index, hidden), name=names[0], dtype=object)
 
 
 def _masked_values(values: pd.Index, hidden: frozenset) -> np.ndarray:

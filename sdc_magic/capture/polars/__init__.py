@@ -595,7 +595,8 @@ class PolarsCapture:
             chosen = next((r for f in inputs if (r := contract.selected_by_values(f)) is not None), None)
             if chosen is not None and result is not None:
                 contract.mark_selected_by_values(result, chosen)
-            if name in ("sort", "head", "tail", "slice", "filter") and inputs and result is not None:
+            if name in ("sort", "head", "tail", "slice", "filter", "select", "with_columns", "drop", "unique",
+                        "with_row_index", "cast") and inputs and result is not None:
                 # (a later filter's own bounds join those of the first: filter(len > 1).filter(len < 10))
                 contract.mark_one_sided(result, [*(contract.one_sided(inputs[0]) or []),
                                                  *(contract.one_sided(result) or [])])
