@@ -167,6 +167,22 @@ SMALL_UPPER_BOUND = 10
 SMALL_LOWER_BOUND = 2
 
 
+def sql_number(node: Any) -> float | None:
+    """The number a SQL literal states (through brackets, casts and a minus sign), or None."""
+    from sqlglot import exp
+
+    node = node.this if isinstance(node, exp.Paren | exp.Cast) else node
+    if isinstance(node, exp.Neg):
+        inner = sql_number(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Literal) and node.is_number:
+        try:
+            return float(node.this)
+        except ValueError:
+            return None
+    return None
+
+
 def two_sided(condition: Any, is_figure: Any = None) -> bool:
     """Whether a condition keeps rows by a figure (an aggregate) within a narrow range.
 
@@ -195,17 +211,7 @@ def two_sided(condition: Any, is_figure: Any = None) -> bool:
     flip = {k: "upper" if v == "lower" else "lower" for k, v in plain.items()}
     bounds: dict[str, list[float | None]] = {"lower": [], "upper": []}
 
-    def number(node: Any) -> float | None:
-        node = node.this if isinstance(node, exp.Paren | exp.Cast) else node
-        if isinstance(node, exp.Neg):
-            inner = number(node.this)
-            return None if inner is None else -inner
-        if isinstance(node, exp.Literal) and node.is_number:
-            try:
-                return float(node.this)
-            except ValueError:
-                return None
-        return None
+    number = sql_number  # (the same reading for both functions)
 
     def bare(node: Any) -> bool:
         node = node.this if isinstance(node, exp.Paren | exp.Cast) else node
@@ -285,15 +291,6 @@ def one_sided_figures(select: Any) -> list[tuple[str, str, float]]:
     mirror = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
     out: list[tuple[str, str, float]] = []
 
-    def number(node: Any) -> float | None:
-        node = node.this if isinstance(node, exp.Paren) else node
-        if isinstance(node, exp.Literal) and node.is_number:
-            try:
-                return float(node.this)
-            except ValueError:
-                return None
-        return None
-
     def visit(node: Any) -> None:
         node = node.this if isinstance(node, exp.Paren) else node
         if isinstance(node, exp.And):
@@ -304,7 +301,7 @@ def one_sided_figures(select: Any) -> list[tuple[str, str, float]]:
         if op is None:
             return
         for figure, other, how in ((node.left, node.right, op), (node.right, node.left, mirror[op])):
-            value = number(other)
+            value = sql_number(other)
             column = outputs.get(figure.sql("duckdb"))
             if value is not None and column is not None:
                 out.append((column, how, value))
