@@ -135,3 +135,27 @@ def test_dates_ranges_and_times_are_no_counts(sess: Session, label: str) -> None
     df = pd.DataFrame({"k": [label] * 3 + ["other"] * 40})
     out = sess.publish(df.groupby("k").size())
     assert label in out.data["text/plain"]
+
+
+def test_a_total_in_an_axis_name_beside_hidden_cells(sess: Session, df: pd.DataFrame) -> None:
+    t = df.groupby("district").size()
+    t.index.name = "district (N=73)"  # 73 - 40 - 30 = 3
+    assert "N=73" not in _everything(sess.publish(t))
+    s = df.groupby("district").size().rename("cases (73 in all)")
+    assert "73 in all" not in _everything(sess.publish(s))
+
+
+@pytest.mark.parametrize("relabel", [
+    lambda t: t.rename(index={"B": "B (n=30)"}),
+    lambda t: t.rename("cases (73 in all)"),
+])
+def test_a_label_drawn_hidden_is_never_exported(sess: Session, df: pd.DataFrame, relabel: Any,
+                                                tmp_path: Any) -> None:
+    """Masked on screen, the label would be written as it is by an export: such a table is review."""
+    out = sess.publish(relabel(df.groupby("district").size()))
+    assert out.metadata["sdc_magic"]["status"] == "review"
+    sess.export(str(tmp_path / "export"))
+    for f in (tmp_path / "export").rglob("*"):
+        if f.is_file():
+            text = f.read_text(errors="ignore")
+            assert "n=30" not in text and "73 in all" not in text, f.name

@@ -370,7 +370,14 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     if rare_labels:  # the protection's notes and reasons name cells by their labels too
         notes = [mask_numbers(n, rare_labels) for n in notes]
         reasons = {i: [Reason(r.rule, mask_numbers(r.message, rare_labels)) for r in rs] for i, rs in reasons.items()}
-    text_labels |= numbers_in_hidden_labels(resolved, ev, hidden)
+    beside_hidden = numbers_in_hidden_labels(resolved, ev, hidden) - text_labels
+    text_labels |= beside_hidden
+    if beside_hidden and status in ("pass", "suppressed"):
+        # drawn hidden on screen, but an export would write the labels as they are: not exportable
+        # (red team: "B (n=30)" beside B's hidden cell, masked on screen, was in the CSV and certificate)
+        status = "review"
+        notes.append("a label beside hidden cells states a number (drawn hidden): remove it from the label "
+                     "to export this table")
     if text_labels:
         notes = [mask_text_labels(n, text_labels) for n in notes]
         reasons = {i: [Reason(r.rule, mask_text_labels(r.message, text_labels)) for r in rs]

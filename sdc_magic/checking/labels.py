@@ -123,17 +123,20 @@ def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[in
     # keys shown as columns (polars, DuckDB: a default index) are labels too ("C (n=3)" in a column)
     names += list(dict.fromkeys(v for labels in flat.dims.values() for v in pd.unique(np.asarray(labels, dtype=object))
                                 if isinstance(v, str)))
-    data_units = data_label_units(resolved, ev)
+    data_units = data_label_sizes(resolved, ev)
     for label in dict.fromkeys(names):
         for part in label if isinstance(label, tuple) else (label,):
             if not isinstance(part, str):
                 continue
             small = []
-            for number in dict.fromkeys([*_SMALL_NUMBER_IN_LABEL.findall(part), *_NUMBER_TOKEN.findall(part)]):
+            written = set(_SMALL_NUMBER_IN_LABEL.findall(part))
+            for number in dict.fromkeys([*written, *_NUMBER_TOKEN.findall(part)]):
                 # a category of the data ("Mobile team (2 staff)") states a count only when the
-                # number is its own group's size; a label written for the table always may
-                units = data_units.get(part)
-                if units is not None and int(number) not in units:
+                # number is its own group's size (one of its cells' when written as a count, "C (2F)";
+                # a bare number, "Team 1", only the whole group's: a cell of 1 is no reason); a label
+                # written for the table always may
+                known = data_units.get(part)
+                if known is not None and int(number) not in (known[0] | known[1] if number in written else known[1]):
                     continue
                 if 0 < int(number) < rules.threshold:
                     small.append(number)
@@ -174,6 +177,12 @@ def mask_numbers(text: str, numbers: set[float]) -> str:
 def data_label_units(resolved: Resolved, ev: Any) -> dict[str, set[int]]:
     """For every text label of the captured table's own dimensions (values of the data), the
     units of each cell carrying it and of all of them together (the group's size)."""
+    return {label: cells | sizes for label, (cells, sizes) in data_label_sizes(resolved, ev).items()}
+
+
+def data_label_sizes(resolved: Resolved, ev: Any) -> dict[str, tuple[set[int], set[int]]]:
+    """For every text label of the captured table's own dimensions, (units of each cell carrying
+    it, the group's size per measure: the units of its cells of one statistic together)."""
     flat = resolved.flat
     if resolved.match is None or flat is None or not flat.dims:
         return {}
@@ -181,13 +190,18 @@ def data_label_units(resolved: Resolved, ev: Any) -> dict[str, set[int]]:
     # labels as captured (a renamed copy shows labels that are the analyst's text, not the data's)
     captured = {v for labels in resolved.match.entry.flat.dims.values() for v in pd.unique(np.asarray(labels))
                 if isinstance(v, str)}
-    out: dict[str, set[int]] = {}
+    measure = pd.Index(np.asarray(flat.measure, dtype=object).astype(str)) if len(flat.measure) == len(units) \
+        else pd.Index(np.zeros(len(units), dtype=object))
+    out: dict[str, tuple[set[int], set[int]]] = {}
     for labels in flat.dims.values():
         if len(labels) != len(units):
             continue
-        for label, group in pd.Series(units).groupby(pd.Index(labels, dtype=object), sort=False):
+        frame = pd.DataFrame({"label": pd.Index(labels, dtype=object), "measure": measure, "units": units})
+        for (label, _), group in frame.groupby(["label", "measure"], sort=False):
             if isinstance(label, str) and label in captured:
-                out.setdefault(label, set()).update({int(u) for u in group.to_numpy()} | {int(group.sum())})
+                cells, sizes = out.setdefault(label, (set(), set()))
+                cells.update(int(u) for u in group["units"].to_numpy())
+                sizes.add(int(group["units"].sum()))
     return out
 
 
@@ -211,6 +225,7 @@ def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray) ->
     labels: list[object] = [frame.index[i] for i in np.unique(np.asarray(rows)[hidden])]
     if isinstance(frame, pd.DataFrame):
         labels += [frame.columns[j] for j in np.unique(np.asarray(cols)[hidden])]
+    labels += axis_names(frame)  # (they name every row or column: "district (N=73)" beside A 40, B 30)
     out: set[tuple[str, str, str]] = set()
     for label in labels:
         for part in label if isinstance(label, tuple) else (label,):
@@ -239,7 +254,7 @@ def numbers_in_unverified_labels(frame: pd.DataFrame | pd.Series, hidden_rows: s
     labels = [(x, x in hidden_rows) for x in dict.fromkeys(frame.index)]
     if isinstance(frame, pd.DataFrame):
         labels += [(x, x in hidden_cols) for x in dict.fromkeys(frame.columns)]
-    labels += [(x, False) for x in axis_names(frame)]
+    labels += [(x, bool(hidden_rows or hidden_cols)) for x in axis_names(frame)]
     for label, beside_hidden in labels:
         for part in label if isinstance(label, tuple) else (label,):
             if not isinstance(part, str) or part in categories:

@@ -580,8 +580,7 @@ class Session:
                 truncated += 1
                 continue
             row = mask_label(frame.index[i], checked.hidden_labels)  # a rare numeric label stays hidden
-            col = mask_label(frame.columns[j], checked.hidden_labels) if isinstance(frame, pd.DataFrame) \
-                else frame.name
+            col = mask_label(frame.columns[j] if isinstance(frame, pd.DataFrame) else frame.name, checked.hidden_labels)
             item: dict[str, Any] = {"cell": [str(row), str(col)], "position": [i, j],
                                     "hidden": bool(checked.hidden[i, j]),
                                     "reasons": [r.as_dict() for r in rs]}
