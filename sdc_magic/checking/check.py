@@ -186,7 +186,9 @@ def settle_intervals(checked: Checked) -> Checked:
     interval is dropped from the record (which must not state what the table hides); when the
     cell fails a rule itself, the protection is not proven and a cleared table goes to review.
     """
-    if checked.status == "blocked" or (checked.hidden.size and checked.hidden.all()):
+    if checked.status == "blocked" or (checked.hidden.size and checked.hidden.all()) or checked.rounded:
+        # (a rounded table: the protection's intervals come from the exact margins, [0; 17] beside a
+        # total shown as 35 tells it is 37; its certificate states what the rounded figures allow)
         checked.intervals = {}
         return checked
     pinned_primary = 0

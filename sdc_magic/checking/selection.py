@@ -221,10 +221,7 @@ def sides_of_engine_filters(frame: Any, checked: Any, revealed: Any) -> dict[tup
         values = numeric(np.asarray(grid.iloc[:, j].to_numpy(dtype=object)))
         if values is None:
             continue
-        finite = values[np.isfinite(values)]
-        if not len(finite) or (finite < 0).any() or (finite != np.round(finite)).any():
-            continue  # not counts: the probes are a count's range
-        floor = 0.0 if (finite == 0).any() else 1.0  # the least a count can be here
+        floor = 0.0 if (values == 0).any() else 1.0  # the least a count can be here
         for r in np.flatnonzero(hidden[:, j]):
             v = float(values[r])
             if op in ("<", "<="):

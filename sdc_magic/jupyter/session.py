@@ -225,6 +225,13 @@ class Session:
         csv_text = cert = None
         if checked is not None and checked.kind == "microdata" and meta["status"] == "pass":
             frame = checked.frame if isinstance(checked.frame, pd.DataFrame) else checked.frame.to_frame()
+            hidden = np.asarray(checked.hidden, dtype=bool)
+            if hidden.shape == frame.shape and hidden.any():
+                # cells drawn hidden (a window count beside the rows) are left empty, as on screen
+                # (red team: pl.len().over("district") was ✕ on screen and 3 in the CSV)
+                values = frame.to_numpy(dtype=object).copy()
+                values[hidden] = ""
+                frame = pd.DataFrame(values, columns=frame.columns)
             csv_text = frame.to_csv(index=False, lineterminator="\n")
             cert = {"schema": "sdc_magic.microdata-certificate/1", "id": out_id, "file": f"{out_id}.csv",
                     "status": "pass", "digest": meta["digest"], "microdata": checked.microdata_certificate,

@@ -135,7 +135,7 @@ def finalise(checked: Any) -> int:
 UNPUBLISHED = "unpublished"
 
 
-def unpublished_margins(model: dict[str, Any]) -> pd.DataFrame:
+def unpublished_margins(model: dict[str, Any], displayed: set[int] | None = None) -> pd.DataFrame:
     """The model's cells as the certificate states them: a margin the table does not display is
     ``unpublished`` (no value).
 
@@ -150,20 +150,40 @@ def unpublished_margins(model: dict[str, Any]) -> pd.DataFrame:
     columns = list(model.get("columns", model["dims"]))
     if not len(cells):
         return cells
-    displayed = set((model.get("entry_rows") or {}).values())
+    rows_of = model.get("entry_rows") or {}
+    shown_rows = set(rows_of.values()) if displayed is None else {rows_of[e] for e in displayed if e in rows_of}
     status = cells["status"].to_numpy(dtype=object).copy()
     is_margin = np.zeros(len(cells), dtype=bool)
     for c in columns:
         is_margin |= cells[c].astype(str).to_numpy() == TOTAL
     shown = np.zeros(len(cells), dtype=bool)
-    shown[[k for k in displayed if 0 <= k < len(cells)]] = True
-    unpublish = (status == "safe") & is_margin & ~shown
+    shown[[k for k in shown_rows if 0 <= k < len(cells)]] = True
+    # ``displayed`` (the captured table's cells the output shows): an inner cell a selection left
+    # out is not published either (red team: A·M = 20 of an unstacked table shown by its F column
+    # was in the certificate, and beside a later "M 21" gave C·M = 1)
+    unpublish = (status == "safe") & ~shown & (is_margin if displayed is None else True)
     if not unpublish.any():
         return cells
     out = cells.copy()
     status[unpublish] = UNPUBLISHED
     out["status"] = status
+    if displayed is not None:
+        _rename_unshown_labels(out, columns, shown)
     return out
+
+
+def _rename_unshown_labels(cells: pd.DataFrame, columns: list[str], shown: np.ndarray) -> None:
+    """Labels no displayed cell carries are written as placeholders, one per label and dimension,
+    so the relations stay as they are (red team: ages 101 and 102 dropped from a table were in its
+    certificate, one person each)."""
+    for c in columns:
+        labels = cells[c].astype(object).to_numpy()
+        keep = {v for v in labels[shown]} | {TOTAL}
+        names: dict[Any, str] = {}
+        renamed = [v if v in keep or str(v) == TOTAL else names.setdefault(v, f"(not shown {len(names) + 1})")
+                   for v in labels]
+        if names:
+            cells[c] = np.asarray(renamed, dtype=object)
 
 
 def restated(cert: dict[str, Any], intervals: Any = None) -> dict[str, Any]:
@@ -221,8 +241,10 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
                 item["value"] = _json_value(_rounded(columns_values[j][i], rounding))
                 published.append(item)
     tables = []
+    positions = getattr(checked, "entry_positions", None)
+    displayed = None if positions is None else {int(e) for e in np.asarray(positions) if e >= 0}
     for model in checked.models:
-        cells = unpublished_margins(model)
+        cells = unpublished_margins(model, displayed)
         dims = list(model["dims"])
         columns = list(model.get("columns", dims))
         rows = []
