@@ -46,4 +46,4 @@ def test_a_number_beside_a_table_without_hidden_cells_is_withheld(sess: Any, df:
     t = df.groupby("sex").size()  # 37 + 36 = 73 people; 71 under 100: two people over 100
     drawn = _drawn(sess, pd.concat([t, pd.Series({"under 100": int((df.age < 100).sum())})]))
     # (the label's own number is drawn hidden too: a number written beside a hidden cell, "under ✕")
-    assert drawn.iloc[-1] == X and drawn["F"] == 37
+    assert list(drawn.values())[-1] == X and drawn["F"] == 37
