@@ -214,7 +214,10 @@ def two_sided(condition: Any, is_figure: Any = None) -> bool:
     number = sql_number  # (the same reading for both functions)
 
     def bare(node: Any) -> bool:
-        node = node.this if isinstance(node, exp.Paren | exp.Cast) else node
+        # (a figure through a function that keeps its order, round(avg(age)) < 60, is bounded as the
+        # figure is: red team, such a one-sided condition was read as a pin)
+        while isinstance(node, exp.Paren | exp.Cast | exp.Round | exp.Floor | exp.Ceil):
+            node = node.this
         return isinstance(node, exp.AggFunc | exp.Column) and is_figure(node)
 
     def narrow(lo: float | None, hi: float | None) -> bool:
