@@ -271,3 +271,16 @@ def test_whole_valued_means_in_polars_tell_no_side(sess: Session) -> None:
     means = pl.from_pandas(df).group_by("district").agg(pl.col("age").mean().round(0))
     assert _status(sess.publish(means.filter(pl.col("age") < 60).sort("district"))) != "blocked"
     assert _status(sess.publish(means.filter(pl.col("age") > 20).sort("district"))) != "blocked"
+
+
+@pytest.mark.parametrize("shape", [
+    lambda f: f.rename({"len": "n"}).sort("district"),
+    lambda f: f.sort("district").to_pandas().set_index("district"),
+])
+def test_polars_bounds_follow_a_rename_and_a_pandas_copy(sess: Session, shape: Any) -> None:
+    pl = pytest.importorskip("polars")
+    df = _frame()
+    agg = pl.from_pandas(df).group_by("district").len()
+    assert _status(sess.publish(shape(agg.filter(pl.col("len") < 10)))) != "blocked"
+    t = df.groupby("district").size()
+    assert _pinned_across(sess.publish(t[t > 1]))

@@ -27,7 +27,9 @@ from .contract import (
     is_aggregate,
     maker_of,
     mark_aggregate,
+    mark_one_sided,
     mark_selected_by_values,
+    one_sided,
     record_maker,
     record_recipe,
     selected_by_values,
@@ -134,6 +136,9 @@ class Derivations:
                     chosen = selected_by_values(args[0])  # (rows chosen by figures: kept so, size_filters)
                     if chosen is not None:
                         mark_selected_by_values(result, chosen)
+                    bounds = one_sided(args[0])  # (an engine's one-sided filter: set_index, sort_values...)
+                    if bounds:
+                        mark_one_sided(result, bounds)
                     size_filters.carry(args, result)
                 except Exception as exc:  # never break user code
                     registry.failures.append(f"{type(exc).__name__}: {exc}")

@@ -506,6 +506,9 @@ class PolarsCapture:
                 _depth.value -= 1
             windows = window_columns(args, kwargs) if name == "select" else ()
             self._mark_derived(frames_in(df, args, kwargs), result, name, windows)
+            if name == "rename" and args and isinstance(args[0], dict) and contract.one_sided(df):
+                # a one-sided bound follows its figure under its new name (filter(len < 10).rename(...))
+                contract.mark_one_sided(result, [(args[0].get(c, c), op, b) for c, op, b in contract.one_sided(df)])
             _remember_rows(result, df, name, args, kwargs)
             return result
         return derived
