@@ -139,9 +139,10 @@ class Told:
     ``pinned``: some hidden cell is pinned by this selection alone (or with ``earlier``).
     ``sides``: per hidden cell of a count table (:func:`cell_key`: its labels and value), the sides a
     one-sided selection told: :data:`BELOW` when the cell's row would change at 0 (in a table
-    without zeros, also at half its value: ``t[t > 1]`` of a 2, while ``t[t > 0]`` of a groupby
-    tells next to nothing), :data:`ABOVE` when it would change far above its value (``t[t < 3]``). Each side alone is a one-sided bound; both, over several outputs, pin it as
-    a two-sided selection does (``t[t > 1]`` then ``t[t < 3]``: C is 2).
+    without zeros, also at 1: ``t[t > 1]`` of a 2 or 3, while ``t[t > 0]`` of a groupby tells
+    nothing), :data:`ABOVE` when it would change far above its value (``t[t < 3]``). Each side
+    alone is a one-sided bound; both, over several outputs, pin it as a two-sided selection does
+    (``t[t > 1]`` then ``t[t < 3]``: C is 2).
     """
 
     pinned: bool = False
