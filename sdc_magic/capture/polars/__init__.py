@@ -106,6 +106,9 @@ class PolarsCapture:
         self._saved: list[tuple[Any, str, Any]] = []
         self._lazy: dict[int, tuple[Any, Any]] = {}  # id(lazy result) -> (weakref, recipe)
         self._lazy_groups: dict[int, tuple[Any, Any]] = {}  # id(LazyGroupBy) -> (weakref, (lf, by, named))
+        #: id(lazy agg result) -> (weakref, (its LazyGroupBy, the unpatched agg)): a collect() of it
+        #: runs that aggregation once with the facts folded in (see :meth:`_folded`)
+        self._lazy_aggs: dict[int, tuple[Any, Any]] = {}
         self._recipes: dict[int, tuple[Any, Any]] = {}  # id(captured result) -> (weakref, _Recipe)
         self._sql_shapes: dict[int, tuple[Any, Any]] = {}  # id(lazy SQL result) -> (weakref, its shape)
         self.installed = False
@@ -151,6 +154,7 @@ class PolarsCapture:
         self._saved.clear()
         self._lazy.clear()
         self._lazy_groups.clear()
+        self._lazy_aggs.clear()
         self._recipes.clear()
         self._sql_shapes.clear()
         self.installed = False
@@ -204,6 +208,19 @@ class PolarsCapture:
         columns they asked for (in their order), the facts stay here. None: not applicable
         (or the combined call failed), and the caller runs the ordinary path.
         """
+        return self._folded(gb.df, _flatten_by(gb.by), gb.named_by, aggs, named,
+                            lambda exprs: original(gb, *aggs, *exprs, **named))
+
+    def _folded(self, source: Any, by: list[Any], named_by: dict, aggs: tuple, named: dict,
+                run: Callable[[list[Any]], Any]) -> Any:
+        """The user's aggregation of ``source`` with the facts' expressions added (``run``), split
+        into the user's result (returned) and the registered evidence; None when not applicable.
+
+        Shared by eager ``group_by().agg()`` and a lazy one's ``collect()``: either way one
+        aggregation computes what the user asked for and what the check needs (a lazy query
+        collected, then aggregated again for the facts, read the data twice: 14.5× plain at 10M
+        rows, issue 22).
+        """
         try:
             rules = self.rules()
             if rules.unit is not None:
@@ -212,22 +229,26 @@ class PolarsCapture:
             if any(p.derived is not None or p.inner is not None for p in planned.values()):
                 return None  # a derived variable or a wrapped aggregate: the ordinary path plans it
             out = {name: (p.var, p.stat) for name, p in planned.items()}
-            schema = gb.df.schema
+            schema = source.collect_schema() if hasattr(source, "collect_schema") else source.schema
             if multi is not None or not out or all(s in ("size", "count") for _, s in out.values()):
                 return None
             variables = sorted({v for v, st in out.values() if v is not None and v in schema and st != "size"})
             magnitudes = {v for v, st in out.values() if v in variables and st in MAGNITUDE_EVIDENCE
                           and _numeric(schema[v])}
-            exprs = fact_exprs(variables, magnitudes, rules.top_k, indicator_levels(gb.df.lazy(), magnitudes))
+            exprs = fact_exprs(variables, magnitudes, rules.top_k, indicator_levels(source.lazy(), magnitudes))
         except Exception:
             return None
         _depth.value += 1
         try:
-            full = original(gb, *aggs, *exprs, **named)
+            full = run(exprs)
         except Exception:
             return None
         finally:
             _depth.value -= 1
+        import polars as pl
+
+        if not isinstance(full, pl.DataFrame):
+            return None
         _depth.value += 1  # our own selects below are not the user's
         try:
             result = full.select([c for c in full.columns if not c.startswith(contract.PREFIX)])
@@ -240,8 +261,8 @@ class PolarsCapture:
             notes: list[str] = []
             ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, None)
             set_indicators(facts, ge, variables)
-            rows = linking_rows(gb.df.lazy(), _flatten_by(gb.by), gb.named_by, keys, out,
-                                 int(facts[f"{contract.PREFIX}rows"].sum()), positions=_row_positions(gb.df))
+            rows = linking_rows(source.lazy(), by, named_by, keys, out,
+                                 int(facts[f"{contract.PREFIX}rows"].sum()), positions=_row_positions(source))
 
             def to_shown(res: Any) -> pd.DataFrame:
                 return contract.keyed(res.to_pandas(), keys)
@@ -272,6 +293,7 @@ class PolarsCapture:
                 hit = self._lazy_groups.get(id(lgb))
                 if hit is not None and hit[0]() is lgb:
                     self._keep(self._lazy, result, (*hit[1], aggs, named))
+                    self._keep(self._lazy_aggs, result, (lgb, original))
             return result
         return agg
 
@@ -338,6 +360,13 @@ class PolarsCapture:
                 return result
             source, by, named_by, aggs, named = hit[1][:5]
             call = hit[1][5] if len(hit[1]) > 5 else "group_by.agg"
+            made = self._lazy_aggs.get(id(lf))
+            if made is not None and made[0]() is lf and not args and not kwargs.get("background"):
+                lgb, agg = made[1]
+                folded = self._folded(source, by, named_by, aggs, named,
+                                      lambda exprs: original(agg(lgb, *aggs, *exprs, **named), **kwargs))
+                if folded is not None:
+                    return folded
             return self._guarded(lambda: original(lf, *args, **kwargs),
                                  lambda result: self._record_group_by(source, by, named_by, aggs, named, result,
                                                                       call), withhold=True)
