@@ -3,7 +3,7 @@
     python benchmarks/engines.py --rows 1e6                 # 1M rows, 1,000-cell tables
     python benchmarks/engines.py --rows 1e7 --cells 10000   # 10M rows, 10,000-cell tables
     python benchmarks/engines.py --large    # 100M rows (DuckDB only; needs ~8 GB)
-    python benchmarks/engines.py --spark    # PySpark local[2] (Java 17), 10M rows generated in Spark
+    python benchmarks/engines.py --spark --rows 1e6   # PySpark local[2] (Java 17), rows generated in Spark
     python benchmarks/engines.py --only polars
 
 *plain*: the call, its result as the notebook gets it (DuckDB ``.df()``, a polars frame,
@@ -58,37 +58,28 @@ def load() -> str:
         return "load average unknown"
 
 
-def best(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+def spark_main(args: Any) -> None:
+    """PySpark local[2]: the user's path, as for the other engines (see :func:`measure`).
 
-
-def spark_main(rows: int, repeat: int) -> None:
-    """PySpark local[2]: plain ``groupBy(...).count()/sum().toPandas()`` vs the same with capture.
-
-    The data are generated inside Spark (no 10M-row transfer from Python); *with evidence*
-    is ``toPandas()`` of the captured result: one job computing the user's columns and the
-    facts (per-unit sums add one job when a unit column is declared).
+    *plain*: ``groupBy(...).count()`` / ``agg(sum)`` fetched with ``toPandas()`` and formatted as
+    HTML; *checked*: the same aggregation displayed by a fresh session with recording and
+    linking on (one job for the user's columns and the facts, one for linking's rows up to
+    ``MAX_LINKED_ROWS`` source rows). The data are generated inside Spark and cached (no
+    transfer from Python).
     """
     import warnings
 
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from sdc_magic.config import preset
-    from sdc_magic.jupyter.session import Session
-
+    rows = int(args.rows)
     warnings.filterwarnings("ignore", category=FutureWarning)
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "4").config("spark.driver.memory", "2g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    n_region = max(round(args.cells / (20 * 6)), 1)
     sdf = spark.range(rows).select(
-        F.format_string("r%02d", F.pmod(F.xxhash64("id", F.lit(1)), F.lit(50))).alias("region"),
+        F.format_string("r%03d", F.pmod(F.xxhash64("id", F.lit(1)), F.lit(n_region))).alias("region"),
         F.format_string("a%02d", F.pmod(F.xxhash64("id", F.lit(2)), F.lit(20))).alias("activity"),
         F.pmod(F.xxhash64("id", F.lit(3)), F.lit(6)).alias("size"),
         F.exp(F.randn(4) * 1.5 + 3.0).alias("turnover"),
@@ -96,32 +87,22 @@ def spark_main(rows: int, repeat: int) -> None:
     ).cache()
     t0 = time.perf_counter()
     sdf.count()
-    print(f"Spark {spark.version} local[2]: {rows:,} rows generated and cached in {time.perf_counter() - t0:.1f} s "
-          f"({load()})")
+    print(f"Spark {spark.version} local[2]: {rows:,} rows, {args.cells:,}-cell tables, generated and cached in "
+          f"{time.perf_counter() - t0:.1f} s ({load()})")
     keys = ["region", "activity", "size"]
+
+    def fetched(make: Callable[[], Any]) -> Callable[[], Any]:
+        return lambda: make().toPandas()
+
     cases = [("count", lambda: sdf.groupBy(*keys).count()),
-             ("sum (top-k)", lambda: sdf.groupBy(*keys).agg(F.sum("turnover").alias("turnover")))]
-    results = []
-    for unit in (None, "firm_id"):
-        sess = Session(rules=preset("insee"))
-        if unit:
-            sess.set_rules(unit=unit)
-        for op, make in cases:
-            plain = best(lambda make=make: make().toPandas(), repeat)
-            sess.capture.install()
-            try:
-                ev = best(lambda make=make: make().toPandas(), repeat)
-            finally:
-                sess.capture.uninstall()
-            results.append(("Spark", op, unit or "rows", plain, ev))
-            print(f"Spark   {op:12s} unit={unit or 'rows':8s} plain {plain:7.3f} s  with evidence {ev:7.3f} s "
-                  f"({ev / plain:5.2f}x)", flush=True)
+             ("sum", lambda: sdf.groupBy(*keys).agg(F.sum("turnover").alias("turnover")))]
+    results = [measure("Spark", op, make, args, plain_make=fetched(make)) for op, make in cases]
     spark.stop()
     print(f"({load()})")
-    print("\n| engine | statistic | units | plain (s) | with evidence (s) | ratio |")
-    print("|---|---|---|---:|---:|---:|")
-    for engine, op, unit, plain, ev in results:
-        print(f"| {engine} | {op} | {unit} | {plain:.3f} | {ev:.3f} | {ev / plain:.2f}× |")
+    print("\n| engine | statistic | units | plain (s) | checked (s) | ratio | status |")
+    print("|---|---|---|---:|---:|---:|---|")
+    for engine, op, unit, plain, checked, status in results:
+        print(f"| {engine} | {op} | {unit} | {plain:.3f} | {checked:.3f} | {checked / plain:.2f}× | {status} |")
 
 
 def main() -> None:
@@ -129,7 +110,6 @@ def main() -> None:
     parser.add_argument("--rows", type=float, default=1e6)
     parser.add_argument("--cells", type=int, default=1000, help="groups of the tables (1,000 or 10,000)")
     parser.add_argument("--pairs", type=int, default=5, help="interleaved plain/checked pairs (medians)")
-    parser.add_argument("--repeat", type=int, default=3, help="Spark: best of this many runs")
     parser.add_argument("--unit", action="store_true", help="declare the unit column (firm_id)")
     parser.add_argument("--large", action="store_true", help="100M rows (DuckDB only)")
     parser.add_argument("--spark", action="store_true", help="PySpark local[2] instead of polars and DuckDB")
@@ -137,7 +117,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = int(1e8 if args.large else args.rows)
     if args.spark:
-        spark_main(rows, args.repeat)
+        spark_main(args)
         return
 
     import duckdb
@@ -184,8 +164,13 @@ def main() -> None:
         print(f"| {engine} | {op} | {unit} | {plain:.3f} | {checked:.3f} | {checked / plain:.2f}× | {status} |")
 
 
-def measure(engine: str, op: str, make: Callable[[], Any], args: Any) -> tuple:
-    """Medians of ``args.pairs`` interleaved pairs: plain, then a fresh session's first checked display."""
+def measure(engine: str, op: str, make: Callable[[], Any], args: Any,
+            plain_make: Callable[[], Any] | None = None) -> tuple:
+    """Medians of ``args.pairs`` interleaved pairs: plain, then a fresh session's first checked display.
+
+    ``plain_make``: what the plain side calls, when it differs from ``make`` (Spark: the
+    aggregation fetched with ``toPandas()``, which a checked display does itself).
+    """
     from sdc_magic.config import preset
     from sdc_magic.jupyter.session import Session
 
@@ -193,7 +178,7 @@ def measure(engine: str, op: str, make: Callable[[], Any], args: Any) -> tuple:
     for _ in range(args.pairs):
         gc.collect()
         t0 = time.perf_counter()
-        shown = make()
+        shown = (plain_make or make)()
         html = shown.to_frame()._repr_html_() if isinstance(shown, pd.Series) else shown._repr_html_()
         plain_times.append(time.perf_counter() - t0)
         del shown, html

@@ -24,7 +24,14 @@ row per group comes back to the driver:
 * pivots and crosstabs: the user's own job (Spark's wide result, untouched) and one facts
   job over the long form ``groupBy(keys, pivot)``, whose groups are the wide table's cells.
 
-Spark tables are not linked (no ``rows=``): see the engines section of ARCHITECTURE.md.
+**Linking** (``rows=`` of :func:`.contract.register`, as for polars and DuckDB): when the table is
+materialised, one more job selects, per source row that reached the aggregation, the keys as the
+table shows them and the other columns (at most ``MAX_HASHED_COLUMNS``): their values up to
+``RAW_LINKED_ROWS`` source rows (fingerprinted by linking like pandas rows, so a Spark table and
+a pandas table of the same people are compared), Spark's ``xxhash64`` of them up to
+``MAX_LINKED_ROWS``. Those rows come to the driver; above that, the table is not linked and its
+note says so. Before, Spark tables were never linked: two Spark counts one person apart were both
+cleared (issue 22).
 Spark Connect DataFrames get the same wrappers (with Connect's own functions) when
 ``pyspark.sql.connect`` can be imported. Display paths that print data without going
 through IPython's formatters — ``show()``, and ``__repr__`` / ``_repr_html_`` when eager
@@ -47,6 +54,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..evidence import rows as row_limits
 from . import contract
 from .entries import MAGNITUDE_EVIDENCE
 
@@ -584,9 +592,51 @@ class SparkCapture:
         measures = recipe.measures
         measure_of = (lambda m: measures[""]) if recipe.kind != "group" else \
             (lambda m: measures.get(m, (None, "custom")))
-        contract.register(self.registry, rules, call, shown, ge, recipe.keys, measure_of, notes)
+        n_rows = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum()) \
+            if f"{contract.PREFIX}rows" in facts.columns else 0
+        rows = self._linking_rows(recipe, n_rows)
+        if rows is None:
+            notes.append(f"not linked with other tables (more than {row_limits.MAX_LINKED_ROWS:,} source rows)"
+                         if n_rows > row_limits.MAX_LINKED_ROWS else
+                         "not linked with other tables (its source rows could not be read)")
+        contract.register(self.registry, rules, call, shown, ge, recipe.keys, measure_of, notes, rows=rows)
         if recipe.form is None:
             recipe.form = shown
+
+
+    def _linking_rows(self, recipe: Recipe, n_rows: int) -> pd.DataFrame | None:
+        """The rows behind the table for linking (one job), or None (too many, or unreadable).
+
+        Per source row reaching the aggregation: the evidence keys as the table shows them and
+        the other source columns, values (up to ``RAW_LINKED_ROWS`` rows) or Spark's hashes of
+        them in columns ``"spark#<column>"``. A table of one variable's statistics without a
+        count covers the rows where that variable is known (as for pandas and polars).
+        """
+        if n_rows <= 0 or n_rows > row_limits.MAX_LINKED_ROWS:
+            return None
+        try:
+            src, keys = self._keyed_source(recipe)
+            F = _functions(src)
+            room = max(row_limits.MAX_HASHED_COLUMNS - len(keys), 1)
+            names = [c for c in src.columns if c not in keys and not c.startswith(contract.PREFIX)][:room]
+            if n_rows <= row_limits.RAW_LINKED_ROWS:
+                others = [_named(F, c).alias(c) for c in names]
+            else:
+                others = [F.xxhash64(_named(F, c)).alias(f"spark#{c}") for c in names]
+            stats = {st for _, st in recipe.measures.values()}
+            variables = {v for v, _ in recipe.measures.values() if v is not None}
+            if "size" not in stats and len(variables) == 1 and next(iter(variables)) in src.columns:
+                src = src.filter(_named(F, next(iter(variables))).isNotNull())
+            query = src.select(*[_named(F, k).alias(k) for k in keys], *others)
+            rows = self._original(type(query), "toPandas")(query)
+        except Exception:
+            return None
+        return rows if 0 < len(rows) <= row_limits.MAX_LINKED_ROWS else None
+
+
+def _named(F: Any, column: str) -> Any:
+    """A source column by its name (a name with a dot or a backtick is not a path into a struct)."""
+    return F.col("`" + str(column).replace("`", "``") + "`")
 
 
 def _aggregate_facts(frame: Any, keys: list[str], values: dict[int, Any], n_vars: int, k: int, F: Any,

@@ -10,5 +10,8 @@ from __future__ import annotations
 
 #: source rows above which a table is not linked (its note says so)
 MAX_LINKED_ROWS = 5_000_000
+#: source rows up to which an engine hands linking the values themselves (fingerprinted like pandas
+#: rows, so tables of the same people are compared across engines); above, the engine's own hash
+RAW_LINKED_ROWS = 1_000_000
 #: columns fingerprinted per source row (keys first)
 MAX_HASHED_COLUMNS = 16

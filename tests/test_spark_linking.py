@@ -1,0 +1,169 @@
+"""Spark tables are linked with the session's other outputs (issue 22, item 2).
+
+Before, a Spark table passed no rows to linking: ``groupBy("sex").count()`` (F 37, M 36) and the
+same count without one person (F 37, M 35) were both cleared, telling that person's sex; pandas,
+polars and DuckDB hide the second table's M. Spark now hands linking the rows behind a table as
+the other engines do (values up to ``RAW_LINKED_ROWS`` source rows, so Spark and pandas tables of
+the same people are compared; Spark's hashes above; not linked above ``MAX_LINKED_ROWS``, and the
+note says so). Every sequence below is decided as the same sequence in pandas.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark")
+pytestmark = pytest.mark.spark
+
+if shutil.which("java") is None:  # loud: these tests are part of `make test`
+    sys.stderr.write("\n*** JAVA NOT FOUND: the PySpark tests are SKIPPED (install Java 17) ***\n")
+    pytest.skip("JAVA NOT FOUND: PySpark tests skipped (install Java 17)", allow_module_level=True)
+
+from sdc_magic.config import preset  # noqa: E402
+from sdc_magic.evidence import rows as row_limits  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
+
+sys.path.insert(0, "tests")
+from test_engines_redteam import PEOPLE  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    import warnings
+
+    from pyspark.sql import SparkSession
+
+    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+    session = (SparkSession.builder.master("local[2]").appName("sdc_magic-linking")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def people(spark: Any) -> Any:
+    return spark.createDataFrame(PEOPLE)
+
+
+@pytest.fixture
+def fresh() -> Iterator[Callable[[], Session]]:
+    made: list[Session] = []
+
+    def make() -> Session:
+        s = Session(rules=preset("humanitarian"))
+        s.capture.install()
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.capture.uninstall()
+
+
+def _seen(sess: Session, table: Any) -> tuple[str, str]:
+    out = sess.publish(table)
+    meta = out.metadata["sdc_magic"]
+    return meta["status"], out.data["text/plain"].split("sdc_magic:")[0]
+
+
+def _statuses(sess: Session, tables: list[Any]) -> list[str]:
+    return [sess.publish(t).metadata["sdc_magic"]["status"] for t in tables]
+
+
+def _decisions(sess: Session, tables: list[Any]) -> list[tuple[str, int]]:
+    """Each table's status and how many of its cells are hidden."""
+    out = []
+    for t in tables:
+        status = sess.publish(t).metadata["sdc_magic"]["status"]
+        out.append((status, sess.ledger.records[-1].hidden))
+    return out
+
+
+OLDEST_IN_A = int(PEOPLE.loc[PEOPLE.district == "A", "age"].max())
+assert (PEOPLE.age >= 102).sum() == 1  # (the under-102s leave out one person)
+
+
+def test_two_spark_counts_one_person_apart_are_caught(people: Any, fresh: Any) -> None:
+    from pyspark.sql import functions as F
+
+    sess = fresh()
+    first, _ = _seen(sess, people.groupBy("sex").count())
+    second, text = _seen(sess, people.filter(F.col("person") != 5).groupBy("sex").count())
+    assert first == "pass"
+    assert second != "pass", text
+    assert "35" not in text and "36" not in text.replace("37", "")
+
+
+@pytest.mark.parametrize("spark_first", [True, False])
+def test_spark_and_pandas_tables_of_the_same_people_are_compared(people: Any, fresh: Any, spark_first: bool) -> None:
+    from pyspark.sql import functions as F
+
+    sess = fresh()
+    if spark_first:
+        tables = [people.groupBy("sex").count(), PEOPLE[PEOPLE.person != 5].groupby("sex").size()]
+    else:
+        tables = [PEOPLE.groupby("sex").size(), people.filter(F.col("person") != 5).groupBy("sex").count()]
+    assert _statuses(sess, tables) == ["pass", "suppressed"]
+
+
+SEQUENCES = {
+    "district counts, then without the oldest of A": (
+        lambda sp, F: [sp.groupBy("district").count(), sp.filter(F.col("age") != OLDEST_IN_A).groupBy("district").count()],
+        lambda pd_: [pd_.groupby("district").size(), pd_[pd_.age != OLDEST_IN_A].groupby("district").size()]),
+    "income sums by sex, then without one person": (
+        lambda sp, F: [sp.groupBy("sex").agg(F.sum("income").alias("income")),
+                       sp.filter(F.col("person") != 7).groupBy("sex").agg(F.sum("income").alias("income"))],
+        lambda pd_: [pd_.groupby("sex")["income"].sum(), pd_[pd_.person != 7].groupby("sex")["income"].sum()]),
+    "counts by sex, then by sex among the under-102s (one person older)": (
+        lambda sp, F: [sp.groupBy("sex").count(), sp.filter(F.col("age") < 102).groupBy("sex").count()],
+        lambda pd_: [pd_.groupby("sex").size(), pd_[pd_.age < 102].groupby("sex").size()]),
+    "a crosstab, then the same crosstab without one person": (
+        lambda sp, F: [sp.crosstab("sex", "district"), sp.filter(F.col("person") != 11).crosstab("sex", "district")],
+        lambda pd_: [pd.crosstab(pd_.sex, pd_.district), pd.crosstab(pd_[pd_.person != 11].sex,
+                                                                       pd_[pd_.person != 11].district)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_sequences_are_decided_as_in_pandas(people: Any, fresh: Any, name: str) -> None:
+    from pyspark.sql import functions as F
+
+    make_spark, make_pandas = SEQUENCES[name]
+    expected = _decisions(fresh(), make_pandas(PEOPLE))
+    got = _decisions(fresh(), make_spark(people, F))
+    assert got == expected
+    alone = _decisions(fresh(), make_pandas(PEOPLE)[-1:])[0]
+    assert expected[-1] != alone  # each sequence gives a person away unless linked
+
+
+def test_large_sources_are_linked_by_sparks_hashes(people: Any, fresh: Any, monkeypatch: Any) -> None:
+    """Above RAW_LINKED_ROWS only Spark's 64-bit hashes of the values reach the driver, and two
+    Spark tables one person apart are still caught."""
+    from pyspark.sql import functions as F
+
+    monkeypatch.setattr(row_limits, "RAW_LINKED_ROWS", 10)
+    sess = fresh()
+    assert _statuses(sess, [people.groupBy("sex").count(),
+                            people.filter(F.col("person") != 5).groupBy("sex").count()]) == ["pass", "suppressed"]
+    entry = max(sess.registry.entries(), key=lambda e: e.id)
+    rows = entry.source.rows
+    assert len(rows) == 72
+    hashed = {c for c in rows.columns if str(c).startswith("spark#")}
+    assert hashed == {f"spark#{c}" for c in PEOPLE.columns if c != "sex"}
+    assert not pd.Series(PEOPLE["income"]).isin(rows[sorted(hashed)].to_numpy().ravel()).any()
+
+
+def test_beyond_the_row_limit_the_note_says_not_linked(people: Any, fresh: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 10)
+    sess = fresh()
+    out = sess.publish(people.groupBy("sex").count())
+    notes = " ".join(out.metadata["sdc_magic"].get("notes", [])) + out.data["text/plain"]
+    assert "not linked with other tables" in notes
+    entry = max(sess.registry.entries(), key=lambda e: e.id)
+    assert getattr(entry, "source", None) is None or entry.source.rows is None
