@@ -61,7 +61,7 @@ def fresh() -> Iterator[Session]:
         return s
 
     yield make  # type: ignore[misc]
-    for s in made:
+    for s in reversed(made):  # (the last installed wraps the others: removed first)
         s.capture.uninstall()
 
 

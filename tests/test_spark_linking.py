@@ -62,7 +62,7 @@ def fresh() -> Iterator[Callable[[], Session]]:
         return s
 
     yield make
-    for s in made:
+    for s in reversed(made):  # (the last installed wraps the others: removed first)
         s.capture.uninstall()
 
 
@@ -77,11 +77,15 @@ def _statuses(sess: Session, tables: list[Any]) -> list[str]:
 
 
 def _decisions(sess: Session, tables: list[Any]) -> list[tuple[str, int]]:
-    """Each table's status and how many of its cells are hidden."""
+    """Each table's status and how many of its cells are hidden (the session's capture is removed
+    after, so that the next session's is the only one installed)."""
     out = []
-    for t in tables:
-        status = sess.publish(t).metadata["sdc_magic"]["status"]
-        out.append((status, sess.ledger.records[-1].hidden))
+    try:
+        for t in tables:
+            status = sess.publish(t).metadata["sdc_magic"]["status"]
+            out.append((status, sess.ledger.records[-1].hidden))
+    finally:
+        sess.capture.uninstall()
     return out
 
 
