@@ -55,7 +55,7 @@ from typing import Any
 import pandas as pd
 
 from ..evidence import rows as row_limits
-from . import contract
+from . import contract, runner_up
 from .entries import MAGNITUDE_EVIDENCE
 
 _lock = threading.RLock()
@@ -488,54 +488,18 @@ class SparkCapture:
 
     def _second(self, facts: pd.DataFrame, contrib: Any, values: dict[int, Any], keys: list[str], rules: Any,
                 fetch: Callable) -> pd.DataFrame:
-        """The top-2 contributions per group from (max, sum of squares), exact where it matters.
-
-        With x1 the largest contribution, S the sum of the squares of the others and R their
-        sum, the runner-up x2 lies in [S / R, sqrt(S)] (exact for one or two contributors). Where
-        the p% rule or an (n ≥ 2) dominance rule decides alike at both ends, the upper end is
-        kept (protection intervals computed from it are at least those of x2); the other groups
-        — usually none — get their exact runner-up in one more job over those groups only.
-        """
-        import numpy as np
-
-        p = contract.PREFIX
+        """The top-2 contributions per group from (max, sum of squares), exact where it matters
+        (:mod:`.runner_up`): the undecided groups, usually none, get their exact runner-up from
+        one more job over those groups only."""
         facts = facts.copy()
         for i, x in values.items():
-            if f"{p}top1_{i}" not in facts.columns:
+            if runner_up.top1_name(i) not in facts.columns:
                 continue
-            names = contract.fact_names(i)
-
-            def num(name: str) -> np.ndarray:
-                return pd.to_numeric(facts[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-
-            x1, sq, tabs, total = num(f"{p}top1_{i}"), num(f"{p}sq_{i}"), num(names["ta"]), num(names["t"])
-            neg = facts[names["neg"]].fillna(False).to_numpy(dtype=bool)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                rest_sq = np.maximum(np.nan_to_num(sq) - np.nan_to_num(x1) ** 2, 0.0)
-                rest = np.maximum(np.nan_to_num(tabs) - np.nan_to_num(x1), 0.0)
-                lo = np.where(rest > 0, rest_sq / rest, 0.0)
-                hi = np.minimum(np.minimum(np.sqrt(rest_sq), np.nan_to_num(x1)), rest)
-                # float sums: the bounds are widened by their rounding error (relative to x1)
-                slack = 1e-6 * np.nan_to_num(x1)
-                lo, hi = np.maximum(lo - slack, 0.0), np.minimum(hi + slack, np.minimum(np.nan_to_num(x1), rest))
-                hi = np.maximum(hi, lo)
-            denom = np.where(neg, np.nan_to_num(tabs), np.abs(np.nan_to_num(total)))
-            unsure = np.zeros(len(facts), dtype=bool)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                if rules.p is not None:
-                    limit = rules.p / 100.0 * x1
-                    unsure |= (denom - x1 - lo < limit) != (denom - x1 - hi < limit)
-                if rules.dominance is not None and rules.dominance[0] >= 2:
-                    share = rules.dominance[1] / 100.0
-                    unsure |= ((x1 + lo) / denom > share) != ((x1 + hi) / denom > share)
-            unsure &= np.isfinite(x1) & (hi > lo)
-            second = hi.copy()
+            x1, second, unsure = runner_up.bounds(facts, i, rules)
+            second = second.copy()
             if unsure.any():
-                exact = self._runner_up(facts.loc[unsure, keys], x1[unsure], contrib, x, keys, fetch)
-                second[unsure] = exact
-            top1 = np.where(np.isfinite(x1), x1, np.nan)
-            second = np.where(np.isfinite(x1), second, np.nan)
-            facts[names["top"]] = [[a, b] for a, b in zip(top1, second, strict=True)]
+                second[unsure] = self._runner_up(facts.loc[unsure, keys], x1[unsure], contrib, x, keys, fetch)
+            runner_up.set_tops(facts, i, x1, second)
         return facts
 
     def _runner_up(self, groups: pd.DataFrame, x1: Any, contrib: Any, x: Any, keys: list[str],

@@ -60,6 +60,7 @@ from .evidence import (
     inner_cell_values,
     linking_rows,
     set_indicators,
+    settle_runner_up,
 )
 from .plan import (
     Plan,
@@ -235,7 +236,8 @@ class PolarsCapture:
             variables = sorted({v for v, st in out.values() if v is not None and v in schema and st != "size"})
             magnitudes = {v for v, st in out.values() if v in variables and st in MAGNITUDE_EVIDENCE
                           and _numeric(schema[v])}
-            exprs = fact_exprs(variables, magnitudes, rules.top_k, indicator_levels(source.lazy(), magnitudes))
+            exprs = fact_exprs(variables, magnitudes, rules.top_k, indicator_levels(source.lazy(), magnitudes),
+                               bounded=True)
         except Exception:
             return None
         _depth.value += 1
@@ -258,6 +260,7 @@ class PolarsCapture:
         try:
             keys = [c for c in result.columns if c not in out]
             facts = full.select(keys + [c for c in full.columns if c.startswith(contract.PREFIX)]).to_pandas()
+            settle_runner_up(facts, source.lazy(), by, named_by, keys, variables, rules)
             notes: list[str] = []
             ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, None)
             set_indicators(facts, ge, variables)
@@ -471,7 +474,7 @@ class PolarsCapture:
             facts = facts_from_result(result, keys, resolved, variables, sizes)
         else:
             facts = group_facts(lf, by, named_by, keys, variables, magnitudes, unit, rules.top_k, key_casts,
-                                indicator_levels(lf, magnitudes))
+                                indicator_levels(lf, magnitudes), rules=rules)
         ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, unit)
         set_indicators(facts, ge, variables)
         rows = None

@@ -1,0 +1,65 @@
+"""Spark magnitudes are decided as pandas decides them (``capture/runner_up.py``).
+
+Spark bounds the runner-up contribution of every group by (max, Σx²) in its one job. It kept the
+upper end wherever the rules decided alike at both ends, including cells they fail at both: a
+failing cell's protection level is computed from the runner-up, and the upper end asked for more
+than pandas, which sorts every group. Those cells now get their exact runner-up too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytestmark = pytest.mark.spark
+
+if shutil.which("java") is None:  # loud: these tests are part of `make test`
+    sys.stderr.write("\n*** JAVA NOT FOUND: the PySpark tests are SKIPPED (install Java 17) ***\n")
+    pytest.skip("JAVA NOT FOUND: PySpark tests skipped (install Java 17)", allow_module_level=True)
+
+from sdc_magic.config import preset  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
+
+sys.path.insert(0, "tests")
+from test_polars_runner_up import _firms  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    import warnings
+
+    from pyspark.sql import SparkSession
+
+    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+    session = (SparkSession.builder.master("local[2]").appName("sdc_magic-runner-up")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    yield session
+    session.stop()
+
+
+def _decided(rules: str, make: Any) -> tuple[str, int]:
+    sess = Session(rules=preset(rules))
+    sess.capture.install()
+    try:
+        out = sess.publish(make())
+        return out.metadata["sdc_magic"]["status"], sess.ledger.records[-1].hidden
+    finally:
+        sess.capture.uninstall()
+
+
+@pytest.mark.parametrize("rules", ["sacro", "statfi-business", "insee"])
+@pytest.mark.parametrize("seed", [2, 7])
+def test_spark_sums_are_decided_as_pandas_sums(spark: Any, rules: str, seed: int) -> None:
+    from pyspark.sql import functions as F
+
+    data = _firms(seed)
+    frame = spark.createDataFrame(data)
+    expected = _decided(rules, lambda: data.groupby(["region", "activity"])["turnover"].sum())
+    got = _decided(rules, lambda: frame.groupBy("region", "activity").agg(F.sum("turnover").alias("turnover")))
+    assert got == expected
+    assert expected[1] > 0
