@@ -37,8 +37,9 @@ def _num(facts: pd.DataFrame, name: str) -> np.ndarray:
 def bounds(facts: pd.DataFrame, i: int, rules: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x1, the upper end of x2, the groups that need their exact x2) of variable i.
 
-    A group needs it when a rule that reads x2 (p %, (n ≥ 2) dominance, one or two units making
-    the whole total) decides differently at the two ends, or fails at both: a failing p % cell's
+    A group needs it when it has negative contributions, or when a rule that reads x2 (p %,
+    (n ≥ 2) dominance, one or two units making the whole total) decides differently at the two
+    ends, or fails at both: a failing p % cell's
     protection level is ``p/100·x1 − (T − x1 − x2)`` (:mod:`sdc_magic.protect.levels`), and the
     upper end would ask for more protection than pandas, which sorts every group, asks for.
     """
@@ -65,6 +66,10 @@ def bounds(facts: pd.DataFrame, i: int, rules: Any) -> tuple[np.ndarray, np.ndar
         if rules.dominance is not None and rules.dominance[0] >= 2:
             share = rules.dominance[1] / 100.0
             unsure |= (x1 + hi) / denom > share
+    # a group with negative contributions: the protection re-assesses its cells against their net
+    # totals (``protect/api.py`` ``_primaries``), not the absolute ones the bounds were judged on
+    # (red team: insee tables of negatives hid one cell more than pandas)
+    unsure |= neg
     unsure &= np.isfinite(x1) & (hi > lo)
     return x1, hi, unsure
 
