@@ -8,10 +8,8 @@ gets exactly the columns they asked for, and the check decides exactly as for th
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -25,28 +23,8 @@ from sdc_magic.config import preset  # noqa: E402
 from sdc_magic.jupyter.session import Session  # noqa: E402
 
 sys.path.insert(0, "tests")
+from engine_fixtures import grouped_aggregations  # noqa: E402
 from test_engines_redteam import PEOPLE  # noqa: E402
-
-
-@contextmanager
-def counted_collects() -> Iterator[list[int]]:
-    """Count the grouped aggregations polars' own ``LazyFrame.collect`` runs (wrapped below the
-    capture's wrapper). Other collects are not counted: the one-pass look at a magnitude's values
-    (is it an indicator?) and linking's rows are separate questions, asked of eager frames too."""
-    calls: list[int] = []
-    original = pl.LazyFrame.collect
-
-    @functools.wraps(original)
-    def collect(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if self.explain(optimized=False).lstrip().startswith("AGGREGATE"):
-            calls.append(1)
-        return original(self, *args, **kwargs)
-
-    pl.LazyFrame.collect = collect
-    try:
-        yield calls
-    finally:
-        pl.LazyFrame.collect = original
 
 
 @pytest.fixture
@@ -76,7 +54,7 @@ def _shown(sess: Session, table: Any) -> tuple[str, int, str]:
 
 
 def test_a_lazy_sum_is_aggregated_once(fresh: Any) -> None:
-    with counted_collects() as calls:
+    with grouped_aggregations() as calls:
         sess = fresh()
         lazy = _people().lazy()
         before = len(calls)
@@ -131,7 +109,7 @@ def test_dominance_in_a_lazy_sum_is_found(fresh: Any) -> None:
     data.loc[data.index[data["region"] == "r2"][0], "turnover"] = 1e6
     frame = pl.from_pandas(data)
     sess = fresh("insee")
-    with counted_collects() as calls:
+    with grouped_aggregations() as calls:
         got = frame.lazy().group_by("region").agg(pl.col("turnover").sum()).collect()
     assert len(calls) == 1
     out = sess.publish(got)

@@ -9,9 +9,7 @@ are those of pandas, which sorts every group.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
 from typing import Any
 
 import numpy as np
@@ -24,24 +22,8 @@ from sdc_magic.capture import runner_up  # noqa: E402
 from sdc_magic.config import preset  # noqa: E402
 from sdc_magic.jupyter.session import Session  # noqa: E402
 
-
-@contextmanager
-def grouped_aggregations() -> Iterator[list[int]]:
-    """Count the grouped aggregations polars' own ``LazyFrame.collect`` runs."""
-    calls: list[int] = []
-    original = pl.LazyFrame.collect
-
-    @functools.wraps(original)
-    def collect(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if self.explain(optimized=False).lstrip().startswith("AGGREGATE"):
-            calls.append(1)
-        return original(self, *args, **kwargs)
-
-    pl.LazyFrame.collect = collect
-    try:
-        yield calls
-    finally:
-        pl.LazyFrame.collect = original
+sys.path.insert(0, "tests")
+from engine_fixtures import grouped_aggregations  # noqa: E402
 
 
 def _firms(seed: int = 2) -> pd.DataFrame:

@@ -8,38 +8,27 @@ than pandas, which sorts every group. Those cells now get their exact runner-up 
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-pytest.importorskip("pyspark")
+sys.path.insert(0, "tests")
+from engine_fixtures import local_spark, require_spark
+
+require_spark()
 pytestmark = pytest.mark.spark
 
-if shutil.which("java") is None:  # loud: these tests are part of `make test`
-    sys.stderr.write("\n*** JAVA NOT FOUND: the PySpark tests are SKIPPED (install Java 17) ***\n")
-    pytest.skip("JAVA NOT FOUND: PySpark tests skipped (install Java 17)", allow_module_level=True)
+from test_polars_runner_up import _firms, _with_negatives  # noqa: E402
 
 from sdc_magic.config import preset  # noqa: E402
 from sdc_magic.jupyter.session import Session  # noqa: E402
 
-sys.path.insert(0, "tests")
-from test_polars_runner_up import _firms, _with_negatives  # noqa: E402
-
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    import warnings
-
-    from pyspark.sql import SparkSession
-
-    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
-    session = (SparkSession.builder.master("local[2]").appName("sdc_magic-runner-up")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    yield session
-    session.stop()
+    yield from local_spark("sdc_magic-runner-up")
 
 
 def _decided(rules: str, make: Any) -> tuple[str, int]:
