@@ -6,10 +6,11 @@ cost 0.6–0.9 s of 10M rows, against 0.1 s for the user's own sum (a lazy sum d
 plain). ``max(|x|)`` and ``Σx²`` cost what a sum costs, and they bound the runner-up: with S the
 sum of the squares of the others and R their (absolute) sum, ``x2 ∈ [S / R, min(√S, x1, R)]``,
 exact for one or two contributors. Where a rule that reads x2 passes at the upper end (so at
-x2 too) the upper end is kept, unused; the other groups (the cells such a rule fails, or might)
-get their exact runner-up from the engine, one more query over those groups only. Spark (``capture/spark.py``) and polars (``capture/polars/evidence.py``) use it; the facts
-carry ``top1_<i>`` and ``sq_<i>`` columns, and :func:`set_tops` writes the ``top`` lists
-:func:`.contract.group_evidence_from_facts` reads.
+x2 too) the upper end is kept, unused; the other groups (the cells such a rule fails, or might,
+and those with negative contributions) get their exact runner-up from the engine, one more
+query over those groups only. Spark (``capture/spark.py``) and polars
+(``capture/polars/evidence.py``) use it; the facts carry ``top1_<i>`` and ``sq_<i>`` columns,
+and :func:`set_tops` writes the ``top`` lists :func:`.contract.group_evidence_from_facts` reads.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ def bounds(facts: pd.DataFrame, i: int, rules: Any) -> tuple[np.ndarray, np.ndar
 
     A group needs it when it has negative contributions, or when a rule that reads x2 (p %,
     (n ≥ 2) dominance, one or two units making the whole total) decides differently at the two
-    ends, or fails at both: a failing p % cell's
-    protection level is ``p/100·x1 − (T − x1 − x2)`` (:mod:`sdc_magic.protect.levels`), and the
-    upper end would ask for more protection than pandas, which sorts every group, asks for.
+    ends, or fails at both: a failing p % cell's protection level is ``p/100·x1 − (T − x1 − x2)``
+    (:mod:`sdc_magic.protect.levels`), and the upper end would ask for more protection than
+    pandas, which sorts every group, asks for.
     """
     names = fact_names(i)
     x1, sq, tabs, total = (_num(facts, top1_name(i)), _num(facts, squares_name(i)), _num(facts, names["ta"]),

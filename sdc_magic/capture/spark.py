@@ -489,8 +489,8 @@ class SparkCapture:
     def _second(self, facts: pd.DataFrame, contrib: Any, values: dict[int, Any], keys: list[str], rules: Any,
                 fetch: Callable) -> pd.DataFrame:
         """The top-2 contributions per group from (max, sum of squares), exact where it matters
-        (:mod:`.runner_up`): the undecided groups, usually none, get their exact runner-up from
-        one more job over those groups only."""
+        (:mod:`.runner_up`): the groups that need it (a rule reading x2 fails or might, negative
+        contributions) get their exact runner-up from one more job over those groups only."""
         facts = facts.copy()
         for i, x in values.items():
             if runner_up.top1_name(i) not in facts.columns:
