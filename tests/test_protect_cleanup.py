@@ -150,8 +150,10 @@ def test_certificates_every_insider_allows_and_a_rejected_trials_certificates_ch
     The outsider LP of a small pattern first asks for a certificate that every insider
     respects (``audit.ALL_INSIDERS_FIRST``), and the certificates a rejected clean-up trial
     found stay in the pool (their cells are hidden in the pattern too).  Same pattern with
-    and without the first; fewer simplex iterations with it; every certificate the search
-    returns holds on the final pattern.
+    and without the first; every certificate the search returns holds on the final pattern.
+    (Its saving is no longer asserted: since clean-up trials are first rejected by propagated
+    bounds, ``protect/bounds.py``, it is within ±4 % of the clean-up's work on this table and
+    under 1 % on the seed and skewed tables of ``benchmarks/display.py``.)
     """
     audit_mod = importlib.import_module("sdc_magic.protect.audit")
     df, dims = _counts((4, 4, 4, 2), 3, 0.25)
@@ -168,7 +170,7 @@ def test_certificates_every_insider_allows_and_a_rejected_trials_certificates_ch
     slow, slow_work = _protect_counting(monkeypatch, df, dims)
     pd.testing.assert_frame_equal(fast.cells, slow.cells)
     assert fast.audit_ok
-    assert fast_work < slow_work, (fast_work, slow_work)
+    assert fast_work > 0 and slow_work > 0
     P, hidden, pool = pools[0]
     assert pool
     for f in pool:

@@ -13,7 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .audit import Problem, Ticker
-from .lp import Flow, IntervalEngine, propagated_bounds
+from .bounds import propagated_bounds
+from .lp import Flow, IntervalEngine
 
 
 def _stretched(f: Flow, L: np.ndarray, U: np.ndarray) -> list[np.ndarray]:

@@ -35,9 +35,10 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from .bounds import MAX_ROUNDS, propagated_bounds, short_of
 from .flows import absorb_many, flow_requirements, one_per_cell, rescale
 from .local import Boxes, LocalAttacker
-from .lp import Attacker, Flow, WorkLimit, flow_lp, propagated_bounds, work_done
+from .lp import Attacker, Flow, WorkLimit, flow_lp, work_done
 
 ProgressFn = Callable[[str, float | None], None]
 
@@ -563,8 +564,8 @@ class _Audit:
         open_ = np.array([r for r in range(self.nreq) if self.active[r] and not self.certified_by[r]],
                          dtype=np.int64)
         self.failed = np.zeros(self.nreq, dtype=bool)
-        if len(open_) >= BATCH_MIN:
-            short = self.short_by_single_relations(open_)
+        if len(open_):
+            short = self.short_by_bounds(open_)
             if short.any() and self.stop_at_first:
                 return False
             open_ = open_[~short]
@@ -588,17 +589,19 @@ class _Audit:
             open_ = open_[:0]
         return self.stragglers(open_)
 
-    def short_by_single_relations(self, open_: np.ndarray) -> np.ndarray:
-        """The open requirements that fail (each recorded): a bound proved by single relations below the level.
+    def short_by_bounds(self, open_: np.ndarray) -> np.ndarray:
+        """The open requirements that fail (each recorded): a bound propagated over the relations below the level.
 
-        They fail without an LP (the primaries-only pattern of a large table: most
-        primaries are alone in a relation, and proving it with whole-table LPs took seconds).
+        They fail without an LP (:mod:`.bounds`): the primaries-only pattern of a large table,
+        where most primaries are alone in a relation and proving it with whole-table LPs took
+        seconds, and, propagated to a fixed point, many of the repair's failures on small
+        tables (each an LP proving infeasibility before).
         """
         P = self.P
-        lo_b, hi_b = propagated_bounds(P.Mc, self.H, P.L, P.U)
+        lo_b, hi_b = propagated_bounds(P.Mc, self.H, P.L, P.U, rounds=MAX_ROUNDS)
         at = np.searchsorted(self.H, self.req_k[open_])
         room = np.where(self.req_s[open_] > 0, hi_b[at], -lo_b[at])
-        short = room < self.req_a[open_] * (1 - 1e-9) - 1e-12
+        short = short_of(room, self.req_a[open_])
         for r in open_[short].tolist():
             self.fail(r)
         return short

@@ -504,49 +504,6 @@ def column_residual(cols: sp.csc_matrix, idx: np.ndarray, val: np.ndarray) -> np
                        minlength=cols.shape[0])
 
 
-def propagated_bounds(Mc: sp.csc_matrix, cells: np.ndarray, L: np.ndarray, U: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Cheap valid bounds on each hidden deviation from single relations.
-
-    From ``Σ c_j f_j = 0`` and the other cells' ranges.  Used only to recognise, without
-    an LP, that a point already found is extreme.
-    """
-    cells = np.asarray(cells, dtype=np.int64)
-    A = Mc[:, cells].tocsr()
-    Lc, Uc = L[cells], U[cells]
-    lo_best = -Lc.copy()
-    hi_best = Uc.copy()
-    coo = A.tocoo()
-    c = coo.data
-    j = coo.col
-    # g_j: max of −c_j f_j ; h_j: max of c_j f_j
-    g = np.where(c > 0, c * Lc[j], -c * Uc[j])
-    hh = np.where(c > 0, c * Uc[j], -c * Lc[j])
-    nrow = A.shape[0]
-
-    def row_sums(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        fin = np.isfinite(v)
-        s = np.bincount(coo.row, weights=np.where(fin, v, 0.0), minlength=nrow)
-        ninf = np.bincount(coo.row, weights=(~fin).astype(float), minlength=nrow)
-        return s, ninf
-
-    gs, gi = row_sums(g)
-    hs, hi = row_sums(hh)
-    # c_i f_i ≤ G_r − g_i ; c_i f_i ≥ −(H_r − h_i)
-    g_rest = np.where(np.isfinite(g), gs[coo.row] - g, gs[coo.row])
-    g_rest_inf = gi[coo.row] - (~np.isfinite(g)) > 0
-    h_rest = np.where(np.isfinite(hh), hs[coo.row] - hh, hs[coo.row])
-    h_rest_inf = hi[coo.row] - (~np.isfinite(hh)) > 0
-    up_from_g = np.where(g_rest_inf, np.inf, g_rest / np.abs(c))  # bound on c_i f_i / |c_i|
-    up_from_h = np.where(h_rest_inf, np.inf, h_rest / np.abs(c))
-    # c>0: f ≤ up_from_g, f ≥ −up_from_h ; c<0: f ≥ −up_from_g, f ≤ up_from_h
-    ub = np.where(c > 0, up_from_g, up_from_h)
-    lb = np.where(c > 0, -up_from_h, -up_from_g)
-    np.minimum.at(hi_best, j, ub)
-    np.maximum.at(lo_best, j, lb)
-    return lo_best, hi_best
-
-
 class Attacker:
     """One persistent deviation LP, re-solved from its last basis.
 

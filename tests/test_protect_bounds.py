@@ -1,0 +1,122 @@
+"""Bounds propagated over the relations (``protect/bounds.py``): proofs of "no" without an LP.
+
+The bounds must contain every deviation the attacker LP can reach (otherwise a pattern
+would be rejected, or a requirement failed, on a false proof), and using them must change
+only the work a protection costs, never its pattern.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from sdc_magic.config import Rules
+from sdc_magic.protect import lp, protect
+from sdc_magic.protect.api import _prepare, clear_cache
+
+bounds = importlib.import_module("sdc_magic.protect.bounds")
+heuristic = importlib.import_module("sdc_magic.protect.heuristic")
+api = importlib.import_module("sdc_magic.protect.api")
+
+
+def _counts(shape: tuple[int, ...], seed: int, p: float) -> tuple[pd.DataFrame, list[str]]:
+    rng = np.random.default_rng(seed)
+    n = rng.negative_binomial(2, p, size=shape)
+    dims = [f"v{j}" for j in range(len(shape))]
+    idx = np.indices(shape).reshape(len(shape), -1)
+    df = pd.DataFrame({d: [f"{d}{k:03d}" for k in idx[j]] for j, d in enumerate(dims)})
+    df["n"] = n.ravel()
+    return df[df.n > 0].reset_index(drop=True), dims
+
+
+def _extreme(M: sp.csr_matrix, hidden: np.ndarray, L: np.ndarray, U: np.ndarray, j: int, sense: int) -> float:
+    """The attacker's exact extreme deviation of hidden cell j (an LP over the hidden cells)."""
+    H = np.flatnonzero(hidden)
+    c = np.zeros(len(H))
+    c[int(np.searchsorted(H, j))] = -sense
+    res = linprog(c, A_eq=M[:, H], b_eq=np.zeros(M.shape[0]), method="highs",
+                  bounds=[(-L[i], U[i] if np.isfinite(U[i]) else None) for i in H])
+    if res.status == 3:
+        return sense * np.inf
+    assert res.status == 0, res.message
+    return -res.fun if sense == 1 else res.fun
+
+
+@pytest.mark.parametrize("shape,seed,share", [((6, 5), 1, 0.35), ((5, 4, 3), 2, 0.4), ((4, 3, 3, 2), 3, 0.5)])
+def test_propagated_bounds_contain_every_attacker_extreme(shape, seed, share) -> None:
+    """Iterated bounds are outer bounds (never inside an LP extreme), and tighter than one pass."""
+    df, dims = _counts(shape, seed, 0.3)
+    tab = _prepare(df, dims, "n", None, None, None, None, True)
+    a = tab.value
+    M = sp.csr_matrix(tab.model.M)
+    Mc = sp.csc_matrix(M)
+    rng = np.random.default_rng(seed)
+    hidden = rng.random(len(a)) < share
+    H = np.flatnonzero(hidden)
+    L, U = a.copy(), np.full(len(a), np.inf)
+    lo1, hi1 = bounds.propagated_bounds(Mc, H, L, U)
+    lo, hi = bounds.propagated_bounds(Mc, H, L, U, rounds=bounds.MAX_ROUNDS)
+    assert (lo >= lo1 - 1e-12).all() and (hi <= hi1 + 1e-12).all()
+    assert (hi < hi1).any() or (lo > lo1).any(), "iterating tightened nothing: the test proves nothing"
+    tight = 0
+    for pos, j in enumerate(H.tolist()):
+        top = _extreme(M, hidden, L, U, j, 1)
+        bottom = _extreme(M, hidden, L, U, j, -1)
+        assert hi[pos] >= top - 1e-7, (j, hi[pos], top)
+        assert lo[pos] <= bottom + 1e-7, (j, lo[pos], bottom)
+        tight += bool(np.isclose(hi[pos], top)) + bool(np.isclose(lo[pos], bottom))
+    assert tight > len(H)  # most bounds are the extremes themselves on count tables
+
+
+def test_infinite_and_signed_coefficients() -> None:
+    """A relation with negative coefficients and unbounded cells: the bounds of its arithmetic."""
+    # f0 + f1 − f2 = 0 ; f0 ∈ [−2, 3], f1 ∈ [−1, ∞), f2 ∈ [−5, 4]
+    Mc = sp.csc_matrix(np.array([[1.0, 1.0, -1.0]]))
+    lo, hi = bounds.propagated_bounds(Mc, np.arange(3), np.array([2.0, 1.0, 5.0]),
+                                      np.array([3.0, np.inf, 4.0]), rounds=bounds.MAX_ROUNDS)
+    # f1 = f2 − f0 ∈ [−8, 6] ; f0 = f2 − f1 ≤ 4 + 1 ; f2 = f0 + f1 ≥ −3
+    np.testing.assert_allclose(lo, [-2.0, -1.0, -3.0])
+    np.testing.assert_allclose(hi, [3.0, 6.0, 4.0])
+
+
+def _protect(df: pd.DataFrame, dims: list[str]) -> tuple[object, int]:
+    clear_cache()
+    start = lp.work_done()
+    res = protect(df, dims=dims, value="n", rules=Rules(threshold=5, protection=10.0), singletons=True,
+                  method="heuristic", time_limit=60)
+    return res, lp.work_done() - start
+
+
+@pytest.mark.parametrize("shape,seed", [((4, 4, 4, 2), 3), ((6, 5, 4), 7), ((9, 7), 1)])
+def test_cleanup_trials_rejected_by_bounds_fail_the_audit_and_the_pattern_is_unchanged(monkeypatch, shape, seed
+                                                                                        ) -> None:
+    """Every trial the bounds reject is one the whole audit rejects; without them, the same pattern."""
+    df, dims = _counts(shape, seed, 0.3)
+    rejected: list[tuple[int, int]] = []
+    real = heuristic._short_by_bounds
+
+    def checked(P, trial):
+        got = real(P, trial)
+        if got is not None:
+            cert = heuristic.certify(P, trial, [], singletons=True, stop_at_first=True)
+            assert cert.failures, f"trial rejected on {got} by the bounds but the audit passes"
+            rejected.append(got)
+        return got
+
+    monkeypatch.setattr(heuristic, "_short_by_bounds", checked)
+    proved, _ = _protect(df, dims)
+    assert rejected, "no clean-up trial was rejected by the bounds: the test proves nothing"
+    monkeypatch.setattr(heuristic, "_short_by_bounds", real)
+    fast, fast_work = _protect(df, dims)
+    pd.testing.assert_frame_equal(proved.cells, fast.cells)
+    monkeypatch.setattr(heuristic, "_short_by_bounds", lambda P, trial: None)
+    slow, slow_work = _protect(df, dims)
+    assert fast.audit_ok and slow.audit_ok
+    pd.testing.assert_frame_equal(fast.cells, slow.cells)
+    assert fast_work <= slow_work, (fast_work, slow_work)
+    clear_cache()
