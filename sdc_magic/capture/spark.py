@@ -2,7 +2,8 @@
 
 Captured: ``df.groupBy(...)`` then ``agg``, ``count``, ``sum``, ``avg``/``mean``, ``min``,
 ``max``; ``df.groupBy(...).pivot(col[, values])`` then the same (one aggregate column
-per pivot value); ``df.crosstab(a, b)`` / ``df.stat.crosstab(a, b)``.
+per pivot value); ``df.crosstab(a, b)`` / ``df.stat.crosstab(a, b)``; any of these sorted with
+``orderBy``/``sort`` (the sort replayed on the job that computes the facts).
 
 Spark DataFrames are lazy, so nothing runs when the user aggregates: the wrapper records
 the recipe (source DataFrame, keys, the user's aggregate expressions). When the result is
@@ -83,6 +84,16 @@ class Recipe:
         self.unit: str | None = None
         self.variables: list[str] = []
         self.lock = threading.Lock()
+        #: row-preserving steps the user applied to the aggregate (``orderBy``/``sort``), replayed
+        #: on the job that computes the user's columns with the facts
+        self.post: list[tuple[str, tuple, dict]] = []
+
+    def then(self, name: str, args: tuple, kwargs: dict) -> Recipe:
+        """The recipe of this aggregate followed by a step that keeps its rows (its own form)."""
+        out = Recipe(self.source, self.keys, self.exprs, self.measures, self.kind, self.pivot, self.values,
+                     self.by)
+        out.post = [*self.post, (name, args, kwargs)]
+        return out
 
 
 def _functions(df: Any) -> Any:
@@ -165,6 +176,9 @@ class SparkCapture:
                 if name in group_cls.__dict__:
                     self._patch(group_cls, name, self._aggregate(group_cls.__dict__[name], name))
             self._patch(frame_cls, "crosstab", self._crosstab(frame_cls.__dict__["crosstab"]))
+            for name in ("orderBy", "sort"):
+                if name in frame_cls.__dict__:
+                    self._patch(frame_cls, name, self._ordered(frame_cls.__dict__[name], name))
             self._patch(frame_cls, "toPandas", self._to_pandas(frame_cls.__dict__["toPandas"]))
             self._patch(frame_cls, "show", self._show(frame_cls.__dict__["show"]))
             self._patch(frame_cls, "__repr__", self._repr(frame_cls.__dict__["__repr__"]))
@@ -261,6 +275,30 @@ class SparkCapture:
             return result
 
         return crosstab
+
+    def _ordered(self, original: Callable, name: str) -> Callable:
+        """``orderBy``/``sort`` of a captured aggregate: the same table in another order, captured too.
+
+        Why: ``df.groupBy(k).count().orderBy(k).toPandas()`` is how Spark users write a table; the
+        sorted DataFrame is a new object without a recipe, so it was checked as row-level data
+        (``blocked``, its figures on screen). The sort is replayed on the job that computes the
+        user's columns with the facts; a table sorted by value is then treated as any table whose
+        rows follow their values (``checking/selection.py``). A sort the facts job cannot replay
+        (a column bound to another DataFrame) fails the capture: row-level, as before.
+        """
+        @functools.wraps(original)
+        def ordered(df: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(df, *args, **kwargs)
+            try:
+                with _lock:
+                    hit = _recipes.get(id(df))
+                    if hit is not None and hit[0]() is df:
+                        _keep(_recipes, result, hit[1].then(name, args, kwargs))
+            except Exception as exc:  # never break user code
+                self.registry.failures.append(f"spark {name}: {type(exc).__name__}: {exc}")
+            return result
+
+        return ordered
 
     def _to_pandas(self, original: Callable) -> Callable:
         @functools.wraps(original)
@@ -420,12 +458,21 @@ class SparkCapture:
         recipe.unit, recipe.variables = unit, variables
         if unit is not None and all(st in ("size", "count") for _, st in recipe.measures.values()):
             return self._run_unit_counts(df, recipe, unit, variables, limit, fetch, rules)
+        one_job = None
         if recipe.kind == "group" and unit is None:
             job, contrib, values, keys = self._facts_job(recipe, None, variables, magnitudes, rules.top_k,
                                                          recipe.exprs)
-            if limit is not None:
-                job = job.limit(limit)
-            facts = fetch(job)
+            try:
+                for name, args, kwargs in recipe.post:
+                    job = getattr(job, name)(*args, **kwargs)
+                one_job = fetch(job if limit is None else job.limit(limit))
+            except Exception:
+                if not recipe.post:
+                    raise
+                # a sort the facts job cannot replay (a column bound to the user's DataFrame):
+                # the user's own job, and the facts in another
+        if one_job is not None:
+            facts = one_job
             user = facts[[c for c in facts.columns if not str(c).startswith(contract.PREFIX)]].copy()
         else:
             user = fetch(df if limit is None else df.limit(limit))
