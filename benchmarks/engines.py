@@ -14,7 +14,8 @@ protection, linking with the session's earlier outputs, rendering). Each pair ru
 then checked in one process, ``--pairs`` times (interleaved, medians reported); every
 checked run is the first display of a fresh session (a re-display would reuse its decision).
 Keys: 3 columns (``--cells`` groups, a few small), one float magnitude, one unit id
-(rows / 3 units; ``--unit`` declares it).
+(rows / 3 units; ``--unit`` declares it). *Peak memory added*: one more, untimed pair, the
+resident size above the start of the call sampled every 2 ms (:func:`peak_mb`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import argparse
 import gc
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -99,10 +101,7 @@ def spark_main(args: Any) -> None:
     results = [measure("Spark", op, make, args, plain_make=fetched(make)) for op, make in cases]
     spark.stop()
     print(f"({load()})")
-    print("\n| engine | statistic | units | plain (s) | checked (s) | ratio | status |")
-    print("|---|---|---|---:|---:|---:|---|")
-    for engine, op, unit, plain, checked, status in results:
-        print(f"| {engine} | {op} | {unit} | {plain:.3f} | {checked:.3f} | {checked / plain:.2f}× | {status} |")
+    table(results)
 
 
 def main() -> None:
@@ -158,10 +157,16 @@ def main() -> None:
         cases = [c for c in cases if c[0] == "DuckDB"]
     results = [measure(engine, op, make, args) for engine, op, make in cases]
     print(f"({load()})")
-    print("\n| engine | statistic | units | plain (s) | checked (s) | ratio | status |")
-    print("|---|---|---|---:|---:|---:|---|")
-    for engine, op, unit, plain, checked, status in results:
-        print(f"| {engine} | {op} | {unit} | {plain:.3f} | {checked:.3f} | {checked / plain:.2f}× | {status} |")
+    table(results)
+
+
+def table(results: list[tuple]) -> None:
+    """The results as the Markdown table the docs show."""
+    print("\n| engine | statistic | units | plain (s) | checked (s) | ratio | peak memory added, plain / checked | status |")
+    print("|---|---|---|---:|---:|---:|---:|---|")
+    for engine, op, unit, plain, checked, status, plain_mb, checked_mb in results:
+        print(f"| {engine} | {op} | {unit} | {plain:.3f} | {checked:.3f} | {checked / plain:.2f}× "
+              f"| {plain_mb:.0f} / {checked_mb:.0f} MB | {status} |")
 
 
 def measure(engine: str, op: str, make: Callable[[], Any], args: Any,
@@ -178,10 +183,9 @@ def measure(engine: str, op: str, make: Callable[[], Any], args: Any,
     for _ in range(args.pairs):
         gc.collect()
         t0 = time.perf_counter()
-        shown = (plain_make or make)()
-        html = shown.to_frame()._repr_html_() if isinstance(shown, pd.Series) else shown._repr_html_()
+        html = _formatted((plain_make or make)())
         plain_times.append(time.perf_counter() - t0)
-        del shown, html
+        del html
         sess = Session(rules=preset("insee"))
         if args.unit:
             sess.set_rules(unit="firm_id")
@@ -196,9 +200,60 @@ def measure(engine: str, op: str, make: Callable[[], Any], args: Any,
             sess.capture.uninstall()
     plain, checked = statistics.median(plain_times), statistics.median(checked_times)
     unit = "firm_id" if args.unit else "rows"
+    # memory: one more pair, untimed (the sampling thread would weigh on the timings)
+    plain_mb = peak_mb(lambda: _formatted((plain_make or make)()))
+    sess = Session(rules=preset("insee"))
+    if args.unit:
+        sess.set_rules(unit="firm_id")
+    sess.capture.install()
+    try:
+        checked_mb = peak_mb(lambda: sess.publish(make()))
+    finally:
+        sess.capture.uninstall()
     print(f"{engine:12s} {op:16s} unit={unit:8s} plain {plain:7.3f} s  checked {checked:7.3f} s "
-          f"({checked / plain:6.2f}x)  status {statuses[-1]}", flush=True)
-    return engine, op, unit, plain, checked, statuses[-1]
+          f"({checked / plain:6.2f}x)  peak +{plain_mb:5.0f} / +{checked_mb:5.0f} MB  status {statuses[-1]}",
+          flush=True)
+    return engine, op, unit, plain, checked, statuses[-1], plain_mb, checked_mb
+
+
+def _formatted(shown: Any) -> str:
+    return shown.to_frame()._repr_html_() if isinstance(shown, pd.Series) else shown._repr_html_()
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_mb(run: Callable[[], Any]) -> float:
+    """Peak resident memory above the start while ``run`` runs (MB), sampled every 2 ms.
+
+    Why sampled: the process's high-water mark (``ru_maxrss``) only grows, so in one process it
+    cannot tell the second of two calls apart; the resident size read from ``/proc`` while the
+    call runs can, native allocations (DuckDB, polars, Arrow) included. Memory the allocator
+    kept from an earlier call is reused without growing the resident size, so this is what the
+    call adds to the process, not all it touches (the same for both sides).
+    """
+    gc.collect()
+    start = _rss_bytes()
+    peak = [start]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_bytes())
+            done.wait(0.002)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        result = run()
+        peak[0] = max(peak[0], _rss_bytes())
+        del result
+    finally:
+        done.set()
+        sampler.join()
+    return (peak[0] - start) / 2**20
 
 
 if __name__ == "__main__":
