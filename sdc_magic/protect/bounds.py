@@ -7,7 +7,9 @@ ranges; a tightened range tightens the other relations through that cell, and so
 Savelsbergh, *ORSA J. Computing* 6, 1994; Achterberg et al., *INFORMS J. Computing* 32, 2020).
 
 The bounds are *outer* bounds: every deviation the attacker LP can reach lies inside them,
-so a bound below a primary's protection level proves that no certificate exists. The
+so a bound below a primary's protection level proves that no certificate exists. Each pass
+rounds outwards (by a bound on its floating-point error), so they stay outer bounds in
+floating point too, whatever the magnitudes a relation mixes. The
 protection uses that proof only to say "no" sooner — a clean-up trial rejected without
 the LPs that would fail it (``heuristic.cleanup``), requirements failing on the
 primaries-only pattern (``audit``), an extreme already reached (``attacker_intervals``) —
@@ -27,6 +29,7 @@ import scipy.sparse as sp
 #: At most this many passes over the relations (the bounds usually settle in 3 to 10);
 #: a count of passes, not a time, so the same pattern always gets the same bounds.
 MAX_ROUNDS = 30
+_EPS = float(np.finfo(float).eps)
 
 
 def short_of(room: np.ndarray, level: np.ndarray) -> np.ndarray:
@@ -94,8 +97,18 @@ def _one_pass(coo: sp.coo_matrix, lo: np.ndarray, hi: np.ndarray) -> tuple[np.nd
     g_rest_inf = gi[coo.row] - (~g_fin) > 0
     h_rest = np.where(h_fin, hs[coo.row] - np.where(h_fin, h, 0.0), hs[coo.row])
     h_rest_inf = hi_inf[coo.row] - (~h_fin) > 0
+    # rounding, outwards: a row's sums and the subtraction of one term are off by at most
+    # (terms + 2)·eps·(Σ|terms|) (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2),
+    # which is large beside a small cell when a huge one shares its relation (4.8e13 and 31.3:
+    # 31.3125 where the exact bound is 31.3138, a false "no"); the division adds eps of the bound
+    terms = np.bincount(coo.row, minlength=nrow)
+    size = np.bincount(coo.row, weights=np.where(g_fin, np.abs(g), 0.0) + np.where(h_fin, np.abs(h), 0.0),
+                       minlength=nrow)
+    slack = (4.0 * _EPS) * (terms[coo.row] + 2) * size[coo.row] / np.abs(c)
     up_from_g = np.where(g_rest_inf, np.inf, g_rest / np.abs(c))  # bound on c_i f_i / |c_i|
     up_from_h = np.where(h_rest_inf, np.inf, h_rest / np.abs(c))
+    up_from_g = up_from_g + slack + (4.0 * _EPS) * np.abs(up_from_g)
+    up_from_h = up_from_h + slack + (4.0 * _EPS) * np.abs(up_from_h)
     # c > 0: f ≤ up_from_g, f ≥ −up_from_h ; c < 0: f ≥ −up_from_g, f ≤ up_from_h
     ub = np.where(c > 0, up_from_g, up_from_h)
     lb = np.where(c > 0, -up_from_h, -up_from_g)
