@@ -41,6 +41,10 @@ FORMS = {
     "agg dict": lambda d: d.groupby("sex").agg({"person": "nunique"}),
     "pivot_table": lambda d: d.pivot_table(index="sex", values="person", aggfunc="nunique"),
     "polars n_unique": lambda d: _polars_filtered(d).group_by("sex").agg(pl.col("person").n_unique()).sort("sex"),
+    # distinct counts beside other statistics (red team of the first version: still 22 + 17 - 37)
+    "nunique and size": lambda d: d.groupby("sex").agg(n=("person", "nunique"), rows=("person", "size")),
+    "agg list": lambda d: d.groupby("sex").person.agg(["nunique", "size"]),
+    "nunique and a mean": lambda d: d.groupby("sex").agg(n=("person", "nunique"), age=("age", "mean")),
 }
 
 
@@ -69,3 +73,48 @@ def test_distinct_counts_of_unrelated_frames_stay_published() -> None:
         assert [o.metadata["sdc_magic"]["status"] for o in outs] == ["pass", "pass"]
     finally:
         s.capture.uninstall()
+
+
+@pytest.mark.parametrize("pair", ["rows, then distinct ages of a filter", "distinct people of a filter, then ages"])
+def test_distinct_values_of_another_column_are_not_people(pair: str) -> None:
+    """Over-protection check (red team of the first version): a table of distinct ages is linked in
+    ages only against tables of distinct ages; against a count of rows or of people it was blocked
+    ("differ by fewer than 5 units": 32 people and 29 ages cannot be subtracted)."""
+    first, second = {
+        "rows, then distinct ages of a filter": (lambda: EP.groupby("sex").size(),
+                                                 lambda: EP[EP.age >= 30].groupby("sex").age.nunique()),
+        "distinct people of a filter, then ages": (lambda: EP[EP.age >= 30].groupby("sex").person.nunique(),
+                                                   lambda: EP.groupby("sex").age.nunique()),
+    }[pair]
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    try:
+        outs = [s.publish(first()), s.publish(second())]
+        assert [o.metadata["sdc_magic"]["status"] for o in outs] == ["pass", "pass"]
+    finally:
+        s.capture.uninstall()
+
+
+def test_distinct_people_are_linked_after_a_restart(tmp_path) -> None:
+    """The column a table counts is saved with its population: a new kernel compares in people too."""
+    from sdc_magic.records.ledger import Ledger
+
+    def session() -> Session:
+        s = Session(rules=preset("humanitarian"))
+        s.ledger = Ledger(tmp_path, persist=True)
+        s.capture.install()
+        return s
+
+    nunique = FORMS["groupby nunique"]
+    first = session()
+    try:
+        outs = [first.publish(nunique(EP)), first.publish(nunique(EP[EP.district.isin(AC)]))]
+    finally:
+        first.capture.uninstall()
+    second = session()
+    try:
+        outs.append(second.publish(nunique(EP[EP.district.isin(BC)])))
+    finally:
+        second.capture.uninstall()
+    everyone, ac, bc = (_totals(o) for o in outs)
+    assert not (_cleared(*outs) and _recover(ac, bc, everyone, "F") == WOMEN_IN_C)

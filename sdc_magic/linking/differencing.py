@@ -184,7 +184,8 @@ class _Findings:
             npub = np.bincount(nmap, weights=~self.candidate, minlength=len(nlabels)) == 0
             self.new_levels.append((nsub, nmap, nlabels, nsizes, npub))
         self.derivable = np.zeros(self.nb, dtype=bool)
-        self.units = _UnitGaps(d, self.T) if d.unit is not None else None
+        self.all_units = _UnitGaps(d, self.T) if d.unit is not None else None
+        self.units = self.all_units  # (per earlier table: see compare)
 
     def result(self) -> dict[str, Any]:
         return {"hits": self.hits, "derivable": self.derivable, "margins": self.margins}
@@ -194,6 +195,7 @@ class _Findings:
         a, b, w = _pairs(self.d, old)
         if not len(a):
             return
+        self.units = self.all_units if self.d.units_against([old]) else None
         # when every cell of the old table is published, its margins are sums of published cells:
         # a new cell (or margin) against them is already checked against the cells themselves
         fully = bool(old.published.all()) and not old.hidden_model and not old.hidden_shown.any()

@@ -158,7 +158,7 @@ class JointAudit:
         # with a unit column declared, a group is also small when it holds few units (8 episode
         # rows of 2 people): distinct unit hashes per group of common cells
         self.unit_rows: tuple[np.ndarray, np.ndarray] | None = None
-        if d.unit is not None and d.unit in d.universe.hashes \
+        if d.unit is not None and d.units_against(self.tables[1:]) and d.unit in d.universe.hashes \
                 and len(d.universe.hashes[d.unit]) == len(d.new_row_atom):
             cell_of = np.full(len(d.atom_size), -1, dtype=np.int64)
             cell_of[atoms] = cell_of_atom

@@ -65,6 +65,7 @@ def save(path: Path, snapshot: Snapshot) -> None:
             umeta["populations"].append({
                 "out_id": p.out_id, "title": p.title, "keys": list(p.keys), "threshold": p.threshold,
                 "margins_public": p.margins_public, "labels": [[_json_label(v) for v in lab] for lab in p.labels],
+                "counted": None if p.counted is None else str(p.counted),
                 "hidden_model": [[list(k), sorted(int(x) for x in v)] for k, v in p.hidden_model.items()],
                 "margins_hidden": [[list(k), sorted(int(x) for x in v)] for k, v in p.margins_hidden.items()]})
         umeta["index"] = ui
@@ -113,7 +114,8 @@ def load(path: Path) -> list[Universe]:
                                hidden_shown=np.asarray(data[f"u{ui}_p{pi}_hidden"], dtype=bool),
                                threshold=int(pm["threshold"]), margins_public=bool(pm["margins_public"]),
                                hidden_model={tuple(k): set(v) for k, v in pm["hidden_model"]},
-                               margins_hidden={tuple(k): set(v) for k, v in pm.get("margins_hidden", [])})
+                               margins_hidden={tuple(k): set(v) for k, v in pm.get("margins_hidden", [])},
+                               counted=pm.get("counted"))
                 u.populations.append(p)
             out.append(u)
     return out

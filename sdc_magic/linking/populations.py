@@ -56,6 +56,8 @@ class Population:
     #: displayed margins (``margins=True``) the display hid though the protection model published
     #: them: not published, but (unlike ``hidden_model``) no reason to hide the same rows elsewhere
     margins_hidden: dict[tuple[str, ...], set[int]] = field(default_factory=dict)
+    #: the column whose distinct values the table counts (``nunique``), else None (see distinct_counted)
+    counted: Hashable | None = None
     _levels: dict[tuple[str, ...], tuple[np.ndarray, list[tuple]]] = field(default_factory=dict, repr=False)
 
     def nbytes(self) -> int:
@@ -127,7 +129,21 @@ class Draft:
     atom_size: np.ndarray
     display_group: np.ndarray  # per displayed flat cell, its group (-1: none / margin)
     display_margin: np.ndarray | None = None  # displayed flat cells that are margins (crosstab margins=True)
-    unit: Hashable | None = None  # the declared unit column, when the universe holds its values
+    unit: Hashable | None = None  # the unit column, when the universe holds its values
+    #: the unit was declared (it counts against every earlier output), not taken from the column a
+    #: table of distinct counts counts (it counts against outputs counting the same column)
+    unit_declared: bool = True
+
+    def units_against(self, others: list[Population]) -> bool:
+        """Whether differences with ``others`` are also counted in units (see :func:`distinct_counted`)."""
+        if self.unit is None:
+            return False
+        return self.unit_declared or all(same_column(o.counted, self.unit) for o in others)
+
+
+def same_column(a: Hashable | None, b: Hashable | None) -> bool:
+    """Two column names the same (as saved: a restored population names its column as text)."""
+    return a is not None and b is not None and str(a) == str(b)
 
 
 # ------------------------------------------------------------------ drafts
@@ -173,9 +189,10 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
         title = f"{title}, its rows with {name} " + ("known" if isinstance(flagged, tuple) else "set")
     fresh = Population(out_id=out_id, title=title, universe=pop.universe, keys=pop.keys, group=pop.group,
                        labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
-                       threshold=threshold, margins_public=pop.margins_public, _levels=pop._levels)
+                       threshold=threshold, margins_public=pop.margins_public, counted=pop.counted,
+                       _levels=pop._levels)
     return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
-                 base.display_group, base.display_margin, base.unit)
+                 base.display_group, base.display_margin, base.unit, base.unit_declared)
 
 
 def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int, flagged: Any = None
@@ -237,33 +254,40 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
                      hidden_shown=np.zeros(n_groups, bool), threshold=threshold,
                      margins_public=margins_public)
     display_margin = np.flatnonzero((positions >= 0) & margin[np.maximum(positions, 0)])
+    counted = distinct_counted(entry)
+    pop.counted = counted
     unit = getattr(entry, "unit", None)
-    if unit is None:
-        unit = distinct_counted(entry)
+    declared = unit is not None
+    if not declared:
+        unit = counted
     unit = unit if unit is not None and unit in universe.hashes and unit in frame.columns else None
-    return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit)
+    return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
+                 declared)
 
 
 def distinct_counted(entry: Any) -> Hashable | None:
-    """The column whose distinct values every cell of the table counts (``nunique``), else None.
+    """The column whose distinct values the table counts (``nunique``), else None.
 
     Why: such a table counts people (or firms, households) while its rows may be episodes.
     Without a unit declared, linking judged the groups of rows that several outputs separate
     together by their rows: 8 episode rows of 2 women in district C made a common cell of 8,
     not small, and distinct people by sex for everyone (37), A or C (22) and B or C (17) told
     22 + 17 − 37 = 2 women at ``suppressed`` (red team, round 4). The counted column is the
-    table's own unit for linking, as a declared ``unit`` is: differences and common groups are
-    also counted in its distinct values.
+    table's unit for linking against outputs that count the same column's distinct values
+    (:meth:`Draft.units_against`): differences and common groups are then also counted in
+    them. Not against other outputs: distinct ages are no people, and counting a filter's
+    difference in ages blocked ordinary tables. A table with other statistics beside its
+    distinct counts (``agg(n=("person", "nunique"), rows=("person", "size"))``) counts that
+    column too; distinct counts of two columns: None.
     """
     ev = getattr(entry, "evidence", None)
     if ev is None:
         return None
     inner = ~np.asarray(ev.is_margin, dtype=bool)
-    stats = {str(x) for x in np.asarray(ev.stat, dtype=object)[inner]}
-    variables = {x for x in np.asarray(ev.var, dtype=object)[inner] if x is not None}
-    if stats != {"nunique"} or len(variables) != 1:
-        return None
-    return next(iter(variables))
+    stats = np.asarray(ev.stat, dtype=object)[inner]
+    variables = {x for x, st in zip(np.asarray(ev.var, dtype=object)[inner], stats, strict=True)
+                 if str(st) == "nunique" and x is not None}
+    return next(iter(variables)) if len(variables) == 1 else None
 
 
 def _grouped_rows(entry: Any) -> tuple[pd.DataFrame, list[str], np.ndarray, pd.Index] | None:
