@@ -3,7 +3,8 @@
 Captured: ``df.groupBy(...)`` then ``agg``, ``count``, ``sum``, ``avg``/``mean``, ``min``,
 ``max``; ``df.groupBy(...).pivot(col[, values])`` then the same (one aggregate column
 per pivot value); ``df.crosstab(a, b)`` / ``df.stat.crosstab(a, b)``; any of these sorted with
-``orderBy``/``sort`` (the sort replayed on the job that computes the facts).
+``orderBy``/``sort``, and a ``groupBy`` table's statistics renamed (``withColumnRenamed``,
+``withColumnsRenamed``): the step replayed on the job that computes the facts.
 
 Spark DataFrames are lazy, so nothing runs when the user aggregates: the wrapper records
 the recipe (source DataFrame, keys, the user's aggregate expressions). When the result is
@@ -88,10 +89,11 @@ class Recipe:
         #: on the job that computes the user's columns with the facts
         self.post: list[tuple[str, tuple, dict]] = []
 
-    def then(self, name: str, args: tuple, kwargs: dict) -> Recipe:
-        """The recipe of this aggregate followed by a step that keeps its rows (its own form)."""
-        out = Recipe(self.source, self.keys, self.exprs, self.measures, self.kind, self.pivot, self.values,
-                     self.by)
+    def then(self, name: str, args: tuple, kwargs: dict, renamed: dict[str, str] | None = None) -> Recipe:
+        """The recipe of this aggregate followed by a step that keeps its rows (its own form);
+        ``renamed``: the step renames these statistics' columns."""
+        measures = self.measures if not renamed else {renamed.get(m, m): st for m, st in self.measures.items()}
+        out = Recipe(self.source, self.keys, self.exprs, measures, self.kind, self.pivot, self.values, self.by)
         out.post = [*self.post, (name, args, kwargs)]
         return out
 
@@ -179,6 +181,9 @@ class SparkCapture:
             for name in ("orderBy", "sort"):
                 if name in frame_cls.__dict__:
                     self._patch(frame_cls, name, self._ordered(frame_cls.__dict__[name], name))
+            for name in ("withColumnRenamed", "withColumnsRenamed"):
+                if name in frame_cls.__dict__:
+                    self._patch(frame_cls, name, self._renamed(frame_cls.__dict__[name], name))
             self._patch(frame_cls, "toPandas", self._to_pandas(frame_cls.__dict__["toPandas"]))
             self._patch(frame_cls, "show", self._show(frame_cls.__dict__["show"]))
             self._patch(frame_cls, "__repr__", self._repr(frame_cls.__dict__["__repr__"]))
@@ -299,6 +304,32 @@ class SparkCapture:
             return result
 
         return ordered
+
+    def _renamed(self, original: Callable, name: str) -> Callable:
+        """``withColumnRenamed``/``withColumnsRenamed`` of a captured group aggregate's statistics
+        (``count`` → ``n``): the same table under other column names, captured too.
+
+        Why: as for sorts, the renamed DataFrame had no recipe and was checked as row-level data.
+        Only statistic columns of a ``groupBy`` table: a renamed key (or a pivot's or crosstab's
+        column) leaves the result uncaptured, row-level as before.
+        """
+        @functools.wraps(original)
+        def renamed(df: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(df, *args, **kwargs)
+            try:
+                with _lock:
+                    hit = _recipes.get(id(df))
+                    recipe = hit[1] if hit is not None and hit[0]() is df else None
+                mapping = _renaming(name, args, kwargs)
+                if (recipe is not None and recipe.kind == "group" and mapping
+                        and set(mapping) <= set(recipe.measures) and not set(mapping.values()) & set(recipe.keys)):
+                    with _lock:
+                        _keep(_recipes, result, recipe.then(name, args, kwargs, renamed=mapping))
+            except Exception as exc:  # never break user code
+                self.registry.failures.append(f"spark {name}: {type(exc).__name__}: {exc}")
+            return result
+
+        return renamed
 
     def _to_pandas(self, original: Callable) -> Callable:
         @functools.wraps(original)
@@ -643,6 +674,18 @@ class SparkCapture:
         except Exception:
             return None
         return rows if 0 < len(rows) <= row_limits.MAX_LINKED_ROWS else None
+
+
+def _renaming(name: str, args: tuple, kwargs: dict) -> dict[str, str] | None:
+    """{old: new} of a ``withColumnRenamed(old, new)`` or ``withColumnsRenamed({old: new})`` call."""
+    if name == "withColumnRenamed":
+        got = dict(zip(("existing", "new"), args, strict=False)) | kwargs
+        old, new = got.get("existing"), got.get("new")
+        return {old: new} if isinstance(old, str) and isinstance(new, str) else None
+    mapping = args[0] if args else kwargs.get("colsMap")
+    if isinstance(mapping, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+        return dict(mapping)
+    return None
 
 
 def _named(F: Any, column: str) -> Any:

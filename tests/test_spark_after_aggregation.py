@@ -1,11 +1,12 @@
-"""A sorted Spark aggregate is the same table: captured, checked and linked like the unsorted one.
+"""A sorted or renamed Spark aggregate is the same table: captured, checked and linked like the original.
 
 ``df.groupBy(k).count().orderBy(k).toPandas()`` is how Spark users write a table. The sorted
 DataFrame is a new object; before, it had no recipe and was checked as row-level data:
 ``blocked``, never exportable, its figures on screen (the counts of 2 and 3 included). Now
 ``orderBy``/``sort`` of a captured aggregate keep its recipe and the sort is replayed on the job
 that computes the user's columns with the facts (or, when it cannot be replayed, the user's own
-job runs beside the facts job).
+job runs beside the facts job). The same for a ``groupBy`` table's statistics renamed
+(``withColumnRenamed("count", "n")``, ``withColumnsRenamed``); a renamed key stays uncaptured.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def _sorts() -> dict[str, Callable[[Any], Any]]:
         "ascending=False": lambda d: _counts(d).orderBy("count", ascending=False),
         "a column bound to the aggregate": lambda d: (lambda g: g.orderBy(g["count"].desc()))(_counts(d)),
         "sum by district": lambda d: d.groupBy("district").agg(F.sum("income").alias("income")).orderBy("district"),
+        "count renamed": lambda d: _counts(d).withColumnRenamed("count", "n"),
+        "renamed, then sorted": lambda d: _counts(d).withColumnRenamed("count", "n").orderBy("district"),
+        "sorted, then renamed": lambda d: _counts(d).orderBy("district").withColumnsRenamed({"count": "n"}),
     }
 
 
@@ -83,7 +87,7 @@ def _decide(make: Callable[[Any], Any], people: Any) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("name", sorted(_sorts()))
-def test_a_sorted_aggregate_is_decided_as_the_unsorted_one(name: str, people: Any) -> None:
+def test_a_sorted_or_renamed_aggregate_is_decided_as_the_original(name: str, people: Any) -> None:
     sorted_ = _decide(_sorts()[name], people)
     unsorted = _decide(_unsorted(name), people)
     assert sorted_ == unsorted
@@ -105,3 +109,14 @@ def test_the_user_gets_spark_sorted_rows_and_spark_is_restored(people: Any) -> N
         s.capture.uninstall()
     assert not getattr(DataFrame.orderBy, "__sdc_magic_wrapper__", False)
     assert not getattr(DataFrame.sort, "__sdc_magic_wrapper__", False)
+
+
+def test_a_renamed_key_is_not_captured(people: Any) -> None:
+    """A renamed key leaves the table uncaptured: row-level, never cleared (as before)."""
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    try:
+        out = s.publish(_counts(people).withColumnRenamed("sex", "gender").toPandas())
+    finally:
+        s.capture.uninstall()
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
