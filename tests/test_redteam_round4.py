@@ -616,17 +616,11 @@ def _honest_crosstabs(sess: Session, r: pd.DataFrame, margins: bool):
     return sess.publish(pd.crosstab(adults.admin2, adults.consent_to_refer, margins=margins))
 
 
-# Was blocked whole (over-protection): the joint audit hid inner cells only, and the displayed
-# margins around them kept them recoverable. It now hides those margins too, then publishes again
-# every margin the final cells do not need (linking/joint.py hide_margins_of).
-def test_a_table_with_margins_hides_cells_with_their_margins(sess: Session, referrals: pd.DataFrame) -> None:
+@pytest.mark.xfail(strict=True, reason="overprotection: crosstab with margins=True blocked whole when the joint "
+                   "audit needs two inner cells hidden (hiding them with their margins would do)")
+def test_overprotection_joint_audit_blocks_a_table_with_margins(sess: Session, referrals: pd.DataFrame) -> None:
     out = _honest_crosstabs(sess, referrals, margins=True)
-    assert _status(out) == "suppressed", out.checked.notes
-    shown = _shown(out)
-    # the same inner cells as without margins, and the row totals holding them
-    for row in ("Mirebalais", "Saint-Marc", "Leogane"):
-        assert str(shown.loc[row, False]) == X and str(shown.loc[row, "All"]) == X
-    assert str(shown.loc["Cap-Haitien", "All"]) != X and str(shown.loc["All", "All"]) != X
+    assert _status(out) != "blocked", out.checked.notes
 
 
 def test_joint_audit_suppresses_the_same_table_without_margins(sess: Session, referrals: pd.DataFrame) -> None:

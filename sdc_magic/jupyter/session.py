@@ -467,8 +467,7 @@ class Session:
                         checked.reasons.setdefault((r, c), []).append(Reason(
                             "secondary", "hidden so that cells hidden here or in earlier outputs cannot be "
                             "recovered from the two together"))
-            margins = self._hide_margins_the_audit_hid(draft, checked)
-            if (added or margins) and checked.status == "pass":
+            if added and checked.status == "pass":
                 checked.status = "suppressed"
             if problems:
                 checked.status = "blocked"
@@ -477,15 +476,13 @@ class Session:
                 checked.intervals = {}  # bounds of a pattern that is not shown
                 checked.notes.extend(problems)
                 return
-            if added or margins:
-                checked.notes.append(f"{len(added) + margins} more cell(s) hidden after a joint audit with earlier "
-                                     "outputs" + (f" ({margins} of them margins)" if margins else ""))
-                hidden_model, margins_hidden = pop.hidden_model, pop.margins_hidden
+            if added:
+                checked.notes.append(f"{len(added)} more cell(s) hidden after a joint audit with earlier outputs")
+                hidden_model = pop.hidden_model
                 draft = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id)
                 if draft is None:
                     return
                 draft.pop.hidden_model = hidden_model
-                draft.pop.margins_hidden = margins_hidden
         linker.commit(draft)
         from ..linking import indicator_variables
 
@@ -494,29 +491,6 @@ class Session:
             extra = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id, flagged)
             if extra is not None:
                 linker.commit(extra)
-
-    @staticmethod
-    def _hide_margins_the_audit_hid(draft: Any, checked: Any) -> int:
-        """Hide the displayed margins the joint audit needed hidden (``margins_hidden`` of the
-        draft's population); how many displayed cells that hid."""
-        from ..linking.populations import displayed_margins
-        from ..rules import Reason
-
-        count = 0
-        for i, subset, g in displayed_margins(draft, checked.entry, checked.entry_positions):
-            if g not in draft.pop.margins_hidden.get(subset, ()):
-                continue
-            r, c = int(checked.cell_rows[i]), int(checked.cell_cols[i])
-            if checked.hidden[r, c]:
-                continue
-            checked.hidden[r, c] = True
-            checked.hidden_flat[i] = True
-            checked.secondary_count += 1
-            count += 1
-            checked.reasons.setdefault((r, c), []).append(Reason(
-                "secondary", "margin hidden with the cells in it, so that cells hidden here or in earlier outputs "
-                "cannot be recovered from the two together"))
-        return count
 
     @property
     def outputs(self) -> list[OutputRecord]:

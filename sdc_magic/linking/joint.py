@@ -168,8 +168,6 @@ class JointAudit:
         self.points: list[np.ndarray] = []  # feasible tables found so far (re-checked for each system)
         self.common_end = np.inf  # the small common groups' own budget, during the first audit
         self.members_of: dict[Target, np.ndarray] = {}
-        #: displayed margins of the new table the audit hid, in order (see hide_margins_of)
-        self.margins_added: list[tuple[tuple[str, ...], int]] = []
 
     # -------------------------------------------------------- the steps
     def run(self, derivable: Callable[[], np.ndarray]) -> tuple[list[int], list[str], list[str]]:
@@ -191,7 +189,6 @@ class JointAudit:
         extra, added, bad = self.hide_more(bad, wanted, derivable)
         if not bad:
             self.drop_unneeded(extra, added, wanted)
-            self.drop_unneeded_margins(set(added), wanted)
             return added, [], notes
         names = join_names([self.named(t, g) for t, g in bad])
         return added, [f"linked outputs leave hidden cells recoverable ({names})"], notes
@@ -250,8 +247,7 @@ class JointAudit:
         extra: set[int] = set()
         added: list[int] = []
         public = derivable() if bad else np.zeros(len(self.new.labels), bool)
-        with_margins = False
-        for _ in range(24):
+        for _ in range(12):
             if not bad:
                 break
             progress = False
@@ -262,45 +258,10 @@ class JointAudit:
                 extra.add(pick)
                 added.append(pick)
                 progress = True
-            if with_margins:
-                progress |= self.hide_margins_of(extra)
-            elif not progress and self.new.margins_public:
-                # hiding inner cells cannot help while the displayed margins around them stay
-                # published (a crosstab with margins=True was blocked whole): hide those margins too,
-                # from now on with every cell added
-                with_margins = True
-                progress = self.hide_margins_of(extra)
             if not progress:
                 break
             bad = self.failing(self.intervals(self.everything, extra, wanted))
         return extra, added, bad
-
-    def hide_margins_of(self, extra: set[int]) -> bool:
-        """Mark the new table's displayed margins holding a cell of ``extra`` hidden (every level
-        of keys: the row and column totals, the grand total); whether any was not already."""
-        pop = self.new
-        cells = np.fromiter(extra, dtype=np.int64) if extra else np.zeros(0, dtype=np.int64)
-        changed = False
-        for subset in pop.levels():
-            if subset == pop.keys or not len(cells):
-                continue
-            mapping, _ = pop.level(subset)
-            have = pop.margins_hidden.setdefault(subset, set())
-            for g in np.unique(mapping[cells]).tolist():
-                if int(g) not in have:
-                    have.add(int(g))
-                    self.margins_added.append((subset, int(g)))
-                    changed = True
-        return changed
-
-    def drop_unneeded_margins(self, extra: set[int], wanted: list[Target]) -> None:
-        """Publish again each margin :meth:`hide_margins_of` hid that the final cells do not need
-        (last hidden first): hiding every inner cell it could find came first, and most of those
-        were dropped since."""
-        for subset, g in reversed(self.margins_added):
-            self.new.margins_hidden[subset].discard(g)
-            if self.failing(self.intervals(self.everything, extra, wanted)):
-                self.new.margins_hidden[subset].add(g)
 
     def drop_unneeded(self, extra: set[int], added: list[int], wanted: list[Target]) -> None:
         """Smallest loss: drop every added cell the others make unnecessary (last added first;

@@ -572,26 +572,20 @@ def record_hidden_margins(d: Draft, entry: Any, positions: np.ndarray, hidden_fl
     this, the linking model took every displayed margin as published, and the joint
     audit derived from a hidden total the count of the few rows a filter left out.
     """
-    hidden = np.asarray(hidden_flat, dtype=bool)
-    for i, subset, g in displayed_margins(d, entry, positions):
-        if i < len(hidden) and hidden[i]:
-            d.pop.margins_hidden.setdefault(subset, set()).add(g)
-
-
-def displayed_margins(d: Draft, entry: Any, positions: np.ndarray) -> list[tuple[int, tuple[str, ...], int]]:
-    """(displayed flat cell, level of keys, group at that level) of each margin the table displays."""
     from ..evidence.flatten import canonical_labels
 
     label = getattr(entry, "margin_label", None)
     if label is None or d.display_margin is None or not len(d.display_margin):
-        return []
+        return
     pop = d.pop
     keys = list(pop.keys)
     flat = entry.flat
     if not set(keys) <= set(flat.dims):
-        return []
-    out = []
+        return
+    hidden = np.asarray(hidden_flat, dtype=bool)
     for i in d.display_margin.tolist():
+        if i >= len(hidden) or not hidden[i]:
+            continue
         cell = int(positions[i])
         values = {k: flat.dims[k][cell] for k in keys}
         subset = tuple(k for k in keys if not (isinstance(values[k], str) and values[k] == label))
@@ -600,6 +594,5 @@ def displayed_margins(d: Draft, entry: Any, positions: np.ndarray) -> list[tuple
         wanted = tuple(str(canonical_labels(np.array([values[k]], dtype=object))[0]) for k in subset)
         for g, lab in enumerate(pop.level(subset)[1]):
             if tuple(str(v) for v in lab) == wanted:
-                out.append((int(i), subset, g))
+                pop.margins_hidden.setdefault(subset, set()).add(g)
                 break
-    return out
