@@ -96,6 +96,7 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
     req_k, req_s, _ = P.requirements()
     cand = np.flatnonzero(P.hideable | hidden)
     hopeless: set[tuple[int, int]] = set()
+    before: tuple[bytes, list[tuple[int, int]]] | None = None
     for _ in range(max_rounds):
         # large patterns: cheap searches only; each reported failure is checked before
         # it is covered (below), and the caller's final audit is exact
@@ -106,6 +107,14 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
             if hopeless:
                 raise Infeasible(sorted(hopeless))
             return hidden, pool
+        # a round that hid nothing and left the same failures will be repeated forever: covering
+        # flows that the audit does not count (a red team's table of values around 1e-14, below
+        # the solver's tolerances, spun 10,000 rounds with a growing pool: minutes, not a verdict)
+        state = (hidden.tobytes(), sorted(fails))
+        if state == before:
+            raise RuntimeError("repair made no progress: the attacker LPs and the audit disagree on this table "
+                               "(values far below or above the solvers' tolerances?)")
+        before = state
         by_scen: dict[int, list[int]] = {}
         for r, s in fails:
             by_scen.setdefault(s, []).append(r)
