@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
+from table_fixtures import count_table
 
 from sdc_magic.config import Rules
 from sdc_magic.protect import lp, protect
@@ -24,14 +25,7 @@ heuristic = importlib.import_module("sdc_magic.protect.heuristic")
 api = importlib.import_module("sdc_magic.protect.api")
 
 
-def _counts(shape: tuple[int, ...], seed: int, p: float) -> tuple[pd.DataFrame, list[str]]:
-    rng = np.random.default_rng(seed)
-    n = rng.negative_binomial(2, p, size=shape)
-    dims = [f"v{j}" for j in range(len(shape))]
-    idx = np.indices(shape).reshape(len(shape), -1)
-    df = pd.DataFrame({d: [f"{d}{k:03d}" for k in idx[j]] for j, d in enumerate(dims)})
-    df["n"] = n.ravel()
-    return df[df.n > 0].reset_index(drop=True), dims
+_counts = count_table
 
 
 def _extreme(M: sp.csr_matrix, hidden: np.ndarray, L: np.ndarray, U: np.ndarray, j: int, sense: int) -> float:

@@ -13,6 +13,7 @@ import importlib
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from table_fixtures import count_table
 
 from sdc_magic.config import Rules
 from sdc_magic.protect import lp, protect
@@ -22,14 +23,7 @@ heuristic = importlib.import_module("sdc_magic.protect.heuristic")
 api = importlib.import_module("sdc_magic.protect.api")
 
 
-def _counts(shape: tuple[int, ...], seed: int, p: float) -> tuple[pd.DataFrame, list[str]]:
-    rng = np.random.default_rng(seed)
-    n = rng.negative_binomial(2, p, size=shape)
-    dims = [f"v{j}" for j in range(len(shape))]
-    idx = np.indices(shape).reshape(len(shape), -1)
-    df = pd.DataFrame({d: [f"{d}{k:03d}" for k in idx[j]] for j, d in enumerate(dims)})
-    df["n"] = n.ravel()
-    return df[df.n > 0].reset_index(drop=True), dims
+_counts = count_table
 
 
 def _protect_counting(monkeypatch, df: pd.DataFrame, dims: list[str]) -> tuple[object, int]:

@@ -13,9 +13,8 @@ import importlib
 
 import numpy as np
 import pandas as pd
+from table_fixtures import displayed_pivot, firms
 
-from sdc_magic.config import preset
-from sdc_magic.jupyter.session import Session
 from sdc_magic.protect.api import _prepare
 
 audit = importlib.import_module("sdc_magic.protect.audit")
@@ -23,21 +22,13 @@ api = importlib.import_module("sdc_magic.protect.api")
 
 
 def _turnover() -> pd.DataFrame:
-    rows = [(r, c, f"{r}{c}{i}", total / n)
-            for r, c, n, total in [("r0", "c0", 10, 2.5e10), ("r0", "c1", 10, 8.0), ("r1", "c0", 1, 40.0),
-                                   ("r1", "c1", 10, 12.0)]
-            for i in range(n)]
-    return pd.DataFrame(rows, columns=["r", "c", "firm", "turnover"])
+    return firms([(r, c, [total / n] * n) for r, c, n, total in [("r0", "c0", 10, 2.5e10), ("r0", "c1", 10, 8.0),
+                                                                ("r1", "c0", 1, 40.0), ("r1", "c1", 10, 12.0)]],
+                 value="turnover")
 
 
 def test_a_huge_secondary_beside_a_one_firm_cell_stays_hidden() -> None:
-    frame = _turnover()
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    try:
-        out = s.publish(frame.pivot_table(index="r", columns="c", values="turnover", aggfunc="sum", margins=True))
-    finally:
-        s.capture.uninstall()
+    out = displayed_pivot(_turnover(), "turnover")
     text = out.data["text/plain"]
     rows = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.split()[:1] in (["r0"], ["r1"],
                                                                                                       ["All"])}
