@@ -178,12 +178,9 @@ class SparkCapture:
                 if name in group_cls.__dict__:
                     self._patch(group_cls, name, self._aggregate(group_cls.__dict__[name], name))
             self._patch(frame_cls, "crosstab", self._crosstab(frame_cls.__dict__["crosstab"]))
-            for name in ("orderBy", "sort"):
+            for name in ("orderBy", "sort", "withColumnRenamed", "withColumnsRenamed"):
                 if name in frame_cls.__dict__:
-                    self._patch(frame_cls, name, self._ordered(frame_cls.__dict__[name], name))
-            for name in ("withColumnRenamed", "withColumnsRenamed"):
-                if name in frame_cls.__dict__:
-                    self._patch(frame_cls, name, self._renamed(frame_cls.__dict__[name], name))
+                    self._patch(frame_cls, name, self._after_aggregation(frame_cls.__dict__[name], name))
             self._patch(frame_cls, "toPandas", self._to_pandas(frame_cls.__dict__["toPandas"]))
             self._patch(frame_cls, "show", self._show(frame_cls.__dict__["show"]))
             self._patch(frame_cls, "__repr__", self._repr(frame_cls.__dict__["__repr__"]))
@@ -281,55 +278,33 @@ class SparkCapture:
 
         return crosstab
 
-    def _ordered(self, original: Callable, name: str) -> Callable:
-        """``orderBy``/``sort`` of a captured aggregate: the same table in another order, captured too.
+    def _after_aggregation(self, original: Callable, name: str) -> Callable:
+        """``orderBy``/``sort`` or ``withColumnRenamed``/``withColumnsRenamed`` of a captured
+        aggregate: the same table in another order or under other statistic names, captured too.
 
-        Why: ``df.groupBy(k).count().orderBy(k).toPandas()`` is how Spark users write a table; the
-        sorted DataFrame is a new object without a recipe, so it was checked as row-level data
-        (``blocked``, its figures on screen). The sort is replayed on the job that computes the
-        user's columns with the facts; a table sorted by value is then treated as any table whose
-        rows follow their values (``checking/selection.py``). A sort the facts job cannot replay
-        (a column bound to another DataFrame) fails the capture: row-level, as before.
+        Why: ``df.groupBy(k).count().orderBy(k).toPandas()`` (or ``.withColumnRenamed("count",
+        "n")``) is how Spark users write a table; the new DataFrame had no recipe, so it was checked
+        as row-level data (``blocked``, its figures on screen). The step is replayed on the job that
+        computes the user's columns with the facts (:func:`_following`); a table sorted by value is
+        then treated as any table whose rows follow their values (``checking/selection.py``). A step
+        the facts job cannot replay (a column bound to another DataFrame) runs the user's own job
+        beside the facts job.
         """
         @functools.wraps(original)
-        def ordered(df: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(df, *args, **kwargs)
-            try:
-                with _lock:
-                    hit = _recipes.get(id(df))
-                    if hit is not None and hit[0]() is df:
-                        _keep(_recipes, result, hit[1].then(name, args, kwargs))
-            except Exception as exc:  # never break user code
-                self.registry.failures.append(f"spark {name}: {type(exc).__name__}: {exc}")
-            return result
-
-        return ordered
-
-    def _renamed(self, original: Callable, name: str) -> Callable:
-        """``withColumnRenamed``/``withColumnsRenamed`` of a captured group aggregate's statistics
-        (``count`` → ``n``): the same table under other column names, captured too.
-
-        Why: as for sorts, the renamed DataFrame had no recipe and was checked as row-level data.
-        Only statistic columns of a ``groupBy`` table: a renamed key (or a pivot's or crosstab's
-        column) leaves the result uncaptured, row-level as before.
-        """
-        @functools.wraps(original)
-        def renamed(df: Any, *args: Any, **kwargs: Any) -> Any:
+        def after(df: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(df, *args, **kwargs)
             try:
                 with _lock:
                     hit = _recipes.get(id(df))
                     recipe = hit[1] if hit is not None and hit[0]() is df else None
-                mapping = _renaming(name, args, kwargs)
-                if (recipe is not None and recipe.kind == "group" and mapping
-                        and set(mapping) <= set(recipe.measures) and not set(mapping.values()) & set(recipe.keys)):
-                    with _lock:
-                        _keep(_recipes, result, recipe.then(name, args, kwargs, renamed=mapping))
+                    following = None if recipe is None else _following(recipe, name, args, kwargs)
+                    if following is not None:
+                        _keep(_recipes, result, following)
             except Exception as exc:  # never break user code
                 self.registry.failures.append(f"spark {name}: {type(exc).__name__}: {exc}")
             return result
 
-        return renamed
+        return after
 
     def _to_pandas(self, original: Callable) -> Callable:
         @functools.wraps(original)
@@ -674,6 +649,19 @@ class SparkCapture:
         except Exception:
             return None
         return rows if 0 < len(rows) <= row_limits.MAX_LINKED_ROWS else None
+
+
+def _following(recipe: Recipe, name: str, args: tuple, kwargs: dict) -> Recipe | None:
+    """The recipe of ``recipe``'s table after the step ``name(*args, **kwargs)``, or None when the
+    step is not one that keeps the table: a sort, or a ``groupBy`` table's statistics renamed (a
+    renamed key, or a pivot's or crosstab's column, leaves the result uncaptured)."""
+    if name in ("orderBy", "sort"):
+        return recipe.then(name, args, kwargs)
+    mapping = _renaming(name, args, kwargs)
+    if (recipe.kind == "group" and mapping and set(mapping) <= set(recipe.measures)
+            and not set(mapping.values()) & set(recipe.keys)):
+        return recipe.then(name, args, kwargs, renamed=mapping)
+    return None
 
 
 def _renaming(name: str, args: tuple, kwargs: dict) -> dict[str, str] | None:
