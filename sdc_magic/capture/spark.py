@@ -659,7 +659,8 @@ def _following(recipe: Recipe, name: str, args: tuple, kwargs: dict) -> Recipe |
         return recipe.then(name, args, kwargs)
     mapping = _renaming(name, args, kwargs)
     if (recipe.kind == "group" and mapping and set(mapping) <= set(recipe.measures)
-            and not set(mapping.values()) & set(recipe.keys)):
+            and not set(mapping.values()) & (set(recipe.keys) | (set(recipe.measures) - set(mapping)))):
+        # (a new name that is a key or another statistic's: two columns of one name, not captured)
         return recipe.then(name, args, kwargs, renamed=mapping)
     return None
 
