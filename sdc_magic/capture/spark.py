@@ -613,9 +613,8 @@ class SparkCapture:
             if f"{contract.PREFIX}rows" in facts.columns else 0
         rows = self._linking_rows(recipe, n_rows)
         if rows is None:
-            notes.append(f"not linked with other tables (more than {row_limits.MAX_LINKED_ROWS:,} source rows)"
-                         if n_rows > row_limits.MAX_LINKED_ROWS else
-                         "not linked with other tables (its source rows could not be read)")
+            notes.append(row_limits.too_many_rows_note() if n_rows > row_limits.MAX_LINKED_ROWS else
+                         row_limits.unreadable_rows_note())
         contract.register(self.registry, rules, call, shown, ge, recipe.keys, measure_of, notes, rows=rows)
         if recipe.form is None:
             recipe.form = shown

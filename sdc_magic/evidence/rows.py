@@ -15,3 +15,17 @@ MAX_LINKED_ROWS = 5_000_000
 RAW_LINKED_ROWS = 1_000_000
 #: columns fingerprinted per source row (keys first)
 MAX_HASHED_COLUMNS = 16
+
+#: How every engine's note about a table whose rows are not linked begins (linking reads it:
+#: such a table is compared with nothing, see ``Linker.unlinked_note``)
+NOT_LINKED = "not linked with other tables"
+
+
+def too_many_rows_note() -> str:
+    """The note of a table whose source has more rows than linking reads."""
+    return f"{NOT_LINKED} (more than {MAX_LINKED_ROWS:,} source rows)"
+
+
+def unreadable_rows_note() -> str:
+    """The note of a table whose source rows could not be read for linking."""
+    return f"{NOT_LINKED} (its source rows could not be read)"

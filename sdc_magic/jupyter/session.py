@@ -440,13 +440,18 @@ class Session:
             checked.notes.extend(linker.notes)
             linker.notes.clear()
         if draft is None:
+            unread = linker.not_linked(out_id, checked.entry, checked.notes)
+            if unread is not None:
+                checked.notes.append(unread)
+                if checked.status in ("pass", "suppressed"):
+                    checked.status = "review"  # never cleared beside "not compared"
             return
         pop = draft.pop
         record_hidden_model(pop, checked.models)  # the joint audit must know the margins this table hid
         record_hidden_margins(draft, checked.entry, checked.entry_positions, checked.hidden_flat)
 
         earlier = linker.related(draft)
-        unlinked = linker.unlinked_note(draft) or linker.unidentified_note(draft)
+        unlinked = linker.unlinked_note(draft) or linker.unidentified_note(draft) or linker.after_unlinked_note(draft)
         if unlinked is not None:
             checked.notes.append(unlinked)
             if checked.status in ("pass", "suppressed"):

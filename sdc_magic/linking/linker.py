@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from ..capture.depth import own_work
+from ..evidence import rows as row_limits
 from . import differencing, persistence
 from .differencing import variant_cells
 from .identity import combine
 from .names import output_order
-from .populations import Draft, Population, clear_cache
+from .populations import Draft, Population, clear_cache, too_many_rows
 from .populations import draft as draft_population
 from .universes import Universe, place
 
@@ -46,6 +47,9 @@ class Linker:
         self._merge_checked: set[tuple] = set()
         #: (output, columns of its rows) of populations let go to bound the memory (:meth:`unlinked_note`)
         self.forgotten: list[tuple[str, frozenset[str]]] = []
+        #: outputs shown whose rows linking could not read (too many, unreadable): compared with nothing
+        #: (:meth:`not_linked`); saved, so a later kernel knows of them too
+        self.unlinked: list[str] = []
 
     # list-like view of the populations (newest last)
     def _all(self) -> list[Population]:
@@ -73,6 +77,7 @@ class Linker:
         """Forget every population (``%sdc`` reset, tests); the saved file is rewritten empty."""
         self.universes = []
         self.forgotten = []
+        self.unlinked = []
         self._loaded = True
         self.save()
 
@@ -145,6 +150,41 @@ class Linker:
                 f"they cannot be matched with the rows of earlier outputs of the same column(s) ({names}): "
                 "not compared with them (review; compute it from the whole table, e.g. FROM d rather than "
                 "FROM (SELECT sex FROM d))")
+
+    def not_linked(self, out_id: str, entry: Any, notes: list[str]) -> str | None:
+        """A table shown without a population (no draft): when linking could not read its rows
+        (more than ``MAX_LINKED_ROWS``, or unreadable), remember it and say, when the session has
+        shown other outputs, that it was compared with none of them (the caller makes it
+        ``review``).
+
+        Why: above the row limit linking silently stopped. Counts by region of 6,000,000 rows,
+        then the same without 3 rare rows, were both ``pass``: 1,999,466 − 1,999,464 = 2 people
+        (every engine; measured). Whether differencing was caught depended on the data's size.
+        """
+        said = any(str(n).startswith(row_limits.NOT_LINKED) for n in notes)
+        if not (said or too_many_rows(entry)):
+            return None
+        if not said:
+            notes.append(row_limits.too_many_rows_note())  # (pandas: the engines say it themselves)
+        self._ensure_loaded()
+        earlier = [p.out_id for p in self._all()] + [o for o in self.unlinked if o != out_id]
+        if out_id not in self.unlinked:
+            self.unlinked.append(out_id)
+            self.save()
+        if not earlier:
+            return None  # the first output: there is nothing yet to compare it with
+        names = ", ".join(list(dict.fromkeys(earlier))[-5:])
+        return (f"not compared with earlier outputs ({names}): review, a difference between them may single out "
+                "a few people")
+
+    def after_unlinked_note(self, d: Draft) -> str | None:
+        """Why a table shown after an output that linking could not read is not called compared."""
+        self._ensure_loaded()
+        if not self.unlinked:
+            return None
+        names = ", ".join(self.unlinked[-5:])
+        return (f"earlier outputs ({names}) were shown without linking (their rows were too many or could not be "
+                "read): this table was not compared with them (review)")
 
     # -------------------------------------------------------- comparisons
     def related(self, d: Draft) -> list[Population]:
@@ -263,6 +303,7 @@ class Linker:
             return
         try:
             self.universes = persistence.load(self.path)
+            self.unlinked = persistence.load_unlinked(self.path)
         except Exception as exc:  # a broken file never stops checking: linking starts afresh
             self.notes.append(f"linking memory of earlier kernels could not be read ({type(exc).__name__})")
             self.universes = []
@@ -296,7 +337,7 @@ class Linker:
         if path is None:
             return
         try:
-            persistence.save(path, snapshot)
+            persistence.save(path, snapshot, list(self.unlinked))
         except Exception as exc:
             self.notes.append(f"linking memory could not be saved ({type(exc).__name__})")
             self.path = None

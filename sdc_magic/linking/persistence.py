@@ -32,14 +32,19 @@ def _hashes_path(path: Path, uid: str) -> Path:
     return path.with_name(f"{path.name}.{uid}.rows.npz")
 
 
-def save(path: Path, snapshot: Snapshot) -> None:
+def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> None:
     """Atoms and populations in one file (rewritten after each output, small); the row hashes
-    of each universe in a file of their own, written only when its rows change."""
+    of each universe in a file of their own, written only when its rows change.
+
+    ``unlinked``: outputs shown without linking (``Linker.unlinked``). The outputs of a universe
+    too large to save join them: a later kernel cannot compare with them, and says so.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {}
-    meta: dict[str, Any] = {"schema": 1, "universes": []}
+    meta: dict[str, Any] = {"schema": 1, "universes": [], "unlinked": list(unlinked or [])}
     for ui, (u, row_atom, atom_size, populations) in enumerate(snapshot):
         if u.n > MAX_SAVED_ROWS:
+            meta["unlinked"].extend(p.out_id for p, _ in populations)
             continue
         cols = [c for c in u.hashes if isinstance(c, str)]
         if not u.hashes_saved:
@@ -85,6 +90,15 @@ def _json_label(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()
     return str(v)
+
+
+def load_unlinked(path: Path) -> list[str]:
+    """The outputs an earlier kernel showed without linking (or could not keep), by label."""
+    if not path.is_file():
+        return []
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(bytes(data["meta"]).decode("utf-8"))
+    return [str(o) for o in meta.get("unlinked", [])]
 
 
 def load(path: Path) -> list[Universe]:

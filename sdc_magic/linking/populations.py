@@ -290,6 +290,14 @@ def distinct_counted(entry: Any) -> Hashable | None:
     return next(iter(variables)) if len(variables) == 1 else None
 
 
+def too_many_rows(entry: Any) -> bool:
+    """Whether the rows behind a table are more than linking reads (``MAX_LINKED_ROWS``): it is
+    then compared with nothing, and ``Linker.unlinked_note`` says so."""
+    source = getattr(entry, "source", None)
+    frame = None if source is None else (source.frame if source.frame is not None else getattr(source, "rows", None))
+    return isinstance(frame, pd.DataFrame | pd.Series) and len(frame) > row_limits.MAX_LINKED_ROWS
+
+
 def _grouped_rows(entry: Any) -> tuple[pd.DataFrame, list[str], np.ndarray, pd.Index] | None:
     """The rows behind a table and the group of each (frame, keys, group id per row, group
     labels); None when they are unknown, too many, or do not match the table's dimensions."""

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...evidence import rows as row_limits
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import INDICATOR, Plan, combined_query, facts_query, plan, rows_query
@@ -113,7 +114,7 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pend
     except Exception:
         rows_raw = None  # (then DuckDB's hashes of the values: linked within DuckDB)
     if rows is None:
-        notes.append("not linked with other tables (its source rows could not be fingerprinted)")
+        notes.append(row_limits.unreadable_rows_note())
     pending = Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
     pending.rows_raw = rows_raw
     return pending
@@ -281,15 +282,13 @@ class Recorder:
     def _rows(self, pending: Pending, facts: pd.DataFrame, shown: pd.DataFrame | None = None
               ) -> pd.DataFrame | None:
         """The row fingerprints for linking (None with a note when too many or not available)."""
-        from ...evidence import rows as row_limits
-
         if pending.rows is None:
             return None
         if pending.plan.having and pending.plan.grouping:
             return None
         n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
         if n > row_limits.MAX_LINKED_ROWS:
-            pending.notes.append(f"not linked with other tables (more than {row_limits.MAX_LINKED_ROWS:,} source rows)")
+            pending.notes.append(row_limits.too_many_rows_note())
             return None
         raw = pending.rows_raw is not None and n <= RAW_LINKED_ROWS
         try:

@@ -265,7 +265,8 @@ class PolarsCapture:
             ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, None)
             set_indicators(facts, ge, variables)
             rows = linking_rows(source.lazy(), by, named_by, keys, out,
-                                 int(facts[f"{contract.PREFIX}rows"].sum()), positions=_row_positions(source))
+                                int(facts[f"{contract.PREFIX}rows"].sum()), positions=_row_positions(source),
+                                notes=notes)
 
             def to_shown(res: Any) -> pd.DataFrame:
                 return contract.keyed(res.to_pandas(), keys)
@@ -480,7 +481,7 @@ class PolarsCapture:
         rows = None
         if link:
             rows = linking_rows(lf, by, named_by, keys, resolved, int(ge.rows.sum()) if ge.rows is not None else 0,
-                                positions=positions)
+                                positions=positions, notes=notes)
         inner_frame = None
         if inner:
             inner_frame = grouped(lf, by, named_by, [e.alias(c) for c, e in inner.items()]).collect()

@@ -301,8 +301,8 @@ ROW_LABEL = "__sdc_magic_position"
 
 
 def linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
-                 resolved: dict[str, tuple[str | None, str]], n_rows: int, positions: Any = None
-                 ) -> pd.DataFrame | None:
+                 resolved: dict[str, tuple[str | None, str]], n_rows: int, positions: Any = None,
+                 notes: list[str] | None = None) -> pd.DataFrame | None:
     """The rows behind a table for linking (:func:`contract.register`'s ``rows``), or None.
 
     One row per source row that reached the aggregation: the grouping keys as the table
@@ -312,7 +312,20 @@ def linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
     on its own. A table of one variable's statistics covers the rows where it is known.
     ``positions``: where each row was in the frame it was taken from (:mod:`.origins`), which
     labels the rows as pandas' index does; else they are labelled by their own positions.
+    ``notes``: the table's notes, told why when there are no rows (linking reads the note:
+    a table compared with nothing is not called cleared beside other outputs).
     """
+    rows = _linking_rows(lf, by, named_by, keys, resolved, n_rows, positions)
+    if rows is None and notes is not None and n_rows > 0:
+        from ...evidence import rows as row_limits
+
+        notes.append(row_limits.too_many_rows_note() if n_rows > row_limits.MAX_LINKED_ROWS
+                     else row_limits.unreadable_rows_note())
+    return rows
+
+
+def _linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
+                  resolved: dict[str, tuple[str | None, str]], n_rows: int, positions: Any) -> pd.DataFrame | None:
     import polars as pl
 
     from ...evidence import rows as row_limits
