@@ -13,6 +13,10 @@ MAX_LINKED_ROWS = 5_000_000
 #: source rows up to which an engine hands linking the values themselves (fingerprinted like pandas
 #: rows, so tables of the same people are compared across engines); above, the engine's own hash
 RAW_LINKED_ROWS = 1_000_000
+#: source rows from which a DuckDB count is linked in the engine (``linking/in_engine.py``: nothing per
+#: row leaves DuckDB) rather than by its rows' values. Below, the values let linking compare it with
+#: pandas and polars tables of the same people; above, such tables are named as not compared (review)
+IN_ENGINE_ROWS = 100_000
 #: columns fingerprinted per source row (keys first)
 MAX_HASHED_COLUMNS = 16
 

@@ -92,7 +92,12 @@ def decision_key(rules: Any, entry: Any, positions: np.ndarray, frame: pd.DataFr
         return None
     pop = draft.pop
     h.update(str(getattr(draft.universe, "uid", id(draft.universe))).encode())
-    _update_array(h, np.asarray(pop.group)[np.asarray(draft.new_row_atom)])
+    atoms = draft.new_row_atom
+    if isinstance(atoms, np.ndarray):
+        _update_array(h, np.asarray(pop.group)[atoms])
+    else:  # rows left in their engine: the groups and sizes of its atoms
+        _update_array(h, np.asarray(pop.group))
+        _update_array(h, np.asarray(draft.atom_size))
     h.update(repr(list(pop.labels)).encode())
     return h.hexdigest()
 

@@ -451,7 +451,8 @@ class Session:
         record_hidden_margins(draft, checked.entry, checked.entry_positions, checked.hidden_flat)
 
         earlier = linker.related(draft)
-        unlinked = linker.unlinked_note(draft) or linker.unidentified_note(draft) or linker.after_unlinked_note(draft)
+        unlinked = linker.unlinked_note(draft) or linker.unidentified_note(draft) or linker.after_unlinked_note(draft) \
+            or linker.across_engine_note(draft)
         if unlinked is not None:
             checked.notes.append(unlinked)
             if checked.status in ("pass", "suppressed"):

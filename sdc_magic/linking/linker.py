@@ -19,13 +19,16 @@ import pandas as pd
 
 from ..capture.depth import own_work
 from ..evidence import rows as row_limits
+from ..evidence.in_engine import InEngineRows
 from . import differencing, persistence
 from .differencing import variant_cells
 from .identity import combine
+from .in_engine import EngineUniverse, Split, split
+from .in_engine import place as place_in_engine
 from .names import output_order
 from .populations import Draft, Population, clear_cache, too_many_rows
 from .populations import draft as draft_population
-from .universes import Universe, place
+from .universes import MAX_UNIVERSES, Universe, place
 
 MAX_POPULATIONS = 200
 MAX_BYTES = 256 * 2**20  # atoms, populations and row hashes of one session
@@ -89,9 +92,36 @@ class Linker:
         attribute level of that indicator variable (see :func:`.populations.indicator_variables`)."""
         return draft_population(self._place, out_id, title, entry, positions, hidden_flat, threshold, flagged)
 
-    def _place(self, frame: pd.DataFrame, keys: list[str]) -> tuple[Universe, np.ndarray] | None:
+    def _place(self, frame: Any, keys: list[str]) -> tuple[Any, Any] | None:
         self._ensure_loaded()
+        if isinstance(frame, InEngineRows):
+            return self._place_in_engine(frame)
         return place(self.universes, frame, keys, self._merge_checked, self.forgotten)
+
+    def _place_in_engine(self, rows: InEngineRows) -> tuple[EngineUniverse, Split] | None:
+        """The engine universe of rows left in their engine, and the table's cut of its atoms.
+
+        A universe whose base rows changed under its recorded outputs (``split`` finds counts
+        that do not add up) is let go: its outputs are named as not compared (``forgotten``),
+        and a new universe starts with this table.
+        """
+        for _ in range(2):
+            u = place_in_engine(self.universes, rows)
+            try:
+                cut = split(u, rows)
+            except Exception:  # e.g. the connection busy with a streaming result: not linked (review, see not_linked)
+                if not u.populations and u in self.universes:
+                    self.universes.remove(u)
+                return None
+            if cut is not None:
+                if len(self.universes) > MAX_UNIVERSES:
+                    dropped = min((x for x in self.universes if x is not u), key=lambda x: (x.n, len(x.populations)))
+                    self.universes.remove(dropped)
+                    self.forgotten.extend((p.out_id, frozenset(map(str, dropped.hashes))) for p in dropped.populations)
+                return u, cut
+            self.universes.remove(u)
+            self.forgotten.extend((p.out_id, frozenset(map(str, u.hashes))) for p in u.populations)
+        return None
 
     def unlinked_note(self, d: Draft) -> str | None:
         """Why a table with no related earlier output cannot be called compared with them all.
@@ -162,9 +192,12 @@ class Linker:
         (every engine; measured). Whether differencing was caught depended on the data's size.
         """
         said = any(str(n).startswith(row_limits.NOT_LINKED) for n in notes)
-        if not (said or too_many_rows(entry)):
+        uncounted = isinstance(getattr(getattr(entry, "source", None), "rows", None), InEngineRows)
+        if not (said or uncounted or too_many_rows(entry)):
             return None
-        if not said:
+        if uncounted and not said:
+            notes.append(f"{row_limits.NOT_LINKED} (its rows could not be counted in the engine)")
+        elif not said:
             notes.append(row_limits.too_many_rows_note())  # (pandas: the engines say it themselves)
         self._ensure_loaded()
         earlier = [p.out_id for p in self._all()] + [o for o in self.unlinked if o != out_id]
@@ -185,6 +218,29 @@ class Linker:
         names = ", ".join(self.unlinked[-5:])
         return (f"earlier outputs ({names}) were shown without linking (their rows were too many or could not be "
                 "read): this table was not compared with them (review)")
+
+    def across_engine_note(self, d: Draft) -> str | None:
+        """Why a table is not called compared with outputs whose rows live elsewhere.
+
+        A universe counted in its engine (:mod:`.in_engine`) knows its rows by their base and
+        conditions, not by their content: tables of the same people read as rows (pandas, polars,
+        a DuckDB join) or over another base are not compared with it. When the other side has
+        outputs whose columns share a name with this table's rows, this table is ``review``
+        (the note names them), as for outputs let go of (:meth:`unlinked_note`).
+        """
+        u = d.universe
+        mine = _plain_columns(u.hashes)
+        kind = _identified_by(u)
+        engine_here = getattr(u, "in_engine", False)
+        others = [p.out_id for v in self.universes if v is not u and (engine_here or _identified_by(v) != kind)
+                  and _plain_columns(v.hashes) & mine for p in v.populations]
+        if not others:
+            return None
+        names = ", ".join(list(dict.fromkeys(others))[-5:])
+        return (f"not compared with earlier outputs ({names}): their rows and this table's are identified in "
+                "different ways (counted in an engine, fingerprinted by an engine, or read as values) and cannot be "
+                "matched (review; for tables of more than 1M rows, write them as queries over the same table of one "
+                "engine, without joins in FROM)")
 
     # -------------------------------------------------------- comparisons
     def related(self, d: Draft) -> list[Population]:
@@ -341,6 +397,28 @@ class Linker:
         except Exception as exc:
             self.notes.append(f"linking memory could not be saved ({type(exc).__name__})")
             self.path = None
+
+
+def _identified_by(u: Any) -> str:
+    """How a universe knows its rows: ``"engine"`` (counted in an engine, :mod:`.in_engine`), the
+    engine whose hashes fingerprint them (``"duckdb"``, ``"polars"``, ``"spark"``: sources of
+    1M–5M rows), or ``""``: fingerprints of the values, comparable across engines and pandas."""
+    if getattr(u, "in_engine", False):
+        return "engine"
+    prefixes = {str(c).split("#", 1)[0] for c in u.hashes} & set(_HASHED_BY)
+    return ",".join(sorted(prefixes))
+
+
+_HASHED_BY = ("duckdb", "polars", "spark")  # engines whose own hashes name columns "<engine>#<column>"
+
+
+def _plain_columns(hashes: dict) -> set[str]:
+    """Column names of a universe's rows, without an engine's hash prefix (``duckdb#x`` is ``x``)."""
+    out = set()
+    for c in map(str, hashes):
+        head, _, rest = c.partition("#")
+        out.add(rest if rest and head in _HASHED_BY else c)
+    return out
 
 
 def _same_table(earlier: Population, d: Draft) -> bool:

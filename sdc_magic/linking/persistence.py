@@ -43,7 +43,7 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
     arrays: dict[str, np.ndarray] = {}
     meta: dict[str, Any] = {"schema": 1, "universes": [], "unlinked": list(unlinked or [])}
     for ui, (u, row_atom, atom_size, populations) in enumerate(snapshot):
-        if u.n > MAX_SAVED_ROWS:
+        if u.n > MAX_SAVED_ROWS or getattr(u, "in_engine", False):  # (an engine's rows are not ours to save)
             meta["unlinked"].extend(p.out_id for p, _ in populations)
             continue
         cols = [c for c in u.hashes if isinstance(c, str)]

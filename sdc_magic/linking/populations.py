@@ -25,15 +25,18 @@ import pandas as pd
 
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
+from ..evidence.in_engine import InEngineRows
 from .identity import group_ids
+from .in_engine import Split
 from .names import cell_name
 from .universes import Universe, refine
 
 MAX_LEVEL_KEYS = 4  # margins at every subset of up to this many keys (else the grand total only)
 
 #: How a frame is placed among the session's universes (``Linker._place``): its universe and
-#: the universe row of each of its rows.
-Placer = Callable[[pd.DataFrame, list[str]], tuple[Universe, np.ndarray] | None]
+#: the universe row of each of its rows; for rows left in their engine (``InEngineRows``), its
+#: engine universe and the table's cut of that universe's atoms (:class:`.in_engine.Split`).
+Placer = Callable[[Any, list[str]], tuple[Any, Any] | None]
 
 
 # ------------------------------------------------------------------ populations
@@ -199,15 +202,30 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
                 ) -> Draft | None:
     """The rows and groups of a displayed table, placed in a universe (what it publishes is
     filled in by :func:`draft`, per hidden pattern)."""
-    grouped = _grouped_rows(entry)
-    if grouped is None:
-        return None
-    frame, keys, ids, index = grouped
+    engine_rows = getattr(getattr(entry, "source", None), "rows", None)
+    split: Split | None = None
+    if isinstance(engine_rows, InEngineRows):
+        # the rows stay in the engine: its atoms are counted there, one row per atom comes back
+        if flagged is not None or not set(engine_rows.keys) <= set(entry.flat.dims):
+            return None
+        placed_in_engine = place(engine_rows, engine_rows.keys)
+        if placed_in_engine is None:
+            return None
+        universe, split = placed_in_engine
+        frame, keys = split.labels, list(engine_rows.keys)
+        ids, index = _compute_group_ids(frame, keys)
+        ids = np.where(split.inside, ids, -1)
+        combined = None
+    else:
+        grouped = _grouped_rows(entry)
+        if grouped is None:
+            return None
+        frame, keys, ids, index = grouped
+        rows_of = _population_rows(entry, frame, ids, flagged)
+        if rows_of is None:
+            return None
+        ids, combined = rows_of
     flat = entry.flat
-    rows_of = _population_rows(entry, frame, ids, flagged)
-    if rows_of is None:
-        return None
-    ids, combined = rows_of
     # the group of each entry cell (margins excluded), then of each displayed cell
     margin = np.asarray(entry.evidence.is_margin, dtype=bool)
     if keys:
@@ -238,16 +256,19 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     # cells. (The per-table engine assumes every margin known; across tables that would charge a
     # new table for margins nobody can compute.)
     margins_public = bool(((positions >= 0) & margin[np.maximum(positions, 0)]).any())
-    placed = place(frame, [k for k in keys if k != "__variant"])
-    if placed is None:
-        return None
-    universe, rows = placed
-    universe.key_columns.update(k for k in keys if k in frame.columns)
     n_groups = len(labels)
-    g_u = np.full(universe.n, -1, dtype=np.int64)
-    ok = (rows >= 0) & (ids >= 0)
-    g_u[rows[ok]] = ids[ok]
-    codes, parent, group, atom_size = refine(universe.row_atom, universe.atom_size, g_u, n_groups)
+    if split is not None:  # one new atom per row of the engine's counts
+        codes, parent, group, atom_size = split.atoms, split.parent, ids.astype(np.int32), split.atom_size
+    else:
+        placed = place(frame, [k for k in keys if k != "__variant"])
+        if placed is None:
+            return None
+        universe, rows = placed
+        universe.key_columns.update(k for k in keys if k in frame.columns)
+        g_u = np.full(universe.n, -1, dtype=np.int64)
+        ok = (rows >= 0) & (ids >= 0)
+        g_u[rows[ok]] = ids[ok]
+        codes, parent, group, atom_size = refine(universe.row_atom, universe.atom_size, g_u, n_groups)
     size = np.bincount(group[group >= 0], weights=atom_size[group >= 0], minlength=n_groups).astype(np.int64)
     pop = Population(out_id="this table", title="", universe=universe, keys=tuple(keys), group=group,
                      labels=labels, size=size, published=np.zeros(n_groups, bool),
@@ -260,7 +281,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     declared = unit is not None
     if not declared:
         unit = counted
-    unit = unit if unit is not None and unit in universe.hashes and unit in frame.columns else None
+    unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
                  declared)
 

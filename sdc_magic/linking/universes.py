@@ -521,8 +521,9 @@ def merge_overlapping(universes: list[Universe], u: Universe, checked: set[tuple
     on both sides give the same answer.
     """
     for other in list(universes):
-        if other is u or not other.populations or other.n > u.n or u.n + other.n > row_limits.MAX_LINKED_ROWS:
-            continue
+        if other is u or not other.populations or other.n > u.n or u.n + other.n > row_limits.MAX_LINKED_ROWS \
+                or getattr(other, "in_engine", False) or getattr(u, "in_engine", False):
+            continue  # (an engine universe's rows are not ours to match)
         tried = (u.uid, u.n, other.uid, other.n)
         if tried in checked:  # (the same rows on both sides: the same answer)
             continue

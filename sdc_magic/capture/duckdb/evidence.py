@@ -19,9 +19,18 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
+from ...evidence.in_engine import InEngineRows
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
-from ..sql import INDICATOR, Plan, combined_query, facts_query, plan, rows_query
+from ..sql import (
+    INDICATOR,
+    Plan,
+    combined_query,
+    facts_query,
+    plan,
+    rows_query,
+)
+from ..sql_lineage import Lineage, lineage, lineage_query
 from ..sql_rewrites import one_sided_figures
 from .arrow_rows import linking_frame
 
@@ -52,6 +61,8 @@ class Pending:
     lock: Any = field(default_factory=threading.Lock)
     withheld: str | None = None  # why the result must not be shown at all (see contract.Withheld)
     rows_raw: Any = None  # the same rows with the source values themselves (small sources, see Recorder._rows)
+    lineage: Lineage | None = None  # the table's rows as SQL, counted on the connection for linking (large sources)
+    run: Callable[[str], Any] | None = None  # binds a query as the user's was bound (the lineage's counts)
     #: the result's columns computed from aggregates (``count(*)::varchar || ' people'``, a window):
     #: if the result does not match its evidence, it is checked as an untraced aggregate
     computed: tuple[str, ...] | None = None
@@ -117,6 +128,15 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pend
         notes.append(row_limits.unreadable_rows_note())
     pending = Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
     pending.rows_raw = rows_raw
+    # counted in the engine: counts of rows (no unit, no HAVING). Other statistics publish more
+    # populations than the table's rows (a sum of a 0/1 flag: the flagged rows; distinct counts:
+    # their units) that linking reads from the rows themselves: fetched up to MAX_LINKED_ROWS
+    if unit is None and stats == {"size"} and not p.having:
+        try:
+            pending.lineage = lineage(p, only)
+        except Exception:
+            pending.lineage = None  # (the rows are then fetched, up to MAX_LINKED_ROWS)
+        pending.run = run
     return pending
 
 
@@ -280,13 +300,15 @@ class Recorder:
         return wide
 
     def _rows(self, pending: Pending, facts: pd.DataFrame, shown: pd.DataFrame | None = None
-              ) -> pd.DataFrame | None:
+              ) -> pd.DataFrame | InEngineRows | None:
         """The row fingerprints for linking (None with a note when too many or not available)."""
         if pending.rows is None:
             return None
         if pending.plan.having and pending.plan.grouping:
             return None
         n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
+        if n > row_limits.IN_ENGINE_ROWS and pending.lineage is not None and pending.run is not None:
+            return _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows)  # no row leaves DuckDB
         if n > row_limits.MAX_LINKED_ROWS:
             pending.notes.append(row_limits.too_many_rows_note())
             return None
@@ -327,6 +349,23 @@ class Recorder:
         # not a row identity): a non-unique index keeps linking from aligning them by label
         rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
         return rows
+
+
+def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any) -> InEngineRows:
+    """The table's rows left on the connection: linking counts them there (see
+    :mod:`sdc_magic.evidence.in_engine`). The group of a row is DuckDB's ``hash()`` of its keys
+    where the table's condition holds (NULL elsewhere); counts come back per combination of
+    groups, O(atoms) rows."""
+    inside = f"({rows.condition})"
+    group = f"CASE WHEN {inside} THEN hash({', '.join(rows.keys)}) END" if rows.keys else \
+        f"CASE WHEN {inside} THEN 0::UBIGINT END"
+    labels = list(rows.keys)  # (on every row: linking merges the rows outside the table back)
+    columns = frozenset(str(c) for c in list(hashed.columns)[len(keys):]) if hashed is not None else frozenset()
+
+    def count(expressions: list[str]) -> pd.DataFrame:
+        return run(lineage_query(rows, expressions)).df()
+
+    return InEngineRows("duckdb", rows.base, group, labels, list(keys), columns, count)
 
 
 #: statistics whose displayed value the protection model takes as the cell's value (sums and

@@ -1,0 +1,239 @@
+"""Linking inside DuckDB: tables of many rows are compared without a row leaving the engine.
+
+Above ``evidence/rows.py`` ``IN_ENGINE_ROWS`` source rows a DuckDB count is linked by its lineage (its base
+relation, the condition selecting its rows, its keys: ``capture/sql.py`` ``lineage``); the
+atoms of the session are counted on the connection (``linking/in_engine.py``). The limit is
+lowered here so the red team's 73 people take that path; every verdict must be the one the
+row path gives the same queries, and at most O(cells + atoms) rows may come back.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_engine_pushdown import DUCKDB_CONVERSIONS, counting
+from test_engines_redteam import PEOPLE
+
+from sdc_magic.config import preset
+from sdc_magic.evidence import rows as row_limits
+from sdc_magic.jupyter.session import Session
+from sdc_magic.linking.in_engine import EngineUniverse
+from sdc_magic.records.ledger import Ledger
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    c = duckdb.connect()
+    c.register("src", PEOPLE)
+    c.execute("CREATE TABLE people AS SELECT * FROM src")
+    c.unregister("src")
+    return c
+
+
+@pytest.fixture
+def in_engine(monkeypatch: Any) -> None:
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)  # 73 people: counted in the engine
+
+
+@pytest.fixture
+def fresh() -> Iterator[Callable[..., Session]]:
+    made: list[Session] = []
+
+    def make(folder: Path | None = None) -> Session:
+        s = Session(rules=preset("humanitarian"))
+        if folder is not None:
+            s.ledger = Ledger(folder, persist=True)
+        s.capture.install()
+        made.append(s)
+        return s
+
+    yield make
+    for s in reversed(made):
+        s.capture.uninstall()
+
+
+def _verdict(out: Any) -> tuple[str, tuple]:
+    """Status and the hidden cells (as the user sees them) of one output."""
+    checked = out.checked
+    hidden = tuple(np.flatnonzero(checked.hidden_flat)) if checked is not None else ()
+    return out.metadata["sdc_magic"]["status"], hidden
+
+
+def _engine_universes(sess: Session) -> list[EngineUniverse]:
+    return [u for u in sess.populations.universes if isinstance(u, EngineUniverse)]
+
+
+#: sessions of DuckDB counts over one table: everyone by sex (37/36), then the same rows
+#: without C (2 women, 1 man) written another way; then a third table
+SESSIONS = {
+    "where": ["select sex, count(*) n from people group by sex order by 1",
+              "select sex, count(*) n from people where district <> 'C' group by sex order by 1"],
+    "not in a subquery of the same table": [
+        "select sex, count(*) n from people group by 1 order by 1",
+        "select sex, count(*) n from people where person not in (select person from people where district = 'C') "
+        "group by 1 order by 1"],
+    "semi join with a lookup": [
+        "select sex, count(*) n from people group by 1 order by 1",
+        "select sex, count(*) n from people semi join (select 'A' d union all select 'B') t "
+        "on people.district = t.d group by 1 order by 1"],
+    "anti join": [
+        "select sex, count(*) n from people group by 1 order by 1",
+        "select sex, count(*) n from people anti join (select 'C' as district) c using (district) group by 1 order by 1"],
+    "from a filtered subquery, aliased": [
+        "select p.sex, count(*) n from people as p group by 1 order by 1",
+        "select s.sex, count(*) n from (select * from people where age < 200) s where s.district in ('A', 'B') "
+        "group by 1 order by 1"],
+    "recoded key": [
+        "select sex, count(*) n from people group by 1 order by 1",
+        "select lower(sex) as sex, count(*) n from people where district != 'C' group by 1 order by 1"],
+    "two keys then a margin": [
+        "select district, sex, count(*) n from people group by all order by 1, 2",
+        "select sex, count(*) n from people where age >= 0 group by all order by 1"],
+    "rollup after a filter": [
+        "select sex, count(*) n from people where district <> 'C' group by 1 order by 1",
+        "select district, sex, count(*) n from people group by rollup (district, sex) order by 1, 2"],
+    "three filters": [
+        "select sex, count(*) n from people where district in ('A', 'C') group by 1 order by 1",
+        "select sex, count(*) n from people where district in ('B', 'C') group by 1 order by 1",
+        "select sex, count(*) n from people group by 1 order by 1"],
+    "pivot": [
+        "select sex, count(*) n from people group by 1 order by 1",
+        "pivot (select * from people where district <> 'C') on sex using count(*) group by district order by 1"],
+}
+
+
+@pytest.mark.parametrize("name", list(SESSIONS))
+def test_counted_in_the_engine_the_verdicts_are_those_of_the_rows(name: str, con: Any, fresh: Any,
+                                                                  monkeypatch: Any) -> None:
+    """Same statuses and hidden cells as linking by rows; the engine path taken for every table."""
+    queries = SESSIONS[name]
+    by_rows = fresh()
+    expected = [_verdict(by_rows.publish(con.sql(q))) for q in queries]
+    assert not _engine_universes(by_rows)
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    counted = fresh()
+    got = [_verdict(counted.publish(con.sql(q))) for q in queries]
+    assert got == expected
+    universes = _engine_universes(counted)
+    assert len(universes) == 1 and len(universes[0].populations) >= len(queries) - 1
+
+
+def test_a_display_counted_in_the_engine_moves_only_cells_and_atoms(con: Any, fresh: Any, in_engine: None) -> None:
+    sess = fresh()
+    with counting(duckdb.DuckDBPyRelation, DUCKDB_CONVERSIONS) as moved:
+        sess.publish(con.sql("select district, sex, count(*) n from people group by all order by 1, 2"))
+        second = sess.publish(con.sql("select district, count(*) n from people where age < 100 group by 1 order by 1"))
+    assert second.metadata["sdc_magic"]["status"] == "blocked"  # 40 - 38: the two people over 100 in A
+    # the two tables' facts and forms, and per display one count per atom: never the 73 rows
+    assert 0 < sum(moved) < 73, moved
+    assert max(moved) <= 12
+
+
+def test_a_table_changed_between_outputs_is_not_called_compared(con: Any, fresh: Any, in_engine: None) -> None:
+    """The counts no longer add up to the recorded atoms: the earlier outputs are let go and
+    named; the new table is ``review`` (it may differ from them by the rows changed)."""
+    sess = fresh()
+    assert _verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
+    con.execute("DELETE FROM people WHERE person IN (1, 2)")
+    out = sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
+    meta = out.metadata["sdc_magic"]
+    assert meta["status"] == "review", meta
+    assert "out-1" in " ".join(meta["notes"])
+
+
+def test_rows_read_as_values_and_rows_counted_in_the_engine_are_not_called_compared(con: Any, fresh: Any,
+                                                                                   in_engine: None) -> None:
+    """A pandas table of the same people cannot be matched with the engine's atoms: review, named."""
+    sess = fresh()
+    assert _verdict(sess.publish(PEOPLE.groupby("sex").size()))[0] == "pass"
+    out = sess.publish(con.sql("select sex, count(*) n from people where district <> 'C' group by 1 order by 1"))
+    meta = out.metadata["sdc_magic"]
+    assert meta["status"] == "review" and "identified in different ways" in " ".join(meta["notes"])
+
+
+def test_a_join_beside_tables_counted_in_the_engine_is_review(con: Any, fresh: Any, in_engine: None) -> None:
+    """An inner join may repeat rows: its rows are read (hashes), not counted by lineage."""
+    con.execute("CREATE TABLE lookup AS SELECT * FROM (VALUES ('A', 'north'), ('B', 'south')) t(district, zone)")
+    sess = fresh()
+    sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
+    out = sess.publish(con.sql("select sex, count(*) n from people join lookup using (district) group by 1 order by 1"))
+    assert out.metadata["sdc_magic"]["status"] == "review"
+
+
+def test_a_busy_connection_leaves_the_table_review_not_withheld(con: Any, fresh: Any, in_engine: None,
+                                                                monkeypatch: Any) -> None:
+    from sdc_magic.linking import in_engine as linking_in_engine
+
+    sess = fresh()
+    sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
+
+    def busy(*args: Any, **kwargs: Any) -> Any:
+        raise duckdb.InvalidInputException("the connection is busy with a streaming result")
+
+    monkeypatch.setattr(linking_in_engine, "split", busy)
+    monkeypatch.setattr("sdc_magic.linking.linker.split", busy)
+    out = sess.publish(con.sql("select sex, count(*) n from people where district <> 'C' group by 1 order by 1"))
+    meta = out.metadata["sdc_magic"]
+    assert meta["status"] == "review", meta
+    assert row_limits.NOT_LINKED in " ".join(meta["notes"])
+
+
+def test_after_a_restart_outputs_counted_in_the_engine_are_named_as_not_compared(con: Any, fresh: Any, in_engine: None,
+                                                                                 tmp_path: Path) -> None:
+    first = fresh(tmp_path)
+    assert _verdict(first.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
+    after = fresh(tmp_path)
+    out = after.publish(con.sql("select sex, count(*) n from people where district <> 'C' group by 1 order by 1"))
+    assert out.metadata["sdc_magic"]["status"] == "review"
+
+
+def test_linking_in_the_engine_has_no_row_limit(con: Any, fresh: Any, in_engine: None, monkeypatch: Any) -> None:
+    """Above MAX_LINKED_ROWS too (where the rows path stops): compared, not review."""
+    monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 20)
+    sess = fresh()
+    sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
+    out = sess.publish(con.sql("select sex, count(*) n from people where district <> 'C' group by 1 order by 1"))
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
+
+
+def test_sums_and_unit_counts_still_read_rows(con: Any, fresh: Any, in_engine: None) -> None:
+    """Only row counts are counted by lineage; a sum's rows are read as before (hashes)."""
+    sess = fresh()
+    sess.publish(con.sql("select sex, sum(income) s from people group by 1 order by 1"))
+    entry = max(sess.registry.entries(), key=lambda e: e.id)
+    assert isinstance(entry.source.rows, pd.DataFrame)
+
+
+@pytest.mark.parametrize(("query", "counted"), [
+    ("select sex, count(*) n from people where age > 3 group by 1", True),
+    ("select p.sex, count(*) n from people p where p.person not in (select person from people where age > 90) "
+     "group by 1", True),
+    ("select sex, count(*) n from people semi join t using (district) group by 1", True),
+    ("select sex, count(*) n from (select * from (select * from people where age > 3) a where district = 'A') b "
+     "group by 1", True),
+    ("select sex, count(*) n from people join t using (district) group by 1", False),  # may repeat rows
+    ("select sex, count(*) n from people left join t using (district) group by 1", False),
+    ("with x as (select * from people) select sex, count(*) n from x group by 1", False),
+    ("select sex, count(*) n from (select sex, age + 1 as a from people) s group by 1", False),
+    ("select sex, count(*) n from (select * from people limit 10) s group by 1", False),
+    ("select sex, count(*) n from people where age > ? group by 1", False),
+    ("select sex, count(*) n from people group by 1 qualify n > 2", False),
+])
+def test_which_tables_are_written_as_a_condition_on_one_relation(query: str, counted: bool) -> None:
+    from sdc_magic.capture.sql import plan
+    from sdc_magic.capture.sql_lineage import BASE_ALIAS, lineage
+
+    p = plan(query, ["sex", "n"])
+    found = lineage(p) if p is not None else None
+    assert (found is not None) == counted
+    if found is not None:
+        assert found.base == f"FROM people AS {BASE_ALIAS}"
