@@ -25,6 +25,7 @@ from test_engines_redteam import PEOPLE
 
 from sdc_magic.config import preset
 from sdc_magic.evidence import rows as row_limits
+from sdc_magic.evidence.in_engine import InEngineRows
 from sdc_magic.jupyter.session import Session
 from sdc_magic.linking.in_engine import EngineUniverse
 from sdc_magic.records.ledger import Ledger
@@ -105,6 +106,12 @@ SESSIONS = {
         "select sex, count(*) n from people where district in ('A', 'C') group by 1 order by 1",
         "select sex, count(*) n from people where district in ('B', 'C') group by 1 order by 1",
         "select sex, count(*) n from people group by 1 order by 1"],
+    "sums of one variable": [
+        "select sex, sum(income) s from people group by 1 order by 1",
+        "select sex, sum(income) s from people where district <> 'C' group by 1 order by 1"],
+    "a count, then means of one variable": [
+        "select sex, count(*) n from people group by 1 order by 1",
+        "select sex, avg(age) a, max(age) m from people where district <> 'C' group by 1 order by 1"],
     "pivot": [
         "select sex, count(*) n from people group by 1 order by 1",
         "pivot (select * from people where district <> 'C') on sex using count(*) group by district order by 1"],
@@ -205,10 +212,27 @@ def test_linking_in_the_engine_has_no_row_limit(con: Any, fresh: Any, in_engine:
     assert out.metadata["sdc_magic"]["status"] == "blocked"
 
 
-def test_sums_and_unit_counts_still_read_rows(con: Any, fresh: Any, in_engine: None) -> None:
-    """Only row counts are counted by lineage; a sum's rows are read as before (hashes)."""
+@pytest.mark.parametrize(("query", "counted"), [
+    ("select sex, sum(income) s from people group by 1", True),  # the rows where income is known
+    ("select sex, count(*) n, avg(age) a from people group by 1", False),  # two populations (a flag's mean...)
+    ("select sex, sum(flag) f from people group by 1", False),  # a sum of a 0/1 flag counts the flagged rows
+    ("select sex, count(distinct household) h from people group by 1", False),  # distinct units
+])
+def test_which_statistics_are_counted_in_the_engine(query: str, counted: bool, con: Any, fresh: Any,
+                                                    in_engine: None) -> None:
+    """Counts, and statistics of one variable that is no indicator; the others' rows are read."""
     sess = fresh()
-    sess.publish(con.sql("select sex, sum(income) s from people group by 1 order by 1"))
+    sess.publish(con.sql(query))
+    entry = max(sess.registry.entries(), key=lambda e: e.id)
+    rows = entry.source.rows if entry.source is not None else None
+    assert isinstance(rows, InEngineRows) == counted
+    assert counted or isinstance(rows, pd.DataFrame)
+
+
+def test_a_unit_declared_reads_rows(con: Any, fresh: Any, in_engine: None) -> None:
+    sess = fresh()
+    sess.set_rules(unit="person")
+    sess.publish(con.sql("select sex, count(*) n from people group by 1"))
     entry = max(sess.registry.entries(), key=lambda e: e.id)
     assert isinstance(entry.source.rows, pd.DataFrame)
 

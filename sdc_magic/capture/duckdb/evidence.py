@@ -63,6 +63,7 @@ class Pending:
     rows_raw: Any = None  # the same rows with the source values themselves (small sources, see Recorder._rows)
     lineage: Lineage | None = None  # the table's rows as SQL, counted on the connection for linking (large sources)
     run: Callable[[str], Any] | None = None  # binds a query as the user's was bound (the lineage's counts)
+    lineage_variable: str | None = None  # the one variable whose known rows the lineage covers, if any
     #: the result's columns computed from aggregates (``count(*)::varchar || ' people'``, a window):
     #: if the result does not match its evidence, it is checked as an untraced aggregate
     computed: tuple[str, ...] | None = None
@@ -128,15 +129,18 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pend
         notes.append(row_limits.unreadable_rows_note())
     pending = Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
     pending.rows_raw = rows_raw
-    # counted in the engine: counts of rows (no unit, no HAVING). Other statistics publish more
-    # populations than the table's rows (a sum of a 0/1 flag: the flagged rows; distinct counts:
-    # their units) that linking reads from the rows themselves: fetched up to MAX_LINKED_ROWS
-    if unit is None and stats == {"size"} and not p.having:
+    # counted in the engine: counts of rows, or statistics of one variable (its known rows), with
+    # no unit and no HAVING. Other tables publish populations besides their rows (a mean of a 0/1
+    # flag beside a count: the flagged rows; distinct counts: units) that linking reads from the
+    # rows themselves: fetched up to MAX_LINKED_ROWS. (A sum of a flag: see Recorder._rows.)
+    if unit is None and (stats == {"size"} or only is not None) and "nunique" not in stats and not p.having \
+            and not any(v.startswith(INDICATOR) for v in p.columns):
         try:
             pending.lineage = lineage(p, only)
         except Exception:
             pending.lineage = None  # (the rows are then fetched, up to MAX_LINKED_ROWS)
         pending.run = run
+        pending.lineage_variable = only
     return pending
 
 
@@ -194,7 +198,7 @@ class Recorder:
         keys = pending.plan.keys
         shown = contract.keyed(user.copy(), keys)
         ge = self._evidence(pending, facts, keys)
-        rows = self._rows(pending, facts, shown)
+        rows = self._rows(pending, facts, shown, ge)
         self._register(pending, shown, ge, keys, self._measure_of(pending), rows)
         return shown
 
@@ -225,7 +229,7 @@ class Recorder:
                 cache[fixed] = self._evidence(pending, facts[sel].reset_index(drop=True), list(fixed))
             return cache[fixed]
 
-        rows = self._rows(pending, facts[base])
+        rows = self._rows(pending, facts[base], ge=ge_base)
         measure_of = self._measure_of(pending)
         self._register(pending, shown, ge_base, keys, measure_of, rows, label, margin_evidence)
         # the frame DuckDB itself returns (df(), fetchdf(), execute().df()) shows a margin as a
@@ -253,7 +257,7 @@ class Recorder:
         shown.columns = pd.Index([str(c)[:-len(suffix)] if suffix and str(c).endswith(suffix) else str(c)
                                   for c in shown.columns], dtype=object, name=on)
         ge = self._evidence(pending, facts, keys)
-        rows = self._rows(pending, facts)
+        rows = self._rows(pending, facts, ge=ge)
         self._register(pending, shown, ge, keys, lambda _m: (var, stat), rows)
         # DuckDB's own frame (fetched): value columns unnamed, one measure per column
         wide = contract.keyed(user.copy(), row_keys)
@@ -286,7 +290,7 @@ class Recorder:
         shown = wide.copy()
         shown.columns = pd.MultiIndex.from_tuples([split[c] for c in wide.columns], names=[on, None])
         ge = self._evidence(pending, facts, p.keys)
-        rows = self._rows(pending, facts)
+        rows = self._rows(pending, facts, ge=ge)
 
         def measure_of(m: str) -> tuple[str | None, str]:
             return by_alias.get(str(m).rsplit("|", 1)[-1], (None, "custom"))
@@ -299,15 +303,18 @@ class Recorder:
                        notes=[*pending.notes, "a PIVOT of several aggregates is not linked with other tables"])
         return wide
 
-    def _rows(self, pending: Pending, facts: pd.DataFrame, shown: pd.DataFrame | None = None
+    def _rows(self, pending: Pending, facts: pd.DataFrame, shown: pd.DataFrame | None = None, ge: Any = None
               ) -> pd.DataFrame | InEngineRows | None:
-        """The row fingerprints for linking (None with a note when too many or not available)."""
+        """The row fingerprints for linking (None with a note when too many or not available), or
+        the rows left in DuckDB (:func:`_in_engine`) for a large source. ``ge``: the table's
+        evidence (a sum of an indicator covers the flagged rows only: those rows are read)."""
         if pending.rows is None:
             return None
         if pending.plan.having and pending.plan.grouping:
             return None
         n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
-        if n > row_limits.IN_ENGINE_ROWS and pending.lineage is not None and pending.run is not None:
+        if n > row_limits.IN_ENGINE_ROWS and pending.lineage is not None and pending.run is not None \
+                and not _indicator(ge, pending.lineage_variable):
             return _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows)  # no row leaves DuckDB
         if n > row_limits.MAX_LINKED_ROWS:
             pending.notes.append(row_limits.too_many_rows_note())
@@ -349,6 +356,14 @@ class Recorder:
         # not a row identity): a non-unique index keeps linking from aligning them by label
         rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
         return rows
+
+
+def _indicator(ge: Any, variable: str | None) -> bool:
+    """Whether ``variable`` is an indicator (0/1, two-valued) of the table, or cannot be told."""
+    if variable is None:
+        return False
+    found = getattr(ge, "variables", {}).get(variable) if ge is not None else None
+    return found is None or getattr(found, "ones", None) is not None
 
 
 def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any) -> InEngineRows:
