@@ -3,13 +3,12 @@
 Linking compares the rows behind the cells of different outputs. For a large source an
 engine does not hand those rows to Python (millions of fingerprints); it describes them
 instead (:class:`InEngineRows`): which base rows the table is over (its ``identity``: tables
-with the same identity are over the same rows), the group of each base row as one engine
-expression (NULL outside the table), and its keys' values as expressions; plus a ``count``
-that runs one aggregation on the connection and returns the number of base rows of every
-combination of some expressions' values. Linking (:mod:`sdc_magic.linking.in_engine`) keeps
-one expression per earlier output of the same rows, so the atoms of the session (the groups
-of rows its outputs separate together) are counted in the engine: O(atoms) rows come back,
-none of the microdata's.
+with the same identity are over the same rows), the condition that selects its rows and its
+keys, as engine expressions; plus a ``count`` that runs one aggregation on the connection and
+returns the number of base rows of every combination of some expressions' values. Linking
+(:mod:`sdc_magic.linking.in_engine`) keeps the expressions of every earlier output of the same
+rows, so the atoms of the session (the groups of rows its outputs separate together) are
+counted in the engine: O(atoms) rows come back, none of the microdata's.
 
 It lives here, below both, so capture never imports linking.
 """
@@ -28,8 +27,8 @@ class InEngineRows:
 
     engine: str
     identity: str  # the base rows (e.g. the FROM clause): the same identity, the same rows
-    group: str  # per base row, a 64-bit value naming its group in this table; NULL outside it
-    labels: list[str]  # per key, the key's value of each base row (as the table computes it)
+    condition: str  # per base row, whether it is in the table (never NULL)
+    key_expressions: list[str]  # per key, its value on each base row (as the table computes it)
     keys: list[str]  # the keys' names in the table
     columns: frozenset[str]  # the base rows' column names (notes name the columns outputs share)
     #: rows of every combination of the expressions' values: columns g0, g1, … and n

@@ -4,20 +4,20 @@ A row universe (:mod:`.universes`) holds a fingerprint per row and the atom of e
 For a large engine source that meant fetching every row's keys and hashes into Python
 (1M rows: most of a DuckDB display's time) and, above ``MAX_LINKED_ROWS``, no linking.
 An :class:`EngineUniverse` holds no row at all: the tables of one base (the same
-``InEngineRows.identity``) are over the same rows, and each recorded output is one engine
-expression naming the group of every base row (NULL outside the output). The atoms of the
-universe are the combinations of those expressions' values that occur; each atom is known
-by the tuple of its values (:class:`AtomKeys`). A new table splits the atoms by one
-aggregation in the engine, ``GROUP BY`` every recorded expression and the new table's
-group and keys, ``count(*)``: O(atoms) rows come back (:func:`split`).
+``InEngineRows.identity``) are over the same rows, and each recorded output is its
+condition and key expressions with the labels of its groups (:class:`Recorded`). A new
+table cuts the atoms by one aggregation in the engine: ``GROUP BY`` every recorded and new
+key expression and condition, ``count(*)`` (:func:`split`). Each returned row is placed in
+each recorded output's group by its labels, so its atom (the tuple of those groups) is
+known exactly; rows of one atom and one new group are merged. O(atoms × key values) rows come
+back, none of the data's, and no fingerprint is bet on.
 
 Populations over these atoms are the same :class:`.populations.Population` as over row
 universes: differencing and the joint audit read atoms and groups only, so they are
 unchanged. What an engine universe cannot do: count distinct units (so it is used only for
-tables of row counts without a unit), match rows of another engine or of pandas (tables of
-the same people in pandas are another universe; above 1M rows only, where they were compared
-within one engine before), and survive a kernel restart (its outputs are then named as not
-compared, see ``Linker.unlinked``).
+tables without a unit), match rows of another engine, of pandas or of another base (tables
+of the same people there are other universes: ``Linker.across_engine_note``), and survive a
+kernel restart (its outputs are then named as not compared, see ``Linker.unlinked``).
 """
 
 from __future__ import annotations
@@ -30,26 +30,32 @@ import numpy as np
 import pandas as pd
 
 from ..evidence.in_engine import InEngineRows
-from .identity import MISSING, combine
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recorded output of an engine universe: which rows are in it and the group of each."""
+
+    keys: tuple[str, ...]  # key expressions
+    condition: str  # the condition selecting its rows
+    index: pd.Index  # the labels its groups were counted under (as the engine returns them)
+    group_of: np.ndarray  # per label in ``index``, the output's group (-1: a group it does not show)
 
 
 @dataclass(frozen=True)
 class AtomKeys:
-    """The atoms of an engine universe: per atom, the value of each recorded expression
-    (uint64; ``MISSING`` where it is NULL), and the expressions in the order recorded."""
+    """The atoms of an engine universe: per atom, its group in each recorded output (-1: outside)."""
 
-    values: np.ndarray  # (atoms, expressions) uint64
-    expressions: tuple[str, ...]
+    groups: np.ndarray  # (atoms, outputs) int64
+    recorded: tuple[Recorded, ...]
 
     def index(self) -> pd.Index:
-        """Each atom's key: the combination of its values (an empty universe: one atom)."""
-        if not self.expressions:
-            return pd.Index(np.zeros(len(self.values), dtype=np.uint64))
-        return pd.Index(combine([self.values[:, j] for j in range(self.values.shape[1])]))
+        """Each atom's key: the combination of its groups (an empty universe: one atom)."""
+        return _tuples(self.groups)
 
 
 class EngineUniverse:
-    """The rows of one engine base, never fetched: atoms as combinations of expressions' values."""
+    """The rows of one engine base, never fetched: atoms as combinations of outputs' groups."""
 
     in_engine = True
 
@@ -61,7 +67,7 @@ class EngineUniverse:
         #: the base's column names, for the notes that name the columns outputs share (no hashes)
         self.hashes: dict[Any, np.ndarray] = {c: np.zeros(0, dtype=np.uint64) for c in sorted(rows.columns)}
         self.key_columns: set[Any] = set(rows.keys)
-        self.row_atom = AtomKeys(np.zeros((1, 0), dtype=np.uint64), ())
+        self.row_atom = AtomKeys(np.zeros((1, 0), dtype=np.int64), ())
         self.atom_size = np.zeros(1, dtype=np.int64)
         self.populations: list[Any] = []
         self.version = 0
@@ -75,7 +81,7 @@ class EngineUniverse:
         return len(self.atom_size)
 
     def nbytes(self) -> int:
-        return self.row_atom.values.nbytes + self.atom_size.nbytes + sum(p.nbytes() for p in self.populations)
+        return self.row_atom.groups.nbytes + self.atom_size.nbytes + sum(p.nbytes() for p in self.populations)
 
     def locate(self, frame: Any, keys: list[str]) -> None:
         """Frames of rows are never found here (their universe is a row universe)."""
@@ -89,11 +95,19 @@ class EngineUniverse:
 class Split:
     """A new table's cut of an engine universe's atoms (one engine aggregation)."""
 
-    labels: pd.DataFrame  # per new atom, the table's keys (NaN/None outside the table)
+    labels: pd.DataFrame  # per new atom, the table's keys as the engine returns them
     inside: np.ndarray  # per new atom: in the table
-    atoms: AtomKeys  # the new atoms
     parent: np.ndarray  # per new atom, its atom before this table
     atom_size: np.ndarray  # rows per new atom
+    earlier: AtomKeys  # the atoms before this table
+    rows: InEngineRows
+
+    def atoms(self, index: pd.Index, group_of: np.ndarray, group: np.ndarray) -> AtomKeys:
+        """The new atoms once the table's groups are known: ``index`` the labels its groups were
+        counted under, ``group_of`` each label's group, ``group`` each new atom's group."""
+        done = Recorded(tuple(self.rows.key_expressions), self.rows.condition, index, np.asarray(group_of, np.int64))
+        groups = np.column_stack([self.earlier.groups[self.parent], np.asarray(group, dtype=np.int64)])
+        return AtomKeys(groups, (*self.earlier.recorded, done))
 
 
 def place(universes: list[Any], rows: InEngineRows) -> EngineUniverse:
@@ -111,45 +125,63 @@ def place(universes: list[Any], rows: InEngineRows) -> EngineUniverse:
 def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     """Count the base rows of every (atom, group of the new table) in the engine.
 
-    None when the counts do not add up to the universe's atoms (the base's rows changed since
-    the recorded outputs were counted): the universe is marked stale (a new one is started for
-    later tables, and the caller names the earlier outputs as not compared).
+    None when the counts do not add up to the universe's atoms, or a recorded output's rows
+    show labels it never counted (the base's rows changed since): the universe is marked stale
+    (a new one is started for later tables, and the caller names the earlier outputs).
     """
-    recorded = list(u.row_atom.expressions)
-    k = len(recorded)
-    frame = rows.count([*recorded, rows.group, *rows.labels])
+    earlier = u.row_atom
+    expressions: list[str] = []
+
+    def column(expression: str) -> str:
+        if expression not in expressions:
+            expressions.append(expression)
+        return f"g{expressions.index(expression)}"
+
+    wanted = [([column(k) for k in r.keys], column(r.condition)) for r in earlier.recorded]
+    mine = ([column(k) for k in rows.key_expressions], column(rows.condition))
+    frame = rows.count(list(expressions))
     n = pd.to_numeric(frame["n"]).to_numpy(dtype=np.int64)
-    old = np.column_stack([_uint64(frame[f"g{j}"]) for j in range(k)]) if k else np.zeros((len(frame), 0), np.uint64)
-    new_group = _uint64(frame[f"g{k}"])
-    if k:
-        parent = np.asarray(u.row_atom.index().get_indexer(combine([old[:, j] for j in range(k)])), dtype=np.int64)
+    old = np.zeros((len(frame), len(wanted)), dtype=np.int64)
+    for j, ((keys, cond), r) in enumerate(zip(wanted, earlier.recorded, strict=True)):
+        inside = frame[cond].to_numpy(dtype=bool)
+        found = np.asarray(r.index.get_indexer(_labels(frame, keys, r.index)), dtype=np.int64) if keys             else np.zeros(len(frame), dtype=np.int64)
+        if (inside & (found < 0)).any():
+            u.stale = True  # rows under labels the output never counted
+            return None
+        old[:, j] = np.where(inside, r.group_of[np.maximum(found, 0)], -1)
+    if earlier.recorded:
+        parent = np.asarray(earlier.index().get_indexer(_tuples(old)), dtype=np.int64)
         sizes = np.bincount(np.maximum(parent, 0), weights=n, minlength=u.n_atoms).astype(np.int64)
         if (parent < 0).any() or not np.array_equal(sizes, u.atom_size):
             u.stale = True
             return None
     else:
         parent = np.zeros(len(frame), dtype=np.int64)
-        if not u.populations:
-            u.n = int(n.sum())
-            u.atom_size = np.array([u.n], dtype=np.int64)
-    # the keys are counted as the engine computes them for the table (the same types as the
-    # table's own labels), on every row: rows outside the table are merged back per atom
-    inside = frame[f"g{k}"].notna().to_numpy()
-    rows_in, rows_out = np.flatnonzero(inside), np.flatnonzero(~inside)
-    atoms_out, first, which = np.unique(parent[rows_out], return_index=True, return_inverse=True)
-    take = np.concatenate([rows_in, rows_out[first]])
-    size = np.concatenate([n[rows_in], np.bincount(which, weights=n[rows_out], minlength=len(atoms_out))
-                           .astype(np.int64)])
-    labels = frame[[f"g{k + 1 + j}" for j in range(len(rows.keys))]].iloc[take].reset_index(drop=True)
+        u.n = int(n.sum())
+        u.atom_size = np.array([u.n], dtype=np.int64)
+    # one new atom per (atom, the table's labels) for rows in the table, per atom for the rest
+    # (rows the GROUP BY told apart by expressions that do not matter to them are merged back)
+    keys, cond = mine
+    inside = frame[cond].to_numpy(dtype=bool)
+    labels = frame[keys].reset_index(drop=True)
     labels.columns = pd.Index(rows.keys)
-    values = np.column_stack([old[take], new_group[take]]) if len(take) else np.zeros((0, k + 1), np.uint64)
-    return Split(labels, inside[take], AtomKeys(values, (*recorded, rows.group)), parent[take], size)
+    merge = labels.where(pd.Series(inside).to_numpy()[:, None].repeat(len(keys), axis=1)) if keys else labels
+    merge = merge.assign(__parent=parent, __inside=inside)
+    which = merge.groupby(list(merge.columns), dropna=False, sort=False).ngroup().to_numpy()
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(which), prepend=-1) > 0)
+    size = np.bincount(which, weights=n, minlength=len(first)).astype(np.int64)
+    return Split(labels.iloc[first].reset_index(drop=True), inside[first], parent[first], size, earlier, rows)
 
 
-def _uint64(col: pd.Series) -> np.ndarray:
-    """An engine's 64-bit values as uint64, NULL as ``MISSING``."""
-    known = col.notna().to_numpy()
-    out = np.full(len(col), MISSING, dtype=np.uint64)
-    if known.any():
-        out[known] = pd.to_numeric(col[known]).to_numpy().astype(np.uint64)
-    return out
+def _labels(frame: pd.DataFrame, columns: list[str], like: pd.Index) -> pd.Index:
+    """The labels in ``columns`` of ``frame`` as an index comparable with ``like``."""
+    if len(columns) == 1 and not isinstance(like, pd.MultiIndex):
+        return pd.Index(frame[columns[0]])
+    return pd.MultiIndex.from_arrays([frame[c] for c in columns])
+
+
+def _tuples(groups: np.ndarray) -> pd.Index:
+    """One label per row of a matrix of group ids: the tuple of its groups."""
+    if groups.shape[1] == 0:
+        return pd.Index(np.zeros(len(groups), dtype=np.int64))
+    return pd.MultiIndex.from_arrays([groups[:, j] for j in range(groups.shape[1])])

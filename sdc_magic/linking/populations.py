@@ -213,7 +213,10 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
             return None
         universe, split = placed_in_engine
         frame, keys = split.labels, list(engine_rows.keys)
-        ids, index = _compute_group_ids(frame, keys)
+        if keys:
+            ids, index = _compute_group_ids(frame, keys)
+        else:
+            ids, index = np.zeros(len(frame), dtype=np.int64), pd.Index(["all"])
         ids = np.where(split.inside, ids, -1)
         combined = None
     else:
@@ -258,7 +261,9 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     margins_public = bool(((positions >= 0) & margin[np.maximum(positions, 0)]).any())
     n_groups = len(labels)
     if split is not None:  # one new atom per row of the engine's counts
-        codes, parent, group, atom_size = split.atoms, split.parent, ids.astype(np.int32), split.atom_size
+        group_of = np.where(in_table, np.arange(n_groups), -1) if n_groups else np.zeros(0, dtype=np.int64)
+        parent, group, atom_size = split.parent, ids.astype(np.int32), split.atom_size
+        codes = split.atoms(index, group_of, group)
     else:
         placed = place(frame, [k for k in keys if k != "__variant"])
         if placed is None:

@@ -368,19 +368,15 @@ def _indicator(ge: Any, variable: str | None) -> bool:
 
 def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any) -> InEngineRows:
     """The table's rows left on the connection: linking counts them there (see
-    :mod:`sdc_magic.evidence.in_engine`). The group of a row is DuckDB's ``hash()`` of its keys
-    where the table's condition holds (NULL elsewhere); counts come back per combination of
-    groups, O(atoms) rows."""
-    inside = f"({rows.condition})"
-    group = f"CASE WHEN {inside} THEN hash({', '.join(rows.keys)}) END" if rows.keys else \
-        f"CASE WHEN {inside} THEN 0::UBIGINT END"
-    labels = list(rows.keys)  # (on every row: linking merges the rows outside the table back)
+    :mod:`sdc_magic.evidence.in_engine`): per combination of the session's keys and
+    conditions, O(atoms) rows."""
+    condition = f"COALESCE(({rows.condition}), FALSE)"
     columns = frozenset(str(c) for c in list(hashed.columns)[len(keys):]) if hashed is not None else frozenset()
 
     def count(expressions: list[str]) -> pd.DataFrame:
         return run(lineage_query(rows, expressions)).df()
 
-    return InEngineRows("duckdb", rows.base, group, labels, list(keys), columns, count)
+    return InEngineRows("duckdb", rows.base, condition, list(rows.keys), list(keys), columns, count)
 
 
 #: statistics whose displayed value the protection model takes as the cell's value (sums and
