@@ -5,6 +5,7 @@
     python benchmarks/engines.py --large    # 100M rows (DuckDB only; needs ~8 GB)
     python benchmarks/engines.py --spark --rows 1e6   # PySpark local[2] (Java 17), rows generated in Spark
     python benchmarks/engines.py --only polars
+    python benchmarks/engines.py --rows 1e6 --session 40   # 40 related DuckDB tables in one session
 
 *plain*: the call, its result as the notebook gets it (DuckDB ``.df()``, a polars frame,
 a lazy query ``.collect()``) and the HTML IPython formats for it, without the extension.
@@ -113,6 +114,8 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="100M rows (DuckDB only)")
     parser.add_argument("--spark", action="store_true", help="PySpark local[2] instead of polars and DuckDB")
     parser.add_argument("--only", choices=["polars", "duckdb", "pandas"], help="one engine")
+    parser.add_argument("--session", type=int, default=0,
+                        help="DuckDB only: this many related tables displayed in one session (filters, margins)")
     args = parser.parse_args()
     rows = int(1e8 if args.large else args.rows)
     if args.spark:
@@ -132,6 +135,9 @@ def main() -> None:
     print(f"{rows:,} rows, {args.cells:,}-cell tables, generated in {time.perf_counter() - t0:.1f} s "
           f"(polars {pl.__version__}, duckdb {duckdb.__version__}, pandas {pd.__version__}; {load()})")
 
+    if args.session:
+        duckdb_session(con, args.session)
+        return
     keys = ["region", "activity", "size"]
     q_count = "SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"
     q_sum = "SELECT region, activity, size, sum(turnover) AS turnover FROM t GROUP BY ALL"
@@ -158,6 +164,46 @@ def main() -> None:
     results = [measure(engine, op, make, args) for engine, op, make in cases]
     print(f"({load()})")
     table(results)
+
+
+def duckdb_session(con: Any, n: int) -> None:
+    """``n`` related DuckDB tables in one session, as an analysis goes: filters of the same
+    table, coarser groupings, a sum now and then. Per table, plain (the query and its HTML)
+    and checked (the display with recording and linking on, in the one session) side by side;
+    what a user waits for as the session grows, and the verdicts."""
+    from sdc_magic.config import preset
+    from sdc_magic.jupyter.session import Session
+
+    groupings = ["region, activity, size", "region, size", "activity, size", "region", "region, activity"]
+    filters = ["TRUE", "size <> 6", "activity <> 'a00'", "region <> 'r000'", "size < 5", "turnover > 1"]
+    queries = []
+    for i in range(n):
+        keys, where = groupings[i % len(groupings)], filters[(i // len(groupings)) % len(filters)]
+        stat = "sum(turnover) AS turnover" if i % 7 == 6 else "count(*) AS n"
+        queries.append(f"SELECT {keys}, {stat} FROM t WHERE {where} GROUP BY ALL")
+    sess = Session(rules=preset("insee"))
+    sess.capture.install()
+    ratios, statuses, checked_s = [], [], []
+    try:
+        for q in queries:
+            gc.collect()
+            t0 = time.perf_counter()
+            _formatted(con.sql(q).df())
+            plain = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            out = sess.publish(con.sql(q))
+            checked = time.perf_counter() - t0
+            ratios.append(checked / plain)
+            checked_s.append(checked)
+            statuses.append(out.metadata["sdc_magic"]["status"])
+    finally:
+        sess.capture.uninstall()
+    counts = {s: statuses.count(s) for s in dict.fromkeys(statuses)}
+    half = max(n // 2, 1)
+    print(f"DuckDB session of {n} tables: checked {statistics.median(checked_s):.3f} s median per display "
+          f"({statistics.median(ratios):.2f}x plain); first {checked_s[0]:.3f} s, last {checked_s[-1]:.3f} s; "
+          f"second half / first half {statistics.median(checked_s[half:]) / statistics.median(checked_s[:half]):.2f}; "
+          f"statuses {counts}", flush=True)
 
 
 def table(results: list[tuple]) -> None:
