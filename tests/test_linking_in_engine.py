@@ -112,9 +112,21 @@ SESSIONS = {
         "select district, sex, count(*) n from people group by all order by 1, 2",
         "select sex, count(*) n from people group by 1 order by 1",
         "select district, sex, count(*) n from people where district <> 'C' group by all order by 1, 2"],
+    "a common table expression": [
+        "select sex, count(*) n from people group by 1 order by 1",
+        "with adults as (select * from people where age >= 18) select sex, count(*) n from adults "
+        "where district <> 'C' group by 1 order by 1"],
+    "the same table shown again after others": [
+        "select district, sex, count(*) n from people group by all order by 1, 2",
+        "select sex, count(*) n from people where age < 90 group by 1 order by 1",
+        "select district, count(*) n from people where district <> 'A' group by 1 order by 1",
+        "select district, sex, count(*) n from people group by all order by 1, 2"],
     "sums of one variable": [
         "select sex, sum(income) s from people group by 1 order by 1",
         "select sex, sum(income) s from people where district <> 'C' group by 1 order by 1"],
+    "counts beside means, then a filter": [
+        "select sex, count(*) n, avg(age) a from people group by 1 order by 1",
+        "select sex, count(*) n, max(income) m from people where district <> 'C' group by 1 order by 1"],
     "a count, then means of one variable": [
         "select sex, count(*) n from people group by 1 order by 1",
         "select sex, avg(age) a, max(age) m from people where district <> 'C' group by 1 order by 1"],
@@ -137,7 +149,7 @@ def test_counted_in_the_engine_the_verdicts_are_those_of_the_rows(name: str, con
     got = [_verdict(counted.publish(con.sql(q))) for q in queries]
     assert got == expected
     universes = _engine_universes(counted)
-    assert len(universes) == 1 and len(universes[0].populations) >= len(queries) - 1
+    assert len(universes) == 1 and universes[0].populations
 
 
 def test_a_display_counted_in_the_engine_moves_only_cells_and_atoms(con: Any, fresh: Any, in_engine: None) -> None:
@@ -220,7 +232,9 @@ def test_linking_in_the_engine_has_no_row_limit(con: Any, fresh: Any, in_engine:
 
 @pytest.mark.parametrize(("query", "counted"), [
     ("select sex, sum(income) s from people group by 1", True),  # the rows where income is known
-    ("select sex, count(*) n, avg(age) a from people group by 1", False),  # two populations (a flag's mean...)
+    ("select sex, count(*) n, avg(age) a from people group by 1", True),  # (age is no 0/1 flag)
+    ("select sex, count(*) n, avg(flag) a from people group by 1", False),  # publishes the flagged rows too
+    ("select sex, count(*) n, count(income) k from people group by 1", False),  # and the rows where it is known
     ("select sex, sum(flag) f from people group by 1", False),  # a sum of a 0/1 flag counts the flagged rows
     ("select sex, count(distinct household) h from people group by 1", False),  # distinct units
 ])
@@ -252,7 +266,8 @@ def test_a_unit_declared_reads_rows(con: Any, fresh: Any, in_engine: None) -> No
      "group by 1", True),
     ("select sex, count(*) n from people join t using (district) group by 1", False),  # may repeat rows
     ("select sex, count(*) n from people left join t using (district) group by 1", False),
-    ("with x as (select * from people) select sex, count(*) n from x group by 1", False),
+    ("with x as (select * from people where age > 3) select sex, count(*) n from x group by 1", True),
+    ("with x as (select * from people), y as (select 1) select sex, count(*) n from x group by 1", False),
     ("select sex, count(*) n from (select sex, age + 1 as a from people) s group by 1", False),
     ("select sex, count(*) n from (select * from people limit 10) s group by 1", False),
     ("select sex, count(*) n from people where age > ? group by 1", False),
@@ -287,9 +302,62 @@ def test_a_label_only_outside_the_table_leaves_its_margins_published(fresh: Any,
     queries = ["select region, activity, size, count(*) n from f group by all order by 1, 2, 3",
                "select region, activity, count(*) n from f group by all order by 1, 2",
                "select region, activity, size, count(*) n from f where size <> 6 group by all order by 1, 2, 3"]
+    def differencing(verdict: tuple) -> set:
+        return {cell[0] for cell, rules in verdict[2] if "differencing" in rules}
+
     by_rows = fresh()
     expected = [_verdict(by_rows.publish(con.sql(q))) for q in queries]
-    assert "differencing" in {rule for _, rules in expected[-1][2] for rule in rules}
+    assert differencing(expected[-1])
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     counted = fresh()
-    assert [_verdict(counted.publish(con.sql(q))) for q in queries] == expected
+    got = [_verdict(counted.publish(con.sql(q))) for q in queries]
+    # the same statuses, and differences found in both. Which cell of a difference is hidden
+    # depends on the order differencing meets the groups in (the engine returns them sorted, the
+    # rows come in order of rows); the joint audit with the earlier outputs then judges the
+    # pattern in both (before the fix: 1 cell found by the engine, 4 by the rows)
+    assert [v[0] for v in got] == [v[0] for v in expected]
+    assert len(differencing(got[-1])) >= len(differencing(expected[-1])) - 1 >= 3
+
+
+@pytest.mark.parametrize("query", [
+    # red team: other columns or other rows than the base's under the same names
+    "select sex, count(*) n from (select * replace (case when district = 'C' then 'X' else sex end as sex) "
+    "from people) s where sex <> 'X' group by 1",
+    "select district, count(*) n from (select * rename (income as inc, age as income) from people) s "
+    "where income < 100 group by 1",
+    "select sex, count(*) n from (select * from people using sample 70 rows (reservoir, 1)) s group by 1",
+    "select sex, count(*) n from people tablesample 90% group by 1",
+    "select sex, count(*) n from people t(a, b, c, sex) group by 1",
+    "select sex, count(*) n from (select * from people) s(a, b, district) group by 1",
+    "select sex, count(*) n from people where random() < 0.5 group by 1",
+    "select sex, count(*) n from __sdc_relation group by 1",  # (a captured relation's placeholder)
+    "select sex, count(*) n from people semi join (select 'A' as district) using (district) group by 1",
+])
+def test_what_is_not_one_relation_filtered_is_not_counted_by_lineage(query: str) -> None:
+    from sdc_magic.capture.sql import plan
+    from sdc_magic.capture.sql_lineage import lineage
+
+    p = plan(query, ["district" if query.startswith("select district") else "sex", "n"])
+    assert p is not None and lineage(p) is None
+
+
+def test_names_of_one_relation_are_one_base() -> None:
+    from sdc_magic.capture.sql import plan
+    from sdc_magic.capture.sql_lineage import lineage
+
+    found = {lineage(plan(f"select sex, count(*) n from {name} group by 1", ["sex", "n"])).identity
+             for name in ("people", "PEOPLE", '"People"', "main.people", "people AS p")}
+    assert found == {"people"}
+
+
+def test_rows_changed_under_recorded_outputs_leave_every_later_table_review(con: Any, fresh: Any,
+                                                                            in_engine: None) -> None:
+    """Red team: an INSERT between outputs let go of the recorded outputs; one table was review
+    and the next, everyone but C, was compared with the new base alone: 35/35 at pass."""
+    sess = fresh()
+    assert _verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
+    con.execute("INSERT INTO people SELECT * FROM people WHERE person = 0")
+    statuses = [sess.publish(con.sql(q)).metadata["sdc_magic"]["status"] for q in (
+        "select district, count(*) n from people group by 1 order by 1",
+        "select sex, count(*) n from people where district <> 'C' group by 1 order by 1")]
+    assert statuses == ["review", "review"]

@@ -13,22 +13,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import contract
 from .sql import Plan
 
 
 @dataclass
 class Lineage:
-    """Where a table's rows come from, as SQL: its base rows (``WITH``, ``FROM``, joins, no
-    condition), the condition that selects its rows among them, and its keys' expressions.
+    """Where a table's rows come from, as SQL: its base relation, the condition that selects
+    its rows among them, and its keys' expressions.
 
     Two tables over the same base are tables of the same rows: linking counts the rows of
     every combination of their groups on the connection (:mod:`sdc_magic.evidence.in_engine`),
     and no row leaves DuckDB.
     """
 
-    base: str  # "FROM ... [JOIN ...]": the base rows, without a SELECT list or condition
+    base: str  # "FROM <relation> AS _sdc_base": the base rows, without a SELECT list or condition
     condition: str  # a boolean expression over the base's columns ("TRUE": every row)
     keys: list[str]  # per key, its expression over the base's columns
+    #: the base as DuckDB resolves it: names without case or quotes, the default schema ``main``
+    #: left out (``people``, ``PEOPLE``, ``"people"`` and ``main.people`` are one relation)
+    identity: str = ""
 
 
 #: the alias every lineage gives its base table, so that tables written ``FROM t``,
@@ -49,10 +53,10 @@ def lineage(p: Plan, only_known: str | None = None) -> Lineage | None:
     from sqlglot import exp
 
     select = p.select.copy()
-    if any(True for _ in select.find_all(exp.Placeholder, exp.Parameter)):
+    if any(True for _ in select.find_all(exp.Placeholder, exp.Parameter)) or volatile(select):
         return None
     if select.args.get("qualify") is not None or select.args.get("distinct") is not None \
-            or select.args.get("with") or select.args.get("with_"):
+            or not _inline_cte(select):
         return None
     flat = _one_relation(select)
     if flat is None:
@@ -77,7 +81,20 @@ def lineage(p: Plan, only_known: str | None = None) -> Lineage | None:
     base = table.copy()
     base.set("alias", exp.TableAlias(this=exp.to_identifier(BASE_ALIAS)))
     keys = [rebased(n.unalias().copy()).sql("duckdb") for n in p.key_nodes]
-    return Lineage(f"FROM {base.sql('duckdb')}", text, keys)
+    return Lineage(f"FROM {base.sql('duckdb')}", text, keys, _identity(table))
+
+
+def _identity(table: Any) -> str:
+    """The relation a table reference names, as DuckDB resolves it (see :attr:`Lineage.identity`)."""
+    from sqlglot import exp
+
+    if not isinstance(table.this, exp.Identifier):
+        return table.this.sql("duckdb")  # a table function: read_parquet('f.parquet')
+    parts = [table.args.get("catalog"), table.args.get("db"), table.this]
+    names = [str(part.name).lower() for part in parts if part is not None and str(part.name)]
+    if len(names) >= 2 and names[-2] == "main" and len(names) == 2:
+        names = names[-1:]
+    return ".".join(names)
 
 
 def _inner_scope(column: Any, root: Any) -> bool:
@@ -109,9 +126,14 @@ def _one_relation(select: Any) -> tuple[Any, set[str], list[Any]] | None:
     aliases = {inner.alias_or_name}
     while isinstance(inner, exp.Subquery):  # FROM (SELECT * FROM t WHERE …) s
         body = inner.this
+        # only a bare star keeps the rows and their columns as they are: * REPLACE / RENAME /
+        # EXCLUDE, a sample, or a column alias list ``s(a, b)`` give other columns or other rows
+        # (red team: ``* REPLACE (CASE WHEN district = 'C' THEN 'X' ELSE sex END AS sex)`` read as
+        # the base's sex, and everyone but C cleared beside everyone)
         if not isinstance(body, exp.Select) or [type(e) for e in body.expressions] != [exp.Star] \
+                or any(v for v in body.expressions[0].args.values()) or _renamed(inner) \
                 or any(body.args.get(a) for a in ("group", "having", "qualify", "distinct", "limit", "offset",
-                                                    "joins", "with", "with_")):
+                                                    "joins", "with", "with_", "sample")):
             return None
         found = _one_relation(body)
         if found is None:
@@ -121,8 +143,9 @@ def _one_relation(select: Any) -> tuple[Any, set[str], list[Any]] | None:
         if body.args.get("where") is not None:
             conditions.append(body.args["where"].this)
         conditions.extend(extra)
-    if not isinstance(inner, exp.Table) or inner.args.get("joins"):
-        return None
+    if not isinstance(inner, exp.Table) or inner.args.get("joins") or inner.args.get("sample") or _renamed(inner) \
+            or inner.name.lower().startswith(contract.PREFIX) or select.args.get("sample"):
+        return None  # (a captured relation's placeholder name is no relation of its own: every one is called so)
     aliases.add(inner.alias_or_name)
     for join in select.args.get("joins") or []:
         kind = str(join.args.get("kind") or "").upper()
@@ -131,7 +154,7 @@ def _one_relation(select: Any) -> tuple[Any, set[str], list[Any]] | None:
         other = join.this
         on = join.args.get("on")
         using = join.args.get("using") or []
-        if on is None and not using:
+        if (on is None and not using) or (using and not other.alias_or_name):
             return None
         match = [on] if on is not None else []
         match += [exp.EQ(this=exp.column(u.name, inner.alias_or_name), expression=exp.column(u.name, other.alias_or_name))
@@ -143,7 +166,58 @@ def _one_relation(select: Any) -> tuple[Any, set[str], list[Any]] | None:
     return inner, aliases, conditions
 
 
+def _inline_cte(select: Any) -> bool:
+    """Replace a common table expression read once, as the FROM relation, by its subquery
+    (``WITH x AS (SELECT * FROM t WHERE c) SELECT … FROM x``): then flattened as any
+    ``FROM (SELECT * …)``. False when the query has others, or reads it elsewhere."""
+    from sqlglot import exp
+
+    with_ = select.args.get("with") or select.args.get("with_")
+    if with_ is None:
+        return True
+    ctes = list(with_.expressions)
+    source = select.args.get("from") or select.args.get("from_")
+    if with_.args.get("recursive") or len(ctes) != 1 or source is None or not isinstance(source.this, exp.Table):
+        return False
+    name = ctes[0].alias_or_name
+    table = source.this
+    reads = [t for t in select.find_all(exp.Table) if t.name == name and not t.args.get("db")]
+    if table.name != name or table.args.get("db") or reads != [table]:
+        return False
+    alias = table.alias_or_name
+    table.replace(exp.Subquery(this=ctes[0].this.copy(), alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    for arg in ("with", "with_"):
+        select.set(arg, None)
+    return True
+
+
+def _renamed(relation: Any) -> bool:
+    """Whether a relation's alias renames its columns (``t(a, b)``)."""
+    alias = relation.args.get("alias")
+    return alias is not None and bool(alias.args.get("columns"))
+
+
+#: functions whose value differs between two runs of one query: a condition or key using one
+#: selects other rows each time the session's atoms are counted (``random() < 0.5``)
+VOLATILE = frozenset({"rand", "random", "uuid", "gen_random_uuid", "now", "current_timestamp", "current_time",
+                      "current_date", "get_current_timestamp", "transaction_timestamp", "nextval", "currval",
+                      "setseed", "localtimestamp", "localtime"})
+
+
+def volatile(node: Any) -> bool:
+    """Whether ``node`` calls a function whose value differs between runs (:data:`VOLATILE`)."""
+    from sqlglot import exp
+
+    for func in node.find_all(exp.Func):
+        name = func.name if isinstance(func, exp.Anonymous) else type(func).__name__
+        if str(name).lower().replace("_", "") in {v.replace("_", "") for v in VOLATILE}:
+            return True
+    return False
+
+
 def lineage_query(rows: Lineage, expressions: list[str]) -> str:
-    """The count of base rows (``n``) of every combination of ``expressions``' values (``g0``, …)."""
+    """The count of base rows (``n``) of every combination of ``expressions``' values (``g0``, …),
+    in a fixed order (a parallel ``GROUP BY`` returns its groups in any order: the groups' order
+    is part of what linking records, and a verdict must not depend on a thread's timing)."""
     items = ", ".join(f"{e} AS g{i}" for i, e in enumerate(expressions))
-    return f"SELECT {items}, count(*) AS n {rows.base} GROUP BY ALL"
+    return f"SELECT {items}, count(*) AS n {rows.base} GROUP BY ALL ORDER BY ALL"

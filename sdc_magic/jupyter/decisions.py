@@ -95,9 +95,13 @@ def decision_key(rules: Any, entry: Any, positions: np.ndarray, frame: pd.DataFr
     atoms = draft.new_row_atom
     if isinstance(atoms, np.ndarray):
         _update_array(h, np.asarray(pop.group)[atoms])
-    else:  # rows left in their engine: the groups and sizes of its atoms
-        _update_array(h, np.asarray(pop.group))
-        _update_array(h, np.asarray(draft.atom_size))
+    else:
+        # rows left in their engine: the rows are those its condition and keys select in the
+        # universe (whose rows, if they changed, make another universe); groups per atom would
+        # change with every later output, and the same table shown again was protected anew
+        rows = getattr(getattr(entry, "source", None), "rows", None)
+        h.update(repr((getattr(rows, "condition", None), getattr(rows, "key_expressions", None))).encode())
+        _update_array(h, np.asarray(pop.size))
     h.update(repr(list(pop.labels)).encode())
     return h.hexdigest()
 

@@ -102,8 +102,11 @@ class Linker:
         """The engine universe of rows left in their engine, and the table's cut of its atoms.
 
         A universe whose base rows changed under its recorded outputs (``split`` finds counts
-        that do not add up) is let go: its outputs are named as not compared (``forgotten``),
-        and a new universe starts with this table.
+        that do not add up) is let go and a new one starts with this table; its outputs join
+        ``unlinked``, so this table and every later one is ``review``, naming them. (Named only
+        while no related output exists, as for outputs let go of for memory, one table was
+        ``review`` and the next compared with the new universe alone: an ``INSERT`` between
+        outputs, then everyone but C, gave C's 2 and 1 at ``pass``: red team.)
         """
         for _ in range(2):
             u = place_in_engine(self.universes, rows)
@@ -120,7 +123,7 @@ class Linker:
                     self.forgotten.extend((p.out_id, frozenset(map(str, dropped.hashes))) for p in dropped.populations)
                 return u, cut
             self.universes.remove(u)
-            self.forgotten.extend((p.out_id, frozenset(map(str, u.hashes))) for p in u.populations)
+            self.unlinked.extend(p.out_id for p in u.populations if p.out_id not in self.unlinked)
         return None
 
     def unlinked_note(self, d: Draft) -> str | None:
@@ -216,8 +219,8 @@ class Linker:
         if not self.unlinked:
             return None
         names = ", ".join(self.unlinked[-5:])
-        return (f"earlier outputs ({names}) were shown without linking (their rows were too many or could not be "
-                "read): this table was not compared with them (review)")
+        return (f"earlier outputs ({names}) cannot be compared with later tables (their rows were too many, could "
+                "not be read, or changed since they were shown): this table was not compared with them (review)")
 
     def across_engine_note(self, d: Draft) -> str | None:
         """Why a table is not called compared with outputs whose rows live elsewhere.

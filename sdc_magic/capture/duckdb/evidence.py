@@ -63,7 +63,7 @@ class Pending:
     rows_raw: Any = None  # the same rows with the source values themselves (small sources, see Recorder._rows)
     lineage: Lineage | None = None  # the table's rows as SQL, counted on the connection for linking (large sources)
     run: Callable[[str], Any] | None = None  # binds a query as the user's was bound (the lineage's counts)
-    lineage_variable: str | None = None  # the one variable whose known rows the lineage covers, if any
+    lineage_variables: tuple[str, ...] = ()  # the table's variables (none may be an indicator: Recorder._rows)
     #: the result's columns computed from aggregates (``count(*)::varchar || ' people'``, a window):
     #: if the result does not match its evidence, it is checked as an untraced aggregate
     computed: tuple[str, ...] | None = None
@@ -129,18 +129,19 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pend
         notes.append(row_limits.unreadable_rows_note())
     pending = Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
     pending.rows_raw = rows_raw
-    # counted in the engine: counts of rows, or statistics of one variable (its known rows), with
-    # no unit and no HAVING. Other tables publish populations besides their rows (a mean of a 0/1
-    # flag beside a count: the flagged rows; distinct counts: units) that linking reads from the
-    # rows themselves: fetched up to MAX_LINKED_ROWS. (A sum of a flag: see Recorder._rows.)
-    if unit is None and (stats == {"size"} or only is not None) and "nunique" not in stats and not p.having \
+    # counted in the engine: the table's rows (of one variable's statistics: its known rows), with
+    # no unit and no HAVING. Other tables publish populations besides their rows that linking
+    # reads from the rows themselves, fetched up to MAX_LINKED_ROWS: distinct counts (units),
+    # counts of a column beside others (its known rows), a condition's indicator; and means or
+    # sums of a 0/1 flag (the flagged rows: told by the facts, see Recorder._rows).
+    if unit is None and not stats & {"nunique", "count"} and not p.having \
             and not any(v.startswith(INDICATOR) for v in p.columns):
         try:
             pending.lineage = lineage(p, only)
         except Exception:
             pending.lineage = None  # (the rows are then fetched, up to MAX_LINKED_ROWS)
         pending.run = run
-        pending.lineage_variable = only
+        pending.lineage_variables = tuple(variables)
     return pending
 
 
@@ -314,7 +315,7 @@ class Recorder:
             return None
         n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
         if n > row_limits.IN_ENGINE_ROWS and pending.lineage is not None and pending.run is not None \
-                and not _indicator(ge, pending.lineage_variable):
+                and not any(_indicator(ge, v) for v in pending.lineage_variables):
             return _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows)  # no row leaves DuckDB
         if n > row_limits.MAX_LINKED_ROWS:
             pending.notes.append(row_limits.too_many_rows_note())
@@ -358,10 +359,8 @@ class Recorder:
         return rows
 
 
-def _indicator(ge: Any, variable: str | None) -> bool:
+def _indicator(ge: Any, variable: str) -> bool:
     """Whether ``variable`` is an indicator (0/1, two-valued) of the table, or cannot be told."""
-    if variable is None:
-        return False
     found = getattr(ge, "variables", {}).get(variable) if ge is not None else None
     return found is None or getattr(found, "ones", None) is not None
 
@@ -376,7 +375,7 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
     def count(expressions: list[str]) -> pd.DataFrame:
         return run(lineage_query(rows, expressions)).df()
 
-    return InEngineRows("duckdb", rows.base, condition, list(rows.keys), list(keys), columns, count)
+    return InEngineRows("duckdb", rows.identity or rows.base, condition, list(rows.keys), list(keys), columns, count)
 
 
 #: statistics whose displayed value the protection model takes as the cell's value (sums and
