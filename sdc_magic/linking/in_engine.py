@@ -15,9 +15,10 @@ back, none of the data's, and no fingerprint is bet on.
 Populations over these atoms are the same :class:`.populations.Population` as over row
 universes: differencing and the joint audit read atoms and groups only, so they are
 unchanged. What an engine universe cannot do: count distinct units (so it is used only for
-tables without a unit), match rows of another engine, of pandas or of another base (tables
-of the same people there are other universes: ``Linker.across_engine_note``), and survive a
-kernel restart (its outputs are then named as not compared, see ``Linker.unlinked``).
+tables without a unit), or match rows of another engine, of pandas or of another base
+(tables of the same people there are other universes: ``Linker.across_engine_note``). It is
+saved for a restart without a row (:mod:`.persistence`); the first count of a new kernel checks
+that the rows still add up to its atoms.
 """
 
 from __future__ import annotations
@@ -75,6 +76,21 @@ class EngineUniverse:
         self.uid = secrets.token_hex(6)
         self.hashes_saved = True
         self.stale = False  # the base's rows changed under recorded outputs (see split)
+
+    @classmethod
+    def restore(cls, identity: tuple[str, str], uid: str, n: int, columns: list[str], key_columns: set[Any],
+                atoms: AtomKeys, atom_size: np.ndarray) -> EngineUniverse:
+        """An engine universe saved by an earlier kernel (its populations are appended by the
+        caller). Its first count checks that the base's rows still add up to its atoms."""
+        u = cls.__new__(cls)
+        u.identity, u.uid, u.n = identity, uid, n
+        u.labels, u.labels_hashed = None, False
+        u.hashes = {c: np.zeros(0, dtype=np.uint64) for c in columns}
+        u.key_columns = set(key_columns)
+        u.row_atom, u.atom_size = atoms, atom_size
+        u.populations, u.version, u.frames = [], 0, {}
+        u.hashes_saved, u.stale = True, False
+        return u
 
     @property
     def n_atoms(self) -> int:

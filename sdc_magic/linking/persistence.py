@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from .in_engine import AtomKeys, EngineUniverse, Recorded
 from .populations import Population
 from .universes import Universe
 
@@ -25,7 +27,7 @@ MAX_SAVED_ROWS = 2_000_000
 
 #: What is saved: per universe, its atoms (row_atom, atom_size) and each population with its
 #: group per atom, taken at one moment (arrays are replaced, never changed in place).
-Snapshot = list[tuple[Universe, np.ndarray, np.ndarray, list[tuple[Population, np.ndarray]]]]
+Snapshot = list[tuple[Any, Any, np.ndarray, list[tuple[Population, np.ndarray]]]]
 
 
 def _hashes_path(path: Path, uid: str) -> Path:
@@ -42,8 +44,12 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {}
     meta: dict[str, Any] = {"schema": 1, "universes": [], "unlinked": list(unlinked or [])}
+    meta["engine_universes"] = []
     for ui, (u, row_atom, atom_size, populations) in enumerate(snapshot):
-        if u.n > MAX_SAVED_ROWS or getattr(u, "in_engine", False):  # (an engine's rows are not ours to save)
+        if getattr(u, "in_engine", False):  # no row: the outputs' conditions, keys and labels, the atoms
+            meta["engine_universes"].append(_save_engine(ui, u, row_atom, atom_size, populations, arrays))
+            continue
+        if u.n > MAX_SAVED_ROWS:
             meta["unlinked"].extend(p.out_id for p, _ in populations)
             continue
         cols = [c for c in u.hashes if isinstance(c, str)]
@@ -58,21 +64,11 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
             tmp.replace(rows)
             u.hashes_saved = True
         umeta: dict[str, Any] = {"uid": u.uid, "n": len(row_atom), "columns": cols,
-                                 "key_columns": sorted(str(k) for k in u.key_columns), "populations": []}
+                                 "key_columns": sorted(str(k) for k in u.key_columns)}
         arrays[f"u{ui}_row_atom"] = row_atom
 
         arrays[f"u{ui}_atom_size"] = atom_size
-        for pi, (p, group) in enumerate(populations):
-            arrays[f"u{ui}_p{pi}_group"] = group
-            arrays[f"u{ui}_p{pi}_size"] = p.size
-            arrays[f"u{ui}_p{pi}_published"] = p.published
-            arrays[f"u{ui}_p{pi}_hidden"] = p.hidden_shown
-            umeta["populations"].append({
-                "out_id": p.out_id, "title": p.title, "keys": list(p.keys), "threshold": p.threshold,
-                "margins_public": p.margins_public, "labels": [[_json_label(v) for v in lab] for lab in p.labels],
-                "counted": None if p.counted is None else str(p.counted),
-                "hidden_model": [[list(k), sorted(int(x) for x in v)] for k, v in p.hidden_model.items()],
-                "margins_hidden": [[list(k), sorted(int(x) for x in v)] for k, v in p.margins_hidden.items()]})
+        umeta["populations"] = _save_populations(f"u{ui}", populations, arrays)
         umeta["index"] = ui
         meta["universes"].append(umeta)
     tmp = path.with_name(path.name + ".tmp.npz")
@@ -82,6 +78,73 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
     for old in path.parent.glob(f"{path.name}.*.rows.npz"):
         if old.name not in keep:
             old.unlink(missing_ok=True)
+
+
+def _save_populations(prefix: str, populations: list[tuple[Population, np.ndarray]],
+                      arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Each population's arrays into ``arrays`` (``<prefix>_p<i>_…``), its labels and the rest as JSON."""
+    out = []
+    for pi, (p, group) in enumerate(populations):
+        arrays[f"{prefix}_p{pi}_group"] = group
+        arrays[f"{prefix}_p{pi}_size"] = p.size
+        arrays[f"{prefix}_p{pi}_published"] = p.published
+        arrays[f"{prefix}_p{pi}_hidden"] = p.hidden_shown
+        out.append({
+            "out_id": p.out_id, "title": p.title, "keys": list(p.keys), "threshold": p.threshold,
+            "margins_public": p.margins_public, "labels": [[_json_label(v) for v in lab] for lab in p.labels],
+            "counted": None if p.counted is None else str(p.counted),
+            "hidden_model": [[list(k), sorted(int(x) for x in v)] for k, v in p.hidden_model.items()],
+            "margins_hidden": [[list(k), sorted(int(x) for x in v)] for k, v in p.margins_hidden.items()]})
+    return out
+
+
+def _load_populations(prefix: str, metas: list[dict[str, Any]], data: Any, u: Any) -> None:
+    for pi, pm in enumerate(metas):
+        u.populations.append(Population(
+            out_id=pm["out_id"], title=pm["title"], universe=u, keys=tuple(pm["keys"]),
+            group=np.asarray(data[f"{prefix}_p{pi}_group"], dtype=np.int32),
+            labels=[tuple(lab) for lab in pm["labels"]],
+            size=np.asarray(data[f"{prefix}_p{pi}_size"], dtype=np.int64),
+            published=np.asarray(data[f"{prefix}_p{pi}_published"], dtype=bool),
+            hidden_shown=np.asarray(data[f"{prefix}_p{pi}_hidden"], dtype=bool),
+            threshold=int(pm["threshold"]), margins_public=bool(pm["margins_public"]),
+            hidden_model={tuple(k): set(v) for k, v in pm["hidden_model"]},
+            margins_hidden={tuple(k): set(v) for k, v in pm.get("margins_hidden", [])},
+            counted=pm.get("counted")))
+
+
+def _save_engine(ui: int, u: EngineUniverse, atoms: AtomKeys, atom_size: np.ndarray,
+                 populations: list[tuple[Population, np.ndarray]], arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """An engine universe: its base, each recorded output's condition, keys and the labels its
+    groups were counted under (the published labels: no value of the data that is not shown)."""
+    prefix = f"e{ui}"
+    arrays[f"{prefix}_groups"] = atoms.groups
+    arrays[f"{prefix}_atom_size"] = atom_size
+    recorded = []
+    for ri, r in enumerate(atoms.recorded):
+        arrays[f"{prefix}_r{ri}_group_of"] = r.group_of
+        labels = [list(t) if isinstance(t, tuple) else [t] for t in r.index]
+        recorded.append({"keys": list(r.keys), "condition": r.condition, "levels": r.index.nlevels,
+                         "labels": [[_json_label(v) for v in lab] for lab in labels]})
+    return {"index": ui, "uid": u.uid, "engine": u.identity[0], "identity": u.identity[1], "n": int(u.n),
+            "columns": sorted(map(str, u.hashes)), "key_columns": sorted(map(str, u.key_columns)),
+            "recorded": recorded, "populations": _save_populations(prefix, populations, arrays)}
+
+
+def _load_engine(em: dict[str, Any], data: Any) -> EngineUniverse:
+    prefix = f"e{em['index']}"
+    recorded = []
+    for ri, rm in enumerate(em["recorded"]):
+        tuples = [tuple(lab) for lab in rm["labels"]]
+        index = pd.MultiIndex.from_tuples(tuples) if rm["levels"] > 1 else pd.Index([t[0] for t in tuples])
+        recorded.append(Recorded(tuple(rm["keys"]), rm["condition"], index,
+                                 np.asarray(data[f"{prefix}_r{ri}_group_of"], dtype=np.int64)))
+    atoms = AtomKeys(np.asarray(data[f"{prefix}_groups"], dtype=np.int64).reshape(-1, len(recorded)),
+                     tuple(recorded))
+    u = EngineUniverse.restore((em["engine"], em["identity"]), str(em["uid"]), int(em["n"]), em["columns"],
+                               set(em["key_columns"]), atoms, np.asarray(data[f"{prefix}_atom_size"], dtype=np.int64))
+    _load_populations(prefix, em["populations"], data, u)
+    return u
 
 
 def _json_label(v: Any) -> Any:
@@ -119,17 +182,7 @@ def load(path: Path) -> list[Universe]:
                                  row_atom=np.asarray(data[f"u{ui}_row_atom"], dtype=np.int32),
                                  atom_size=np.asarray(data[f"u{ui}_atom_size"], dtype=np.int64),
                                  label_hashes=label_hashes)
-            for pi, pm in enumerate(um["populations"]):
-                p = Population(out_id=pm["out_id"], title=pm["title"], universe=u, keys=tuple(pm["keys"]),
-                               group=np.asarray(data[f"u{ui}_p{pi}_group"], dtype=np.int32),
-                               labels=[tuple(lab) for lab in pm["labels"]],
-                               size=np.asarray(data[f"u{ui}_p{pi}_size"], dtype=np.int64),
-                               published=np.asarray(data[f"u{ui}_p{pi}_published"], dtype=bool),
-                               hidden_shown=np.asarray(data[f"u{ui}_p{pi}_hidden"], dtype=bool),
-                               threshold=int(pm["threshold"]), margins_public=bool(pm["margins_public"]),
-                               hidden_model={tuple(k): set(v) for k, v in pm["hidden_model"]},
-                               margins_hidden={tuple(k): set(v) for k, v in pm.get("margins_hidden", [])},
-                               counted=pm.get("counted"))
-                u.populations.append(p)
+            _load_populations(f"u{ui}", um["populations"], data, u)
             out.append(u)
+        out.extend(_load_engine(em, data) for em in meta.get("engine_universes", []))
     return out
