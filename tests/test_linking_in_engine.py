@@ -280,7 +280,15 @@ def test_a_unit_declared_reads_rows(con: Any, fresh: Any, in_engine: None) -> No
     ("select sex, count(*) n from people where age > 3 group by 1", True),
     ("select p.sex, count(*) n from people p where p.person not in (select person from people where age > 90) "
      "group by 1", True),
-    ("select sex, count(*) n from people semi join t using (district) group by 1", True),
+    ("select sex, count(*) n from people semi join (values ('A'), ('B')) t(district) using (district) group by 1",
+     True),
+    ("select sex, count(*) n from people semi join t using (district) group by 1", False),  # t may change
+    ("select sex, count(*) n from people where person in (select person from sel) group by 1", False),
+    ("select sex, count(*) n from people where list_contains(getvariable('ids'), person) group by 1", False),
+    ("select sex, count(*) n from people where person <> 72 or current_query() like '%g0%' group by 1", False),
+    ("select sex, count(*) n from people where exists (select 1 from people as _sdc_base "
+     "where people.person <> 72) group by 1", False),
+    ("with x(household, person) as (select * from people) select sex, count(*) n from x group by 1", False),
     ("select sex, count(*) n from (select * from (select * from people where age > 3) a where district = 'A') b "
      "group by 1", True),
     ("select sex, count(*) n from people join t using (district) group by 1", False),  # may repeat rows
@@ -380,3 +388,38 @@ def test_rows_changed_under_recorded_outputs_leave_every_later_table_review(con:
         "select district, count(*) n from people group by 1 order by 1",
         "select sex, count(*) n from people where district <> 'C' group by 1 order by 1")]
     assert statuses == ["review", "review"]
+
+
+def test_rows_counted_for_linking_must_be_the_rows_the_table_counts(con: Any, fresh: Any, in_engine: None,
+                                                                   monkeypatch: Any) -> None:
+    """Linking's count is a second run of the table's condition; if it selects other rows than
+    the user's query (red team: a condition reading ``current_query()``), the table is not
+    linked on them: review, never compared as everyone."""
+    from sdc_magic.capture import sql_lineage
+    from sdc_magic.capture.duckdb import evidence as duckdb_evidence
+
+    sess = fresh()
+    assert _verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
+
+    def everyone(p: Any, only: Any = None) -> Any:
+        found = sql_lineage.lineage(p, only)
+        return None if found is None else sql_lineage.Lineage(found.base, "TRUE", found.keys, found.identity)
+
+    monkeypatch.setattr(duckdb_evidence, "lineage", everyone)
+    out = sess.publish(con.sql("select sex, count(*) n from people where district <> 'C' group by 1 order by 1"))
+    meta = out.metadata["sdc_magic"]
+    assert meta["status"] == "review", meta
+    assert row_limits.NOT_LINKED in " ".join(meta["notes"])
+
+
+def test_date_keys_survive_a_restart(con: Any, fresh: Any, in_engine: None, tmp_path: Path) -> None:
+    """Labels are saved with their type: as text, dates matched nothing after a restart (red team)."""
+    con.execute("ALTER TABLE people ADD COLUMN seen DATE")
+    con.execute("UPDATE people SET seen = DATE '2026-01-01' + CAST(person % 3 AS INTEGER)")
+    queries = ["select seen, count(*) n from people group by 1 order by 1",
+               "select seen, sex, count(*) n from people group by all order by 1, 2"]
+    first = fresh(tmp_path)
+    before = [_verdict(first.publish(con.sql(q)))[0] for q in queries]
+    after = fresh(tmp_path)
+    assert [_verdict(after.publish(con.sql(q)))[0] for q in queries] == before
+    assert "review" not in before

@@ -53,8 +53,9 @@ def lineage(p: Plan, only_known: str | None = None) -> Lineage | None:
     from sqlglot import exp
 
     select = p.select.copy()
-    if any(True for _ in select.find_all(exp.Placeholder, exp.Parameter)) or volatile(select):
-        return None
+    if any(True for _ in select.find_all(exp.Placeholder, exp.Parameter)) or volatile(select) \
+            or BASE_ALIAS.lower() in select.sql("duckdb").lower():
+        return None  # (a name of ours in the query: a subquery aliased so would capture the base's columns)
     if select.args.get("qualify") is not None or select.args.get("distinct") is not None \
             or not _inline_cte(select):
         return None
@@ -77,11 +78,19 @@ def lineage(p: Plan, only_known: str | None = None) -> Lineage | None:
         if only_known not in p.columns:
             return None
         conditions.append(exp.Not(this=exp.Is(this=p.columns[only_known].copy(), expression=exp.Null())))
+    # a condition or key may read the base relation itself (``person NOT IN (SELECT person FROM
+    # people WHERE …)``) or constants (``VALUES``), nothing else: the rows a condition reading another
+    # table selects move when that table changes, with every count the same (red team: a lookup
+    # of 20 people, one man swapped for another, then everyone of the first 19: 10 − 9 = one man)
+    identity = _identity(table)
+    readers = [*conditions, *(n.unalias() for n in p.key_nodes)]
+    if any(_identity(t) != identity for node in readers for t in node.find_all(exp.Table)):
+        return None
     text = " AND ".join(f"({rebased(c).sql('duckdb')})" for c in conditions) or "TRUE"
     base = table.copy()
     base.set("alias", exp.TableAlias(this=exp.to_identifier(BASE_ALIAS)))
     keys = [rebased(n.unalias().copy()).sql("duckdb") for n in p.key_nodes]
-    return Lineage(f"FROM {base.sql('duckdb')}", text, keys, _identity(table))
+    return Lineage(f"FROM {base.sql('duckdb')}", text, keys, identity)
 
 
 def _identity(table: Any) -> str:
@@ -181,6 +190,8 @@ def _inline_cte(select: Any) -> bool:
         return False
     name = ctes[0].alias_or_name
     table = source.this
+    if ctes[0].args.get("alias") is not None and ctes[0].args["alias"].args.get("columns"):
+        return False  # ``WITH x(a, b) AS (…)`` renames the columns
     reads = [t for t in select.find_all(exp.Table) if t.name == name and not t.args.get("db")]
     if table.name != name or table.args.get("db") or reads != [table]:
         return False
@@ -199,18 +210,21 @@ def _renamed(relation: Any) -> bool:
 
 #: functions whose value differs between two runs of one query: a condition or key using one
 #: selects other rows each time the session's atoms are counted (``random() < 0.5``)
-VOLATILE = frozenset({"rand", "random", "uuid", "gen_random_uuid", "now", "current_timestamp", "current_time",
-                      "current_date", "get_current_timestamp", "transaction_timestamp", "nextval", "currval",
-                      "setseed", "localtimestamp", "localtime"})
+VOLATILE = frozenset({"rand", "random", "uuid", "gen_random_uuid", "uuidv4", "uuidv7", "now", "get_current_timestamp",
+                      "transaction_timestamp", "nextval", "currval", "setseed", "localtimestamp", "localtime",
+                      "txid_current", "getvariable", "query", "query_table", "version"})
 
 
 def volatile(node: Any) -> bool:
-    """Whether ``node`` calls a function whose value differs between runs (:data:`VOLATILE`)."""
+    """Whether ``node`` calls a function whose value may differ between two runs of a query
+    (:data:`VOLATILE`, and every ``current_…``: ``current_query()`` differs between the user's
+    query and linking's count, red team), or that reads state other than its arguments."""
     from sqlglot import exp
 
+    names = {v.replace("_", "") for v in VOLATILE}
     for func in node.find_all(exp.Func):
-        name = func.name if isinstance(func, exp.Anonymous) else type(func).__name__
-        if str(name).lower().replace("_", "") in {v.replace("_", "") for v in VOLATILE}:
+        name = str(func.name if isinstance(func, exp.Anonymous) else type(func).__name__).lower()
+        if name.replace("_", "") in names or name.startswith("current"):
             return True
     return False
 

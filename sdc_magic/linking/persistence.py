@@ -11,6 +11,7 @@ business; this module only writes and reads the files.
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,7 @@ def _save_engine(ui: int, u: EngineUniverse, atoms: AtomKeys, atom_size: np.ndar
         arrays[f"{prefix}_r{ri}_group_of"] = r.group_of
         labels = [list(t) if isinstance(t, tuple) else [t] for t in r.index]
         recorded.append({"keys": list(r.keys), "condition": r.condition, "levels": r.index.nlevels,
-                         "labels": [[_json_label(v) for v in lab] for lab in labels]})
+                         "labels": [[_typed_label(v) for v in lab] for lab in labels]})
     return {"index": ui, "uid": u.uid, "engine": u.identity[0], "identity": u.identity[1], "n": int(u.n),
             "columns": sorted(map(str, u.hashes)), "key_columns": sorted(map(str, u.key_columns)),
             "recorded": recorded, "populations": _save_populations(prefix, populations, arrays)}
@@ -135,7 +136,7 @@ def _load_engine(em: dict[str, Any], data: Any) -> EngineUniverse:
     prefix = f"e{em['index']}"
     recorded = []
     for ri, rm in enumerate(em["recorded"]):
-        tuples = [tuple(lab) for lab in rm["labels"]]
+        tuples = [tuple(_untyped_label(v) for v in lab) for lab in rm["labels"]]
         index = pd.MultiIndex.from_tuples(tuples) if rm["levels"] > 1 else pd.Index([t[0] for t in tuples])
         recorded.append(Recorded(tuple(rm["keys"]), rm["condition"], index,
                                  np.asarray(data[f"{prefix}_r{ri}_group_of"], dtype=np.int64)))
@@ -145,6 +146,29 @@ def _load_engine(em: dict[str, Any], data: Any) -> EngineUniverse:
                                set(em["key_columns"]), atoms, np.asarray(data[f"{prefix}_atom_size"], dtype=np.int64))
     _load_populations(prefix, em["populations"], data, u)
     return u
+
+
+def _typed_label(v: Any) -> Any:
+    """A label the engine returned, as JSON that gives it back with its type (dates and times
+    as themselves: as text they matched nothing after a restart, and the next table was
+    ``review``: red team)."""
+    if isinstance(v, pd.Timestamp):
+        return {"timestamp": v.isoformat()}
+    if isinstance(v, datetime.datetime):
+        return {"timestamp": pd.Timestamp(v).isoformat()}
+    if isinstance(v, datetime.date):
+        return {"date": v.isoformat()}
+    if isinstance(v, np.datetime64):
+        return {"timestamp": pd.Timestamp(v).isoformat()}
+    return _json_label(v)
+
+
+def _untyped_label(v: Any) -> Any:
+    if isinstance(v, dict) and "timestamp" in v:
+        return pd.Timestamp(v["timestamp"])
+    if isinstance(v, dict) and "date" in v:
+        return datetime.date.fromisoformat(v["date"])
+    return v
 
 
 def _json_label(v: Any) -> Any:

@@ -280,6 +280,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         g_u[rows[ok]] = ids[ok]
         codes, parent, group, atom_size = refine(universe.row_atom, universe.atom_size, g_u, n_groups)
     size = np.bincount(group[group >= 0], weights=atom_size[group >= 0], minlength=n_groups).astype(np.int64)
+    if split is not None and not _counts_agree(entry, group_of_entry, size):
+        return None  # (not linked: the caller says so, and the table is review beside others)
     pop = Population(out_id="this table", title="", universe=universe, keys=tuple(keys), group=group,
                      labels=labels, size=size, published=np.zeros(n_groups, bool),
                      hidden_shown=np.zeros(n_groups, bool), threshold=threshold,
@@ -294,6 +296,21 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
                  declared)
+
+
+def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray) -> bool:
+    """Whether the rows the engine counted for linking are those the table counts: every count
+    cell (``count(*)``) shows its group's size. The table's query and linking's count are two
+    runs of its condition; a condition that reads the query's own text selected other rows in
+    each (red team: ``person <> 72 OR current_query() LIKE '%AS g0%'``: 35 men shown, 36 linked)."""
+    ev = entry.evidence
+    cells = np.flatnonzero((np.asarray(ev.stat).astype(str) == "size") & (group_of_entry >= 0)
+                           & ~np.asarray(ev.is_margin, dtype=bool))
+    if not len(cells):
+        return True
+    shown = np.asarray(ev.value, dtype=float)[cells]
+    counted = size[group_of_entry[cells]].astype(float)
+    return bool(np.all(np.isnan(shown) | (shown == counted)))
 
 
 def distinct_counted(entry: Any) -> Hashable | None:
