@@ -423,3 +423,23 @@ def test_date_keys_survive_a_restart(con: Any, fresh: Any, in_engine: None, tmp_
     after = fresh(tmp_path)
     assert [_verdict(after.publish(con.sql(q)))[0] for q in queries] == before
     assert "review" not in before
+
+
+def test_a_captured_query_keeps_alive_only_the_variables_it_names(con: Any, fresh: Any, in_engine: None) -> None:
+    """Linking counts a large table's rows at display with the query's runner, which lives as
+    long as the table's evidence; it held a copy of every variable of the caller (in a notebook:
+    of the session), so a frame the user deleted stayed in memory."""
+    import gc
+    import weakref
+
+    class Big:
+        pass
+
+    sess = fresh()
+    cell = {"duckdb": duckdb, "people": PEOPLE, "Big": Big, "sess": sess}  # a notebook's namespace
+    exec("big = Big()\nout = sess.publish(duckdb.sql('select sex, count(*) n from people group by 1'))", cell)
+    gone = weakref.ref(cell["big"])
+    assert cell["out"].metadata["sdc_magic"]["status"] == "pass"
+    del cell["big"]
+    gc.collect()
+    assert gone() is None

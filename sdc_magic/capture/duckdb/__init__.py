@@ -43,6 +43,7 @@ alone are in :mod:`.plan`; the evidence queries and what their runs register are
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import threading
 import weakref
@@ -214,16 +215,23 @@ def _unverified_form(rel: Any, computed: tuple[str, ...] | None, *, untraced: bo
 _CAPTURE: DuckDBCapture | None = None  # the installed capture, read by captured_form at display
 
 
-def in_caller_frame(depth: int) -> Callable[..., Any]:
+def in_caller_frame(depth: int, query: Any = None) -> Callable[..., Any]:
     """A runner that calls a function as if from the user's frame ``depth`` levels up.
 
     DuckDB finds Python objects named in a query (``FROM df``) in the calling frame; a
     wrapper's own frame would hide the user's variables, so the call is evaluated with the
-    caller's globals and locals.
+    caller's globals and locals. Of the locals only those the query names are kept (the
+    evidence and linking queries name no others): the runner lives as long as the table's
+    evidence (linking counts a large table's rows with it at display), and a copy of every
+    local, in a notebook every variable of the session, kept frames the user had deleted alive.
     """
     frame = sys._getframe(depth + 1)
     glb = frame.f_globals
-    loc = dict(frame.f_locals)
+    if isinstance(query, str):
+        named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query))
+        loc = {k: v for k, v in frame.f_locals.items() if k in named}
+    else:
+        loc = dict(frame.f_locals)
 
     def run(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         ns = dict(loc)
@@ -317,7 +325,7 @@ class DuckDBCapture:
     def _module_wrapper(self, original: Callable) -> Callable:
         @functools.wraps(original)
         def sql(query: Any, *args: Any, **kwargs: Any) -> Any:
-            run = in_caller_frame(1)
+            run = in_caller_frame(1, query)
             rel = run(original, query, *args, **kwargs)
             self._capture(rel, query, lambda q: run(original, q, *args, **kwargs))
             return rel
@@ -327,7 +335,7 @@ class DuckDBCapture:
     def _connection_wrapper(self, original: Callable) -> Callable:
         @functools.wraps(original)
         def sql(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-            run = in_caller_frame(1)
+            run = in_caller_frame(1, query)
             rel = run(original, con, query, *args, **kwargs)
             self._capture(rel, query, lambda q: run(original, con, q, *args, **kwargs))
             return rel
@@ -356,7 +364,7 @@ class DuckDBCapture:
     def _execute_wrapper(self, original: Callable) -> Callable:
         @functools.wraps(original)
         def execute(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-            run = in_caller_frame(1)
+            run = in_caller_frame(1, query)
             return self._executing(con, query, run, args, kwargs,
                                    lambda: run(original, con, query, *args, **kwargs))
 
@@ -367,7 +375,7 @@ class DuckDBCapture:
         def execute(query: Any, *args: Any, **kwargs: Any) -> Any:
             import duckdb
 
-            run = in_caller_frame(1)
+            run = in_caller_frame(1, query)
             con = kwargs.get("connection") or duckdb.default_connection()
             bind_kwargs = {k: v for k, v in kwargs.items() if k != "connection"}
             return self._executing(con, query, run, args, bind_kwargs,
