@@ -443,3 +443,21 @@ def test_a_captured_query_keeps_alive_only_the_variables_it_names(con: Any, fres
     del cell["big"]
     gc.collect()
     assert gone() is None
+
+
+def test_the_first_table_of_a_base_needs_no_count_of_its_own(con: Any, fresh: Any, in_engine: None,
+                                                            monkeypatch: Any) -> None:
+    """Its groups and their rows come with the table's own evidence; the base's rows outside it
+    are one ``count(*)``. Later tables count the atoms (one GROUP BY each)."""
+    from sdc_magic.capture.duckdb import evidence as duckdb_evidence
+
+    counts: list[str] = []
+    original = duckdb_evidence.lineage_query
+    monkeypatch.setattr(duckdb_evidence, "lineage_query", lambda *a: counts.append("atoms") or original(*a))
+    sess = fresh()
+    first = sess.publish(con.sql("select sex, count(*) n from people where age < 100 group by 1 order by 1"))
+    assert first.metadata["sdc_magic"]["status"] == "pass" and counts == []
+    second = sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
+    assert second.metadata["sdc_magic"]["status"] == "blocked" and counts == ["atoms"]
+    third = sess.publish(con.sql("select district, sum(income) s from people group by 1 order by 1"))
+    assert third.metadata["sdc_magic"]["status"] in ("suppressed", "blocked") and counts == ["atoms", "atoms"]

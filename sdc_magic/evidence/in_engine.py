@@ -33,3 +33,7 @@ class InEngineRows:
     columns: frozenset[str]  # the base rows' column names (notes name the columns outputs share)
     #: rows of every combination of the expressions' values: columns g0, g1, … and n
     count: Callable[[list[str]], pd.DataFrame]
+    #: the table's own groups as the engine computed them with it (its keys' values, and ``n``
+    #: rows each), when it has them: the first table of a base needs no count of its own
+    groups: pd.DataFrame | None = None
+    total: Callable[[], int] | None = None  # rows of the base (with ``groups``: the rows outside the table)

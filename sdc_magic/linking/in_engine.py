@@ -155,7 +155,11 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
 
     wanted = [([column(k) for k in r.keys], column(r.condition)) for r in earlier.recorded]
     mine = ([column(k) for k in rows.key_expressions], column(rows.condition))
-    frame = rows.count(list(expressions))
+    if not earlier.recorded and rows.groups is not None and rows.total is not None \
+            and len(set(mine[0]) | {mine[1]}) == len(expressions):
+        frame = _from_groups(rows, mine)  # the first table of a base: its own groups, one more count
+    else:
+        frame = rows.count(list(expressions))
     n = pd.to_numeric(frame["n"]).to_numpy(dtype=np.int64)
     old = np.zeros((len(frame), len(wanted)), dtype=np.int64)
     for j, ((keys, cond), r) in enumerate(zip(wanted, earlier.recorded, strict=True)):
@@ -187,6 +191,28 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     first = np.flatnonzero(np.diff(np.maximum.accumulate(which), prepend=-1) > 0)
     size = np.bincount(which, weights=n, minlength=len(first)).astype(np.int64)
     return Split(labels.iloc[first].reset_index(drop=True), inside[first], parent[first], size, earlier, rows)
+
+
+def _from_groups(rows: InEngineRows, mine: tuple[list[str], str]) -> pd.DataFrame:
+    """The count of a fresh universe from the table's own groups (computed with the table) and
+    the base's row count: its groups in the table, the rest outside. Saves a scan of the base for
+    the first table of each (at 10M rows, 0.13–0.2 s). The groups' sizes must add up to no more
+    than the base's rows; if not, the engine's count decides."""
+    assert rows.groups is not None and rows.total is not None
+    keys, cond = mine
+    inside = rows.groups.rename(columns=dict(zip(rows.keys, keys, strict=True)))
+    inside[cond] = True
+    outside_n = rows.total() - int(inside["n"].sum())
+    if outside_n < 0:
+        return rows.count([*keys, cond])
+    frame = inside[[*keys, cond, "n"]]
+    if outside_n and len(inside):
+        out = pd.DataFrame({k: inside[k].iloc[:1].to_numpy() for k in keys} | {cond: [False], "n": [outside_n]})
+        frame = pd.concat([frame, out], ignore_index=True)
+    elif outside_n:
+        return rows.count([*keys, cond])
+    order = frame[[*keys, cond]].astype(object).map(repr).agg("|".join, axis=1).argsort(kind="stable").to_numpy()
+    return frame.iloc[order].reset_index(drop=True)
 
 
 def _labels(frame: pd.DataFrame, columns: list[str], like: pd.Index) -> pd.Index:

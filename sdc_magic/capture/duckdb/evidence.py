@@ -316,7 +316,11 @@ class Recorder:
         n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
         if n > row_limits.IN_ENGINE_ROWS and pending.lineage is not None and pending.run is not None \
                 and not any(_indicator(ge, v) for v in pending.lineage_variables):
-            return _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows)  # no row leaves DuckDB
+            # (a table of one variable's statistics covers its known rows: their count per group)
+            known = len(pending.variables) == 1 and "size" not in _stats(pending)
+            counted = contract.fact_names(0)["n"] if known else f"{contract.PREFIX}rows"
+            return _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
+                              facts, counted)
         if n > row_limits.MAX_LINKED_ROWS:
             pending.notes.append(row_limits.too_many_rows_note())
             return None
@@ -365,17 +369,32 @@ def _indicator(ge: Any, variable: str) -> bool:
     return found is None or getattr(found, "ones", None) is not None
 
 
-def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any) -> InEngineRows:
+def _stats(pending: Pending) -> set[str]:
+    return {s for _, s in pending.plan.measures.values()}
+
+
+def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any,
+               facts: pd.DataFrame | None = None, counted: str = "") -> InEngineRows:
     """The table's rows left on the connection: linking counts them there (see
     :mod:`sdc_magic.evidence.in_engine`): per combination of the session's keys and
-    conditions, O(atoms) rows."""
+    conditions, O(atoms) rows. ``facts``: the table's groups computed with the table, their
+    rows in column ``counted`` (the first table of a base then needs no count of its own)."""
     condition = f"COALESCE(({rows.condition}), FALSE)"
     columns = frozenset(str(c) for c in list(hashed.columns)[len(keys):]) if hashed is not None else frozenset()
 
     def count(expressions: list[str]) -> pd.DataFrame:
         return run(lineage_query(rows, expressions)).df()
 
-    return InEngineRows("duckdb", rows.identity or rows.base, condition, list(rows.keys), list(keys), columns, count)
+    def total() -> int:
+        return int(run(f"SELECT count(*) AS n {rows.base}").df()["n"].iloc[0])
+
+    groups = None
+    if facts is not None and keys and all(k in facts.columns for k in keys) and counted in facts.columns:
+        groups = facts[list(keys)].reset_index(drop=True)
+        groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)
+        groups = groups[groups["n"] > 0].reset_index(drop=True)  # (a group of no known value has no rows here)
+    return InEngineRows("duckdb", rows.identity or rows.base, condition, list(rows.keys), list(keys), columns, count,
+                        groups, total)
 
 
 #: statistics whose displayed value the protection model takes as the cell's value (sums and
