@@ -210,3 +210,26 @@ def _fresh_protection_cache() -> Iterator[None]:
     patterns.use_store(None)  # a session with a persisted ledger sets one: never across tests
     yield
     patterns.use_store(None)
+
+
+@pytest.fixture
+def humanitarian_sessions() -> Any:
+    """Make fresh sessions (preset humanitarian, capture installed; ``folder``: a persisted ledger
+    there, as a restarted kernel of the same notebook); uninstalled last-first afterwards."""
+    from sdc_magic.config import preset
+    from sdc_magic.jupyter.session import Session
+    from sdc_magic.records.ledger import Ledger
+
+    made: list[Any] = []
+
+    def make(folder: Any = None) -> Any:
+        s = Session(rules=preset("humanitarian"))
+        if folder is not None:
+            s.ledger = Ledger(folder, persist=True)
+        s.capture.install()
+        made.append(s)
+        return s
+
+    yield make
+    for s in reversed(made):  # (the last installed wraps the others: removed first)
+        s.capture.uninstall()

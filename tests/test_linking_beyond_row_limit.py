@@ -10,7 +10,7 @@ data are the red team's 73 people), as the tests of each engine's row limit do.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +22,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_engines_redteam import PEOPLE
 
-from sdc_magic.config import preset
 from sdc_magic.evidence import rows as row_limits
-from sdc_magic.jupyter.session import Session
 from sdc_magic.linking import persistence
-from sdc_magic.records.ledger import Ledger
 
 
 @pytest.fixture
-def fresh() -> Iterator[Callable[..., Session]]:
-    made: list[Session] = []
-
-    def make(folder: Path | None = None) -> Session:
-        s = Session(rules=preset("humanitarian"))
-        if folder is not None:
-            s.ledger = Ledger(folder, persist=True)
-        s.capture.install()
-        made.append(s)
-        return s
-
-    yield make
-    for s in reversed(made):
-        s.capture.uninstall()
+def fresh(humanitarian_sessions: Any) -> Any:
+    return humanitarian_sessions
 
 
 def _meta(out: Any) -> tuple[str, str]:

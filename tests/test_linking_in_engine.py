@@ -10,7 +10,6 @@ row path gives the same queries, and at most O(cells + atoms) rows may come back
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_engine_pushdown import DUCKDB_CONVERSIONS, counting
 from test_engines_redteam import PEOPLE
 
-from sdc_magic.config import preset
 from sdc_magic.evidence import rows as row_limits
 from sdc_magic.evidence.in_engine import InEngineRows
 from sdc_magic.jupyter.session import Session
 from sdc_magic.linking.in_engine import EngineUniverse
-from sdc_magic.records.ledger import Ledger
 
 
 @pytest.fixture
@@ -46,20 +43,8 @@ def in_engine(monkeypatch: Any) -> None:
 
 
 @pytest.fixture
-def fresh() -> Iterator[Callable[..., Session]]:
-    made: list[Session] = []
-
-    def make(folder: Path | None = None) -> Session:
-        s = Session(rules=preset("humanitarian"))
-        if folder is not None:
-            s.ledger = Ledger(folder, persist=True)
-        s.capture.install()
-        made.append(s)
-        return s
-
-    yield make
-    for s in reversed(made):
-        s.capture.uninstall()
+def fresh(humanitarian_sessions: Any) -> Any:
+    return humanitarian_sessions
 
 
 def _verdict(out: Any) -> tuple[str, tuple, tuple]:

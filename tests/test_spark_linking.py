@@ -11,7 +11,7 @@ note says so). Every sequence below is decided as the same sequence in pandas.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -25,7 +25,6 @@ pytestmark = pytest.mark.spark
 
 from test_engines_redteam import PEOPLE  # noqa: E402
 
-from sdc_magic.config import preset  # noqa: E402
 from sdc_magic.evidence import rows as row_limits  # noqa: E402
 from sdc_magic.jupyter.session import Session  # noqa: E402
 
@@ -41,18 +40,8 @@ def people(spark: Any) -> Any:
 
 
 @pytest.fixture
-def fresh() -> Iterator[Callable[[], Session]]:
-    made: list[Session] = []
-
-    def make() -> Session:
-        s = Session(rules=preset("humanitarian"))
-        s.capture.install()
-        made.append(s)
-        return s
-
-    yield make
-    for s in reversed(made):  # (the last installed wraps the others: removed first)
-        s.capture.uninstall()
+def fresh(humanitarian_sessions: Any) -> Any:
+    return humanitarian_sessions
 
 
 def _seen(sess: Session, table: Any) -> tuple[str, str]:
