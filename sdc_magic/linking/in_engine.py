@@ -103,9 +103,6 @@ class EngineUniverse:
         """Frames of rows are never found here (their universe is a row universe)."""
         return None
 
-    def locate_rows(self, other: Any) -> None:
-        return None
-
 
 @dataclass
 class Split:
