@@ -173,12 +173,12 @@ def test_cleanup_trials_rejected_by_bounds_fail_the_audit_and_the_pattern_is_unc
     real = heuristic._short_by_bounds
 
     def checked(P, trial):
-        got = real(P, trial)
+        got, tb = real(P, trial)
         if got is not None:
             cert = heuristic.certify(P, trial, [], singletons=True, stop_at_first=True)
             assert cert.failures, f"trial rejected on {got} by the bounds but the audit passes"
             rejected.append(got)
-        return got
+        return got, tb
 
     monkeypatch.setattr(heuristic, "_short_by_bounds", checked)
     proved, _ = _protect(df, dims)
@@ -186,9 +186,77 @@ def test_cleanup_trials_rejected_by_bounds_fail_the_audit_and_the_pattern_is_unc
     monkeypatch.setattr(heuristic, "_short_by_bounds", real)
     fast, fast_work = _protect(df, dims)
     pd.testing.assert_frame_equal(proved.cells, fast.cells)
-    monkeypatch.setattr(heuristic, "_short_by_bounds", lambda P, trial: None)
+    monkeypatch.setattr(heuristic, "_short_by_bounds", lambda P, trial: (None, None))
     slow, slow_work = _protect(df, dims)
     assert fast.audit_ok and slow.audit_ok
     pd.testing.assert_frame_equal(fast.cells, slow.cells)
     assert fast_work <= slow_work, (fast_work, slow_work)
     clear_cache()
+
+
+@pytest.mark.parametrize("shape,seed", [((4, 4, 4, 2), 3), ((6, 5, 4), 7), ((5, 4, 3, 2), 11)])
+def test_cleanup_trials_rejected_by_an_insiders_bounds_fail_the_audit_and_the_pattern_is_unchanged(
+        monkeypatch, shape, seed) -> None:
+    """A trial an insider's bounds reject is one the whole audit rejects against that insider; without them,
+    the same pattern, for more work."""
+    df, dims = _counts(shape, seed, 0.3)
+    rejected: list[tuple[int, int]] = []
+    real = heuristic._insider_short
+
+    def checked(P, tb, published):
+        got = real(P, tb, published)
+        if got is not None:
+            trial = np.zeros(P.n, dtype=bool)
+            trial[tb.H] = True
+            cert = heuristic.certify(P, trial, [], singletons=True)
+            assert got in cert.failures, f"trial rejected on {got} by an insider's bounds, audit: {cert.failures}"
+            rejected.append(got)
+        return got
+
+    monkeypatch.setattr(heuristic, "_insider_short", checked)
+    proved, _ = _protect(df, dims)
+    assert rejected, "no clean-up trial was rejected by an insider's bounds: the test proves nothing"
+    monkeypatch.setattr(heuristic, "_insider_short", real)
+    fast, fast_work = _protect(df, dims)
+    pd.testing.assert_frame_equal(proved.cells, fast.cells)
+    monkeypatch.setattr(heuristic, "_insider_short", lambda P, tb, published: None)
+    slow, slow_work = _protect(df, dims)
+    assert fast.audit_ok and slow.audit_ok
+    pd.testing.assert_frame_equal(fast.cells, slow.cells)
+    assert fast_work < slow_work, (fast_work, slow_work)
+    clear_cache()
+
+
+def test_bounds_of_many_scenarios_at_once_are_valid_and_as_tight_as_one_at_a_time() -> None:
+    """Stacked attackers (one row each) get bounds containing their LP extremes, no wider than alone."""
+    df, dims = _counts((5, 4, 3), 2, 0.3)
+    tab = _prepare(df, dims, "n", None, None, None, None, True)
+    a = tab.value
+    M = sp.csr_matrix(tab.model.M)
+    Mc = sp.csc_matrix(M)
+    hidden = np.random.default_rng(2).random(len(a)) < 0.5  # (fewer: every bound collapses to 0)
+    H = np.flatnonzero(hidden)
+    L, U = a.copy(), np.full(len(a), np.inf)
+    lo0, hi0 = bounds.propagated_bounds(Mc, H, L, U, rounds=bounds.MAX_ROUNDS)
+    coo = Mc[:, H].tocoo()
+    fixed = H  # every hidden cell an "insider" knowing its own value exactly
+    lo = np.repeat(lo0[None, :], len(fixed), axis=0)
+    hi = np.repeat(hi0[None, :], len(fixed), axis=0)
+    rows = np.arange(len(fixed))
+    lo[rows, rows] = 0.0
+    hi[rows, rows] = 0.0
+    lo_all, hi_all = bounds.bounds_per_scenario(coo, lo, hi, bounds.MAX_ROUNDS)
+    tighter = (hi_all < hi0[None, :] - 1e-9) | (lo_all > lo0[None, :] + 1e-9)
+    tighter[np.arange(len(fixed)), np.arange(len(fixed))] = False  # (its own cell, set above)
+    assert tighter.any(), "no insider tightened any bound: the test proves nothing"
+    for row in sorted(set(np.flatnonzero(tighter.any(axis=1))[:4].tolist()) | {0, 1}):
+        s = int(fixed[row])
+        Ls, Us = L.copy(), U.copy()
+        Ls[s] = Us[s] = 0.0
+        lo1, hi1 = bounds.propagated_bounds(Mc, H, Ls, Us, rounds=bounds.MAX_ROUNDS, start=(lo0, hi0), coo=coo)
+        assert (lo_all[row] >= lo1 - 1e-9).all() and (hi_all[row] <= hi1 + 1e-9).all()
+        for pos in range(len(H)):
+            j = int(H[pos])
+            top = _extreme(M, hidden, Ls, Us, j, 1)
+            bottom = _extreme(M, hidden, Ls, Us, j, -1)
+            assert hi_all[row, pos] >= top - 1e-7 and lo_all[row, pos] <= bottom + 1e-7, (s, j)

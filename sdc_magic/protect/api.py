@@ -26,7 +26,6 @@ from .heuristic import Infeasible, cleanup, repair
 from .levels import protection_levels, resolution_of
 from .local import Boxes
 from .lp import ITERATIONS_PER_SECOND, Flow, set_budget, work_done
-from .mip import available_solvers, optimal
 from .model import TOTAL, TableModel, build_dimension, build_model, merged_top, sorted_labels
 
 #: Tables with at most this many cells (margins included) get the optimal MIP under
@@ -625,6 +624,10 @@ def _mip_choice(n: int, method: str, solver: str | None, time_limit: float) -> t
     offline = float(time_limit) >= OFFLINE_SECONDS
     use_optimal = method == "optimal" or (method == "auto" and (
         n <= AUTO_OPTIMAL_MAX_CELLS or (offline and n <= AUTO_OPTIMAL_MAX_CELLS_OFFLINE)))
+    if not use_optimal:
+        return False, solver  # (not even imported: PuLP alone is a tenth of a second on a first display)
+    from .mip import available_solvers
+
     solvers = available_solvers()
     chosen = solver or (solvers[0] if solvers else None)
     if use_optimal and chosen not in solvers:
@@ -655,6 +658,8 @@ def _find_pattern(P: Problem, *, method: str, solver: str | None, singletons: bo
             # rounds): the same table gives the same pattern whatever the load
             nodes, rounds = (AUTO_MIP_NODES, AUTO_MIP_ROUNDS) if method == "auto" else (
                 max(int(OPTIMAL_NODES_PER_SECOND * float(time_limit)), 1), None)
+            from .mip import optimal
+
             hidden, pool, status, _lower = optimal(
                 P, singletons=singletons, tick=tick, solver=chosen, incumbent=(hidden, pool),
                 nodes=nodes, rounds=rounds)
