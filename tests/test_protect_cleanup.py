@@ -52,8 +52,8 @@ def test_cleanup_reaches_the_same_or_a_cheaper_pattern_with_less_work(monkeypatc
     refuted: list[tuple[int, int]] = []
     real_refuted = heuristic._refuted
 
-    def checked(P, trial, kept, killers, singletons):
-        got = real_refuted(P, trial, kept, killers, singletons)
+    def checked(P, trial, kept, killers, singletons, cancel=None):
+        got = real_refuted(P, trial, kept, killers, singletons, cancel)
         if got is not None:
             # a refutation is a proof: the whole audit of that trial fails too
             cert = heuristic.certify(P, trial, list(kept), singletons=singletons, stop_at_first=True)
@@ -76,7 +76,9 @@ def test_cleanup_reaches_the_same_or_a_cheaper_pattern_with_less_work(monkeypatc
     assert fast.audit_ok and slow.audit_ok
     assert fast.hidden.sum() <= slow.hidden.sum()
     assert fast.cost <= slow.cost
-    assert fast_work < 0.9 * slow_work, (fast_work, slow_work)
+    # (less than before certificates were made from pairs of lost ones, flows.Cancellation, which
+    # answer most of the questions whose bases were kept: seed table 30,288 -> 27,934 iterations)
+    assert fast_work < slow_work, (fast_work, slow_work)
     clear_cache()
 
 
@@ -213,3 +215,76 @@ def test_the_repair_checks_insiders_once_the_outsider_is_beaten_same_patterns_fo
     pd.testing.assert_frame_equal(new, old)
     assert new_work < old_work, (new_work, old_work)
     clear_cache()
+
+
+flows_mod = importlib.import_module("sdc_magic.protect.flows")
+
+
+@pytest.mark.parametrize("shape,seed", [((4, 4, 4, 2), 3), ((6, 5, 4), 7), ((5, 4, 3, 2), 11)])
+def test_certificates_made_of_two_lost_ones_are_certificates_and_change_no_pattern(monkeypatch, shape, seed) -> None:
+    """Every certificate a clean-up trial makes from two it lost (``flows.Cancellation``) balances every
+    relation, stays in the attacker's ranges, moves only the trial's hidden cells and meets its requirement;
+    without them the clean-up finds the same pattern with more LPs."""
+    df, dims = _counts(shape, seed, 0.3)
+    made: list[int] = []
+    real_find = flows_mod.Cancellation.find
+    real_init = flows_mod.Cancellation.__init__
+
+    def init(self, flows, cell, Mc):
+        real_init(self, flows, cell, Mc)
+        self.support = np.zeros(Mc.shape[1], dtype=bool)
+        for f in flows:
+            self.support[f.idx] = True
+        self.support[cell] = False  # the trial publishes it
+
+    def checked(self, k, sign, amt, L, U):
+        got = real_find(self, k, sign, amt, L, U)
+        if got is not None:
+            resid = self.Mc[:, got.idx] @ got.val
+            assert np.abs(resid).max() <= 1e-6 * max(1.0, float(np.abs(got.val).max()))
+            assert (got.val <= U[got.idx] * (1 + 1e-9) + 1e-12).all()
+            assert (-got.val <= L[got.idx] * (1 + 1e-9) + 1e-12).all()
+            assert self.support[got.idx].all() and self.cell not in got.idx.tolist()
+            assert sign * got.value_at(k) >= amt * (1 - 1e-6) - 1e-9
+            made.append(k)
+        return got
+
+    monkeypatch.setattr(flows_mod.Cancellation, "__init__", init)
+    monkeypatch.setattr(flows_mod.Cancellation, "find", checked)
+    with_pairs, with_work = _protect_counting(monkeypatch, df, dims)
+    assert made, "no certificate was made from a pair: the test proves nothing"
+    monkeypatch.setattr(flows_mod.Cancellation, "find", lambda self, k, sign, amt, L, U: None)
+    without, without_work = _protect_counting(monkeypatch, df, dims)
+    assert with_pairs.audit_ok and without.audit_ok
+    pd.testing.assert_frame_equal(with_pairs.cells, without.cells)
+    assert with_work < without_work, (with_work, without_work)
+    clear_cache()
+
+
+def test_a_cancellation_refuses_what_leaves_the_ranges_or_misses_the_level() -> None:
+    """Two flows of a 2 x 3 table (with margins) that both move one cell: the combination is offered only when
+    it stays within the ranges and still moves the primary far enough."""
+    from sdc_magic.protect.lp import Flow
+    # cells: inner (r, c) = 3 r + c for r < 2, c < 3; row totals 6, 7; column totals 8, 9, 10; grand total 11
+    rows = [[0, 1, 2, 6], [3, 4, 5, 7], [0, 3, 8], [1, 4, 9], [2, 5, 10], [6, 7, 11], [8, 9, 10, 11]]
+    M = sp.lil_matrix((len(rows), 12))
+    for r, cells in enumerate(rows):
+        for c in cells:
+            M[r, c] = -1.0 if c >= 6 else 1.0
+    M[5, 11] = -1.0
+    M[6, 11] = -1.0
+    M[5, 6] = M[5, 7] = 1.0
+    M[6, 8] = M[6, 9] = M[6, 10] = 1.0
+    Mc = sp.csc_matrix(M)
+    f = Flow(np.array([0, 1, 3, 4]), np.array([1.0, -1.0, -1.0, 1.0]))  # cycle through cells 0,1,3,4
+    g = Flow(np.array([1, 2, 4, 5]), np.array([1.0, -1.0, -1.0, 1.0]))  # cycle through cells 1,2,4,5
+    assert np.abs(Mc @ np.bincount(f.idx, f.val, 12)).max() == 0
+    cancel = flows_mod.Cancellation([f, g], 1, Mc)  # publish cell 1 again
+    wide = np.full(12, 5.0)
+    got = cancel.find(0, 1, 1.0, wide, wide)
+    assert got is not None and 1 not in got.idx.tolist()
+    assert got.idx.tolist() == [0, 2, 3, 5] and got.value_at(0) == 1.0
+    assert cancel.find(0, 1, 1.5, wide, wide) is None  # moves cell 0 by 1 only
+    tight = wide.copy()
+    tight[2] = 0.5  # cell 2 may not move down by 1
+    assert cancel.find(0, 1, 1.0, tight, wide) is None

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .bounds import MAX_ROUNDS, propagated_bounds, short_of
-from .flows import absorb_many, flow_requirements, one_per_cell, rescale
+from .flows import Cancellation, absorb_many, flow_requirements, one_per_cell, rescale
 from .local import Boxes, LocalAttacker
 from .lp import Attacker, Flow, WorkLimit, flow_lp, work_done
 
@@ -415,7 +415,8 @@ def split_flow(P: Problem, f: Flow) -> list[Flow]:
 
 def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool = True,
             tick: Ticker | None = None, stop_at_first: bool = False, exact: bool = True,
-            only: np.ndarray | None = None, outsider_first: bool = False) -> Certification:
+            only: np.ndarray | None = None, outsider_first: bool = False,
+            cancel: Cancellation | None = None) -> Certification:
     """Find a certificate for every requirement and every attacker, or name the failures.
 
     ``pool`` holds certificates found earlier; those whose support is still hidden are
@@ -437,9 +438,12 @@ def certify(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
     and most insiders' failures on the smaller pattern vanish on the larger one, but each was
     proved by an LP first (ACRO's skewed mean table: 405 LPs for the primaries-only pattern's
     audit, 280 of them the insiders').  The next round checks the insiders on the larger pattern.
+
+    ``cancel`` (a clean-up trial): the certificates the trial lost, combined in pairs before
+    any LP (:class:`~.flows.Cancellation`); only an LP still says "no".
     """
     run = _Audit(P, hidden, pool, tick or Ticker(None), singletons=singletons, stop_at_first=stop_at_first,
-                 exact=exact, every_insider_first=ALL_INSIDERS_FIRST and not outsider_first)
+                 exact=exact, every_insider_first=ALL_INSIDERS_FIRST and not outsider_first, cancel=cancel)
     if run.nreq == 0:
         return run.result()
     if not run.outsiders(only):
@@ -467,8 +471,10 @@ class _Audit:
     failed: np.ndarray
 
     def __init__(self, P: Problem, hidden: np.ndarray, pool: list[Flow], tick: Ticker, *, singletons: bool,
-                 stop_at_first: bool, exact: bool, every_insider_first: bool = ALL_INSIDERS_FIRST) -> None:
+                 stop_at_first: bool, exact: bool, every_insider_first: bool = ALL_INSIDERS_FIRST,
+                 cancel: Cancellation | None = None) -> None:
         self.P = P
+        self.cancel = cancel
         self.every_insider_first = every_insider_first
         self.tick = tick
         self.stop_at_first = stop_at_first
@@ -522,6 +528,10 @@ class _Audit:
                 self.keep(g)
                 return True
         return False
+
+    def paired(self, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray) -> Flow | None:
+        """A certificate made of two the trial lost (:class:`~.flows.Cancellation`), or None."""
+        return None if self.cancel is None else self.cancel.find(k, sign, amt, L, U)
 
     def viol(self, fi: int) -> set[int]:
         if fi not in self.viol_cache:
@@ -623,7 +633,9 @@ class _Audit:
             self.tick("audit: finding certificates", n_done / max(len(open_), 1))
             if self.certified_by[r] or self.rescued(r, P.L, P.U):
                 continue
-            flow = self.local.reach(int(self.req_k[r]), int(self.req_s[r]), float(self.req_a[r]), P.L, P.U)
+            flow = self.paired(int(self.req_k[r]), int(self.req_s[r]), float(self.req_a[r]), P.L, P.U)
+            if flow is None:
+                flow = self.local.reach(int(self.req_k[r]), int(self.req_s[r]), float(self.req_a[r]), P.L, P.U)
             if flow is not None:
                 self.keep(flow)
         return self.uncertified(open_)
@@ -645,6 +657,8 @@ class _Audit:
                 if self.certified_by[r] or self.rescued(r, P.L, P.U):
                     continue
                 flow = self.against_every_insider(r) if self.every_insider_first and self.local is None else None
+                if flow is None:
+                    flow = self.paired(int(self.req_k[r]), int(self.req_s[r]), float(self.req_a[r]), P.L, P.U)
                 if flow is None:
                     flow = self.att.reach(int(self.req_k[r]), int(self.req_s[r]), float(self.req_a[r]),
                                           basis_key=(r, -1))
@@ -690,6 +704,9 @@ class _Audit:
         L, U = P.L.copy(), P.U.copy()
         L[cells] = np.minimum(L[cells], P.scen_L[cells])
         U[cells] = np.minimum(U[cells], P.scen_U[cells])
+        paired = self.paired(k, int(self.req_s[r]), float(self.req_a[r]), L, U)
+        if paired is not None:
+            return paired
         self.att.set_caps(L, U)
         try:
             flow = self.att.reach(k, int(self.req_s[r]), float(self.req_a[r]), basis_key=(r, -3))
@@ -762,6 +779,11 @@ class _Audit:
                 L, U = P.L.copy(), P.U.copy()
                 L[cells] = P.scen_L[cells]
                 U[cells] = P.scen_U[cells]
+                paired = self.paired(int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
+                if paired is not None:
+                    self.pool.append(paired)
+                    self.narrow(len(self.pool) - 1)
+                    continue
                 att.set_caps(L, U)
                 if not self.exact and self.local is not None:
                     flow = self.local.reach(int(req_k[r]), int(req_s[r]), float(req_a[r]), L, U)
@@ -811,6 +833,12 @@ class _Audit:
             blocked[r].discard(s)
             return True
         if self.rescued(r, *caps, avoid=int(s)):
+            self.narrow(len(self.pool) - 1)
+            blocked[r].discard(s)
+            return True
+        paired = self.paired(int(req_k[r]), int(req_s[r]), amt, *caps)
+        if paired is not None:
+            self.pool.append(paired)
             self.narrow(len(self.pool) - 1)
             blocked[r].discard(s)
             return True

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .lp import Flow
+from .lp import Flow, column_residual
 
 
 def flow_requirements(f: Flow, req_k: np.ndarray, req_s: np.ndarray, req_a: np.ndarray
@@ -98,3 +98,70 @@ def absorb_many(pool: list[Flow], start: int, req_k: np.ndarray, req_s: np.ndarr
                 certified_by[key].extend(owner_list[a:b])
             else:
                 target.setdefault(key, []).extend(owner_list[a:b])
+
+
+class Cancellation:
+    """Certificates of a clean-up trial made from two lost ones, without an LP.
+
+    Why: a clean-up trial publishes one cell ``c`` again, and every certificate that moves c
+    is lost; the requirements they met are asked again, each an attacker LP (on the seed table
+    most of the clean-up's LPs). Two lost certificates f and g (``g_c ≠ 0``) give
+    ``h = f − (f_c / g_c)·g``: every relation stays balanced (it is linear), c no longer moves,
+    and no other cell outside the trial's pattern does. When h stays within the attacker's
+    ranges and still moves the primary far enough, it is a certificate of the trial: checked
+    like an LP's (ranges, relations, requirement) before it is returned. On the seed table 334
+    of the clean-up's 435 feasible attacker LPs had such a pair. A question without one goes to
+    the LP as before, so every "no" is still an LP's and the patterns are the same.
+    """
+
+    #: At most this many lost certificates are combined (the most recent, in pool order): the
+    #: work per question is (candidates × partners × cells), kept to a few hundred thousand.
+    MAX_FLOWS = 64
+
+    def __init__(self, flows: list[Flow], cell: int, Mc: object) -> None:
+        moving = [f for f in flows if f.value_at(cell) != 0.0][-self.MAX_FLOWS:]
+        self.cell = int(cell)
+        self.Mc = Mc
+        self.cols = (np.unique(np.concatenate([f.idx for f in moving])) if moving
+                     else np.zeros(0, dtype=np.int64))
+        self.D = np.zeros((len(moving), len(self.cols)))
+        for row, f in enumerate(moving):
+            self.D[row, np.searchsorted(self.cols, f.idx)] = f.val
+        self.at_c = self.D[:, int(np.searchsorted(self.cols, self.cell))] if len(moving) else np.zeros(0)
+        self.found = 0
+
+    def find(self, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray) -> Flow | None:
+        """A certificate moving cell k by ``sign·amt`` within ranges (L, U) made of two lost ones, or None."""
+        if len(self.D) < 2:
+            return None
+        pk = int(np.searchsorted(self.cols, k))
+        if pk >= len(self.cols) or self.cols[pk] != k:
+            return None
+        need = amt * (1 - 1e-6) - 1e-9
+        lead = np.flatnonzero(sign * self.D[:, pk] >= need)
+        if not len(lead):
+            return None
+        pc = int(np.searchsorted(self.cols, self.cell))
+        lo, hi = L[self.cols], U[self.cols]
+        # every (lead f, partner g): h = f − (f_c/g_c)·g, shape (leads, partners, cells)
+        t = self.D[lead, pc][:, None] / self.at_c[None, :]
+        H = self.D[lead][:, None, :] - t[:, :, None] * self.D[None, :, :]
+        H[:, :, pc] = 0.0
+        with np.errstate(invalid="ignore"):
+            ok = ((sign * H[:, :, pk] >= need)
+                  & (hi * (1 + 1e-9) + 1e-12 >= H).all(axis=2)
+                  & (lo * (1 + 1e-9) + 1e-12 >= -H).all(axis=2))
+        ok[np.arange(len(lead)), lead] = False  # (f with itself is 0)
+        if not ok.any():
+            return None
+        # the smallest certificate (fewest cells moved: fewer insiders crossed), then the first
+        size = np.where(ok, (H != 0).sum(axis=2), np.iinfo(np.int64).max)
+        a, b = np.unravel_index(int(np.argmin(size)), size.shape)
+        h = H[a, b]
+        nz = np.flatnonzero(h)
+        idx, val = self.cols[nz], h[nz]
+        resid = column_residual(self.Mc, idx, val)  # type: ignore[arg-type]
+        if len(resid) and np.abs(resid).max() > 1e-6 * max(1.0, float(np.abs(val).max())):
+            return None
+        self.found += 1
+        return Flow(idx, val)

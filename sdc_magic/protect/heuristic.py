@@ -49,6 +49,7 @@ from .audit import (
     scenario_caps,
 )
 from .bounds import MAX_ROUNDS, bounds_per_scenario, propagated_bounds, short_of
+from .flows import Cancellation
 from .local import COVER_SIZES, LocalAttacker
 from .lp import Flow, flow_lp, work_done
 
@@ -256,7 +257,8 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 moved, touched, sub_ids = index.trial(int(i))
                 sub = [pool[j] for j in sub_ids.tolist()]
                 cert = certify(P, trial, sub, singletons=singletons, tick=tick, stop_at_first=True,
-                               exact=False, only=touched)
+                               exact=False, only=touched,
+                               cancel=Cancellation([pool[j] for j in moved.tolist()], int(i), P.Mc))
                 if not cert.failures:
                     hidden = trial
                     gone = set(moved.tolist())
@@ -269,11 +271,13 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 # ones the cheap audit above rejects the same trials without LPs, 25x20x10: 8 of 37)
                 continue
             kept = [f for f in pool if trial[f.idx].all()]
+            lost = [f for f in pool if not trial[f.idx].all() and trial[f.idx].sum() == len(f.idx) - 1]
+            cancel = Cancellation(lost, int(i), P.Mc)
             # a rejected trial's new certificates are kept: their cells are hidden in the trial,
             # hence in the pattern, which keeps cell i too (the certificates a rejected trial
             # found were lost before, and the next trials asked the same questions again)
             n_kept = len(kept)
-            if _refuted(P, trial, kept, killers, singletons) is not None:
+            if _refuted(P, trial, kept, killers, singletons, cancel) is not None:
                 pool = pool + kept[n_kept:]
                 continue
             short = _insider_short(P, bounds, int(i)) if singletons and bounds is not None else None
@@ -281,7 +285,7 @@ def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: boo
                 pool = pool + kept[n_kept:]
                 _remember(killers, short)
                 continue
-            cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True)
+            cert = certify(P, trial, kept, singletons=singletons, tick=tick, stop_at_first=True, cancel=cancel)
             if not cert.failures:
                 hidden = trial
                 pool = cert.pool
@@ -307,7 +311,7 @@ def _remember(killers: list[tuple[int, int]], failure: tuple[int, int]) -> None:
 
 
 def _refuted(P: Problem, trial: np.ndarray, kept: list[Flow], killers: list[tuple[int, int]],
-             singletons: bool) -> tuple[int, int] | None:
+             singletons: bool, cancel: Cancellation | None = None) -> tuple[int, int] | None:
     """A question of ``killers`` that has no certificate under ``trial`` (proved by an LP), or None.
 
     Why: a trial of the clean-up is rejected at the first requirement and attacker it
@@ -332,6 +336,10 @@ def _refuted(P: Problem, trial: np.ndarray, kept: list[Flow], killers: list[tupl
                 continue
             L, U = scenario_caps(P, s)
         if any(_meets(f, P, k, sign, amt, s) for f in kept):
+            continue
+        paired = cancel.find(k, sign, amt, L, U) if cancel is not None else None
+        if paired is not None:
+            kept.append(paired)
             continue
         lp = P.feasibility(trial) if s >= 0 else P.attacker(trial)
         lp.set_caps(L, U)
