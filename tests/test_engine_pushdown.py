@@ -6,10 +6,9 @@ every row they hand to Python during a display is counted. A checked display may
 O(cells + atoms) rows: the table itself and counts per atom, never the microdata.
 
 A DuckDB count of more than ``evidence/rows.py`` ``IN_ENGINE_ROWS`` source rows is linked
-inside DuckDB (``linking/in_engine.py``): only counts per atom come back. polars still
-fetches each source row (its keys and values, or polars' hashes of them) for the row-level
-universes of :mod:`sdc_magic.linking`: the strict xfails below say so and turn into
-failures the day polars is linked inside the engine too. The first test checks the counter
+inside DuckDB (``linking/in_engine.py``): only counts per atom come back; so is a polars
+table (eager, or lazy after ``df.lazy()``) written over its frame
+(``capture/polars/lineage.py``). The first test checks the counter
 itself, so neither can pass by accident.
 """
 
@@ -100,15 +99,6 @@ def _display(make: Any, record: bool = True) -> tuple[int, str]:
     return published.checked.hidden.size, published.metadata["sdc_magic"]["status"]
 
 
-LINKING_READS_ROWS = pytest.mark.xfail(strict=True, reason="issue 22: linking still reads every polars source row "
-                                      "into Python (its values up to 1M rows, polars' hashes of them up to 5M)")
-READ_WHEN_MADE = pytest.mark.xfail(strict=True, reason="issue 22: the capture reads the linking rows when the "
-                                                       "result is made, whether or not a display links it")
-#: with linking (a notebook's display) and without it (only the evidence: facts computed in the engine)
-RECORD = [pytest.param(True, marks=LINKING_READS_ROWS, id="linked"),
-          pytest.param(False, marks=READ_WHEN_MADE, id="not-linked")]
-
-
 @pytest.mark.parametrize("record", [True, False], ids=["linked", "not-linked"])
 def test_a_checked_duckdb_display_moves_only_cells_and_atoms(record: bool) -> None:
     duckdb = pytest.importorskip("duckdb")
@@ -121,11 +111,20 @@ def test_a_checked_duckdb_display_moves_only_cells_and_atoms(record: bool) -> No
     assert sum(moved) <= 10 * cells, f"{sum(moved):,} rows moved into Python for {cells:,} cells"
 
 
-@pytest.mark.parametrize("record", RECORD)
+@pytest.mark.parametrize("record", [True, False], ids=["linked", "not-linked"])
 def test_a_checked_polars_display_moves_only_cells_and_atoms(record: bool) -> None:
     pl = pytest.importorskip("polars")
     frame = pl.from_pandas(_data())
     with counting(pl.DataFrame, POLARS_CONVERSIONS) as moved:
         cells, status = _display(lambda: frame.group_by(KEYS).len(), record=record)
+    assert status != "withheld"
+    assert sum(moved) <= 10 * cells, f"{sum(moved):,} rows moved into Python for {cells:,} cells"
+
+
+def test_a_checked_lazy_polars_display_moves_only_cells_and_atoms() -> None:
+    pl = pytest.importorskip("polars")
+    frame = pl.from_pandas(_data())
+    with counting(pl.DataFrame, POLARS_CONVERSIONS) as moved:
+        cells, status = _display(lambda: frame.lazy().group_by(KEYS).len().collect(), record=True)
     assert status != "withheld"
     assert sum(moved) <= 10 * cells, f"{sum(moved):,} rows moved into Python for {cells:,} cells"

@@ -208,7 +208,10 @@ def _from_groups(rows: InEngineRows, mine: tuple[list[str], str]) -> pd.DataFram
         frame = pd.concat([frame, out], ignore_index=True)
     elif outside_n:
         return rows.count([*keys, cond])
-    order = frame[[*keys, cond]].astype(object).map(repr).agg("|".join, axis=1).argsort(kind="stable").to_numpy()
+    # a fixed order (as the engine's count is sorted): by each column's text, column after column
+    # (one factorization per column: joining every row's reprs cost 70 ms for 1,000 groups)
+    codes = [pd.factorize(frame[c].astype(object).map(repr), sort=True)[0] for c in [*keys, cond]]
+    order = np.lexsort(codes[::-1]) if codes else np.arange(len(frame))
     return frame.iloc[order].reset_index(drop=True)
 
 

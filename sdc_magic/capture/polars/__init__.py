@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...evidence import rows as row_limits
 from .. import contract
 from ..depth import depth as _depth
 from ..entries import MAGNITUDE_EVIDENCE
@@ -62,6 +63,7 @@ from .evidence import (
     set_indicators,
     settle_runner_up,
 )
+from .lineage import in_engine
 from .plan import (
     Plan,
     aggregate_select,
@@ -143,6 +145,9 @@ class PolarsCapture:
                 self._patch(owner, name, functools.partial(self._sql_method, name=name))
         self._patch(pl.DataFrame, "to_pandas", self._to_pandas)
         self._patch(pl.LazyFrame, "select", self._lazy_select)
+        for name in ("filter", "with_columns", "rename", "drop"):
+            self._patch(pl.LazyFrame, name, functools.partial(self._lazy_step, name=name))
+        self._patch(pl.DataFrame, "lazy", functools.partial(self._lazy_step, name="lazy"))
         self._patch(pl.LazyFrame, "sort", self._lazy_sort)
         for name in FRAME_STATISTICS:
             self._patch(pl.DataFrame, name, functools.partial(self._frame_statistic, name=name))
@@ -264,9 +269,12 @@ class PolarsCapture:
             notes: list[str] = []
             ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, None)
             set_indicators(facts, ge, variables)
-            rows = linking_rows(source.lazy(), by, named_by, keys, out,
-                                int(facts[f"{contract.PREFIX}rows"].sum()), positions=_row_positions(source),
-                                notes=notes)
+            n_rows = int(facts[f"{contract.PREFIX}rows"].sum())
+            rows = in_engine(source, by, named_by, keys, out, ge, facts) \
+                if isinstance(source, pl.DataFrame | pl.LazyFrame) and n_rows > row_limits.IN_ENGINE_ROWS else None
+            if rows is None:  # (no row leaves polars above; below, or not written over a frame: its rows)
+                rows = linking_rows(source.lazy(), by, named_by, keys, out, n_rows, positions=_row_positions(source),
+                                    notes=notes)
 
             def to_shown(res: Any) -> pd.DataFrame:
                 return contract.keyed(res.to_pandas(), keys)
@@ -442,7 +450,7 @@ class PolarsCapture:
         present = [c for c in result.columns if c not in keys]
         resolved = {c: measure_of(c) for c in present}
         self._register(call, lf, by, named_by, keys, resolved, measure_of, result, schema, inner=inner,
-                       positions=row_positions)
+                       positions=row_positions, source=frame if isinstance(frame, pl.DataFrame | pl.LazyFrame) else None)
 
     def _register(self, call: str, lf: Any, by: list[Any], named_by: dict, keys: list[str],
                   resolved: dict[str, tuple[str | None, str]], measure_of: Callable, result: Any,
@@ -450,7 +458,7 @@ class PolarsCapture:
                   key_casts: dict[str, Any] | None = None,
                   variables: list[str] | None = None, margin_label: str | None = None, link: bool = True,
                   inner: dict[str, Any] | None = None, labels: list[str] | None = None,
-                  positions: Any = None) -> Any:
+                  positions: Any = None, source: Any = None) -> Any:
         rules = self.rules()
         notes: list[str] = []
         unit = rules.unit
@@ -479,9 +487,11 @@ class PolarsCapture:
         ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, unit)
         set_indicators(facts, ge, variables)
         rows = None
-        if link:
-            rows = linking_rows(lf, by, named_by, keys, resolved, int(ge.rows.sum()) if ge.rows is not None else 0,
-                                positions=positions, notes=notes)
+        n_rows = int(ge.rows.sum()) if ge.rows is not None else 0
+        if link and source is not None and unit is None and n_rows > row_limits.IN_ENGINE_ROWS:
+            rows = in_engine(source, by, named_by, keys, resolved, ge, facts)  # no row leaves polars
+        if link and rows is None:
+            rows = linking_rows(lf, by, named_by, keys, resolved, n_rows, positions=positions, notes=notes)
         inner_frame = None
         if inner:
             inner_frame = grouped(lf, by, named_by, [e.alias(c) for c, e in inner.items()]).collect()
@@ -691,12 +701,24 @@ class PolarsCapture:
         """``LazyFrame.select`` of aggregates only (one group): recorded at ``collect()``."""
         def select(lf: Any, *exprs: Any, **named: Any) -> Any:
             result = original(lf, *exprs, **named)
+            if not _depth.value:
+                _remember_lazy(result, lf, "select", exprs, named)
             hit = self._lazy.get(id(lf))
             captured = hit is not None and hit[0]() is lf  # an aggregate already: not a population of rows
             if not _depth.value and not captured and aggregate_select(exprs, named, lf.collect_schema):
                 self._keep(self._lazy, result, (lf, [], {}, exprs, named, "select"))
             return result
         return select
+
+    def _lazy_step(self, original: Callable, name: str) -> Callable:
+        """A lazy step the user takes (``df.lazy()``, ``lf.filter(...)``, ...): remembered for
+        linking inside polars (:mod:`.lineage`), nothing else."""
+        def lazy_step(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(obj, *args, **kwargs)
+            if not _depth.value:
+                _remember_lazy(result, obj, name, args, kwargs)
+            return result
+        return lazy_step
 
     def _lazy_sort(self, original: Callable) -> Callable:
         """``sort`` of a lazy aggregation before ``collect()``: the same groups, recorded at collect
@@ -904,6 +926,12 @@ def _remember_rows(result: Any, source: Any, name: str, args: tuple, kwargs: dic
     if name in origins.SAME_ROWS or name in origins.SUBSETS:
         with contextlib.suppress(Exception):
             origins.remember(result, source, name, args, kwargs)
+
+
+def _remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> None:
+    """A lazy step (see :func:`.origins.remember_lazy`); never fails the user's call."""
+    with contextlib.suppress(Exception):
+        origins.remember_lazy(result, source, name, args, kwargs)
 
 
 def _row_positions(frame: Any) -> Any:

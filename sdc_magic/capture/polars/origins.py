@@ -32,6 +32,14 @@ SUBSETS = frozenset({"filter", "head", "tail", "limit", "slice"})
 ROW = "__sdc_magic_row"
 
 _origins = WeakTable(MAX_REMEMBERED)  # result -> (source, method, args, kwargs)
+#: Lazy steps (``DataFrame.lazy``, ``LazyFrame.filter`` / ``with_columns`` / ``select`` / ``rename`` /
+#: ``drop``): read by :mod:`.lineage` only, never replayed for positions.
+LAZY_STEPS = frozenset({"lazy", "filter", "with_columns", "select", "rename", "drop"})
+#: Lazy results remembered at once: a lazy frame holds its sources anyway (its plan reads them), so
+#: many more are kept than eager ones, and ``lf = df.lazy()`` at the top of a notebook is still known
+#: after a hundred queries over it.
+MAX_LAZY_REMEMBERED = 512
+_lazy_origins = WeakTable(MAX_LAZY_REMEMBERED)  # lazy result -> (source, method, args, kwargs)
 
 
 def remember(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> None:
@@ -45,6 +53,22 @@ def remember(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> 
     if name in SAME_ROWS and result.height != source.height:
         return  # (a select of aggregates: one row)
     _origins.set(result, (source, name, args, kwargs))
+
+
+def remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> None:
+    """``result`` (a LazyFrame) was made by ``source.<name>(*args, **kwargs)`` (:data:`LAZY_STEPS`)."""
+    import polars as pl
+
+    if name in LAZY_STEPS and isinstance(result, pl.LazyFrame) and result is not source:
+        _lazy_origins.set(result, (source, name, args, kwargs))
+
+
+def step(frame: Any) -> tuple[Any, str, tuple, dict] | None:
+    """(source, method, args, kwargs) of the remembered call that made ``frame``, or None."""
+    import polars as pl
+
+    hit = _lazy_origins.get(frame) if isinstance(frame, pl.LazyFrame) else _origins.get(frame)
+    return None if hit is None else hit
 
 
 def positions(frame: Any, depth: int = 0) -> np.ndarray | None:

@@ -233,6 +233,15 @@ def _row_wise(node: Any) -> bool:
     return _row_wise(body[0]) if kind == "Alias" and isinstance(body, list) else False
 
 
+def row_wise(expr: Any) -> bool:
+    """Whether a polars expression gives each row a value computed from that row alone
+    (False for one polars cannot serialize)."""
+    try:
+        return bool(_row_wise(_tree(expr)))
+    except Exception:
+        return False
+
+
 def _column(node: Any) -> str | None:
     return node["Column"] if isinstance(node, dict) and set(node) == {"Column"} and \
         isinstance(node["Column"], str) else None

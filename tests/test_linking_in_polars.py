@@ -1,0 +1,235 @@
+"""Linking inside polars: eager tables of many rows are compared without a row leaving polars.
+
+Above ``evidence/rows.py`` ``IN_ENGINE_ROWS`` source rows an eager polars table whose rows are a
+root frame filtered (row-wise predicates, column subsets between) is described by its lineage
+(``capture/polars/lineage.py``) and the session's atoms are counted with one ``group_by().len()``
+over the root (``linking/in_engine.py``). The limit is lowered here so the red team's 73 people
+take that path; every verdict must be the one the row path gives the same tables.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pl = pytest.importorskip("polars")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_engine_pushdown import POLARS_CONVERSIONS, counting  # noqa: E402
+from test_engines_redteam import PEOPLE  # noqa: E402
+
+from sdc_magic.capture.polars import lineage as polars_lineage  # noqa: E402
+from sdc_magic.evidence import rows as row_limits  # noqa: E402
+from sdc_magic.evidence.in_engine import InEngineRows  # noqa: E402
+from sdc_magic.jupyter.session import Session  # noqa: E402
+from sdc_magic.linking.in_engine import EngineUniverse  # noqa: E402
+
+F = pl.col
+
+
+@pytest.fixture
+def in_engine(monkeypatch: Any) -> None:
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)  # 73 people: counted in polars
+
+
+@pytest.fixture
+def fresh(humanitarian_sessions: Any) -> Any:
+    return humanitarian_sessions
+
+
+def _verdict(out: Any) -> tuple[str, tuple, tuple]:
+    """Status, the hidden cells (as the user sees them) and why each was hidden."""
+    checked = out.checked
+    hidden = tuple(np.flatnonzero(checked.hidden_flat)) if checked is not None else ()
+    why = tuple(sorted((cell, tuple(sorted({r.rule for r in reasons})))
+                       for cell, reasons in checked.reasons.items())) if checked is not None else ()
+    return out.metadata["sdc_magic"]["status"], hidden, why
+
+
+def _engine_universes(sess: Session) -> list[EngineUniverse]:
+    return [u for u in sess.populations.universes if isinstance(u, EngineUniverse)]
+
+
+def _last_rows(sess: Session) -> Any:
+    entry = max(sess.registry.entries(), key=lambda e: e.id)
+    return entry.source.rows if entry.source is not None else None
+
+
+#: sessions of polars tables over one frame ``p`` (73 people): everyone by sex (37/36), then
+#: the same rows without C (2 women, 1 man) written another way; then more tables
+SESSIONS = {
+    "filter": [lambda p: p.group_by("sex").len(),
+               lambda p: p.filter(F("district") != "C").group_by("sex").len()],
+    "two filters in a row": [lambda p: p.group_by("sex").len(),
+                             lambda p: p.filter(F("age") >= 0).filter(F("district") != "C").group_by("sex").len()],
+    "is_in": [lambda p: p.group_by("sex").len(),
+              lambda p: p.filter(F("district").is_in(["A", "B"])).group_by("sex").len()],
+    "columns selected between filters": [
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.select("district", "sex", "age").filter(F("district") != "C").drop("age").group_by("sex").len()],
+    "recoded key": [lambda p: p.group_by("sex").len(),
+                    lambda p: p.filter(F("district") != "C").group_by(F("sex").str.to_lowercase()).len()],
+    "named key": [lambda p: p.group_by(band=F("age") // 200).len(),
+                  lambda p: p.filter(F("district") != "C").group_by(band=F("age") // 200).len()],
+    "two keys then a margin": [lambda p: p.group_by("district", "sex").len(),
+                               lambda p: p.filter(F("age") >= 0).group_by("sex").len()],
+    "three filters": [lambda p: p.filter(F("district").is_in(["A", "C"])).group_by("sex").len(),
+                      lambda p: p.filter(F("district").is_in(["B", "C"])).group_by("sex").len(),
+                      lambda p: p.group_by("sex").len()],
+    "a filter that drops labels, beside its margins": [
+        lambda p: p.group_by("district", "sex").len(),
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.filter(F("district") != "C").group_by("district", "sex").len()],
+    "the same table shown again after others": [
+        lambda p: p.group_by("district", "sex").len(),
+        lambda p: p.filter(F("age") < 90).group_by("sex").len(),
+        lambda p: p.filter(F("district") != "A").group_by("district").len(),
+        lambda p: p.group_by("district", "sex").len()],
+    "sums of one variable": [lambda p: p.group_by("sex").agg(F("income").sum()),
+                             lambda p: p.filter(F("district") != "C").group_by("sex").agg(F("income").sum())],
+    "counts beside means, then a filter": [
+        lambda p: p.group_by("sex").agg(pl.len(), F("age").mean()),
+        lambda p: p.filter(F("district") != "C").group_by("sex").agg(pl.len(), F("income").max())],
+    "a count, then means of one variable": [
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.filter(F("district") != "C").group_by("sex").agg(F("age").mean(), F("age").max().alias("oldest"))],
+    "a column made on the way": [
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.with_columns(in_c=F("district") == "C").filter(~F("in_c")).group_by("sex").len()],
+    "a key made on the way, then its margin": [
+        lambda p: p.with_columns(old=F("age") >= 100, area=F("district").str.to_lowercase()).group_by("area", "old").len(),
+        lambda p: p.group_by(F("district").str.to_lowercase().alias("area")).len()],
+    "renamed, selected and dropped": [
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.rename({"sex": "gender"}).select("gender", "district", older=F("age") > 90).drop("older")
+        .filter(F("district") != "C").group_by("gender").len()],
+    "lazy after eager": [
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.lazy().filter(F("district") != "C").group_by("sex").len().collect()],
+    "lazy sums after a lazy count": [
+        lambda p: p.lazy().group_by("sex").len().collect(),
+        lambda p: p.lazy().with_columns(c=F("district") == "C").filter(~F("c")).group_by("sex")
+        .agg(F("income").sum()).collect(),
+        lambda p: p.lazy().filter(F("district") != "C").group_by("sex").agg(F("income").sum()).collect()],
+    "a filtered frame made lazy": [
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.filter(F("age") < 100).lazy().select("sex", "district").filter(F("district") != "C")
+        .group_by("sex").len().collect()],
+    "a predicate that is null for some rows": [
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.filter(pl.when(F("district") == "C").then(None).otherwise(True)).group_by("sex").len()],
+}
+
+
+def _sorted(table: Any) -> Any:
+    return table.sort(table.columns[: max(1, len(table.columns) - 1)])
+
+
+@pytest.mark.parametrize("name", list(SESSIONS))
+def test_counted_in_polars_the_verdicts_are_those_of_the_rows(name: str, fresh: Any, monkeypatch: Any) -> None:
+    """Same statuses and hidden cells as linking by rows; the engine path taken for every table."""
+    p = pl.from_pandas(PEOPLE)
+    by_rows = fresh()
+    expected = [_verdict(by_rows.publish(_sorted(make(p)))) for make in SESSIONS[name]]
+    assert not _engine_universes(by_rows)
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    counted = fresh()
+    got = []
+    for make in SESSIONS[name]:
+        got.append(_verdict(counted.publish(_sorted(make(p)))))
+        assert isinstance(_last_rows(counted), InEngineRows), "not counted in polars"
+    assert got == expected
+    universes = _engine_universes(counted)
+    assert len(universes) == 1 and universes[0].populations
+    assert any(v[0] in ("blocked", "suppressed") for v in got), "nothing hidden: the session proves little"
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: p.filter(F("age") > F("age").mean()).group_by("sex").len(),  # not row-wise
+    lambda p: p.with_columns(z=F("age") - F("age").mean()).group_by(F("z") > 0).len(),  # a window column
+    lambda p: p.head(50).group_by("sex").len(),
+    lambda p: p.with_row_index().filter(F("index") > 3).group_by("sex").len(),
+    lambda p: p.filter(district="A").group_by("sex").len(),  # keyword constraints
+    lambda p: p.lazy().head(50).group_by("sex").len().collect(),
+    lambda p: p.group_by("sex").agg(F("household").n_unique()),  # distinct units
+    lambda p: p.group_by("sex").agg(F("flag").sum()),  # a 0/1 flag: the flagged rows are published
+    lambda p: p.group_by("sex").agg(pl.len(), F("income").count()),  # known rows beside all rows
+    lambda p: p.group_by(F("age").rank() > 30).len(),  # a key that is not row-wise
+], ids=["window predicate", "window column", "head", "row index", "keyword filter", "lazy head", "n_unique",
+        "flag sum", "count of a column", "window key"])
+def test_what_is_not_written_over_the_frame_is_linked_by_its_rows(make: Any, fresh: Any, in_engine: None) -> None:
+    sess = fresh()
+    sess.publish(make(pl.from_pandas(PEOPLE)))
+    assert isinstance(_last_rows(sess), pd.DataFrame)
+
+
+def test_a_unit_declared_reads_rows(fresh: Any, in_engine: None) -> None:
+    sess = fresh()
+    sess.set_rules(unit="person")
+    sess.publish(pl.from_pandas(PEOPLE).group_by("sex").len())
+    assert isinstance(_last_rows(sess), pd.DataFrame)
+
+
+def test_a_display_counted_in_polars_moves_only_cells_and_atoms(fresh: Any, in_engine: None) -> None:
+    p = pl.from_pandas(PEOPLE)
+    sess = fresh()
+    with counting(pl.DataFrame, POLARS_CONVERSIONS) as moved:
+        sess.publish(p.group_by("district", "sex").len())
+        second = sess.publish(p.filter(F("age") < 100).group_by("district").len())
+    assert second.metadata["sdc_magic"]["status"] == "blocked"  # 40 - 38: the two people over 100 in A
+    assert 0 < sum(moved) < 73, moved
+    assert max(moved) <= 12
+
+
+def test_the_same_rows_read_again_are_one_base_and_other_rows_another(fresh: Any, in_engine: None) -> None:
+    """A frame is identified by its content: the same rows made again are compared with the
+    first; a frame of other rows is another universe, named when they share columns."""
+    sess = fresh()
+    assert _verdict(sess.publish(pl.from_pandas(PEOPLE).group_by("sex").len()))[0] == "pass"
+    again = pl.from_pandas(PEOPLE.copy())
+    out = sess.publish(again.filter(F("district") != "C").group_by("sex").len())
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
+    assert len(_engine_universes(sess)) == 1
+    other = pl.from_pandas(PEOPLE.assign(age=PEOPLE["age"] + 1))
+    assert polars_lineage.identity(other) != polars_lineage.identity(again)
+
+
+def test_after_a_restart_outputs_counted_in_polars_are_compared(fresh: Any, in_engine: None, tmp_path: Path) -> None:
+    """The outputs' conditions and keys (serialized expressions) and the atoms are saved beside the
+    ledger: the next kernel reads the same rows again and compares its tables with them."""
+    tables = [lambda p: p.group_by("sex").len(),
+              lambda p: p.filter(F("district") != "C").group_by("sex").len(),
+              lambda p: p.group_by("district").len()]
+    first = fresh(tmp_path)
+    before = [_verdict(first.publish(_sorted(make(pl.from_pandas(PEOPLE)))))[:2] for make in tables]
+    assert [v[0] for v in before] == ["pass", "blocked", "suppressed"]
+    again = fresh(tmp_path)  # Restart & Run All
+    assert [_verdict(again.publish(_sorted(make(pl.from_pandas(PEOPLE)))))[:2] for make in tables] == before
+    after = fresh(tmp_path)  # a new table after a restart: compared with the earlier kernel's outputs
+    out = after.publish(pl.from_pandas(PEOPLE).filter(F("age") < 100).group_by("sex").len())
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
+
+
+def test_a_frame_made_in_the_displayed_expression_is_counted(fresh: Any, in_engine: None) -> None:
+    """``pl.from_pandas(...).filter(...).group_by(...).len()``: the root is gone from the user's
+    namespace when the table is displayed; linking still counts there and compares."""
+    sess = fresh()
+    assert _verdict(sess.publish(pl.from_pandas(PEOPLE).group_by("sex").len()))[0] == "pass"
+    out = sess.publish(pl.from_pandas(PEOPLE).filter(F("district") != "C").group_by("sex").len())
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
+    assert isinstance(_last_rows(sess), InEngineRows)
+
+
+def test_linking_in_polars_has_no_row_limit(fresh: Any, in_engine: None, monkeypatch: Any) -> None:
+    """Above MAX_LINKED_ROWS too (where the rows path stops): compared, not review."""
+    monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 20)
+    p = pl.from_pandas(PEOPLE)
+    sess = fresh()
+    sess.publish(p.group_by("sex").len())
+    out = sess.publish(p.filter(F("district") != "C").group_by("sex").len())
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
