@@ -115,7 +115,8 @@ def main() -> None:
     parser.add_argument("--spark", action="store_true", help="PySpark local[2] instead of polars and DuckDB")
     parser.add_argument("--only", choices=["polars", "duckdb", "pandas"], help="one engine")
     parser.add_argument("--session", type=int, default=0,
-                        help="DuckDB only: this many related tables displayed in one session (filters, margins)")
+                        help="this many related tables displayed in one session (filters, margins): DuckDB, "
+                             "or polars with --only polars (eager, lazy and derived columns mixed)")
     args = parser.parse_args()
     rows = int(1e8 if args.large else args.rows)
     if args.spark:
@@ -136,7 +137,10 @@ def main() -> None:
           f"(polars {pl.__version__}, duckdb {duckdb.__version__}, pandas {pd.__version__}; {load()})")
 
     if args.session:
-        duckdb_session(con, args.session)
+        if args.only == "polars":
+            polars_session(p, args.session)
+        else:
+            duckdb_session(con, args.session)
         return
     keys = ["region", "activity", "size"]
     q_count = "SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"
@@ -205,6 +209,68 @@ def duckdb_session(con: Any, n: int) -> None:
           f"({statistics.median(ratios):.2f}x plain); first {checked_s[0]:.3f} s, last {checked_s[-1]:.3f} s; "
           f"second half / first half {statistics.median(checked_s[half:]) / statistics.median(checked_s[:half]):.2f}; "
           f"statuses {counts}", flush=True)
+
+
+def polars_session(p: Any, n: int) -> None:
+    """``n`` related polars tables in one session, as :func:`duckdb_session`, written the ways a polars
+    user writes them: eager and lazy, filters, a derived column now and then; then the same
+    session with linking by rows (``IN_ENGINE_ROWS`` raised above the data) for the verdicts."""
+    import polars as pl
+
+    from sdc_magic.config import preset
+    from sdc_magic.evidence import rows as row_limits
+    from sdc_magic.jupyter.session import Session
+
+    groupings = [["region", "activity", "size"], ["region", "size"], ["activity", "size"], ["region"],
+                 ["region", "activity"]]
+    filters = [pl.lit(True), pl.col("size") != 6, pl.col("activity") != "a00", pl.col("region") != "r000",
+               pl.col("size") < 5, pl.col("turnover") > 1]
+    makers: list[Callable[[], Any]] = []
+    for i in range(n):
+        keys, where = groupings[i % len(groupings)], filters[(i // len(groupings)) % len(filters)]
+        agg = pl.col("turnover").sum() if i % 7 == 6 else pl.len()
+        if i % 3 == 1:
+            makers.append(lambda k=keys, w=where, a=agg: p.lazy().filter(w).group_by(k).agg(a).collect())
+        elif i % 5 == 4:
+            makers.append(lambda k=keys, w=where, a=agg: p.with_columns(small=pl.col("size") < 3).filter(w)
+                          .group_by([*k, "small"]).agg(a))
+        else:
+            makers.append(lambda k=keys, w=where, a=agg: p.filter(w).group_by(k).agg(a))
+
+    def run(limit: int) -> tuple[list[str], list[float], list[float]]:
+        saved = row_limits.IN_ENGINE_ROWS
+        row_limits.IN_ENGINE_ROWS = limit
+        sess = Session(rules=preset("insee"))
+        sess.capture.install()
+        statuses, ratios, checked_s = [], [], []
+        try:
+            for make in makers:
+                gc.collect()
+                t0 = time.perf_counter()
+                _formatted(make().to_pandas())
+                plain = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                out = sess.publish(make())
+                checked = time.perf_counter() - t0
+                ratios.append(checked / plain)
+                checked_s.append(checked)
+                statuses.append(out.metadata["sdc_magic"]["status"])
+        finally:
+            sess.capture.uninstall()
+            row_limits.IN_ENGINE_ROWS = saved
+        return statuses, ratios, checked_s
+
+    statuses, ratios, checked_s = run(row_limits.IN_ENGINE_ROWS)
+    half = max(n // 2, 1)
+    counts = {s: statuses.count(s) for s in dict.fromkeys(statuses)}
+    print(f"polars session of {n} tables: checked {statistics.median(checked_s):.3f} s median per display "
+          f"({statistics.median(ratios):.2f}x plain); first {checked_s[0]:.3f} s, last {checked_s[-1]:.3f} s; "
+          f"second half / first half {statistics.median(checked_s[half:]) / statistics.median(checked_s[:half]):.2f}; "
+          f"statuses {counts}", flush=True)
+    by_rows, _, rows_s = run(10**12)
+    same = sum(a == b for a, b in zip(statuses, by_rows, strict=True))
+    print(f"  linked by rows instead: {statistics.median(rows_s):.3f} s median per display; statuses "
+          f"{ {s: by_rows.count(s) for s in dict.fromkeys(by_rows)} }; {same} of {n} the same", flush=True)
 
 
 def table(results: list[tuple]) -> None:

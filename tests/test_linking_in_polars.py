@@ -120,6 +120,18 @@ SESSIONS = {
         lambda p: p.group_by("sex").len(),
         lambda p: p.filter(F("age") < 100).lazy().select("sex", "district").filter(F("district") != "C")
         .group_by("sex").len().collect()],
+    "a filter inside the aggregation": [  # (red team: the filter inside agg was lost, C's man at pass)
+        lambda p: p.group_by("sex").agg(F("income").sum()),
+        lambda p: p.group_by("sex").agg(F("income").filter(F("district") != "C").sum())],
+    "a derived variable": [lambda p: p.group_by("sex").agg((F("income") * 2).sum()),
+                           lambda p: p.filter(F("district") != "C").group_by("sex").agg((F("income") * 2).sum())],
+    "a row count without keys, then by sex": [  # (red team: a literal-only count came back as one row)
+        lambda p: p.select(pl.len()),
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.filter(F("district") != "C").group_by("sex").len()],
+    "a column dropped that is not there": [
+        lambda p: p.group_by("sex").len(),
+        lambda p: p.drop("nope", strict=False).filter(F("district") != "C").group_by("sex").len()],
     "a predicate that is null for some rows": [
         lambda p: p.group_by("sex").len(),
         lambda p: p.filter(pl.when(F("district") == "C").then(None).otherwise(True)).group_by("sex").len()],
@@ -233,3 +245,77 @@ def test_linking_in_polars_has_no_row_limit(fresh: Any, in_engine: None, monkeyp
     sess.publish(p.group_by("sex").len())
     out = sess.publish(p.filter(F("district") != "C").group_by("sex").len())
     assert out.metadata["sdc_magic"]["status"] == "blocked"
+
+
+def _income_by_sex_then(make: Any, fresh: Any) -> str:
+    """Sums of income by sex (F 542.47 / M 531.80), then ``make``'s table: its status."""
+    sess = fresh()
+    p = pl.from_pandas(PEOPLE)
+    assert _verdict(sess.publish(p.group_by("sex").agg(F("income").sum())))[0] == "pass"
+    return _verdict(sess.publish(make(p)))[0]
+
+
+@pytest.mark.parametrize("make", [
+    # steps that read other rows than the ones their filter kept (not row-wise: all, any, is_unique, str.join)
+    lambda p: p.filter(F("district") != "C").filter((F("district") != "C").all()).group_by("sex").agg(F("income").sum()),
+    lambda p: p.filter(F("district") != "C").with_columns(k=(F("district") == "C").any()).group_by("sex", "k")
+    .agg(F("income").sum()),
+    lambda p: p.filter(F("district") != "C").filter(F("household").is_first_distinct() | True)
+    .group_by("sex").agg(F("income").sum()),
+    lambda p: p.filter(F("district") != "C").with_columns(j=F("district").str.join(",")).group_by("sex", "j")
+    .agg(F("income").sum()),
+    lambda p: p.lazy().filter(F("district") != "C").filter((F("district") != "C").all()).group_by("sex")
+    .agg(F("income").sum()).collect(),
+], ids=["all", "any", "is_first_distinct", "str.join", "lazy all"])
+def test_steps_that_read_other_rows_are_not_replayed_on_the_frame(make: Any, fresh: Any, in_engine: None) -> None:
+    """Red team: 531.80 - 513.75 = 18.05, the income of C's one man, was cleared when such a step
+    was replayed on the whole frame (false everywhere: the table counted no rows)."""
+    assert _income_by_sex_then(make, fresh) != "pass"
+
+
+def test_a_list_of_conditions_changed_after_the_filter_does_not_change_what_is_counted(fresh: Any,
+                                                                                      in_engine: None) -> None:
+    """The steps are written when the call is made (red team: a reused list of filters)."""
+    conds = [F("district") != "C"]
+
+    def make(p: Any) -> Any:
+        q = p.filter(conds)
+        conds[0] = F("age") >= 0
+        return q.group_by("sex").agg(F("income").sum())
+
+    assert _income_by_sex_then(make, fresh) == "blocked"
+
+
+def test_a_rename_mapping_changed_after_the_call_does_not_change_what_is_counted(fresh: Any, in_engine: None) -> None:
+    sess = fresh()
+    p = pl.from_pandas(PEOPLE)
+    assert _verdict(sess.publish(p.group_by("sex").len()))[0] == "pass"
+    mapping = {"sex": "g", "district": "h"}
+    q = p.rename(mapping)
+    mapping.update({"sex": "h", "district": "g"})
+    out = sess.publish(q.filter(F("h") != "C").group_by("g").len())
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
+
+
+def test_a_positional_literal_is_not_replayed_on_the_frame(fresh: Any, in_engine: None) -> None:
+    """``pl.lit(Series)`` lines up by position; the frame is identified by content, in any order
+    (red team: a mask on the reversed frame, replayed on the frame, picked other rows)."""
+    sess = fresh()
+    p = pl.from_pandas(PEOPLE)
+    backwards = p.reverse()
+    assert _verdict(sess.publish(backwards.filter(pl.lit(backwards["district"] == "A")).group_by("sex").len()))[0] \
+        == "pass"
+    out = sess.publish(p.filter(F("district").is_in(["A", "C"])).group_by("sex").len())
+    assert out.metadata["sdc_magic"]["status"] != "pass"  # 22 - 20 = 2 women, 21 - 20 = 1 man
+
+
+def test_a_frame_changed_in_place_is_another_base(fresh: Any, in_engine: None) -> None:
+    """Red team: a column recoded in place (same counts per code by design) kept the frame's identity."""
+    sess = fresh()
+    p = pl.from_pandas(PEOPLE)
+    p2 = pl.from_pandas(PEOPLE)
+    sess.publish(p.select(pl.len()))
+    assert _verdict(sess.publish(p2.filter(F("district") == "A").group_by("sex").len()))[0] == "pass"
+    p.replace_column(p.columns.index("district"), pl.Series("district", ["A" if i >= 33 else "B" for i in range(73)]))
+    out = sess.publish(p.filter((F("person") < 40) | (F("person") >= 70)).group_by("sex").len())
+    assert out.metadata["sdc_magic"]["status"] != "pass"  # persons of A or C: 22 - 20, 21 - 20

@@ -54,6 +54,13 @@ class WeakTable:
             hit = self._table.get(id(obj))
         return None if hit is None or hit[0]() is not obj else hit[1]
 
+    def discard(self, obj: Any) -> None:
+        """Forget the value remembered for ``obj`` (nothing when there is none)."""
+        with _lock:
+            hit = self._table.get(id(obj))
+            if hit is not None and hit[0]() is obj:
+                self._table.pop(id(obj), None)
+
     def __contains__(self, obj: Any) -> bool:
         return self.get(obj) is not None
 

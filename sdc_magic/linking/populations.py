@@ -299,18 +299,33 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
 
 
 def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray) -> bool:
-    """Whether the rows the engine counted for linking are those the table counts: every count
-    cell (``count(*)``) shows its group's size. The table's query and linking's count are two
-    runs of its condition; a condition that reads the query's own text selected other rows in
-    each (red team: ``person <> 72 OR current_query() LIKE '%AS g0%'``: 35 men shown, 36 linked)."""
+    """Whether the rows the engine counted for linking are those the table counts.
+
+    The table's query and linking's count are two runs of its condition (DuckDB: the query's
+    text; polars: its steps replayed on the frame). Every count cell (``count(*)``) must show its
+    group's size (a condition that reads the query's own text selected other rows in each run,
+    red team: ``person <> 72 OR current_query() LIKE '%AS g0%'``: 35 men shown, 36 linked); every
+    cell with rows behind it must be a group the count found, and a statistic's known rows can
+    be no more than its group's (a polars step that read other rows than the ones its filter
+    kept, replayed on the whole frame, selected none: C's man at ``pass``, red team).
+    """
     ev = entry.evidence
-    cells = np.flatnonzero((np.asarray(ev.stat).astype(str) == "size") & (group_of_entry >= 0)
-                           & ~np.asarray(ev.is_margin, dtype=bool))
-    if not len(cells):
-        return True
-    shown = np.asarray(ev.value, dtype=float)[cells]
-    counted = size[group_of_entry[cells]].astype(float)
-    return bool(np.all(np.isnan(shown) | (shown == counted)))
+    inner = ~np.asarray(ev.is_margin, dtype=bool)
+    stat = np.asarray(ev.stat).astype(str)
+    is_size = stat == "size"
+    with np.errstate(invalid="ignore"):
+        value = np.asarray(ev.value, dtype=float)
+        units = np.asarray(ev.units, dtype=float)
+        behind = np.where(is_size, value, units) > 0
+    if (inner & behind & (group_of_entry < 0)).any():
+        return False
+    found = inner & (group_of_entry >= 0)
+    counted = size[np.maximum(group_of_entry, 0)].astype(float)
+    sizes = found & is_size & ~np.isnan(value)
+    if not np.all(value[sizes] == counted[sizes]):
+        return False
+    known = found & ~is_size & ~np.isnan(units)
+    return bool(np.all(units[known] <= counted[known]))
 
 
 def distinct_counted(entry: Any) -> Hashable | None:

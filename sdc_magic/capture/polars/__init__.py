@@ -63,7 +63,7 @@ from .evidence import (
     set_indicators,
     settle_runner_up,
 )
-from .lineage import in_engine
+from .lineage import IN_PLACE, forget, in_engine, written_step
 from .plan import (
     Plan,
     aggregate_select,
@@ -148,6 +148,16 @@ class PolarsCapture:
         for name in ("filter", "with_columns", "rename", "drop"):
             self._patch(pl.LazyFrame, name, functools.partial(self._lazy_step, name=name))
         self._patch(pl.DataFrame, "lazy", functools.partial(self._lazy_step, name="lazy"))
+        for name in IN_PLACE:
+            if name in pl.DataFrame.__dict__:
+                self._patch(pl.DataFrame, name, self._in_place)
+        columns = pl.DataFrame.__dict__.get("columns")
+        if isinstance(columns, property) and columns.fset is not None:  # ``df.columns = [...]`` renames in place
+            def set_columns(df: Any, value: Any, fset: Callable = columns.fset) -> None:
+                fset(df, value)
+                forget(df)
+            self._saved.append((pl.DataFrame, "columns", columns))
+            pl.DataFrame.columns = property(columns.fget, set_columns, columns.fdel, columns.__doc__)
         self._patch(pl.LazyFrame, "sort", self._lazy_sort)
         for name in FRAME_STATISTICS:
             self._patch(pl.DataFrame, name, functools.partial(self._frame_statistic, name=name))
@@ -449,8 +459,10 @@ class PolarsCapture:
 
         present = [c for c in result.columns if c not in keys]
         resolved = {c: measure_of(c) for c in present}
+        derived = {p.var: p.derived for p in planned.values() if p.derived is not None and p.var is not None}
         self._register(call, lf, by, named_by, keys, resolved, measure_of, result, schema, inner=inner,
-                       positions=row_positions, source=frame if isinstance(frame, pl.DataFrame | pl.LazyFrame) else None)
+                       positions=row_positions, source=frame if isinstance(frame, pl.DataFrame | pl.LazyFrame) else None,
+                       derived=derived)
 
     def _register(self, call: str, lf: Any, by: list[Any], named_by: dict, keys: list[str],
                   resolved: dict[str, tuple[str | None, str]], measure_of: Callable, result: Any,
@@ -458,7 +470,7 @@ class PolarsCapture:
                   key_casts: dict[str, Any] | None = None,
                   variables: list[str] | None = None, margin_label: str | None = None, link: bool = True,
                   inner: dict[str, Any] | None = None, labels: list[str] | None = None,
-                  positions: Any = None, source: Any = None) -> Any:
+                  positions: Any = None, source: Any = None, derived: dict[str, Any] | None = None) -> Any:
         rules = self.rules()
         notes: list[str] = []
         unit = rules.unit
@@ -489,7 +501,7 @@ class PolarsCapture:
         rows = None
         n_rows = int(ge.rows.sum()) if ge.rows is not None else 0
         if link and source is not None and unit is None and n_rows > row_limits.IN_ENGINE_ROWS:
-            rows = in_engine(source, by, named_by, keys, resolved, ge, facts)  # no row leaves polars
+            rows = in_engine(source, by, named_by, keys, resolved, ge, facts, derived)  # no row leaves polars
         if link and rows is None:
             rows = linking_rows(lf, by, named_by, keys, resolved, n_rows, positions=positions, notes=notes)
         inner_frame = None
@@ -720,6 +732,16 @@ class PolarsCapture:
             return result
         return lazy_step
 
+    def _in_place(self, original: Callable) -> Callable:
+        """A DataFrame method that may change the frame in place: its content identity is
+        forgotten (:func:`.lineage.forget`), worked out again when a table of it is linked."""
+        def in_place(df: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(df, *args, **kwargs)
+            finally:
+                forget(df)
+        return in_place
+
     def _lazy_sort(self, original: Callable) -> Callable:
         """``sort`` of a lazy aggregation before ``collect()``: the same groups, recorded at collect
         (the evidence is aligned by the group labels, so the order does not matter)."""
@@ -925,13 +947,14 @@ def _remember_rows(result: Any, source: Any, name: str, args: tuple, kwargs: dic
     """Where ``result``'s rows were in ``source`` (see :mod:`.origins`); never fails the user's call."""
     if name in origins.SAME_ROWS or name in origins.SUBSETS:
         with contextlib.suppress(Exception):
-            origins.remember(result, source, name, args, kwargs)
+            origins.remember(result, source, name, args, kwargs, written_step(name, args, kwargs))
 
 
 def _remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> None:
     """A lazy step (see :func:`.origins.remember_lazy`); never fails the user's call."""
     with contextlib.suppress(Exception):
-        origins.remember_lazy(result, source, name, args, kwargs)
+        origins.remember_lazy(result, source, name, args, kwargs,
+                              written_step(name, args, kwargs) if name != "lazy" else None)
 
 
 def _row_positions(frame: Any) -> Any:

@@ -43,7 +43,6 @@ import pandas as pd
 from ...evidence.in_engine import InEngineRows
 from ...evidence.weak_table import WeakTable
 from . import origins
-from .plan import row_wise
 
 #: Root frames whose identity is remembered at once (the newest).
 MAX_IDENTITIES = 64
@@ -80,12 +79,11 @@ def lineage(frame: Any) -> Lineage | None:
             if isinstance(current, pl.DataFrame):
                 return Lineage(current, tuple(reversed(steps)))
             return None  # (a lazy frame not made from a frame: a scan)
-        source, name, args, kwargs = found
+        source, name, args, kwargs, written_step = found
         if name == "lazy":
             if args or kwargs:
                 return None
         else:
-            written_step = _step(name, args, kwargs)
             if written_step is None:
                 return None
             steps.append(written_step)
@@ -93,8 +91,18 @@ def lineage(frame: Any) -> Lineage | None:
     return None
 
 
+def written_step(name: str, args: tuple, kwargs: dict) -> dict | None:
+    """One step as JSON-able data (expressions serialized), or None when it is not written.
+
+    Made when the user's call is (:mod:`.origins` keeps it): the arguments are read once, so a
+    list or mapping changed afterwards does not change the step. Never raises."""
+    try:
+        return _step(name, args, kwargs)
+    except Exception:
+        return None
+
+
 def _step(name: str, args: tuple, kwargs: dict) -> dict | None:
-    """One step as JSON-able data (expressions serialized), or None when it is not written."""
     import polars as pl
 
     if name not in STEPS:
@@ -109,7 +117,7 @@ def _step(name: str, args: tuple, kwargs: dict) -> dict | None:
     if name == "drop":
         if set(kwargs) - {"strict"} or not all(isinstance(a, str) for a in flat):
             return None
-        return {"m": name, "cols": list(flat)}
+        return {"m": name, "cols": list(flat), "strict": bool(kwargs.get("strict", True))}
     if name == "filter" and kwargs:
         return None  # (keyword constraints: written by rows)
     out: list[str] = []
@@ -129,6 +137,63 @@ def _step(name: str, args: tuple, kwargs: dict) -> dict | None:
     if name == "filter" and not out:
         return None
     return {"m": name, "e": out, "named": named}
+
+
+#: Functions that give each row a value computed from that row alone. Others (``all``/``any``,
+#: ``is_unique``, ``is_duplicated``, ``is_first_distinct``, ``str.join``, windows, aggregates,
+#: ranges) read other rows: after a filter they see other rows than on the whole frame (red team:
+#: ``filter((col != "C").all())`` replayed on the frame was false everywhere, C's man at ``pass``).
+ELEMENTWISE = {
+    "Boolean": {"Not", "IsNull", "IsNotNull", "IsNan", "IsNotNan", "IsFinite", "IsInfinite", "IsIn", "IsBetween",
+                "AnyHorizontal", "AllHorizontal"},
+    "StringExpr": {"Lowercase", "Uppercase", "Titlecase", "LenChars", "LenBytes", "Contains", "StartsWith",
+                   "EndsWith", "Slice", "Head", "Tail", "StripChars", "StripCharsStart", "StripCharsEnd",
+                   "StripPrefix", "StripSuffix", "Replace", "ZFill", "PadStart", "PadEnd"},
+    "": {"Abs", "Round", "Floor", "Ceil", "FillNull", "Negate", "Clip", "Sign", "Sqrt"},
+}
+
+
+def row_wise(expr: Any) -> bool:
+    """Whether a polars expression gives each row a value from that row alone (see :data:`ELEMENTWISE`;
+    a literal Series is positional, allowed only as the set of values of ``is_in``)."""
+    try:
+        return _elementwise(json.loads(expr.meta.serialize(format="json")))
+    except Exception:  # (an expression polars cannot serialize: not written)
+        return False
+
+
+def _elementwise(node: Any, values: bool = False) -> bool:
+    if isinstance(node, list):
+        return all(_elementwise(n) for n in node)
+    if not isinstance(node, dict) or len(node) != 1:
+        return False
+    (kind, body), = node.items()
+    if kind == "Column":
+        return isinstance(body, str)
+    if kind == "Literal":
+        return isinstance(body, dict) and (set(body) <= {"Scalar", "Dyn"} or (values and set(body) == {"Series"}))
+    if kind == "Alias":
+        return isinstance(body, list) and len(body) == 2 and _elementwise(body[0])
+    if kind == "Cast":
+        return _elementwise(body.get("expr"))
+    if kind == "BinaryExpr":
+        return _elementwise(body.get("left")) and _elementwise(body.get("right"))
+    if kind == "Ternary":
+        return all(_elementwise(body.get(k)) for k in ("predicate", "truthy", "falsy"))
+    if kind == "Function":
+        fn = body.get("function")
+        family, member = ("", fn) if isinstance(fn, str) else next(iter(fn.items())) if isinstance(fn, dict) and \
+            len(fn) == 1 else ("?", None)
+        name = member if isinstance(member, str) else next(iter(member)) if isinstance(member, dict) and member \
+            else None
+        if family not in ELEMENTWISE or name not in ELEMENTWISE[family]:
+            return False
+        inputs = body.get("input", [])
+        if not isinstance(inputs, list) or not inputs:
+            return False
+        is_in = family == "Boolean" and name == "IsIn"
+        return _elementwise(inputs[0]) and all(_elementwise(n, values=is_in) for n in inputs[1:])
+    return False
 
 
 def _multiple(expr: Any) -> bool:
@@ -175,7 +240,7 @@ def replay(root: Any, steps: tuple[dict, ...] | list[dict]) -> Any:
         elif m == "rename":
             lf = lf.rename(dict(st["map"]))
         elif m == "drop":
-            lf = lf.drop(*st["cols"])
+            lf = lf.drop(*st["cols"], strict=st.get("strict", True))
         else:
             raise ValueError(f"not a written step: {m}")
     return lf
@@ -200,6 +265,17 @@ def identity(root: Any) -> str:
     got = f"polars frame {digest.hexdigest()}"
     _identities.set(root, got)
     return got
+
+
+#: DataFrame methods that change a frame in place (its content identity is worked out again).
+IN_PLACE = ("insert_column", "replace_column", "extend", "vstack", "hstack", "drop_in_place", "__setitem__")
+
+
+def forget(frame: Any) -> None:
+    """``frame`` changed in place: its identity is worked out again when next needed (red team: a
+    column recoded in place kept the identity of the rows it had, and a table of it was counted
+    as if over them, the same counts by design: C's 2 and 1 at ``pass``)."""
+    _identities.discard(frame)
 
 
 def written(steps: tuple[dict, ...] | list[dict], expr: Any) -> str:
@@ -229,7 +305,9 @@ def count_query(root: Any, expressions: list[str]) -> pd.DataFrame:
     for name, text in zip(names, expressions, strict=True):
         steps, expr = read(text)
         by_steps.setdefault(json.dumps(steps, sort_keys=True), []).append((name, expr))
-    parts = [replay(root, json.loads(key)).select([e.alias(n) for n, e in exprs]) for key, exprs in by_steps.items()]
+    # (with_columns, then select: a literal expression is one value per row, not one row)
+    parts = [replay(root, json.loads(key)).with_columns([e.alias(n) for n, e in exprs]).select([n for n, _ in exprs])
+             for key, exprs in by_steps.items()]
     both = parts[0] if len(parts) == 1 else pl.concat(parts, how="horizontal")
     counted = both.group_by(names).agg(pl.len().alias("n")).sort(names, nulls_last=True).collect()
     return counted.to_pandas()
@@ -246,7 +324,17 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     frame the user keeps shares its buffers with it)."""
     import polars as pl
 
-    condition = pl.col(MARK)
+    steps = line.steps
+    inline = _filters_only(steps)
+    if inline is not None:
+        # only rows dropped (filters, plain column subsets): the condition is written over the root
+        # itself, no replay, and every such output of the session shares one select of the root
+        condition = pl.lit(True)
+        for p in inline:
+            condition = condition & p.fill_null(False)
+        steps = ()
+    else:
+        condition = pl.col(MARK)
     if known is not None:
         condition = condition & pl.col(known).is_not_null()
     root = line.root
@@ -257,9 +345,24 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     def total() -> int:
         return int(root.height)
 
-    return InEngineRows("polars", identity(line.root), written(line.steps, condition),
-                        [written(line.steps, e) for e in key_exprs],
+    return InEngineRows("polars", identity(line.root), written(steps, condition),
+                        [written(steps, e) for e in key_exprs],
                         list(keys), frozenset(str(c) for c in line.root.columns), count, groups, total)
+
+
+def _filters_only(steps: tuple[dict, ...]) -> list[Any] | None:
+    """The predicates of steps that only drop rows or columns (``filter``, ``drop``, a ``select``
+    of plain columns under their own names), or None when a step makes a column."""
+    predicates: list[Any] = []
+    for st in steps:
+        if st["m"] == "filter":
+            predicates.extend(_expr(e) for e in st["e"])
+        elif st["m"] == "select":
+            if st["named"] or not all(_expr(e).meta.is_column() for e in st["e"]):
+                return None
+        elif st["m"] != "drop":
+            return None
+    return predicates
 
 
 def key_expressions(by: list[Any], named_by: dict) -> list[Any] | None:
@@ -280,14 +383,16 @@ NOT_COUNTED = frozenset({"count", "nunique", "custom"})
 
 
 def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
-              resolved: dict[str, tuple[str | None, str]], ge: Any, facts: pd.DataFrame | None
-              ) -> InEngineRows | None:
+              resolved: dict[str, tuple[str | None, str]], ge: Any, facts: pd.DataFrame | None,
+              derived: dict[str, Any] | None = None) -> InEngineRows | None:
     """The rows of an eager table over ``source`` left in polars, or None (linked by its rows).
 
     The caller decides by size and unit (no unit declared: distinct units are not counted
     here). None also for statistics of :data:`NOT_COUNTED`, a 0/1 flag's sum or mean (its
     table publishes the flagged rows: the rows path reads them), steps or keys that are not
     written over the root (:func:`lineage`, :func:`key_expressions`) and anything that fails.
+    ``derived``: variables made inside the aggregation (``col.filter(cond).sum()``: the column
+    ``when(cond).then(col)``), one more ``with_columns`` step when they are row-wise.
     """
     stats = {st for _, st in resolved.values()}
     variables = sorted({v for v, _ in resolved.values() if v is not None})
@@ -301,6 +406,18 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
         line = lineage(source)
         exprs = key_expressions(by, named_by)
         if line is None or exprs is None or len(exprs) != len(keys):
+            return None
+        schema = set(source.collect_schema() if hasattr(source, "collect_schema") else source.schema)
+        if derived:
+            made = written_step("with_columns", tuple(e.alias(v) for v, e in derived.items()), {})
+            if made is None:
+                return None
+            line = Lineage(line.root, (*line.steps, made))
+            schema |= set(derived)
+        if not all(v in schema for v in variables):
+            # a variable made inside the aggregation (``col.filter(cond).sum()``, ``(col * 2).sum()``):
+            # its rows are those of the derived column, which the rows path reads (red team: the
+            # filter inside ``agg`` was lost here, C's man at ``pass``)
             return None
         known = variables[0] if len(variables) == 1 and "size" not in stats else None
         return in_engine_rows(line, keys, exprs, known, _groups(facts, keys, known is not None))

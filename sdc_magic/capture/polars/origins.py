@@ -31,7 +31,7 @@ SAME_ROWS = frozenset({"select", "with_columns", "with_columns_seq", "drop", "re
 SUBSETS = frozenset({"filter", "head", "tail", "limit", "slice"})
 ROW = "__sdc_magic_row"
 
-_origins = WeakTable(MAX_REMEMBERED)  # result -> (source, method, args, kwargs)
+_origins = WeakTable(MAX_REMEMBERED)  # result -> (source, method, args, kwargs, written step or None)
 #: Lazy steps (``DataFrame.lazy``, ``LazyFrame.filter`` / ``with_columns`` / ``select`` / ``rename`` /
 #: ``drop``): read by :mod:`.lineage` only, never replayed for positions.
 LAZY_STEPS = frozenset({"lazy", "filter", "with_columns", "select", "rename", "drop"})
@@ -39,11 +39,15 @@ LAZY_STEPS = frozenset({"lazy", "filter", "with_columns", "select", "rename", "d
 #: many more are kept than eager ones, and ``lf = df.lazy()`` at the top of a notebook is still known
 #: after a hundred queries over it.
 MAX_LAZY_REMEMBERED = 512
-_lazy_origins = WeakTable(MAX_LAZY_REMEMBERED)  # lazy result -> (source, method, args, kwargs)
+_lazy_origins = WeakTable(MAX_LAZY_REMEMBERED)  # lazy result -> (source, method, args, kwargs, written step)
 
 
-def remember(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> None:
-    """``result`` was made by ``source.<name>(*args, **kwargs)`` (a row-keeping method or a subset)."""
+def remember(result: Any, source: Any, name: str, args: tuple, kwargs: dict, written: dict | None = None) -> None:
+    """``result`` was made by ``source.<name>(*args, **kwargs)`` (a row-keeping method or a subset).
+
+    ``written``: the step as :mod:`.lineage` writes it, made when the call was (a list of
+    conditions or a rename mapping the user changes afterwards must not change what linking
+    replays: red team, a reused list of filters gave C's man at ``pass``)."""
     if name not in SAME_ROWS and name not in SUBSETS:
         return
     import polars as pl
@@ -52,19 +56,21 @@ def remember(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> 
         return
     if name in SAME_ROWS and result.height != source.height:
         return  # (a select of aggregates: one row)
-    _origins.set(result, (source, name, args, kwargs))
+    _origins.set(result, (source, name, args, kwargs, written))
 
 
-def remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dict) -> None:
-    """``result`` (a LazyFrame) was made by ``source.<name>(*args, **kwargs)`` (:data:`LAZY_STEPS`)."""
+def remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dict, written: dict | None = None
+                  ) -> None:
+    """``result`` (a LazyFrame) was made by ``source.<name>(*args, **kwargs)`` (:data:`LAZY_STEPS`);
+    ``written`` as for :func:`remember`."""
     import polars as pl
 
     if name in LAZY_STEPS and isinstance(result, pl.LazyFrame) and result is not source:
-        _lazy_origins.set(result, (source, name, args, kwargs))
+        _lazy_origins.set(result, (source, name, args, kwargs, written))
 
 
-def step(frame: Any) -> tuple[Any, str, tuple, dict] | None:
-    """(source, method, args, kwargs) of the remembered call that made ``frame``, or None."""
+def step(frame: Any) -> tuple[Any, str, tuple, dict, dict | None] | None:
+    """(source, method, args, kwargs, written step) of the remembered call that made ``frame``, or None."""
     import polars as pl
 
     hit = _lazy_origins.get(frame) if isinstance(frame, pl.LazyFrame) else _origins.get(frame)
@@ -77,7 +83,7 @@ def positions(frame: Any, depth: int = 0) -> np.ndarray | None:
     hit = _origins.get(frame)
     if hit is None or depth > 32:
         return None
-    source, name, args, kwargs = hit
+    source, name, args, kwargs = hit[:4]
     try:
         if name in SAME_ROWS:
             local = np.arange(frame.height, dtype=np.int64)
