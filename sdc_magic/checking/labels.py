@@ -193,15 +193,25 @@ def data_label_sizes(resolved: Resolved, ev: Any) -> dict[str, tuple[set[int], s
     measure = pd.Index(np.asarray(flat.measure, dtype=object).astype(str)) if len(flat.measure) == len(units) \
         else pd.Index(np.zeros(len(units), dtype=object))
     out: dict[str, tuple[set[int], set[int]]] = {}
+    measure_codes = pd.factorize(measure)[0]
+    n_measures = int(measure_codes.max()) + 1 if len(measure_codes) else 1
     for labels in flat.dims.values():
         if len(labels) != len(units):
             continue
-        frame = pd.DataFrame({"label": pd.Index(labels, dtype=object), "measure": measure, "units": units})
-        for (label, _), group in frame.groupby(["label", "measure"], sort=False):
-            if isinstance(label, str) and label in captured:
-                cells, sizes = out.setdefault(label, (set(), set()))
-                cells.update(int(u) for u in group["units"].to_numpy())
-                sizes.add(int(group["units"].sum()))
+        # per (label, measure): the units of its cells, and their sum (one factorization and one
+        # bincount, not a pandas group per label: 10-20 ms of every display of 1,000 cells)
+        codes, uniques = pd.factorize(pd.Index(labels, dtype=object), sort=False)
+        wanted = np.array([isinstance(v, str) and v in captured for v in uniques], dtype=bool)
+        keep = (codes >= 0) & wanted[np.maximum(codes, 0)] if len(uniques) else np.zeros(len(codes), dtype=bool)
+        if not keep.any():
+            continue
+        pair = codes[keep].astype(np.int64) * n_measures + measure_codes[keep]
+        sums = pd.Series(units[keep]).groupby(pair, sort=False).sum()
+        for p_code, total in zip(sums.index.to_numpy(), sums.to_numpy(), strict=True):
+            _, sizes = out.setdefault(str(uniques[int(p_code) // n_measures]), (set(), set()))
+            sizes.add(int(total))
+        for code, u in zip(codes[keep].tolist(), units[keep].tolist(), strict=True):
+            out[str(uniques[code])][0].add(int(u))
     return out
 
 
