@@ -324,17 +324,13 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     frame the user keeps shares its buffers with it)."""
     import polars as pl
 
-    steps = line.steps
-    inline = _filters_only(steps)
-    if inline is not None:
-        # only rows dropped (filters, plain column subsets): the condition is written over the root
-        # itself, no replay, and every such output of the session shares one select of the root
-        condition = pl.lit(True)
-        for p in inline:
-            condition = condition & p.fill_null(False)
-        steps = ()
-    else:
-        condition = pl.col(MARK)
+    # the filters after the last step that makes a column are written into the condition: outputs
+    # that differ only in them share one replay of the steps before (and with none, one select of
+    # the root itself: every output of the session filtered that way shares it)
+    steps, predicates = _trailing_filters(line.steps)
+    condition = pl.col(MARK) if steps else pl.lit(True)
+    for p in predicates:
+        condition = condition & p.fill_null(False)
     if known is not None:
         condition = condition & pl.col(known).is_not_null()
     root = line.root
@@ -350,19 +346,25 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
                         list(keys), frozenset(str(c) for c in line.root.columns), count, groups, total)
 
 
-def _filters_only(steps: tuple[dict, ...]) -> list[Any] | None:
-    """The predicates of steps that only drop rows or columns (``filter``, ``drop``, a ``select``
-    of plain columns under their own names), or None when a step makes a column."""
+def _trailing_filters(steps: tuple[dict, ...]) -> tuple[tuple[dict, ...], list[Any]]:
+    """(the steps up to the last one that makes a column, the predicates of the filters after it).
+
+    After that step only rows and columns are dropped (``filter``, ``drop``, a ``select`` of plain
+    columns under their own names): the kept rows are those of the replayed steps (their mark)
+    where every later predicate holds, each evaluated on the same columns as in the user's call."""
     predicates: list[Any] = []
-    for st in steps:
+    cut = len(steps)
+    for i in range(len(steps) - 1, -1, -1):
+        st = steps[i]
         if st["m"] == "filter":
-            predicates.extend(_expr(e) for e in st["e"])
-        elif st["m"] == "select":
-            if st["named"] or not all(_expr(e).meta.is_column() for e in st["e"]):
-                return None
-        elif st["m"] != "drop":
-            return None
-    return predicates
+            predicates[:0] = [_expr(e) for e in st["e"]]
+        elif st["m"] == "drop" or (st["m"] == "select" and not st["named"]
+                                   and all(_expr(e).meta.is_column() for e in st["e"])):
+            pass
+        else:
+            break
+        cut = i
+    return tuple(steps[:cut]), predicates
 
 
 def key_expressions(by: list[Any], named_by: dict) -> list[Any] | None:
