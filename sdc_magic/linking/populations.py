@@ -280,7 +280,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         g_u[rows[ok]] = ids[ok]
         codes, parent, group, atom_size = refine(universe.row_atom, universe.atom_size, g_u, n_groups)
     size = np.bincount(group[group >= 0], weights=atom_size[group >= 0], minlength=n_groups).astype(np.int64)
-    if split is not None and not _counts_agree(entry, group_of_entry, size):
+    if split is not None and not (_counts_agree(entry, group_of_entry, size) and _groups_agree(engine_rows, split)):
         return None  # (not linked: the caller says so, and the table is review beside others)
     pop = Population(out_id="this table", title="", universe=universe, keys=tuple(keys), group=group,
                      labels=labels, size=size, published=np.zeros(n_groups, bool),
@@ -326,6 +326,35 @@ def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray) -> b
         return False
     known = found & ~is_size & ~np.isnan(units)
     return bool(np.all(units[known] <= counted[known]))
+
+
+def _groups_agree(rows: InEngineRows, split: Split) -> bool:
+    """Whether the engine's count gives the table's own groups (computed with the table, when the
+    engine gave them) the rows they had.
+
+    Why: linking's count runs the table's condition again over the base; when the base changed
+    since the table's rows were taken (a polars frame filtered, then its buffers changed through
+    pandas: red team, the two people over 100 top-coded to 99 and the filtered frame's incomes
+    cleared beside the whole) it selects other rows, and for sums the units alone do not show it.
+    Anything that cannot be compared counts as a disagreement (the table is then ``review``).
+    """
+    groups = rows.groups
+    keys = list(rows.keys)
+    if groups is None or not keys:
+        return True
+    try:
+        inside = np.asarray(split.inside, dtype=bool)
+        counted = split.labels.loc[inside, keys].assign(__n=np.asarray(split.atom_size)[inside]) \
+            .groupby(keys, dropna=False, sort=False)["__n"].sum()
+        mine = groups.groupby(keys, dropna=False, sort=False)["n"].sum()
+        mine = mine[mine > 0]
+        counted = counted[counted > 0]
+        if len(mine) != len(counted):
+            return False
+        found = counted.reindex(mine.index)
+        return bool(np.array_equal(found.to_numpy(dtype=float), mine.to_numpy(dtype=float)))
+    except Exception:
+        return False
 
 
 def distinct_counted(entry: Any) -> Hashable | None:

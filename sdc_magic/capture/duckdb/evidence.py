@@ -389,7 +389,8 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
         return int(run(f"SELECT count(*) AS n {rows.base}").df()["n"].iloc[0])
 
     groups = None
-    if facts is not None and keys and all(k in facts.columns for k in keys) and counted in facts.columns:
+    if facts is not None and keys and all(k in facts.columns for k in keys) and counted in facts.columns \
+            and "n" not in keys:  # (a key named n: linking's count column; counted instead)
         groups = facts[list(keys)].reset_index(drop=True)
         groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)
         groups = groups[groups["n"] > 0].reset_index(drop=True)  # (a group of no known value has no rows here)

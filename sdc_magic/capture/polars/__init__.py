@@ -138,6 +138,9 @@ class PolarsCapture:
             if name in pl.DataFrame.__dict__:
                 self._patch(pl.DataFrame, name, functools.partial(self._deriving, name=name))
         self._patch(pl, "concat", self._concat)
+        for name in origins.SCANS:
+            if hasattr(pl, name):
+                self._patch(pl, name, functools.partial(self._scan, name=name))
         self._patch(pl, "sql", self._sql)
         for owner in (pl.SQLContext, pl.DataFrame, pl.LazyFrame):
             name = "execute" if owner is pl.SQLContext else "sql"
@@ -731,6 +734,17 @@ class PolarsCapture:
                 _remember_lazy(result, obj, name, args, kwargs)
             return result
         return lazy_step
+
+    def _scan(self, original: Callable, name: str) -> Callable:
+        """``pl.scan_parquet(...)`` and the like: the lazy frame remembered as a root for linking
+        inside polars (:mod:`.lineage`: identified by its files), nothing else."""
+        def scan(source: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(source, *args, **kwargs)
+            if not _depth.value and not args:
+                with contextlib.suppress(Exception):
+                    origins.remember_scan(result, name, source, kwargs)
+            return result
+        return scan
 
     def _in_place(self, original: Callable) -> Callable:
         """A DataFrame method that may change the frame in place: its content identity is

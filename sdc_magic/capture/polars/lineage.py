@@ -76,10 +76,12 @@ def lineage(frame: Any) -> Lineage | None:
     for _ in range(MAX_STEPS):
         found = origins.step(current)
         if found is None:
-            if isinstance(current, pl.DataFrame):
+            if isinstance(current, pl.DataFrame) or origins.scan_of(current) is not None:
                 return Lineage(current, tuple(reversed(steps)))
-            return None  # (a lazy frame not made from a frame: a scan)
+            return None  # (a lazy frame made some other way: its rows are read)
         source, name, args, kwargs, written_step = found
+        if not origins.unchanged_since(current):
+            return None  # (its source was changed in place after it was made)
         if name == "lazy":
             if args or kwargs:
                 return None
@@ -172,6 +174,8 @@ def _elementwise(node: Any, values: bool = False) -> bool:
         return isinstance(body, str)
     if kind == "Literal":
         return isinstance(body, dict) and (set(body) <= {"Scalar", "Dyn"} or (values and set(body) == {"Series"}))
+    if values:
+        return False  # is_in's values must be a literal: a column there is the set of the frame's values
     if kind == "Alias":
         return isinstance(body, list) and len(body) == 2 and _elementwise(body[0])
     if kind == "Cast":
@@ -246,6 +250,30 @@ def replay(root: Any, steps: tuple[dict, ...] | list[dict]) -> Any:
     return lf
 
 
+def scan_identity(name: str, source: Any, kwargs: dict) -> str:
+    """The identity of a lazy scan of local files: the function, its options, and every file's
+    path, size and modification time, read now (a file rewritten is another base). Raises for
+    anything else (a URL, a buffer, a file gone): the table's rows are then read as before."""
+    import glob
+    import os
+
+    sources = list(source) if isinstance(source, list | tuple) else [source]
+    files: list[tuple[str, int, int]] = []
+    for item in sources:
+        if not isinstance(item, str | os.PathLike) or "://" in str(item):
+            raise ValueError("not a local file")
+        text = os.fspath(item)
+        matches = sorted(glob.glob(text)) if kwargs.get("glob", True) and glob.has_magic(text) else [text]
+        if not matches:
+            raise FileNotFoundError(text)
+        for path in matches:
+            st = os.stat(path)
+            files.append((os.path.abspath(path), int(st.st_size), int(st.st_mtime_ns)))
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr((name, sorted((str(k), repr(v)) for k, v in kwargs.items()), files)).encode())
+    return f"polars scan {digest.hexdigest()}"
+
+
 def identity(root: Any) -> str:
     """The root's content identity: schema, height and the sum and xor of polars' row hashes.
 
@@ -253,6 +281,9 @@ def identity(root: Any) -> str:
     (1M rows × 5 columns: some 20 ms; 10M: 0.2 s). Polars' hashes are stable within a polars version, which
     a saved session's count checks anyway (a universe whose atoms no longer add up is let go).
     """
+    scan = origins.scan_of(root)
+    if scan is not None:
+        return scan_identity(*scan)  # (worked out each time: the files may change under a scan)
     got = _identities.get(root)
     if got is not None:
         return str(got)
@@ -274,8 +305,11 @@ IN_PLACE = ("insert_column", "replace_column", "extend", "vstack", "hstack", "dr
 def forget(frame: Any) -> None:
     """``frame`` changed in place: its identity is worked out again when next needed (red team: a
     column recoded in place kept the identity of the rows it had, and a table of it was counted
-    as if over them, the same counts by design: C's 2 and 1 at ``pass``)."""
+    as if over them, the same counts by design: C's 2 and 1 at ``pass``), and frames made from it
+    before are no longer written over it (:func:`.origins.changed`: their steps replayed on the new
+    content would select other rows)."""
     _identities.discard(frame)
+    origins.changed(frame)
 
 
 def written(steps: tuple[dict, ...] | list[dict], expr: Any) -> str:
@@ -299,7 +333,7 @@ def count_query(root: Any, expressions: list[str]) -> pd.DataFrame:
     import polars as pl
 
     if not expressions:
-        return pd.DataFrame({"n": [root.height]})
+        return pd.DataFrame({"n": [_height(root)]})
     names = [f"g{i}" for i in range(len(expressions))]
     by_steps: dict[str, list[tuple[str, Any]]] = {}
     for name, text in zip(names, expressions, strict=True):
@@ -339,11 +373,21 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
         return count_query(root, expressions)
 
     def total() -> int:
-        return int(root.height)
+        return _height(root)
 
     return InEngineRows("polars", identity(line.root), written(steps, condition),
                         [written(steps, e) for e in key_exprs],
-                        list(keys), frozenset(str(c) for c in line.root.columns), count, groups, total)
+                        list(keys), frozenset(str(c) for c in line.root.lazy().collect_schema().names()), count,
+                        groups, total)
+
+
+def _height(root: Any) -> int:
+    """Rows of a root frame, or of a lazy scan (one count, from the files' metadata where they have it)."""
+    import polars as pl
+
+    if isinstance(root, pl.DataFrame):
+        return int(root.height)
+    return int(root.select(pl.len()).collect().item())
 
 
 def _trailing_filters(steps: tuple[dict, ...]) -> tuple[tuple[dict, ...], list[Any]]:
@@ -432,7 +476,8 @@ def _groups(facts: pd.DataFrame | None, keys: list[str], known: bool) -> pd.Data
     from .. import contract
 
     counted = contract.fact_names(0)["n"] if known else f"{contract.PREFIX}rows"
-    if facts is None or not keys or counted not in facts.columns or not all(k in facts.columns for k in keys):
+    if facts is None or not keys or counted not in facts.columns or not all(k in facts.columns for k in keys) \
+            or "n" in keys:  # (a key named n: linking's count column; counted instead)
         return None
     groups = facts[list(keys)].reset_index(drop=True)
     groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)

@@ -56,7 +56,7 @@ def remember(result: Any, source: Any, name: str, args: tuple, kwargs: dict, wri
         return
     if name in SAME_ROWS and result.height != source.height:
         return  # (a select of aggregates: one row)
-    _origins.set(result, (source, name, args, kwargs, written))
+    _origins.set(result, (source, name, args, kwargs, written, _version(source)))
 
 
 def remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dict, written: dict | None = None
@@ -66,7 +66,45 @@ def remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dict
     import polars as pl
 
     if name in LAZY_STEPS and isinstance(result, pl.LazyFrame) and result is not source:
-        _lazy_origins.set(result, (source, name, args, kwargs, written))
+        _lazy_origins.set(result, (source, name, args, kwargs, written, _version(source)))
+
+
+#: Lazy scans of local files remembered at once: how each was made (a root for :mod:`.lineage`).
+SCANS = ("scan_parquet", "scan_csv", "scan_ipc", "scan_ndjson")
+_scans = WeakTable(MAX_LAZY_REMEMBERED)  # scan LazyFrame -> (function name, source, kwargs)
+
+
+_versions = WeakTable(4096)  # frame -> times it was changed in place (absent: never)
+
+
+def changed(frame: Any) -> None:
+    """``frame`` was changed in place (a DataFrame method that does: :data:`.lineage.IN_PLACE`)."""
+    _versions.set(frame, int(_versions.get(frame) or 0) + 1)
+
+
+def _version(frame: Any) -> int:
+    return int(_versions.get(frame) or 0)
+
+
+def unchanged_since(result: Any) -> bool:
+    """Whether the source ``result`` was made from is as it was then (not changed in place since)."""
+    import polars as pl
+
+    hit = _lazy_origins.get(result) if isinstance(result, pl.LazyFrame) else _origins.get(result)
+    return hit is None or _version(hit[0]) == hit[5]
+
+
+def remember_scan(result: Any, name: str, source: Any, kwargs: dict) -> None:
+    """``result`` is ``pl.<name>(source, **kwargs)``: a lazy frame read from files (see :func:`scan_of`)."""
+    import polars as pl
+
+    if isinstance(result, pl.LazyFrame):
+        _scans.set(result, (name, source, dict(kwargs)))
+
+
+def scan_of(frame: Any) -> tuple[str, Any, dict] | None:
+    """(function name, source, kwargs) of the scan that made ``frame``, or None."""
+    return _scans.get(frame)
 
 
 def step(frame: Any) -> tuple[Any, str, tuple, dict, dict | None] | None:
@@ -74,7 +112,7 @@ def step(frame: Any) -> tuple[Any, str, tuple, dict, dict | None] | None:
     import polars as pl
 
     hit = _lazy_origins.get(frame) if isinstance(frame, pl.LazyFrame) else _origins.get(frame)
-    return None if hit is None else hit
+    return None if hit is None else hit[:5]
 
 
 def positions(frame: Any, depth: int = 0) -> np.ndarray | None:
