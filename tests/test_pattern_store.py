@@ -50,7 +50,10 @@ def test_a_rerun_audits_the_stored_pattern_with_the_same_outcome_and_far_less_wo
     clear_cache()  # a new kernel: nothing in memory
     again = protect(df, **KWARGS)
     assert _outcome(again) == _outcome(first)
-    assert again.work < first.work / 3, (again.work, first.work)
+    # (a third before the clean-up made certificates from pairs of lost ones: the search itself got
+    # about three times cheaper, 12,513 iterations here, while the audit of a recalled pattern,
+    # which finds its certificates afresh, did not: 4,293)
+    assert again.work < first.work / 2, (again.work, first.work)
 
 
 def test_without_a_store_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
