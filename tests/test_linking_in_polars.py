@@ -132,6 +132,12 @@ SESSIONS = {
     "a column dropped that is not there": [
         lambda p: p.group_by("sex").len(),
         lambda p: p.drop("nope", strict=False).filter(F("district") != "C").group_by("sex").len()],
+    "a boolean key with nulls": [  # (red team: None from the count and NaN recorded did not match)
+        lambda p: p.group_by("sex").agg(F("income").sum()),
+        lambda p: p.group_by(k=pl.when(F("sex") == "F").then(True).when(F("district") == "A").then(None)
+                             .otherwise(False)).agg(pl.len(), F("income").sum()),
+        lambda p: p.filter(F("district") != "C").group_by(
+            k=pl.when(F("sex") == "F").then(True).when(F("district") == "A").then(None).otherwise(False)).len()],
     "a predicate that is null for some rows": [
         lambda p: p.group_by("sex").len(),
         lambda p: p.filter(pl.when(F("district") == "C").then(None).otherwise(True)).group_by("sex").len()],

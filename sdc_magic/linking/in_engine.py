@@ -161,7 +161,8 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     old = np.zeros((len(frame), len(wanted)), dtype=np.int64)
     for j, ((keys, cond), r) in enumerate(zip(wanted, earlier.recorded, strict=True)):
         inside = frame[cond].to_numpy(dtype=bool)
-        found = np.asarray(r.index.get_indexer(_labels(frame, keys, r.index)), dtype=np.int64) if keys             else np.zeros(len(frame), dtype=np.int64)
+        found = np.asarray(_missing_as_nan(r.index).get_indexer(_labels(frame, keys, r.index)), dtype=np.int64) \
+            if keys else np.zeros(len(frame), dtype=np.int64)
         if (inside & (found < 0)).any():
             u.stale = True  # rows under labels the output never counted
             return None
@@ -218,8 +219,17 @@ def _from_groups(rows: InEngineRows, mine: tuple[list[str], str]) -> pd.DataFram
 def _labels(frame: pd.DataFrame, columns: list[str], like: pd.Index) -> pd.Index:
     """The labels in ``columns`` of ``frame`` as an index comparable with ``like``."""
     if len(columns) == 1 and not isinstance(like, pd.MultiIndex):
-        return pd.Index(frame[columns[0]])
+        return _missing_as_nan(pd.Index(frame[columns[0]]))
     return pd.MultiIndex.from_arrays([frame[c] for c in columns])
+
+
+def _missing_as_nan(index: pd.Index) -> pd.Index:
+    """A one-level index whose missing labels are all NaN (an engine's count returns a boolean
+    key's null as None, the table's groups recorded it as NaN, and the two did not match: the
+    base was let go and every later table was ``review``, red team)."""
+    if isinstance(index, pd.MultiIndex) or index.dtype != object or not index.hasnans:
+        return index
+    return pd.Index(pd.Series(index, dtype=object).where(pd.notna(index), np.nan), name=index.name)
 
 
 def _tuples(groups: np.ndarray) -> pd.Index:
