@@ -210,8 +210,15 @@ def data_label_sizes(resolved: Resolved, ev: Any) -> dict[str, tuple[set[int], s
         for p_code, total in zip(sums.index.to_numpy(), sums.to_numpy(), strict=True):
             _, sizes = out.setdefault(str(uniques[int(p_code) // n_measures]), (set(), set()))
             sizes.add(int(total))
-        for code, u in zip(codes[keep].tolist(), units[keep].tolist(), strict=True):
-            out[str(uniques[code])][0].add(int(u))
+        kept_units = units[keep]
+        if np.isfinite(kept_units).all():  # (each distinct (label, units) once: 60,000 adds on 10,000 cells)
+            pairs = np.unique(np.column_stack([codes[keep].astype(np.int64), np.trunc(kept_units).astype(np.int64)]),
+                              axis=0)
+            for code, u in pairs.tolist():
+                out[str(uniques[code])][0].add(int(u))
+        else:
+            for code, u in zip(codes[keep].tolist(), kept_units.tolist(), strict=True):
+                out[str(uniques[code])][0].add(int(u))
     return out
 
 
