@@ -403,3 +403,41 @@ def test_a_key_named_n_is_counted(fresh: Any, in_engine: None) -> None:
     sess.publish(p.group_by("n").agg(F("income").sum()))
     assert _verdict(sess.publish(p.group_by("sex").len()))[0] == "pass"
     assert _verdict(sess.publish(p.filter(F("n") != "C").group_by("sex").len()))[0] == "blocked"
+
+
+def _crafted(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A file with the 73 people and 70 others (household -1), and a rewrite of it in which the
+    first table's condition (household >= 0) finds 73 stand-ins of the same sexes while the people
+    outside C are kept with household -1 (red team, round 3: the counts still add up)."""
+    others = PEOPLE.iloc[:70].assign(person=PEOPLE["person"].iloc[:70] + 5000, household=-1)
+    first = pd.concat([PEOPLE, others], ignore_index=True)
+    stand_ins = PEOPLE.assign(person=PEOPLE["person"] + 1000)
+    kept = PEOPLE[PEOPLE["district"] != "C"].assign(household=-1)
+    return first, pd.concat([stand_ins, kept], ignore_index=True)
+
+
+@pytest.mark.parametrize("how", ["directory", "list edited"])
+def test_a_scan_is_not_said_to_have_read_files_it_did_not(how: str, fresh: Any, in_engine: None, tmp_path: Path) -> None:
+    """A directory scanned is identified by every file under it; a list of files edited after the
+    scan does not change what it is said to have read."""
+    first, second = _crafted(tmp_path)
+    folder = tmp_path / "d"
+    folder.mkdir()
+    path = folder / "x.parquet"
+    first.to_parquet(path)
+    sess = fresh()
+    if how == "directory":
+        t1 = pl.scan_parquet(folder).filter(F("household") >= 0).group_by("sex").len().collect()
+        assert _verdict(sess.publish(t1.sort("sex")))[0] == "pass"
+        second.to_parquet(path)  # rewritten in place: the directory's own stat does not change
+        t2 = pl.scan_parquet(folder).filter(F("person") < 1000).group_by("sex").len().collect()
+    else:
+        fake = tmp_path / "y.parquet"
+        second.to_parquet(fake)
+        files = [str(path)]
+        scan = pl.scan_parquet(files)  # reads x.parquet
+        files[0] = str(fake)  # the list reused afterwards
+        assert _verdict(sess.publish(scan.filter(F("household") >= 0).group_by("sex").len().collect().sort("sex")))[0] \
+            == "pass"
+        t2 = pl.scan_parquet(str(fake)).filter(F("person") < 1000).group_by("sex").len().collect()
+    assert _verdict(sess.publish(t2.sort("sex")))[0] != "pass"  # 37 - 35 = 2 women, 36 - 35 = 1 man

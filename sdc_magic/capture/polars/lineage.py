@@ -252,8 +252,11 @@ def replay(root: Any, steps: tuple[dict, ...] | list[dict]) -> Any:
 
 def scan_identity(name: str, source: Any, kwargs: dict) -> str:
     """The identity of a lazy scan of local files: the function, its options, and every file's
-    path, size and modification time, read now (a file rewritten is another base). Raises for
-    anything else (a URL, a buffer, a file gone): the table's rows are then read as before."""
+    path, size and modification time (every file under a directory), read now (a file rewritten
+    is another base). Raises for anything else (a URL, a buffer, a file gone): the table's rows
+    are then read as before. What it cannot see (a file rewritten with the same size and its
+    modification time put back) is left to the count's checks (``linking/in_engine.split``,
+    ``populations._groups_agree``)."""
     import glob
     import os
 
@@ -267,8 +270,12 @@ def scan_identity(name: str, source: Any, kwargs: dict) -> str:
         if not matches:
             raise FileNotFoundError(text)
         for path in matches:
-            st = os.stat(path)
-            files.append((os.path.abspath(path), int(st.st_size), int(st.st_mtime_ns)))
+            inside = [path]
+            if os.path.isdir(path):  # (a directory's own stat does not change when a file in it is rewritten)
+                inside = sorted(os.path.join(top, f) for top, _, names in os.walk(path) for f in names)
+            for one in inside:
+                st = os.stat(one)
+                files.append((os.path.abspath(one), int(st.st_size), int(st.st_mtime_ns)))
     digest = hashlib.blake2b(digest_size=16)
     digest.update(repr((name, sorted((str(k), repr(v)) for k, v in kwargs.items()), files)).encode())
     return f"polars scan {digest.hexdigest()}"

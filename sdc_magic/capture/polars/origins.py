@@ -99,7 +99,12 @@ def remember_scan(result: Any, name: str, source: Any, kwargs: dict) -> None:
     import polars as pl
 
     if isinstance(result, pl.LazyFrame):
-        _scans.set(result, (name, source, dict(kwargs)))
+        import copy
+
+        # copies: a list of files or an option changed after the call must not change what the
+        # scan is said to have read (red team: a source list edited afterwards, C at ``pass``)
+        sources = tuple(source) if isinstance(source, list | tuple) else source
+        _scans.set(result, (name, copy.deepcopy(sources), copy.deepcopy(dict(kwargs))))
 
 
 def scan_of(frame: Any) -> tuple[str, Any, dict] | None:
