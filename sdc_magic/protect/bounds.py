@@ -66,18 +66,13 @@ def propagated_bounds(Mc: sp.csc_matrix, cells: np.ndarray, L: np.ndarray, U: np
     if start is not None:
         lo = np.maximum(lo, start[0])
         hi = np.minimum(hi, start[1])
-    for _ in range(max(1, min(int(rounds), MAX_ROUNDS))):
-        new_lo, new_hi = _one_pass(coo, lo, hi)
-        moved = _tightened(lo, new_lo) | _tightened(-hi, -new_hi)
-        lo, hi = new_lo, new_hi
-        if not moved.any():
-            break
-    return lo, hi
+    return bounds_per_scenario(coo, lo, hi, rounds)  # (one attacker: the passes take 1-D ranges too)
 
 
 def bounds_per_scenario(coo: sp.coo_matrix, lo: np.ndarray, hi: np.ndarray, rounds: int
                         ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`propagated_bounds` for many attackers at once: one row of (lo, hi) per attacker.
+    """:func:`propagated_bounds` for many attackers at once: one row of (lo, hi) per attacker
+    (or one 1-D range per cell: one attacker, as :func:`propagated_bounds` calls it).
 
     ``coo`` is ``Mc[:, cells]``; ``lo`` / ``hi`` (attackers × cells) their starting ranges
     (outer bounds already, e.g. the outsider's fixed point met with each insider's range).
