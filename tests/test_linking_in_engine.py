@@ -19,13 +19,12 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from linking_checks import engine_universes, verdict
 from test_engine_pushdown import DUCKDB_CONVERSIONS, counting
 from test_engines_redteam import PEOPLE
 
 from sdc_magic.evidence import rows as row_limits
 from sdc_magic.evidence.in_engine import InEngineRows
-from sdc_magic.jupyter.session import Session
-from sdc_magic.linking.in_engine import EngineUniverse
 
 
 @pytest.fixture
@@ -45,19 +44,6 @@ def in_engine(monkeypatch: Any) -> None:
 @pytest.fixture
 def fresh(humanitarian_sessions: Any) -> Any:
     return humanitarian_sessions
-
-
-def _verdict(out: Any) -> tuple[str, tuple, tuple]:
-    """Status, the hidden cells (as the user sees them) and why each was hidden."""
-    checked = out.checked
-    hidden = tuple(np.flatnonzero(checked.hidden_flat)) if checked is not None else ()
-    why = tuple(sorted((cell, tuple(sorted({r.rule for r in reasons})))
-                       for cell, reasons in checked.reasons.items())) if checked is not None else ()
-    return out.metadata["sdc_magic"]["status"], hidden, why
-
-
-def _engine_universes(sess: Session) -> list[EngineUniverse]:
-    return [u for u in sess.populations.universes if isinstance(u, EngineUniverse)]
 
 
 #: sessions of DuckDB counts over one table: everyone by sex (37/36), then the same rows
@@ -127,13 +113,13 @@ def test_counted_in_the_engine_the_verdicts_are_those_of_the_rows(name: str, con
     """Same statuses and hidden cells as linking by rows; the engine path taken for every table."""
     queries = SESSIONS[name]
     by_rows = fresh()
-    expected = [_verdict(by_rows.publish(con.sql(q))) for q in queries]
-    assert not _engine_universes(by_rows)
+    expected = [verdict(by_rows.publish(con.sql(q))) for q in queries]
+    assert not engine_universes(by_rows)
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     counted = fresh()
-    got = [_verdict(counted.publish(con.sql(q))) for q in queries]
+    got = [verdict(counted.publish(con.sql(q))) for q in queries]
     assert got == expected
-    universes = _engine_universes(counted)
+    universes = engine_universes(counted)
     assert len(universes) == 1 and universes[0].populations
 
 
@@ -152,7 +138,7 @@ def test_a_table_changed_between_outputs_is_not_called_compared(con: Any, fresh:
     """The counts no longer add up to the recorded atoms: the earlier outputs are let go and
     named; the new table is ``review`` (it may differ from them by the rows changed)."""
     sess = fresh()
-    assert _verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
+    assert verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
     con.execute("DELETE FROM people WHERE person IN (1, 2)")
     out = sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
     meta = out.metadata["sdc_magic"]
@@ -164,7 +150,7 @@ def test_rows_read_as_values_and_rows_counted_in_the_engine_are_not_called_compa
                                                                                    in_engine: None) -> None:
     """A pandas table of the same people cannot be matched with the engine's atoms: review, named."""
     sess = fresh()
-    assert _verdict(sess.publish(PEOPLE.groupby("sex").size()))[0] == "pass"
+    assert verdict(sess.publish(PEOPLE.groupby("sex").size()))[0] == "pass"
     out = sess.publish(con.sql("select sex, count(*) n from people where district <> 'C' group by 1 order by 1"))
     meta = out.metadata["sdc_magic"]
     assert meta["status"] == "review" and "identified in different ways" in " ".join(meta["notes"])
@@ -205,11 +191,11 @@ def test_after_a_restart_outputs_counted_in_the_engine_are_compared(con: Any, fr
     queries = ["select sex, count(*) n from people group by 1 order by 1",
                "select sex, count(*) n from people where district <> 'C' group by 1 order by 1",
                "select district, count(*) n from people group by 1 order by 1"]
-    before = [_verdict(first.publish(con.sql(q)))[:2] for q in queries]
+    before = [verdict(first.publish(con.sql(q)))[:2] for q in queries]
     assert [v[0] for v in before] == ["pass", "blocked", "suppressed"]
     for _ in range(2):  # Restart & Run All, twice
         again = fresh(tmp_path)
-        assert [_verdict(again.publish(con.sql(q)))[:2] for q in queries] == before
+        assert [verdict(again.publish(con.sql(q)))[:2] for q in queries] == before
     after = fresh(tmp_path)  # a new table after a restart: compared with the earlier kernel's outputs
     out = after.publish(con.sql("select sex, count(*) n from people where age < 100 group by 1 order by 1"))
     assert out.metadata["sdc_magic"]["status"] == "blocked"
@@ -217,7 +203,7 @@ def test_after_a_restart_outputs_counted_in_the_engine_are_compared(con: Any, fr
 
 def test_after_a_restart_changed_rows_are_named(con: Any, fresh: Any, in_engine: None, tmp_path: Path) -> None:
     first = fresh(tmp_path)
-    assert _verdict(first.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
+    assert verdict(first.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
     con.execute("DELETE FROM people WHERE district = 'C'")
     after = fresh(tmp_path)
     out = after.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
@@ -318,11 +304,11 @@ def test_a_label_only_outside_the_table_leaves_its_margins_published(fresh: Any,
         return {cell[0] for cell, rules in verdict[2] if "differencing" in rules}
 
     by_rows = fresh()
-    expected = [_verdict(by_rows.publish(con.sql(q))) for q in queries]
+    expected = [verdict(by_rows.publish(con.sql(q))) for q in queries]
     assert differencing(expected[-1])
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     counted = fresh()
-    got = [_verdict(counted.publish(con.sql(q))) for q in queries]
+    got = [verdict(counted.publish(con.sql(q))) for q in queries]
     # the same statuses, and differences found in both. Which cell of a difference is hidden
     # depends on the order differencing meets the groups in (the engine returns them sorted, the
     # rows come in order of rows); the joint audit with the earlier outputs then judges the
@@ -367,7 +353,7 @@ def test_rows_changed_under_recorded_outputs_leave_every_later_table_review(con:
     """Red team: an INSERT between outputs let go of the recorded outputs; one table was review
     and the next, everyone but C, was compared with the new base alone: 35/35 at pass."""
     sess = fresh()
-    assert _verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
+    assert verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
     con.execute("INSERT INTO people SELECT * FROM people WHERE person = 0")
     statuses = [sess.publish(con.sql(q)).metadata["sdc_magic"]["status"] for q in (
         "select district, count(*) n from people group by 1 order by 1",
@@ -384,7 +370,7 @@ def test_rows_counted_for_linking_must_be_the_rows_the_table_counts(con: Any, fr
     from sdc_magic.capture.duckdb import evidence as duckdb_evidence
 
     sess = fresh()
-    assert _verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
+    assert verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
 
     def everyone(p: Any, only: Any = None) -> Any:
         found = sql_lineage.lineage(p, only)
@@ -404,9 +390,9 @@ def test_date_keys_survive_a_restart(con: Any, fresh: Any, in_engine: None, tmp_
     queries = ["select seen, count(*) n from people group by 1 order by 1",
                "select seen, sex, count(*) n from people group by all order by 1, 2"]
     first = fresh(tmp_path)
-    before = [_verdict(first.publish(con.sql(q)))[0] for q in queries]
+    before = [verdict(first.publish(con.sql(q)))[0] for q in queries]
     after = fresh(tmp_path)
-    assert [_verdict(after.publish(con.sql(q)))[0] for q in queries] == before
+    assert [verdict(after.publish(con.sql(q)))[0] for q in queries] == before
     assert "review" not in before
 
 

@@ -13,21 +13,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 
 pl = pytest.importorskip("polars")
 
 sys.path.insert(0, str(Path(__file__).parent))
+from linking_checks import engine_universes, last_rows, verdict  # noqa: E402
 from test_engine_pushdown import POLARS_CONVERSIONS, counting  # noqa: E402
 from test_engines_redteam import PEOPLE  # noqa: E402
 
 from sdc_magic.capture.polars import lineage as polars_lineage  # noqa: E402
 from sdc_magic.evidence import rows as row_limits  # noqa: E402
 from sdc_magic.evidence.in_engine import InEngineRows  # noqa: E402
-from sdc_magic.jupyter.session import Session  # noqa: E402
-from sdc_magic.linking.in_engine import EngineUniverse  # noqa: E402
 
 F = pl.col
 
@@ -40,24 +38,6 @@ def in_engine(monkeypatch: Any) -> None:
 @pytest.fixture
 def fresh(humanitarian_sessions: Any) -> Any:
     return humanitarian_sessions
-
-
-def _verdict(out: Any) -> tuple[str, tuple, tuple]:
-    """Status, the hidden cells (as the user sees them) and why each was hidden."""
-    checked = out.checked
-    hidden = tuple(np.flatnonzero(checked.hidden_flat)) if checked is not None else ()
-    why = tuple(sorted((cell, tuple(sorted({r.rule for r in reasons})))
-                       for cell, reasons in checked.reasons.items())) if checked is not None else ()
-    return out.metadata["sdc_magic"]["status"], hidden, why
-
-
-def _engine_universes(sess: Session) -> list[EngineUniverse]:
-    return [u for u in sess.populations.universes if isinstance(u, EngineUniverse)]
-
-
-def _last_rows(sess: Session) -> Any:
-    entry = max(sess.registry.entries(), key=lambda e: e.id)
-    return entry.source.rows if entry.source is not None else None
 
 
 #: sessions of polars tables over one frame ``p`` (73 people): everyone by sex (37/36), then
@@ -153,16 +133,16 @@ def test_counted_in_polars_the_verdicts_are_those_of_the_rows(name: str, fresh: 
     """Same statuses and hidden cells as linking by rows; the engine path taken for every table."""
     p = pl.from_pandas(PEOPLE)
     by_rows = fresh()
-    expected = [_verdict(by_rows.publish(_sorted(make(p)))) for make in SESSIONS[name]]
-    assert not _engine_universes(by_rows)
+    expected = [verdict(by_rows.publish(_sorted(make(p)))) for make in SESSIONS[name]]
+    assert not engine_universes(by_rows)
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     counted = fresh()
     got = []
     for make in SESSIONS[name]:
-        got.append(_verdict(counted.publish(_sorted(make(p)))))
-        assert isinstance(_last_rows(counted), InEngineRows), "not counted in polars"
+        got.append(verdict(counted.publish(_sorted(make(p)))))
+        assert isinstance(last_rows(counted), InEngineRows), "not counted in polars"
     assert got == expected
-    universes = _engine_universes(counted)
+    universes = engine_universes(counted)
     assert len(universes) == 1 and universes[0].populations
     assert any(v[0] in ("blocked", "suppressed") for v in got), "nothing hidden: the session proves little"
 
@@ -183,14 +163,14 @@ def test_counted_in_polars_the_verdicts_are_those_of_the_rows(name: str, fresh: 
 def test_what_is_not_written_over_the_frame_is_linked_by_its_rows(make: Any, fresh: Any, in_engine: None) -> None:
     sess = fresh()
     sess.publish(make(pl.from_pandas(PEOPLE)))
-    assert isinstance(_last_rows(sess), pd.DataFrame)
+    assert isinstance(last_rows(sess), pd.DataFrame)
 
 
 def test_a_unit_declared_reads_rows(fresh: Any, in_engine: None) -> None:
     sess = fresh()
     sess.set_rules(unit="person")
     sess.publish(pl.from_pandas(PEOPLE).group_by("sex").len())
-    assert isinstance(_last_rows(sess), pd.DataFrame)
+    assert isinstance(last_rows(sess), pd.DataFrame)
 
 
 def test_a_display_counted_in_polars_moves_only_cells_and_atoms(fresh: Any, in_engine: None) -> None:
@@ -208,11 +188,11 @@ def test_the_same_rows_read_again_are_one_base_and_other_rows_another(fresh: Any
     """A frame is identified by its content: the same rows made again are compared with the
     first; a frame of other rows is another universe, named when they share columns."""
     sess = fresh()
-    assert _verdict(sess.publish(pl.from_pandas(PEOPLE).group_by("sex").len()))[0] == "pass"
+    assert verdict(sess.publish(pl.from_pandas(PEOPLE).group_by("sex").len()))[0] == "pass"
     again = pl.from_pandas(PEOPLE.copy())
     out = sess.publish(again.filter(F("district") != "C").group_by("sex").len())
     assert out.metadata["sdc_magic"]["status"] == "blocked"
-    assert len(_engine_universes(sess)) == 1
+    assert len(engine_universes(sess)) == 1
     other = pl.from_pandas(PEOPLE.assign(age=PEOPLE["age"] + 1))
     assert polars_lineage.identity(other) != polars_lineage.identity(again)
 
@@ -224,10 +204,10 @@ def test_after_a_restart_outputs_counted_in_polars_are_compared(fresh: Any, in_e
               lambda p: p.filter(F("district") != "C").group_by("sex").len(),
               lambda p: p.group_by("district").len()]
     first = fresh(tmp_path)
-    before = [_verdict(first.publish(_sorted(make(pl.from_pandas(PEOPLE)))))[:2] for make in tables]
+    before = [verdict(first.publish(_sorted(make(pl.from_pandas(PEOPLE)))))[:2] for make in tables]
     assert [v[0] for v in before] == ["pass", "blocked", "suppressed"]
     again = fresh(tmp_path)  # Restart & Run All
-    assert [_verdict(again.publish(_sorted(make(pl.from_pandas(PEOPLE)))))[:2] for make in tables] == before
+    assert [verdict(again.publish(_sorted(make(pl.from_pandas(PEOPLE)))))[:2] for make in tables] == before
     after = fresh(tmp_path)  # a new table after a restart: compared with the earlier kernel's outputs
     out = after.publish(pl.from_pandas(PEOPLE).filter(F("age") < 100).group_by("sex").len())
     assert out.metadata["sdc_magic"]["status"] == "blocked"
@@ -237,10 +217,10 @@ def test_a_frame_made_in_the_displayed_expression_is_counted(fresh: Any, in_engi
     """``pl.from_pandas(...).filter(...).group_by(...).len()``: the root is gone from the user's
     namespace when the table is displayed; linking still counts there and compares."""
     sess = fresh()
-    assert _verdict(sess.publish(pl.from_pandas(PEOPLE).group_by("sex").len()))[0] == "pass"
+    assert verdict(sess.publish(pl.from_pandas(PEOPLE).group_by("sex").len()))[0] == "pass"
     out = sess.publish(pl.from_pandas(PEOPLE).filter(F("district") != "C").group_by("sex").len())
     assert out.metadata["sdc_magic"]["status"] == "blocked"
-    assert isinstance(_last_rows(sess), InEngineRows)
+    assert isinstance(last_rows(sess), InEngineRows)
 
 
 def test_linking_in_polars_has_no_row_limit(fresh: Any, in_engine: None, monkeypatch: Any) -> None:
@@ -257,8 +237,8 @@ def _income_by_sex_then(make: Any, fresh: Any) -> str:
     """Sums of income by sex (F 542.47 / M 531.80), then ``make``'s table: its status."""
     sess = fresh()
     p = pl.from_pandas(PEOPLE)
-    assert _verdict(sess.publish(p.group_by("sex").agg(F("income").sum())))[0] == "pass"
-    return _verdict(sess.publish(make(p)))[0]
+    assert verdict(sess.publish(p.group_by("sex").agg(F("income").sum())))[0] == "pass"
+    return verdict(sess.publish(make(p)))[0]
 
 
 @pytest.mark.parametrize("make", [
@@ -295,7 +275,7 @@ def test_a_list_of_conditions_changed_after_the_filter_does_not_change_what_is_c
 def test_a_rename_mapping_changed_after_the_call_does_not_change_what_is_counted(fresh: Any, in_engine: None) -> None:
     sess = fresh()
     p = pl.from_pandas(PEOPLE)
-    assert _verdict(sess.publish(p.group_by("sex").len()))[0] == "pass"
+    assert verdict(sess.publish(p.group_by("sex").len()))[0] == "pass"
     mapping = {"sex": "g", "district": "h"}
     q = p.rename(mapping)
     mapping.update({"sex": "h", "district": "g"})
@@ -309,7 +289,7 @@ def test_a_positional_literal_is_not_replayed_on_the_frame(fresh: Any, in_engine
     sess = fresh()
     p = pl.from_pandas(PEOPLE)
     backwards = p.reverse()
-    assert _verdict(sess.publish(backwards.filter(pl.lit(backwards["district"] == "A")).group_by("sex").len()))[0] \
+    assert verdict(sess.publish(backwards.filter(pl.lit(backwards["district"] == "A")).group_by("sex").len()))[0] \
         == "pass"
     out = sess.publish(p.filter(F("district").is_in(["A", "C"])).group_by("sex").len())
     assert out.metadata["sdc_magic"]["status"] != "pass"  # 22 - 20 = 2 women, 21 - 20 = 1 man
@@ -321,7 +301,7 @@ def test_a_frame_changed_in_place_is_another_base(fresh: Any, in_engine: None) -
     p = pl.from_pandas(PEOPLE)
     p2 = pl.from_pandas(PEOPLE)
     sess.publish(p.select(pl.len()))
-    assert _verdict(sess.publish(p2.filter(F("district") == "A").group_by("sex").len()))[0] == "pass"
+    assert verdict(sess.publish(p2.filter(F("district") == "A").group_by("sex").len()))[0] == "pass"
     p.replace_column(p.columns.index("district"), pl.Series("district", ["A" if i >= 33 else "B" for i in range(73)]))
     out = sess.publish(p.filter((F("person") < 40) | (F("person") >= 70)).group_by("sex").len())
     assert out.metadata["sdc_magic"]["status"] != "pass"  # persons of A or C: 22 - 20, 21 - 20
@@ -341,15 +321,15 @@ def test_a_lazy_scan_of_files_is_a_base_identified_by_its_files(fresh: Any, monk
                 .len().collect()]
 
     by_rows = fresh()
-    expected = [_verdict(by_rows.publish(_sorted(make())))[:2] for make in tables()]
+    expected = [verdict(by_rows.publish(_sorted(make())))[:2] for make in tables()]
     assert [v[0] for v in expected] == ["pass", "blocked", "suppressed"]
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     counted = fresh(tmp_path / "ledger")
     got = []
     for make in tables():
-        got.append(_verdict(counted.publish(_sorted(make())))[:2])
-        assert isinstance(_last_rows(counted), InEngineRows)
-    assert got == expected and len(_engine_universes(counted)) == 1
+        got.append(verdict(counted.publish(_sorted(make())))[:2])
+        assert isinstance(last_rows(counted), InEngineRows)
+    assert got == expected and len(engine_universes(counted)) == 1
     after = fresh(tmp_path / "ledger")  # a restart: the same file, compared with the saved outputs
     out = after.publish(pl.scan_parquet(path).filter(F("age") < 100).group_by("sex").len().collect())
     assert out.metadata["sdc_magic"]["status"] == "blocked"
@@ -378,9 +358,9 @@ def test_frames_made_before_their_frame_changed_in_place_are_not_replayed_on_it(
     q = p.filter(F("district") != "C")
     lq = p.lazy().filter(F("district") != "C")
     p.replace_column(p.columns.index("district"), pl.Series("district", ["A"] * 40 + ["B"] * 33))
-    assert _verdict(sess.publish(p.group_by("sex").agg(F("income").sum())))[0] == "pass"
-    assert _verdict(sess.publish(q.group_by("sex").agg(F("income").sum())))[0] != "pass"
-    assert _verdict(sess.publish(lq.group_by("sex").agg(F("income").mean()).collect()))[0] != "pass"
+    assert verdict(sess.publish(p.group_by("sex").agg(F("income").sum())))[0] == "pass"
+    assert verdict(sess.publish(q.group_by("sex").agg(F("income").sum())))[0] != "pass"
+    assert verdict(sess.publish(lq.group_by("sex").agg(F("income").mean()).collect()))[0] != "pass"
 
 
 def test_a_frame_changed_through_pandas_buffers_is_not_counted_as_before(fresh: Any, in_engine: None) -> None:
@@ -390,10 +370,10 @@ def test_a_frame_changed_through_pandas_buffers_is_not_counted_as_before(fresh: 
     sess = fresh()
     pdf = PEOPLE.copy()
     p = pl.from_pandas(pdf)
-    assert _verdict(sess.publish(p.group_by("sex").agg(F("income").sum())))[0] == "pass"
+    assert verdict(sess.publish(p.group_by("sex").agg(F("income").sum())))[0] == "pass"
     q = p.filter(F("age") < 100)
     pdf.loc[pdf["age"] > 99, "age"] = 99
-    assert _verdict(sess.publish(q.group_by("sex").agg(F("income").sum())))[0] != "pass"
+    assert verdict(sess.publish(q.group_by("sex").agg(F("income").sum())))[0] != "pass"
 
 
 def test_a_key_named_n_is_counted(fresh: Any, in_engine: None) -> None:
@@ -401,8 +381,8 @@ def test_a_key_named_n_is_counted(fresh: Any, in_engine: None) -> None:
     sess = fresh()
     p = pl.from_pandas(PEOPLE.rename(columns={"district": "n"}))
     sess.publish(p.group_by("n").agg(F("income").sum()))
-    assert _verdict(sess.publish(p.group_by("sex").len()))[0] == "pass"
-    assert _verdict(sess.publish(p.filter(F("n") != "C").group_by("sex").len()))[0] == "blocked"
+    assert verdict(sess.publish(p.group_by("sex").len()))[0] == "pass"
+    assert verdict(sess.publish(p.filter(F("n") != "C").group_by("sex").len()))[0] == "blocked"
 
 
 def _crafted(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -428,7 +408,7 @@ def test_a_scan_is_not_said_to_have_read_files_it_did_not(how: str, fresh: Any, 
     sess = fresh()
     if how == "directory":
         t1 = pl.scan_parquet(folder).filter(F("household") >= 0).group_by("sex").len().collect()
-        assert _verdict(sess.publish(t1.sort("sex")))[0] == "pass"
+        assert verdict(sess.publish(t1.sort("sex")))[0] == "pass"
         second.to_parquet(path)  # rewritten in place: the directory's own stat does not change
         t2 = pl.scan_parquet(folder).filter(F("person") < 1000).group_by("sex").len().collect()
     else:
@@ -437,7 +417,7 @@ def test_a_scan_is_not_said_to_have_read_files_it_did_not(how: str, fresh: Any, 
         files = [str(path)]
         scan = pl.scan_parquet(files)  # reads x.parquet
         files[0] = str(fake)  # the list reused afterwards
-        assert _verdict(sess.publish(scan.filter(F("household") >= 0).group_by("sex").len().collect().sort("sex")))[0] \
+        assert verdict(sess.publish(scan.filter(F("household") >= 0).group_by("sex").len().collect().sort("sex")))[0] \
             == "pass"
         t2 = pl.scan_parquet(str(fake)).filter(F("person") < 1000).group_by("sex").len().collect()
-    assert _verdict(sess.publish(t2.sort("sex")))[0] != "pass"  # 37 - 35 = 2 women, 36 - 35 = 1 man
+    assert verdict(sess.publish(t2.sort("sex")))[0] != "pass"  # 37 - 35 = 2 women, 36 - 35 = 1 man

@@ -57,6 +57,18 @@ def fact_names(i: int) -> dict[str, str]:
     return {f: f"{PREFIX}{f}_{i}" for f in ("n", "t", "ta", "neg", "top")}
 
 
+def counted_groups(facts: pd.DataFrame | None, keys: list[str], known: bool) -> pd.DataFrame | None:
+    """A table's groups and their rows (``known``: of its one variable's known values), from the
+    facts computed with it: what linking inside an engine checks its own count against."""
+    counted = fact_names(0)["n"] if known else f"{PREFIX}rows"
+    if facts is None or not keys or counted not in facts.columns or not all(k in facts.columns for k in keys) \
+            or "n" in keys:  # (a key named n: linking's count column; counted instead)
+        return None
+    groups = facts[list(keys)].reset_index(drop=True)
+    groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)
+    return groups[groups["n"] > 0].reset_index(drop=True)
+
+
 def group_evidence_from_facts(facts: pd.DataFrame, keys: list[str], variables: list[Any], k: int,
                               unit: str | None) -> GroupEvidence:
     """A GroupEvidence from an engine's facts table (see the module docstring)."""

@@ -57,7 +57,7 @@ from typing import Any
 import pandas as pd
 
 from ..evidence import rows as row_limits
-from . import contract, runner_up
+from . import contract, runner_up, spark_lineage
 from .entries import MAGNITUDE_EVIDENCE
 
 _lock = threading.RLock()
@@ -611,7 +611,11 @@ class SparkCapture:
             (lambda m: measures.get(m, (None, "custom")))
         n_rows = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum()) \
             if f"{contract.PREFIX}rows" in facts.columns else 0
-        rows = self._linking_rows(recipe, n_rows)
+        rows: Any = None
+        if n_rows > row_limits.IN_ENGINE_ROWS and recipe.unit is None and rules.unit is None:
+            rows = self._in_engine_rows(recipe, ge, facts)  # no row leaves Spark
+        if rows is None:
+            rows = self._linking_rows(recipe, n_rows)
         if rows is None:
             notes.append(row_limits.too_many_rows_note() if n_rows > row_limits.MAX_LINKED_ROWS else
                          row_limits.unreadable_rows_note())
@@ -619,6 +623,25 @@ class SparkCapture:
         if recipe.form is None:
             recipe.form = shown
 
+
+    def _in_engine_rows(self, recipe: Recipe, ge: Any, facts: pd.DataFrame) -> Any:
+        """The table's rows left in Spark (:mod:`.spark_lineage`), or None (linked by its rows)."""
+        try:
+            src, keys = self._keyed_source(recipe)
+        except Exception:
+            return None
+
+        # (Spark's own methods, found now: the count runs at a later display, perhaps after this
+        # capture is uninstalled and another's wrappers are in place)
+        grouping, converting = self._original(type(src), "groupBy"), self._original(type(src), "toPandas")
+
+        def group_by(df: Any, cols: list[str]) -> Any:
+            return grouping(df, *cols)
+
+        def to_pandas(df: Any) -> pd.DataFrame:
+            return converting(df)
+
+        return spark_lineage.in_engine_rows(src, keys, recipe.measures, ge, facts, group_by, to_pandas)
 
     def _linking_rows(self, recipe: Recipe, n_rows: int) -> pd.DataFrame | None:
         """The rows behind the table for linking (one job), or None (too many, or unreadable).

@@ -77,8 +77,8 @@ def stat_of(node: Any) -> tuple[str | None, str, Any]:
         node = node.this
     if isinstance(node, exp.Count):
         arg = node.this
-        if isinstance(arg, exp.Star) or arg is None:
-            return None, "size", None
+        if isinstance(arg, exp.Star) or arg is None or isinstance(arg, exp.Literal):
+            return None, "size", None  # (count(1): a literal is never NULL, every row counts)
         if isinstance(arg, exp.Distinct):
             cols = arg.expressions
             if len(cols) == 1 and isinstance(cols[0], exp.Column):

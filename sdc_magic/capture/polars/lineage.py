@@ -42,6 +42,7 @@ import pandas as pd
 
 from ...evidence.in_engine import InEngineRows
 from ...evidence.weak_table import WeakTable
+from .. import contract
 from . import origins
 
 #: Root frames whose identity is remembered at once (the newest).
@@ -473,19 +474,6 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             # filter inside ``agg`` was lost here, C's man at ``pass``)
             return None
         known = variables[0] if len(variables) == 1 and "size" not in stats else None
-        return in_engine_rows(line, keys, exprs, known, _groups(facts, keys, known is not None))
+        return in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None))
     except Exception:  # (written by rows instead)
         return None
-
-
-def _groups(facts: pd.DataFrame | None, keys: list[str], known: bool) -> pd.DataFrame | None:
-    """The table's groups and their rows (of the known variable), from the facts computed with it."""
-    from .. import contract
-
-    counted = contract.fact_names(0)["n"] if known else f"{contract.PREFIX}rows"
-    if facts is None or not keys or counted not in facts.columns or not all(k in facts.columns for k in keys) \
-            or "n" in keys:  # (a key named n: linking's count column; counted instead)
-        return None
-    groups = facts[list(keys)].reset_index(drop=True)
-    groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)
-    return groups[groups["n"] > 0].reset_index(drop=True)

@@ -1,0 +1,362 @@
+"""A Spark table's rows written over the plan they come from, for linking inside Spark.
+
+Why: linking compares the rows behind the cells of different outputs. Below
+``evidence/rows.py`` ``IN_ENGINE_ROWS`` source rows Spark hands them to the driver (values,
+fingerprinted as pandas' are); above it, and with no size limit, a table whose rows come from a
+*root* plan through steps that keep or drop whole rows and make columns row by row is described
+instead (:class:`~sdc_magic.evidence.in_engine.InEngineRows`), and linking counts the session's
+atoms with one ``groupBy(...).count()`` over the root (:func:`count_query`): one row per atom
+back to the driver, none of the data's.
+
+Unlike polars, nothing needs tracking while the user works: a Spark DataFrame is immutable and
+carries its analyzed plan. :func:`lineage` reads the aggregation's source plan from the top:
+``Filter`` and ``Project`` nodes are the steps, written as SQL text (Catalyst's own ``sql`` of
+each resolved expression), down to the first other node, the *root* (a relation read, a join,
+a window, an aggregate...: its rows are whatever it gives, the same on every run). Each step
+must be *row-wise*: deterministic, and made only of the expressions in :data:`ROW_WISE`
+(columns, literals, arithmetic, comparisons, casts, ``CASE``, string and date functions), so
+its value on a row is the same whether or not the other rows are there. The written steps,
+replayed on the root as filters, must give a plan Spark calls the same as the source
+(``sameSemantics``); otherwise the table is linked by its rows, as before.
+
+The root is identified by Spark's semantic hash of its plan and its schema: the same relation
+read again (another ``spark.read`` of the same files, the same local data, after a restart) is
+the same base. A file rewritten between outputs keeps the identity; linking's count checks
+(``linking/in_engine.split``, ``populations._groups_agree``) find that the atoms no longer add up.
+
+Spark Connect DataFrames have no analyzed plan on the client: their tables are linked by their
+rows (decided; see docs/engines.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..evidence.in_engine import InEngineRows
+from . import contract
+
+#: The mark of the rows a replay keeps (filters turned into a column, :func:`count_query`).
+MARK = "__sdc_magic_kept"
+#: Prefix of the replay's own columns; a source with such a column is linked by its rows.
+INTERNAL = "__sdc_"
+#: Plan nodes read as steps (anything else is the root).
+STEP_NODES = ("Filter", "Project")
+#: Steps followed from the aggregation down to the root.
+MAX_STEPS = 32
+
+#: Catalyst expressions that give each row a value from that row alone (simple class names).
+#: Others (``Rand``, ``MonotonicallyIncreasingID``, Python UDFs, subqueries, lambdas...) are not
+#: written: a pandas UDF sees a batch of rows, a subquery other data, and a random value is
+#: another one on each run.
+ROW_WISE = frozenset({
+    "AttributeReference", "Alias", "Literal", "Cast", "CheckOverflow", "PromotePrecision",
+    "Add", "Subtract", "Multiply", "Divide", "IntegralDivide", "Remainder", "Pmod", "UnaryMinus",
+    "UnaryPositive", "Abs", "Signum", "Sqrt", "Exp", "Log", "Log10", "Log2", "Pow", "Round", "BRound",
+    "Floor", "Ceil", "RoundFloor", "RoundCeil", "Greatest", "Least",
+    "EqualTo", "EqualNullSafe", "LessThan", "LessThanOrEqual", "GreaterThan", "GreaterThanOrEqual",
+    "And", "Or", "Not", "IsNull", "IsNotNull", "IsNaN", "In", "InSet", "CaseWhen", "If", "Coalesce",
+    "NaNvl", "AtLeastNNonNulls",
+    "Lower", "Upper", "InitCap", "Substring", "Left", "Right", "StartsWith", "EndsWith", "Contains",
+    "Like", "ILike", "RLike", "Length", "StringTrim", "StringTrimLeft", "StringTrimRight", "Concat",
+    "ConcatWs", "StringLPad", "StringRPad", "StringReplace", "RegExpReplace", "RegExpExtract",
+    "StringSplit", "GetArrayItem", "ElementAt", "SubstringIndex", "StringInstr",
+    "Year", "Month", "DayOfMonth", "DayOfWeek", "DayOfYear", "WeekOfYear", "Quarter", "Hour", "Minute",
+    "Second", "DateFormatClass", "ParseToDate", "ParseToTimestamp", "DateDiff", "DateAdd", "DateSub",
+    "TruncDate", "TruncTimestamp", "Murmur3Hash", "XxHash64",
+})
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """A table's rows over its root plan: the root (a DataFrame), its identity and the steps."""
+
+    root: Any
+    identity: str
+    steps: tuple[dict, ...]
+
+
+def lineage(source: Any) -> Lineage | None:
+    """The root of a (classic) Spark DataFrame and the steps from it, or None when the plan
+    holds a step that is not written (see the module docstring). Never raises."""
+    try:
+        return _lineage(source)
+    except Exception:
+        return None
+
+
+def _lineage(source: Any) -> Lineage | None:
+    jdf = getattr(source, "_jdf", None)
+    if jdf is None or source.isStreaming:
+        return None  # (Spark Connect: no plan on the client)
+    node = jdf.queryExecution().analyzed()
+    steps: list[dict] = []
+    for _ in range(MAX_STEPS):
+        kind = node.getClass().getSimpleName()
+        if kind not in STEP_NODES:
+            break
+        step = _filter(node) if kind == "Filter" else _project(node)
+        if step is None:
+            return None
+        if step is _ROOT:
+            break  # (a step a replay cannot write by names: the root starts here)
+        steps.append(step)
+        node = node.child()
+    else:
+        return None
+    if not node.deterministic() or not node.resolved() or not _repeatable(node):
+        return None
+    root = _frame(source, node)
+    names = list(root.columns)
+    if not _distinct_names(node) or any(n.startswith(INTERNAL) for n in names):
+        return None  # (names a replay cannot tell apart, or our own)
+    steps.reverse()
+    if not _plain_replay(root, steps).sameSemantics(source):
+        return None  # (the written steps are not the source: read by rows)
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(str(node.semanticHash()).encode())
+    digest.update(repr([(f.name, f.dataType.simpleString()) for f in root.schema.fields]).encode())
+    return Lineage(root, f"spark plan {digest.hexdigest()}", tuple(steps))
+
+
+#: Plan nodes whose rows may differ from one run to the next (which rows a limit or a sample
+#: keeps depends on the partitions' order): a root holding one is linked by its rows.
+UNREPEATABLE = frozenset({"GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset", "Sample", "CollectLimit",
+                          "GlobalLimitAndOffset", "RebalancePartitions"})
+#: Plan nodes of a root looked at (a larger plan is linked by its rows).
+MAX_ROOT_NODES = 500
+
+
+def _repeatable(plan: Any) -> bool:
+    """Whether no node of the root's plan is one of :data:`UNREPEATABLE` (walked node by node: a
+    plan's JSON would hold local data)."""
+    stack, seen = [plan], 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_ROOT_NODES or node.getClass().getSimpleName() in UNREPEATABLE:
+            return False
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
+    return True
+
+
+def _row_wise(expression: Any) -> bool:
+    if not expression.deterministic():
+        return False
+    nodes = json.loads(expression.toJSON())
+    return all(isinstance(n, dict) and str(n.get("class", "")).rsplit(".", 1)[-1] in ROW_WISE for n in nodes)
+
+
+#: What :func:`_project` returns for a Project whose columns a replay cannot tell apart by name:
+#: the root is that node and what is under it (its rows are the same on every run).
+_ROOT: dict = {}
+
+
+def _filter(node: Any) -> dict | None:
+    condition = node.condition()
+    if not _row_wise(condition):
+        return None
+    return {"m": "filter", "e": condition.sql()}
+
+
+def _project(node: Any) -> dict | None:
+    """The step of a Project, None if it is not row-wise, :data:`_ROOT` if it starts the root."""
+    out: list[list[str | None]] = []
+    items = node.projectList()
+    for i in range(items.size()):
+        item = items.apply(i)
+        if not _row_wise(item):
+            return None
+        kind = item.getClass().getSimpleName()
+        if kind == "AttributeReference":
+            out.append([None, item.name()])  # (a column kept as it is)
+        elif kind == "Alias":
+            out.append([item.child().sql(), item.name()])
+        else:
+            return None
+    names = [n for _, n in out]
+    if any(str(n).startswith(INTERNAL) for n in names):
+        return None
+    if len({str(n).lower() for n in names}) != len(names):
+        # (Spark's own Project over a window repeats the window's column: the root starts here)
+        return _ROOT if _distinct_names(node) else None
+    return {"m": "select", "cols": out}
+
+
+def _distinct_names(plan: Any) -> bool:
+    """Whether a plan's output columns are told apart by their names (case aside): a name
+    given twice is one column given twice (the same attribute), as Spark repeats a window's."""
+    output = plan.output()
+    seen: dict[str, int] = {}
+    for i in range(output.size()):
+        attribute = output.apply(i)
+        name, exid = str(attribute.name()).lower(), int(attribute.exprId().id())
+        if seen.setdefault(name, exid) != exid:
+            return False
+    return True
+
+
+def _frame(like: Any, plan: Any) -> Any:
+    """A DataFrame of a logical plan (Spark 4's classic Dataset, or 3.5's)."""
+    session = like.sparkSession
+    jvm = session._jvm
+    try:
+        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(session._jsparkSession, plan)
+    except Exception:
+        jdf = jvm.org.apache.spark.sql.Dataset.ofRows(session._jsparkSession, plan)
+    return type(like)(jdf, session)
+
+
+def quoted(name: str) -> str:
+    """A column name as Spark SQL reads it."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _plain_replay(root: Any, steps: list[dict] | tuple[dict, ...]) -> Any:
+    """The steps replayed as written (filters filter): to check they are the source."""
+    from pyspark.sql import functions as F
+
+    frame = root
+    for st in steps:
+        if st["m"] == "filter":
+            frame = frame.filter(F.expr(st["e"]))
+        else:
+            frame = frame.select(*[F.col(quoted(n)) if e is None else F.expr(e).alias(n) for e, n in st["cols"]])
+    return frame
+
+
+def written(steps: list[dict] | tuple[dict, ...], expression: str) -> str:
+    """An expression (SQL over the columns after the steps) as linking keeps it: the same steps
+    and expression, the same text, readable by :func:`read` (also by the next kernel)."""
+    return "spark:" + json.dumps({"steps": list(steps), "e": expression}, sort_keys=True, separators=(",", ":"))
+
+
+def read(text: str) -> tuple[list[dict], str]:
+    """The steps and expression :func:`written` wrote."""
+    if not text.startswith("spark:"):
+        raise ValueError("not a Spark expression written by linking")
+    got = json.loads(text[len("spark:"):])
+    return got["steps"], got["e"]
+
+
+def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list[str]], Any],
+                to_pandas: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
+    """Rows of ``root`` per combination of the expressions' values: columns g0, g1, … and n,
+    sorted. One Spark job; one row per combination comes to the driver.
+
+    Spark frames have no row order to set replays side by side, so the outputs' steps are
+    replayed one after the other on one frame: the root's columns are carried under hidden
+    names, each output's steps start again from them, and its keys and condition are kept as
+    new columns. A filter only clears :data:`MARK`; a column made after it is made only on the
+    rows it keeps (``CASE WHEN mark``: on the others it could fail, e.g. a division by zero the
+    filter was there to avoid)."""
+    from pyspark.sql import functions as F
+
+    names = [f"g{i}" for i in range(len(expressions))]
+    inner = {n: f"{INTERNAL}g{i}" for i, n in enumerate(names)}
+    by_steps: dict[str, list[tuple[str, str]]] = {}
+    for name, text in zip(names, expressions, strict=True):
+        steps, expr = read(text)
+        by_steps.setdefault(json.dumps(steps, sort_keys=True), []).append((name, expr))
+    columns = list(dict.fromkeys(root.columns))  # (a column repeated by Spark under one name: once)
+    hidden = [f"{INTERNAL}r{j}" for j in range(len(columns))]
+    frame = root.select(*[F.col(quoted(c)).alias(h) for c, h in zip(columns, hidden, strict=True)])
+    done: list[str] = []
+    for key, exprs in by_steps.items():
+        carry = [F.col(c) for c in [*hidden, *done]]
+        frame = frame.select(*carry, *[F.col(h).alias(c) for c, h in zip(columns, hidden, strict=True)],
+                             F.lit(True).alias(MARK))
+        visible = list(columns)
+        for st in json.loads(key):
+            kept = F.col(MARK)
+            if st["m"] == "filter":
+                test = F.when(kept, F.coalesce(F.expr(st["e"]), F.lit(False))).otherwise(F.lit(False))
+                frame = frame.select(*carry, *[F.col(quoted(c)) for c in visible], test.alias(MARK))
+            else:
+                made = [F.col(quoted(n)) if e is None else F.when(kept, F.expr(e)).alias(n) for e, n in st["cols"]]
+                frame = frame.select(*carry, kept, *made)
+                visible = [n for _, n in st["cols"]]
+        frame = frame.select(*carry, *[F.expr(e).alias(inner[n]) for n, e in exprs])
+        done += [inner[n] for n, _ in exprs]
+    if not names:
+        counted = root.select(F.count(F.lit(1)).alias("n"))
+        return to_pandas(counted)
+    counted = group_by(frame.select(*[F.col(inner[n]).alias(n) for n in names]), names)
+    out = to_pandas(counted.agg(F.count(F.lit(1)).alias("n")))
+    # a fixed order (the same on every run): by each column's text, column after column
+    order = sorted(range(len(out)), key=lambda i: tuple(repr(out[n].iloc[i]) for n in names))
+    return out.iloc[order].reset_index(drop=True)
+
+
+#: Statistics whose table is not counted inside Spark: each publishes another population than
+#: its rows (distinct units, non-null counts beside other statistics) or cannot be told.
+NOT_COUNTED = frozenset({"count", "nunique", "custom"})
+
+
+def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str | None, str]], ge: Any,
+                   facts: pd.DataFrame | None, group_by: Callable[[Any, list[str]], Any],
+                   to_pandas: Callable[[Any], pd.DataFrame]) -> InEngineRows | None:
+    """The rows of a Spark table over ``source`` (its keys as columns) left in Spark, or None
+    (linked by its rows). The caller decides by size and unit (no unit: distinct units are not
+    counted here). None also for statistics of :data:`NOT_COUNTED`, a 0/1 flag's sum or mean
+    (its table publishes the flagged rows: the rows path reads them), a source that is not
+    written (:func:`lineage`) and anything that fails. ``group_by``/``to_pandas``: Spark's own
+    methods, not the capture's wrappers (linking's count is not a table of the user's)."""
+    try:
+        stats = {st for _, st in measures.values()}
+        variables = sorted({v for v, _ in measures.values() if v is not None})
+        if stats & NOT_COUNTED or not measures:
+            return None
+        for v in variables:
+            found = getattr(ge, "variables", {}).get(v)
+            if found is None or getattr(found, "ones", None) is not None:
+                return None  # a 0/1 flag (or a variable the evidence does not know)
+        if not all(k in source.columns for k in keys) or not all(v in source.columns for v in variables):
+            return None
+        line = lineage(source)
+        if line is None:
+            return None
+        steps, predicates = _trailing_filters(line.steps)
+        known = variables[0] if len(variables) == 1 and "size" not in stats else None
+        tests = [f"coalesce(({p}), false)" for p in predicates]
+        if known is not None:
+            tests.append(f"({quoted(known)} IS NOT NULL)")
+        condition = " AND ".join(tests) if tests else "true"
+        if steps:
+            condition = f"CASE WHEN {quoted(MARK)} THEN ({condition}) ELSE false END"
+        root = line.root
+
+        def count(expressions: list[str]) -> pd.DataFrame:
+            return count_query(root, expressions, group_by, to_pandas)
+
+        return InEngineRows("spark", line.identity, written(steps, condition),
+                            [written(steps, quoted(k)) for k in keys], list(keys),
+                            frozenset(str(c) for c in root.columns), count,
+                            contract.counted_groups(facts, keys, known is not None))
+    except Exception:
+        return None
+
+
+def _trailing_filters(steps: tuple[dict, ...]) -> tuple[tuple[dict, ...], list[str]]:
+    """(the steps up to the last one that makes a column, the predicates of the filters after it).
+
+    After that step only rows and columns are dropped (filters, selects of columns as they
+    are): the kept rows are those of the steps before where every later predicate holds, each
+    evaluated on the same columns as in the user's plan. Outputs that differ only in their
+    filters share one replay (with no step left, a select of the root itself)."""
+    predicates: list[str] = []
+    cut = len(steps)
+    for i in range(len(steps) - 1, -1, -1):
+        st = steps[i]
+        if st["m"] == "filter":
+            predicates[:0] = [st["e"]]
+        elif not all(e is None for e, _ in st["cols"]):
+            break
+        cut = i
+    return tuple(steps[:cut]), predicates

@@ -1,0 +1,34 @@
+"""What the linking-in-engine tests compare: a display's verdict and where its rows were counted.
+
+Shared by the DuckDB, polars and Spark tests (``test_linking_in_*.py``): each runs red-team
+sessions once linked by rows and once counted in the engine and asserts the same verdicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sdc_magic.jupyter.session import Session
+from sdc_magic.linking.in_engine import EngineUniverse
+
+
+def verdict(out: Any) -> tuple[str, tuple, tuple]:
+    """Status, the hidden cells (as the user sees them) and why each was hidden."""
+    checked = out.checked
+    hidden = tuple(np.flatnonzero(checked.hidden_flat)) if checked is not None else ()
+    why = tuple(sorted((cell, tuple(sorted({r.rule for r in reasons})))
+                       for cell, reasons in checked.reasons.items())) if checked is not None else ()
+    return out.metadata["sdc_magic"]["status"], hidden, why
+
+
+def engine_universes(sess: Session) -> list[EngineUniverse]:
+    """The session's universes counted in an engine."""
+    return [u for u in sess.populations.universes if isinstance(u, EngineUniverse)]
+
+
+def last_rows(sess: Session) -> Any:
+    """The rows linking was given for the newest table (a frame of rows, or ``InEngineRows``)."""
+    entry = max(sess.registry.entries(), key=lambda e: e.id)
+    return entry.source.rows if entry.source is not None else None
