@@ -66,9 +66,10 @@ def spark_main(args: Any) -> None:
 
     *plain*: ``groupBy(...).count()`` / ``agg(sum)`` fetched with ``toPandas()`` and formatted as
     HTML; *checked*: the same aggregation displayed by a fresh session with recording and
-    linking on (one job for the user's columns and the facts, one for linking's rows up to
-    ``MAX_LINKED_ROWS`` source rows). The data are generated inside Spark and cached (no
-    transfer from Python).
+    linking on (one job for the user's columns and the facts, one for linking's count of the
+    session's atoms inside Spark: ``capture/spark_lineage.py``). The data are generated inside
+    Spark and cached (no transfer from Python). ``--session N``: N related tables in one session
+    (:func:`spark_session`).
     """
     import warnings
 
@@ -85,7 +86,9 @@ def spark_main(args: Any) -> None:
         F.format_string("r%03d", F.pmod(F.xxhash64("id", F.lit(1)), F.lit(n_region))).alias("region"),
         F.format_string("a%02d", F.pmod(F.xxhash64("id", F.lit(2)), F.lit(20))).alias("activity"),
         F.pmod(F.xxhash64("id", F.lit(3)), F.lit(6)).alias("size"),
-        F.exp(F.randn(4) * 1.5 + 3.0).alias("turnover"),
+        # (a deterministic skewed value: a random one would make the plan non-deterministic, and
+        # such a source is linked by its rows, not inside Spark)
+        F.exp((F.pmod(F.xxhash64("id", F.lit(4)), F.lit(10_000)) / 10_000.0 - 0.5) * 4.0 + 3.0).alias("turnover"),
         F.pmod(F.xxhash64("id", F.lit(5)), F.lit(max(rows // 3, 1))).alias("firm_id"),
     ).cache()
     t0 = time.perf_counter()
@@ -99,6 +102,10 @@ def spark_main(args: Any) -> None:
 
     cases = [("count", lambda: sdf.groupBy(*keys).count()),
              ("sum", lambda: sdf.groupBy(*keys).agg(F.sum("turnover").alias("turnover")))]
+    if args.session:
+        spark_session(sdf, args.session)
+        spark.stop()
+        return
     results = [measure("Spark", op, make, args, plain_make=fetched(make)) for op, make in cases]
     spark.stop()
     print(f"({load()})")
@@ -211,15 +218,76 @@ def duckdb_session(con: Any, n: int) -> None:
           f"statuses {counts}", flush=True)
 
 
+def spark_session(sdf: Any, n: int) -> None:
+    """``n`` related Spark tables in one session, as :func:`polars_session` (filters, a derived
+    column now and then, sums now and then), then the same session linked by rows."""
+    from pyspark.sql import functions as F
+
+    groupings = [["region", "activity", "size"], ["region", "size"], ["activity", "size"], ["region"],
+                 ["region", "activity"]]
+    filters = [F.lit(True), F.col("size") != 6, F.col("activity") != "a00", F.col("region") != "r000",
+               F.col("size") < 5, F.col("turnover") > 1]
+    makers: list[Callable[[], Any]] = []
+    for i in range(n):
+        keys, where = groupings[i % len(groupings)], filters[(i // len(groupings)) % len(filters)]
+        agg = F.sum("turnover").alias("turnover") if i % 7 == 6 else F.count("*").alias("n")
+        if i % 5 == 4:
+            makers.append(lambda k=keys, w=where, a=agg: sdf.withColumn("small", F.col("size") < 3).filter(w)
+                          .groupBy(*k, "small").agg(a))
+        else:
+            makers.append(lambda k=keys, w=where, a=agg: sdf.filter(w).groupBy(*k).agg(a))
+    _session_report("Spark", makers, lambda t: t.toPandas(), n)
+
+
+def _session_report(engine: str, makers: list[Callable[[], Any]], fetch: Callable[[Any], Any], n: int) -> None:
+    """Display the tables in one session, linked in the engine, then by rows: time per display
+    (plain: the same aggregation fetched and formatted), the curve, and the statuses compared."""
+    from sdc_magic.config import preset
+    from sdc_magic.evidence import rows as row_limits
+    from sdc_magic.jupyter.session import Session
+
+    def run(limit: int) -> tuple[list[str], list[float], list[float]]:
+        saved = row_limits.IN_ENGINE_ROWS
+        row_limits.IN_ENGINE_ROWS = limit
+        sess = Session(rules=preset("insee"))
+        sess.capture.install()
+        statuses, ratios, checked_s = [], [], []
+        try:
+            for make in makers:
+                gc.collect()
+                t0 = time.perf_counter()
+                _formatted(fetch(make()))
+                plain = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                out = sess.publish(make())
+                checked = time.perf_counter() - t0
+                ratios.append(checked / plain)
+                checked_s.append(checked)
+                statuses.append(out.metadata["sdc_magic"]["status"])
+        finally:
+            sess.capture.uninstall()
+            row_limits.IN_ENGINE_ROWS = saved
+        return statuses, ratios, checked_s
+
+    statuses, ratios, checked_s = run(row_limits.IN_ENGINE_ROWS)
+    half = max(n // 2, 1)
+    counts = {s: statuses.count(s) for s in dict.fromkeys(statuses)}
+    print(f"{engine} session of {n} tables: checked {statistics.median(checked_s):.3f} s median per display "
+          f"({statistics.median(ratios):.2f}x plain); first {checked_s[0]:.3f} s, last {checked_s[-1]:.3f} s; "
+          f"second half / first half {statistics.median(checked_s[half:]) / statistics.median(checked_s[:half]):.2f}; "
+          f"statuses {counts}", flush=True)
+    by_rows, _, rows_s = run(10**12)
+    same = sum(a == b for a, b in zip(statuses, by_rows, strict=True))
+    print(f"  linked by rows instead: {statistics.median(rows_s):.3f} s median per display; statuses "
+          f"{ {s: by_rows.count(s) for s in dict.fromkeys(by_rows)} }; {same} of {n} the same", flush=True)
+
+
 def polars_session(p: Any, n: int) -> None:
     """``n`` related polars tables in one session, as :func:`duckdb_session`, written the ways a polars
     user writes them: eager and lazy, filters, a derived column now and then; then the same
     session with linking by rows (``IN_ENGINE_ROWS`` raised above the data) for the verdicts."""
     import polars as pl
 
-    from sdc_magic.config import preset
-    from sdc_magic.evidence import rows as row_limits
-    from sdc_magic.jupyter.session import Session
 
     groupings = [["region", "activity", "size"], ["region", "size"], ["activity", "size"], ["region"],
                  ["region", "activity"]]
@@ -236,41 +304,7 @@ def polars_session(p: Any, n: int) -> None:
                           .group_by([*k, "small"]).agg(a))
         else:
             makers.append(lambda k=keys, w=where, a=agg: p.filter(w).group_by(k).agg(a))
-
-    def run(limit: int) -> tuple[list[str], list[float], list[float]]:
-        saved = row_limits.IN_ENGINE_ROWS
-        row_limits.IN_ENGINE_ROWS = limit
-        sess = Session(rules=preset("insee"))
-        sess.capture.install()
-        statuses, ratios, checked_s = [], [], []
-        try:
-            for make in makers:
-                gc.collect()
-                t0 = time.perf_counter()
-                _formatted(make().to_pandas())
-                plain = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                out = sess.publish(make())
-                checked = time.perf_counter() - t0
-                ratios.append(checked / plain)
-                checked_s.append(checked)
-                statuses.append(out.metadata["sdc_magic"]["status"])
-        finally:
-            sess.capture.uninstall()
-            row_limits.IN_ENGINE_ROWS = saved
-        return statuses, ratios, checked_s
-
-    statuses, ratios, checked_s = run(row_limits.IN_ENGINE_ROWS)
-    half = max(n // 2, 1)
-    counts = {s: statuses.count(s) for s in dict.fromkeys(statuses)}
-    print(f"polars session of {n} tables: checked {statistics.median(checked_s):.3f} s median per display "
-          f"({statistics.median(ratios):.2f}x plain); first {checked_s[0]:.3f} s, last {checked_s[-1]:.3f} s; "
-          f"second half / first half {statistics.median(checked_s[half:]) / statistics.median(checked_s[:half]):.2f}; "
-          f"statuses {counts}", flush=True)
-    by_rows, _, rows_s = run(10**12)
-    same = sum(a == b for a, b in zip(statuses, by_rows, strict=True))
-    print(f"  linked by rows instead: {statistics.median(rows_s):.3f} s median per display; statuses "
-          f"{ {s: by_rows.count(s) for s in dict.fromkeys(by_rows)} }; {same} of {n} the same", flush=True)
+    _session_report("polars", makers, lambda t: t.to_pandas(), n)
 
 
 def table(results: list[tuple]) -> None:

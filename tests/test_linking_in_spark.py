@@ -164,16 +164,25 @@ def test_what_is_not_written_over_the_root_is_linked_by_its_rows(make: Any, peop
     assert isinstance(last_rows(sess), pd.DataFrame)
 
 
-def test_steps_that_are_not_row_wise_are_not_written(people: Any) -> None:
-    """A Python UDF (a pandas UDF sees a batch of rows), a random value, a subquery: no lineage."""
+def test_steps_that_are_not_row_wise_are_not_written(spark: Any, people: Any) -> None:
+    """A Python UDF (a pandas UDF sees a batch of rows), a random value, a sample: no lineage. A
+    subquery starts the root (its rows are the same on every run); so does a cached plan."""
     people.createOrReplaceTempView("people_view")
     for frame in [people.filter(_F().udf(lambda a: a > 30, "boolean")("age")),
                   people.withColumn("r", _F().rand(seed=1)),
-                  people.filter("person IN (SELECT person FROM people_view WHERE age > 50)"),
                   people.sample(0.5, seed=1).filter(_c("age") > 3)]:
         assert spark_lineage.lineage(frame) is None
     line = spark_lineage.lineage(people.filter(_c("age") > 3).withColumn("band", _c("age") / 10))
     assert line is not None and [st["m"] for st in line.steps] == ["filter", "select"]
+    line = spark_lineage.lineage(people.filter("person IN (SELECT person FROM people_view WHERE age > 50)")
+                                 .filter(_c("age") > 3))
+    assert line is not None and [st["m"] for st in line.steps] == ["filter"]
+    adults = spark.createDataFrame(PEOPLE).filter(_c("age") >= 18).cache()
+    try:
+        line = spark_lineage.lineage(adults.filter(_c("sex") == "F"))
+        assert line is not None and [st["m"] for st in line.steps] == ["filter"]
+    finally:
+        adults.unpersist()
 
 
 def test_a_window_is_a_root_of_its_own_and_named_beside_the_others(people: Any, fresh: Any, in_engine: None) -> None:

@@ -586,10 +586,12 @@ class SparkCapture:
             if recipe.form is not None:
                 return recipe.form
             user, facts = self._run(df, recipe, limit)
-            self._register(recipe, facts, user)
+            self._register(recipe, facts, user, truncated=limit is not None and len(facts) >= limit)
             return recipe.form
 
-    def _register(self, recipe: Recipe, facts: pd.DataFrame, user: pd.DataFrame) -> None:
+    def _register(self, recipe: Recipe, facts: pd.DataFrame, user: pd.DataFrame, truncated: bool = False) -> None:
+        """Register a materialised table's evidence. ``truncated``: a display fetched only its first
+        groups (``display.max_rows + 1``), so the facts' rows are a lower bound of the table's."""
         rules = self.rules()
         notes: list[str] = []
         if rules.unit is not None and recipe.unit is None:
@@ -612,8 +614,9 @@ class SparkCapture:
         n_rows = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum()) \
             if f"{contract.PREFIX}rows" in facts.columns else 0
         rows: Any = None
-        if n_rows > row_limits.IN_ENGINE_ROWS and recipe.unit is None and rules.unit is None:
-            rows = self._in_engine_rows(recipe, ge, facts)  # no row leaves Spark
+        if (n_rows > row_limits.IN_ENGINE_ROWS or truncated) and recipe.unit is None and rules.unit is None:
+            # no row leaves Spark (the groups of a truncated display are not all of the table's)
+            rows = self._in_engine_rows(recipe, ge, None if truncated else facts)
         if rows is None:
             rows = self._linking_rows(recipe, n_rows)
         if rows is None:
@@ -624,8 +627,9 @@ class SparkCapture:
             recipe.form = shown
 
 
-    def _in_engine_rows(self, recipe: Recipe, ge: Any, facts: pd.DataFrame) -> Any:
-        """The table's rows left in Spark (:mod:`.spark_lineage`), or None (linked by its rows)."""
+    def _in_engine_rows(self, recipe: Recipe, ge: Any, facts: pd.DataFrame | None) -> Any:
+        """The table's rows left in Spark (:mod:`.spark_lineage`), or None (linked by its rows).
+        ``facts``: the table's groups, when they are all there."""
         try:
             src, keys = self._keyed_source(recipe)
         except Exception:

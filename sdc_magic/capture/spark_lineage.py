@@ -11,13 +11,14 @@ back to the driver, none of the data's.
 Unlike polars, nothing needs tracking while the user works: a Spark DataFrame is immutable and
 carries its analyzed plan. :func:`lineage` reads the aggregation's source plan from the top:
 ``Filter`` and ``Project`` nodes are the steps, written as SQL text (Catalyst's own ``sql`` of
-each resolved expression), down to the first other node, the *root* (a relation read, a join,
-a window, an aggregate...: its rows are whatever it gives, the same on every run). Each step
-must be *row-wise*: deterministic, and made only of the expressions in :data:`ROW_WISE`
-(columns, literals, arithmetic, comparisons, casts, ``CASE``, string and date functions), so
-its value on a row is the same whether or not the other rows are there. The written steps,
-replayed on the root as filters, must give a plan Spark calls the same as the source
-(``sameSemantics``); otherwise the table is linked by its rows, as before.
+each resolved expression), down to the *root*: the first other node (a relation read, a join, a
+window, an aggregate), a plan Spark has cached (the count then reads the cache, as your tables
+do), or the first step that is not *row-wise* — deterministic and made only of the expressions
+in :data:`ROW_WISE` (columns, literals, arithmetic, comparisons, casts, ``CASE``, string and date
+functions), whose value on a row is the same whether or not the other rows are there. The root
+is any plan whose rows are the same on every run: deterministic, without a limit or a sample,
+without Python. The written steps, replayed on the root as filters, must give a plan Spark
+calls the same as the source (``sameSemantics``); otherwise the table is linked by its rows.
 
 The root is identified by Spark's semantic hash of its plan and its schema: the same relation
 read again (another ``spark.read`` of the same files, the same local data, after a restart) is
@@ -36,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..evidence.in_engine import InEngineRows
@@ -52,8 +54,8 @@ MAX_STEPS = 32
 
 #: Catalyst expressions that give each row a value from that row alone (simple class names).
 #: Others (``Rand``, ``MonotonicallyIncreasingID``, Python UDFs, subqueries, lambdas...) are not
-#: written: a pandas UDF sees a batch of rows, a subquery other data, and a random value is
-#: another one on each run.
+#: written as steps: the plan from their step down is the root (a random value there, or a
+#: Python UDF, which sees a batch of rows, leaves the table to the rows path).
 ROW_WISE = frozenset({
     "AttributeReference", "Alias", "Literal", "Cast", "CheckOverflow", "PromotePrecision",
     "Add", "Subtract", "Multiply", "Divide", "IntegralDivide", "Remainder", "Pmod", "UnaryMinus",
@@ -68,7 +70,13 @@ ROW_WISE = frozenset({
     "StringSplit", "GetArrayItem", "ElementAt", "SubstringIndex", "StringInstr",
     "Year", "Month", "DayOfMonth", "DayOfWeek", "DayOfYear", "WeekOfYear", "Quarter", "Hour", "Minute",
     "Second", "DateFormatClass", "ParseToDate", "ParseToTimestamp", "DateDiff", "DateAdd", "DateSub",
-    "TruncDate", "TruncTimestamp", "Murmur3Hash", "XxHash64",
+    "TruncDate", "TruncTimestamp", "Murmur3Hash", "XxHash64", "FormatString", "FormatNumber", "Hex",
+    "Sha1", "Sha2", "Md5", "Crc32", "Ascii", "StringRepeat", "Reverse", "Levenshtein", "SoundEx",
+    "DateFromUnixDate", "UnixDate", "FromUnixTime", "ToUnixTimestamp", "UnixTimestamp", "MakeDate",
+    "NullIf", "Nvl", "Nvl2", "IfNull", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
+    "ShiftLeft", "ShiftRight", "Cbrt", "Log1p", "Expm1", "Rint", "Hypot", "ToDegrees", "ToRadians",
+    "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Atan2", "Sinh", "Cosh", "Tanh", "Bin", "Conv",
+    "CreateNamedStruct", "GetStructField", "CreateArray", "Size", "ArrayContains",
 })
 
 
@@ -94,17 +102,15 @@ def _lineage(source: Any) -> Lineage | None:
     jdf = getattr(source, "_jdf", None)
     if jdf is None or source.isStreaming:
         return None  # (Spark Connect: no plan on the client)
+    session = source.sparkSession
     node = jdf.queryExecution().analyzed()
     steps: list[dict] = []
     for _ in range(MAX_STEPS):
-        kind = node.getClass().getSimpleName()
-        if kind not in STEP_NODES:
-            break
-        step = _filter(node) if kind == "Filter" else _project(node)
+        if node.getClass().getSimpleName() not in STEP_NODES or _cached(session, node):
+            break  # (a cached plan is a root: linking's count reads the cache your tables read)
+        step = _filter(node) if node.getClass().getSimpleName() == "Filter" else _project(node)
         if step is None:
-            return None
-        if step is _ROOT:
-            break  # (a step a replay cannot write by names: the root starts here)
+            break  # (a step that is not written: the root starts here)
         steps.append(step)
         node = node.child()
     else:
@@ -124,23 +130,42 @@ def _lineage(source: Any) -> Lineage | None:
     return Lineage(root, f"spark plan {digest.hexdigest()}", tuple(steps))
 
 
+def _cached(session: Any, plan: Any) -> bool:
+    """Whether Spark's cache holds this plan's rows (``df.cache()``)."""
+    manager = session._jsparkSession.sharedState().cacheManager()
+    for args in ((session._jsparkSession, plan), (plan,)):  # (Spark 4, then 3.5)
+        try:
+            return bool(manager.lookupCachedData(*args).isDefined())
+        except Exception:
+            continue
+    return False
+
+
 #: Plan nodes whose rows may differ from one run to the next (which rows a limit or a sample
 #: keeps depends on the partitions' order): a root holding one is linked by its rows.
 UNREPEATABLE = frozenset({"GlobalLimit", "LocalLimit", "Limit", "Tail", "Offset", "Sample", "CollectLimit",
                           "GlobalLimitAndOffset", "RebalancePartitions"})
+#: Plan nodes and expressions that run Python: a pandas UDF sees a batch of rows, which may be
+#: another batch on the next run (a root holding one is linked by its rows).
+PYTHON = ("Python", "Pandas", "InArrow")
 #: Plan nodes of a root looked at (a larger plan is linked by its rows).
 MAX_ROOT_NODES = 500
 
 
 def _repeatable(plan: Any) -> bool:
-    """Whether no node of the root's plan is one of :data:`UNREPEATABLE` (walked node by node: a
-    plan's JSON would hold local data)."""
+    """Whether no node of the root's plan is one of :data:`UNREPEATABLE` or runs Python (walked
+    node by node: a plan's JSON would hold local data)."""
     stack, seen = [plan], 0
     while stack:
         node = stack.pop()
         seen += 1
-        if seen > MAX_ROOT_NODES or node.getClass().getSimpleName() in UNREPEATABLE:
+        kind = node.getClass().getSimpleName()
+        if seen > MAX_ROOT_NODES or kind in UNREPEATABLE or any(w in kind for w in PYTHON):
             return False
+        expressions = node.expressions()
+        for i in range(expressions.size()):
+            if any(w in str(n.get("class", "")) for n in json.loads(expressions.apply(i).toJSON()) for w in PYTHON):
+                return False
         children = node.children()
         stack.extend(children.apply(i) for i in range(children.size()))
     return True
@@ -153,11 +178,6 @@ def _row_wise(expression: Any) -> bool:
     return all(isinstance(n, dict) and str(n.get("class", "")).rsplit(".", 1)[-1] in ROW_WISE for n in nodes)
 
 
-#: What :func:`_project` returns for a Project whose columns a replay cannot tell apart by name:
-#: the root is that node and what is under it (its rows are the same on every run).
-_ROOT: dict = {}
-
-
 def _filter(node: Any) -> dict | None:
     condition = node.condition()
     if not _row_wise(condition):
@@ -166,7 +186,7 @@ def _filter(node: Any) -> dict | None:
 
 
 def _project(node: Any) -> dict | None:
-    """The step of a Project, None if it is not row-wise, :data:`_ROOT` if it starts the root."""
+    """The step of a Project; None (the root starts here) if it is not row-wise or repeats a name."""
     out: list[list[str | None]] = []
     items = node.projectList()
     for i in range(items.size()):
@@ -181,11 +201,8 @@ def _project(node: Any) -> dict | None:
         else:
             return None
     names = [n for _, n in out]
-    if any(str(n).startswith(INTERNAL) for n in names):
-        return None
-    if len({str(n).lower() for n in names}) != len(names):
-        # (Spark's own Project over a window repeats the window's column: the root starts here)
-        return _ROOT if _distinct_names(node) else None
+    if any(str(n).startswith(INTERNAL) for n in names) or len({str(n).lower() for n in names}) != len(names):
+        return None  # (Spark's own Project over a window repeats the window's column)
     return {"m": "select", "cols": out}
 
 
@@ -264,10 +281,16 @@ def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list
     for name, text in zip(names, expressions, strict=True):
         steps, expr = read(text)
         by_steps.setdefault(json.dumps(steps, sort_keys=True), []).append((name, expr))
+    # expressions after no step read the root's columns as they are (with the outputs' filters
+    # written into their conditions, most of a session's): one select, no copies
+    direct = [F.expr(e).alias(inner[n]) for n, e in by_steps.pop("[]", [])]
+    done = [inner[n] for n in names if n not in {m for exprs in by_steps.values() for m, _ in exprs}]
     columns = list(dict.fromkeys(root.columns))  # (a column repeated by Spark under one name: once)
     hidden = [f"{INTERNAL}r{j}" for j in range(len(columns))]
-    frame = root.select(*[F.col(quoted(c)).alias(h) for c, h in zip(columns, hidden, strict=True)])
-    done: list[str] = []
+    if not by_steps:
+        frame = root.select(*direct) if direct else root
+    else:
+        frame = root.select(*[F.col(quoted(c)).alias(h) for c, h in zip(columns, hidden, strict=True)], *direct)
     for key, exprs in by_steps.items():
         carry = [F.col(c) for c in [*hidden, *done]]
         frame = frame.select(*carry, *[F.col(h).alias(c) for c, h in zip(columns, hidden, strict=True)],
@@ -285,13 +308,12 @@ def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list
         frame = frame.select(*carry, *[F.expr(e).alias(inner[n]) for n, e in exprs])
         done += [inner[n] for n, _ in exprs]
     if not names:
-        counted = root.select(F.count(F.lit(1)).alias("n"))
-        return to_pandas(counted)
+        return to_pandas(root.select(F.count(F.lit(1)).alias("n")))
     counted = group_by(frame.select(*[F.col(inner[n]).alias(n) for n in names]), names)
     out = to_pandas(counted.agg(F.count(F.lit(1)).alias("n")))
     # a fixed order (the same on every run): by each column's text, column after column
-    order = sorted(range(len(out)), key=lambda i: tuple(repr(out[n].iloc[i]) for n in names))
-    return out.iloc[order].reset_index(drop=True)
+    codes = [pd.factorize(out[n].astype(object).map(repr), sort=True)[0] for n in names]
+    return out.iloc[np.lexsort(codes[::-1])].reset_index(drop=True)
 
 
 #: Statistics whose table is not counted inside Spark: each publishes another population than
@@ -335,10 +357,12 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         def count(expressions: list[str]) -> pd.DataFrame:
             return count_query(root, expressions, group_by, to_pandas)
 
+        groups = contract.counted_groups(facts, keys, known is not None)
+        every_row = not steps and not tests and groups is not None
+        total = (lambda: int(groups["n"].sum())) if every_row else None  # (the table's rows are the root's)
         return InEngineRows("spark", line.identity, written(steps, condition),
                             [written(steps, quoted(k)) for k in keys], list(keys),
-                            frozenset(str(c) for c in root.columns), count,
-                            contract.counted_groups(facts, keys, known is not None))
+                            frozenset(str(c) for c in root.columns), count, groups, total)
     except Exception:
         return None
 
