@@ -267,7 +267,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     n_groups = len(labels)
     if split is not None:  # one new atom per row of the engine's counts
         group_of = np.where(in_table, np.arange(n_groups), -1) if n_groups else np.zeros(0, dtype=np.int64)
-        parent, group, atom_size = split.parent, ids.astype(np.int32), split.atom_size
+        split, group = _one_atom_per_group(split, ids)
+        parent, atom_size = split.parent, split.atom_size
         codes = split.atoms(index, group_of, group)
     else:
         placed = place(frame, [k for k in keys if k != "__variant"])
@@ -296,6 +297,24 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
                  declared)
+
+
+def _one_atom_per_group(split: Split, ids: np.ndarray) -> tuple[Split, np.ndarray]:
+    """The split with one atom per (earlier atom, group of this table), and each atom's group.
+
+    The engine's count tells rows apart by the table's labels; labels that are no group of the
+    table (a Spark display fetched only its first groups: the rest are not shown) all fall
+    outside it, and their atoms are one (two atoms with the same groups everywhere made the
+    universe's atom keys ambiguous: every later table was ``review``)."""
+    group = np.asarray(ids, dtype=np.int64)
+    codes, _ = pd.factorize(pd.MultiIndex.from_arrays([np.asarray(split.parent), group]), sort=False)
+    if codes.max(initial=-1) + 1 == len(group):
+        return split, group.astype(np.int32)
+    first = np.unique(codes, return_index=True)[1]
+    size = np.bincount(codes, weights=split.atom_size, minlength=len(first)).astype(np.int64)
+    merged = Split(split.labels.iloc[first].reset_index(drop=True), np.asarray(split.inside)[first],
+                   np.asarray(split.parent)[first], size, split.earlier, split.rows)
+    return merged, group[first].astype(np.int32)
 
 
 def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray) -> bool:
