@@ -92,6 +92,16 @@ SESSIONS = {
         "select sex, count(*) n from people where age < 90 group by 1 order by 1",
         "select district, count(*) n from people where district <> 'A' group by 1 order by 1",
         "select district, sex, count(*) n from people group by all order by 1, 2"],
+    "a 0/1 flag's sums, then a count of the flagged rows": [
+        "select sex, sum(flag) f from people group by 1 order by 1",
+        "select sex, count(*) n from people where flag = 1 and district <> 'C' group by 1 order by 1"],
+    "a count, then a 0/1 flag's sums": [
+        "select sex, count(*) n from people where flag = 1 group by 1 order by 1",
+        "select sex, sum(flag) f from people where district <> 'C' group by 1 order by 1"],
+    "a 0/1 flag's sums twice, then by district": [
+        "select sex, sum(flag) f from people group by 1 order by 1",
+        "select sex, sum(flag) f from people where age < 100 group by 1 order by 1",
+        "select district, sum(flag) f from people group by 1 order by 1"],
     "sums of one variable": [
         "select sex, sum(income) s from people group by 1 order by 1",
         "select sex, sum(income) s from people where district <> 'C' group by 1 order by 1"],
@@ -225,7 +235,8 @@ def test_linking_in_the_engine_has_no_row_limit(con: Any, fresh: Any, in_engine:
     ("select sex, count(*) n, avg(age) a from people group by 1", True),  # (age is no 0/1 flag)
     ("select sex, count(*) n, avg(flag) a from people group by 1", False),  # publishes the flagged rows too
     ("select sex, count(*) n, count(income) k from people group by 1", False),  # and the rows where it is known
-    ("select sex, sum(flag) f from people group by 1", False),  # a sum of a 0/1 flag counts the flagged rows
+    ("select sex, sum(flag) f from people group by 1", True),  # a 0/1 flag's sums: its rows where it is 1
+    ("select sex, sum(flag) f, sum(income) i from people group by 1", False),  # a flag beside another variable
     ("select sex, count(distinct household) h from people group by 1", False),  # distinct units
 ])
 def test_which_statistics_are_counted_in_the_engine(query: str, counted: bool, con: Any, fresh: Any,
@@ -432,3 +443,17 @@ def test_the_first_table_of_a_base_needs_no_count_of_its_own(con: Any, fresh: An
     assert second.metadata["sdc_magic"]["status"] == "blocked" and counts == ["atoms"]
     third = sess.publish(con.sql("select district, sum(income) s from people group by 1 order by 1"))
     assert third.metadata["sdc_magic"]["status"] in ("suppressed", "blocked") and counts == ["atoms", "atoms"]
+
+
+def test_a_flag_summed_beside_counts_leaves_later_tables_compared(con: Any, fresh: Any, in_engine: None) -> None:
+    """A table of a 0/1 flag's sums is counted in DuckDB (its rows: those where the flag is 1).
+    Read as rows it was identified another way than the counts beside it, and it and every later
+    table sharing a column were ``review`` ("identified in different ways")."""
+    sess = fresh()
+    statuses = [sess.publish(con.sql(q)).metadata["sdc_magic"]["status"] for q in [
+        "select district, count(*) n from people group by 1 order by 1",
+        "select district, sum(flag) flagged from people group by 1 order by 1",
+        "select sex, count(*) n from people group by 1 order by 1",
+        "select district, avg(income) m from people group by 1 order by 1"]]
+    assert "review" not in statuses, statuses
+    assert len(engine_universes(sess)) == 1

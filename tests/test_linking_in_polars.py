@@ -70,6 +70,16 @@ SESSIONS = {
         lambda p: p.filter(F("age") < 90).group_by("sex").len(),
         lambda p: p.filter(F("district") != "A").group_by("district").len(),
         lambda p: p.group_by("district", "sex").len()],
+    "a 0/1 flag's sums, then a count of the flagged rows": [
+        lambda p: p.group_by("sex").agg(F("flag").sum()),
+        lambda p: p.filter((F("flag") == 1) & (F("district") != "C")).group_by("sex").len()],
+    "a count, then a 0/1 flag's sums": [
+        lambda p: p.filter(F("flag") == 1).group_by("sex").len(),
+        lambda p: p.filter(F("district") != "C").group_by("sex").agg(F("flag").sum())],
+    "a 0/1 flag's sums twice, then by district": [
+        lambda p: p.group_by("sex").agg(F("flag").sum()),
+        lambda p: p.filter(F("age") < 100).group_by("sex").agg(F("flag").sum()),
+        lambda p: p.group_by("district").agg(F("flag").sum())],
     "sums of one variable": [lambda p: p.group_by("sex").agg(F("income").sum()),
                              lambda p: p.filter(F("district") != "C").group_by("sex").agg(F("income").sum())],
     "counts beside means, then a filter": [
@@ -155,11 +165,11 @@ def test_counted_in_polars_the_verdicts_are_those_of_the_rows(name: str, fresh: 
     lambda p: p.filter(district="A").group_by("sex").len(),  # keyword constraints
     lambda p: p.lazy().head(50).group_by("sex").len().collect(),
     lambda p: p.group_by("sex").agg(F("household").n_unique()),  # distinct units
-    lambda p: p.group_by("sex").agg(F("flag").sum()),  # a 0/1 flag: the flagged rows are published
+    lambda p: p.group_by("sex").agg(F("flag").mean()),  # a 0/1 flag's mean: the flagged rows too
     lambda p: p.group_by("sex").agg(pl.len(), F("income").count()),  # known rows beside all rows
     lambda p: p.group_by(F("age").rank() > 30).len(),  # a key that is not row-wise
 ], ids=["window predicate", "window column", "head", "row index", "keyword filter", "lazy head", "n_unique",
-        "flag sum", "count of a column", "window key"])
+        "flag mean", "count of a column", "window key"])
 def test_what_is_not_written_over_the_frame_is_linked_by_its_rows(make: Any, fresh: Any, in_engine: None) -> None:
     sess = fresh()
     sess.publish(make(pl.from_pandas(PEOPLE)))

@@ -99,6 +99,16 @@ SESSIONS = {
         lambda p: p.filter(_c("age") < 90).groupBy("sex").count(),
         lambda p: p.filter(_c("district") != "A").groupBy("district").count(),
         lambda p: p.groupBy("district", "sex").count()],
+    "a 0/1 flag's sums, then a count of the flagged rows": [
+        lambda p: p.groupBy("sex").agg(_F().sum("flag")),
+        lambda p: p.filter((_c("flag") == 1) & (_c("district") != "C")).groupBy("sex").count()],
+    "a count, then a 0/1 flag's sums": [
+        lambda p: p.filter(_c("flag") == 1).groupBy("sex").count(),
+        lambda p: p.filter(_c("district") != "C").groupBy("sex").agg(_F().sum("flag"))],
+    "a 0/1 flag's sums twice, then by district": [
+        lambda p: p.groupBy("sex").agg(_F().sum("flag")),
+        lambda p: p.filter(_c("age") < 100).groupBy("sex").agg(_F().sum("flag")),
+        lambda p: p.groupBy("district").agg(_F().sum("flag"))],
     "sums of one variable": [lambda p: p.groupBy("sex").agg(_F().sum("income")),
                              lambda p: p.filter(_c("district") != "C").groupBy("sex").agg(_F().sum("income"))],
     "counts beside means, then a filter": [
@@ -154,9 +164,9 @@ def _window(p: Any) -> Any:
     lambda p: p.filter(_F().rand(seed=3) < 0.9).groupBy("sex").count(),  # not deterministic
     lambda p: p.limit(50).groupBy("sex").count(),
     lambda p: p.groupBy("sex").agg(_F().countDistinct("household")),  # distinct units
-    lambda p: p.groupBy("sex").agg(_F().sum("flag")),  # a 0/1 flag: the flagged rows are published
+    lambda p: p.groupBy("sex").agg(_F().avg("flag")),  # a 0/1 flag's mean: the flagged rows too
     lambda p: p.groupBy("sex").agg(_F().count(_F().lit(1)).alias("n"), _F().count("income")),  # known rows
-], ids=["random filter", "limit", "distinct", "flag sum", "count of a column"])
+], ids=["random filter", "limit", "distinct", "flag mean", "count of a column"])
 def test_what_is_not_written_over_the_root_is_linked_by_its_rows(make: Any, people: Any, fresh: Any,
                                                                   in_engine: None) -> None:
     sess = fresh()

@@ -57,16 +57,39 @@ def fact_names(i: int) -> dict[str, str]:
     return {f: f"{PREFIX}{f}_{i}" for f in ("n", "t", "ta", "neg", "top")}
 
 
-def counted_groups(facts: pd.DataFrame | None, keys: list[str], known: bool) -> pd.DataFrame | None:
-    """A table's groups and their rows (``known``: of its one variable's known values), from the
-    facts computed with it: what linking inside an engine checks its own count against."""
+def counted_groups(facts: pd.DataFrame | None, keys: list[str], known: bool,
+                   ones: np.ndarray | None = None) -> pd.DataFrame | None:
+    """A table's groups and their rows (``known``: of its one variable's known values; ``ones``:
+    per group, the rows where its 0/1 flag is 1), from the facts computed with it: what linking
+    inside an engine checks its own count against."""
     counted = fact_names(0)["n"] if known else f"{PREFIX}rows"
     if facts is None or not keys or counted not in facts.columns or not all(k in facts.columns for k in keys) \
             or "n" in keys:  # (a key named n: linking's count column; counted instead)
         return None
     groups = facts[list(keys)].reset_index(drop=True)
-    groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)
+    if ones is not None:
+        if len(ones) != len(facts):
+            return None
+        groups["n"] = np.asarray(ones, dtype=np.int64)
+    else:
+        groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)
     return groups[groups["n"] > 0].reset_index(drop=True)
+
+
+def summed_flag(ge: Any, stats: set[str], variables: list[str]) -> str | None:
+    """The indicator whose sums are the whole table, or None.
+
+    Such a table publishes, per group, the count of the rows where the flag is 1: linking inside
+    an engine counts those rows (its condition ``flag = 1``), as linking by rows does
+    (``linking/populations._restrict_to_variable``). An indicator is a variable the facts call one
+    (every value at its group's minimum or maximum: ``VarEvidence.ones``). Linking checks that each
+    sum is the count of its group's rows (``populations._counts_agree``): a two-valued coding
+    (1/2) is not, and its table is ``review``."""
+    if stats != {"sum"} or len(variables) != 1:
+        return None
+    (var,) = variables
+    found = getattr(ge, "variables", {}).get(var)
+    return var if found is not None and getattr(found, "ones", None) is not None else None
 
 
 def group_evidence_from_facts(facts: pd.DataFrame, keys: list[str], variables: list[Any], k: int,

@@ -33,7 +33,9 @@ table shows them and the other columns (at most ``MAX_HASHED_COLUMNS``): their v
 a pandas table of the same people are compared), Spark's ``xxhash64`` of them up to
 ``MAX_LINKED_ROWS``. Those rows come to the driver; above that, the table is not linked and its
 note says so. Before, Spark tables were never linked: two Spark counts one person apart were both
-cleared (issue 22).
+cleared (issue 22). Tables over more than ``IN_ENGINE_ROWS`` source rows whose plan is written over
+a root (:mod:`.spark_lineage`) are linked inside Spark instead: no source row to the driver, one
+row per atom of the session back, at any size.
 Spark Connect DataFrames get the same wrappers (with Connect's own functions) when
 ``pyspark.sql.connect`` can be imported. Display paths that print data without going
 through IPython's formatters — ``show()``, and ``__repr__`` / ``_repr_html_`` when eager

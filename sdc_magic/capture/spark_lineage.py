@@ -326,8 +326,9 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                    to_pandas: Callable[[Any], pd.DataFrame]) -> InEngineRows | None:
     """The rows of a Spark table over ``source`` (its keys as columns) left in Spark, or None
     (linked by its rows). The caller decides by size and unit (no unit: distinct units are not
-    counted here). None also for statistics of :data:`NOT_COUNTED`, a 0/1 flag's sum or mean
-    (its table publishes the flagged rows: the rows path reads them), a source that is not
+    counted here). None also for statistics of :data:`NOT_COUNTED`, a 0/1 flag beside other
+    statistics or its mean (its table publishes the flagged rows besides its own: the rows path
+    reads them; sums of one flag alone are counted, their rows those where it is 1), a source that is not
     written (:func:`lineage`) and anything that fails. ``group_by``/``to_pandas``: Spark's own
     methods, not the capture's wrappers (linking's count is not a table of the user's)."""
     try:
@@ -335,10 +336,11 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         variables = sorted({v for v, _ in measures.values() if v is not None})
         if stats & NOT_COUNTED or not measures:
             return None
+        flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
         for v in variables:
             found = getattr(ge, "variables", {}).get(v)
-            if found is None or getattr(found, "ones", None) is not None:
-                return None  # a 0/1 flag (or a variable the evidence does not know)
+            if flag is None and (found is None or getattr(found, "ones", None) is not None):
+                return None  # a 0/1 flag beside other statistics (or a variable the evidence does not know)
         if not all(k in source.columns for k in keys) or not all(v in source.columns for v in variables):
             return None
         line = lineage(source)
@@ -347,7 +349,9 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         steps, predicates = _trailing_filters(line.steps)
         known = variables[0] if len(variables) == 1 and "size" not in stats else None
         tests = [f"coalesce(({p}), false)" for p in predicates]
-        if known is not None:
+        if flag is not None:
+            tests.append(f"coalesce(CAST({quoted(flag)} AS DOUBLE) = 1.0, false)")
+        elif known is not None:
             tests.append(f"({quoted(known)} IS NOT NULL)")
         condition = " AND ".join(tests) if tests else "true"
         if steps:
@@ -357,12 +361,13 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         def count(expressions: list[str]) -> pd.DataFrame:
             return count_query(root, expressions, group_by, to_pandas)
 
-        groups = contract.counted_groups(facts, keys, known is not None)
+        ones = ge.variables[flag].ones if flag is not None else None
+        groups = contract.counted_groups(facts, keys, known is not None, ones)
         every_row = not steps and not tests and groups is not None
         total = (lambda: int(groups["n"].sum())) if every_row else None  # (the table's rows are the root's)
         return InEngineRows("spark", line.identity, written(steps, condition),
                             [written(steps, quoted(k)) for k in keys], list(keys),
-                            frozenset(str(c) for c in root.columns), count, groups, total)
+                            frozenset(str(c) for c in root.columns), count, groups, total, flag)
     except Exception:
         return None
 

@@ -37,3 +37,6 @@ class InEngineRows:
     #: rows each), when it has them: the first table of a base needs no count of its own
     groups: pd.DataFrame | None = None
     total: Callable[[], int] | None = None  # rows of the base (with ``groups``: the rows outside the table)
+    #: a 0/1 flag whose sums are the whole table: its rows are those where the flag is 1 (the
+    #: condition says so), and each sum is the count of them, checked as a count
+    flag: str | None = None

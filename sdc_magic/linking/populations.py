@@ -281,7 +281,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         g_u[rows[ok]] = ids[ok]
         codes, parent, group, atom_size = refine(universe.row_atom, universe.atom_size, g_u, n_groups)
     size = np.bincount(group[group >= 0], weights=atom_size[group >= 0], minlength=n_groups).astype(np.int64)
-    if split is not None and not (_counts_agree(entry, group_of_entry, size) and _groups_agree(engine_rows, split)):
+    if split is not None and not (_counts_agree(entry, group_of_entry, size, engine_rows.flag is not None)
+                                  and _groups_agree(engine_rows, split)):
         return None  # (not linked: the caller says so, and the table is review beside others)
     pop = Population(out_id="this table", title="", universe=universe, keys=tuple(keys), group=group,
                      labels=labels, size=size, published=np.zeros(n_groups, bool),
@@ -317,7 +318,7 @@ def _one_atom_per_group(split: Split, ids: np.ndarray) -> tuple[Split, np.ndarra
     return merged, group[first].astype(np.int32)
 
 
-def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray) -> bool:
+def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray, flag_sums: bool = False) -> bool:
     """Whether the rows the engine counted for linking are those the table counts.
 
     The table's query and linking's count are two runs of its condition (DuckDB: the query's
@@ -327,11 +328,13 @@ def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray) -> b
     cell with rows behind it must be a group the count found, and a statistic's known rows can
     be no more than its group's (a polars step that read other rows than the ones its filter
     kept, replayed on the whole frame, selected none: C's man at ``pass``, red team).
+    ``flag_sums``: the table's cells are sums of a 0/1 flag over the rows where it is 1 (the
+    count's rows): each sum must be its group's size, as a count.
     """
     ev = entry.evidence
     inner = ~np.asarray(ev.is_margin, dtype=bool)
     stat = np.asarray(ev.stat).astype(str)
-    is_size = stat == "size"
+    is_size = (stat == "size") | ((stat == "sum") if flag_sums else False)
     with np.errstate(invalid="ignore"):
         value = np.asarray(ev.value, dtype=float)
         units = np.asarray(ev.units, dtype=float)

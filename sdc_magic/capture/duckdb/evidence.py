@@ -64,6 +64,8 @@ class Pending:
     lineage: Lineage | None = None  # the table's rows as SQL, counted on the connection for linking (large sources)
     run: Callable[[str], Any] | None = None  # binds a query as the user's was bound (the lineage's counts)
     lineage_variables: tuple[str, ...] = ()  # the table's variables (none may be an indicator: Recorder._rows)
+    #: the lineage of the rows where its one variable is 1 (sums of a 0/1 flag alone: Recorder._rows)
+    flag_lineage: Lineage | None = None
     #: the result's columns computed from aggregates (``count(*)::varchar || ' people'``, a window):
     #: if the result does not match its evidence, it is checked as an untraced aggregate
     computed: tuple[str, ...] | None = None
@@ -138,6 +140,8 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pend
             and not any(v.startswith(INDICATOR) for v in p.columns):
         try:
             pending.lineage = lineage(p, only)
+            if stats == {"sum"} and len(variables) == 1:
+                pending.flag_lineage = lineage(p, only, flag=variables[0])
         except Exception:
             pending.lineage = None  # (the rows are then fetched, up to MAX_LINKED_ROWS)
         pending.run = run
@@ -314,6 +318,12 @@ class Recorder:
         if pending.plan.having and pending.plan.grouping:
             return None
         n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
+        flag = contract.summed_flag(ge, _stats(pending), list(pending.lineage_variables))
+        if n > row_limits.IN_ENGINE_ROWS and flag is not None and pending.flag_lineage is not None \
+                and pending.run is not None:
+            # (a table of a 0/1 flag's sums: its rows are those where the flag is 1)
+            return _in_engine(pending.flag_lineage, pending.run, pending.plan.keys, pending.rows, facts,
+                              ones=ge.variables[flag].ones, flag=flag)
         if n > row_limits.IN_ENGINE_ROWS and pending.lineage is not None and pending.run is not None \
                 and not any(_indicator(ge, v) for v in pending.lineage_variables):
             # (a table of one variable's statistics covers its known rows: their count per group)
@@ -374,11 +384,13 @@ def _stats(pending: Pending) -> set[str]:
 
 
 def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any,
-               facts: pd.DataFrame | None = None, counted: str = "") -> InEngineRows:
+               facts: pd.DataFrame | None = None, counted: str = "", ones: np.ndarray | None = None,
+               flag: str | None = None) -> InEngineRows:
     """The table's rows left on the connection: linking counts them there (see
     :mod:`sdc_magic.evidence.in_engine`): per combination of the session's keys and
     conditions, O(atoms) rows. ``facts``: the table's groups computed with the table, their
-    rows in column ``counted`` (the first table of a base then needs no count of its own)."""
+    rows in column ``counted`` or, for the sums of a 0/1 ``flag``, per group the rows where it is
+    1 (``ones``) (the first table of a base then needs no count of its own)."""
     condition = f"COALESCE(({rows.condition}), FALSE)"
     columns = frozenset(str(c) for c in list(hashed.columns)[len(keys):]) if hashed is not None else frozenset()
 
@@ -389,13 +401,10 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
         return int(run(f"SELECT count(*) AS n {rows.base}").df()["n"].iloc[0])
 
     groups = None
-    if facts is not None and keys and all(k in facts.columns for k in keys) and counted in facts.columns \
-            and "n" not in keys:  # (a key named n: linking's count column; counted instead)
-        groups = facts[list(keys)].reset_index(drop=True)
-        groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)
-        groups = groups[groups["n"] > 0].reset_index(drop=True)  # (a group of no known value has no rows here)
+    if facts is not None and (ones is not None or counted in facts.columns):
+        groups = contract.counted_groups(facts, keys, counted != f"{contract.PREFIX}rows", ones)
     return InEngineRows("duckdb", rows.identity or rows.base, condition, list(rows.keys), list(keys), columns, count,
-                        groups, total)
+                        groups, total, flag)
 
 
 #: statistics whose displayed value the protection model takes as the cell's value (sums and

@@ -356,7 +356,7 @@ def count_query(root: Any, expressions: list[str]) -> pd.DataFrame:
 
 
 def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: str | None,
-                   groups: pd.DataFrame | None) -> InEngineRows:
+                   groups: pd.DataFrame | None, flag: str | None = None) -> InEngineRows:
     """The table's rows left in polars (see the module docstring). ``key_exprs``: one per key,
     over the root's columns; ``known``: the variable whose known rows the table covers (a table
     of one variable's statistics), or None; ``groups``: the table's own groups (its keys and
@@ -373,7 +373,9 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     condition = pl.col(MARK) if steps else pl.lit(True)
     for p in predicates:
         condition = condition & p.fill_null(False)
-    if known is not None:
+    if flag is not None:  # (a table of the flag's sums: its rows are those where it is 1)
+        condition = condition & (pl.col(flag).cast(pl.Float64) == 1.0).fill_null(False)
+    elif known is not None:
         condition = condition & pl.col(known).is_not_null()
     root = line.root
 
@@ -386,7 +388,7 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     return InEngineRows("polars", identity(line.root), written(steps, condition),
                         [written(steps, e) for e in key_exprs],
                         list(keys), frozenset(str(c) for c in line.root.lazy().collect_schema().names()), count,
-                        groups, total)
+                        groups, total, flag)
 
 
 def _height(root: Any) -> int:
@@ -442,8 +444,9 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
     """The rows of an eager table over ``source`` left in polars, or None (linked by its rows).
 
     The caller decides by size and unit (no unit declared: distinct units are not counted
-    here). None also for statistics of :data:`NOT_COUNTED`, a 0/1 flag's sum or mean (its
-    table publishes the flagged rows: the rows path reads them), steps or keys that are not
+    here). None also for statistics of :data:`NOT_COUNTED`, a 0/1 flag beside other statistics
+    or its mean (its table publishes the flagged rows besides its own: the rows path reads them;
+    sums of one flag alone are counted, their rows those where it is 1), steps or keys that are not
     written over the root (:func:`lineage`, :func:`key_expressions`) and anything that fails.
     ``derived``: variables made inside the aggregation (``col.filter(cond).sum()``: the column
     ``when(cond).then(col)``), one more ``with_columns`` step when they are row-wise.
@@ -452,10 +455,11 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
     variables = sorted({v for v, _ in resolved.values() if v is not None})
     if stats & NOT_COUNTED or not resolved:
         return None
+    flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
     for v in variables:
         found = getattr(ge, "variables", {}).get(v)
-        if found is None or getattr(found, "ones", None) is not None:
-            return None  # a 0/1 flag (or a variable the evidence does not know)
+        if flag is None and (found is None or getattr(found, "ones", None) is not None):
+            return None  # a 0/1 flag beside other statistics (or a variable the evidence does not know)
     try:
         line = lineage(source)
         exprs = key_expressions(by, named_by)
@@ -474,6 +478,8 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             # filter inside ``agg`` was lost here, C's man at ``pass``)
             return None
         known = variables[0] if len(variables) == 1 and "size" not in stats else None
-        return in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None))
+        ones = ge.variables[flag].ones if flag is not None else None
+        return in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None, ones),
+                              flag)
     except Exception:  # (written by rows instead)
         return None
