@@ -282,3 +282,36 @@ def test_a_file_rewritten_between_outputs_is_not_counted_as_before(spark: Any, f
     PEOPLE[PEOPLE.person != 72].to_parquet(path)  # C's man gone
     out = sess.publish(spark.read.parquet(path).groupBy("sex").count())
     assert out.metadata["sdc_magic"]["status"] in ("review", "suppressed", "blocked")
+
+
+@pytest.mark.parametrize("make", [
+    lambda spark, p: spark.sql("select * from people_all where district <> 'C'"),  # qualified by the view
+    lambda spark, p: spark.table("people_all").filter("district <> 'C'"),
+    lambda spark, p: p.alias("t").filter(_c("t.district") != "C"),
+    lambda spark, p: p.filter(_c("DISTRICT") != "C"),  # (Spark reads names without case)
+], ids=["spark.sql over a view", "spark.table", "alias", "upper case"])
+def test_the_same_rows_through_a_view_an_alias_or_another_case_are_counted_on_one_root(
+        make: Any, spark: Any, people: Any, fresh: Any, in_engine: None) -> None:
+    people.createOrReplaceTempView("people_all")
+    sess = fresh()
+    assert verdict(sess.publish(_sorted(people.groupBy("sex").count())))[0] == "pass"
+    out = sess.publish(_sorted(make(spark, people).groupBy("sex").count()))
+    assert isinstance(last_rows(sess), InEngineRows)
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
+    assert len(engine_universes(sess)) == 1
+
+
+def test_expressions_tried_and_refused_print_nothing(people: Any, capfd: Any) -> None:
+    """Linking's trials of expressions that Spark refuses print nothing (PySpark logs a failed
+    analysis to the notebook's stderr; outside ``quiet`` the same failure is printed)."""
+    from pyspark.errors import AnalysisException
+
+    for silenced in (True, False):
+        with pytest.raises(AnalysisException):
+            if silenced:
+                with spark_lineage.quiet():
+                    people.filter(_F().expr("no_such_function(age) > 1"))
+            else:
+                people.filter(_F().expr("no_such_function(age) > 1"))
+        captured = capfd.readouterr()
+        assert ("QueryContextLogger" in captured.err + captured.out) != silenced

@@ -31,9 +31,11 @@ rows (decided; see docs/engines.md).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +65,7 @@ ROW_WISE = frozenset({
     "Floor", "Ceil", "RoundFloor", "RoundCeil", "Greatest", "Least",
     "EqualTo", "EqualNullSafe", "LessThan", "LessThanOrEqual", "GreaterThan", "GreaterThanOrEqual",
     "And", "Or", "Not", "IsNull", "IsNotNull", "IsNaN", "In", "InSet", "CaseWhen", "If", "Coalesce",
-    "NaNvl", "AtLeastNNonNulls",
+    "NaNvl",
     "Lower", "Upper", "InitCap", "Substring", "Left", "Right", "StartsWith", "EndsWith", "Contains",
     "Like", "ILike", "RLike", "Length", "StringTrim", "StringTrimLeft", "StringTrimRight", "Concat",
     "ConcatWs", "StringLPad", "StringRPad", "StringReplace", "RegExpReplace", "RegExpExtract",
@@ -93,9 +95,34 @@ def lineage(source: Any) -> Lineage | None:
     """The root of a (classic) Spark DataFrame and the steps from it, or None when the plan
     holds a step that is not written (see the module docstring). Never raises."""
     try:
-        return _lineage(source)
+        with quiet():
+            return _lineage(source)
     except Exception:
         return None
+
+
+#: PySpark's loggers of analysis errors (they print a failed expression's error to the notebook:
+#: the trials here fail by design on plans that are not written)
+_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """PySpark's own error logging off while linking tries its expressions."""
+    try:  # (made by PySpark's own class: a plain logger made first would break its keyword arguments)
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # (pyspark 3.5 logs no such errors)
+        yield
+        return
+    loggers = [PySparkLogger.getLogger(name) for name in _ERROR_LOGGERS]
+    saved = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+    try:
+        yield
+    finally:
+        for lg, was in zip(loggers, saved, strict=True):
+            lg.disabled = was
 
 
 def _lineage(source: Any) -> Lineage | None:
@@ -171,18 +198,43 @@ def _repeatable(plan: Any) -> bool:
     return True
 
 
-def _row_wise(expression: Any) -> bool:
+def _written(expression: Any) -> str | None:
+    """A row-wise expression's SQL over unqualified column names, or None (not row-wise).
+
+    Catalyst writes a column read through an alias or a view with its qualifier
+    (``people.district``); the replay's columns have none, so the qualifiers are taken off the
+    text. A literal that happened to hold the same text would change too: the replay as written
+    would then not be the source, which :func:`_lineage` checks (``sameSemantics``)."""
     if not expression.deterministic():
-        return False
+        return None
     nodes = json.loads(expression.toJSON())
-    return all(isinstance(n, dict) and str(n.get("class", "")).rsplit(".", 1)[-1] in ROW_WISE for n in nodes)
+    if not all(isinstance(n, dict) and str(n.get("class", "")).rsplit(".", 1)[-1] in ROW_WISE for n in nodes):
+        return None
+    text = str(expression.sql())
+    prefixes = {".".join(_quoted_if_needed(q) for q in _parts(n.get("qualifier"))) + "."
+                for n in nodes if _parts(n.get("qualifier"))}
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        text = text.replace(prefix, "")
+    return text
+
+
+def _parts(qualifier: Any) -> list[str]:
+    """A qualifier's name parts, as Catalyst's JSON gives them (a list, or its text ``[a, b]``)."""
+    if isinstance(qualifier, list):
+        return [str(q) for q in qualifier]
+    if isinstance(qualifier, str) and qualifier.startswith("[") and qualifier.endswith("]") and len(qualifier) > 2:
+        return qualifier[1:-1].split(", ")
+    return []
+
+
+def _quoted_if_needed(part: str) -> str:
+    """A name part as Catalyst's ``quoteIfNeeded`` writes it."""
+    return part if re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", part) else quoted(part)
 
 
 def _filter(node: Any) -> dict | None:
-    condition = node.condition()
-    if not _row_wise(condition):
-        return None
-    return {"m": "filter", "e": condition.sql()}
+    written = _written(node.condition())
+    return None if written is None else {"m": "filter", "e": written}
 
 
 def _project(node: Any) -> dict | None:
@@ -191,15 +243,14 @@ def _project(node: Any) -> dict | None:
     items = node.projectList()
     for i in range(items.size()):
         item = items.apply(i)
-        if not _row_wise(item):
-            return None
         kind = item.getClass().getSimpleName()
         if kind == "AttributeReference":
             out.append([None, item.name()])  # (a column kept as it is)
-        elif kind == "Alias":
-            out.append([item.child().sql(), item.name()])
-        else:
+            continue
+        written = _written(item.child()) if kind == "Alias" else None
+        if written is None:
             return None
+        out.append([written, item.name()])
     names = [n for _, n in out]
     if any(str(n).startswith(INTERNAL) for n in names) or len({str(n).lower() for n in names}) != len(names):
         return None  # (Spark's own Project over a window repeats the window's column)
@@ -341,7 +392,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             found = getattr(ge, "variables", {}).get(v)
             if flag is None and (found is None or getattr(found, "ones", None) is not None):
                 return None  # a 0/1 flag beside other statistics (or a variable the evidence does not know)
-        if not all(k in source.columns for k in keys) or not all(v in source.columns for v in variables):
+        names = {str(c).lower() for c in source.columns}  # (Spark reads names without case by default)
+        if not all(str(k).lower() in names for k in [*keys, *variables]):
             return None
         line = lineage(source)
         if line is None:
@@ -359,7 +411,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         root = line.root
 
         def count(expressions: list[str]) -> pd.DataFrame:
-            return count_query(root, expressions, group_by, to_pandas)
+            with quiet():
+                return count_query(root, expressions, group_by, to_pandas)
 
         ones = ge.variables[flag].ones if flag is not None else None
         groups = contract.counted_groups(facts, keys, known is not None, ones)
