@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from linking_checks import engine_universes, verdict
+from linking_checks import engine_universes, last_rows, verdict
 from test_engine_pushdown import DUCKDB_CONVERSIONS, counting
 from test_engines_redteam import PEOPLE
 
@@ -102,6 +102,16 @@ SESSIONS = {
         "select sex, sum(flag) f from people group by 1 order by 1",
         "select sex, sum(flag) f from people where age < 100 group by 1 order by 1",
         "select district, sum(flag) f from people group by 1 order by 1"],
+    "a count and a 0/1 flag's mean, then the flagged rows without C": [
+        "select sex, count(*) n, avg(flag) r from people group by 1 order by 1",
+        "select sex, count(*) n from people where flag = 1 and district <> 'C' group by 1 order by 1"],
+    "a flagged count, then a count and the flag's mean without C": [
+        "select sex, count(*) n from people where flag = 1 group by 1 order by 1",
+        "select sex, count(*) n, avg(flag) r from people where district <> 'C' group by 1 order by 1"],
+    "a 0/1 flag's means alone, then by district": [
+        "select sex, avg(flag) r from people group by 1 order by 1",
+        "select sex, avg(flag) r from people where district <> 'C' group by 1 order by 1",
+        "select district, count(*) n from people group by 1 order by 1"],
     "sums of one variable": [
         "select sex, sum(income) s from people group by 1 order by 1",
         "select sex, sum(income) s from people where district <> 'C' group by 1 order by 1"],
@@ -233,10 +243,11 @@ def test_linking_in_the_engine_has_no_row_limit(con: Any, fresh: Any, in_engine:
 @pytest.mark.parametrize(("query", "counted"), [
     ("select sex, sum(income) s from people group by 1", True),  # the rows where income is known
     ("select sex, count(*) n, avg(age) a from people group by 1", True),  # (age is no 0/1 flag)
-    ("select sex, count(*) n, avg(flag) a from people group by 1", False),  # publishes the flagged rows too
+    ("select sex, count(*) n, avg(flag) a from people group by 1", True),  # and its flagged rows: a variant
+    ("select sex, avg(flag) a, avg(1 - flag) b from people group by 1", False),  # two indicators side by side
     ("select sex, count(*) n, count(income) k from people group by 1", False),  # and the rows where it is known
     ("select sex, sum(flag) f from people group by 1", True),  # a 0/1 flag's sums: its rows where it is 1
-    ("select sex, sum(flag) f, sum(income) i from people group by 1", False),  # a flag beside another variable
+    ("select sex, sum(flag) f, sum(income) i from people group by 1", True),  # a flag beside another variable: a variant
     ("select sex, count(distinct household) h from people group by 1", False),  # distinct units
 ])
 def test_which_statistics_are_counted_in_the_engine(query: str, counted: bool, con: Any, fresh: Any,
@@ -457,3 +468,45 @@ def test_a_flag_summed_beside_counts_leaves_later_tables_compared(con: Any, fres
         "select district, avg(income) m from people group by 1 order by 1"]]
     assert "review" not in statuses, statuses
     assert len(engine_universes(sess)) == 1
+
+
+@pytest.mark.parametrize("first_large", [True, False], ids=["the large table first", "the small table first"])
+def test_a_smaller_table_of_rows_counted_on_the_connection_is_counted_there_too(
+        first_large: bool, con: Any, fresh: Any, monkeypatch: Any) -> None:
+    """Everyone by sex (73 rows, above the limit) and without C (70 rows, below): counted on the
+    connection once its base is, so the two are compared (the rows path blocks the second). The
+    other order reads the small table's rows: the large one is review beside it (known gap)."""
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 71)
+    large = "select sex, count(*) n from people group by 1 order by 1"
+    small = "select sex, count(*) n from people where district <> 'C' group by 1 order by 1"
+    sess = fresh()
+    queries = [large, small] if first_large else [small, large]
+    assert verdict(sess.publish(con.sql(queries[0])))[0] == "pass"
+    out = sess.publish(con.sql(queries[1]))
+    if first_large:
+        assert isinstance(last_rows(sess), InEngineRows)
+        assert out.metadata["sdc_magic"]["status"] == "blocked"
+        assert len(engine_universes(sess)) == 1
+    else:
+        assert out.metadata["sdc_magic"]["status"] == "review"
+
+
+@pytest.mark.parametrize("query", [
+    "select sex, sum(flag + 1) v from people where district <> 'C' group by 1 order by 1",  # a 1/2 coding
+    "select sex, avg(flag + 1) v, count(*) n from people where district <> 'C' group by 1 order by 1",
+], ids=["sums of a 1/2 coding", "its mean beside counts"])
+def test_a_two_valued_coding_is_counted_at_its_higher_value(query: str, con: Any, fresh: Any,
+                                                               in_engine: None) -> None:
+    """The sums of a 1/2 coding count the rows at 2 (73 + those): counted on the connection at that
+    value, with the verdicts of the rows path (it was review: its sums are no counts of 1s)."""
+    verdicts = []
+    for limit in (10, 10**9):
+        row_limits.IN_ENGINE_ROWS = limit
+        sess = fresh()
+        sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
+        sess.publish(con.sql("select sex, sum(flag) f from people group by 1 order by 1"))
+        verdicts.append(verdict(sess.publish(con.sql(query))))
+        if limit == 10:
+            assert isinstance(last_rows(sess), InEngineRows)
+    assert verdicts[0] == verdicts[1]
+    assert verdicts[0][0] != "review"

@@ -82,14 +82,58 @@ def summed_flag(ge: Any, stats: set[str], variables: list[str]) -> str | None:
     Such a table publishes, per group, the count of the rows where the flag is 1: linking inside
     an engine counts those rows (its condition ``flag = 1``), as linking by rows does
     (``linking/populations._restrict_to_variable``). An indicator is a variable the facts call one
-    (every value at its group's minimum or maximum: ``VarEvidence.ones``). Linking checks that each
-    sum is the count of its group's rows (``populations._counts_agree``): a two-valued coding
-    (1/2) is not, and its table is ``review``."""
+    (every value at its group's minimum or maximum: ``VarEvidence.ones``, at ``VarEvidence.level``).
+    Linking checks that each group has the rows the facts counted at that level
+    (``populations._groups_agree``) and, for a 0/1 flag, that each sum is that count
+    (``populations._counts_agree``). Only when the indicator's other value is 0 (``low``): the
+    sums of a 1/2 coding are n + n₂, the table's known rows and its flagged rows, two
+    populations (the flagged ones a variant, :func:`flagged_variable`; red team: its sums
+    outside C, then the flag's, gave C's one man back)."""
     if stats != {"sum"} or len(variables) != 1:
         return None
     (var,) = variables
     found = getattr(ge, "variables", {}).get(var)
-    return var if found is not None and getattr(found, "ones", None) is not None else None
+    if flag_level(ge, var) is None or getattr(found, "low", None) != 0.0:
+        return None  # (a 1/2 coding's sums add every known row in: two populations, see flagged_variable)
+    return var
+
+
+def flag_level(ge: Any, var: Any) -> float | None:
+    """The value marking the attribute of an indicator (1 for a 0/1 flag, the higher value of a
+    two-valued coding, as the facts found it), or None when ``var`` is none: the rows linking
+    inside an engine counts for it are those at this value."""
+    found = getattr(ge, "variables", {}).get(var)
+    if found is None or getattr(found, "ones", None) is None:
+        return None
+    level = getattr(found, "level", None)
+    return float(level) if level is not None and np.isfinite(level) else None
+
+
+def flagged_variable(ge: Any, measures: list[tuple[str | None, str]]) -> tuple[bool, str | None]:
+    """(whether a table can be counted in an engine as far as its indicators go, the indicator whose
+    flagged rows it publishes besides its own).
+
+    A mean of an indicator (or its sum beside other statistics) publishes the rows where it is 1
+    (``linking.populations.indicator_variables``): an engine counts them as a second population
+    (``InEngineRows.variants``). One such indicator, with means and sums only; a table of two
+    (their flagged rows side by side are one more population), or of an indicator's other
+    statistics, is read by rows. Variables the evidence does not know: not counted."""
+    found = getattr(ge, "variables", {})
+    flags = set()
+    for v, _ in measures:
+        if v is None:
+            continue
+        if v not in found:
+            return False, None
+        if getattr(found[v], "ones", None) is not None:
+            if flag_level(ge, v) is None:
+                return False, None
+            flags.add(v)
+    if not flags:
+        return True, None
+    if len(flags) > 1 or {st for v, st in measures if v in flags} - {"mean", "sum"}:
+        return False, None
+    return True, next(iter(flags))
 
 
 def group_evidence_from_facts(facts: pd.DataFrame, keys: list[str], variables: list[Any], k: int,
@@ -124,7 +168,8 @@ def group_evidence_from_facts(facts: pd.DataFrame, keys: list[str], variables: l
         # optional: units meeting a condition, when the variable is its 0/1 indicator
         ones = _ints(facts, f"{PREFIX}ones_{i}", n) if f"{PREFIX}ones_{i}" in facts.columns else None
         out[var] = VarEvidence(units=var_units, total=total, total_abs=total_abs, negative=negative, top=top,
-                               ones=ones)
+                               ones=ones, level=1.0 if ones is not None else None,
+                               low=0.0 if ones is not None else None)
     return GroupEvidence(index=index, units=units, variables=out, unit_column=unit, rows=rows)
 
 

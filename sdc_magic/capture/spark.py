@@ -59,6 +59,7 @@ from typing import Any
 import pandas as pd
 
 from ..evidence import rows as row_limits
+from ..evidence.in_engine import CountedBases
 from . import contract, runner_up, spark_lineage
 from .entries import MAGNITUDE_EVIDENCE
 
@@ -158,6 +159,7 @@ class SparkCapture:
         self.rules = rules
         self._saved: list[tuple[Any, str, bool, Any]] = []
         self._groups: dict[int, tuple[Any, tuple[Any, list[str], str | None, list[Any] | None]]] = {}
+        self._counted = CountedBases()  # (bases counted in Spark: their smaller tables are too)
         self.installed = False
 
     def install(self) -> None:
@@ -616,9 +618,10 @@ class SparkCapture:
         n_rows = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum()) \
             if f"{contract.PREFIX}rows" in facts.columns else 0
         rows: Any = None
-        if (n_rows > row_limits.IN_ENGINE_ROWS or truncated) and recipe.unit is None and rules.unit is None:
+        large = n_rows > row_limits.IN_ENGINE_ROWS or truncated
+        if self._counted.worth_trying(large) and recipe.unit is None and rules.unit is None:
             # no row leaves Spark (the groups of a truncated display are not all of the table's)
-            rows = self._in_engine_rows(recipe, ge, None if truncated else facts)
+            rows = self._counted.keep(self._in_engine_rows(recipe, ge, None if truncated else facts), large)
         if rows is None:
             rows = self._linking_rows(recipe, n_rows)
         if rows is None:

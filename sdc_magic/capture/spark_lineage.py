@@ -377,21 +377,21 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                    to_pandas: Callable[[Any], pd.DataFrame]) -> InEngineRows | None:
     """The rows of a Spark table over ``source`` (its keys as columns) left in Spark, or None
     (linked by its rows). The caller decides by size and unit (no unit: distinct units are not
-    counted here). None also for statistics of :data:`NOT_COUNTED`, a 0/1 flag beside other
-    statistics or its mean (its table publishes the flagged rows besides its own: the rows path
-    reads them; sums of one flag alone are counted, their rows those where it is 1), a source that is not
-    written (:func:`lineage`) and anything that fails. ``group_by``/``to_pandas``: Spark's own
-    methods, not the capture's wrappers (linking's count is not a table of the user's)."""
+    counted here). None also for statistics of :data:`NOT_COUNTED`, indicators the engine cannot
+    count (``contract.flagged_variable``), a source that is not written (:func:`lineage`) and
+    anything that fails. Sums of one indicator alone are its rows at its level; an indicator's mean
+    (or sums beside others) publishes those rows besides the table's: one more population
+    (``variants``). ``group_by``/``to_pandas``: Spark's own methods, not the capture's wrappers
+    (linking's count is not a table of the user's)."""
     try:
         stats = {st for _, st in measures.values()}
         variables = sorted({v for v, _ in measures.values() if v is not None})
         if stats & NOT_COUNTED or not measures:
             return None
         flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
-        for v in variables:
-            found = getattr(ge, "variables", {}).get(v)
-            if flag is None and (found is None or getattr(found, "ones", None) is not None):
-                return None  # a 0/1 flag beside other statistics (or a variable the evidence does not know)
+        countable, flagged = contract.flagged_variable(ge, list(measures.values()))
+        if flag is None and not countable:
+            return None
         names = {str(c).lower() for c in source.columns}  # (Spark reads names without case by default)
         if not all(str(k).lower() in names for k in [*keys, *variables]):
             return None
@@ -401,26 +401,39 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         steps, predicates = _trailing_filters(line.steps)
         known = variables[0] if len(variables) == 1 and "size" not in stats else None
         tests = [f"coalesce(({p}), false)" for p in predicates]
-        if flag is not None:
-            tests.append(f"coalesce(CAST({quoted(flag)} AS DOUBLE) = 1.0, false)")
-        elif known is not None:
-            tests.append(f"({quoted(known)} IS NOT NULL)")
-        condition = " AND ".join(tests) if tests else "true"
-        if steps:
-            condition = f"CASE WHEN {quoted(MARK)} THEN ({condition}) ELSE false END"
         root = line.root
 
         def count(expressions: list[str]) -> pd.DataFrame:
             with quiet():
                 return count_query(root, expressions, group_by, to_pandas)
 
-        ones = ge.variables[flag].ones if flag is not None else None
-        groups = contract.counted_groups(facts, keys, known is not None, ones)
-        every_row = not steps and not tests and groups is not None
-        total = (lambda: int(groups["n"].sum())) if every_row else None  # (the table's rows are the root's)
-        return InEngineRows("spark", line.identity, written(steps, condition),
-                            [written(steps, quoted(k)) for k in keys], list(keys),
-                            frozenset(str(c) for c in root.columns), count, groups, total, flag)
+        def rows(extra: str | None, groups: pd.DataFrame | None, **kw: Any) -> InEngineRows:
+            condition = " AND ".join([*tests, extra] if extra else tests) or "true"
+            if steps:
+                condition = f"CASE WHEN {quoted(MARK)} THEN ({condition}) ELSE false END"
+            every_row = not steps and not extra and not tests and groups is not None
+            total = (lambda: int(groups["n"].sum())) if every_row else None  # (the table's rows are the root's)
+            return InEngineRows("spark", line.identity, written(steps, condition),
+                                [written(steps, quoted(k)) for k in keys], list(keys),
+                                frozenset(str(c) for c in root.columns), count, groups, total, **kw)
+
+        def at_level(v: str) -> tuple[str, float]:
+            level = contract.flag_level(ge, v)
+            assert level is not None  # (summed_flag and flagged_variable name indicators with a level)
+            return f"coalesce(CAST({quoted(v)} AS DOUBLE) = CAST('{level!r}' AS DOUBLE), false)", level
+
+        if flag is not None:
+            test, level = at_level(flag)
+            return rows(test, contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag=flag,
+                        level=level)
+        table = rows(f"({quoted(known)} IS NOT NULL)" if known is not None else None,
+                     contract.counted_groups(facts, keys, known is not None))
+        if flagged is not None:
+            test, level = at_level(flagged)
+            table.variants[flagged] = rows(test, contract.counted_groups(facts, keys, False,
+                                                                         ge.variables[flagged].ones),
+                                           variant=True, level=level)
+        return table
     except Exception:
         return None
 

@@ -40,7 +40,7 @@ class Lineage:
 BASE_ALIAS = "_sdc_base"
 
 
-def lineage(p: Plan, only_known: str | None = None, flag: str | None = None) -> Lineage | None:
+def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, level: float = 1.0) -> Lineage | None:
     """The :class:`Lineage` of a planned table, or None when it cannot be written so.
 
     A table read from one relation (a table, view, file or Python frame: ``FROM t``) whose
@@ -49,7 +49,8 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None) -> 
     over the relation's columns. Other joins (they may repeat rows), common table expressions,
     subqueries that compute columns, parameters (``?``, ``$name``), ``QUALIFY`` or ``DISTINCT``
     give None: linking reads such a table's rows instead. ``only_known``: as for :func:`rows_query`.
-    ``flag``: the rows where this column is 1 only (a table of a 0/1 flag's sums counts them).
+    ``flag``: the rows where this column is at ``level`` only (a table of an indicator's sums
+    counts them: 1 for a 0/1 flag, the higher value of a two-valued coding).
     """
     from sqlglot import exp
 
@@ -83,7 +84,8 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None) -> 
         if flag not in p.columns:
             return None
         one = exp.EQ(this=exp.Cast(this=p.columns[flag].copy(), to=exp.DataType.build("DOUBLE")),
-                     expression=exp.Literal.number(1))
+                     expression=exp.Cast(this=exp.Literal.string(repr(float(level))),
+                                         to=exp.DataType.build("DOUBLE")))
         conditions.append(exp.Coalesce(this=one, expressions=[exp.false()]))
     # a condition or key may read the base relation itself (``person NOT IN (SELECT person FROM
     # people WHERE …)``) or constants (``VALUES``), nothing else: the rows a condition reading another

@@ -33,6 +33,13 @@ class VarEvidence:
     #: its sum counts people and its mean is a proportion, so the frequency rule applies to
     #: the units with and without the attribute (seed lesson; ONS/SDC handbook on proportions)
     ones: np.ndarray | None = None
+    #: the value that marks the attribute (1 for a 0/1 flag, the higher of two values otherwise),
+    #: set with ``ones``: linking inside an engine counts the rows at this value
+    level: float | None = None
+    #: the indicator's other value (0 for a 0/1 flag), set with ``level``: its sums count the rows
+    #: at ``level`` alone only when it is 0; otherwise they add the known rows' count in (a 1/2
+    #: coding's sum is n + n₂: with the flagged count shown elsewhere, n comes back)
+    low: float | None = None
 
 
 @dataclass
@@ -68,6 +75,8 @@ class GroupEvidence:
                 negative=pick(v.negative, False),
                 top=pick(v.top, np.nan),
                 ones=pick(v.ones, 0) if v.ones is not None else None,
+                level=v.level,
+                low=v.low,
             )
             for name, v in self.variables.items()
         }
@@ -130,21 +139,29 @@ def numeric_values(series: pd.Series) -> np.ndarray | None:
 
 
 def indicator_level(x: np.ndarray) -> float | None:
+    """The value that marks "has the attribute" when a column is an indicator, else None
+    (:func:`indicator_values`)."""
+    found = indicator_values(x)
+    return None if found is None else found[0]
+
+
+def indicator_values(x: np.ndarray) -> tuple[float, float] | None:
     """The value that marks "has the attribute" when a column is an indicator, else None.
 
     An indicator holds only 0 and 1 (a boolean column converts to 0/1 here), or exactly
     two distinct values (a 1/2 coding): with the cell's units known, its sum or mean
     gives the number of units at each level back, so it is a count in disguise. The
-    attribute is the higher level. An all-missing column is not an indicator.
+    attribute is the higher level. An all-missing column is not an indicator. Returns
+    (the attribute's value, the other value: 0 for a 0/1 flag), or None.
     """
     finite = x[~np.isnan(x)]
     if not len(finite):
         return None
     lo, hi = float(finite.min()), float(finite.max())
     if lo >= 0.0 and hi <= 1.0 and bool(((finite == 0) | (finite == 1)).all()):
-        return 1.0
+        return 1.0, 0.0
     if lo != hi and bool(((finite == lo) | (finite == hi)).all()):
-        return hi
+        return hi, lo
     return None
 
 
@@ -189,7 +206,8 @@ def group_evidence(ids: np.ndarray, index: pd.Index, frame_values: dict[object, 
                                           top=np.full((ngroups, k), np.nan))
             continue
         xv = x[valid]
-        level = indicator_level(x)
+        found = indicator_values(x)
+        level, low = found if found is not None else (None, None)
         ones = None
         if inverse is None:
             g, c = g_rows[present], xv[present]
@@ -204,6 +222,8 @@ def group_evidence(ids: np.ndarray, index: pd.Index, frame_values: dict[object, 
                 ones = np.bincount(g[marked], minlength=ngroups).astype(np.int64)
         variables[name] = VarEvidence(
             ones=ones,
+            level=level if ones is not None else None,
+            low=low if ones is not None else None,
             units=var_units,
             total=np.bincount(g, weights=c, minlength=ngroups),
             total_abs=np.bincount(g, weights=np.abs(c), minlength=ngroups),

@@ -16,7 +16,7 @@ It lives here, below both, so capture never imports linking.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -37,6 +37,46 @@ class InEngineRows:
     #: rows each), when it has them: the first table of a base needs no count of its own
     groups: pd.DataFrame | None = None
     total: Callable[[], int] | None = None  # rows of the base (with ``groups``: the rows outside the table)
-    #: a 0/1 flag whose sums are the whole table: its rows are those where the flag is 1 (the
-    #: condition says so), and each sum is the count of them, checked as a count
+    #: an indicator whose sums are the whole table: its rows are those at the indicator's level
+    #: (the condition says so); for a 0/1 flag each sum is the count of them, checked as a count
     flag: str | None = None
+    #: the value marking the indicator's attribute (``VarEvidence.level``): 1 for a 0/1 flag; the
+    #: sums of another coding (1/2) are no counts, its groups alone are checked
+    level: float = 1.0
+    #: per indicator whose mean (or sum beside other statistics) the table shows, the rows at its
+    #: level: a second population the table publishes (``linking.populations.indicator_variables``)
+    variants: dict[str, InEngineRows] = field(default_factory=dict)
+    #: this is such a population: its groups (``ones``) are checked, not the table's cells
+    variant: bool = False
+
+
+class CountedBases:
+    """The bases (``InEngineRows.identity``) whose tables an engine's capture counted in the
+    engine, so that later, smaller tables of the same rows are counted there too.
+
+    Why: an engine counts a table in place only above ``rows.IN_ENGINE_ROWS`` rows (below, its
+    rows' values let linking compare it with pandas tables of the same people). A session that
+    shows a count of 2M people and then a count of one small district would otherwise have the
+    two identified in different ways (counted, and read as values): they cannot be matched and
+    the second is ``review``. Once a base is counted in the engine, every table over it that the
+    engine can count is counted there (one identity, one set of atoms). The other order (a
+    small table first) is still read by rows: the later large table is then ``review`` beside
+    it when they share a column (docs/known-gaps.md).
+    """
+
+    def __init__(self) -> None:
+        self._identities: set[str] = set()
+
+    def worth_trying(self, large: bool) -> bool:
+        """Whether a table should be tried in the engine: a large one, or any once a base is."""
+        return large or bool(self._identities)
+
+    def keep(self, found: InEngineRows | None, large: bool) -> InEngineRows | None:
+        """``found`` when the table is large (its base is remembered) or over a base counted in the
+        engine before; else None (its rows are read)."""
+        if found is None:
+            return None
+        if large:
+            self._identities.add(found.identity)
+            return found
+        return found if found.identity in self._identities else None

@@ -22,6 +22,7 @@ from ..capture import Capture
 from ..checking.check import Checked, check, settle_intervals
 from ..checking.revealed import RevealedSides
 from ..config import Rules, apply_settings, load_rules, preset
+from ..evidence.in_engine import InEngineRows
 from ..evidence.registry import Registry
 from ..outputs.bundle import MIME as PAYLOAD_MIME
 from ..outputs.bundle import canonical, digest
@@ -497,6 +498,14 @@ class Session:
             extra = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id, flagged)
             if extra is not None:
                 linker.commit(extra)
+            elif isinstance(getattr(checked.entry.source, "rows", None), InEngineRows):
+                # counted in the engine and not found there (its count failed, or did not give the
+                # flagged rows their groups' counts): not compared, never cleared beside others
+                unread = linker.not_linked(out_id, checked.entry, checked.notes)
+                if unread is not None:
+                    checked.notes.append(unread)
+                    if checked.status in ("pass", "suppressed"):
+                        checked.status = "review"
 
     @property
     def outputs(self) -> list[OutputRecord]:

@@ -206,7 +206,11 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     split: Split | None = None
     if isinstance(engine_rows, InEngineRows):
         # the rows stay in the engine: its atoms are counted there, one row per atom comes back
-        if flagged is not None or not set(engine_rows.keys) <= set(entry.flat.dims):
+        if flagged is not None:  # (the rows where its indicator is 1: counted in the engine too)
+            engine_rows = engine_rows.variants.get(flagged) if isinstance(flagged, str) else None
+            if engine_rows is None or engine_rows.groups is None:
+                return None
+        if not set(engine_rows.keys) <= set(entry.flat.dims):
             return None
         placed_in_engine = place(engine_rows, engine_rows.keys)
         if placed_in_engine is None:
@@ -281,7 +285,12 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         g_u[rows[ok]] = ids[ok]
         codes, parent, group, atom_size = refine(universe.row_atom, universe.atom_size, g_u, n_groups)
     size = np.bincount(group[group >= 0], weights=atom_size[group >= 0], minlength=n_groups).astype(np.int64)
-    if split is not None and not (_counts_agree(entry, group_of_entry, size, engine_rows.flag is not None)
+    # (a population the table publishes besides its cells, or the sums of a two-valued coding:
+    # no cell is its count, its groups are checked against the facts alone)
+    cells_counted = not (engine_rows.variant or (engine_rows.flag is not None and engine_rows.level != 1.0)) \
+        if split is not None else False
+    if split is not None and not ((not cells_counted or _counts_agree(entry, group_of_entry, size,
+                                                                      engine_rows.flag is not None))
                                   and _groups_agree(engine_rows, split)):
         return None  # (not linked: the caller says so, and the table is review beside others)
     pop = Population(out_id="this table", title="", universe=universe, keys=tuple(keys), group=group,
@@ -342,6 +351,8 @@ def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray, flag
     if (inner & behind & (group_of_entry < 0)).any():
         return False
     found = inner & (group_of_entry >= 0)
+    if not found.any():  # (no cell has rows behind it: nothing more to compare)
+        return True
     counted = size[np.maximum(group_of_entry, 0)].astype(float)
     sizes = found & is_size & ~np.isnan(value)
     if not np.all(value[sizes] == counted[sizes]):
@@ -531,12 +542,14 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
     if var not in frame.columns:
         return ids
     if stats <= {"sum"}:
-        # the sum of an indicator (0/1 flag, boolean, two-valued coding) counts the rows at
-        # its attribute level: those rows are the table's population, as for a count of them
-        # (red team: sum(flag) by sex, then a count of flagged rows outside district C)
-        at_level = _at_indicator_level(frame, var)
-        if at_level is not None:
-            return np.where(at_level, ids, -1)
+        # the sum of an indicator (0/1 flag, boolean, a 0/k coding) counts the rows at its
+        # attribute level: those rows are the table's population, as for a count of them (red
+        # team: sum(flag) by sex, then a count of flagged rows outside district C). A coding
+        # whose other value is not 0 (1/2) sums every known row in too: those are its
+        # population, the flagged ones a variant (:func:`indicator_variables`)
+        found = _indicator_rows(frame, var)
+        if found is not None and found[1] == 0.0:
+            return np.where(found[0], ids, -1)
     known = frame[var].notna().to_numpy()
     return np.where(known, ids, -1)
 
@@ -586,15 +599,22 @@ def _variant_of_cells(entry: Any, variants: list[Any]) -> np.ndarray:
 
 def _at_indicator_level(frame: pd.DataFrame, var: Any) -> np.ndarray | None:
     """Rows at the attribute level of an indicator column (None: not an indicator)."""
-    from ..evidence.facts import indicator_level
+    found = _indicator_rows(frame, var)
+    return None if found is None else found[0]
+
+
+def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float] | None:
+    """(rows at the attribute level of an indicator column, its other value: 0 for a 0/1 flag),
+    or None when the column is no indicator."""
+    from ..evidence.facts import indicator_values
 
     if var not in frame.columns:
         return None
     col = frame[var]
     values = col.to_numpy(dtype=float) if pd.api.types.is_bool_dtype(col) else \
         pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    level = indicator_level(values)
-    return None if level is None else values == level
+    found = indicator_values(values)
+    return None if found is None else (values == found[0], found[1])
 
 
 def indicator_variables(entry: Any) -> list[Any]:
@@ -605,12 +625,16 @@ def indicator_variables(entry: Any) -> list[Any]:
     rows. Those flagged rows are a second population of the same output, linked like a
     count of them (red team: count and avg(flag) by sex, then the flagged count outside one
     district differs by one person). A table of the flag's sums alone is already linked as
-    the flagged rows (:func:`_restrict_to_variable`).
+    the flagged rows (:func:`_restrict_to_variable`); the sums of a coding whose other value is
+    not 0 (1/2) are n + n₂: its known rows are its population and its flagged rows one more
+    (red team: 1/2 sums outside C, then the flag's sums outside C: C's one man by subtraction).
     """
     ev = getattr(entry, "evidence", None)
     source = getattr(entry, "source", None)
     if ev is None or source is None:
         return []
+    if isinstance(getattr(source, "rows", None), InEngineRows):
+        return list(source.rows.variants)  # (made by the engine's capture, counted there)
     frame = source.frame if source.frame is not None else getattr(source, "rows", None)
     if not isinstance(frame, pd.DataFrame):
         return []
@@ -622,9 +646,10 @@ def indicator_variables(entry: Any) -> list[Any]:
     out: list[Any] = []
     for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
                              if v is not None and st in ("mean", "sum")):
-        if only_sums or var not in frame.columns:
+        if var not in frame.columns:
             continue
-        if _at_indicator_level(frame, var) is not None:
+        found = _indicator_rows(frame, var)
+        if found is not None and not (only_sums and found[1] == 0.0):  # (see _restrict_to_variable)
             out.append(var)
     # a count of a variable counts the rows where it is known: beside other columns (a
     # filter inside the aggregation, polars ``col.filter(cond).count()``), a population too

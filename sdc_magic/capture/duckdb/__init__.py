@@ -52,6 +52,7 @@ from typing import Any
 
 import pandas as pd
 
+from ...evidence.in_engine import CountedBases
 from .. import contract
 from ..sql import MIXED_LEVELS, single_query
 from .evidence import Pending, Recorder, prepare
@@ -248,6 +249,7 @@ class DuckDBCapture:
         self.registry = registry
         self.rules = rules
         self._saved: list[tuple[Any, str, Any]] = []
+        self._counted = CountedBases()  # (bases counted on a connection: their smaller tables are too)
         self.installed = False
 
     def install(self) -> None:
@@ -572,7 +574,7 @@ class DuckDBCapture:
                     raise contract.Withheld(pending.withheld)
                 return pending.form
             pending.registered = True
-            recorder = Recorder(self.registry, self.rules)
+            recorder = Recorder(self.registry, self.rules, self._counted)
             p = pending.plan
             if p.pivot is not None:
                 user = self._user_df(rel, pending)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import InEngineRows
+from ...evidence.in_engine import CountedBases, InEngineRows
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import (
@@ -64,8 +64,8 @@ class Pending:
     lineage: Lineage | None = None  # the table's rows as SQL, counted on the connection for linking (large sources)
     run: Callable[[str], Any] | None = None  # binds a query as the user's was bound (the lineage's counts)
     lineage_variables: tuple[str, ...] = ()  # the table's variables (none may be an indicator: Recorder._rows)
-    #: the lineage of the rows where its one variable is 1 (sums of a 0/1 flag alone: Recorder._rows)
-    flag_lineage: Lineage | None = None
+    #: per variable of means or sums, the lineage of the rows where it is 1 (a 0/1 flag's rows:
+    #: the table's own when it shows the flag's sums alone, else one more population: Recorder._rows)
     #: the result's columns computed from aggregates (``count(*)::varchar || ' people'``, a window):
     #: if the result does not match its evidence, it is checked as an untraced aggregate
     computed: tuple[str, ...] | None = None
@@ -140,8 +140,6 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pend
             and not any(v.startswith(INDICATOR) for v in p.columns):
         try:
             pending.lineage = lineage(p, only)
-            if stats == {"sum"} and len(variables) == 1:
-                pending.flag_lineage = lineage(p, only, flag=variables[0])
         except Exception:
             pending.lineage = None  # (the rows are then fetched, up to MAX_LINKED_ROWS)
         pending.run = run
@@ -154,9 +152,12 @@ class Recorder:
     (the checked form, and DuckDB's own frame when it lays the cells out otherwise), each
     with its margins' evidence and its rows for linking."""
 
-    def __init__(self, registry: Any, rules: Callable[[], Any]) -> None:
+    def __init__(self, registry: Any, rules: Callable[[], Any], counted: CountedBases | None = None) -> None:
         self.registry = registry
         self.rules = rules
+        #: bases counted on a connection (the capture's, shared by its recorders): their smaller
+        #: tables are counted there too
+        self._counted = counted if counted is not None else CountedBases()
 
     def _measure_of(self, pending: Pending) -> Callable[[str], tuple[str | None, str]]:
         measures = pending.plan.measures
@@ -318,19 +319,11 @@ class Recorder:
         if pending.plan.having and pending.plan.grouping:
             return None
         n = int(pd.to_numeric(facts[f"{contract.PREFIX}rows"], errors="coerce").fillna(0).sum())
-        flag = contract.summed_flag(ge, _stats(pending), list(pending.lineage_variables))
-        if n > row_limits.IN_ENGINE_ROWS and flag is not None and pending.flag_lineage is not None \
-                and pending.run is not None:
-            # (a table of a 0/1 flag's sums: its rows are those where the flag is 1)
-            return _in_engine(pending.flag_lineage, pending.run, pending.plan.keys, pending.rows, facts,
-                              ones=ge.variables[flag].ones, flag=flag)
-        if n > row_limits.IN_ENGINE_ROWS and pending.lineage is not None and pending.run is not None \
-                and not any(_indicator(ge, v) for v in pending.lineage_variables):
-            # (a table of one variable's statistics covers its known rows: their count per group)
-            known = len(pending.variables) == 1 and "size" not in _stats(pending)
-            counted = contract.fact_names(0)["n"] if known else f"{contract.PREFIX}rows"
-            return _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
-                              facts, counted)
+        large = n > row_limits.IN_ENGINE_ROWS
+        if self._counted.worth_trying(large):
+            table = self._counted.keep(_counted_on_connection(pending, facts, ge), large)
+            if table is not None:
+                return table
         if n > row_limits.MAX_LINKED_ROWS:
             pending.notes.append(row_limits.too_many_rows_note())
             return None
@@ -373,24 +366,58 @@ class Recorder:
         return rows
 
 
-def _indicator(ge: Any, variable: str) -> bool:
-    """Whether ``variable`` is an indicator (0/1, two-valued) of the table, or cannot be told."""
-    found = getattr(ge, "variables", {}).get(variable) if ge is not None else None
-    return found is None or getattr(found, "ones", None) is not None
-
-
 def _stats(pending: Pending) -> set[str]:
     return {s for _, s in pending.plan.measures.values()}
 
 
+def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> InEngineRows | None:
+    """The rows of ``pending``'s table left on the connection (:func:`_in_engine`), or None when
+    linking cannot count them there (``Recorder._rows`` reads them instead)."""
+    if pending.run is None:
+        return None
+    flag = contract.summed_flag(ge, _stats(pending), list(pending.lineage_variables))
+    countable, flagged = contract.flagged_variable(
+        ge, [(v, s) for v, s in pending.plan.measures.values() if v is None or v in pending.lineage_variables])
+    flag_rows = _flag_lineage(pending, ge, flag)
+    if flag_rows is not None:
+        # (a table of an indicator's sums: its rows are those at its level)
+        return _in_engine(flag_rows, pending.run, pending.plan.keys, pending.rows, facts,
+                          ones=ge.variables[flag].ones, flag=flag, level=contract.flag_level(ge, flag) or 1.0)
+    flagged_rows = _flag_lineage(pending, ge, flagged)
+    if pending.lineage is None or not countable or (flagged is not None and flagged_rows is None):
+        return None
+    # (a table of one variable's statistics covers its known rows: their count per group)
+    known = len(pending.variables) == 1 and "size" not in _stats(pending)
+    counted = contract.fact_names(0)["n"] if known else f"{contract.PREFIX}rows"
+    table = _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
+                       facts, counted)
+    if flagged is not None:  # (its flagged rows: one more population, see contract.flagged_variable)
+        table.variants[flagged] = _in_engine(flagged_rows, pending.run, pending.plan.keys,
+                                             pending.rows, facts, ones=ge.variables[flagged].ones,
+                                             variant=True, level=contract.flag_level(ge, flagged) or 1.0)
+    return table
+
+
+def _flag_lineage(pending: Pending, ge: Any, flag: str | None) -> Lineage | None:
+    """The rows of ``pending``'s table where the indicator ``flag`` is at its level, for counting
+    on the connection (None: no such indicator, or a table whose rows are not written there)."""
+    level = contract.flag_level(ge, flag) if flag is not None else None
+    if level is None or pending.lineage is None:
+        return None
+    try:
+        return lineage(pending.plan, None, flag=flag, level=level)
+    except Exception:
+        return None
+
+
 def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any,
                facts: pd.DataFrame | None = None, counted: str = "", ones: np.ndarray | None = None,
-               flag: str | None = None) -> InEngineRows:
+               flag: str | None = None, variant: bool = False, level: float = 1.0) -> InEngineRows:
     """The table's rows left on the connection: linking counts them there (see
     :mod:`sdc_magic.evidence.in_engine`): per combination of the session's keys and
     conditions, O(atoms) rows. ``facts``: the table's groups computed with the table, their
-    rows in column ``counted`` or, for the sums of a 0/1 ``flag``, per group the rows where it is
-    1 (``ones``) (the first table of a base then needs no count of its own)."""
+    rows in column ``counted`` or, for the sums of an indicator ``flag``, per group the rows at
+    its ``level`` (``ones``) (the first table of a base then needs no count of its own)."""
     condition = f"COALESCE(({rows.condition}), FALSE)"
     columns = frozenset(str(c) for c in list(hashed.columns)[len(keys):]) if hashed is not None else frozenset()
 
@@ -404,7 +431,7 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
     if facts is not None and (ones is not None or counted in facts.columns):
         groups = contract.counted_groups(facts, keys, counted != f"{contract.PREFIX}rows", ones)
     return InEngineRows("duckdb", rows.identity or rows.base, condition, list(rows.keys), list(keys), columns, count,
-                        groups, total, flag)
+                        groups, total, flag, level=level, variant=variant)
 
 
 #: statistics whose displayed value the protection model takes as the cell's value (sums and

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
+from ...evidence.in_engine import CountedBases
 from .. import contract
 from ..depth import depth as _depth
 from ..entries import MAGNITUDE_EVIDENCE
@@ -113,6 +114,7 @@ class PolarsCapture:
         #: runs that aggregation once with the facts folded in (see :meth:`_folded`)
         self._lazy_aggs: dict[int, tuple[Any, Any]] = {}
         self._recipes: dict[int, tuple[Any, Any]] = {}  # id(captured result) -> (weakref, _Recipe)
+        self._counted = CountedBases()  # (bases counted in polars: their smaller tables are too)
         self._sql_shapes: dict[int, tuple[Any, Any]] = {}  # id(lazy SQL result) -> (weakref, its shape)
         self.installed = False
 
@@ -254,8 +256,8 @@ class PolarsCapture:
             variables = sorted({v for v, st in out.values() if v is not None and v in schema and st != "size"})
             magnitudes = {v for v, st in out.values() if v in variables and st in MAGNITUDE_EVIDENCE
                           and _numeric(schema[v])}
-            exprs = fact_exprs(variables, magnitudes, rules.top_k, indicator_levels(source.lazy(), magnitudes),
-                               bounded=True)
+            levels = indicator_levels(source.lazy(), magnitudes)
+            exprs = fact_exprs(variables, magnitudes, rules.top_k, levels, bounded=True)
         except Exception:
             return None
         _depth.value += 1
@@ -281,10 +283,11 @@ class PolarsCapture:
             settle_runner_up(facts, source.lazy(), by, named_by, keys, variables, rules)
             notes: list[str] = []
             ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, None)
-            set_indicators(facts, ge, variables)
+            set_indicators(facts, ge, variables, levels)
             n_rows = int(facts[f"{contract.PREFIX}rows"].sum())
-            rows = in_engine(source, by, named_by, keys, out, ge, facts) \
-                if isinstance(source, pl.DataFrame | pl.LazyFrame) and n_rows > row_limits.IN_ENGINE_ROWS else None
+            large = n_rows > row_limits.IN_ENGINE_ROWS
+            rows = self._counted.keep(in_engine(source, by, named_by, keys, out, ge, facts), large) \
+                if isinstance(source, pl.DataFrame | pl.LazyFrame) and self._counted.worth_trying(large) else None
             if rows is None:  # (no row leaves polars above; below, or not written over a frame: its rows)
                 rows = linking_rows(source.lazy(), by, named_by, keys, out, n_rows, positions=_row_positions(source),
                                     notes=notes)
@@ -494,17 +497,21 @@ class PolarsCapture:
         shown = to_shown(result)
         counts_only = all(s in ("size", "count") for _, s in resolved.values())
         sizes = [c for c, (_, s) in resolved.items() if s == "size"]
+        levels: dict[str, tuple[float, float]] = {}
         if unit is None and counts_only and (sizes or not resolved) and not key_casts and not inner:
             facts = facts_from_result(result, keys, resolved, variables, sizes)
         else:
+            levels = indicator_levels(lf, magnitudes)
             facts = group_facts(lf, by, named_by, keys, variables, magnitudes, unit, rules.top_k, key_casts,
-                                indicator_levels(lf, magnitudes), rules=rules)
+                                levels, rules=rules)
         ge = contract.group_evidence_from_facts(facts, keys, variables, rules.top_k, unit)
-        set_indicators(facts, ge, variables)
+        set_indicators(facts, ge, variables, levels)
         rows = None
         n_rows = int(ge.rows.sum()) if ge.rows is not None else 0
-        if link and source is not None and unit is None and n_rows > row_limits.IN_ENGINE_ROWS:
-            rows = in_engine(source, by, named_by, keys, resolved, ge, facts, derived)  # no row leaves polars
+        large = n_rows > row_limits.IN_ENGINE_ROWS
+        if link and source is not None and unit is None and self._counted.worth_trying(large):
+            rows = self._counted.keep(in_engine(source, by, named_by, keys, resolved, ge, facts, derived),
+                                      large)  # no row leaves polars
         if link and rows is None:
             rows = linking_rows(lf, by, named_by, keys, resolved, n_rows, positions=positions, notes=notes)
         inner_frame = None

@@ -72,9 +72,10 @@ def facts_from_result(result: Any, keys: list[str], resolved: dict, variables: l
     return out
 
 
-def indicator_levels(lf: Any, magnitudes: set[str]) -> dict[str, float]:
+def indicator_levels(lf: Any, magnitudes: set[str]) -> dict[str, tuple[float, float]]:
     """The attribute level of each magnitude variable that is an indicator (only 0/1, or two
-    values, as :func:`sdc_magic.evidence.facts.indicator_level`), by one pass over those columns:
+    values, as :func:`sdc_magic.evidence.facts.indicator_values`) and its other value, by one
+    pass over those columns:
     per group only the units at that level are then counted, for indicators only."""
     import polars as pl
 
@@ -87,19 +88,19 @@ def indicator_levels(lf: Any, magnitudes: set[str]) -> dict[str, float]:
         exprs += [x.min().alias(f"lo{j}"), x.max().alias(f"hi{j}"),
                   ((x != x.min()) & (x != x.max())).any().alias(f"other{j}")]
     row = lf.select(exprs).collect().row(0, named=True)
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, float]] = {}
     for j, v in enumerate(cols):
         lo, hi, other = row[f"lo{j}"], row[f"hi{j}"], row[f"other{j}"]
         if lo is None or hi is None or other or lo != lo or hi != hi:
             continue
         if lo >= 0.0 and hi <= 1.0 and {lo, hi} <= {0.0, 1.0}:
-            out[v] = 1.0
+            out[v] = (1.0, 0.0)
         elif lo != hi:
-            out[v] = float(hi)
+            out[v] = (float(hi), float(lo))
     return out
 
 
-def fact_exprs(variables: list[str], magnitudes: set[str], k: int, levels: dict[str, float] | None = None,
+def fact_exprs(variables: list[str], magnitudes: set[str], k: int, levels: dict[str, tuple[float, float]] | None = None,
                bounded: bool = False) -> list[Any]:
     """The facts of each group as polars expressions (no unit column).
 
@@ -122,7 +123,7 @@ def fact_exprs(variables: list[str], magnitudes: set[str], k: int, levels: dict[
             else:
                 exprs += [exact_top(x, k).alias(names["top"])]
             if levels and v in levels:  # an indicator: its sum is a count of the rows at the level
-                exprs.append((x == levels[v]).sum().alias(f"{p}ones_{i}"))
+                exprs.append((x == levels[v][0]).sum().alias(f"{p}ones_{i}"))
     return exprs
 
 
@@ -200,7 +201,7 @@ def grouped(lf: Any, by: list[Any], named_by: dict, exprs: list[Any]) -> Any:
 
 def group_facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variables: list[str],
                 magnitudes: set[str], unit: str | None, k: int, key_casts: dict[str, Any] | None = None,
-                levels: dict[str, float] | None = None, rules: Any = None) -> pd.DataFrame:
+                levels: dict[str, tuple[float, float]] | None = None, rules: Any = None) -> pd.DataFrame:
     """One extra aggregation in polars; only the per-group facts come back.
 
     With a unit column, one pre-aggregation to (keys, unit) — rows and per variable its
@@ -232,7 +233,7 @@ def group_facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variabl
             x = pl.col(v).cast(pl.Float64)
             inner.append(x.sum().alias(f"{p}s{i}"))
             if levels and v in levels:  # a unit has the attribute if one of its rows has it
-                inner.append((x == levels[v]).any().alias(f"{p}a{i}"))
+                inner.append((x == levels[v][0]).any().alias(f"{p}a{i}"))
     per_unit = grouped(lf, [*by, pl.col(unit).alias(f"{p}u")], named_by, inner)
     outer = [pl.col(f"{p}r").sum().alias(f"{p}rows"), pl.len().alias(f"{p}units")]
     for i, v in enumerate(variables):
@@ -247,10 +248,13 @@ def group_facts(lf: Any, by: list[Any], named_by: dict, keys: list[str], variabl
     return grouped(per_unit, keys, {}, outer).collect().to_pandas()
 
 
-def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
+def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str],
+                   levels: dict[str, tuple[float, float]] | None = None) -> None:
     """Mark indicator variables (only 0/1, or two values, over the whole aggregation) with the
-    units having the attribute per group (``VarEvidence.ones``), as the pandas path does
-    (:func:`sdc_magic.evidence.facts.indicator_level`): their sums and means are counts."""
+    units having the attribute per group (``VarEvidence.ones``) and the value marking it
+    (``VarEvidence.level``, the other value ``low``), as the pandas path does
+    (:func:`sdc_magic.evidence.facts.indicator_level`): their sums and means are counts.
+    ``levels``: the values polars counted ``ones`` at (:func:`indicator_levels`)."""
     import numpy as np
 
     p = contract.PREFIX
@@ -263,7 +267,8 @@ def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
     for i, v in enumerate(variables):
         if f"{p}ones_{i}" in facts.columns and v in ge.variables:  # counted by the engine (polars)
             ge.variables[v].ones = np.nan_to_num(num(f"{p}ones_{i}")).astype(np.int64)
-            continue
+            ge.variables[v].level, ge.variables[v].low = (levels or {}).get(v, (None, None))  # (unknown:
+            continue  # not counted in the engine)
         if f"{p}lo_{i}" not in facts.columns or f"{p}sq_{i}" not in facts.columns or v not in ge.variables:
             continue
         lo_g, hi_g = num(f"{p}lo_{i}"), num(f"{p}hi_{i}")
@@ -290,6 +295,7 @@ def set_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
         chi = np.nan_to_num(num(f"{p}chi_{i}")).astype(np.int64) if f"{p}chi_{i}" in facts.columns \
             else at_hi.astype(np.int64)
         ge.variables[v].ones = np.where(has & (hi_g == level), chi, 0).astype(np.int64)
+        ge.variables[v].level, ge.variables[v].low = level, (0.0 if {lo, hi} <= {0.0, 1.0} else lo)
 
 
 #: Up to this many source rows linking reads the values themselves (see :func:`linking_rows`).

@@ -356,11 +356,15 @@ def count_query(root: Any, expressions: list[str]) -> pd.DataFrame:
 
 
 def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: str | None,
-                   groups: pd.DataFrame | None, flag: str | None = None) -> InEngineRows:
+                   groups: pd.DataFrame | None, flag: str | None = None, variant: bool = False,
+                   level: float = 1.0) -> InEngineRows:
     """The table's rows left in polars (see the module docstring). ``key_exprs``: one per key,
     over the root's columns; ``known``: the variable whose known rows the table covers (a table
     of one variable's statistics), or None; ``groups``: the table's own groups (its keys and
-    ``n`` rows each), computed with the table. The root is held as long as the table's evidence
+    ``n`` rows each), computed with the table; ``flag``: the rows where this indicator is at its
+    ``level`` only (a table of its sums, or with ``variant`` the flagged rows a table publishes
+    besides its own).
+    The root is held as long as the table's evidence
     is: a notebook displays ``pl.read_parquet(...).filter(...).group_by(...).len()`` after the
     frame read is gone, and the rows path held a frame of the source rows' values as long (a
     frame the user keeps shares its buffers with it)."""
@@ -373,8 +377,8 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     condition = pl.col(MARK) if steps else pl.lit(True)
     for p in predicates:
         condition = condition & p.fill_null(False)
-    if flag is not None:  # (a table of the flag's sums: its rows are those where it is 1)
-        condition = condition & (pl.col(flag).cast(pl.Float64) == 1.0).fill_null(False)
+    if flag is not None:  # (a table of the flag's sums: its rows are those at its level)
+        condition = condition & (pl.col(flag).cast(pl.Float64) == float(level)).fill_null(False)
     elif known is not None:
         condition = condition & pl.col(known).is_not_null()
     root = line.root
@@ -388,7 +392,7 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     return InEngineRows("polars", identity(line.root), written(steps, condition),
                         [written(steps, e) for e in key_exprs],
                         list(keys), frozenset(str(c) for c in line.root.lazy().collect_schema().names()), count,
-                        groups, total, flag)
+                        groups, total, None if variant else flag, level=level, variant=variant)
 
 
 def _height(root: Any) -> int:
@@ -444,9 +448,9 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
     """The rows of an eager table over ``source`` left in polars, or None (linked by its rows).
 
     The caller decides by size and unit (no unit declared: distinct units are not counted
-    here). None also for statistics of :data:`NOT_COUNTED`, a 0/1 flag beside other statistics
-    or its mean (its table publishes the flagged rows besides its own: the rows path reads them;
-    sums of one flag alone are counted, their rows those where it is 1), steps or keys that are not
+    here). None also for statistics of :data:`NOT_COUNTED`, indicators the engine cannot count
+    (``contract.flagged_variable``; sums of one flag alone are its rows where it is 1, a flag's
+    mean publishes those rows besides the table's: ``variants``), steps or keys that are not
     written over the root (:func:`lineage`, :func:`key_expressions`) and anything that fails.
     ``derived``: variables made inside the aggregation (``col.filter(cond).sum()``: the column
     ``when(cond).then(col)``), one more ``with_columns`` step when they are row-wise.
@@ -456,10 +460,9 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
     if stats & NOT_COUNTED or not resolved:
         return None
     flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
-    for v in variables:
-        found = getattr(ge, "variables", {}).get(v)
-        if flag is None and (found is None or getattr(found, "ones", None) is not None):
-            return None  # a 0/1 flag beside other statistics (or a variable the evidence does not know)
+    countable, flagged = contract.flagged_variable(ge, list(resolved.values()))
+    if flag is None and not countable:
+        return None
     try:
         line = lineage(source)
         exprs = key_expressions(by, named_by)
@@ -478,8 +481,15 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             # filter inside ``agg`` was lost here, C's man at ``pass``)
             return None
         known = variables[0] if len(variables) == 1 and "size" not in stats else None
-        ones = ge.variables[flag].ones if flag is not None else None
-        return in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None, ones),
-                              flag)
+        if flag is not None:
+            return in_engine_rows(line, keys, exprs, None,
+                                  contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag,
+                                  level=contract.flag_level(ge, flag) or 1.0)
+        table = in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None))
+        if flagged is not None:  # (its flagged rows: one more population, see ``contract.flagged_variable``)
+            table.variants[flagged] = in_engine_rows(
+                line, keys, exprs, None, contract.counted_groups(facts, keys, False, ge.variables[flagged].ones),
+                flagged, variant=True, level=contract.flag_level(ge, flagged) or 1.0)
+        return table
     except Exception:  # (written by rows instead)
         return None
