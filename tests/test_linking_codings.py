@@ -1,10 +1,17 @@
-"""Sums of a two-valued coding across tables: a 1/2 coding's sums are n + n₂, two populations.
+"""Indicators across tables: every population their sums and means publish is linked.
 
-Red team (2026-12-04): the sums of ``v = flag + 1`` by sex outside district C (48 and 52), then
-the flag's sums outside C (13 and 17), were both cleared: 48 − 13 = 35 women and 52 − 17 = 35
-men outside C, against 37 and 36 in all: C's one man. Linking took the 1/2 sums for a count of
-the rows at 2 only. They publish the known rows' count as well; a 0/1 flag's (or 0/k) sums the
-flagged rows alone. Every engine, by rows and counted in the engine, must agree.
+Red team (2026-12-04):
+- the sums of ``v = flag + 1`` by sex outside district C (48 and 52), then the flag's sums
+  outside C (13 and 17), were both cleared: 48 − 13 = 35 women and 52 − 17 = 35 men outside C,
+  against 37 and 36 in all: C's one man. A 1/2 coding's sums are n + n₂: they publish the known
+  rows' count as well; a 0/1 flag's (or 0/k) sums the flagged rows alone;
+- a count of the unflagged people by sex (23 women), then a count and ``avg(flag)`` outside C
+  (35 women, 13 flagged: 22 unflagged): C's one unflagged woman. A mean beside a count publishes
+  the rows at the indicator's other value too; so does a 1 = yes / 2 = no coding, whose "flagged"
+  rows (at 2) are the no's;
+- a 0/−1 coding was counted at 1 in polars (``level or 1.0``): nobody, every table ``review``;
+- a table without keys of a count and ``avg(flag)`` was ``review`` in DuckDB and polars.
+Every engine, by rows and counted in the engine, must agree.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -26,62 +34,126 @@ from sdc_magic.evidence import rows as row_limits
 duckdb = pytest.importorskip("duckdb")
 pl = pytest.importorskip("polars")
 
-FRAME = pd.DataFrame(PEOPLE).assign(coded=lambda d: d["flag"] + 1, fives=lambda d: d["flag"] * 5)
+FRAME = pd.DataFrame(PEOPLE).assign(coded=lambda d: d["flag"] + 1, fives=lambda d: d["flag"] * 5,
+                                    yes12=lambda d: 2 - d["flag"], minus=lambda d: -d["flag"])
+
+#: a table: (its keys, its measures as (statistic, variable), which rows)
+Table = tuple[tuple[str, ...], tuple[tuple[str, str | None], ...], str]
+WHERE = {"all": None, "not C": ("district", "!=", "C"), "unflagged": ("flag", "==", 0)}
 
 
-def _pandas(expr: str, where_not_c: bool) -> Callable[[], Any]:
-    df = FRAME[FRAME["district"] != "C"] if where_not_c else FRAME
-    return lambda: df.groupby("sex")[expr].sum() if expr != "count" else df.groupby("sex").size()
+def _pandas(table: Table) -> Callable[[], Any]:
+    keys, measures, where = table
+    df = FRAME if WHERE[where] is None else FRAME.query(f"{WHERE[where][0]} {WHERE[where][1]} {WHERE[where][2]!r}")
+
+    def make() -> Any:
+        agg = {f"m{i}": (var or "person", {"count": "size", "sum": "sum", "mean": "mean"}[st])
+               for i, (st, var) in enumerate(measures)}
+        return df.groupby(list(keys)).agg(**agg)
+    return make
 
 
-def _polars(expr: str, where_not_c: bool) -> Callable[[], Any]:
+def _polars(table: Table) -> Callable[[], Any]:
+    keys, measures, where = table
     df = pl.from_pandas(FRAME)
-    if where_not_c:
-        df = df.filter(pl.col("district") != "C")
-    return lambda: (df.group_by("sex").len() if expr == "count" else df.group_by("sex").agg(pl.col(expr).sum())
-                    ).sort("sex")
+    if WHERE[where] is not None:
+        col, op, value = WHERE[where]
+        df = df.filter(pl.col(col) != value if op == "!=" else pl.col(col) == value)
+    exprs = [pl.len().alias(f"m{i}") if st == "count" else getattr(pl.col(var), st)().alias(f"m{i}")
+             for i, (st, var) in enumerate(measures)]
+    return lambda: df.group_by(list(keys)).agg(exprs).sort(list(keys)) if keys else df.select(exprs)
 
 
-def _duckdb(expr: str, where_not_c: bool) -> Callable[[], Any]:
+def _duckdb(table: Table) -> Callable[[], Any]:
+    keys, measures, where = table
     con = duckdb.connect()
     con.register("src", FRAME)
     con.execute("CREATE TABLE people AS SELECT * FROM src")
-    where = "where district <> 'C'" if where_not_c else ""
-    stat = "count(*)" if expr == "count" else f"sum({expr})"
-    return lambda: con.sql(f"select sex, {stat} v from people {where} group by 1 order by 1")
+    cond = "" if WHERE[where] is None else \
+        f"where {WHERE[where][0]} {'<>' if WHERE[where][1] == '!=' else '='} {WHERE[where][2]!r}"
+    stats = ", ".join("count(*)" if st == "count" else f"{'avg' if st == 'mean' else st}({var})" for st, var in measures)
+    sql = f"select {', '.join(keys)}, {stats} from people {cond} group by all order by all" if keys else \
+        f"select {stats} from people {cond}"
+    return lambda: con.sql(sql)
 
 
 ENGINES = {"pandas": _pandas, "polars": _polars, "duckdb": _duckdb}
 
-#: (tables of the session, whether its last table may be cleared as shown)
-SESSIONS = {
-    "1/2 sums, then the flag's, outside C": ([("count", False), ("coded", True), ("flag", True)], False),
-    "the flag's sums, then 1/2 sums, outside C": ([("count", False), ("flag", True), ("coded", True)], False),
-    "0/5 sums outside C beside the flag's everywhere": ([("flag", False), ("fives", True)], False),
-    "1/2 sums outside C alone": ([("coded", True)], True),
+COUNT = (("count", None),)
+SESSIONS: dict[str, tuple[list[Table], bool]] = {
+    # (tables of the session, whether its last table may be cleared as shown)
+    "1/2 sums, then the flag's, outside C": (
+        [(("sex",), COUNT, "all"), (("sex",), (("sum", "coded"),), "not C"), (("sex",), (("sum", "flag"),), "not C")],
+        False),
+    "the flag's sums, then 1/2 sums, outside C": (
+        [(("sex",), COUNT, "all"), (("sex",), (("sum", "flag"),), "not C"), (("sex",), (("sum", "coded"),), "not C")],
+        False),
+    "0/5 sums outside C beside the flag's everywhere": (
+        [(("sex",), (("sum", "flag"),), "all"), (("sex",), (("sum", "fives"),), "not C")], False),
+    "1/2 sums outside C alone": ([(("sex",), (("sum", "coded"),), "not C")], True),
+    "the unflagged counted, then a count and the flag's mean outside C": (
+        [(("sex",), COUNT, "unflagged"), (("sex",), (*COUNT, ("mean", "flag")), "not C")], False),
+    "the flag's sums, then a count and a 1 = yes / 2 = no mean outside C": (
+        [(("sex",), (("sum", "flag"),), "all"), (("sex",), (*COUNT, ("mean", "yes12")), "not C")], False),
+    "a 0/-1 coding's mean beside counts, alone": ([(("sex",), (*COUNT, ("mean", "minus")), "all")], True),
+    "a count and the flag's mean without keys": ([((), (*COUNT, ("mean", "flag")), "all")], True),
+    "a count and the flag's mean without keys, then outside C": (
+        [((), (*COUNT, ("mean", "flag")), "all"), ((), (*COUNT, ("mean", "flag")), "not C")], False),
 }
 
 
 @pytest.mark.parametrize("counted_in_engine", [False, True], ids=["by rows", "in the engine"])
 @pytest.mark.parametrize("engine", list(ENGINES))
 @pytest.mark.parametrize("session", list(SESSIONS))
-def test_sums_of_a_coding_are_linked_as_every_population_they_add_up(
+def test_an_indicator_is_linked_as_every_population_it_publishes(
         session: str, engine: str, counted_in_engine: bool, fresh_session: Any, monkeypatch: Any) -> None:
     if counted_in_engine:
         if engine == "pandas":
             pytest.skip("pandas rows are always read")
         monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     tables, may_clear = SESSIONS[session]
+    if engine == "pandas" and not tables[0][0]:
+        pytest.skip("a pandas table has an index")
     sess = fresh_session()
-    made = [ENGINES[engine](expr, not_c) for expr, not_c in tables]
+    made = [ENGINES[engine](t) for t in tables]
     statuses = [verdict(sess.publish(make()))[0] for make in made]
+    assert "review" not in statuses, statuses
     if may_clear:
         assert statuses[-1] == "pass", statuses
     else:  # (one of the tables that reveal C hides it: never all cleared as shown)
         assert statuses[-1] != "pass" or any(s != "pass" for s in statuses[1:-1]), statuses
-        assert "review" not in statuses, statuses
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("session", list(SESSIONS))
+def test_counted_in_the_engine_as_by_rows(session: str, engine: str, fresh_session: Any, monkeypatch: Any) -> None:
+    """The same statuses and hidden cells by rows and counted in the engine."""
+    tables, _ = SESSIONS[session]
+    seen = []
+    for limit in (10**12, 10):
+        monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", limit)
+        sess = fresh_session()
+        seen.append([verdict(sess.publish(ENGINES[engine](t)())) for t in tables])
+    assert seen[0] == seen[1]
 
 
 @pytest.fixture
 def fresh_session(humanitarian_sessions: Any) -> Any:
     return humanitarian_sessions
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_a_coding_whose_group_has_nobody_at_its_higher_value_is_checked(engine: str, fresh_session: Any) -> None:
+    """A 1/2 coding's mean by district × sex where B's men are all at 1, C's cells small: protected
+    as the counts at 2 (B·M: none), C hidden, the rest shown; it was withheld ("no units but a
+    value", red team)."""
+    global FRAME
+    saved = FRAME
+    FRAME = saved.assign(coded=np.where((saved["district"] == "B") & (saved["sex"] == "M"), 1, saved["coded"]))
+    try:
+        out = fresh_session().publish(ENGINES[engine]((("district", "sex"), (("mean", "coded"),), "all"))())
+    finally:
+        FRAME = saved
+    text = out.data["text/plain"]
+    assert "checking failed" not in text
+    assert verdict(out)[0] in ("suppressed", "blocked"), text

@@ -63,7 +63,8 @@ def counted_groups(facts: pd.DataFrame | None, keys: list[str], known: bool,
     per group, the rows where its 0/1 flag is 1), from the facts computed with it: what linking
     inside an engine checks its own count against."""
     counted = fact_names(0)["n"] if known else f"{PREFIX}rows"
-    if facts is None or not keys or counted not in facts.columns or not all(k in facts.columns for k in keys) \
+    if facts is None or (not keys and ones is None) or counted not in facts.columns \
+            or not all(k in facts.columns for k in keys) \
             or "n" in keys:  # (a key named n: linking's count column; counted instead)
         return None
     groups = facts[list(keys)].reset_index(drop=True)
@@ -98,6 +99,28 @@ def summed_flag(ge: Any, stats: set[str], variables: list[str]) -> str | None:
     return var
 
 
+def other_ones(ge: Any, var: Any) -> tuple[float, np.ndarray] | None:
+    """(an indicator's other value, per group its known rows at that value), or None.
+
+    A table that shows an indicator's mean (or its sums beside counts) publishes its known rows
+    and the flagged ones, hence the rest too: linking counts them as one more population
+    (``("other", var)`` in ``InEngineRows.variants``, as ``linking.populations.indicator_variables``
+    by rows)."""
+    found = getattr(ge, "variables", {}).get(var)
+    low = getattr(found, "low", None)
+    if found is None or found.ones is None or low is None or not np.isfinite(low) \
+            or len(found.units) != len(found.ones):
+        return None
+    return float(low), np.maximum(np.asarray(found.units, dtype=np.int64) - np.asarray(found.ones, dtype=np.int64), 0)
+
+
+def level_of(ge: Any, var: Any) -> float:
+    """:func:`flag_level` of an indicator known to have one (1 otherwise; a level of 0, a 0/−1
+    coding's, is kept: ``flag_level(...) or 1.0`` counted such a table at 1, red team)."""
+    level = flag_level(ge, var)
+    return 1.0 if level is None else level
+
+
 def flag_level(ge: Any, var: Any) -> float | None:
     """The value marking the attribute of an indicator (1 for a 0/1 flag, the higher value of a
     two-valued coding, as the facts found it), or None when ``var`` is none: the rows linking
@@ -126,7 +149,7 @@ def flagged_variable(ge: Any, measures: list[tuple[str | None, str]]) -> tuple[b
         if v not in found:
             return False, None
         if getattr(found[v], "ones", None) is not None:
-            if flag_level(ge, v) is None:
+            if flag_level(ge, v) is None or other_ones(ge, v) is None:
                 return False, None
             flags.add(v)
     if not flags:

@@ -417,8 +417,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                                 [written(steps, quoted(k)) for k in keys], list(keys),
                                 frozenset(str(c) for c in root.columns), count, groups, total, **kw)
 
-        def at_level(v: str) -> tuple[str, float]:
-            level = contract.flag_level(ge, v)
+        def at_level(v: str, level: float | None = None) -> tuple[str, float]:
+            level = contract.flag_level(ge, v) if level is None else level
             assert level is not None  # (summed_flag and flagged_variable name indicators with a level)
             return f"coalesce(CAST({quoted(v)} AS DOUBLE) = CAST('{level!r}' AS DOUBLE), false)", level
 
@@ -433,6 +433,10 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             table.variants[flagged] = rows(test, contract.counted_groups(facts, keys, False,
                                                                          ge.variables[flagged].ones),
                                            variant=True, level=level)
+            low, others = contract.other_ones(ge, flagged)  # (checked by flagged_variable)
+            test, _ = at_level(flagged, low)
+            table.variants[("other", flagged)] = rows(test, contract.counted_groups(facts, keys, False, others),
+                                                      variant=True, level=low)
         return table
     except Exception:
         return None

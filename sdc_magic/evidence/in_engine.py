@@ -17,8 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
+
+from . import rows
 
 
 @dataclass
@@ -44,10 +47,13 @@ class InEngineRows:
     #: sums of another coding (1/2) are no counts, its groups alone are checked
     level: float = 1.0
     #: per indicator whose mean (or sum beside other statistics) the table shows, the rows at its
-    #: level: a second population the table publishes (``linking.populations.indicator_variables``)
-    variants: dict[str, InEngineRows] = field(default_factory=dict)
+    #: level (key: the variable) and those at its other value (key: ``("other", variable)``):
+    #: two more populations the table publishes (``linking.populations.indicator_variables``)
+    variants: dict[Any, InEngineRows] = field(default_factory=dict)
     #: this is such a population: its groups (``ones``) are checked, not the table's cells
     variant: bool = False
+    #: rows of the base when the engine knows them without a query (a polars frame's height)
+    base_rows: int | None = None
 
 
 class CountedBases:
@@ -59,24 +65,27 @@ class CountedBases:
     shows a count of 2M people and then a count of one small district would otherwise have the
     two identified in different ways (counted, and read as values): they cannot be matched and
     the second is ``review``. Once a base is counted in the engine, every table over it that the
-    engine can count is counted there (one identity, one set of atoms). The other order (a
-    small table first) is still read by rows: the later large table is then ``review`` beside
-    it when they share a column (docs/known-gaps.md).
+    engine can count is counted there (one identity, one set of atoms); so is every table over a
+    base the engine knows to be large without a query (``InEngineRows.base_rows``: a polars
+    frame), whatever the order. Otherwise (a small DuckDB or Spark table first, their bases'
+    sizes unknown without a count of them) it is read by rows: the later large table is then
+    ``review`` beside it when they share a column (docs/known-gaps.md).
     """
 
     def __init__(self) -> None:
         self._identities: set[str] = set()
 
-    def worth_trying(self, large: bool) -> bool:
-        """Whether a table should be tried in the engine: a large one, or any once a base is."""
-        return large or bool(self._identities)
+    def worth_trying(self, large: bool, sizes_known: bool = False) -> bool:
+        """Whether a table should be tried in the engine: a large one, any once a base is, or
+        any when the engine tells its bases' sizes for free (``sizes_known``)."""
+        return large or sizes_known or bool(self._identities)
 
     def keep(self, found: InEngineRows | None, large: bool) -> InEngineRows | None:
         """``found`` when the table is large (its base is remembered) or over a base counted in the
         engine before; else None (its rows are read)."""
         if found is None:
             return None
-        if large:
+        if large or (found.base_rows is not None and found.base_rows > rows.IN_ENGINE_ROWS):
             self._identities.add(found.identity)
             return found
         return found if found.identity in self._identities else None

@@ -366,8 +366,8 @@ def variant_cells(found: dict[int, Any], entry: Any, positions: np.ndarray, vari
     variant population (its variable's cells); all of them if none does or for ``None``."""
     if variant is None or not found or (isinstance(variant, tuple) and variant[:1] == ("combined",)):
         return found  # a combined population's groups are already its variants' cells
-    known = isinstance(variant, tuple)
-    var = variant[1] if known else variant
+    known = isinstance(variant, tuple) and variant[:1] == ("known",)  # (("other", var): its sums and means)
+    var = variant[1] if isinstance(variant, tuple) else variant
     try:
         at = np.maximum(np.asarray(positions), 0)
         cell_var = np.asarray(entry.evidence.var, dtype=object)[at]

@@ -189,7 +189,8 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
     elif flagged is not None:
         name = flagged[1] if isinstance(flagged, tuple) else flagged
         name = "a condition" if str(name).startswith(("__sdc", ".when")) else repr(name)
-        title = f"{title}, its rows with {name} " + ("known" if isinstance(flagged, tuple) else "set")
+        title = f"{title}, its rows with {name} " + ("not set" if _is_other(flagged) else
+                                                     "known" if isinstance(flagged, tuple) else "set")
     fresh = Population(out_id=out_id, title=title, universe=pop.universe, keys=pop.keys, group=pop.group,
                        labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
                        threshold=threshold, margins_public=pop.margins_public, counted=pop.counted,
@@ -206,8 +207,9 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     split: Split | None = None
     if isinstance(engine_rows, InEngineRows):
         # the rows stay in the engine: its atoms are counted there, one row per atom comes back
-        if flagged is not None:  # (the rows where its indicator is 1: counted in the engine too)
-            engine_rows = engine_rows.variants.get(flagged) if isinstance(flagged, str) else None
+        if flagged is not None:  # (the rows at its indicator's level or other value: counted there too)
+            engine_rows = engine_rows.variants.get(flagged) if isinstance(flagged, str) or _is_other(flagged) \
+                else None
             if engine_rows is None or engine_rows.groups is None:
                 return None
         if not set(engine_rows.keys) <= set(entry.flat.dims):
@@ -373,10 +375,12 @@ def _groups_agree(rows: InEngineRows, split: Split) -> bool:
     """
     groups = rows.groups
     keys = list(rows.keys)
-    if groups is None or not keys:
+    if groups is None:
         return True
     try:
         inside = np.asarray(split.inside, dtype=bool)
+        if not keys:  # (a table without keys: one group, its rows in all)
+            return int(np.asarray(split.atom_size)[inside].sum()) == int(groups["n"].sum())
         counted = split.labels.loc[inside, keys].assign(__n=np.asarray(split.atom_size)[inside]) \
             .groupby(keys, dropna=False, sort=False)["__n"].sum()
         mine = groups.groupby(keys, dropna=False, sort=False)["n"].sum()
@@ -474,6 +478,11 @@ def _population_rows(entry: Any, frame: pd.DataFrame, ids: np.ndarray, flagged: 
         if flagged[1] not in frame.columns:
             return None
         ids = np.where(frame[flagged[1]].notna().to_numpy(), ids, -1)
+    elif _is_other(flagged):
+        found = _indicator_rows(frame, flagged[1])
+        if found is None:
+            return None
+        ids = np.where(found[2], ids, -1)
     else:
         at_level = _at_indicator_level(frame, flagged)
         if at_level is None:
@@ -579,7 +588,15 @@ def _variant_rows(frame: pd.DataFrame, variant: Any) -> np.ndarray | None:
     """The rows a variant population holds (see :func:`indicator_variables`)."""
     if isinstance(variant, tuple) and variant[:1] == ("known",):
         return frame[variant[1]].notna().to_numpy() if variant[1] in frame.columns else None
+    if _is_other(variant):
+        found = _indicator_rows(frame, variant[1])
+        return None if found is None else found[2]
     return _at_indicator_level(frame, variant)
+
+
+def _is_other(variant: Any) -> bool:
+    """Whether ``variant`` is the rows at an indicator's other value (``("other", var)``)."""
+    return isinstance(variant, tuple) and variant[:1] == ("other",)
 
 
 def _variant_of_cells(entry: Any, variants: list[Any]) -> np.ndarray:
@@ -589,8 +606,8 @@ def _variant_of_cells(entry: Any, variants: list[Any]) -> np.ndarray:
     cell_stat = np.asarray(ev.stat).astype(str)
     out = np.full(len(cell_var), -1, dtype=np.int64)
     for j, v in enumerate(variants):
-        known = isinstance(v, tuple)
-        var = v[1] if known else v
+        known = isinstance(v, tuple) and v[:1] == ("known",)
+        var = v[1] if isinstance(v, tuple) else v
         stats = ("count",) if known else ("sum", "mean")
         hit = np.fromiter((x == var for x in cell_var), dtype=bool, count=len(cell_var)) & np.isin(cell_stat, stats)
         out[hit & (out < 0)] = j
@@ -603,9 +620,9 @@ def _at_indicator_level(frame: pd.DataFrame, var: Any) -> np.ndarray | None:
     return None if found is None else found[0]
 
 
-def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float] | None:
-    """(rows at the attribute level of an indicator column, its other value: 0 for a 0/1 flag),
-    or None when the column is no indicator."""
+def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float, np.ndarray] | None:
+    """(rows at the attribute level of an indicator column, its other value: 0 for a 0/1 flag,
+    rows at that value), or None when the column is no indicator."""
     from ..evidence.facts import indicator_values
 
     if var not in frame.columns:
@@ -614,7 +631,7 @@ def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float] |
     values = col.to_numpy(dtype=float) if pd.api.types.is_bool_dtype(col) else \
         pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     found = indicator_values(values)
-    return None if found is None else (values == found[0], found[1])
+    return None if found is None else (values == found[0], found[1], values == found[1])
 
 
 def indicator_variables(entry: Any) -> list[Any]:
@@ -667,6 +684,11 @@ def indicator_variables(entry: Any) -> list[Any]:
         # side by side, disjoint variants add up (district A and B beside each other: their sum
         # against a total published elsewhere gives C); one population over (group, variant)
         out.append(("combined", tuple(out)))
+    # the rows at each indicator's other value are published too: the table's (known) rows less
+    # the flagged ones (red team: a count of the unflagged by sex, then a count and avg(flag)
+    # outside C: 23 - 22 = C's one unflagged woman; and a 1 = yes / 2 = no coding's flagged
+    # rows are those at 1, its "other" value)
+    out += [("other", v) for v in out if not isinstance(v, tuple)]
     return out
 
 

@@ -382,7 +382,7 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     if flag_rows is not None:
         # (a table of an indicator's sums: its rows are those at its level)
         return _in_engine(flag_rows, pending.run, pending.plan.keys, pending.rows, facts,
-                          ones=ge.variables[flag].ones, flag=flag, level=contract.flag_level(ge, flag) or 1.0)
+                          ones=ge.variables[flag].ones, flag=flag, level=contract.level_of(ge, flag))
     flagged_rows = _flag_lineage(pending, ge, flagged)
     if pending.lineage is None or not countable or (flagged is not None and flagged_rows is None):
         return None
@@ -394,14 +394,21 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     if flagged is not None:  # (its flagged rows: one more population, see contract.flagged_variable)
         table.variants[flagged] = _in_engine(flagged_rows, pending.run, pending.plan.keys,
                                              pending.rows, facts, ones=ge.variables[flagged].ones,
-                                             variant=True, level=contract.flag_level(ge, flagged) or 1.0)
+                                             variant=True, level=contract.level_of(ge, flagged))
+        low, others = contract.other_ones(ge, flagged)  # (and the others: checked by flagged_variable)
+        other_rows = _flag_lineage(pending, ge, flagged, low)
+        if other_rows is None:
+            return None
+        table.variants[("other", flagged)] = _in_engine(other_rows, pending.run, pending.plan.keys, pending.rows,
+                                                        facts, ones=others, variant=True, level=low)
     return table
 
 
-def _flag_lineage(pending: Pending, ge: Any, flag: str | None) -> Lineage | None:
-    """The rows of ``pending``'s table where the indicator ``flag`` is at its level, for counting
-    on the connection (None: no such indicator, or a table whose rows are not written there)."""
-    level = contract.flag_level(ge, flag) if flag is not None else None
+def _flag_lineage(pending: Pending, ge: Any, flag: str | None, value: float | None = None) -> Lineage | None:
+    """The rows of ``pending``'s table where the indicator ``flag`` is at its level (or at
+    ``value``: its other value), for counting on the connection (None: no such indicator, or a
+    table whose rows are not written there)."""
+    level = (contract.flag_level(ge, flag) if value is None else value) if flag is not None else None
     if level is None or pending.lineage is None:
         return None
     try:

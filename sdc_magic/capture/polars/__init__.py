@@ -287,7 +287,7 @@ class PolarsCapture:
             n_rows = int(facts[f"{contract.PREFIX}rows"].sum())
             large = n_rows > row_limits.IN_ENGINE_ROWS
             rows = self._counted.keep(in_engine(source, by, named_by, keys, out, ge, facts), large) \
-                if isinstance(source, pl.DataFrame | pl.LazyFrame) and self._counted.worth_trying(large) else None
+                if isinstance(source, pl.DataFrame | pl.LazyFrame) and self._counted.worth_trying(large, True) else None
             if rows is None:  # (no row leaves polars above; below, or not written over a frame: its rows)
                 rows = linking_rows(source.lazy(), by, named_by, keys, out, n_rows, positions=_row_positions(source),
                                     notes=notes)
@@ -509,7 +509,7 @@ class PolarsCapture:
         rows = None
         n_rows = int(ge.rows.sum()) if ge.rows is not None else 0
         large = n_rows > row_limits.IN_ENGINE_ROWS
-        if link and source is not None and unit is None and self._counted.worth_trying(large):
+        if link and source is not None and unit is None and self._counted.worth_trying(large, True):
             rows = self._counted.keep(in_engine(source, by, named_by, keys, resolved, ge, facts, derived),
                                       large)  # no row leaves polars
         if link and rows is None:

@@ -392,7 +392,8 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     return InEngineRows("polars", identity(line.root), written(steps, condition),
                         [written(steps, e) for e in key_exprs],
                         list(keys), frozenset(str(c) for c in line.root.lazy().collect_schema().names()), count,
-                        groups, total, None if variant else flag, level=level, variant=variant)
+                        groups, total, None if variant else flag, level=level, variant=variant,
+                        base_rows=int(root.height) if isinstance(root, pl.DataFrame) else None)
 
 
 def _height(root: Any) -> int:
@@ -484,12 +485,16 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
         if flag is not None:
             return in_engine_rows(line, keys, exprs, None,
                                   contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag,
-                                  level=contract.flag_level(ge, flag) or 1.0)
+                                  level=contract.level_of(ge, flag))
         table = in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None))
         if flagged is not None:  # (its flagged rows: one more population, see ``contract.flagged_variable``)
             table.variants[flagged] = in_engine_rows(
                 line, keys, exprs, None, contract.counted_groups(facts, keys, False, ge.variables[flagged].ones),
-                flagged, variant=True, level=contract.flag_level(ge, flagged) or 1.0)
+                flagged, variant=True, level=contract.level_of(ge, flagged))
+            low, others = contract.other_ones(ge, flagged)  # (checked by flagged_variable)
+            table.variants[("other", flagged)] = in_engine_rows(
+                line, keys, exprs, None, contract.counted_groups(facts, keys, False, others), flagged,
+                variant=True, level=low)
         return table
     except Exception:  # (written by rows instead)
         return None
