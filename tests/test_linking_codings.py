@@ -143,6 +143,9 @@ def fresh_session(humanitarian_sessions: Any) -> Any:
     return humanitarian_sessions
 
 
+@pytest.mark.xfail(strict=True, reason="a 1/2 coding with a group lacking its higher value is withheld (checking "
+                   "fails closed: no units but a value); protecting it as the counts at its level put those "
+                   "counts into the certificate (red team), reverted")
 @pytest.mark.parametrize("engine", list(ENGINES))
 def test_a_coding_whose_group_has_nobody_at_its_higher_value_is_checked(engine: str, fresh_session: Any) -> None:
     """A 1/2 coding's mean by district × sex where B's men are all at 1, C's cells small: protected

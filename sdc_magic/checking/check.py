@@ -815,15 +815,8 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
         top_cols.append(name)
     ones = getattr(ev, "ones", None)
     indicator = ones is not None and len(inner) > 0 and bool(np.isfinite(ones[inner]).all())
-    counted_at_level = False
     if indicator:  # sums and means of a 0/1 variable are protected as the counts they are
         cells["units"] = np.nan_to_num(ones[inner], nan=0.0)
-        # another coding (1/2, 0/5): its cells are protected as the counts at its level too (a 1/2
-        # sum of a group without a 2 has a value and no unit at that level: the check failed,
-        # red team 2026-12-04); the intervals are then of those counts, not of the figures shown
-        counted_at_level = not np.array_equal(cells["value"].to_numpy(), cells["units"].to_numpy(dtype=float))
-        if counted_at_level:
-            cells["value"] = cells["units"].to_numpy(dtype=float)
     magnitude = bool(stat & {"sum", "mean"}) and not indicator
     # a count table whose values are its units is a frequency table for the engine: a hidden
     # small count's interval must then also reach the threshold (not only ±protection %)
@@ -849,8 +842,7 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
             result = _call_protect(protect, cells, internal, top_cols if magnitude else None, rules, kwargs,
                                    frequency=frequency)
     out = result.cells
-    mapped = _map_protection(entry, sel, margin, dims, internal, stat, result, out)
-    return (mapped[0], {}, *mapped[2:]) if counted_at_level else mapped
+    return _map_protection(entry, sel, margin, dims, internal, stat, result, out)
 
 
 def _in_label_order(entry: Entry, cells: np.ndarray, dims: list[str]) -> np.ndarray:
