@@ -114,6 +114,16 @@ def other_ones(ge: Any, var: Any) -> tuple[float, np.ndarray] | None:
     return float(low), np.maximum(np.asarray(found.units, dtype=np.int64) - np.asarray(found.ones, dtype=np.int64), 0)
 
 
+def variant_populations(ge: Any, flagged: str) -> list[tuple[Any, float, np.ndarray]]:
+    """The populations an indicator's mean (or its sums beside others) publishes besides the
+    table's rows, as (key in ``InEngineRows.variants``, the value its rows have, per group its
+    rows): the rows at its level, and those at its other value. One list for every engine, so
+    each counts the same populations as ``linking.populations.indicator_variables`` by rows.
+    ``flagged``: as :func:`flagged_variable` names it (it has both)."""
+    low, others = other_ones(ge, flagged)  # type: ignore[misc]  # (checked by flagged_variable)
+    return [(flagged, level_of(ge, flagged), ge.variables[flagged].ones), (("other", flagged), low, others)]
+
+
 def level_of(ge: Any, var: Any) -> float:
     """:func:`flag_level` of an indicator known to have one (1 otherwise; a level of 0, a 0/−1
     coding's, is kept: ``flag_level(...) or 1.0`` counted such a table at 1, red team)."""

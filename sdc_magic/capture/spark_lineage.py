@@ -428,15 +428,11 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                         level=level)
         table = rows(f"({quoted(known)} IS NOT NULL)" if known is not None else None,
                      contract.counted_groups(facts, keys, known is not None))
-        if flagged is not None:
-            test, level = at_level(flagged)
-            table.variants[flagged] = rows(test, contract.counted_groups(facts, keys, False,
-                                                                         ge.variables[flagged].ones),
-                                           variant=True, level=level)
-            low, others = contract.other_ones(ge, flagged)  # (checked by flagged_variable)
-            test, _ = at_level(flagged, low)
-            table.variants[("other", flagged)] = rows(test, contract.counted_groups(facts, keys, False, others),
-                                                      variant=True, level=low)
+        for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
+            # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
+            test, _ = at_level(flagged, value)
+            table.variants[key] = rows(test, contract.counted_groups(facts, keys, False, ones), variant=True,
+                                       level=value)
         return table
     except Exception:
         return None

@@ -383,24 +383,20 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
         # (a table of an indicator's sums: its rows are those at its level)
         return _in_engine(flag_rows, pending.run, pending.plan.keys, pending.rows, facts,
                           ones=ge.variables[flag].ones, flag=flag, level=contract.level_of(ge, flag))
-    flagged_rows = _flag_lineage(pending, ge, flagged)
-    if pending.lineage is None or not countable or (flagged is not None and flagged_rows is None):
+    if pending.lineage is None or not countable:
         return None
     # (a table of one variable's statistics covers its known rows: their count per group)
     known = len(pending.variables) == 1 and "size" not in _stats(pending)
     counted = contract.fact_names(0)["n"] if known else f"{contract.PREFIX}rows"
     table = _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
                        facts, counted)
-    if flagged is not None:  # (its flagged rows: one more population, see contract.flagged_variable)
-        table.variants[flagged] = _in_engine(flagged_rows, pending.run, pending.plan.keys,
-                                             pending.rows, facts, ones=ge.variables[flagged].ones,
-                                             variant=True, level=contract.level_of(ge, flagged))
-        low, others = contract.other_ones(ge, flagged)  # (and the others: checked by flagged_variable)
-        other_rows = _flag_lineage(pending, ge, flagged, low)
-        if other_rows is None:
+    for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
+        # (its flagged rows and the others: more populations, see contract.flagged_variable)
+        rows = _flag_lineage(pending, ge, flagged, value)
+        if rows is None:
             return None
-        table.variants[("other", flagged)] = _in_engine(other_rows, pending.run, pending.plan.keys, pending.rows,
-                                                        facts, ones=others, variant=True, level=low)
+        table.variants[key] = _in_engine(rows, pending.run, pending.plan.keys, pending.rows, facts, ones=ones,
+                                         variant=True, level=value)
     return table
 
 

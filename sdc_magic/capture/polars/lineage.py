@@ -487,14 +487,11 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
                                   contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag,
                                   level=contract.level_of(ge, flag))
         table = in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None))
-        if flagged is not None:  # (its flagged rows: one more population, see ``contract.flagged_variable``)
-            table.variants[flagged] = in_engine_rows(
-                line, keys, exprs, None, contract.counted_groups(facts, keys, False, ge.variables[flagged].ones),
-                flagged, variant=True, level=contract.level_of(ge, flagged))
-            low, others = contract.other_ones(ge, flagged)  # (checked by flagged_variable)
-            table.variants[("other", flagged)] = in_engine_rows(
-                line, keys, exprs, None, contract.counted_groups(facts, keys, False, others), flagged,
-                variant=True, level=low)
+        for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
+            # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
+            table.variants[key] = in_engine_rows(line, keys, exprs, None,
+                                                 contract.counted_groups(facts, keys, False, ones), flagged,
+                                                 variant=True, level=value)
         return table
     except Exception:  # (written by rows instead)
         return None
