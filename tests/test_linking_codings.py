@@ -39,7 +39,8 @@ FRAME = pd.DataFrame(PEOPLE).assign(coded=lambda d: d["flag"] + 1, fives=lambda 
 
 #: a table: (its keys, its measures as (statistic, variable), which rows)
 Table = tuple[tuple[str, ...], tuple[tuple[str, str | None], ...], str]
-WHERE = {"all": None, "not C": ("district", "!=", "C"), "unflagged": ("flag", "==", 0)}
+WHERE = {"all": None, "not C": ("district", "!=", "C"), "unflagged": ("flag", "==", 0), "flagged": ("flag", "==", 1),
+         "A": ("district", "==", "A"), "B": ("district", "==", "B")}
 
 
 def _pandas(table: Table) -> Callable[[], Any]:
@@ -99,12 +100,31 @@ SESSIONS: dict[str, tuple[list[Table], bool]] = {
     "a count and the flag's mean without keys": ([((), (*COUNT, ("mean", "flag")), "all")], True),
     "a count and the flag's mean without keys, then outside C": (
         [((), (*COUNT, ("mean", "flag")), "all"), ((), (*COUNT, ("mean", "flag")), "not C")], False),
+    # three tables whose unflagged (flagged) rows add up: 23 − 12 − 10 = C's one unflagged woman
+    # (14 − 8 − 5: the flagged one); the last table's indicator rows are audited with the others
+    "the unflagged counted, then a count and the flag's mean in A, then in B": (
+        [(("sex",), COUNT, "unflagged"), (("sex",), (*COUNT, ("mean", "flag")), "A"),
+         (("sex",), (*COUNT, ("mean", "flag")), "B")], False),
+    "the flagged counted, then a count and the flag's mean in A, then in B": (
+        [(("sex",), COUNT, "flagged"), (("sex",), (*COUNT, ("mean", "flag")), "A"),
+         (("sex",), (*COUNT, ("mean", "flag")), "B")], False),
+    "a count and the flag's mean in A, then the unflagged counted, then in B": (
+        [(("sex",), (*COUNT, ("mean", "flag")), "A"), (("sex",), COUNT, "unflagged"),
+         (("sex",), (*COUNT, ("mean", "flag")), "B")], False),
 }
+
+#: DuckDB read by rows places a table's rows among earlier ones by their content: B's 30 rows share
+#: only 13 with the flagged and A's (under half of either), so they start a universe of their own and
+#: are compared with nothing (docs/known-gaps.md); counted in DuckDB (the sizes linking meets in
+#: practice) they are linked
+UNPLACED = {("the flagged counted, then a count and the flag's mean in A, then in B", "duckdb")}
 
 
 #: (session, engine, counted in the engine): pandas rows are always read, and a pandas table has
 #: an index (no table without keys)
-CASES = [pytest.param(session, engine, in_engine, id=f"{session}-{engine}-{'in the engine' if in_engine else 'by rows'}")
+CASES = [pytest.param(session, engine, in_engine, id=f"{session}-{engine}-{'in the engine' if in_engine else 'by rows'}",
+                      marks=[pytest.mark.xfail(strict=True, reason="rows placed by content, too little overlap")]
+                      if (session, engine) in UNPLACED and not in_engine else [])
          for session, (tables, _) in SESSIONS.items() for engine in ENGINES for in_engine in (False, True)
          if engine != "pandas" or (not in_engine and tables[0][0])]
 
@@ -125,8 +145,10 @@ def test_an_indicator_is_linked_as_every_population_it_publishes(
         assert statuses[-1] != "pass" or any(s != "pass" for s in statuses[1:-1]), statuses
 
 
-@pytest.mark.parametrize("engine", ["polars", "duckdb"])
-@pytest.mark.parametrize("session", list(SESSIONS))
+@pytest.mark.parametrize(("session", "engine"), [
+    pytest.param(session, engine, marks=[pytest.mark.xfail(strict=True, reason="by rows: see UNPLACED")]
+                 if (session, engine) in UNPLACED else [])
+    for session in SESSIONS for engine in ("polars", "duckdb")])
 def test_counted_in_the_engine_as_by_rows(session: str, engine: str, fresh_session: Any, monkeypatch: Any) -> None:
     """The same statuses and hidden cells by rows and counted in the engine."""
     tables, _ = SESSIONS[session]
@@ -161,3 +183,30 @@ def test_a_coding_whose_group_has_nobody_at_its_higher_value_is_checked(engine: 
     text = out.data["text/plain"]
     assert "checking failed" not in text
     assert verdict(out)[0] in ("suppressed", "blocked"), text
+
+
+def _indicator_means(n: int, rng_seed: int = 5) -> pd.DataFrame:
+    rng = np.random.default_rng(rng_seed)
+    return FRAME.assign(**{f"i{i}": rng.integers(0, 2, len(FRAME)) for i in range(1, n + 1)})
+
+
+def test_the_rows_of_many_indicators_are_linked(fresh_session: Any) -> None:
+    """Red team: a pandas table kept the rows of 6 indicators; the 7th's unflagged rows were not
+    linked (the unflagged by sex, then a count and seven indicators' means outside C: 23 − 22)."""
+    d = _indicator_means(6)
+    sess = fresh_session()
+    first = verdict(sess.publish(d[d.flag == 0].groupby("sex").agg(n=("person", "size"))))
+    agg = dict(n=("person", "size"), **{f"i{i}": (f"i{i}", "mean") for i in range(1, 7)}, flag=("flag", "mean"))
+    second = verdict(sess.publish(d[d.district != "C"].groupby("sex").agg(**agg)))
+    assert (first[0], second[0]) == ("pass", "suppressed"), (first, second)
+
+
+def test_a_table_of_more_indicators_than_are_linked_is_review(fresh_session: Any) -> None:
+    """Beyond MAX_INDICATORS the rows of the rest are not compared: review, saying so; never cleared."""
+    from sdc_magic.linking import MAX_INDICATORS
+
+    d = _indicator_means(MAX_INDICATORS + 1)
+    agg = {f"i{i}": (f"i{i}", "mean") for i in range(1, MAX_INDICATORS + 2)}
+    out = fresh_session().publish(d.groupby("district").agg(n=("person", "size"), **agg))
+    assert verdict(out)[0] == "review"
+    assert "were not compared with other outputs" in out.data["text/plain"]

@@ -417,8 +417,7 @@ class Session:
         not from ``checked.frame``, which may be reordered (rows with hidden cells last): the
         evidence of a reordered copy was matched to the cells in the original order, and the
         values drawn were another row's (a MultiIndex ``value_counts`` in a long session)."""
-        from ..linking import joint_audit, record_hidden_margins, record_hidden_model
-        from ..rules import Reason
+        from ..linking import record_hidden_margins, record_hidden_model
 
         pinned = getattr(self, "_public_given", False) and checked.kind == "table" and checked.status == "blocked" \
             and any(n.startswith("No suppression pattern can protect") for n in checked.notes)
@@ -459,53 +458,99 @@ class Session:
             if checked.status in ("pass", "suppressed"):
                 checked.status = "review"  # never cleared beside "not compared"
         if earlier:  # (hidden cells, or small groups of rows the outputs separate together)
-            added, problems, notes, unproven = joint_audit(draft, linker, self.rules.protection)
-            checked.notes.extend(notes)
-            if unproven and checked.status in ("pass", "suppressed"):
-                checked.status = "review"  # never cleared beside "not audited" (issue 21)
-            checked.notes.extend(unproven)
-            for g in added:
-                for i in np.flatnonzero(draft.display_group == g):
-                    r, c = int(checked.cell_rows[i]), int(checked.cell_cols[i])
-                    if not checked.hidden[r, c]:
-                        checked.hidden[r, c] = True
-                        checked.hidden_flat[i] = True
-                        checked.secondary_count += 1
-                        checked.reasons.setdefault((r, c), []).append(Reason(
-                            "secondary", "hidden so that cells hidden here or in earlier outputs cannot be "
-                            "recovered from the two together"))
-            if added and checked.status == "pass":
-                checked.status = "suppressed"
-            if problems:
-                checked.status = "blocked"
-                checked.hidden[:] = True
-                checked.hidden_flat[:] = True
-                checked.intervals = {}  # bounds of a pattern that is not shown
-                checked.notes.extend(problems)
+            draft = self._audit_jointly(draft, checked, out_id)
+            if draft is None:
                 return
-            if added:
-                checked.notes.append(f"{len(added)} more cell(s) hidden after a joint audit with earlier outputs")
-                hidden_model = pop.hidden_model
-                draft = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id)
-                if draft is None:
-                    return
-                draft.pop.hidden_model = hidden_model
         linker.commit(draft)
-        from ..linking import indicator_variables
+        self._link_indicator_rows(out_id, checked, linker, [draft])
 
+    def _audit_jointly(self, draft: Any, checked: Checked, out_id: str, flagged: Any = None,
+                       recorded: list[Any] | None = None) -> Any:
+        """The joint audit of one population of a displayed table with related earlier ones; the
+        cells it hides are hidden in ``checked`` (and in the populations of this output already
+        ``recorded``). Returns the population's draft under the final pattern (None: blocked, or
+        the table can no longer be drafted)."""
+        from ..linking import joint_audit
+        from ..rules import Reason
+
+        linker = self._linker()
+        added, problems, notes, unproven = joint_audit(draft, linker, self.rules.protection, siblings=recorded,
+                                                       hidden_flat=checked.hidden_flat)
+        checked.notes.extend(notes)
+        if unproven and checked.status in ("pass", "suppressed"):
+            checked.status = "review"  # never cleared beside "not audited" (issue 21)
+        checked.notes.extend(unproven)
+        newly = 0
+        for g in added:
+            # every displayed cell of the group (an indicator's rows: its count and its mean)
+            for i in np.flatnonzero(draft.display_group == g):
+                r, c = int(checked.cell_rows[i]), int(checked.cell_cols[i])
+                if not checked.hidden[r, c]:
+                    checked.hidden[r, c] = True
+                    checked.hidden_flat[i] = True
+                    checked.secondary_count += 1
+                    newly += 1
+                    checked.reasons.setdefault((r, c), []).append(Reason(
+                        "secondary", "hidden so that cells hidden here or in earlier outputs cannot be "
+                        "recovered from the two together"))
+        if newly and checked.status == "pass":
+            checked.status = "suppressed"
+        if problems:
+            checked.status = "blocked"
+            checked.hidden[:] = True
+            checked.hidden_flat[:] = True
+            checked.intervals = {}  # bounds of a pattern that is not shown
+            checked.notes.extend(problems)
+            if recorded:  # (a blocked output publishes nothing, and hides nothing that others must hide)
+                linker.hide_more(recorded, checked.hidden_flat, blocked=True)
+            return None
+        if not newly:
+            return draft
+        checked.notes.append(f"{newly} more cell(s) hidden after a joint audit with earlier outputs")
+        if recorded:
+            linker.hide_more(recorded, checked.hidden_flat)
+        hidden_model = draft.pop.hidden_model
+        draft = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id, flagged)
+        if draft is not None:
+            draft.pop.hidden_model = hidden_model
+        return draft
+
+    def _link_indicator_rows(self, out_id: str, checked: Checked, linker: Any, recorded: list[Any]) -> None:
+        """Record the rows an indicator's means or sums publish (its flagged rows, its other rows,
+        side by side), each audited jointly with earlier outputs first.
+
+        Why the audit: those rows add up with other outputs' rows like a count of them does
+        (the unflagged counted by sex; a count and the flag's mean by sex in A, then in B:
+        23 − 12 − 10 = C's one unflagged woman), and the table's own rows do not show it."""
+        from ..linking import MAX_INDICATORS, indicator_variables, indicators_left_out
+
+        left_out = indicators_left_out(checked.entry)
+        if left_out:
+            checked.notes.append(f"the rows that {len(left_out)} more indicator(s) publish ("
+                                 f"{', '.join(map(repr, left_out[:5]))}{', …' if len(left_out) > 5 else ''}) were not "
+                                 "compared with other outputs (a table's means or sums of at most "
+                                 f"{MAX_INDICATORS} indicators are): an output checker decides, or show fewer")
+            if checked.status in ("pass", "suppressed"):
+                checked.status = "review"  # never cleared beside "not compared"
         for flagged in indicator_variables(checked.entry):
             # the flagged rows a mean (or sum) of an indicator publishes: a second population
             extra = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id, flagged)
-            if extra is not None:
-                linker.commit(extra)
-            elif isinstance(getattr(checked.entry.source, "rows", None), InEngineRows):
-                # counted in the engine and not found there (its count failed, or did not give the
-                # flagged rows their groups' counts): not compared, never cleared beside others
-                unread = linker.not_linked(out_id, checked.entry, checked.notes)
-                if unread is not None:
-                    checked.notes.append(unread)
-                    if checked.status in ("pass", "suppressed"):
-                        checked.status = "review"
+            if extra is None:
+                if isinstance(getattr(checked.entry.source, "rows", None), InEngineRows):
+                    # counted in the engine and not found there (its count failed, or did not give the
+                    # flagged rows their groups' counts): not compared, never cleared beside others
+                    unread = linker.not_linked(out_id, checked.entry, checked.notes)
+                    if unread is not None:
+                        checked.notes.append(unread)
+                        if checked.status in ("pass", "suppressed"):
+                            checked.status = "review"
+                continue
+            if any(p.out_id != out_id for p in linker.related(extra)):
+                extra = self._audit_jointly(extra, checked, out_id, flagged, recorded)
+                if extra is None:
+                    return
+            linker.commit(extra)
+            recorded.append(extra)
 
     @property
     def outputs(self) -> list[OutputRecord]:

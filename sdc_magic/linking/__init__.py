@@ -29,12 +29,21 @@ from typing import TYPE_CHECKING, Any
 
 from .differencing import variant_cells
 from .linker import Linker
-from .populations import clear_cache, indicator_variables, record_hidden_margins, record_hidden_model
+from .populations import (
+    MAX_INDICATORS,
+    clear_cache,
+    indicator_variables,
+    indicators_left_out,
+    record_hidden_margins,
+    record_hidden_model,
+)
 
 __all__ = [
+    "MAX_INDICATORS",
     "Linker",
     "clear_cache",
     "indicator_variables",
+    "indicators_left_out",
     "joint_audit",
     "record_hidden_margins",
     "record_hidden_model",

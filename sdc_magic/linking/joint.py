@@ -28,7 +28,7 @@ import pandas as pd
 from ..protect.lp import ITERATIONS_PER_SECOND, WorkLimit, work_done
 from .linker import Linker
 from .names import join_names
-from .populations import Draft, Population
+from .populations import Draft, Population, shown_groups
 
 #: Common cells up to which the joint audit runs (above: not audited, and the table is
 #: ``review``).  With ``joint_bounds`` a 35x28x10 table shown again with margins (8,900
@@ -55,8 +55,14 @@ Target = tuple[int, int]
 
 
 def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = MAX_JOINT_TABLES,
-                budget: float = JOINT_AUDIT_ITERATIONS) -> tuple[list[int], list[str], list[str], list[str]]:
+                budget: float = JOINT_AUDIT_ITERATIONS, siblings: list[Draft] | None = None,
+                hidden_flat: np.ndarray | None = None) -> tuple[list[int], list[str], list[str], list[str]]:
     """Audit the new table's and related earlier tables' hidden primaries together.
+
+    ``siblings``: populations the same output published and that are recorded already (its
+    rows, when ``d`` is the rows an indicator's mean publishes), with ``hidden_flat`` its
+    pattern. They are this output, not earlier ones: a cell hidden for ``d`` hides their cells
+    of the same displayed row too, and what they reveal is charged to it.
 
     Returns (published groups of the new table to hide in addition, problems that remain,
     notes, what could not be proven). Only failures the new table causes count: a cell an
@@ -68,7 +74,8 @@ def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = M
     """
     unproven: list[str] = []
     try:
-        added, problems, notes = _audit(d, linker, protection, max_tables, work_done() + budget, unproven)
+        added, problems, notes = _audit(d, linker, protection, max_tables, work_done() + budget, unproven,
+                                        Siblings(siblings or [], hidden_flat))
     except WorkLimit:
         return [], [], [], [f"the joint audit with earlier outputs used its whole work budget ({int(budget):,} "
                             "simplex iterations) before it could prove that they do not reveal a hidden cell "
@@ -76,8 +83,8 @@ def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = M
     return added, problems, notes, unproven
 
 
-def _audit(d: Draft, linker: Linker, protection: float, max_tables: int, end: float, unproven: list[str]
-           ) -> tuple[list[int], list[str], list[str]]:
+def _audit(d: Draft, linker: Linker, protection: float, max_tables: int, end: float, unproven: list[str],
+           siblings: Siblings) -> tuple[list[int], list[str], list[str]]:
     """The audit with the ``max_tables`` newest related outputs (fewer while their common
     cells are too many); ``end``: the work count (:func:`.lp.work_done`) it must not pass."""
     olds = list(reversed(linker.related(d)))[:max_tables]
@@ -86,12 +93,33 @@ def _audit(d: Draft, linker: Linker, protection: float, max_tables: int, end: fl
     common = CommonCells.of(d, [d.pop, *olds])
     if common.n_cells > MAX_JOINT_CELLS:
         if len(common.tables) > 2:
-            return _audit(d, linker, protection, len(common.tables) - 2, end, unproven)
+            return _audit(d, linker, protection, len(common.tables) - 2, end, unproven, siblings)
         unproven.append(f"the joint audit with earlier outputs was not run: {common.n_cells:,} cells in common "
                         f"(at most {MAX_JOINT_CELLS:,})")
         return [], [], []
-    audit = JointAudit(d, common, protection / 100.0, end, unproven)
-    return audit.run(lambda: linker.findings(d)["derivable"])
+    audit = JointAudit(d, common, protection / 100.0, end, unproven, siblings)
+    return audit.run(lambda: linker.findings(d, without=d.pop.out_id if siblings.drafts else None)["derivable"])
+
+
+@dataclass
+class Siblings:
+    """The recorded populations of the output being audited (see :func:`joint_audit`)."""
+
+    drafts: list[Draft]
+    hidden_flat: np.ndarray | None
+
+    def index_in(self, tables: list[Population]) -> dict[int, Draft]:
+        """Per position in ``tables`` of a sibling, its draft."""
+        return {t: d for t, pop in enumerate(tables) for d in self.drafts if pop is d.pop}
+
+    def published_after(self, sibling: Draft, new: Draft, extra: set[int]) -> np.ndarray:
+        """The sibling's published groups once the new population's groups ``extra`` are hidden
+        (every displayed cell of theirs)."""
+        hidden = np.isin(new.display_group, list(extra))
+        if self.hidden_flat is not None and len(self.hidden_flat) == len(hidden):
+            hidden |= np.asarray(self.hidden_flat, dtype=bool)
+        published, _ = shown_groups(sibling.display_group, len(sibling.pop.labels), hidden)
+        return sibling.pop.published & published
 
 
 @dataclass
@@ -132,8 +160,13 @@ class JointAudit:
     (:meth:`drop_unneeded`).
     """
 
-    def __init__(self, d: Draft, common: CommonCells, m: float, end: float, unproven: list[str]) -> None:
+    def __init__(self, d: Draft, common: CommonCells, m: float, end: float, unproven: list[str],
+                 siblings: Siblings | None = None) -> None:
         self.d = d
+        self.siblings = siblings or Siblings([], None)
+        self.sibling_at = self.siblings.index_in(common.tables)  # tables that are this output too
+        # per sibling, (its group, the new table's group) shown in the same displayed cell
+        self.sibling_pairs = {t: _shown_together(s.display_group, d.display_group) for t, s in self.sibling_at.items()}
         self.unproven = unproven  # what could not be proven (the table is review)
         self.new = d.pop
         self.tables = common.tables
@@ -234,7 +267,8 @@ class JointAudit:
         this table's doing (noted). Returns (the other failing targets, those set aside)."""
         if not bad:
             return bad, set()
-        before = set(self.failing(self.intervals(self.everything[1:], set(), bad)))
+        earlier = [t for t in self.everything[1:] if t not in self.sibling_at]
+        before = set(self.failing(self.intervals(earlier, set(), bad)))
         if before:
             names = join_names([self.named(t, g) for t, g in before])
             notes.append(f"earlier outputs together already reveal {names}; this table adds nothing to that")
@@ -252,7 +286,7 @@ class JointAudit:
                 break
             progress = False
             for t, g in bad:
-                pick = _candidate(self.members(t, g), self.tables, self.cell_group, extra, public)
+                pick = _candidate(self.members(t, g), self.tables, self.cell_group, extra, public, self.hideable)
                 if pick is None:
                     continue
                 extra.add(pick)
@@ -262,6 +296,15 @@ class JointAudit:
                 break
             bad = self.failing(self.intervals(self.everything, extra, wanted))
         return extra, added, bad
+
+    def hideable(self, cells: np.ndarray) -> np.ndarray:
+        """The new table's groups holding rows of the common ``cells``, and those whose displayed
+        cells show a group of a sibling population holding such rows (hiding them hides it)."""
+        found = [self.cell_group[0][cells]]
+        for t, pairs in self.sibling_pairs.items():
+            g = self.cell_group[t][cells]
+            found.append(pairs[np.isin(pairs[:, 0], g[g >= 0]), 1])
+        return np.concatenate(found)
 
     def drop_unneeded(self, extra: set[int], added: list[int], wanted: list[Target]) -> None:
         """Smallest loss: drop every added cell the others make unnecessary (last added first;
@@ -382,6 +425,8 @@ class JointAudit:
             if t == 0 and extra:
                 published = pop.published.copy()
                 published[list(extra)] = False
+            elif t in self.sibling_at and extra:
+                published = self.siblings.published_after(self.sibling_at[t], self.d, extra)
             for subset in pop.levels():
                 mapping, sizes, pub, _ = pop.level_facts(subset, published)
                 g = self.cell_group[t]
@@ -445,14 +490,24 @@ class JointAudit:
         return bad
 
 
+def _shown_together(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distinct (group of ``a``, group of ``b``) pairs of displayed cells in both."""
+    both = (a >= 0) & (b >= 0)
+    if not both.any():
+        return np.zeros((0, 2), dtype=np.int64)
+    return np.unique(np.stack([a[both], b[both]], axis=1).astype(np.int64), axis=0)
+
+
 def _candidate(members: np.ndarray, tables: list[Population], cell_group: list[np.ndarray], extra: set[int],
-               derivable: np.ndarray) -> int | None:
+               derivable: np.ndarray, hideable: Callable[[np.ndarray], np.ndarray]) -> int | None:
     """The published cell of the new table (``tables[0]``) to hide next for a failing cell.
 
     First the new cells that share rows with it (smallest first); otherwise those that
     share a published constraint with it — a cell or margin of any table containing its
     rows, smallest constraint first (hiding the complement of a hidden cell within its
     total). Cells public elsewhere are never chosen: hiding them protects nothing.
+    ``hideable``: the new table's groups whose hiding hides rows of the given common cells
+    (through the output's other populations too, see :class:`Siblings`).
     """
     new = tables[0]
 
@@ -460,7 +515,7 @@ def _candidate(members: np.ndarray, tables: list[Population], cell_group: list[n
         return [int(x) for x in np.unique(groups) if x >= 0 and new.published[x] and x not in extra
                 and not derivable[x]]
 
-    near = usable(cell_group[0][members])
+    near = usable(hideable(members))
     if near:
         return min(near, key=lambda x: new.size[x])
     options: list[tuple[int, int, int]] = []
@@ -474,6 +529,6 @@ def _candidate(members: np.ndarray, tables: list[Population], cell_group: list[n
             for s_ in np.unique(level[members]):
                 if s_ < 0 or not pub[s_]:
                     continue
-                for x in usable(cell_group[0][level == s_]):
+                for x in usable(hideable(np.flatnonzero(level == s_))):
                     options.append((int(sizes[s_]), int(new.size[x]), x))
     return min(options)[2] if options else None

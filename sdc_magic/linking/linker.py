@@ -26,7 +26,7 @@ from .identity import combine
 from .in_engine import EngineUniverse, Split, split
 from .in_engine import place as place_in_engine
 from .names import output_order
-from .populations import Draft, Population, clear_cache, too_many_rows
+from .populations import Draft, Population, clear_cache, hide_in_recorded, too_many_rows
 from .populations import draft as draft_population
 from .universes import MAX_UNIVERSES, Universe, place
 
@@ -250,9 +250,10 @@ class Linker:
         return [p for p in d.universe.populations if p.universe is d.universe]
 
     @own_work
-    def findings(self, d: Draft) -> dict[str, Any]:
-        """Differencing hits, hidden-elsewhere hits and derivable (public) groups of a draft."""
-        return differencing.findings(d, self.related(d))
+    def findings(self, d: Draft, without: str | None = None) -> dict[str, Any]:
+        """Differencing hits, hidden-elsewhere hits and derivable (public) groups of a draft;
+        ``without``: an output left out (the draft's own, whose other populations are recorded)."""
+        return differencing.findings(d, [p for p in self.related(d) if without is None or p.out_id != without])
 
     @own_work
     def differencing_reasons(self, d: Draft, positions: np.ndarray) -> dict[int, list[Any]]:
@@ -293,6 +294,17 @@ class Linker:
             return
         self._drop_duplicates(u)
         self._bound()
+        self.save()
+
+    def hide_more(self, recorded: list[Draft], hidden_flat: np.ndarray, blocked: bool = False) -> None:
+        """Hide more cells of an output whose populations ``recorded`` were committed (a later
+        population of the same output was audited with them and needed more hidden); saved.
+        ``blocked``: the output is withheld whole, so its populations publish nothing and, as a
+        blocked output that is never recorded, ask no later output to hide anything."""
+        for d in recorded:
+            hide_in_recorded(d, hidden_flat)
+            if blocked:
+                d.pop.hidden_shown = np.zeros_like(d.pop.hidden_shown)
         self.save()
 
     @own_work

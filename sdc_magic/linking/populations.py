@@ -178,12 +178,7 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
             _drafts.pop(next(iter(_drafts)))
         _drafts[key] = (entry, positions, base)
     pop = base.pop
-    n_groups = len(pop.labels)
-    shown = base.display_group >= 0
-    visible = shown if hidden_flat is None else shown & ~np.asarray(hidden_flat, dtype=bool)
-    published = np.bincount(base.display_group[visible], minlength=n_groups) > 0
-    any_shown = np.bincount(base.display_group[shown], minlength=n_groups) > 0
-    hidden_shown = any_shown & ~published
+    published, hidden_shown = shown_groups(base.display_group, len(pop.labels), hidden_flat)
     if isinstance(flagged, tuple) and flagged[:1] == ("combined",):
         title = f"{title}, its conditional columns together"
     elif flagged is not None:
@@ -197,6 +192,29 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
                        _levels=pop._levels)
     return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
                  base.display_group, base.display_margin, base.unit, base.unit_declared)
+
+
+def shown_groups(display_group: np.ndarray, n_groups: int, hidden_flat: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Per group of a population: (published: some displayed cell of it is not hidden,
+    hidden_shown: displayed, every cell hidden) under the pattern ``hidden_flat``."""
+    shown = display_group >= 0
+    visible = shown if hidden_flat is None else shown & ~np.asarray(hidden_flat, dtype=bool)
+    published = np.bincount(display_group[visible], minlength=n_groups) > 0
+    any_shown = np.bincount(display_group[shown], minlength=n_groups) > 0
+    return published, any_shown & ~published
+
+
+def hide_in_recorded(d: Draft, hidden_flat: np.ndarray) -> None:
+    """Give a recorded draft's population the pattern ``hidden_flat`` (which only hides more).
+
+    Why: an output publishes several populations (its rows, its indicators' rows); the joint
+    audit of a later one can hide more cells of the table after the first was recorded, and a
+    population left saying those cells are published would let later outputs treat them as
+    public knowledge."""
+    published, hidden_shown = shown_groups(d.display_group, len(d.pop.labels), hidden_flat)
+    d.pop.published = d.pop.published & published
+    d.pop.hidden_shown = d.pop.hidden_shown | hidden_shown
 
 
 def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int, flagged: Any = None
@@ -258,6 +276,12 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         group_of_entry = np.where((group_of_entry >= 0) & (j_of_cell >= 0), group_of_entry * k + j_of_cell, -1)
         labels = [(*lab, f"column {j + 1}") for lab in labels for j in range(k)]
         keys = [*keys, "__variant"]
+    elif flagged is not None:
+        # an indicator's rows are published by its means or sums (with the group's count): a group
+        # is published while such a cell is shown, hidden when they are (its count may stay)
+        j_of_cell = _variant_of_cells(entry, [flagged])
+        if (j_of_cell >= 0).any():
+            group_of_entry = np.where(j_of_cell >= 0, group_of_entry, -1)
     display_group = np.where(positions >= 0, group_of_entry[np.maximum(positions, 0)], -1)
     # rows of groups the table does not have (keys the call dropped: crosstab, pivot_table and
     # value_counts leave out missing keys) are outside it: a group counted here but shown
@@ -634,6 +658,16 @@ def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float, n
     return None if found is None else (values == found[0], found[1], values == found[1])
 
 
+#: Indicators of one table whose rows are linked (each is two or three populations, every one
+#: drafted and compared at each display); a table with more is ``review`` (:func:`indicators_left_out`)
+MAX_INDICATORS = 12
+
+
+def indicators_left_out(entry: Any) -> list[Any]:
+    """The indicators of a table beyond :data:`MAX_INDICATORS`, whose rows are not linked."""
+    return _indicators(entry)[MAX_INDICATORS:]
+
+
 def indicator_variables(entry: Any) -> list[Any]:
     """Indicator variables whose flagged rows a table publishes *besides* its own population.
 
@@ -646,12 +680,31 @@ def indicator_variables(entry: Any) -> list[Any]:
     not 0 (1/2) are n + n₂: its known rows are its population and its flagged rows one more
     (red team: 1/2 sums outside C, then the flag's sums outside C: C's one man by subtraction).
     """
+    source = getattr(entry, "source", None)
+    if isinstance(getattr(source, "rows", None), InEngineRows):
+        return list(source.rows.variants)  # (made by the engine's capture, counted there)
+    out = _indicators(entry)[:MAX_INDICATORS]
+    if len(out) >= 2:
+        # side by side, disjoint variants add up (district A and B beside each other: their sum
+        # against a total published elsewhere gives C); one population over (group, variant)
+        out.append(("combined", tuple(out)))
+    # the rows at each indicator's other value are published too: the table's (known) rows less
+    # the flagged ones (red team: a count of the unflagged by sex, then a count and avg(flag)
+    # outside C: 23 - 22 = C's one unflagged woman; and a 1 = yes / 2 = no coding's flagged
+    # rows are those at 1, its "other" value)
+    out += [("other", v) for v in out if not isinstance(v, tuple)]
+    return out
+
+
+def _indicators(entry: Any) -> list[Any]:
+    """A pandas table's indicators (see :func:`indicator_variables`): the variables of its means
+    and sums that are indicators, then ``("known", var)`` for its counts of a variable."""
     ev = getattr(entry, "evidence", None)
     source = getattr(entry, "source", None)
     if ev is None or source is None:
         return []
     if isinstance(getattr(source, "rows", None), InEngineRows):
-        return list(source.rows.variants)  # (made by the engine's capture, counted there)
+        return []  # (the engine's capture made its populations: see indicator_variables)
     frame = source.frame if source.frame is not None else getattr(source, "rows", None)
     if not isinstance(frame, pd.DataFrame):
         return []
@@ -679,16 +732,6 @@ def indicator_variables(entry: Any) -> list[Any]:
                 out.append(("known", var))
         except (TypeError, ValueError):
             continue
-    out = out[:6]
-    if len(out) >= 2:
-        # side by side, disjoint variants add up (district A and B beside each other: their sum
-        # against a total published elsewhere gives C); one population over (group, variant)
-        out.append(("combined", tuple(out)))
-    # the rows at each indicator's other value are published too: the table's (known) rows less
-    # the flagged ones (red team: a count of the unflagged by sex, then a count and avg(flag)
-    # outside C: 23 - 22 = C's one unflagged woman; and a 1 = yes / 2 = no coding's flagged
-    # rows are those at 1, its "other" value)
-    out += [("other", v) for v in out if not isinstance(v, tuple)]
     return out
 
 
