@@ -83,3 +83,26 @@ def test_another_data_set_with_the_same_key_name_is_not_review(sess: Any, df: pd
                            "size": np.arange(100) % 7 + 1})
     out = sess.publish(duckdb.sql("select sex, count(*) as n from survey group by 1 order by 1"))
     assert NOTE not in _notes(out)
+
+
+@pytest.mark.parametrize("pandas_table", ["value_counts", "crosstab"])
+def test_a_pandas_table_of_its_keys_alone_after_rows_read_from_duckdb_is_review(sess: Any, df: pd.DataFrame,
+                                                                                 pandas_table: str) -> None:
+    """Red team: a DuckDB count by sex outside C, then ``df.sex.value_counts()`` (labels and the key
+    alone: nothing to match DuckDB's rows by), both cleared: 37 − 35 = C's 2 women. Review now;
+    the whole frame grouped is compared and hides C."""
+    d = df  # noqa: F841 (read by DuckDB)
+    first = sess.publish(duckdb.sql("select sex, count(*) n from d where district <> 'C' group by 1 order by 1"))
+    assert _meta(first)["status"] in CLEARED
+    out = sess.publish(df.sex.value_counts() if pandas_table == "value_counts" else pd.crosstab(df.sex, df.flag))
+    assert _meta(out)["status"] == "review" and NOTE in _notes(out)
+    assert "df.groupby('sex').size()" in _notes(out)
+    whole = sess.publish(df.groupby("sex").size())
+    assert _meta(whole)["status"] in ("suppressed", "blocked")
+
+
+def test_a_pandas_value_counts_after_pandas_tables_is_compared_by_labels(sess: Any, df: pd.DataFrame) -> None:
+    sess.publish(df[df.district != "C"].groupby("sex").size())
+    out = sess.publish(df.sex.value_counts())
+    assert NOTE not in _notes(out)
+    assert _meta(out)["status"] in ("suppressed", "blocked")

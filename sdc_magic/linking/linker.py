@@ -156,19 +156,22 @@ class Linker:
         has neither: its rows land in a universe of their own, so after A by sex and B
         by sex, everyone by sex gave C's 2 and 1 away at ``pass`` (red team, round 4). Such a
         table is ``review`` when an earlier output's rows hold the same columns; the note says
-        how to make the rows identifiable.
+        how to make the rows identifiable. So is a pandas table of its keys alone (a Series'
+        ``value_counts``, a crosstab of two columns) beside rows read from an engine: its labels
+        are nothing to compare them by.
         """
         if self.related(d):
             return None
         u = d.universe
-        if u.labels is not None:
-            return None  # rows with labels of their own were compared by them (an unrelated frame numbered alike)
         keys = set(map(str, u.key_columns))
         columns = keys & set(map(str, u.hashes))
         if not columns:
             return None
+        # rows with labels of their own were compared by them with the universes that have labels
+        # (an unrelated frame numbered alike); not with rows read from an engine, which have none
+        # (a DuckDB count by sex outside C, then pandas' ``df.sex.value_counts()``: 37 − 35 = 2)
         earlier = [p.out_id for v in self.universes if v is not u and columns <= set(map(str, v.hashes))
-                   for p in v.populations]
+                   and (u.labels is None or v.labels is None) for p in v.populations]
         if not earlier:
             return None  # (first: the content test below reads every row)
         content = [c for c in u.hashes if str(c) not in keys]
@@ -179,10 +182,11 @@ class Linker:
             if 2 * len(pd.unique(combined)) >= len(combined):
                 return None
         names = ", ".join(list(dict.fromkeys(earlier))[-5:])
+        how = "group the whole frame, e.g. df.groupby('sex').size() rather than df.sex.value_counts()" \
+            if u.labels is not None else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)"
         return (f"the rows behind this table carry only its own key column(s) ({', '.join(sorted(columns))}), so "
                 f"they cannot be matched with the rows of earlier outputs of the same column(s) ({names}): "
-                "not compared with them (review; compute it from the whole table, e.g. FROM d rather than "
-                "FROM (SELECT sex FROM d))")
+                f"not compared with them (review; {how})")
 
     def not_linked(self, out_id: str, entry: Any, notes: list[str]) -> str | None:
         """A table shown without a population (no draft): when linking could not read its rows
