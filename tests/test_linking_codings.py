@@ -101,7 +101,9 @@ SESSIONS: dict[str, tuple[list[Table], bool]] = {
     "a count and the flag's mean without keys, then outside C": (
         [((), (*COUNT, ("mean", "flag")), "all"), ((), (*COUNT, ("mean", "flag")), "not C")], False),
     # three tables whose unflagged (flagged) rows add up: 23 − 12 − 10 = C's one unflagged woman
-    # (14 − 8 − 5: the flagged one); the last table's indicator rows are audited with the others
+    # (14 − 8 − 5: the flagged one); the last table's indicator rows are audited with the others.
+    # (DuckDB by rows: B's 30 rows share 13 with the earlier ones', under half of either; placed
+    # by content alone they started a universe of their own: a table's rows carry their rowid)
     "the unflagged counted, then a count and the flag's mean in A, then in B": (
         [(("sex",), COUNT, "unflagged"), (("sex",), (*COUNT, ("mean", "flag")), "A"),
          (("sex",), (*COUNT, ("mean", "flag")), "B")], False),
@@ -113,18 +115,11 @@ SESSIONS: dict[str, tuple[list[Table], bool]] = {
          (("sex",), (*COUNT, ("mean", "flag")), "B")], False),
 }
 
-#: DuckDB read by rows places a table's rows among earlier ones by their content: B's 30 rows share
-#: only 13 with the flagged and A's (under half of either), so they start a universe of their own and
-#: are compared with nothing (docs/known-gaps.md); counted in DuckDB (the sizes linking meets in
-#: practice) they are linked
-UNPLACED = {("the flagged counted, then a count and the flag's mean in A, then in B", "duckdb")}
 
 
 #: (session, engine, counted in the engine): pandas rows are always read, and a pandas table has
 #: an index (no table without keys)
-CASES = [pytest.param(session, engine, in_engine, id=f"{session}-{engine}-{'in the engine' if in_engine else 'by rows'}",
-                      marks=[pytest.mark.xfail(strict=True, reason="rows placed by content, too little overlap")]
-                      if (session, engine) in UNPLACED and not in_engine else [])
+CASES = [pytest.param(session, engine, in_engine, id=f"{session}-{engine}-{'in the engine' if in_engine else 'by rows'}")
          for session, (tables, _) in SESSIONS.items() for engine in ENGINES for in_engine in (False, True)
          if engine != "pandas" or (not in_engine and tables[0][0])]
 
@@ -145,10 +140,8 @@ def test_an_indicator_is_linked_as_every_population_it_publishes(
         assert statuses[-1] != "pass" or any(s != "pass" for s in statuses[1:-1]), statuses
 
 
-@pytest.mark.parametrize(("session", "engine"), [
-    pytest.param(session, engine, marks=[pytest.mark.xfail(strict=True, reason="by rows: see UNPLACED")]
-                 if (session, engine) in UNPLACED else [])
-    for session in SESSIONS for engine in ("polars", "duckdb")])
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("session", list(SESSIONS))
 def test_counted_in_the_engine_as_by_rows(session: str, engine: str, fresh_session: Any, monkeypatch: Any) -> None:
     """The same statuses and hidden cells by rows and counted in the engine."""
     tables, _ = SESSIONS[session]

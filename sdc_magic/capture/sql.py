@@ -763,14 +763,22 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
     return f"SELECT {', '.join(outer)} FROM ({inner.sql('duckdb')}) AS {pre}per_unit{tail}"
 
 
+#: the column of a linking row's ``rowid`` in its base table (see :func:`rows_query`)
+ROWID = f"{contract.PREFIX}rowid"
+
+
 def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None = None, *,
-               raw: bool = False) -> str | None:
+               raw: bool = False, rowid: bool = False) -> str | None:
     """One row per source row reaching the aggregation: its keys (as DuckDB computes them
     for the table) and ``hash()`` of every source column, for linking. None if not expressible.
 
     ``only_known``: a variable whose NULL rows are left out (a table of that variable's
     statistics only covers the rows where it is known). ``columns``: hash only these source
     columns (a wide source: linking reads a few columns, the rest would only cost memory).
+    ``rowid``: also each row's ``rowid`` (:data:`ROWID`) when the rows come from one table
+    (None otherwise; a view or a Python frame has none, and binding the query then fails):
+    linking takes it as the rows' labels, so that tables of the same DuckDB table are placed
+    among each other however little their rows overlap (content alone needs half of them).
     """
     import sqlglot
 
@@ -786,6 +794,9 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
         if cte is not None:
             with_sql = cte.sql("duckdb") + " "
             select.set(name, None)
+    source = select.args.get("from_") or select.args.get("from")  # (sqlglot's name for FROM changed)
+    if rowid and (with_sql or select.args.get("joins") or source is None or not isinstance(source.this, sqlglot.exp.Table)):
+        return None
     select.set("expressions", [])
     select = select.select(sqlglot.parse_one(f"1 AS {contract.PREFIX}probe", read="duckdb"), copy=False)
     text = select.sql("duckdb")
@@ -811,6 +822,8 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
         items += [f"{wrap.format(q)} AS {q}" for q in quoted]
     # a condition's 0/1 indicator, as values (linking takes the rows meeting it as the population)
     items += [f'{node.sql("duckdb")} AS "{v}"' for v, node in p.columns.items() if v.startswith(INDICATOR)]
+    if rowid:
+        items.append(f"rowid AS {ROWID}")
     return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"
 
 

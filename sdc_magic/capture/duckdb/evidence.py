@@ -24,6 +24,7 @@ from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import (
     INDICATOR,
+    ROWID,
     Plan,
     combined_query,
     facts_query,
@@ -123,8 +124,16 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any]) -> Pend
     except Exception:
         rows = None  # linking only: the table is still checked
     try:
-        raw_text = rows_query(p, only, once, raw=True) if rows is not None else None
-        rows_raw = run(raw_text) if raw_text is not None else None
+        rows_raw = None
+        if rows is not None:
+            with_rowid = rows_query(p, only, once, raw=True, rowid=True)
+            try:  # (a table's rows carry their rowid: see rows_query)
+                rows_raw = run(with_rowid) if with_rowid is not None else None
+            except Exception:
+                rows_raw = None  # (a view, a Python frame: no rowid)
+            if rows_raw is None:
+                raw_text = rows_query(p, only, once, raw=True)
+                rows_raw = run(raw_text) if raw_text is not None else None
     except Exception:
         rows_raw = None  # (then DuckDB's hashes of the values: linked within DuckDB)
     if rows is None:
@@ -333,6 +342,10 @@ class Recorder:
         except Exception as exc:
             self.registry.failures.append(f"duckdb rows: {type(exc).__name__}: {exc}")
             return None
+        rowids = None
+        if raw and ROWID in frame.columns:
+            rowids = frame[ROWID].to_numpy(dtype=np.int64)
+            frame = frame.drop(columns=[ROWID])
         keys = pending.plan.keys
         hashed = list(frame.columns[len(keys):])
         out: dict[str, Any] = {}
@@ -352,6 +365,13 @@ class Recorder:
         for j, k in enumerate(keys):
             out[k] = frame.iloc[:, j].array
         rows = pd.DataFrame(out, copy=False)  # (no consolidation copy of a million rows)
+        # rows are matched across tables by content, never by position (DuckDB's row order is
+        # not a row identity): a non-unique index keeps linking from aligning them by label;
+        # rows of one table are labelled by their rowid (confirmed by content like any labels)
+        if rowids is not None and pd.Index(rowids).is_unique:
+            rows.index = pd.Index(rowids)
+        else:
+            rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
         if pending.plan.having and shown is not None and keys:
             # HAVING drops groups: the table's population is the rows of the groups it shows
             # (a later total then differs from their sum by the dropped rows: differencing)
@@ -360,9 +380,6 @@ class Recorder:
             mine = pd.MultiIndex.from_arrays([rows[k].astype(object) for k in keys]) if len(keys) > 1 \
                 else pd.Index(rows[keys[0]].astype(object))
             rows = rows[mine.isin(kept)]
-        # rows are matched across tables by content, never by position (DuckDB's row order is
-        # not a row identity): a non-unique index keeps linking from aligning them by label
-        rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
         return rows
 
 
