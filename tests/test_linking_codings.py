@@ -110,6 +110,13 @@ SESSIONS: dict[str, tuple[list[Table], bool]] = {
     "the flagged counted, then a count and the flag's mean in A, then in B": (
         [(("sex",), COUNT, "flagged"), (("sex",), (*COUNT, ("mean", "flag")), "A"),
          (("sex",), (*COUNT, ("mean", "flag")), "B")], False),
+    # (red team: B's rows joined the flagged rows' universe through A only; rows found by
+    # their labels tie universes however few, 14 − 8 − 5 again)
+    "a count and the flag's mean in A, then in B, then the flagged counted": (
+        [(("sex",), (*COUNT, ("mean", "flag")), "A"), (("sex",), (*COUNT, ("mean", "flag")), "B"),
+         (("sex",), COUNT, "flagged")], False),
+    "B by flag, A by flag, then the flagged counted by sex": (
+        [(("flag",), COUNT, "B"), (("flag",), COUNT, "A"), (("sex",), COUNT, "flagged")], False),
     "a count and the flag's mean in A, then the unflagged counted, then in B": (
         [(("sex",), (*COUNT, ("mean", "flag")), "A"), (("sex",), COUNT, "unflagged"),
          (("sex",), (*COUNT, ("mean", "flag")), "B")], False),
@@ -203,3 +210,67 @@ def test_a_table_of_more_indicators_than_are_linked_is_review(fresh_session: Any
     out = fresh_session().publish(d.groupby("district").agg(n=("person", "size"), **agg))
     assert verdict(out)[0] == "review"
     assert "were not compared with other outputs" in out.data["text/plain"]
+
+
+def _agg_pandas(frame: pd.DataFrame, keys: list[str], spec: dict[str, tuple[str, str]]) -> Any:
+    return frame.groupby(keys).agg(**spec)
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_an_earlier_table_is_not_forgotten_when_a_copy_of_it_hides_a_mean(engine: str, fresh_session: Any) -> None:
+    """Red team: B's count, mean and sums by sex; the flag's sums by sex; A's count by sex; A's mean
+    by sex (its women's hidden by the joint audit of its flagged rows). A's mean table's own rows
+    were recorded first, replaced A's count table as "the same table shown again", and then lost
+    their published F: the session forgot that A's 20 women were shown, and everyone by sex then
+    showed 37 (37 − 20 − 15 = C's 2 women)."""
+    tables = [(("sex",), (*COUNT, ("mean", "flag"), ("sum", "flag")), "B"), (("sex",), (("sum", "flag"),), "all"),
+              (("sex",), COUNT, "A"), (("sex",), (("mean", "flag"),), "A"), (("sex",), COUNT, "all")]
+    sess = fresh_session()
+    outs = [sess.publish(ENGINES[engine](t)()) for t in tables]
+    last = outs[-1].checked
+    assert last is not None and outs[-1].metadata["sdc_magic"]["status"] != "pass"
+    assert last.hidden_flat[0], outs[-1].data["text/plain"]  # F (37) hidden
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_a_hidden_mean_is_not_given_by_the_sd_and_median_beside_it(engine: str, fresh_session: Any) -> None:
+    """Red team: the joint audit hid B's means but kept the flag's sd and median: sd² · 14/15 =
+    p(1 − p) gives p = 1/3 or 2/3, the median 0 says 1/3: 10 unflagged women in B, 23 − 12 − 10 = 1.
+    Every statistic of the indicator but its count tells its rows (by rows; counted in the engines
+    a table of an indicator's sd is read as rows)."""
+    if engine == "pandas":
+        last = lambda: FRAME[FRAME.district == "B"].groupby("sex").flag.describe()  # noqa: E731
+    elif engine == "polars":
+        b = pl.from_pandas(FRAME).filter(pl.col("district") == "B")
+        last = lambda: b.group_by("sex").agg(pl.len().alias("n"), pl.col("flag").mean().alias("m"),  # noqa: E731
+                                             pl.col("flag").std().alias("sd"), pl.col("flag").median().alias("md")
+                                             ).sort("sex")
+    else:
+        con = duckdb.connect()
+        con.register("src", FRAME)
+        con.execute("CREATE TABLE people AS SELECT * FROM src")
+        last = lambda: con.sql("select sex, count(*) n, avg(flag) m, stddev_samp(flag) sd, median(flag) md "  # noqa: E731
+                               "from people where district = 'B' group by 1 order by 1")
+    sess = fresh_session()
+    for t in [(("sex",), COUNT, "unflagged"), (("sex",), (*COUNT, ("mean", "flag")), "A")]:
+        assert verdict(sess.publish(ENGINES[engine](t)()))[0] == "pass"
+    out = sess.publish(last())
+    checked = out.checked
+    stats = np.asarray(checked.entry.evidence.stat).astype(str)[np.maximum(checked.entry_positions, 0)]
+    shown = ~np.asarray(checked.hidden_flat, dtype=bool) & (np.asarray(checked.entry_positions) >= 0)
+    assert not (shown & np.isin(stats, ["std", "median", "mean"])).any(), out.data["text/plain"]
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("counted_in_engine", [False, True])
+def test_a_table_filtered_on_its_own_flag_is_checked(engine: str, counted_in_engine: bool, fresh_session: Any,
+                                                     monkeypatch: Any) -> None:
+    """Red team: a count and the flag's mean where flag = 0 (nobody flagged: an empty population),
+    after a related table, was withheld ("checking failed (IndexError)") counted in the engine."""
+    if counted_in_engine:
+        monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    sess = fresh_session()
+    sess.publish(ENGINES[engine]((("district",), COUNT, "all"))())
+    out = sess.publish(ENGINES[engine]((("sex",), (*COUNT, ("mean", "flag")), "unflagged"))())
+    assert "checking failed" not in out.data["text/plain"]
+    assert verdict(out)[0] != "blocked", out.data["text/plain"]

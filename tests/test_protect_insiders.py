@@ -129,3 +129,44 @@ def test_random_tables_with_zero_valued_contributors_are_protected(seed: int) ->
             assert hi >= q.must_reach - 1e-6
         else:
             assert lo <= q.must_reach + 1e-6
+
+
+def _rare_flag_counts() -> pd.DataFrame:
+    # a count table of a rare flag: district D's only flagged person is a man, its women have none
+    cells = {("A", "F"): 12, ("A", "M"): 9, ("B", "F"): 7, ("B", "M"): 11, ("D", "F"): 0, ("D", "M"): 1}
+    return pd.DataFrame([{"d": d, "s": s, "n": n} for (d, s), n in cells.items()])
+
+
+def test_a_margin_whose_only_contributor_is_one_insider_is_not_attacked_by_it() -> None:
+    """D / Total is that man alone (D / F is 0): what he learns from it is his own value and that
+    D's women contribute nothing (a zero, governed by the zeros policy). Asked to hide D / Total
+    from him, the protection found no pattern and the whole table was blocked (a session of
+    counts and a rare flag's mean by district and sex: 4 of 12 tables blocked)."""
+    res = protect(_rare_flag_counts(), dims=["d", "s"], value="n", rules=Rules(threshold=5), singletons=True,
+                  method="optimal", time_limit=60)
+    assert res.audit_ok, res.message
+    st = _status_ds(res)
+    assert st[("D", "M")] == "primary" and st[("D", "Total")] == "primary"
+    assert "blocked" not in res.message.lower() and "no suppression pattern" not in res.message.lower()
+    # against the outsider D / M and D / Total still need their intervals
+    c = res.cells.set_index(["d", "s"])
+    for cell in [("D", "M"), ("D", "Total")]:
+        lo, hi = c.loc[cell, ["lower", "upper"]]
+        assert hi - lo > 0
+
+
+def test_a_margin_with_another_contributor_is_still_protected_from_the_insider() -> None:
+    df = _rare_flag_counts()
+    df.loc[(df.d == "D") & (df.s == "F"), "n"] = 1  # D / Total = 2: his and one woman's
+    res = protect(df, dims=["d", "s"], value="n", rules=Rules(threshold=5), singletons=True, method="optimal",
+                  time_limit=60)
+    assert res.audit_ok, res.message
+    st = _status_ds(res)
+    # he must not read her count off D / Total: both stay hidden, with room
+    assert st[("D", "F")] == "primary" and st[("D", "Total")] == "primary"
+    c = res.cells.set_index(["d", "s"])
+    assert c.loc[("D", "F"), "upper"] - c.loc[("D", "F"), "lower"] >= 5
+
+
+def _status_ds(res) -> dict[tuple[str, str], str]:
+    return {(d, s): st for d, s, st in zip(res.cells.d, res.cells.s, res.cells.status, strict=True)}

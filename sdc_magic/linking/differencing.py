@@ -27,7 +27,7 @@ import pandas as pd
 
 from .identity import MISSING
 from .names import cell_name, join_names
-from .populations import Draft, Population
+from .populations import Draft, Population, publishes_variant
 
 
 # ------------------------------------------------------------------ pairs of groups
@@ -366,15 +366,12 @@ def variant_cells(found: dict[int, Any], entry: Any, positions: np.ndarray, vari
     variant population (its variable's cells); all of them if none does or for ``None``."""
     if variant is None or not found or (isinstance(variant, tuple) and variant[:1] == ("combined",)):
         return found  # a combined population's groups are already its variants' cells
-    known = isinstance(variant, tuple) and variant[:1] == ("known",)  # (("other", var): its sums and means)
-    var = variant[1] if isinstance(variant, tuple) else variant
     try:
         at = np.maximum(np.asarray(positions), 0)
         cell_var = np.asarray(entry.evidence.var, dtype=object)[at]
         cell_stat = np.asarray(entry.evidence.stat).astype(str)[at]
     except (AttributeError, IndexError, TypeError):
         return found
-    stats = ("count",) if known else ("sum", "mean")
-    mine = {i: rs for i, rs in found.items()
-            if i < len(cell_var) and cell_var[i] == var and cell_stat[i] in stats}
+    publishing = publishes_variant(cell_var, cell_stat, variant)
+    mine = {i: rs for i, rs in found.items() if i < len(publishing) and publishing[i]}
     return mine or found

@@ -41,7 +41,7 @@ JOINT_AUDIT_ITERATIONS = 10 * ITERATIONS_PER_SECOND
 #: The small groups of rows several outputs separate together (no table's cell) are audited
 #: when there are at most this many, within this many simplex iterations of the first audit;
 #: beyond either, they are not audited and the table is ``review`` (never cleared unaudited).
-MAX_COMMON_TARGETS = 400
+MAX_COMMON_TARGETS = 2000
 COMMON_ITERATIONS = 2 * ITERATIONS_PER_SECOND
 #: Earlier related outputs in the joint audit (the newest first); fewer when their common
 #: cells pass MAX_JOINT_CELLS.  Was 4: three ordinary tables between a total and two
@@ -352,6 +352,8 @@ class JointAudit:
         for t in range(len(self.tables)):  # a common cell that is a cell of some table is judged as that cell
             g = self.cell_group[t]
             inside = g >= 0
+            if not inside.any():
+                continue  # (a population of no rows: an indicator's flagged rows where nobody is)
             per_group = np.bincount(g[inside], minlength=len(self.tables[t].labels))
             small &= ~(inside & (per_group[np.maximum(g, 0)] == 1))
         return [(-1, int(c)) for c in np.flatnonzero(small)]

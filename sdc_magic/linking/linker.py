@@ -283,8 +283,10 @@ class Linker:
 
     # -------------------------------------------------------- recording
     @own_work
-    def commit(self, d: Draft, record: bool = True) -> None:
-        """Remember a draft's population (``record=False``: a trial, see :meth:`within_table`)."""
+    def commit(self, d: Draft, record: bool = True, settle: bool = True) -> None:
+        """Remember a draft's population (``record=False``: a trial, see :meth:`within_table`).
+        ``settle=False``: more populations of the same output follow, and may hide more of its
+        cells; :meth:`settle` finishes the record once they are all in."""
         u = d.universe
         if d.version != u.version:
             return  # the universe changed under the draft (should not happen within one display)
@@ -294,9 +296,22 @@ class Linker:
             p.group = p.group[d.parent]
         u.populations.append(d.pop)
         u.version += 1
-        if not record:
+        if not record or not settle:
             return
-        self._drop_duplicates(u)
+        self._drop_duplicates(u, d.pop)
+        self._bound()
+        self.save()
+
+    def settle(self, recorded: list[Draft]) -> None:
+        """Finish recording an output's populations (committed with ``settle=False``).
+
+        Why not at each commit: a population equal to an earlier one replaces it (the same table
+        shown again), and a later population of the output can still hide cells of this one; an
+        earlier table's record was dropped for a copy that then lost a published cell, and the
+        session forgot that 37 women had been shown (red team)."""
+        for d in recorded:
+            if any(d.pop is p for p in d.universe.populations):
+                self._drop_duplicates(d.universe, d.pop)
         self._bound()
         self.save()
 
@@ -347,10 +362,10 @@ class Linker:
             clear_cache()  # drafts made during the trial describe atoms that no longer exist
         return out
 
-    def _drop_duplicates(self, u: Universe) -> None:
+    def _drop_duplicates(self, u: Universe, newest: Population) -> None:
         """The same table displayed again replaces its earlier record (it publishes nothing new)."""
-        newest = u.populations[-1]
-        same = [p for p in u.populations[:-1] if p.keys == newest.keys and len(p.labels) == len(newest.labels)
+        same = [p for p in u.populations if p is not newest and p.keys == newest.keys
+                and len(p.labels) == len(newest.labels)
                 and np.array_equal(p.size, newest.size) and np.array_equal(p.published, newest.published)
                 and p.hidden_model == newest.hidden_model and p.margins_hidden == newest.margins_hidden
                 and np.array_equal(p.group, newest.group)]

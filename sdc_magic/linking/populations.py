@@ -630,12 +630,23 @@ def _variant_of_cells(entry: Any, variants: list[Any]) -> np.ndarray:
     cell_stat = np.asarray(ev.stat).astype(str)
     out = np.full(len(cell_var), -1, dtype=np.int64)
     for j, v in enumerate(variants):
-        known = isinstance(v, tuple) and v[:1] == ("known",)
-        var = v[1] if isinstance(v, tuple) else v
-        stats = ("count",) if known else ("sum", "mean")
-        hit = np.fromiter((x == var for x in cell_var), dtype=bool, count=len(cell_var)) & np.isin(cell_stat, stats)
-        out[hit & (out < 0)] = j
+        out[publishes_variant(cell_var, cell_stat, v) & (out < 0)] = j
     return out
+
+
+def publishes_variant(cell_var: np.ndarray, cell_stat: np.ndarray, variant: Any) -> np.ndarray:
+    """Per cell (its variable and statistic), whether it tells the rows of ``variant``.
+
+    An indicator's rows: every statistic of the indicator but its count of known rows (a
+    mean or sum times the count; a standard deviation and a median of a 0/1 flag give its
+    mean too: sd² = p(1 − p)·n/(n − 1), the median says which root; red team: the mean hidden,
+    C's unflagged woman from the sd and the median). ``("known", var)``: its counts."""
+    known = isinstance(variant, tuple) and variant[:1] == ("known",)
+    var = variant[1] if isinstance(variant, tuple) else variant
+    same = np.fromiter((x == var for x in cell_var), dtype=bool, count=len(cell_var))
+    if known:
+        return same & (cell_stat == "count")
+    return same & ~np.isin(cell_stat, ("count", "size", "nunique"))
 
 
 def _at_indicator_level(frame: pd.DataFrame, var: Any) -> np.ndarray | None:

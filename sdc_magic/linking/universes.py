@@ -266,12 +266,16 @@ class Universe:
         found = index.get_indexer(with_rank(combined))
         return np.where(found >= 0, rows[np.maximum(found, 0)], -1).astype(np.int64)
 
-    def locate_rows(self, other: Universe) -> np.ndarray | None:
+    def locate_rows(self, other: Universe) -> tuple[np.ndarray | None, bool]:
         """This universe's row of each row of ``other`` (-1: not here): by index labels when both
-        have them and the columns both know agree, else by content hashes."""
+        have them and the columns both know agree, else by content hashes; and whether labels
+        placed them."""
         by_labels = self._rows_by_labels(other)
         if by_labels is not None:
-            return by_labels
+            return by_labels, True
+        return self._rows_by_content(other), False
+
+    def _rows_by_content(self, other: Universe) -> np.ndarray | None:
         common = [c for c in self.hashes if c in other.hashes]
         content = [c for c in common if c not in (self.key_columns | other.key_columns)] or common
         if not content:
@@ -512,7 +516,8 @@ def merge_overlapping(universes: list[Universe], u: Universe, checked: set[tuple
     Two filters of one frame that overlap a little (districts A or C, then B or C) land
     in two universes when nothing ties their rows together (polars and DuckDB frames,
     a pandas frame after ``reset_index``).  A later output holding most of the rows of
-    both (everyone; or A or B) ties them: the other universe's rows are found in ``u``
+    both (everyone; or A or B), or some of their rows found by labels (A, then B, then the
+    flagged: 31 rows, 17 of A's and 13 of B's, red team: 14 − 8 − 5 = C's flagged woman), ties them: the other universe's rows are found in ``u``
     by their content (the rest appended), its populations are replayed onto ``u``'s
     rows (each refines the atoms, as a new table does) and compared with everything
     there.  Without it, 22 + 17 − 37 = 2 gave C's count away at 'pass'.
@@ -527,9 +532,12 @@ def merge_overlapping(universes: list[Universe], u: Universe, checked: set[tuple
         tried = (u.uid, u.n, other.uid, other.n)
         if tried in checked:  # (the same rows on both sides: the same answer)
             continue
-        to_u = u.locate_rows(other)
+        to_u, by_labels = u.locate_rows(other)
         found = to_u >= 0 if to_u is not None else np.zeros(0, dtype=bool)
-        if to_u is None or 2 * int(found.sum()) < other.n or _distinct(to_u[found]) != int(found.sum()):
+        # rows found by their labels (their content agreeing) are the same people however few,
+        # as when a frame is placed (``place``); by content, half of them (chance matches)
+        enough = bool(found.any()) if by_labels else 2 * int(found.sum()) >= other.n
+        if to_u is None or not enough or _distinct(to_u[found]) != int(found.sum()):
             if len(checked) > 256:
                 checked.clear()
             checked.add(tried)

@@ -189,6 +189,24 @@ class Problem:
         row_s = self.S.indices[self.S.indptr[s]:self.S.indptr[s + 1]]
         return bool(np.isin(row_k, row_s, assume_unique=True).all())
 
+    def sole_contributor(self, k: int, s: int) -> bool:
+        """True when the insider of s contributes the whole of k (s ⊆ k, the same value, and no
+        cell can be negative: every other contribution to k is 0).
+
+        Why: like :meth:`own_cell`, k is then the insider's own data; all it learns beyond it
+        is that the others contribute nothing, which the zeros policy governs (zeros are shown,
+        or are primaries protected on their own). Asked anyway, the requirement cannot be met:
+        counts of a rare flag by district and sex, where district D's only flagged person is a
+        man, blocked the whole table ("no pattern can protect D / Total").
+        """
+        if self.scen_U[s] != 0 or self.scen_L[s] != 0 or not self.contains(k, s):
+            return False
+        nonnegative = getattr(self, "_nonnegative", None)
+        if nonnegative is None:
+            nonnegative = self._nonnegative = bool(np.all(self.a - self.L >= 0))
+        ak, as_ = float(self.a[k]), float(self.a[s])
+        return nonnegative and abs(ak - as_) <= 1e-12 * max(abs(ak), 1.0)
+
     def contains(self, k: int, s: int) -> bool:
         """True when every inner cell of s lies inside k (s ⊆ k)."""
         if self.S is None:
@@ -214,8 +232,8 @@ class Problem:
     def insider_amount(self, k: int, s: int, sign: int, amt: float) -> float:
         """How far primary k must move (direction ``sign``) against the insider of cell s.
 
-        * 0 when k is made of the insider's own data only (:meth:`own_cell`): a unit
-          learning its own value is no disclosure.
+        * 0 when k is made of the insider's own data only (:meth:`own_cell`,
+          :meth:`sole_contributor`): a unit learning its own value is no disclosure.
         * When the insider is k's **largest contributor** (:meth:`own_largest`), the
           rule that made k primary protects that very unit (dominance: the largest
           units' share; p %: the largest against the second's estimate): protecting k
@@ -230,7 +248,7 @@ class Problem:
         got = self._amounts.get(key)
         if got is not None:
             return min(got, float(amt))
-        if s == k or self.own_cell(k, s):
+        if s == k or self.own_cell(k, s) or self.sole_contributor(k, s):
             got = 0.0
         elif self.own_largest(k, s) and self.own_lpl is not None and self.own_upl is not None:
             lev = self.own_upl[k] if sign > 0 else self.own_lpl[k]
