@@ -23,6 +23,10 @@ MAX_HASHED_COLUMNS = 16
 #: How every engine's note about a table whose rows are not linked begins (linking reads it:
 #: such a table is compared with nothing, see ``Linker.unlinked_note``)
 NOT_LINKED = "not linked with other tables"
+#: ``DataFrame.attrs`` key of linking rows whose index is a DuckDB table's ``rowid``: such labels
+#: are checked row by row against the rows they name (a sample could miss a few rows moved to
+#: other rowids in a copy of the table: 601 − 599 = C's two women, red team)
+ROWID_LABELS = "sdc_magic.rowid_labels"
 
 
 def too_many_rows_note() -> str:

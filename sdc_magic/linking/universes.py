@@ -70,7 +70,13 @@ class Universe:
 
     def __init__(self, frame: pd.DataFrame, keys: list[str]) -> None:
         self.n = len(frame)
-        self.labels: pd.Index | None = frame.index if frame.index.is_unique else None
+        # the labels its rows had before a ``reset_index`` (row_origins) when known: those name
+        # the rows in other frames (A and B reset, then the flagged rows: 14 − 8 − 5, red team)
+        before = row_origins.labels_before(frame)
+        index = before if before is not None and len(before) == len(frame) else frame.index
+        self.labels: pd.Index | None = index if index.is_unique else None
+        #: labels that name rows by position in a DuckDB table (``rowid``): checked row by row
+        self.rowid_labels = bool(frame.attrs.get(row_limits.ROWID_LABELS)) and self.labels is not None
         #: True when ``labels`` are the hashes of an earlier kernel's labels (:meth:`restore`)
         self.labels_hashed = False
         self.hashes: dict[Hashable, np.ndarray] = {c: frame_hash(frame, c) for c in hashed_columns(frame)}
@@ -101,6 +107,7 @@ class Universe:
         u.hashes_saved = True
         u.labels = None
         u.labels_hashed = False
+        u.rowid_labels = False  # (not saved: a later kernel's DuckDB rows are checked row by row again)
         if label_hashes is not None and len(label_hashes) == n:
             restored = pd.Index(np.asarray(label_hashes, dtype=np.uint64))
             if restored.is_unique:
@@ -236,6 +243,8 @@ class Universe:
         agree = sum(bool(np.array_equal(theirs[c], self.hashes[c][pos[sample]])) for c in telling)
         if agree == 0 or 2 * agree < len(telling):
             return None
+        if self.rowid_labels or frame.attrs.get(row_limits.ROWID_LABELS):
+            pos = _rows_agreeing(pos, {c: frame_hash(frame, c) for c in telling}, self.hashes)
         return pos
 
     def _integer_lookup(self) -> np.ndarray | None:
@@ -324,6 +333,8 @@ class Universe:
             agree += bool(np.array_equal(mine, theirs))
         if compared == 0 or 2 * agree < compared:
             return None
+        if self.rowid_labels or getattr(other, "rowid_labels", False):
+            pos = _rows_agreeing(pos, {c: other.hashes[c] for c in self.hashes if c in other.hashes}, self.hashes)
         return pos
 
     def extend_rows(self, other: Universe, rows: np.ndarray) -> None:
@@ -414,6 +425,28 @@ def _positions(labels: pd.Index, wanted: pd.Index) -> np.ndarray | None:
         return np.asarray(labels.get_indexer(wanted), dtype=np.int64)
     except (TypeError, ValueError, pd.errors.InvalidIndexError):
         return None
+
+
+def _rows_agreeing(pos: np.ndarray, theirs: dict[Hashable, np.ndarray], ours: dict[Hashable, np.ndarray]
+                   ) -> np.ndarray:
+    """``pos`` with -1 where a row found by its label disagrees with the row it names in most
+    columns known on both sides (rowid labels: another person at that position)."""
+    found = np.flatnonzero(pos >= 0)
+    if not len(found):
+        return pos
+    agree = np.zeros(len(found), dtype=np.int64)
+    known = np.zeros(len(found), dtype=np.int64)
+    for c, h in theirs.items():
+        mine, other = ours[c][pos[found]], h[found]
+        both = (mine != MISSING) & (other != MISSING)
+        known += both
+        agree += both & (mine == other)
+    wrong = 2 * agree < known
+    if not wrong.any():
+        return pos
+    pos = pos.copy()
+    pos[found[wrong]] = -1
+    return pos
 
 
 def _sample(pos: np.ndarray) -> np.ndarray | None:

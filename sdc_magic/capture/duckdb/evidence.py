@@ -370,6 +370,7 @@ class Recorder:
         # rows of one table are labelled by their rowid (confirmed by content like any labels)
         if rowids is not None and pd.Index(rowids).is_unique:
             rows.index = pd.Index(rowids)
+            rows.attrs[row_limits.ROWID_LABELS] = True
         else:
             rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
         if pending.plan.having and shown is not None and keys:
