@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -823,7 +824,11 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     # a condition's 0/1 indicator, as values (linking takes the rows meeting it as the population)
     items += [f'{node.sql("duckdb")} AS "{v}"' for v, node in p.columns.items() if v.startswith(INDICATOR)]
     if rowid:
-        items.append(f"rowid AS {ROWID}")
+        # a table's rowids name its rows only: numbered in a range of their own per table name, so
+        # that they never meet another table's rowids or pandas' labels (a narrow copy of the people
+        # sorted by sex, read by rowid 0..72, was taken for the people in pandas' order: red team)
+        name = source.this.sql("duckdb").lower().encode()
+        items.append(f"rowid + {(zlib.crc32(name) & 0x7FFFFFFF) << 32} AS {ROWID}")
     return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"
 
 

@@ -171,7 +171,7 @@ class Linker:
         # (an unrelated frame numbered alike); not with rows read from an engine, which have none
         # (a DuckDB count by sex outside C, then pandas' ``df.sex.value_counts()``: 37 − 35 = 2)
         earlier = [p.out_id for v in self.universes if v is not u and columns <= set(map(str, v.hashes))
-                   and (u.labels is None or v.labels is None) for p in v.populations]
+                   and not (_labelled(u) and _labelled(v)) for p in v.populations]
         if not earlier:
             return None  # (first: the content test below reads every row)
         content = [c for c in u.hashes if str(c) not in keys]
@@ -183,7 +183,7 @@ class Linker:
                 return None
         names = ", ".join(list(dict.fromkeys(earlier))[-5:])
         how = "group the whole frame, e.g. df.groupby('sex').size() rather than df.sex.value_counts()" \
-            if u.labels is not None else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)"
+            if _labelled(u) else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)"
         return (f"the rows behind this table carry only its own key column(s) ({', '.join(sorted(columns))}), so "
                 f"they cannot be matched with the rows of earlier outputs of the same column(s) ({names}): "
                 f"not compared with them (review; {how})")
@@ -431,6 +431,14 @@ class Linker:
         except Exception as exc:
             self.notes.append(f"linking memory could not be saved ({type(exc).__name__})")
             self.path = None
+
+
+def _labelled(u: Any) -> bool:
+    """Whether a universe's rows have labels that name them in other frames too (pandas index
+    labels). A DuckDB table's ``rowid`` names rows of that table only: a narrow copy sorted
+    otherwise (district, sex, flag) carried rowids, skipped the key-only ``review`` and was
+    compared with nothing (37 − 35 = C's two women, red team)."""
+    return u.labels is not None and not getattr(u, "rowid_labels", False)
 
 
 def _identified_by(u: Any) -> str:
