@@ -122,3 +122,29 @@ def test_a_narrow_copy_sorted_otherwise_is_not_matched_by_rowid(sess: Any, con: 
     assert _status(sess.publish(everyone)) == "pass"
     out = sess.publish(con.sql("select sex, count(*) n from narrow where district <> 'C' group by 1 order by 1"))
     assert _status(out) not in CLEARED or "✕" in out.data["text/plain"], out.data["text/plain"]
+
+
+def test_a_whole_frame_filter_after_a_narrow_copy_is_compared(sess: Any, con: Any, df: pd.DataFrame) -> None:
+    """Red team: B by sex in DuckDB; a narrow copy (district, sex, flag, age) reset, outside C, with
+    the flag's mean; then the unflagged of the whole frame by sex: 23 − 22 = C's unflagged woman, all
+    cleared. The narrow copy's rows hold no person or income: those columns, unknown on one side,
+    counted as disagreeing, and B's rows were found neither by labels (rowids) nor by content alone."""
+    narrow = df[["district", "sex", "flag", "age"]].reset_index(drop=True)
+    assert _status(sess.publish(con.sql("select sex, count(*) n from people where district = 'B' group by 1 order by 1"))) \
+        == "pass"
+    assert _status(sess.publish(narrow[narrow.district != "C"].groupby("sex").agg(n=("sex", "size"),
+                                                                                m=("flag", "mean")))) == "pass"
+    out = sess.publish(df[df.flag == 0].groupby("sex").agg(n=("sex", "size"), m=("flag", "mean")))
+    assert _status(out) != "pass", out.data["text/plain"]
+
+
+def test_rows_told_apart_by_content_tie_universes_however_few(sess: Any, con: Any, df: pd.DataFrame) -> None:
+    """Red team: the flagged counted by sex (pandas), B through a DuckDB view (no rowid: content
+    only; 13 of its 30 rows among the flagged), then A: 14 − 8 − 5 = C's flagged woman, all cleared.
+    Rows found by content that is unique on both sides, over columns telling 95 % of the rows apart
+    (a person id), are the same people however few."""
+    assert _status(sess.publish(df[df.flag == 1].groupby("sex").size())) == "pass"
+    by = "select sex, count(*) n, avg(flag) m from {} where district = '{}' group by 1 order by 1"
+    assert _status(sess.publish(con.sql(by.format("everyone", "B")))) == "pass"
+    out = sess.publish(df[df.district == "A"].groupby("sex").agg(n=("person", "size"), m=("flag", "mean")))
+    assert _status(out) != "pass", out.data["text/plain"]

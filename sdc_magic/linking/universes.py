@@ -40,6 +40,11 @@ MIN_RANKED_ROWS = 20
 #: A frame of repeated rows is matched as a sub-multiset (``Universe._by_multiset``) only when
 #: our rows repeat each content at most this often on average, and at most this share of its
 #: rows are not among ours.
+#: Universes are tied by rows found by their content, fewer than half of them, when at least this
+#: many are found, each unique, over columns that tell this share of the rows apart on both sides
+#: (``Universe.tells_apart``)
+MIN_DISTINCT_MATCHES = 5
+DISTINCT_SHARE = 0.95
 MULTISET_MAX_REPEATS = 10
 MULTISET_NEW_SHARE = 0.02
 
@@ -162,7 +167,9 @@ class Universe:
         if (pos is None or (pos < 0).any()) and content:
             by_content = self._by_content(frame, content)
             if by_content is not None and (pos is None or (by_content >= 0).sum() > (pos >= 0).sum()):
-                pos = by_content
+                pos, by_content = by_content, pos
+            if by_content is not None and pos is not None:
+                pos = _fill(pos, by_content)
         if (pos is None or 2 * int((pos >= 0).sum()) < len(frame)) and len(common) == len(self.hashes):
             by_multiset = self._by_multiset(frame, common)
             if by_multiset is not None and (pos is None or (by_multiset >= 0).sum() > (pos >= 0).sum()):
@@ -240,8 +247,18 @@ class Universe:
             others = [c for c in self.hashes if c in frame.columns and c not in theirs]
             theirs.update({c: hash_column(frame[c].iloc[sample]) for c in others})
             telling = [c for c in others if len(np.unique(theirs[c])) > 1] or list(check)
-        agree = sum(bool(np.array_equal(theirs[c], self.hashes[c][pos[sample]])) for c in telling)
-        if agree == 0 or 2 * agree < len(telling):
+        # a column either side does not hold for a sampled row (rows of a narrower frame appended
+        # here) is no evidence either way: compared where both hold it (it disagreed, and a filter of
+        # the whole frame after a narrow copy's table was compared with nothing: 23 − 22, red team)
+        agree = compared = 0
+        for c in telling:
+            mine, other = self.hashes[c][pos[sample]], theirs[c]
+            both = (mine != MISSING) & (other != MISSING)
+            if not both.any():
+                continue
+            compared += 1
+            agree += bool(np.array_equal(mine[both], other[both]))
+        if agree == 0 or 2 * agree < compared:
             return None
         if self.rowid_labels or frame.attrs.get(row_limits.ROWID_LABELS):
             pos = _rows_agreeing(pos, {c: frame_hash(frame, c) for c in telling}, self.hashes)
@@ -283,6 +300,47 @@ class Universe:
         if by_labels is not None:
             return by_labels, True
         return self._rows_by_content(other), False
+
+    def frame_tells_apart(self, frame: pd.DataFrame, keys: list[str], pos: np.ndarray) -> bool:
+        """:meth:`tells_apart` for a frame being placed (its rows found here at ``pos``)."""
+        present = set(hashed_columns(frame))
+        common = [c for c in self.hashes if c in present]
+        content = [c for c in common if c not in (self.key_columns | set(keys))]
+        if not content:
+            return False
+        theirs = {c: frame_hash(frame, c) for c in content}
+        return self._distinct_matches(theirs, content, pos >= 0, pos)
+
+    def tells_apart(self, other: Universe, found: np.ndarray, to_u: np.ndarray) -> bool:
+        """Whether the rows of ``other`` found here by content are the same people beyond chance:
+        at least :data:`MIN_DISTINCT_MATCHES` of them, each content unique on both sides, over
+        columns that tell at least :data:`DISTINCT_SHARE` of either side's rows apart (an id, an
+        income to the cent: chance cannot make rows equal in all of them).
+
+        Why: by content, half of a universe's rows had to be found for two universes to be tied;
+        B's 30 rows, 13 of them among the flagged ones read from another engine, never were, and
+        14 − 8 − 5 gave C's flagged woman away (red team: chains mixing engines and re-indexed
+        copies)."""
+        common = [c for c in self.hashes if c in other.hashes]
+        content = [c for c in common if c not in (self.key_columns | other.key_columns)] or common
+        if not content:
+            return False
+        return self._distinct_matches({c: other.hashes[c] for c in content}, content, found, to_u)
+
+    def _distinct_matches(self, their_hashes: dict[Hashable, np.ndarray], content: list[Hashable],
+                          found: np.ndarray, to_u: np.ndarray) -> bool:
+        if int(found.sum()) < MIN_DISTINCT_MATCHES:
+            return False
+        theirs = combine([their_hashes[c] for c in content])
+        mine = combine([self.hashes[c] for c in content])
+        if _distinct(theirs) < DISTINCT_SHARE * len(theirs) or _distinct(mine) < DISTINCT_SHARE * len(mine):
+            return False
+        # each matched content unique on both sides (not told apart by its occurrence rank)
+        counts_theirs = pd.Series(theirs).value_counts()
+        counts_mine = pd.Series(mine).value_counts()
+        at = np.flatnonzero(found)
+        return bool((counts_theirs.reindex(theirs[at]).to_numpy() == 1).all()
+                    and (counts_mine.reindex(mine[to_u[at]]).fillna(0).to_numpy() == 1).all())
 
     def _rows_by_content(self, other: Universe) -> np.ndarray | None:
         common = [c for c in self.hashes if c in other.hashes]
@@ -427,6 +485,27 @@ def _positions(labels: pd.Index, wanted: pd.Index) -> np.ndarray | None:
         return None
 
 
+def _fill(pos: np.ndarray, more: np.ndarray) -> np.ndarray:
+    """``pos`` with its unfound rows (-1) taken from ``more`` where that names a universe row no
+    row of ``pos`` holds: rows found by labels and the rest by content (a universe whose rows
+    carry DuckDB rowids for some, pandas labels for others: B's unflagged rows found by neither
+    alone, 23 − 22 = C's unflagged woman, red team)."""
+    gaps = (pos < 0) & (more >= 0)
+    if not gaps.any():
+        return pos
+    taken = np.zeros(int(max(pos.max(initial=-1), more.max(initial=-1))) + 1, dtype=bool)
+    taken[pos[pos >= 0]] = True
+    candidates = np.flatnonzero(gaps)
+    free = ~taken[more[candidates]]
+    candidates = candidates[free]
+    # (one universe row for one frame row: the first frame row naming it)
+    _, first = np.unique(more[candidates], return_index=True)
+    candidates = candidates[first]
+    pos = pos.copy()
+    pos[candidates] = more[candidates]
+    return pos
+
+
 def _rows_agreeing(pos: np.ndarray, theirs: dict[Hashable, np.ndarray], ours: dict[Hashable, np.ndarray]
                    ) -> np.ndarray:
     """``pos`` with -1 where a row found by its label disagrees with the row it names in most
@@ -505,7 +584,7 @@ def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], check
         if pos is None:
             continue
         matched = int((pos >= 0).sum())
-        if matched and (matched >= 0.5 * len(frame) or matched >= 0.5 * u.n):
+        if matched and (matched >= 0.5 * len(frame) or matched >= 0.5 * u.n or u.frame_tells_apart(frame, keys, pos)):
             best = (u, pos)
             break
     if best is None:
@@ -569,7 +648,8 @@ def merge_overlapping(universes: list[Universe], u: Universe, checked: set[tuple
         found = to_u >= 0 if to_u is not None else np.zeros(0, dtype=bool)
         # rows found by their labels (their content agreeing) are the same people however few,
         # as when a frame is placed (``place``); by content, half of them (chance matches)
-        enough = bool(found.any()) if by_labels else 2 * int(found.sum()) >= other.n
+        enough = bool(found.any()) if by_labels else \
+            2 * int(found.sum()) >= other.n or u.tells_apart(other, found, to_u)
         if to_u is None or not enough or _distinct(to_u[found]) != int(found.sum()):
             if len(checked) > 256:
                 checked.clear()
