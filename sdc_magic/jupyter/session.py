@@ -486,7 +486,8 @@ class Session:
         checked.notes.extend(unproven)
         newly = 0
         for g in added:
-            # every displayed cell of the group (an indicator's rows: its count and its mean)
+            # every displayed cell of the group (an indicator's population: its means, sums and
+            # other statistics; the table's own rows: the whole row)
             for i in np.flatnonzero(draft.display_group == g):
                 r, c = int(checked.cell_rows[i]), int(checked.cell_cols[i])
                 if not checked.hidden[r, c]:

@@ -317,14 +317,14 @@ class Linker:
 
     def hide_more(self, recorded: list[Draft], hidden_flat: np.ndarray, blocked: bool = False) -> None:
         """Hide more cells of an output whose populations ``recorded`` were committed (a later
-        population of the same output was audited with them and needed more hidden); saved.
-        ``blocked``: the output is withheld whole, so its populations publish nothing and, as a
-        blocked output that is never recorded, ask no later output to hide anything."""
+        population of the same output was audited with them and needed more hidden); saved by
+        :meth:`settle`, which follows. ``blocked``: the output is withheld whole, so its
+        populations publish nothing and, as a blocked output that is never recorded, ask no
+        later output to hide anything."""
         for d in recorded:
             hide_in_recorded(d, hidden_flat)
             if blocked:
                 d.pop.hidden_shown = np.zeros_like(d.pop.hidden_shown)
-        self.save()
 
     @own_work
     def within_table(self, title: str, entry: Any, positions: np.ndarray, threshold: int,
