@@ -61,6 +61,8 @@ DERIVED_METHODS = (
                                "__getitem__", "fillna", "convert_dtypes", "infer_objects", "dropna", "drop",
                                "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map")),
 )
+#: Methods returning their input's rows in order under other labels (see ``row_origins``)
+REINDEXING = ("reset_index", "set_index", "set_axis")
 #: Arithmetic and running statistics analysts apply to tables (issue 23.4): of an aggregation,
 #: an aggregation computed from it, whose recipe lets the check recompute it from the protected parent
 _ARITHMETIC = ("add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow")
@@ -114,8 +116,12 @@ class Derivations:
         anything else passes."""
         registry = self.registry
 
-        reindexes = name == "reset_index"
+        # rows kept in their order under new labels: linking places them by the old (row_origins);
+        # ``set_index("income")`` moves the column that told rows apart into the labels, and a
+        # flagged count over it was compared with nothing (14 − 8 − 5, red team's chains)
+        reindexes = name in REINDEXING
         selects = name == "__getitem__"
+        masks = name in ("__getitem__", "loc")  # (a boolean mask's positions: row_origins.follow)
 
         @functools.wraps(original)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -132,7 +138,7 @@ class Derivations:
                     if reindexes:
                         row_origins.remember(result, args[0])
                     else:
-                        row_origins.follow(result, args[0])
+                        row_origins.follow(result, args[0], args[1] if masks and len(args) == 2 else None)
                     chosen = selected_by_values(args[0])  # (rows chosen by figures: kept so, size_filters)
                     if chosen is not None:
                         mark_selected_by_values(result, chosen)

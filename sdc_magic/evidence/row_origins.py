@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .weak_table import WeakTable
@@ -41,9 +42,13 @@ def remember(result: Any, source: Any) -> None:
     _keep(result, labels)
 
 
-def follow(result: Any, source: Any) -> None:
+def follow(result: Any, source: Any, key: Any = None) -> None:
     """``result`` is made of rows of ``source`` found by its labels (a column, a filter, a copy of
     a re-indexed frame): it inherits the labels those rows had before (:func:`remember`).
+
+    ``key``: what selected the rows, when known (``source[key]``). A boolean mask as long as
+    ``source`` gives the rows' positions even when the new labels repeat (``set_index("income")``
+    with two incomes of 0, then ``d[d.flag == 1]``: red team's chains, 14 − 8 − 5).
 
     A dict look-up when ``source`` was never re-indexed (the hot path of every selection)."""
     if source not in _origins:
@@ -51,12 +56,37 @@ def follow(result: Any, source: Any) -> None:
     before = labels_before(source)
     if before is None or not isinstance(result, pd.DataFrame | pd.Series) or result is source:
         return
+    at = _mask_positions(key, source, len(result))
+    if at is not None:
+        _keep(result, before[at])
+        return
     if not source.index.is_unique or not result.index.is_unique:
         return
     at = source.index.get_indexer(result.index)
     if (at < 0).any():
         return
     _keep(result, before[at])
+
+
+def _mask_positions(key: Any, source: Any, n_result: int) -> np.ndarray | None:
+    """The positions of ``source`` a boolean mask selects, when it selected ``n_result`` rows.
+
+    A Series mask counts only on ``source``'s own labels (pandas aligns any other by label)."""
+    if key is None or isinstance(key, str | tuple | slice):
+        return None
+    if isinstance(key, pd.Series):
+        if not pd.api.types.is_bool_dtype(key.dtype) or not (key.index is source.index
+                                                              or key.index.equals(source.index)):
+            return None
+        values = key.to_numpy(dtype=bool)
+    elif isinstance(key, np.ndarray) and key.dtype == bool:
+        values = key
+    else:
+        return None
+    if values.ndim != 1 or len(values) != len(source):
+        return None
+    at = np.flatnonzero(values)
+    return at if len(at) == n_result else None
 
 
 def _keep(result: Any, labels: pd.Index) -> None:

@@ -44,6 +44,34 @@ def hash_column(col: pd.Series) -> np.ndarray:
         return pd.util.hash_pandas_object(col.astype(str), index=False).to_numpy(dtype=np.uint64)
 
 
+def with_index_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its named index levels that are not columns as columns too (same index).
+
+    Why: ``set_index("income")`` moves the column that tells people apart into the labels; the
+    rows of a filter of it were then compared with other frames' rows without it (their content
+    matched nothing, their labels were other labels), and three tables whose flagged rows add up
+    gave C's flagged woman away (14 − 8 − 5, red team's chains; also through ``query`` and
+    ``.loc``, whatever selected the rows). The frame itself is untouched (a shallow copy gets
+    the columns), its cached column hashes are shared with the copy (each checked by its stamp)
+    and its ``attrs`` kept.
+    """
+    if not isinstance(frame, pd.DataFrame) or isinstance(frame.columns, pd.MultiIndex):
+        return frame
+    names = [n for n in frame.index.names if n is not None and n not in frame.columns]
+    if not names or len(set(names)) != len(names) or not frame.columns.is_unique:
+        return frame
+    view = frame.copy(deep=False)
+    for name in names:
+        view[name] = frame.index.get_level_values(name).to_numpy()
+    view.attrs = dict(frame.attrs)
+    shared = _frame_hashes.get(frame)
+    if shared is None:
+        shared = {}
+        _frame_hashes.set(frame, shared)
+    _frame_hashes.set(view, shared)
+    return view
+
+
 def _stamp(col: pd.Series) -> tuple:
     """Length, dtype and a hash of 16 spread values: a cached column changed in place shows."""
     n = len(col)

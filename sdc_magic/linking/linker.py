@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from ..capture.depth import own_work
+from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
 from . import differencing, persistence
 from .differencing import variant_cells
-from .identity import combine
+from .identity import combine, with_index_columns
 from .in_engine import EngineUniverse, Split, split
 from .in_engine import place as place_in_engine
 from .names import output_order
@@ -96,7 +97,10 @@ class Linker:
         self._ensure_loaded()
         if isinstance(frame, InEngineRows):
             return self._place_in_engine(frame)
-        return place(self.universes, frame, keys, self._merge_checked, self.forgotten)
+        view = with_index_columns(frame)
+        if view is not frame:
+            row_origins.remember(view, frame)  # (the labels its rows had before a reset_index, if any)
+        return place(self.universes, view, keys, self._merge_checked, self.forgotten)
 
     def _place_in_engine(self, rows: InEngineRows) -> tuple[EngineUniverse, Split] | None:
         """The engine universe of rows left in their engine, and the table's cut of its atoms.
