@@ -474,21 +474,33 @@ def test_a_flag_summed_beside_counts_leaves_later_tables_compared(con: Any, fres
 def test_a_smaller_table_of_rows_counted_on_the_connection_is_counted_there_too(
         first_large: bool, con: Any, fresh: Any, monkeypatch: Any) -> None:
     """Everyone by sex (73 rows, above the limit) and without C (70 rows, below): counted on the
-    connection once its base is, so the two are compared (the rows path blocks the second). The
-    other order reads the small table's rows: the large one is review beside it (known gap)."""
+    connection once its base is, so the two are compared (the rows path blocks the second). In the
+    other order the small table is counted there too, its base (73 rows) being above the limit:
+    it was read by its rows, and the large table was ``review`` beside it ("identified in
+    different ways")."""
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 71)
     large = "select sex, count(*) n from people group by 1 order by 1"
     small = "select sex, count(*) n from people where district <> 'C' group by 1 order by 1"
     sess = fresh()
     queries = [large, small] if first_large else [small, large]
     assert verdict(sess.publish(con.sql(queries[0])))[0] == "pass"
+    assert isinstance(last_rows(sess), InEngineRows)
     out = sess.publish(con.sql(queries[1]))
-    if first_large:
-        assert isinstance(last_rows(sess), InEngineRows)
-        assert out.metadata["sdc_magic"]["status"] == "blocked"
-        assert len(engine_universes(sess)) == 1
-    else:
-        assert out.metadata["sdc_magic"]["status"] == "review"
+    assert isinstance(last_rows(sess), InEngineRows)
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
+    assert len(engine_universes(sess)) == 1
+
+
+def test_a_small_base_is_still_read_by_its_rows(con: Any, fresh: Any, monkeypatch: Any) -> None:
+    """A base of no more than ``IN_ENGINE_ROWS`` rows: its tables are read by their rows (they
+    can be compared with pandas tables of the same people), its size counted once."""
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 73)
+    sess = fresh()
+    sess.publish(con.sql("select sex, count(*) n from people where district <> 'C' group by 1 order by 1"))
+    assert not isinstance(last_rows(sess), InEngineRows)
+    out = sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
+    assert not isinstance(last_rows(sess), InEngineRows)
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
 
 
 @pytest.mark.parametrize("query", [

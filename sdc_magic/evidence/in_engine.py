@@ -67,25 +67,45 @@ class CountedBases:
     the second is ``review``. Once a base is counted in the engine, every table over it that the
     engine can count is counted there (one identity, one set of atoms); so is every table over a
     base the engine knows to be large without a query (``InEngineRows.base_rows``: a polars
-    frame), whatever the order. Otherwise (a small DuckDB or Spark table first, their bases'
-    sizes unknown without a count of them) it is read by rows: the later large table is then
+    frame), whatever the order; and, where counting a base's rows is cheap (``count_bases``:
+    DuckDB, whose ``count(*)`` of a table reads its metadata), every table over a base of more
+    than ``IN_ENGINE_ROWS`` rows, its size counted once per session. Otherwise (a small Spark
+    table first: a count of its base is a job) it is read by rows: the later large table is then
     ``review`` beside it when they share a column (docs/known-gaps.md).
+
+    Why DuckDB counts its bases: a district's count first (read by its rows), then everyone's
+    (counted in the engine) made the second ``review`` ("identified in different ways"), the
+    commonest order of a session.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, count_bases: bool = False) -> None:
         self._identities: set[str] = set()
+        self.count_bases = count_bases
+        self._base_sizes: dict[str, int | None] = {}
 
     def worth_trying(self, large: bool, sizes_known: bool = False) -> bool:
         """Whether a table should be tried in the engine: a large one, any once a base is, or
-        any when the engine tells its bases' sizes for free (``sizes_known``)."""
-        return large or sizes_known or bool(self._identities)
+        any when the engine tells its bases' sizes for free (``sizes_known``, ``count_bases``)."""
+        return large or sizes_known or self.count_bases or bool(self._identities)
 
     def keep(self, found: InEngineRows | None, large: bool) -> InEngineRows | None:
-        """``found`` when the table is large (its base is remembered) or over a base counted in the
-        engine before; else None (its rows are read)."""
+        """``found`` when the table is large or over a large base (its base is remembered) or over
+        a base counted in the engine before; else None (its rows are read)."""
         if found is None:
             return None
-        if large or (found.base_rows is not None and found.base_rows > rows.IN_ENGINE_ROWS):
+        if large or found.identity in self._identities or self._large_base(found):
             self._identities.add(found.identity)
             return found
-        return found if found.identity in self._identities else None
+        return None
+
+    def _large_base(self, found: InEngineRows) -> bool:
+        """Whether ``found``'s base holds more than ``IN_ENGINE_ROWS`` rows, as far as known cheaply."""
+        size = found.base_rows
+        if size is None and self.count_bases and found.total is not None:
+            if found.identity not in self._base_sizes:
+                try:
+                    self._base_sizes[found.identity] = int(found.total())
+                except Exception:  # (a base that cannot be counted: its tables are read by rows)
+                    self._base_sizes[found.identity] = None
+            size = self._base_sizes[found.identity]
+        return size is not None and size > rows.IN_ENGINE_ROWS

@@ -249,7 +249,7 @@ class DuckDBCapture:
         self.registry = registry
         self.rules = rules
         self._saved: list[tuple[Any, str, Any]] = []
-        self._counted = CountedBases()  # (bases counted on a connection: their smaller tables are too)
+        self._counted = CountedBases(count_bases=True)  # (large bases, and those counted on a connection)
         self.installed = False
 
     def install(self) -> None:

@@ -166,7 +166,7 @@ class Recorder:
         self.rules = rules
         #: bases counted on a connection (the capture's, shared by its recorders): their smaller
         #: tables are counted there too
-        self._counted = counted if counted is not None else CountedBases()
+        self._counted = counted if counted is not None else CountedBases(count_bases=True)
 
     def _measure_of(self, pending: Pending) -> Callable[[str], tuple[str | None, str]]:
         measures = pending.plan.measures
