@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,18 @@ def aggregates(query: str) -> bool:
     planned, every other query runs as the user wrote it and is checked as row-level data.
     Any aggregate function DuckDB knows counts (``histogram(district)`` is a table of counts)."""
     low = query.lower()
-    return any(word in low for word in AGGREGATING) or _aggregate_call().search(low) is not None
+    if any(word in low for word in AGGREGATING):
+        return True
+    if getattr(_reading_catalog, "active", False):
+        return False  # (the catalog query of aggregate_names, through the captured execute)
+    return _aggregate_call().search(low) is not None
+
+
+#: Set while :func:`aggregate_names` reads DuckDB's catalog: its query goes through the captured
+#: ``execute``, which asked :func:`aggregates` of it, which read the catalog again: 123 nested
+#: connections and queries before Python's recursion limit ended it, 7 CPU s on the first
+#: aggregating query of a session (every session's first DuckDB display, 2026-12-04).
+_reading_catalog = threading.local()
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,12 +55,14 @@ def aggregate_names() -> frozenset[str]:
     try:
         import duckdb
 
+        _reading_catalog.active = True
         con = duckdb.connect()
         try:
             rows = con.execute("select distinct function_name from duckdb_functions() "
                                "where function_type = 'aggregate'").fetchall()
         finally:
             con.close()
+            _reading_catalog.active = False
         return frozenset(str(r[0]).lower() for r in rows)
     except Exception:
         return frozenset({"histogram", "list", "array_agg", "string_agg", "group_concat", "listagg", "mode",
