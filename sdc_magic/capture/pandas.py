@@ -474,7 +474,7 @@ class Capture:
                                index=s.index)
         else:
             tmp = pd.DataFrame({name: s.to_numpy()}, index=s.index)
-        row_origins.follow(tmp, s)  # (a column of a re-indexed frame: its rows' earlier labels)
+        row_origins.same_rows(tmp, s)  # (a column of a re-indexed frame: its rows' earlier labels)
         dropna = kwargs.get("dropna", args[4] if len(args) > 4 else True)
         ge = self._evidence_by_columns(tmp, [name], dropna, [], unit)
         normalize = kwargs.get("normalize", args[0] if args else False)
@@ -562,7 +562,10 @@ class Capture:
             {k: np.asarray(v) for k, v in data.items()})
         for a in data.values():  # (columns of a re-indexed frame: their rows' earlier labels)
             if isinstance(a, pd.Series):
-                row_origins.follow(tmp, a)
+                if all(v.index.equals(a.index) for v in data.values() if isinstance(v, pd.Series)):
+                    row_origins.same_rows(tmp, a)
+                else:
+                    row_origins.follow(tmp, a)
                 break
         chosen = next((r for a in data.values() if isinstance(a, pd.Series)
                        and (r := selected_by_values(a)) is not None), None)

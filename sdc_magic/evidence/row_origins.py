@@ -48,7 +48,8 @@ def follow(result: Any, source: Any, key: Any = None) -> None:
 
     ``key``: what selected the rows, when known (``source[key]``). A boolean mask as long as
     ``source`` gives the rows' positions even when the new labels repeat (``set_index("income")``
-    with two incomes of 0, then ``d[d.flag == 1]``: red team's chains, 14 − 8 − 5).
+    with two incomes of 0, then ``d[d.flag == 1]``: red team's chains, 14 − 8 − 5); a column label
+    (or a list of them) keeps every row in order.
 
     A dict look-up when ``source`` was never re-indexed (the hot path of every selection)."""
     if source not in _origins:
@@ -60,12 +61,26 @@ def follow(result: Any, source: Any, key: Any = None) -> None:
     if at is not None:
         _keep(result, before[at])
         return
+    if _selects_columns(key, source) and len(result) == len(source):
+        _keep(result, before)  # (its columns: every row, in order, whatever the labels)
+        return
     if not source.index.is_unique or not result.index.is_unique:
         return
     at = source.index.get_indexer(result.index)
     if (at < 0).any():
         return
     _keep(result, before[at])
+
+
+def same_rows(result: Any, source: Any) -> None:
+    """``result`` holds every row of ``source`` in ``source``'s order (a Series made a frame, a
+    frame of its columns): it takes the labels they had before a re-indexing, whatever the
+    current labels (which may repeat: ``set_index("income")["sex"]``, red team)."""
+    before = labels_before(source)
+    if before is None or not isinstance(result, pd.DataFrame | pd.Series) or result is source:
+        return
+    if len(result) == len(source) and result.index.equals(source.index):
+        _keep(result, before)
 
 
 def _mask_positions(key: Any, source: Any, n_result: int) -> np.ndarray | None:
@@ -87,6 +102,19 @@ def _mask_positions(key: Any, source: Any, n_result: int) -> np.ndarray | None:
         return None
     at = np.flatnonzero(values)
     return at if len(at) == n_result else None
+
+
+def _selects_columns(key: Any, source: Any) -> bool:
+    """Whether ``source[key]`` selects columns of a frame (a label or a list of labels): all its
+    rows in order (``people.set_index("income")["sex"]``: incomes repeat, the labels cannot say)."""
+    if key is None or not isinstance(source, pd.DataFrame):
+        return False
+    try:
+        if isinstance(key, list):
+            return bool(key) and all(not isinstance(k, bool) and k in source.columns for k in key)
+        return not isinstance(key, bool) and key in source.columns
+    except TypeError:  # (an unhashable key: a mask or an array)
+        return False
 
 
 def _keep(result: Any, labels: pd.Index) -> None:

@@ -558,7 +558,7 @@ def _as_frame(series: pd.Series) -> pd.DataFrame:
     """A Series as a one-column frame, with the labels its rows had before a ``reset_index``
     (linking runs past the capture's wrappers, which carry them on the analyst's calls)."""
     frame = series.to_frame(name=series.name if series.name is not None else "__value__")
-    row_origins.follow(frame, series)
+    row_origins.same_rows(frame, series)
     return frame
 
 
