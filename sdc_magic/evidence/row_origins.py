@@ -61,8 +61,8 @@ def follow(result: Any, source: Any, key: Any = None) -> None:
     if at is not None:
         _keep(result, before[at])
         return
-    if _selects_columns(key, source) and len(result) == len(source):
-        _keep(result, before)  # (its columns: every row, in order, whatever the labels)
+    if _selects_columns(key, source):
+        same_rows(result, source)  # (its columns: every row, in order, whatever the labels)
         return
     if not source.index.is_unique or not result.index.is_unique:
         return

@@ -166,19 +166,14 @@ class Universe:
                 pos = again
         if (pos is None or (pos < 0).any()) and content:
             by_content = self._by_content(frame, content)
-            if by_content is not None and pos is not None:
+            if by_content is not None and (pos is None or not (pos >= 0).any()):
+                pos = by_content
+            elif by_content is not None:
                 # rows found by labels stay where their labels put them, completed by content only
                 # where it names one row on both sides: matched by occurrence rank or by an equal
                 # income, two of B's flagged rows were taken for A's, outnumbered the 17 found by
                 # their labels, and 14 − 8 − 5 went unseen (red team)
-                if (pos >= 0).any():
-                    by_content = np.where(self._told_apart(frame, content), by_content, -1)
-                else:
-                    pos, by_content = by_content, pos
-            elif by_content is not None:
-                pos, by_content = by_content, None
-            if by_content is not None and pos is not None:
-                pos = _fill(pos, by_content)
+                pos = _fill(pos, np.where(self._told_apart(frame, content), by_content, -1))
         if (pos is None or 2 * int((pos >= 0).sum()) < len(frame)) and len(common) == len(self.hashes):
             by_multiset = self._by_multiset(frame, common)
             if by_multiset is not None and (pos is None or (by_multiset >= 0).sum() > (pos >= 0).sum()):

@@ -56,13 +56,15 @@ def aggregate_names() -> frozenset[str]:
         import duckdb
 
         _reading_catalog.active = True
-        con = duckdb.connect()
         try:
-            rows = con.execute("select distinct function_name from duckdb_functions() "
-                               "where function_type = 'aggregate'").fetchall()
+            con = duckdb.connect()
+            try:
+                rows = con.execute("select distinct function_name from duckdb_functions() "
+                                   "where function_type = 'aggregate'").fetchall()
+            finally:
+                con.close()
         finally:
-            con.close()
-            _reading_catalog.active = False
+            _reading_catalog.active = False  # (also when connecting fails: never left set)
         return frozenset(str(r[0]).lower() for r in rows)
     except Exception:
         return frozenset({"histogram", "list", "array_agg", "string_agg", "group_concat", "listagg", "mode",
