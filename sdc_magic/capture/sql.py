@@ -766,10 +766,14 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
 
 #: the column of a linking row's ``rowid`` in its base table (see :func:`rows_query`)
 ROWID = f"{contract.PREFIX}rowid"
+#: a Python frame's row positions in :func:`rows_query` (``positions``)
+POSITION = f"{contract.PREFIX}position"
+#: in :func:`rows_query` with ``positions``: how many tables or views of the catalog bear the frame's name
+SHADOWED = f"{contract.PREFIX}shadowed"
 
 
 def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None = None, *,
-               raw: bool = False, rowid: bool = False) -> str | None:
+               raw: bool = False, rowid: bool = False, positions: int | None = None) -> str | None:
     """One row per source row reaching the aggregation: its keys (as DuckDB computes them
     for the table) and ``hash()`` of every source column, for linking. None if not expressible.
 
@@ -780,6 +784,9 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     (None otherwise; a view or a Python frame has none, and binding the query then fails):
     linking takes it as the rows' labels, so that tables of the same DuckDB table are placed
     among each other however little their rows overlap (content alone needs half of them).
+    ``positions``: the source is a Python frame of this many rows (a replacement scan): each row's
+    position in it comes as :data:`ROWID` instead (a ``POSITIONAL JOIN`` with ``range``), which
+    the caller turns into the frame's own labels (None when not one table, as for ``rowid``).
     """
     import sqlglot
 
@@ -796,8 +803,19 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
             with_sql = cte.sql("duckdb") + " "
             select.set(name, None)
     source = select.args.get("from_") or select.args.get("from")  # (sqlglot's name for FROM changed)
-    if rowid and (with_sql or select.args.get("joins") or source is None or not isinstance(source.this, sqlglot.exp.Table)):
+    if (rowid or positions is not None) and (with_sql or select.args.get("joins") or source is None
+                                             or not isinstance(source.this, sqlglot.exp.Table)):
         return None
+    name_of_frame = None
+    if positions is not None:
+        table = source.this
+        name_of_frame = table.name
+        bare = table.copy()
+        bare.set("alias", None)
+        numbered = sqlglot.parse_one(f"SELECT * FROM {bare.sql('duckdb')} POSITIONAL JOIN "
+                                     f"(SELECT range AS {POSITION} FROM range({int(positions)}))", read="duckdb")
+        source.set("this", sqlglot.exp.Subquery(
+            this=numbered, alias=sqlglot.exp.TableAlias(this=sqlglot.exp.to_identifier(table.alias_or_name))))
     select.set("expressions", [])
     select = select.select(sqlglot.parse_one(f"1 AS {contract.PREFIX}probe", read="duckdb"), copy=False)
     text = select.sql("duckdb")
@@ -813,9 +831,11 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     bare_keys = [n.unalias().name for n in p.key_nodes
                  if raw and isinstance(n.unalias(), sqlglot.exp.Column) and n.unalias().name == n.alias_or_name]
     if columns is None:
-        if bare_keys:
-            quoted_keys = ", ".join('"' + c.replace('"', '""') + '"' for c in dict.fromkeys(bare_keys))
-            items.append(f"COLUMNS(* EXCLUDE ({quoted_keys}))")
+        left_out = [*dict.fromkeys(bare_keys), *([POSITION] if positions is not None else [])]
+        if left_out:
+            quoted_keys = ", ".join('"' + c.replace('"', '""') + '"' for c in left_out)
+            items.append(wrap.format(f"COLUMNS(* EXCLUDE ({quoted_keys}))") if not bare_keys
+                         else f"COLUMNS(* EXCLUDE ({quoted_keys}))")
         else:
             items.append(wrap.format("COLUMNS(*)"))
     else:
@@ -829,6 +849,14 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
         # sorted by sex, read by rowid 0..72, was taken for the people in pandas' order: red team)
         name = source.this.sql("duckdb").lower().encode()
         items.append(f"rowid + {(zlib.crc32(name) & 0x7FFFFFFF) << 32} AS {ROWID}")
+    elif positions is not None:
+        # DuckDB reads a table or view of its catalog before a Python object of the same name:
+        # then the positions are not the frame's (told in the rows, where a query's parameters
+        # bind as they do for the user's: a query of its own would not bind them)
+        quoted = str(name_of_frame).replace("'", "''")
+        items.append(f"{POSITION} AS {ROWID}")
+        items.append(f"(SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower('{quoted}'))"
+                     f" AS {SHADOWED}")
     return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"
 
 

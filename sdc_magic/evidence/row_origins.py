@@ -121,6 +121,20 @@ def _keep(result: Any, labels: pd.Index) -> None:
     _origins.set(result, labels)
 
 
+def rows_labelled(result: Any, labels: pd.Index) -> None:
+    """``result`` (a pandas frame made by another engine: polars' ``to_pandas``) holds, in order,
+    the rows these pandas ``labels`` named; kept like a ``reset_index``'s (:func:`remember`)."""
+    if isinstance(result, pd.DataFrame | pd.Series) and len(result) == len(labels) and labels.is_unique \
+            and not result.index.equals(labels):
+        _keep(result, labels)
+
+
+def labels_of(frame: pd.DataFrame | pd.Series) -> pd.Index:
+    """The labels that name ``frame``'s rows for linking: those before a re-indexing, else its own."""
+    before = labels_before(frame)
+    return frame.index if before is None else before
+
+
 def labels_before(frame: Any) -> pd.Index | None:
     """The labels ``frame``'s rows had before a re-indexing (:func:`remember`), or None."""
     labels = _origins.get(frame)

@@ -239,6 +239,11 @@ def in_caller_frame(depth: int, query: Any = None) -> Callable[..., Any]:
         ns.update(__sdc_call__=fn, __sdc_args__=args, __sdc_kwargs__=kwargs)
         return eval(_CALL, glb, ns)
 
+    def lookup(name: str) -> Any:
+        """The Python object a query's ``FROM name`` would read (a replacement scan), or None."""
+        return loc[name] if name in loc else glb.get(name)
+
+    run.lookup = lookup  # type: ignore[attr-defined]
     return run
 
 
@@ -329,7 +334,7 @@ class DuckDBCapture:
         def sql(query: Any, *args: Any, **kwargs: Any) -> Any:
             run = in_caller_frame(1, query)
             rel = run(original, query, *args, **kwargs)
-            self._capture(rel, query, lambda q: run(original, q, *args, **kwargs))
+            self._capture(rel, query, lambda q: run(original, q, *args, **kwargs), run.lookup)
             return rel
 
         return sql
@@ -339,7 +344,7 @@ class DuckDBCapture:
         def sql(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             run = in_caller_frame(1, query)
             rel = run(original, con, query, *args, **kwargs)
-            self._capture(rel, query, lambda q: run(original, con, q, *args, **kwargs))
+            self._capture(rel, query, lambda q: run(original, con, q, *args, **kwargs), run.lookup)
             return rel
 
         return sql
@@ -424,7 +429,7 @@ class DuckDBCapture:
             self.registry.failures.append(f"duckdb execute: {type(exc).__name__}: {exc}")
             return None
         try:
-            pending = self._prepare(rel, query, bind)
+            pending = self._prepare(rel, query, bind, getattr(run, "lookup", None))
         except Exception as exc:  # fail closed, as for a relation (see _capture)
             self.registry.failures.append(f"duckdb execute: {type(exc).__name__}: {exc}")
             return PLANNING_FAILED
@@ -534,7 +539,8 @@ class DuckDBCapture:
             contract.remember(result, form)
 
     # ------------------------------------------------------------ capture
-    def _capture(self, rel: Any, query: Any, run: Callable[[str], Any]) -> None:
+    def _capture(self, rel: Any, query: Any, run: Callable[[str], Any],
+                 lookup: Callable[[str], Any] | None = None) -> None:
         if rel is None or not isinstance(query, str) or not aggregates(query):
             return
         if mixed_levels_safe(query):
@@ -542,7 +548,7 @@ class DuckDBCapture:
             return
         failed = False
         try:
-            pending = self._prepare(rel, query, run)
+            pending = self._prepare(rel, query, run, lookup)
         except Exception as exc:  # never break user code; its display is checked as unverified
             self.registry.failures.append(f"duckdb: {type(exc).__name__}: {exc}")
             pending, failed = None, True
@@ -562,9 +568,10 @@ class DuckDBCapture:
             pending.computed = ()
         _remember(_pending, rel, pending)
 
-    def _prepare(self, rel: Any, query: str, run: Callable[[str], Any]) -> Pending | None:
+    def _prepare(self, rel: Any, query: str, run: Callable[[str], Any],
+                 lookup: Callable[[str], Any] | None = None) -> Pending | None:
         """Bind the evidence queries of a captured query (see :func:`.evidence.prepare`)."""
-        return prepare(self.rules(), rel, query, run)
+        return prepare(self.rules(), rel, query, run, lookup)
 
     def materialise(self, pending: Pending, rel: Any) -> pd.DataFrame | None:
         """Run the evidence once, register it, and return the checked pandas form."""

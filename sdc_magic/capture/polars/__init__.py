@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...evidence import row_origins
 from ...evidence import rows as row_limits
 from ...evidence.in_engine import CountedBases
 from .. import contract
@@ -144,6 +145,7 @@ class PolarsCapture:
             if hasattr(pl, name):
                 self._patch(pl, name, functools.partial(self._scan, name=name))
         self._patch(pl, "sql", self._sql)
+        self._patch(pl, "from_pandas", self._from_pandas)
         for owner in (pl.SQLContext, pl.DataFrame, pl.LazyFrame):
             name = "execute" if owner is pl.SQLContext else "sql"
             if name in owner.__dict__:
@@ -653,6 +655,10 @@ class PolarsCapture:
             if contract.selection_read(df):
                 contract.mark_selection_read(result)
             contract.mark_one_sided(result, contract.one_sided(df) or [])
+            labels = _row_positions(df)  # (rows from pandas go back under their labels)
+            if isinstance(labels, pd.Index):
+                with contextlib.suppress(Exception):
+                    row_origins.rows_labelled(result, labels)
             return result
         return to_pandas
 
@@ -752,6 +758,17 @@ class PolarsCapture:
                     origins.remember_scan(result, name, source, kwargs)
             return result
         return scan
+
+    def _from_pandas(self, original: Callable) -> Callable:
+        """``pl.from_pandas(frame)``: the result's rows keep the pandas labels that name them, for
+        linking (:func:`.origins.remember_pandas`), nothing else."""
+        def from_pandas(data: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(data, *args, **kwargs)
+            if not _depth.value:
+                with contextlib.suppress(Exception):
+                    origins.remember_pandas(result, data)
+            return result
+        return from_pandas
 
     def _in_place(self, original: Callable) -> Callable:
         """A DataFrame method that may change the frame in place: its content identity is
@@ -979,9 +996,11 @@ def _remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dic
 
 
 def _row_positions(frame: Any) -> Any:
-    """Each row's position in the first frame ``frame`` was made from (None: its own positions)."""
+    """Each row's position in the first frame ``frame`` was made from (None: its own positions),
+    or, when that frame came from pandas (``pl.from_pandas``), each row's pandas label (an Index)."""
     _depth.value += 1  # (the replayed filter is ours, not the user's)
     try:
-        return origins.positions(frame)
+        labels = origins.row_labels(frame)
+        return labels if labels is not None else origins.positions(frame)
     finally:
         _depth.value -= 1

@@ -317,7 +317,8 @@ def linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
     attempted there for pandas either) and if anything fails: the table is then checked
     on its own. A table of one variable's statistics covers the rows where it is known.
     ``positions``: where each row was in the frame it was taken from (:mod:`.origins`), which
-    labels the rows as pandas' index does; else they are labelled by their own positions.
+    labels the rows as pandas' index does, or their pandas labels (an Index: a frame from
+    ``pl.from_pandas``); else they are labelled by their own positions.
     ``notes``: the table's notes, told why when there are no rows (linking reads the note:
     a table compared with nothing is not called cleared beside other outputs).
     """
@@ -357,12 +358,16 @@ def _linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
         query = lf
         labelled = positions is not None and len(positions) == lf.select(pl.len()).collect().item()
         if labelled:
-            query = query.with_columns(pl.Series(ROW_LABEL, positions))
+            # pandas labels (a frame from ``pl.from_pandas``) travel as positions, taken after
+            by_position = isinstance(positions, pd.Index)
+            query = query.with_columns(pl.Series(ROW_LABEL, np.arange(len(positions), dtype=np.int64)
+                                                 if by_position else positions))
         if "size" not in stats and len(variables) == 1 and next(iter(variables)) in schema:
             query = query.filter(pl.col(next(iter(variables))).is_not_null())
         rows = query.select([*key_exprs, *hashes, *([pl.col(ROW_LABEL)] if labelled else [])]).collect().to_pandas()
         if labelled:
-            rows.index = pd.Index(rows.pop(ROW_LABEL).to_numpy())
+            at = rows.pop(ROW_LABEL).to_numpy()
+            rows.index = positions.take(at) if by_position else pd.Index(at)
         return rows if len(rows) <= row_limits.MAX_LINKED_ROWS else None
     except Exception:
         return None

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ...evidence import row_origins
 from ...evidence.weak_table import WeakTable
 
 #: Results remembered at once (the newest).
@@ -118,6 +119,62 @@ def step(frame: Any) -> tuple[Any, str, tuple, dict, dict | None] | None:
 
     hit = _lazy_origins.get(frame) if isinstance(frame, pl.LazyFrame) else _origins.get(frame)
     return None if hit is None else hit[:5]
+
+
+#: Frames made by ``pl.from_pandas`` remembered at once, with the labels of the pandas rows they hold.
+MAX_FROM_PANDAS = 64
+_pandas_labels = WeakTable(MAX_FROM_PANDAS)  # polars frame -> (the pandas rows' labels, its version)
+
+
+def remember_pandas(result: Any, frame: Any) -> None:
+    """``result`` is ``pl.from_pandas(frame)``: its rows are ``frame``'s in order, so they keep the
+    labels that name them in pandas (:func:`.row_origins.labels_of`: those before a re-indexing).
+
+    Why: polars frames have no index. A narrow copy of the people in polars (district, sex, flag)
+    could not be placed among the rows of a pandas or polars table of a shuffled copy of them, and
+    both tables were cleared: 37 − 35 = C's two women (red team of issue 22)."""
+    import pandas as pd
+    import polars as pl
+
+    if isinstance(result, pl.DataFrame) and isinstance(frame, pd.DataFrame | pd.Series):
+        labels = row_origins.labels_of(frame)
+        if len(labels) == result.height and labels.is_unique:
+            _pandas_labels.set(result, (labels, _version(result)))
+
+
+def root(frame: Any, depth: int = 0) -> Any:
+    """The first frame of the chain of remembered methods ``frame`` was made by (itself if none)."""
+    hit = _origins.get(frame)
+    return frame if hit is None or depth > 32 else root(hit[0], depth + 1)
+
+
+def pandas_labels(frame: Any) -> Any:
+    """The pandas labels of the rows of the frame ``frame``'s chain starts from (by its positions,
+    :func:`positions`), or None when that frame was not made by ``pl.from_pandas`` (or has been
+    changed in place since)."""
+    hit = _pandas_labels.get(root(frame))
+    if hit is None or hit[1] != _version(root(frame)):
+        return None
+    return hit[0]
+
+
+def row_labels(frame: Any) -> Any:
+    """Each row's pandas label when the frame ``frame``'s chain starts from came from pandas
+    (:func:`remember_pandas`), as a pandas Index; None otherwise (or when a remembered step could
+    not be replayed). Replays filters: call it as the extension's own work (``depth.passthrough``)."""
+    import polars as pl
+
+    if not isinstance(frame, pl.DataFrame):
+        return None
+    labels = pandas_labels(frame)
+    if labels is None:
+        return None
+    at = positions(frame)
+    if at is None:
+        if root(frame) is not frame:
+            return None
+        at = np.arange(frame.height, dtype=np.int64)
+    return labels.take(at)
 
 
 def positions(frame: Any, depth: int = 0) -> np.ndarray | None:

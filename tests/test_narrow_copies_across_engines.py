@@ -1,0 +1,120 @@
+"""A narrow copy of the people and a shuffled copy of them, in pandas, polars and DuckDB.
+
+Why (red team of issue 22, 50 of 300 seeded sessions): the people outside district C counted
+by sex over ``people[["district", "sex", "flag"]]``, then everyone counted by sex over
+``people.sample(frac=1)``: 37 − 35 = C's two women, 36 − 35 = C's man. In pandas both copies
+keep the people's labels and linking places them; through ``pl.from_pandas`` or a DuckDB
+replacement scan the labels were lost, the narrow columns cannot tell people apart, and both
+tables were cleared. Now a polars frame made by ``pl.from_pandas`` keeps the pandas labels of its
+rows (``capture/polars/origins.remember_pandas``), and DuckDB reads a pandas (or such a polars)
+frame's rows with their positions in it (``capture/duckdb/evidence.python_frame_rows``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import pytest
+from linking_checks import last_rows, verdict
+
+pl = pytest.importorskip("polars")
+duckdb = pytest.importorskip("duckdb")
+
+NARROW = ["district", "sex", "flag"]
+
+
+def _polars_outside_c(frame: pd.DataFrame) -> Any:
+    return pl.from_pandas(frame).filter(pl.col("district") != "C").group_by("sex").agg(pl.len().alias("n")).sort("sex")
+
+
+def _polars_all(frame: pd.DataFrame) -> Any:
+    return pl.from_pandas(frame).group_by("sex").agg(pl.len().alias("n")).sort("sex")
+
+
+def _duckdb_outside_c(frame: pd.DataFrame) -> Any:
+    return duckdb.sql("select sex, count(*) n from frame where district <> 'C' group by sex order by 1").df()
+
+
+def _duckdb_all(frame: pd.DataFrame) -> Any:
+    return duckdb.sql("select sex, count(*) n from frame group by sex order by 1").df()
+
+
+def _duckdb_execute_outside_c(frame: pd.DataFrame) -> Any:
+    return duckdb.execute("select x.sex, count(*) n from frame as x where x.district <> ? group by x.sex order by 1",
+                          ["C"]).df()
+
+
+OUTSIDE_C: dict[str, Callable[[pd.DataFrame], Any]] = {
+    "pandas": lambda f: f[f.district != "C"].groupby("sex").size(),
+    "polars": _polars_outside_c,
+    "duckdb": _duckdb_outside_c,
+    "duckdb-execute": _duckdb_execute_outside_c,
+}
+EVERYONE: dict[str, Callable[[pd.DataFrame], Any]] = {
+    "pandas": lambda f: f.groupby("sex").size(),
+    "polars": _polars_all,
+    "duckdb": _duckdb_all,
+}
+COPIES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
+    "narrow": lambda p: p[NARROW],
+    "narrow-reset": lambda p: p[p.district != "C"][NARROW].reset_index(drop=True),
+    "narrow-shuffled": lambda p: p[NARROW].sample(frac=1, random_state=3),
+}
+
+
+@pytest.mark.parametrize("copy", sorted(COPIES))
+@pytest.mark.parametrize("first", sorted(OUTSIDE_C))
+@pytest.mark.parametrize("second", sorted(EVERYONE))
+@pytest.mark.parametrize("order", ["part-first", "whole-first"])
+def test_a_narrow_copy_and_a_shuffled_copy_are_the_same_people(sess: Any, df: pd.DataFrame, copy: str, first: str,
+                                                                second: str, order: str) -> None:
+    part = COPIES[copy](df)
+    whole = df.sample(frac=1, random_state=805365)
+    tables = [lambda: OUTSIDE_C[first](part), lambda: EVERYONE[second](whole)]
+    if order == "whole-first":
+        tables.reverse()
+    statuses = [verdict(sess.publish(make()))[0] for make in tables]
+    assert statuses != ["pass", "pass"], (copy, first, second, order)
+
+
+def test_a_polars_copy_of_pandas_rows_goes_back_to_pandas_under_their_labels(sess: Any, df: pd.DataFrame) -> None:
+    part = pl.from_pandas(df[NARROW]).filter(pl.col("district") != "C").to_pandas()
+    statuses = [verdict(sess.publish(t))[0] for t in (part.groupby("sex").size(),
+                                                      df.sample(frac=1, random_state=1).groupby("sex").size())]
+    assert statuses != ["pass", "pass"]
+
+
+def test_duckdb_rows_of_a_frame_carry_its_labels(sess: Any, df: pd.DataFrame) -> None:
+    frame = df[NARROW].sample(frac=1, random_state=4)
+    sess.publish(duckdb.sql("select sex, count(*) n from frame where district <> 'C' group by sex").df())
+    rows = last_rows(sess)
+    outside = frame[frame.district != "C"]
+    assert sorted(rows.index) == sorted(outside.index)
+    # each row under its own label: the values the labels name in the frame are the row's
+    assert (outside.loc[rows.index, "district"].to_numpy() == rows["district"].to_numpy()).all()
+
+
+def test_a_duckdb_view_named_like_a_frame_is_not_labelled_by_the_frame(sess: Any, df: pd.DataFrame) -> None:
+    """DuckDB reads its catalog before a Python object of the same name: a view ``frame`` of the
+    same people in another order must not take the Python ``frame``'s labels (its rows would be
+    named as other people)."""
+    con = duckdb.connect()
+    con.register("sorted_rows", df.sort_values(["sex", "district"]).reset_index(drop=True))
+    con.execute("create view frame as select * from sorted_rows")
+    frame = df[NARROW]  # the Python object under the view's name
+    sess.publish(con.sql("select sex, count(*) n from frame group by sex order by 1").df())
+    rows = last_rows(sess)
+    assert len(rows) == len(frame)
+    assert not rows.index.is_unique  # unlabelled: placed by content, never by the frame's labels
+
+
+def test_the_users_frames_are_untouched(sess: Any, df: pd.DataFrame) -> None:
+    part = df[NARROW]
+    before = part.copy()
+    polars_frame = pl.from_pandas(part)
+    sess.publish(duckdb.sql("select sex, count(*) n from part where district <> 'C' group by sex").df())
+    sess.publish(polars_frame.group_by("sex").agg(pl.len()))
+    pd.testing.assert_frame_equal(part, before)
+    assert polars_frame.columns == NARROW and polars_frame.height == len(df)
