@@ -46,13 +46,39 @@ def _duckdb_execute_outside_c(frame: pd.DataFrame) -> Any:
                           ["C"]).df()
 
 
+def _registered(frame: pd.DataFrame) -> Any:
+    con = duckdb.connect()
+    con.register("people_view", frame)
+    return con
+
+
+def _copied(frame: pd.DataFrame) -> Any:
+    con = duckdb.connect()
+    con.register("src", frame)
+    con.execute("create table people as select * from src")
+    return con
+
+
+def _replacement_copy(frame: pd.DataFrame) -> Any:
+    con = duckdb.connect()
+    con.execute("create or replace table people as select * from frame")
+    return con
+
+
 OUTSIDE_C: dict[str, Callable[[pd.DataFrame], Any]] = {
+    "duckdb-registered": lambda f: _registered(f).sql(
+        "select sex, count(*) n from people_view where district <> 'C' group by sex order by 1").df(),
+    "duckdb-table-copy": lambda f: _copied(f).sql(
+        "select sex, count(*) n from people where district <> 'C' group by sex order by 1").df(),
+    "duckdb-table-copy-of-python-frame": lambda f: _replacement_copy(f).sql(
+        "select sex, count(*) n from people where district <> 'C' group by sex order by 1").df(),
     "pandas": lambda f: f[f.district != "C"].groupby("sex").size(),
     "polars": _polars_outside_c,
     "duckdb": _duckdb_outside_c,
     "duckdb-execute": _duckdb_execute_outside_c,
 }
 EVERYONE: dict[str, Callable[[pd.DataFrame], Any]] = {
+    "duckdb-table-copy": lambda f: _copied(f).sql("select sex, count(*) n from people group by sex order by 1").df(),
     "pandas": lambda f: f.groupby("sex").size(),
     "polars": _polars_all,
     "duckdb": _duckdb_all,
@@ -118,3 +144,46 @@ def test_the_users_frames_are_untouched(sess: Any, df: pd.DataFrame) -> None:
     sess.publish(polars_frame.group_by("sex").agg(pl.len()))
     pd.testing.assert_frame_equal(part, before)
     assert polars_frame.columns == NARROW and polars_frame.height == len(df)
+
+
+def test_a_table_copied_from_a_frame_carries_its_labels_until_it_is_changed(sess: Any, df: pd.DataFrame) -> None:
+    from sdc_magic.evidence import rows as row_limits
+
+    frame = df[NARROW].sample(frac=1, random_state=5)
+    con = _copied(frame)
+    sess.publish(con.sql("select sex, count(*) n from people group by sex").df())
+    rows = last_rows(sess)
+    assert sorted(rows.index) == sorted(frame.index) and not rows.attrs.get(row_limits.ROWID_LABELS)
+    assert (frame.loc[rows.index, "district"].to_numpy() == rows["district"].to_numpy()).all()
+    # changed after the copy: its rows are no longer the frame's, numbered by their rowid again
+    con.execute("delete from people where district = 'C'")
+    con.execute("insert into people select * from src where district = 'C'")
+    sess.publish(con.sql("select sex, count(*) n from people where flag = 1 group by sex").df())
+    assert last_rows(sess).attrs.get(row_limits.ROWID_LABELS)
+
+
+def test_a_copy_changed_out_of_sight_is_not_labelled_by_the_frame(sess: Any, df: pd.DataFrame, tmp_path: Any) -> None:
+    """A second connection to the same database deletes a row: the first connection's table no
+    longer holds the frame's number of rows, and its rows are numbered by their rowid (the
+    catalog checks of ``sql.rows_query``: this connection saw no statement that changed it)."""
+    from sdc_magic.evidence import rows as row_limits
+
+    frame = df[NARROW]
+    path = str(tmp_path / "people.duckdb")
+    con = duckdb.connect(path)
+    con.register("src", frame)
+    con.execute("create table people as select * from src")
+    other = duckdb.connect(path)  # (the same database instance, another connection)
+    other.execute("delete from people where rowid = 0")
+    sess.publish(con.sql("select sex, count(*) n from people group by sex").df())
+    assert last_rows(sess).attrs.get(row_limits.ROWID_LABELS)
+
+
+def test_a_registered_frame_replaced_by_a_view_is_not_labelled(sess: Any, df: pd.DataFrame) -> None:
+    con = duckdb.connect()
+    con.register("people_view", df[NARROW])
+    con.unregister("people_view")
+    con.register("sorted_rows", df.sort_values(["sex", "district"]).reset_index(drop=True))
+    con.execute("create view people_view as select * from sorted_rows")
+    sess.publish(con.sql("select sex, count(*) n from people_view group by sex").df())
+    assert not last_rows(sess).index.is_unique

@@ -768,12 +768,40 @@ def facts_query(p: Plan, variables: list[str], magnitudes: set[str], unit: str, 
 ROWID = f"{contract.PREFIX}rowid"
 #: a Python frame's row positions in :func:`rows_query` (``positions``)
 POSITION = f"{contract.PREFIX}position"
-#: in :func:`rows_query` with ``positions``: how many tables or views of the catalog bear the frame's name
+#: in :func:`rows_query`'s catalog checks: how many tables or views of the catalog bear the name
+#: (registered Python frames left out), how many registered Python frames do, and for a table its
+#: rows and highest ``rowid``
 SHADOWED = f"{contract.PREFIX}shadowed"
+SCANS = f"{contract.PREFIX}scans"
+TABLE_ROWS = f"{contract.PREFIX}table_rows"
+TABLE_LAST = f"{contract.PREFIX}table_last"
+
+
+def _catalog_checks(table: Any, rowid: bool) -> list[str]:
+    """Columns that tell what ``table`` (a sqlglot Table, alias dropped) reads in the catalog.
+
+    Why in the rows themselves: a query's parameters (``?``) bind for every evidence query as for
+    the user's, and a query of its own would not bind them. DuckDB reads a table or view of its
+    catalog before a Python object of the same name, and a registered frame is a temporary view
+    over a scan of it."""
+    quoted = table.name.replace("'", "''")
+    scan = "temporary AND regexp_matches(sql, '(pandas|arrow)_scan[(]')"
+    items = [
+        f"((SELECT count(*) FROM duckdb_tables() WHERE lower(table_name) = lower('{quoted}')) + "
+        f"(SELECT count(*) FROM duckdb_views() WHERE NOT internal AND lower(view_name) = lower('{quoted}') "
+        f"AND NOT ({scan}))) AS {SHADOWED}",
+        f"(SELECT count(*) FROM duckdb_views() WHERE NOT internal AND lower(view_name) = lower('{quoted}') "
+        f"AND {scan}) AS {SCANS}",
+    ]
+    if rowid:
+        bare = table.sql("duckdb")
+        items += [f"(SELECT count(*) FROM {bare}) AS {TABLE_ROWS}", f"(SELECT max(rowid) FROM {bare}) AS {TABLE_LAST}"]
+    return items
 
 
 def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None = None, *,
-               raw: bool = False, rowid: bool = False, positions: int | None = None) -> str | None:
+               raw: bool = False, rowid: bool = False, positions: int | None = None,
+               rowid_check: bool = False) -> str | None:
     """One row per source row reaching the aggregation: its keys (as DuckDB computes them
     for the table) and ``hash()`` of every source column, for linking. None if not expressible.
 
@@ -787,6 +815,8 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     ``positions``: the source is a Python frame of this many rows (a replacement scan): each row's
     position in it comes as :data:`ROWID` instead (a ``POSITIONAL JOIN`` with ``range``), which
     the caller turns into the frame's own labels (None when not one table, as for ``rowid``).
+    With ``positions`` or ``rowid_check`` the rows also tell what the name reads in the catalog
+    (:func:`_catalog_checks`): the caller labels the rows only when that is what it expects.
     """
     import sqlglot
 
@@ -809,7 +839,8 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     name_of_frame = None
     if positions is not None:
         table = source.this
-        name_of_frame = table.name
+        name_of_frame = table.copy()
+        name_of_frame.set("alias", None)
         bare = table.copy()
         bare.set("alias", None)
         numbered = sqlglot.parse_one(f"SELECT * FROM {bare.sql('duckdb')} POSITIONAL JOIN "
@@ -850,13 +881,11 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
         name = source.this.sql("duckdb").lower().encode()
         items.append(f"rowid + {(zlib.crc32(name) & 0x7FFFFFFF) << 32} AS {ROWID}")
     elif positions is not None:
-        # DuckDB reads a table or view of its catalog before a Python object of the same name:
-        # then the positions are not the frame's (told in the rows, where a query's parameters
-        # bind as they do for the user's: a query of its own would not bind them)
-        quoted = str(name_of_frame).replace("'", "''")
         items.append(f"{POSITION} AS {ROWID}")
-        items.append(f"(SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower('{quoted}'))"
-                     f" AS {SHADOWED}")
+    if positions is not None or (rowid and rowid_check):
+        target = source.this.copy() if positions is None else name_of_frame
+        target.set("alias", None)
+        items += _catalog_checks(target, rowid)
     return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"
 
 

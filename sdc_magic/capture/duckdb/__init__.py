@@ -42,6 +42,7 @@ alone are in :mod:`.plan`; the evidence queries and what their runs register are
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import sys
@@ -55,6 +56,7 @@ import pandas as pd
 from ...evidence.in_engine import CountedBases
 from .. import contract
 from ..sql import MIXED_LEVELS, single_query
+from . import python_frames
 from .evidence import Pending, Recorder, prepare
 from .plan import (
     HAVING_WITH_TOTALS,
@@ -216,6 +218,24 @@ def _unverified_form(rel: Any, computed: tuple[str, ...] | None, *, untraced: bo
 _CAPTURE: DuckDBCapture | None = None  # the installed capture, read by captured_form at display
 
 
+def _statement_ran(con: Any, query: Any, lookup: Callable[[str], Any] | None) -> None:
+    """A statement ran on ``con``: copies of frames into tables noted (:mod:`.python_frames`)."""
+    with contextlib.suppress(Exception):
+        python_frames.executed(con, query, lookup)
+
+
+def _registering(original: Callable, note: Callable[..., None]) -> Callable:
+    """``con.register(name, obj)`` / ``con.unregister(name)``, noted (:mod:`.python_frames`)."""
+    @functools.wraps(original)
+    def registering(con: Any, name: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(con, name, *args, **kwargs)
+        with contextlib.suppress(Exception):
+            note(con, name, *args, **kwargs)
+        return result
+
+    return registering
+
+
 def in_caller_frame(depth: int, query: Any = None) -> Callable[..., Any]:
     """A runner that calls a function as if from the user's frame ``depth`` levels up.
 
@@ -290,6 +310,9 @@ class DuckDBCapture:
         for name in OTHER_FETCHERS:
             if name in rel.__dict__:
                 self._patch(rel, name, self._other_fetch_wrapper(t(rel.__dict__[name])))
+        for name, note in (("register", python_frames.registered), ("unregister", python_frames.unregistered)):
+            if name in conn.__dict__:
+                self._patch(conn, name, _registering(t(conn.__dict__[name]), note))
         if "aggregate" in rel.__dict__ and "query" in rel.__dict__:
             self._patch(rel, "aggregate", self._relation_aggregate_wrapper(t(rel.__dict__["aggregate"])))
         self._previous = _CAPTURE if _CAPTURE is not self else None
@@ -332,9 +355,14 @@ class DuckDBCapture:
     def _module_wrapper(self, original: Callable) -> Callable:
         @functools.wraps(original)
         def sql(query: Any, *args: Any, **kwargs: Any) -> Any:
+            import duckdb
+
             run = in_caller_frame(1, query)
             rel = run(original, query, *args, **kwargs)
-            self._capture(rel, query, lambda q: run(original, q, *args, **kwargs), run.lookup)
+            con = kwargs.get("connection") or duckdb.default_connection()
+            _statement_ran(con, query, run.lookup)
+            self._capture(rel, query, lambda q: run(original, q, *args, **kwargs),
+                          python_frames.resolver(con, run.lookup))
             return rel
 
         return sql
@@ -344,7 +372,9 @@ class DuckDBCapture:
         def sql(con: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             run = in_caller_frame(1, query)
             rel = run(original, con, query, *args, **kwargs)
-            self._capture(rel, query, lambda q: run(original, con, q, *args, **kwargs), run.lookup)
+            _statement_ran(con, query, run.lookup)
+            self._capture(rel, query, lambda q: run(original, con, q, *args, **kwargs),
+                          python_frames.resolver(con, run.lookup))
             return rel
 
         return sql
@@ -397,6 +427,7 @@ class DuckDBCapture:
         _drop(_executed_unplanned, id(con))
         pending = self._prepare_execute(con, query, run, args, kwargs)
         out = statement()
+        _statement_ran(con, query, getattr(run, "lookup", None))
         if isinstance(pending, str) and out is not None:
             _remember(_executed_unplanned, out, pending)
         elif pending is not None and out is not None:
@@ -429,7 +460,7 @@ class DuckDBCapture:
             self.registry.failures.append(f"duckdb execute: {type(exc).__name__}: {exc}")
             return None
         try:
-            pending = self._prepare(rel, query, bind, getattr(run, "lookup", None))
+            pending = self._prepare(rel, query, bind, python_frames.resolver(con, getattr(run, "lookup", None)))
         except Exception as exc:  # fail closed, as for a relation (see _capture)
             self.registry.failures.append(f"duckdb execute: {type(exc).__name__}: {exc}")
             return PLANNING_FAILED
@@ -540,7 +571,7 @@ class DuckDBCapture:
 
     # ------------------------------------------------------------ capture
     def _capture(self, rel: Any, query: Any, run: Callable[[str], Any],
-                 lookup: Callable[[str], Any] | None = None) -> None:
+                 lookup: Callable[[str], python_frames.Source | None] | None = None) -> None:
         if rel is None or not isinstance(query, str) or not aggregates(query):
             return
         if mixed_levels_safe(query):
@@ -569,7 +600,7 @@ class DuckDBCapture:
         _remember(_pending, rel, pending)
 
     def _prepare(self, rel: Any, query: str, run: Callable[[str], Any],
-                 lookup: Callable[[str], Any] | None = None) -> Pending | None:
+                 lookup: Callable[[str], python_frames.Source | None] | None = None) -> Pending | None:
         """Bind the evidence queries of a captured query (see :func:`.evidence.prepare`)."""
         return prepare(self.rules(), rel, query, run, lookup)
 

@@ -25,7 +25,10 @@ from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import (
     INDICATOR,
     ROWID,
+    SCANS,
     SHADOWED,
+    TABLE_LAST,
+    TABLE_ROWS,
     Plan,
     combined_query,
     facts_query,
@@ -35,6 +38,7 @@ from ..sql import (
 from ..sql_lineage import Lineage, lineage, lineage_query
 from ..sql_rewrites import one_sided_figures
 from .arrow_rows import linking_frame
+from .python_frames import REGISTERED, TABLE, Source
 
 MAX_HASHED = 15  # source columns fingerprinted for linking (linking reads at most 16 columns)
 MARGIN = "Total"  # the pandas path's margin label inside the protection engine
@@ -72,16 +76,17 @@ class Pending:
     #: if the result does not match its evidence, it is checked as an untraced aggregate
     computed: tuple[str, ...] | None = None
     labels: tuple[str, ...] | None = None  # the result's columns that are the groups' labels, if known
-    #: the labels of the pandas frame the rows were read from (a replacement scan): ``rows_raw``'s
-    #: :data:`ROWID` then holds each row's position in it (see :func:`python_frame_rows`)
-    frame_labels: pd.Index | None = None
+    #: the frame the rows were read from, when its rows' labels are known (:mod:`.python_frames`):
+    #: ``rows_raw``'s :data:`ROWID` then holds each row's position in it, or its table's ``rowid``
+    frame_source: Source | None = None
 
 
 def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
-            lookup: Callable[[str], Any] | None = None) -> Pending | None:
+            lookup: Callable[[str], Source | None] | None = None) -> Pending | None:
     """Bind the evidence queries of ``query`` (the user's relation ``rel``) with ``run``, which
     resolves Python objects as the user's query did; None when the query has no plan.
-    ``lookup``: the Python object a name of the query reads by a replacement scan, if any.
+    ``lookup``: what a name of the query reads when its rows' labels are known (a Python frame, a
+    registered one or a table copied from one: :func:`.python_frames.resolve`), else None.
 
     Nothing runs here: the facts, the combined run and the linking rows are relations, run
     when the user's result is first displayed or fetched.
@@ -114,7 +119,8 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
                 raise
             magnitudes = set()  # e.g. a non-numeric variable: counts only
             combined = run(combined_query(p, variables, magnitudes, None, rules.top_k))
-    rows = rows_raw = frame_labels = None
+    rows = rows_raw = None
+    source = _single_source(p, lookup)
     stats = {s for _, s in p.measures.values()}
     only = variables[0] if len(variables) == 1 and "size" not in stats else None
     once: list[str] | None = None
@@ -132,14 +138,18 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
     try:
         rows_raw = None
         if rows is not None:
-            with_rowid = rows_query(p, only, once, raw=True, rowid=True)
+            with_rowid = rows_query(p, only, once, raw=True, rowid=True,
+                                    rowid_check=source is not None and source.kind == TABLE)
             try:  # (a table's rows carry their rowid: see rows_query)
                 rows_raw = run(with_rowid) if with_rowid is not None else None
             except Exception:
                 rows_raw = None  # (a view, a Python frame: no rowid)
-            if rows_raw is None and lookup is not None:
-                rows_raw, frame_labels = python_frame_rows(p, only, once, run, lookup)
+            if rows_raw is None and source is not None and source.kind != TABLE:
+                # a Python frame's rows with their positions in it (see python_frames)
+                text = rows_query(p, only, once, raw=True, positions=len(source.labels))
+                rows_raw = run(text) if text is not None else None
             if rows_raw is None:
+                source = None
                 raw_text = rows_query(p, only, once, raw=True)
                 rows_raw = run(raw_text) if raw_text is not None else None
     except Exception:
@@ -148,7 +158,7 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
         notes.append(row_limits.unreadable_rows_note())
     pending = Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
     pending.rows_raw = rows_raw
-    pending.frame_labels = frame_labels if rows_raw is not None else None
+    pending.frame_source = source if rows_raw is not None else None
     # counted in the engine: the table's rows (of one variable's statistics: its known rows), with
     # no unit and no HAVING. Other tables publish populations besides their rows that linking
     # reads from the rows themselves, fetched up to MAX_LINKED_ROWS: distinct counts (units),
@@ -352,11 +362,10 @@ class Recorder:
             self.registry.failures.append(f"duckdb rows: {type(exc).__name__}: {exc}")
             return None
         rowids = None
-        labels = pending.frame_labels
-        if raw and SHADOWED in frame.columns:
-            if frame[SHADOWED].any():
-                labels = None  # (the name read was the catalog's, not the Python frame's)
-            frame = frame.drop(columns=[SHADOWED])
+        source = pending.frame_source if raw else None
+        checks = {c: frame[c] for c in (SHADOWED, SCANS, TABLE_ROWS, TABLE_LAST) if c in frame.columns}
+        frame = frame.drop(columns=list(checks))
+        labels = source.labels if source is not None and _as_remembered(source, checks) else None
         if raw and ROWID in frame.columns:
             rowids = frame[ROWID].to_numpy(dtype=np.int64)
             frame = frame.drop(columns=[ROWID])
@@ -383,11 +392,11 @@ class Recorder:
         # not a row identity): a non-unique index keeps linking from aligning them by label;
         # rows of one table are labelled by their rowid (confirmed by content like any labels)
         if rowids is not None and labels is not None:
-            # positions in the pandas frame read (python_frame_rows): its labels, as pandas has them
-            inside = len(rowids) and rowids.min() >= 0 and rowids.max() < len(labels) and pd.Index(rowids).is_unique
-            rows.index = labels.take(rowids) if inside and labels.is_unique \
-                else pd.Index(np.zeros(len(rows), dtype=np.int8))
-        elif rowids is not None and pending.frame_labels is None and pd.Index(rowids).is_unique:
+            # the rows of a frame (its positions, or its copy's rowids): its labels, as pandas has them
+            at = rowids & 0xFFFFFFFF if source.kind == TABLE else rowids  # (rowids come numbered per table)
+            inside = len(at) and at.min() >= 0 and at.max() < len(labels) and pd.Index(at).is_unique
+            rows.index = labels.take(at) if inside else pd.Index(np.zeros(len(rows), dtype=np.int8))
+        elif rowids is not None and (source is None or source.kind == TABLE) and pd.Index(rowids).is_unique:
             rows.index = pd.Index(rowids)
             rows.attrs[row_limits.ROWID_LABELS] = True
         else:
@@ -403,49 +412,38 @@ class Recorder:
         return rows
 
 
-def python_frame_rows(p: Plan, only: str | None, once: list[str] | None, run: Callable[[str], Any],
-                      lookup: Callable[[str], Any]) -> tuple[Any, pd.Index | None]:
-    """The raw linking rows of a query over one pandas frame read by a replacement scan, each
-    with its position in the frame (:data:`ROWID`), and the frame's labels; (None, None) else.
+def _single_source(p: Plan, lookup: Callable[[str], Source | None] | None) -> Source | None:
+    """What the query's one table in ``FROM`` reads, when its rows' labels are known.
 
-    Why: a pandas frame read by DuckDB has no ``rowid``, and its rows came to linking unlabelled.
-    A narrow copy of the people (district, sex, flag) counted in DuckDB, then everyone counted in
-    pandas over a shuffled copy: content could not place the narrow rows, both were cleared and
-    37 − 35 gave C's two women (red team of issue 22). Labelled as pandas labels them
-    (:func:`.row_origins.labels_of`), they are placed as a pandas table of the frame is.
-    A name that is also a table or view of the connection is not the Python object (DuckDB reads
-    its own catalog first): the rows say so (:data:`SHADOWED`), and :meth:`Recorder._rows` then
-    labels nothing."""
+    Why: a pandas frame read by DuckDB has no ``rowid``, and a table copied from one numbers its
+    rows anew: a narrow copy of the people (district, sex, flag) counted in DuckDB, then everyone
+    counted in pandas over a shuffled copy, were never compared (content cannot tell those rows
+    apart), both were cleared and 37 − 35 gave C's two women (red team of issue 22). Labelled as
+    pandas labels them, their rows are placed as a pandas table of the frame's are."""
     import sqlglot
 
+    if lookup is None or p.select.args.get("joins") or p.select.args.get("with") or p.select.args.get("with_"):
+        return None
     source = p.select.args.get("from_") or p.select.args.get("from")
     table = source.this if source is not None else None
     if not isinstance(table, sqlglot.exp.Table) or table.args.get("db") or table.args.get("catalog"):
-        return None, None
-    frame = lookup(table.name)
-    labels = _labels_of(frame)
-    if labels is None or not len(labels):
-        return None, None
-    text = rows_query(p, only, once, raw=True, positions=len(labels))
-    if text is None:
-        return None, None
-    return run(text), labels
+        return None
+    return lookup(table.name)
 
 
-def _labels_of(frame: Any) -> pd.Index | None:
-    """The labels naming a Python frame's rows: a pandas frame's (those before a re-indexing), or
-    those a polars frame made by ``pl.from_pandas`` keeps (:func:`.polars.origins.row_labels`)."""
-    from ...evidence import row_origins
+def _as_remembered(source: Source, checks: dict[str, pd.Series]) -> bool:
+    """Whether the name read what was remembered of it (the catalog checks of ``sql.rows_query``):
+    a Python frame when no table or view bears its name, a registered one when its view alone
+    does, a table copied from a frame when it holds that frame's number of rows, ``rowid`` 0..n-1."""
+    def first(name: str) -> int | None:
+        column = checks.get(name)
+        return None if column is None or not len(column) or pd.isna(column.iloc[0]) else int(column.iloc[0])
 
-    if isinstance(frame, pd.DataFrame):
-        return row_origins.labels_of(frame)
-    if type(frame).__module__.startswith("polars"):
-        from ..depth import passthrough
-        from ..polars import origins
-
-        with passthrough():
-            return origins.row_labels(frame)
-    return None
+    n = len(source.labels)
+    if source.kind == TABLE:
+        return first(TABLE_ROWS) == n and first(TABLE_LAST) == n - 1
+    scans = 1 if source.kind == REGISTERED else 0
+    return first(SHADOWED) == 0 and first(SCANS) == scans
 
 
 def _stats(pending: Pending) -> set[str]:

@@ -1,0 +1,157 @@
+"""The Python frames a DuckDB connection reads, and the tables copied from them: whose rows they are.
+
+Why: linking places the rows behind a table among other tables' rows by their labels (pandas'
+index) or by their content. DuckDB reads a pandas frame without its index, and a table copied
+from a frame (``CREATE TABLE people AS SELECT * FROM df``) numbers its rows anew (``rowid``):
+when the columns cannot tell people apart (district, sex, a flag), a count in DuckDB and a count
+in pandas over a shuffled copy of the same people were never compared, and 37 − 35 gave C's two
+women (red team of issue 22: 39 of 300 seeded sessions, all through such a table).
+
+So the capture remembers, per connection (weakly), the frames registered under a name
+(``con.register``) and the tables made from a frame by a plain ``CREATE TABLE t AS SELECT * FROM
+x`` (every row, in order: DuckDB keeps the insertion order), each with the pandas labels of its
+rows (:func:`.row_origins.labels_of`; a polars frame made by ``pl.from_pandas`` has them too).
+Only the labels are kept (an Index pandas shares), never a frame. Any later statement that is not
+a query and names such a table forgets it (an ``INSERT``, a ``DELETE``, a ``DROP``); the reader
+still checks that the table holds exactly as many rows as the frame had, numbered from 0
+(``sql.rows_query(rowid_check=True)``), and linking confirms labels by the rows' content.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ...evidence import row_origins
+from ...evidence.weak_table import WeakTable
+from ..depth import passthrough
+
+#: Connections whose frames and tables are remembered at once.
+MAX_CONNECTIONS = 64
+#: Names remembered per connection.
+MAX_NAMES = 256
+
+#: What a name of a query reads: a Python frame by a replacement scan, a frame registered on the
+#: connection, or a table copied from a frame.
+PYTHON, REGISTERED, TABLE = "python", "registered", "table"
+
+_known = WeakTable(MAX_CONNECTIONS)  # connection -> {lower-case name: Source}
+
+
+@dataclass(frozen=True)
+class Source:
+    """The rows a name reads: ``labels`` in the order DuckDB reads them, and how (:data:`PYTHON`...)."""
+
+    labels: pd.Index
+    kind: str
+
+
+def labels_of(obj: Any) -> pd.Index | None:
+    """The labels naming a Python frame's rows: a pandas frame's (those before a re-indexing), or
+    those a polars frame made by ``pl.from_pandas`` keeps; None for anything else."""
+    if isinstance(obj, pd.DataFrame):
+        labels = row_origins.labels_of(obj)
+    elif type(obj).__module__.startswith("polars"):
+        from ..polars import origins
+
+        with passthrough():  # (a replayed filter is the extension's own work)
+            labels = origins.row_labels(obj)
+    else:
+        return None
+    return labels if labels is not None and len(labels) and labels.is_unique else None
+
+
+def _names(con: Any) -> dict[str, Source]:
+    names = _known.get(con)
+    if names is None:
+        names = {}
+        _known.set(con, names)
+    return names
+
+
+def _keep(con: Any, name: str, source: Source | None) -> None:
+    names = _names(con)
+    names.pop(name.lower(), None)
+    if source is not None:
+        names[name.lower()] = source
+        while len(names) > MAX_NAMES:
+            names.pop(next(iter(names)))
+
+
+def registered(con: Any, name: Any, obj: Any) -> None:
+    """``con.register(name, obj)``: the name reads ``obj``'s rows (or, if not a frame, unknown rows)."""
+    if isinstance(name, str):
+        labels = labels_of(obj)
+        _keep(con, name, Source(labels, REGISTERED) if labels is not None else None)
+
+
+def unregistered(con: Any, name: Any) -> None:
+    if isinstance(name, str):
+        _keep(con, name, None)
+
+
+def executed(con: Any, query: Any, lookup: Callable[[str], Any] | None) -> None:
+    """A statement ran on ``con``: a plain copy of a frame into a table is remembered; any other
+    statement that is not a query forgets the remembered tables it names."""
+    if not isinstance(query, str):
+        return
+    names = _known.get(con)
+    copied = _copy_of(query)
+    if copied is not None:
+        table, source = copied
+        origin = resolve(con, source, lookup)
+        _keep(con, table, Source(origin.labels, TABLE) if origin is not None else None)
+        return
+    if names and not re.match(r"\s*(select|with|from|pivot|summarize|describe|show|explain)\b", query, re.I):
+        for name in [n for n in names if names[n].kind == TABLE and re.search(rf"\b{re.escape(n)}\b", query, re.I)]:
+            names.pop(name, None)
+
+
+def resolve(con: Any, name: str, lookup: Callable[[str], Any] | None) -> Source | None:
+    """What ``FROM name`` reads on ``con``, when its rows' labels are known: a table copied from a
+    frame, a registered frame (DuckDB's catalog first, as DuckDB reads it), else a Python frame of
+    the caller's by a replacement scan."""
+    hit = (_known.get(con) or {}).get(name.lower())
+    if hit is not None:
+        return hit
+    if lookup is None:
+        return None
+    labels = labels_of(lookup(name))
+    return Source(labels, PYTHON) if labels is not None else None
+
+
+def resolver(con: Any, lookup: Callable[[str], Any] | None) -> Callable[[str], Source | None]:
+    """:func:`resolve` on ``con`` with the caller's names (what the evidence of a query reads)."""
+    return lambda name: resolve(con, name, lookup)
+
+
+def _copy_of(query: str) -> tuple[str, str] | None:
+    """(table, source) of ``CREATE [OR REPLACE] TABLE table AS SELECT * FROM source``, else None."""
+    if not re.match(r"\s*create\b", query, re.I):
+        return None
+    try:
+        import sqlglot
+
+        tree = sqlglot.parse_one(query, read="duckdb")
+    except Exception:
+        return None
+    exp = sqlglot.exp
+    if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "TABLE":
+        return None
+    select, target = tree.expression, tree.this
+    target = target.this if isinstance(target, exp.Schema) else target
+    if not isinstance(select, exp.Select) or not isinstance(target, exp.Table):
+        return None
+    source = select.args.get("from_") or select.args.get("from")
+    others = [a for a in ("where", "group", "having", "order", "limit", "offset", "qualify", "distinct",
+                          "joins", "with", "with_") if select.args.get(a)]
+    if others or source is None or not isinstance(source.this, exp.Table) or source.this.args.get("db") \
+            or len(select.expressions) != 1 or not isinstance(select.expressions[0], exp.Star):
+        return None
+    if target.args.get("db") or target.args.get("catalog"):
+        return None
+    return target.name, source.this.name
