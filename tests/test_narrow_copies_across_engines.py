@@ -5,9 +5,10 @@ by sex over ``people[["district", "sex", "flag"]]``, then everyone counted by se
 ``people.sample(frac=1)``: 37 − 35 = C's two women, 36 − 35 = C's man. In pandas both copies
 keep the people's labels and linking places them; through ``pl.from_pandas`` or a DuckDB
 replacement scan the labels were lost, the narrow columns cannot tell people apart, and both
-tables were cleared. Now a polars frame made by ``pl.from_pandas`` keeps the pandas labels of its
-rows (``capture/polars/origins.remember_pandas``), and DuckDB reads a pandas (or such a polars)
-frame's rows with their positions in it (``capture/duckdb/evidence.python_frame_rows``).
+tables were cleared. Now a polars frame made by ``pl.from_pandas`` or ``pl.DataFrame(frame)`` keeps
+the pandas labels of its rows (``capture/polars/origins.remember_pandas``), and DuckDB reads a
+pandas (or such a polars) frame's rows, by a replacement scan, registered or copied into a table,
+with their positions in it (``capture/duckdb/python_frames.py``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def _replacement_copy(frame: pd.DataFrame) -> Any:
 
 
 OUTSIDE_C: dict[str, Callable[[pd.DataFrame], Any]] = {
+    "polars-constructor": lambda f: pl.DataFrame(f).filter(pl.col("district") != "C").group_by("sex").agg(pl.len()),
     "duckdb-registered": lambda f: _registered(f).sql(
         "select sex, count(*) n from people_view where district <> 'C' group by sex order by 1").df(),
     "duckdb-table-copy": lambda f: _copied(f).sql(
@@ -78,6 +80,7 @@ OUTSIDE_C: dict[str, Callable[[pd.DataFrame], Any]] = {
     "duckdb-execute": _duckdb_execute_outside_c,
 }
 EVERYONE: dict[str, Callable[[pd.DataFrame], Any]] = {
+    "polars-constructor": lambda f: pl.DataFrame(f).group_by("sex").agg(pl.len()),
     "duckdb-table-copy": lambda f: _copied(f).sql("select sex, count(*) n from people group by sex order by 1").df(),
     "pandas": lambda f: f.groupby("sex").size(),
     "polars": _polars_all,

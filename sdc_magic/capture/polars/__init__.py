@@ -146,6 +146,7 @@ class PolarsCapture:
                 self._patch(pl, name, functools.partial(self._scan, name=name))
         self._patch(pl, "sql", self._sql)
         self._patch(pl, "from_pandas", self._from_pandas)
+        self._patch(pl.DataFrame, "__init__", self._frame_init)
         for owner in (pl.SQLContext, pl.DataFrame, pl.LazyFrame):
             name = "execute" if owner is pl.SQLContext else "sql"
             if name in owner.__dict__:
@@ -769,6 +770,16 @@ class PolarsCapture:
                     origins.remember_pandas(result, data)
             return result
         return from_pandas
+
+    def _frame_init(self, original: Callable) -> Callable:
+        """``pl.DataFrame(pandas_frame)``: as :meth:`_from_pandas` (nothing else; any other data
+        passes straight through)."""
+        def init(df: Any, data: Any = None, *args: Any, **kwargs: Any) -> None:
+            original(df, data, *args, **kwargs)
+            if data is not None and not _depth.value and isinstance(data, pd.DataFrame):
+                with contextlib.suppress(Exception):
+                    origins.remember_pandas(df, data)
+        return init
 
     def _in_place(self, original: Callable) -> Callable:
         """A DataFrame method that may change the frame in place: its content identity is
