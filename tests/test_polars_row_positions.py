@@ -55,9 +55,15 @@ def test_an_unrelated_polars_frame_is_not_linked(sess) -> None:
     sess.publish(pl.from_pandas(people()).group_by("sex").len().sort("sex"))
     rng = np.random.default_rng(7)
     other = pl.DataFrame({"sex": rng.choice(["F", "M"], 900), "age": rng.integers(0, 90, 900)})
-    meta = sess.publish(other.filter(pl.col("age") < 89).select("sex").group_by("sex").len().sort("sex")) \
-        .metadata["sdc_magic"]
-    assert meta["status"] == "pass" and meta["hidden"] == 0, meta
+    out = sess.publish(other.filter(pl.col("age") < 89).select("sex").group_by("sex").len().sort("sex"))
+    meta = out.metadata["sdc_magic"]
+    # never compared with the people (nothing hidden); since 2026-12-04 the first table's rows carry
+    # the pandas labels of the frame they came from, which do not excuse a table of nothing but its
+    # key (sex) from the key-only review (a copy rebuilt with new labels would be the same people:
+    # red team of issue 22), so this unrelated one is ``review`` with the note saying how to avoid it
+    assert meta["hidden"] == 0, meta
+    assert meta["status"] == "pass" or (meta["status"] == "review" and any(
+        "carry only its own key column" in n for n in out.checked.notes)), meta
 
 
 def test_the_user_frames_are_unchanged(sess) -> None:

@@ -27,6 +27,12 @@ NOT_LINKED = "not linked with other tables"
 #: are checked row by row against the rows they name (a sample could miss a few rows moved to
 #: other rowids in a copy of the table: 601 − 599 = C's two women, red team)
 ROWID_LABELS = "sdc_magic.rowid_labels"
+#: ``DataFrame.attrs`` key of linking rows read through an engine and labelled with the pandas
+#: labels of the Python frame it read (``pl.from_pandas``, a DuckDB replacement scan, ...): they
+#: place rows as pandas' do, but do not count as labels of their own for the key-only ``review``
+#: (``linker.unidentified_note``: a narrow DuckDB count, then a count over a copy rebuilt from
+#: ``.values`` and shuffled, whose labels name other people, were compared with nothing)
+FRAME_LABELS = "sdc_magic.frame_labels"
 
 
 def too_many_rows_note() -> str:

@@ -441,8 +441,10 @@ def _labelled(u: Any) -> bool:
     """Whether a universe's rows have labels that name them in other frames too (pandas index
     labels). A DuckDB table's ``rowid`` names rows of that table only: a narrow copy sorted
     otherwise (district, sex, flag) carried rowids, skipped the key-only ``review`` and was
-    compared with nothing (37 − 35 = C's two women, red team)."""
-    return u.labels is not None and not getattr(u, "rowid_labels", False)
+    compared with nothing (37 − 35 = C's two women, red team). Nor do labels an engine's rows took
+    from the frame it read (``rows.FRAME_LABELS``): counted as labels, a narrow DuckDB count beside
+    a copy rebuilt from ``.values`` and shuffled was compared with nothing (red team of issue 22)."""
+    return u.labels is not None and not getattr(u, "rowid_labels", False) and not getattr(u, "frame_labels", False)
 
 
 def _identified_by(u: Any) -> str:

@@ -82,6 +82,8 @@ class Universe:
         self.labels: pd.Index | None = index if index.is_unique else None
         #: labels that name rows by position in a DuckDB table (``rowid``): checked row by row
         self.rowid_labels = bool(frame.attrs.get(row_limits.ROWID_LABELS)) and self.labels is not None
+        #: labels an engine's rows took from the Python frame it read (``FRAME_LABELS``)
+        self.frame_labels = bool(frame.attrs.get(row_limits.FRAME_LABELS)) and self.labels is not None
         #: True when ``labels`` are the hashes of an earlier kernel's labels (:meth:`restore`)
         self.labels_hashed = False
         self.hashes: dict[Hashable, np.ndarray] = {c: frame_hash(frame, c) for c in hashed_columns(frame)}
@@ -113,6 +115,7 @@ class Universe:
         u.labels = None
         u.labels_hashed = False
         u.rowid_labels = False  # (not saved: a later kernel's DuckDB rows are checked row by row again)
+        u.frame_labels = False
         if label_hashes is not None and len(label_hashes) == n:
             restored = pd.Index(np.asarray(label_hashes, dtype=np.uint64))
             if restored.is_unique:
@@ -157,11 +160,15 @@ class Universe:
         # labels are confirmed by the content columns, not the keys (a recoded key under its own
         # name outvoted them, and keys agreeing on the sample are no evidence: a sorted frame's
         # copy numbered 0..n again agrees on its keys at shifted rows, red team of issue 22)
-        pos = self._by_labels(frame, content or common)
+        # rows re-indexed (reset_index, set_index, a polars round trip): placed by the labels they
+        # had first (row_origins), their new ones only where those place more. New labels 0..n-1
+        # name other rows by chance: B's rows after a polars round trip, numbered 0..29, were
+        # taken for A's first 30 (a constant district left sex alone to confirm them, and it
+        # agreed), and everyone − A − B = C went unseen (red team of issue 22)
         earlier = row_origins.labels_before(frame)
-        if earlier is not None and (pos is None or (pos < 0).any()):
-            # rows re-indexed by reset_index: placed by the labels they had (row_origins)
-            again = self._by_labels(frame, content or common, index=earlier)
+        pos = self._by_labels(frame, content or common, index=earlier) if earlier is not None else None
+        if pos is None or (pos < 0).any():
+            again = self._by_labels(frame, content or common)
             if again is not None and (pos is None or (again >= 0).sum() > (pos >= 0).sum()):
                 pos = again
         if (pos is None or (pos < 0).any()) and content:
@@ -264,7 +271,10 @@ class Universe:
             agree += bool(np.array_equal(mine[both], other[both]))
         if agree == 0 or 2 * agree < compared:
             return None
-        if self.rowid_labels or frame.attrs.get(row_limits.ROWID_LABELS):
+        if self.rowid_labels or frame.attrs.get(row_limits.ROWID_LABELS) or self.frame_labels \
+                or frame.attrs.get(row_limits.FRAME_LABELS):
+            # (labels an engine's rows took from a frame: that frame may have been rebuilt and
+            # numbered anew, and a sample missed the rows it moved, red team of issue 22)
             pos = _rows_agreeing(pos, {c: frame_hash(frame, c) for c in telling}, self.hashes)
         return pos
 
@@ -431,7 +441,8 @@ class Universe:
             agree += bool(np.array_equal(mine, theirs))
         if compared == 0 or 2 * agree < compared:
             return None
-        if self.rowid_labels or getattr(other, "rowid_labels", False):
+        if self.rowid_labels or getattr(other, "rowid_labels", False) or self.frame_labels \
+                or getattr(other, "frame_labels", False):
             pos = _rows_agreeing(pos, {c: other.hashes[c] for c in self.hashes if c in other.hashes}, self.hashes)
         return pos
 

@@ -396,6 +396,8 @@ class Recorder:
             at = rowids & 0xFFFFFFFF if source.kind == TABLE else rowids  # (rowids come numbered per table)
             inside = len(at) and at.min() >= 0 and at.max() < len(labels) and pd.Index(at).is_unique
             rows.index = labels.take(at) if inside else pd.Index(np.zeros(len(rows), dtype=np.int8))
+            if inside:
+                rows.attrs[row_limits.FRAME_LABELS] = True
         elif rowids is not None and (source is None or source.kind == TABLE) and pd.Index(rowids).is_unique:
             rows.index = pd.Index(rowids)
             rows.attrs[row_limits.ROWID_LABELS] = True

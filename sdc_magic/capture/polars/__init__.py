@@ -147,6 +147,8 @@ class PolarsCapture:
         self._patch(pl, "sql", self._sql)
         self._patch(pl, "from_pandas", self._from_pandas)
         self._patch(pl.DataFrame, "__init__", self._frame_init)
+        for name in ("__getitem__", "get_column", "to_series"):
+            self._patch(pl.DataFrame, name, self._column_of)
         for owner in (pl.SQLContext, pl.DataFrame, pl.LazyFrame):
             name = "execute" if owner is pl.SQLContext else "sql"
             if name in owner.__dict__:
@@ -781,6 +783,18 @@ class PolarsCapture:
                     origins.remember_pandas(df, data)
         return init
 
+    def _column_of(self, original: Callable) -> Callable:
+        """``df["x"]``, ``df.get_column("x")``, ``df.to_series()``: a whole column remembered with its
+        frame (:func:`.origins.remember_column`), so that a table of the Series (``value_counts``)
+        places its rows as the frame's are; nothing else."""
+        def column_of(df: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(df, *args, **kwargs)
+            if not _depth.value and type(result).__name__ == "Series":
+                with contextlib.suppress(Exception):
+                    origins.remember_column(result, df)
+            return result
+        return column_of
+
     def _in_place(self, original: Callable) -> Callable:
         """A DataFrame method that may change the frame in place: its content identity is
         forgotten (:func:`.lineage.forget`), worked out again when a table of it is linked."""
@@ -910,8 +924,10 @@ class PolarsCapture:
         count_col = [c for c in result.columns if c != name]
         stat = "proportion" if kwargs.get("normalize") else "count"
         resolved = {c: (None, stat) for c in count_col}
+        parent = origins.frame_of(s)  # (a column of a frame: its rows are the frame's, labelled alike)
         self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
-                       lambda m: (None, stat), result, frame.schema)
+                       lambda m: (None, stat), result, frame.schema,
+                       positions=_row_positions(parent) if parent is not None else None)
 
 
 def _mark_sql_result(result: Any, shape: Any, untraced: type) -> None:

@@ -368,6 +368,8 @@ def _linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
         if labelled:
             at = rows.pop(ROW_LABEL).to_numpy()
             rows.index = positions.take(at) if by_position else pd.Index(at)
+            if by_position:
+                rows.attrs[row_limits.FRAME_LABELS] = True
         return rows if len(rows) <= row_limits.MAX_LINKED_ROWS else None
     except Exception:
         return None

@@ -60,6 +60,41 @@ def remember(result: Any, source: Any, name: str, args: tuple, kwargs: dict, wri
     _origins.set(result, (source, name, args, kwargs, written, _version(source)))
 
 
+#: Methods of :data:`SAME_ROWS` whose result keeps the source's order only when every expression is
+#: row-wise (``select(pl.all().sort_by("sex"))`` or ``.reverse()`` keep the height and reorder the
+#: rows: labelled by their positions, the rows were named as other people, red team of issue 22).
+ROW_WISE_ONLY = frozenset({"select", "with_columns", "with_columns_seq"})
+
+
+def _row_wise_arguments(args: tuple, kwargs: dict) -> bool:
+    """Whether every argument of a ``select``/``with_columns`` is a column name, a Series, or a
+    row-wise expression (:func:`.plan.row_wise`)."""
+    import polars as pl
+
+    from .plan import row_wise
+
+    def flat(values: Any) -> list[Any]:
+        out: list[Any] = []
+        for v in values:
+            out.extend(flat(v) if isinstance(v, list | tuple) else [v])
+        return out
+
+    for value in flat([*args, *kwargs.values()]):
+        if isinstance(value, str | pl.Series):
+            continue
+        if not isinstance(value, pl.Expr) or not (_selects_columns(value) or row_wise(value)):
+            return False
+    return True
+
+
+def _selects_columns(expr: Any) -> bool:
+    """Whether ``expr`` only picks columns (``pl.all()``, ``pl.exclude(...)``, a selector)."""
+    try:
+        return bool(expr.meta.is_column_selection(allow_aliasing=True))
+    except Exception:
+        return False
+
+
 def remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dict, written: dict | None = None
                   ) -> None:
     """``result`` (a LazyFrame) was made by ``source.<name>(*args, **kwargs)`` (:data:`LAZY_STEPS`);
@@ -177,6 +212,22 @@ def row_labels(frame: Any) -> Any:
     return labels.take(at)
 
 
+_columns = WeakTable(MAX_FROM_PANDAS)  # Series taken from a frame -> that frame
+
+
+def remember_column(series: Any, frame: Any) -> None:
+    """``series`` is a column of ``frame`` (``frame["x"]``, ``get_column``): its rows are the frame's."""
+    import polars as pl
+
+    if isinstance(series, pl.Series) and isinstance(frame, pl.DataFrame) and len(series) == frame.height:
+        _columns.set(series, frame)
+
+
+def frame_of(series: Any) -> Any:
+    """The frame a Series was taken from as a whole column (:func:`remember_column`), or None."""
+    return _columns.get(series)
+
+
 def positions(frame: Any, depth: int = 0) -> np.ndarray | None:
     """Each row's position in the first frame of the chain ``frame`` was made by; None when
     ``frame`` was not made by a remembered method (its rows are then its own positions)."""
@@ -184,6 +235,8 @@ def positions(frame: Any, depth: int = 0) -> np.ndarray | None:
     if hit is None or depth > 32:
         return None
     source, name, args, kwargs = hit[:4]
+    if name in ROW_WISE_ONLY and not _row_wise_arguments(args, kwargs):
+        return None  # (``select(pl.all().reverse())`` keeps the height, not the order)
     try:
         if name in SAME_ROWS:
             local = np.arange(frame.height, dtype=np.int64)
