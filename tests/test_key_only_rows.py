@@ -45,7 +45,9 @@ def test_key_only_table_of_a_one_column_frame_is_review_after_related_tables(ses
     sess.publish(df[df.district != "C"].groupby("sex").size())
     sub = df[["sex"]]  # noqa: F841 (read by DuckDB)
     out = sess.publish(duckdb.sql("select sex, count(*) n from sub group by 1 order by 1"))
-    assert _meta(out)["status"] == "review" and NOTE in _notes(out)
+    # review (compared with nothing), or, since DuckDB's rows of a pandas frame keep its labels
+    # (2026-12-04), compared: C's 2 and 1 hidden by differencing
+    assert (_meta(out)["status"] == "review" and NOTE in _notes(out)) or _differenced(out)
 
 
 def test_key_only_table_alone_is_cleared(sess: Any, df: pd.DataFrame) -> None:
@@ -95,8 +97,10 @@ def test_a_pandas_table_of_its_keys_alone_after_rows_read_from_duckdb_is_review(
     first = sess.publish(duckdb.sql("select sex, count(*) n from d where district <> 'C' group by 1 order by 1"))
     assert _meta(first)["status"] in CLEARED
     out = sess.publish(df.sex.value_counts() if pandas_table == "value_counts" else pd.crosstab(df.sex, df.flag))
-    assert _meta(out)["status"] == "review" and NOTE in _notes(out)
-    assert "df.groupby('sex').size()" in _notes(out)
+    # review with the note (DuckDB's rows unlabelled), or, since they keep the frame's labels
+    # (2026-12-04), compared with them: C's cells hidden by differencing
+    assert (_meta(out)["status"] == "review" and NOTE in _notes(out)
+            and "df.groupby('sex').size()" in _notes(out)) or _differenced(out)
     whole = sess.publish(df.groupby("sex").size())
     assert _meta(whole)["status"] in ("suppressed", "blocked")
 
@@ -106,3 +110,10 @@ def test_a_pandas_value_counts_after_pandas_tables_is_compared_by_labels(sess: A
     out = sess.publish(df.sex.value_counts())
     assert NOTE not in _notes(out)
     assert _meta(out)["status"] in ("suppressed", "blocked")
+
+
+def _differenced(out: Any) -> bool:
+    """Compared with the earlier outputs and cells hidden for it (differencing)."""
+    reasons = out.checked.reasons if out.checked is not None else {}
+    return _meta(out)["status"] in ("suppressed", "blocked") and (
+        _meta(out)["status"] == "blocked" or any(r.rule == "differencing" for rs in reasons.values() for r in rs))

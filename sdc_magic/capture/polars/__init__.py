@@ -145,10 +145,10 @@ class PolarsCapture:
             if hasattr(pl, name):
                 self._patch(pl, name, functools.partial(self._scan, name=name))
         self._patch(pl, "sql", self._sql)
-        self._patch(pl, "from_pandas", self._from_pandas)
-        self._patch(pl.DataFrame, "__init__", self._frame_init)
+        self._patch(pl, "from_pandas", origins.from_pandas_wrapper)
+        self._patch(pl.DataFrame, "__init__", origins.frame_init_wrapper)
         for name in ("__getitem__", "get_column", "to_series"):
-            self._patch(pl.DataFrame, name, self._column_of)
+            self._patch(pl.DataFrame, name, origins.column_wrapper)
         for owner in (pl.SQLContext, pl.DataFrame, pl.LazyFrame):
             name = "execute" if owner is pl.SQLContext else "sql"
             if name in owner.__dict__:
@@ -294,7 +294,7 @@ class PolarsCapture:
             rows = self._counted.keep(in_engine(source, by, named_by, keys, out, ge, facts), large) \
                 if isinstance(source, pl.DataFrame | pl.LazyFrame) and self._counted.worth_trying(large, True) else None
             if rows is None:  # (no row leaves polars above; below, or not written over a frame: its rows)
-                rows = linking_rows(source.lazy(), by, named_by, keys, out, n_rows, positions=_row_positions(source),
+                rows = linking_rows(source.lazy(), by, named_by, keys, out, n_rows, positions=origins.row_positions(source),
                                     notes=notes)
 
             def to_shown(res: Any) -> pd.DataFrame:
@@ -450,7 +450,7 @@ class PolarsCapture:
         if not isinstance(result, pl.DataFrame):
             return
         lf = frame.lazy()
-        row_positions = _row_positions(frame)
+        row_positions = origins.row_positions(frame)
         keys = lf.group_by(*by, **named_by).agg([]).collect_schema().names() if by or named_by else []
         planned, multi = expression_plans(aggs, named, lf.collect_schema(), tuple(keys))
         out = {name: (p.var, p.stat) for name, p in planned.items()}
@@ -658,7 +658,7 @@ class PolarsCapture:
             if contract.selection_read(df):
                 contract.mark_selection_read(result)
             contract.mark_one_sided(result, contract.one_sided(df) or [])
-            labels = _row_positions(df)  # (rows from pandas go back under their labels)
+            labels = origins.row_positions(df)  # (rows from pandas go back under their labels)
             if isinstance(labels, pd.Index):
                 with contextlib.suppress(Exception):
                     row_origins.rows_labelled(result, labels)
@@ -761,39 +761,6 @@ class PolarsCapture:
                     origins.remember_scan(result, name, source, kwargs)
             return result
         return scan
-
-    def _from_pandas(self, original: Callable) -> Callable:
-        """``pl.from_pandas(frame)``: the result's rows keep the pandas labels that name them, for
-        linking (:func:`.origins.remember_pandas`), nothing else."""
-        def from_pandas(data: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(data, *args, **kwargs)
-            if not _depth.value:
-                with contextlib.suppress(Exception):
-                    origins.remember_pandas(result, data)
-            return result
-        return from_pandas
-
-    def _frame_init(self, original: Callable) -> Callable:
-        """``pl.DataFrame(pandas_frame)``: as :meth:`_from_pandas` (nothing else; any other data
-        passes straight through)."""
-        def init(df: Any, data: Any = None, *args: Any, **kwargs: Any) -> None:
-            original(df, data, *args, **kwargs)
-            if data is not None and not _depth.value and isinstance(data, pd.DataFrame):
-                with contextlib.suppress(Exception):
-                    origins.remember_pandas(df, data)
-        return init
-
-    def _column_of(self, original: Callable) -> Callable:
-        """``df["x"]``, ``df.get_column("x")``, ``df.to_series()``: a whole column remembered with its
-        frame (:func:`.origins.remember_column`), so that a table of the Series (``value_counts``)
-        places its rows as the frame's are; nothing else."""
-        def column_of(df: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(df, *args, **kwargs)
-            if not _depth.value and type(result).__name__ == "Series":
-                with contextlib.suppress(Exception):
-                    origins.remember_column(result, df)
-            return result
-        return column_of
 
     def _in_place(self, original: Callable) -> Callable:
         """A DataFrame method that may change the frame in place: its content identity is
@@ -927,7 +894,7 @@ class PolarsCapture:
         parent = origins.frame_of(s)  # (a column of a frame: its rows are the frame's, labelled alike)
         self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
                        lambda m: (None, stat), result, frame.schema,
-                       positions=_row_positions(parent) if parent is not None else None)
+                       positions=origins.row_positions(parent) if parent is not None else None)
 
 
 def _mark_sql_result(result: Any, shape: Any, untraced: type) -> None:
@@ -1020,14 +987,3 @@ def _remember_lazy(result: Any, source: Any, name: str, args: tuple, kwargs: dic
     with contextlib.suppress(Exception):
         origins.remember_lazy(result, source, name, args, kwargs,
                               written_step(name, args, kwargs) if name != "lazy" else None)
-
-
-def _row_positions(frame: Any) -> Any:
-    """Each row's position in the first frame ``frame`` was made from (None: its own positions),
-    or, when that frame came from pandas (``pl.from_pandas``), each row's pandas label (an Index)."""
-    _depth.value += 1  # (the replayed filter is ours, not the user's)
-    try:
-        labels = origins.row_labels(frame)
-        return labels if labels is not None else origins.positions(frame)
-    finally:
-        _depth.value -= 1

@@ -16,12 +16,14 @@ linked, never on the user's call.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 
 from ...evidence import row_origins
 from ...evidence.weak_table import WeakTable
+from ..depth import depth
 
 #: Results remembered at once (the newest).
 MAX_REMEMBERED = 16
@@ -265,3 +267,52 @@ def _subset(source: Any, name: str, args: tuple, kwargs: dict) -> np.ndarray | N
     else:
         kept = index.slice(*args, **kwargs)
     return kept.get_column(ROW).to_numpy()
+
+
+# ---------------------------------------------------------------- wrappers (installed by the capture)
+def row_positions(frame: Any) -> Any:
+    """Each row's position in the first frame ``frame`` was made from (None: its own positions),
+    or, when that frame came from pandas (``pl.from_pandas``), each row's pandas label (an Index)."""
+    depth.value += 1  # (the replayed filter is ours, not the user's)
+    try:
+        labels = row_labels(frame)
+        return labels if labels is not None else positions(frame)
+    finally:
+        depth.value -= 1
+
+
+def from_pandas_wrapper(original: Any) -> Any:
+    """``pl.from_pandas(frame)``: the result's rows keep the pandas labels that name them, for
+    linking (:func:`remember_pandas`), nothing else."""
+    def from_pandas(data: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(data, *args, **kwargs)
+        if not depth.value:
+            with contextlib.suppress(Exception):
+                remember_pandas(result, data)
+        return result
+    return from_pandas
+
+
+def frame_init_wrapper(original: Any) -> Any:
+    """``pl.DataFrame(pandas_frame)``: as :func:`from_pandas_wrapper` (any other data passes straight through)."""
+    import pandas as pd
+
+    def init(df: Any, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        original(df, data, *args, **kwargs)
+        if data is not None and not depth.value and isinstance(data, pd.DataFrame):
+            with contextlib.suppress(Exception):
+                remember_pandas(df, data)
+    return init
+
+
+def column_wrapper(original: Any) -> Any:
+    """``df["x"]``, ``df.get_column("x")``, ``df.to_series()``: a whole column remembered with its
+    frame (:func:`remember_column`), so that a table of the Series (``value_counts``) places its
+    rows as the frame's are; nothing else."""
+    def column_of(df: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(df, *args, **kwargs)
+        if not depth.value and type(result).__name__ == "Series":
+            with contextlib.suppress(Exception):
+                remember_column(result, df)
+        return result
+    return column_of
