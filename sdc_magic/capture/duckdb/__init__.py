@@ -571,7 +571,7 @@ class DuckDBCapture:
 
     # ------------------------------------------------------------ capture
     def _capture(self, rel: Any, query: Any, run: Callable[[str], Any],
-                 lookup: Callable[[str], python_frames.Source | None] | None = None) -> None:
+                 lookup: Callable[[str], python_frames.FrameRows | None] | None = None) -> None:
         if rel is None or not isinstance(query, str) or not aggregates(query):
             return
         if mixed_levels_safe(query):
@@ -600,7 +600,7 @@ class DuckDBCapture:
         _remember(_pending, rel, pending)
 
     def _prepare(self, rel: Any, query: str, run: Callable[[str], Any],
-                 lookup: Callable[[str], python_frames.Source | None] | None = None) -> Pending | None:
+                 lookup: Callable[[str], python_frames.FrameRows | None] | None = None) -> Pending | None:
         """Bind the evidence queries of a captured query (see :func:`.evidence.prepare`)."""
         return prepare(self.rules(), rel, query, run, lookup)
 

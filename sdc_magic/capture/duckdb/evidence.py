@@ -38,7 +38,7 @@ from ..sql import (
 from ..sql_lineage import Lineage, lineage, lineage_query
 from ..sql_rewrites import one_sided_figures
 from .arrow_rows import linking_frame
-from .python_frames import REGISTERED, TABLE, Source
+from .python_frames import REGISTERED, TABLE, FrameRows
 
 MAX_HASHED = 15  # source columns fingerprinted for linking (linking reads at most 16 columns)
 MARGIN = "Total"  # the pandas path's margin label inside the protection engine
@@ -78,11 +78,11 @@ class Pending:
     labels: tuple[str, ...] | None = None  # the result's columns that are the groups' labels, if known
     #: the frame the rows were read from, when its rows' labels are known (:mod:`.python_frames`):
     #: ``rows_raw``'s :data:`ROWID` then holds each row's position in it, or its table's ``rowid``
-    frame_source: Source | None = None
+    frame_source: FrameRows | None = None
 
 
 def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
-            lookup: Callable[[str], Source | None] | None = None) -> Pending | None:
+            lookup: Callable[[str], FrameRows | None] | None = None) -> Pending | None:
     """Bind the evidence queries of ``query`` (the user's relation ``rel``) with ``run``, which
     resolves Python objects as the user's query did; None when the query has no plan.
     ``lookup``: what a name of the query reads when its rows' labels are known (a Python frame, a
@@ -146,7 +146,7 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
                 rows_raw = None  # (a view, a Python frame: no rowid)
             if rows_raw is None and source is not None and source.kind != TABLE:
                 # a Python frame's rows with their positions in it (see python_frames)
-                text = rows_query(p, only, once, raw=True, positions=len(source.labels))
+                text = rows_query(p, only, once, raw=True, positions=source.n)
                 rows_raw = run(text) if text is not None else None
             if rows_raw is None:
                 source = None
@@ -414,7 +414,7 @@ class Recorder:
         return rows
 
 
-def _single_source(p: Plan, lookup: Callable[[str], Source | None] | None) -> Source | None:
+def _single_source(p: Plan, lookup: Callable[[str], FrameRows | None] | None) -> FrameRows | None:
     """What the query's one table in ``FROM`` reads, when its rows' labels are known.
 
     Why: a pandas frame read by DuckDB has no ``rowid``, and a table copied from one numbers its
@@ -433,7 +433,7 @@ def _single_source(p: Plan, lookup: Callable[[str], Source | None] | None) -> So
     return lookup(table.name)
 
 
-def _as_remembered(source: Source, checks: dict[str, pd.Series]) -> bool:
+def _as_remembered(source: FrameRows, checks: dict[str, pd.Series]) -> bool:
     """Whether the name read what was remembered of it (the catalog checks of ``sql.rows_query``):
     a Python frame when no table or view bears its name, a registered one when its view alone
     does, a table copied from a frame when it holds that frame's number of rows, ``rowid`` 0..n-1."""
@@ -441,7 +441,7 @@ def _as_remembered(source: Source, checks: dict[str, pd.Series]) -> bool:
         column = checks.get(name)
         return None if column is None or not len(column) or pd.isna(column.iloc[0]) else int(column.iloc[0])
 
-    n = len(source.labels)
+    n = source.n
     if source.kind == TABLE:
         return first(TABLE_ROWS) == n and first(TABLE_LAST) == n - 1
     scans = 1 if source.kind == REGISTERED else 0

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -39,33 +38,52 @@ MAX_NAMES = 256
 #: connection, or a table copied from a frame.
 PYTHON, REGISTERED, TABLE = "python", "registered", "table"
 
-_known = WeakTable(MAX_CONNECTIONS)  # connection -> {lower-case name: Source}
+_known = WeakTable(MAX_CONNECTIONS)  # connection -> {lower-case name: FrameRows}
 
 
-@dataclass(frozen=True)
-class Source:
-    """The rows a name reads: ``labels`` in the order DuckDB reads them, and how (:data:`PYTHON`...)."""
+class FrameRows:
+    """The rows a name reads: how many (``n``), how (:data:`PYTHON`...), and their pandas labels in
+    the order DuckDB reads them (:attr:`labels`: worked out when first asked, at display, and
+    only when the rows are read; a polars frame's replays its filters, which the user's query
+    call must not pay for)."""
 
-    labels: pd.Index
-    kind: str
+    def __init__(self, kind: str, n: int, labels: pd.Index | None = None,
+                 make: Callable[[], pd.Index | None] | None = None) -> None:
+        self.kind, self.n = kind, n
+        self._labels, self._make = labels, make
+
+    @property
+    def labels(self) -> pd.Index | None:
+        if self._make is not None:
+            made, self._make = self._make(), None
+            self._labels = made if made is not None and len(made) == self.n and made.is_unique else None
+        return self._labels
+
+    def copied(self) -> FrameRows:
+        """The same rows copied into a table (``CREATE TABLE t AS SELECT * FROM x``)."""
+        return FrameRows(TABLE, self.n, make=lambda: self.labels)
 
 
-def labels_of(obj: Any) -> pd.Index | None:
-    """The labels naming a Python frame's rows: a pandas frame's (those before a re-indexing), or
-    those a polars frame made by ``pl.from_pandas`` keeps; None for anything else."""
+def frame_rows(obj: Any, kind: str) -> FrameRows | None:
+    """The rows of a Python frame: a pandas frame's labels (those before a re-indexing), or those a
+    polars frame made by ``pl.from_pandas`` keeps (worked out later); None for anything else."""
     if isinstance(obj, pd.DataFrame):
         labels = row_origins.labels_of(obj)
-    elif type(obj).__module__.startswith("polars"):
+        return FrameRows(kind, len(labels), labels) if len(labels) and labels.is_unique else None
+    if type(obj).__module__.startswith("polars") and type(obj).__name__ == "DataFrame":
         from ..polars import origins
 
-        with passthrough():  # (a replayed filter is the extension's own work)
-            labels = origins.row_labels(obj)
-    else:
-        return None
-    return labels if labels is not None and len(labels) and labels.is_unique else None
+        if origins.pandas_labels(obj) is None:
+            return None
+
+        def make() -> pd.Index | None:
+            with passthrough():  # (a replayed filter is the extension's own work)
+                return origins.row_labels(obj)
+        return FrameRows(kind, obj.height, make=make)
+    return None
 
 
-def _names(con: Any) -> dict[str, Source]:
+def _names(con: Any) -> dict[str, FrameRows]:
     names = _known.get(con)
     if names is None:
         names = {}
@@ -73,7 +91,7 @@ def _names(con: Any) -> dict[str, Source]:
     return names
 
 
-def _keep(con: Any, name: str, source: Source | None) -> None:
+def _keep(con: Any, name: str, source: FrameRows | None) -> None:
     names = _names(con)
     names.pop(name.lower(), None)
     if source is not None:
@@ -85,8 +103,7 @@ def _keep(con: Any, name: str, source: Source | None) -> None:
 def registered(con: Any, name: Any, obj: Any) -> None:
     """``con.register(name, obj)``: the name reads ``obj``'s rows (or, if not a frame, unknown rows)."""
     if isinstance(name, str):
-        labels = labels_of(obj)
-        _keep(con, name, Source(labels, REGISTERED) if labels is not None else None)
+        _keep(con, name, frame_rows(obj, REGISTERED))
 
 
 def unregistered(con: Any, name: Any) -> None:
@@ -104,14 +121,14 @@ def executed(con: Any, query: Any, lookup: Callable[[str], Any] | None) -> None:
     if copied is not None:
         table, source = copied
         origin = resolve(con, source, lookup)
-        _keep(con, table, Source(origin.labels, TABLE) if origin is not None else None)
+        _keep(con, table, origin.copied() if origin is not None else None)
         return
     if names and not re.match(r"\s*(select|with|from|pivot|summarize|describe|show|explain)\b", query, re.I):
         for name in [n for n in names if names[n].kind == TABLE and re.search(rf"\b{re.escape(n)}\b", query, re.I)]:
             names.pop(name, None)
 
 
-def resolve(con: Any, name: str, lookup: Callable[[str], Any] | None) -> Source | None:
+def resolve(con: Any, name: str, lookup: Callable[[str], Any] | None) -> FrameRows | None:
     """What ``FROM name`` reads on ``con``, when its rows' labels are known: a table copied from a
     frame, a registered frame (DuckDB's catalog first, as DuckDB reads it), else a Python frame of
     the caller's by a replacement scan."""
@@ -120,11 +137,10 @@ def resolve(con: Any, name: str, lookup: Callable[[str], Any] | None) -> Source 
         return hit
     if lookup is None:
         return None
-    labels = labels_of(lookup(name))
-    return Source(labels, PYTHON) if labels is not None else None
+    return frame_rows(lookup(name), PYTHON)
 
 
-def resolver(con: Any, lookup: Callable[[str], Any] | None) -> Callable[[str], Source | None]:
+def resolver(con: Any, lookup: Callable[[str], Any] | None) -> Callable[[str], FrameRows | None]:
     """:func:`resolve` on ``con`` with the caller's names (what the evidence of a query reads)."""
     return lambda name: resolve(con, name, lookup)
 
