@@ -236,6 +236,34 @@ def _registering(original: Callable, note: Callable[..., None]) -> Callable:
     return registering
 
 
+def _from_frame(original: Callable, method: bool) -> Callable:
+    """``duckdb.from_df(df)`` / ``con.from_df(df)``: the relation noted as the frame's rows
+    (:func:`.python_frames.from_frame`), nothing else."""
+    @functools.wraps(original)
+    def from_df(*args: Any, **kwargs: Any) -> Any:
+        rel = original(*args, **kwargs)
+        data = args[1 if method else 0] if len(args) > (1 if method else 0) else kwargs.get("df")
+        if data is not None:
+            with contextlib.suppress(Exception):
+                python_frames.from_frame(rel, data)
+        return rel
+
+    return from_df
+
+
+def _filtering(original: Callable) -> Callable:
+    """``rel.filter(condition)``: a relation of a frame's rows stays one (:func:`.python_frames.filtered`)."""
+    @functools.wraps(original)
+    def filter(rel: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(rel, *args, **kwargs)
+        condition = args[0] if args else kwargs.get("filter_expr")
+        with contextlib.suppress(Exception):
+            python_frames.filtered(result, rel, condition)
+        return result
+
+    return filter
+
+
 def in_caller_frame(depth: int, query: Any = None) -> Callable[..., Any]:
     """A runner that calls a function as if from the user's frame ``depth`` levels up.
 
@@ -313,6 +341,12 @@ class DuckDBCapture:
         for name, note in (("register", python_frames.registered), ("unregister", python_frames.unregistered)):
             if name in conn.__dict__:
                 self._patch(conn, name, _registering(t(conn.__dict__[name]), note))
+        for owner, name in ((duckdb, "from_df"), (duckdb, "df"), (conn, "from_df")):
+            original = getattr(owner, name, None) if owner is duckdb else owner.__dict__.get(name)
+            if original is not None:
+                self._patch(owner, name, _from_frame(t(original), method=owner is conn))
+        if "filter" in rel.__dict__:
+            self._patch(rel, "filter", _filtering(t(rel.__dict__["filter"])))
         if "aggregate" in rel.__dict__ and "query" in rel.__dict__:
             self._patch(rel, "aggregate", self._relation_aggregate_wrapper(t(rel.__dict__["aggregate"])))
         self._previous = _CAPTURE if _CAPTURE is not self else None
@@ -390,8 +424,20 @@ class DuckDBCapture:
             aggr = args[0] if args else kwargs.get("aggr_expr")
             groups = args[1] if len(args) > 1 else kwargs.get("group_expr", "")
             if isinstance(aggr, str) and isinstance(groups, str) and rel is not None:
-                query = f"SELECT {aggr} FROM {RELATION_VIEW} GROUP BY {groups.strip() or 'ALL'}"
-                self._capture(rel, query, lambda q: src.query(RELATION_VIEW, q))
+                group_by = f"GROUP BY {groups.strip() or 'ALL'}"
+                frame = python_frames.relation_of(src)
+                if frame is not None:
+                    # a relation of a Python frame (``from_df``, then filters): the evidence reads the
+                    # frame's relation itself, with the filters as WHERE, so that its rows come with
+                    # their positions in the frame (python_frames.from_frame)
+                    root, rows, conditions = frame
+                    where = f" WHERE {' AND '.join(f'({c})' for c in conditions)}" if conditions else ""
+                    self._capture(rel, f"SELECT {aggr} FROM {RELATION_VIEW}{where} {group_by}",
+                                  lambda q: root.query(RELATION_VIEW, q),
+                                  lambda name: rows if name.lower() == RELATION_VIEW else None)
+                else:
+                    self._capture(rel, f"SELECT {aggr} FROM {RELATION_VIEW} {group_by}",
+                                  lambda q: src.query(RELATION_VIEW, q))
             elif rel is not None:
                 _remember(_unplanned, rel, True)  # expressions objects: checked as unverified
             return rel

@@ -65,7 +65,7 @@ from .evidence import (
     set_indicators,
     settle_runner_up,
 )
-from .lineage import IN_PLACE, forget, in_engine, written_step
+from .lineage import IN_PLACE, forget, in_engine, row_positions, written_step
 from .plan import (
     Plan,
     aggregate_select,
@@ -294,7 +294,7 @@ class PolarsCapture:
             rows = self._counted.keep(in_engine(source, by, named_by, keys, out, ge, facts), large) \
                 if isinstance(source, pl.DataFrame | pl.LazyFrame) and self._counted.worth_trying(large, True) else None
             if rows is None:  # (no row leaves polars above; below, or not written over a frame: its rows)
-                rows = linking_rows(source.lazy(), by, named_by, keys, out, n_rows, positions=origins.row_positions(source),
+                rows = linking_rows(source.lazy(), by, named_by, keys, out, n_rows, positions=row_positions(source),
                                     notes=notes)
 
             def to_shown(res: Any) -> pd.DataFrame:
@@ -450,7 +450,7 @@ class PolarsCapture:
         if not isinstance(result, pl.DataFrame):
             return
         lf = frame.lazy()
-        row_positions = origins.row_positions(frame)
+        positions = row_positions(frame)
         keys = lf.group_by(*by, **named_by).agg([]).collect_schema().names() if by or named_by else []
         planned, multi = expression_plans(aggs, named, lf.collect_schema(), tuple(keys))
         out = {name: (p.var, p.stat) for name, p in planned.items()}
@@ -472,7 +472,7 @@ class PolarsCapture:
         resolved = {c: measure_of(c) for c in present}
         derived = {p.var: p.derived for p in planned.values() if p.derived is not None and p.var is not None}
         self._register(call, lf, by, named_by, keys, resolved, measure_of, result, schema, inner=inner,
-                       positions=row_positions, source=frame if isinstance(frame, pl.DataFrame | pl.LazyFrame) else None,
+                       positions=positions, source=frame if isinstance(frame, pl.DataFrame | pl.LazyFrame) else None,
                        derived=derived)
 
     def _register(self, call: str, lf: Any, by: list[Any], named_by: dict, keys: list[str],

@@ -43,6 +43,7 @@ import pandas as pd
 from ...evidence.in_engine import InEngineRows
 from ...evidence.weak_table import WeakTable
 from .. import contract
+from ..depth import depth
 from . import origins
 
 #: Root frames whose identity is remembered at once (the newest).
@@ -249,6 +250,38 @@ def replay(root: Any, steps: tuple[dict, ...] | list[dict]) -> Any:
         else:
             raise ValueError(f"not a written step: {m}")
     return lf
+
+
+def row_positions(frame: Any) -> Any:
+    """:func:`.origins.row_positions`, and for a lazy frame whose root came from pandas
+    (``pl.from_pandas(f).lazy().filter(...)``) each row's pandas label (an Index).
+
+    Why: a lazy frame has no remembered eager origin, so its rows were numbered 0..n-1 and
+    placed by content alone; over a narrow frame (district, sex) nothing placed them, a lazy count
+    of everyone was compared with nothing beside a count without C, and 37 − 35 gave C's two
+    women (red team of issue 22: 8 of 2,000 seeded sessions). The steps since the root are
+    replayed with their filters as a mark (:func:`replay`; run at display, as the extension's own
+    work), only when the root has pandas labels: other lazy frames keep their own positions."""
+    import polars as pl
+
+    if not isinstance(frame, pl.LazyFrame):
+        return origins.row_positions(frame)
+    if not origins.from_pandas(frame):
+        return None
+    depth.value += 1
+    try:
+        line = lineage(frame)
+        if line is None or not isinstance(line.root, pl.DataFrame):
+            return None
+        labels = origins.row_labels(line.root)
+        if labels is None or not any(st["m"] == "filter" for st in line.steps):
+            return labels
+        kept = replay(line.root, line.steps).select(MARK).collect().get_column(MARK).to_numpy()
+        return labels.take(np.flatnonzero(kept))
+    except Exception:  # (a step that cannot be replayed: its rows are placed by content, as before)
+        return None
+    finally:
+        depth.value -= 1
 
 
 def scan_identity(name: str, source: Any, kwargs: dict) -> str:

@@ -195,6 +195,17 @@ def pandas_labels(frame: Any) -> Any:
     return hit[0]
 
 
+def from_pandas(frame: Any, hops: int = 0) -> bool:
+    """Whether the first frame of ``frame``'s chain, eager or lazy, was made by ``pl.from_pandas``
+    (a cheap walk of remembered steps: nothing is replayed)."""
+    import polars as pl
+
+    hit = _lazy_origins.get(frame) if isinstance(frame, pl.LazyFrame) else _origins.get(frame)
+    if hit is None or hops > 64:
+        return isinstance(frame, pl.DataFrame) and pandas_labels(frame) is not None
+    return from_pandas(hit[0], hops + 1)
+
+
 def row_labels(frame: Any) -> Any:
     """Each row's pandas label when the frame ``frame``'s chain starts from came from pandas
     (:func:`remember_pandas`), as a pandas Index; None otherwise (or when a remembered step could
@@ -208,9 +219,9 @@ def row_labels(frame: Any) -> Any:
         return None
     at = positions(frame)
     if at is None:
-        if root(frame) is not frame:
-            return None
-        at = np.arange(frame.height, dtype=np.int64)
+        # the frame itself: its rows are the pandas rows in order (the Index is immutable: shared,
+        # not copied, a million labels taken in order cost 3 ms a display)
+        return labels if root(frame) is frame else None
     return labels.take(at)
 
 
