@@ -30,20 +30,29 @@ def _rebuilt(frame: pd.DataFrame, first: str = "B") -> pd.DataFrame:
 
 
 def _from_values(frame: pd.DataFrame, seed: int = 1) -> pd.DataFrame:
+    """Shuffled, then rebuilt from its records: nothing carries the earlier labels (the rows'
+    content alone can place them)."""
     shuffled = frame.sample(frac=1, random_state=seed)
-    return pd.DataFrame(shuffled.to_numpy(), columns=frame.columns).astype(frame.dtypes.to_dict())
+    return pd.DataFrame(shuffled.to_dict("records"), columns=frame.columns).astype(frame.dtypes.to_dict())
+
+
+def _through_csv(frame: pd.DataFrame) -> pd.DataFrame:
+    import io
+
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
 
 
 def _statuses(sess: Any, tables: list[Any]) -> list[str]:
     return [verdict(sess.publish(t))[0] for t in tables]
 
 
-@pytest.mark.parametrize("rebuild", ["concat", "values"])
+@pytest.mark.parametrize("rebuild", ["concat", "records", "csv"])
 @pytest.mark.parametrize("engine", ["pandas", "duckdb", "polars"])
 def test_everyone_after_those_outside_c_of_a_rebuilt_copy(sess: Any, df: pd.DataFrame, rebuild: str,
                                                           engine: str) -> None:
     """The earlier rows are a sub-multiset of the new frame (it holds C's three people too)."""
-    part = (_rebuilt if rebuild == "concat" else _from_values)(df[["district", "sex", "flag"]])
+    narrow = df[["district", "sex", "flag"]]
+    part = {"concat": _rebuilt, "records": _from_values, "csv": lambda f: _through_csv(_rebuilt(f))}[rebuild](narrow)
     if engine == "pandas":
         first = part[part.district != "C"].groupby("sex").size()
     elif engine == "duckdb":
@@ -71,7 +80,7 @@ def test_those_outside_c_after_everyone_of_a_narrow_rebuilt_copy(sess: Any, df: 
 def test_a_narrower_frame_after_a_rebuilt_copy_with_more_columns(sess: Any, df: pd.DataFrame) -> None:
     """The new rows lack columns the earlier ones had (household, age...): matched on district and
     sex, which the earlier output's groups follow."""
-    wide = _rebuilt(df.sort_values("flag", kind="stable").set_index("person"))
+    wide = _through_csv(_rebuilt(df.sort_values("flag", kind="stable").set_index("person")))
     first = wide[wide.district != "C"].groupby("sex").size()
     second = pl.from_pandas(df[["district", "sex"]]).to_pandas().groupby("sex").size()
     assert _statuses(sess, [first, second]) != ["pass", "pass"]
@@ -95,3 +104,60 @@ def test_an_unrelated_data_set_of_the_same_columns_is_not_tied_to_the_people(ses
     tables = [df[df.district != "C"].groupby("sex").size(), other.groupby("sex").size(),
               other[other.district == "A"].groupby("sex").size()]
     assert _statuses(sess, tables) == ["pass", "pass", "pass"]
+
+
+# ---- the rows' earlier labels carried through a concat and through an array of the values
+# (row_origins.concatenated / built_from): the copies of the three-table sessions, A, B, everyone
+
+@pytest.mark.parametrize("rebuild", ["concat-ignore-index", "concat-then-reset", "to_numpy", "values"])
+def test_a_and_b_of_a_rebuilt_copy_beside_everyone(sess: Any, df: pd.DataFrame, rebuild: str) -> None:
+    """A's 40 and B's 30 people over copies rebuilt with new numbers, everyone over the people:
+    each part is less than half of everyone (never matched by content), so only the labels the
+    rows had place them (everyone − A − B = C's two women and one man)."""
+    shuffled = df.sample(frac=1, random_state=7)
+    if rebuild == "concat-ignore-index":
+        copy = pd.concat([shuffled[shuffled.district == "C"], shuffled[shuffled.district != "C"]], ignore_index=True)
+    elif rebuild == "concat-then-reset":
+        copy = pd.concat([shuffled[shuffled.district == "B"], shuffled[shuffled.district != "B"]]).reset_index(drop=True)
+    elif rebuild == "to_numpy":
+        copy = pd.DataFrame(shuffled.to_numpy(), columns=df.columns).astype(df.dtypes.to_dict())
+    else:
+        copy = pd.DataFrame(shuffled.values, columns=df.columns).astype(df.dtypes.to_dict())
+    other = df.sample(frac=1, random_state=8).reset_index(drop=True)  # noqa: F841 (read by DuckDB: B under other numbers)
+    tables = [copy[copy.district == "A"]["sex"].value_counts(),
+              duckdb.sql("select sex, count(*) n from other where district = 'B' group by sex").df(),
+              df.groupby("sex").size()]
+    assert _statuses(sess, tables) != ["pass", "pass", "pass"]
+
+
+def test_an_array_shuffled_in_place_does_not_name_other_people(sess: Any, df: pd.DataFrame) -> None:
+    """The array is changed between ``to_numpy()`` and the frame made of it: its rows are not the
+    frame's in order any more. The labels carried are confirmed row by row, so no row is placed
+    among people whose values it does not have."""
+    import numpy as np
+
+    from sdc_magic.evidence import row_origins
+
+    array = df.to_numpy()
+    np.random.default_rng(3).shuffle(array)
+    rebuilt = pd.DataFrame(array, columns=df.columns).astype(df.dtypes.to_dict())
+    assert row_origins.needs_confirmation(rebuilt)
+    first = verdict(sess.publish(rebuilt.groupby("sex").size()))[0]
+    assert sess.populations.universes[0].frame_labels  # (confirmed row by row from now on)
+    second = verdict(sess.publish(df[df.district != "C"].groupby("sex").size()))[0]
+    assert [first, second] != ["pass", "pass"]
+
+
+def test_the_users_frames_and_arrays_are_untouched(sess: Any, df: pd.DataFrame) -> None:
+    import numpy as np
+
+    before = df.copy()
+    array = df.to_numpy()
+    kept = array.copy()
+    rebuilt = pd.DataFrame(array, columns=df.columns)
+    joined = pd.concat([df[df.district == "C"], df[df.district != "C"]], ignore_index=True)
+    sess.publish(rebuilt.groupby("sex").size())
+    sess.publish(joined.groupby("sex").size())
+    pd.testing.assert_frame_equal(df, before)
+    assert np.array_equal(array, kept) and list(joined.index) == list(range(len(df)))
+    assert list(rebuilt.index) == list(range(len(df)))

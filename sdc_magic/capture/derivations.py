@@ -12,10 +12,12 @@ from which the check recomputes it with the parent's hidden cells moved
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pandas.api.typing import DataFrameGroupBy, Expanding, ExponentialMovingWindow, Rolling, SeriesGroupBy
 
@@ -91,6 +93,11 @@ class Derivations:
             if not hasattr(owner, name):
                 continue  # (Series.between has no DataFrame twin)
             self.patch(owner, name, self.derived_wrapper(getattr(owner, name), first_and_other, name))
+        # a frame rebuilt from an array of another's values keeps the labels its rows had there
+        # (``pd.DataFrame(f.to_numpy(), columns=f.columns)``: row_origins.values_of / built_from)
+        self.patch(pd.DataFrame, "to_numpy", _values_wrapper(pd.DataFrame.to_numpy))
+        self.patch(pd.DataFrame, "values", property(_values_wrapper(pd.DataFrame.values.fget)))
+        self.patch(pd.DataFrame, "__init__", _init_wrapper(pd.DataFrame.__init__))
         # .T is a property over transpose bound when pandas was imported: wrapped on its own
         self.patch(pd.DataFrame, "T", property(self.derived_wrapper(pd.DataFrame.T.fget, first_and_other, "T")))
         for indexer, name in ((pd.core.indexing._LocIndexer, "loc"), (pd.core.indexing._iLocIndexer, "iloc")):
@@ -137,6 +144,8 @@ class Derivations:
                 try:  # rows under new labels: linking places them by the old (see row_origins)
                     if reindexes:
                         row_origins.remember(result, args[0])
+                    elif name == "concat":
+                        row_origins.concatenated(result, args[0], kwargs.get("axis", 0))
                     else:
                         row_origins.follow(result, args[0], args[1] if masks and len(args) == 2 else None)
                     chosen = selected_by_values(args[0])  # (rows chosen by figures: kept so, size_filters)
@@ -224,6 +233,35 @@ class Derivations:
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return wrapper
+
+
+def _values_wrapper(original: Callable) -> Callable:
+    """``frame.to_numpy()`` / ``frame.values``: the array remembered with the frame's row labels
+    (:func:`.row_origins.values_of`), nothing else."""
+    @functools.wraps(original)
+    def values(frame: Any, *args: Any, **kwargs: Any) -> Any:
+        array = original(frame, *args, **kwargs)
+        if not _depth.value:
+            with contextlib.suppress(Exception):  # never break user code
+                row_origins.values_of(array, frame)
+        return array
+
+    values.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+    return values
+
+
+def _init_wrapper(original: Callable) -> Callable:
+    """``pd.DataFrame(array)`` of such an array: its rows keep their earlier labels
+    (:func:`.row_origins.built_from`); any other data passes straight through."""
+    @functools.wraps(original)
+    def init(frame: Any, data: Any = None, index: Any = None, *args: Any, **kwargs: Any) -> None:
+        original(frame, data, index, *args, **kwargs)
+        if isinstance(data, np.ndarray) and not _depth.value:
+            with contextlib.suppress(Exception):  # never break user code
+                row_origins.built_from(frame, data, index)
+
+    init.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+    return init
 
 
 class _Made:

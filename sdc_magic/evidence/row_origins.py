@@ -39,7 +39,7 @@ def remember(result: Any, source: Any) -> None:
         labels = source.index
     if not labels.is_unique or result.index.equals(labels):
         return
-    _keep(result, labels)
+    _keep(result, labels, confirm=needs_confirmation(source))
 
 
 def follow(result: Any, source: Any, key: Any = None) -> None:
@@ -57,9 +57,10 @@ def follow(result: Any, source: Any, key: Any = None) -> None:
     before = labels_before(source)
     if before is None or not isinstance(result, pd.DataFrame | pd.Series) or result is source:
         return
+    confirm = needs_confirmation(source)
     at = _mask_positions(key, source, len(result))
     if at is not None:
-        _keep(result, before[at])
+        _keep(result, before[at], confirm)
         return
     if _selects_columns(key, source):
         same_rows(result, source)  # (its columns: every row, in order, whatever the labels)
@@ -69,7 +70,7 @@ def follow(result: Any, source: Any, key: Any = None) -> None:
     at = source.index.get_indexer(result.index)
     if (at < 0).any():
         return
-    _keep(result, before[at])
+    _keep(result, before[at], confirm)
 
 
 def same_rows(result: Any, source: Any) -> None:
@@ -80,7 +81,7 @@ def same_rows(result: Any, source: Any) -> None:
     if before is None or not isinstance(result, pd.DataFrame | pd.Series) or result is source:
         return
     if len(result) == len(source) and result.index.equals(source.index):
-        _keep(result, before)
+        _keep(result, before, needs_confirmation(source))
 
 
 def _mask_positions(key: Any, source: Any, n_result: int) -> np.ndarray | None:
@@ -117,8 +118,73 @@ def _selects_columns(key: Any, source: Any) -> bool:
         return False
 
 
-def _keep(result: Any, labels: pd.Index) -> None:
+def concatenated(result: Any, objs: Any, axis: Any) -> None:
+    """``pd.concat(objs, ...)`` along the rows: the result's rows are those of ``objs``, in order,
+    so they keep the labels that named them there (:func:`labels_of`), whatever numbers the result
+    gives them (``ignore_index=True``) — when those labels name each row once.
+
+    Why: ``pd.concat([f[f.district == "B"], f[f.district != "B"]], ignore_index=True)`` numbers
+    the rows 0..n-1 again, and those numbers name other people than the same numbers in ``f``;
+    over columns that cannot tell people apart such a copy was compared with nothing (37 − 35,
+    red team of issue 22: 9 of the 20 seeded sessions still leaking). Only lists and tuples of
+    pandas objects (a generator is spent by the time the result exists)."""
+    if axis not in (0, "index", "rows") or not isinstance(result, pd.DataFrame | pd.Series):
+        return
+    if isinstance(objs, dict):
+        objs = list(objs.values())
+    if not isinstance(objs, list | tuple):
+        return
+    parts = [o for o in objs if o is not None]
+    if not parts or not all(isinstance(o, pd.DataFrame | pd.Series) for o in parts):
+        return
+    labels = [labels_of(o) for o in parts]
+    if sum(len(x) for x in labels) != len(result):
+        return
+    joined = labels[0].append(labels[1:]) if len(labels) > 1 else labels[0]
+    if joined.is_unique and not result.index.equals(joined):
+        _keep(result, joined, confirm=any(needs_confirmation(o) for o in parts))
+
+
+_arrays = WeakTable(MAX_REMEMBERED)  # array of a frame's values -> (the labels of its rows, the frame's n)
+
+
+def values_of(array: Any, frame: Any) -> None:
+    """``array`` is ``frame.to_numpy()`` (or ``frame.values``): row i is the frame's row i."""
+    if isinstance(array, np.ndarray) and array.ndim == 2 and isinstance(frame, pd.DataFrame) \
+            and len(array) == len(frame) > 0:
+        _arrays.set(array, labels_of(frame))
+
+
+def built_from(result: Any, data: Any, index: Any) -> None:
+    """``result`` is ``pd.DataFrame(data)`` of such an array and no ``index``: its rows keep the
+    labels they had in the frame the values came from.
+
+    Why: ``pd.DataFrame(f.to_numpy(), columns=f.columns)`` numbers the rows anew (red team of
+    issue 22: 11 of the 20 seeded sessions still leaking). An array can be changed in place
+    between the two calls (``np.random.shuffle(a)``), so these labels are confirmed row by row by
+    their content when linking places the rows (:func:`needs_confirmation`), as rowids are."""
+    if index is not None or not isinstance(data, np.ndarray) or not isinstance(result, pd.DataFrame):
+        return
+    labels = _arrays.get(data)
+    if labels is not None and len(labels) == len(result) and labels.is_unique:
+        _keep(result, labels, confirm=True)  # (even when the same numbers: they are confirmed)
+
+
+_confirm = WeakTable(MAX_REMEMBERED)  # results whose earlier labels must be confirmed row by row
+
+
+def needs_confirmation(frame: Any) -> bool:
+    """Whether the labels :func:`labels_before` gives for ``frame`` came through an array of its
+    values (:func:`built_from`) and must be confirmed row by row by the rows' content."""
+    return bool(_confirm.get(frame)) and labels_before(frame) is not None
+
+
+def _keep(result: Any, labels: pd.Index, confirm: bool = False) -> None:
     _origins.set(result, labels)
+    if confirm:
+        _confirm.set(result, True)
+    else:
+        _confirm.discard(result)
 
 
 def rows_labelled(result: Any, labels: pd.Index) -> None:

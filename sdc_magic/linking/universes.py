@@ -83,7 +83,9 @@ class Universe:
         #: labels that name rows by position in a DuckDB table (``rowid``): checked row by row
         self.rowid_labels = bool(frame.attrs.get(row_limits.ROWID_LABELS)) and self.labels is not None
         #: labels an engine's rows took from the Python frame it read (``FRAME_LABELS``)
-        self.frame_labels = bool(frame.attrs.get(row_limits.FRAME_LABELS)) and self.labels is not None
+        self.frame_labels = (bool(frame.attrs.get(row_limits.FRAME_LABELS))
+                             or (before is not None and row_origins.needs_confirmation(frame))) \
+            and self.labels is not None
         #: True when ``labels`` are the hashes of an earlier kernel's labels (:meth:`restore`)
         self.labels_hashed = False
         self.hashes: dict[Hashable, np.ndarray] = {c: frame_hash(frame, c) for c in hashed_columns(frame)}
@@ -166,7 +168,8 @@ class Universe:
         # taken for A's first 30 (a constant district left sex alone to confirm them, and it
         # agreed), and everyone − A − B = C went unseen (red team of issue 22)
         earlier = row_origins.labels_before(frame)
-        pos = self._by_labels(frame, content or common, index=earlier) if earlier is not None else None
+        pos = self._by_labels(frame, content or common, index=earlier,
+                              row_by_row=row_origins.needs_confirmation(frame)) if earlier is not None else None
         if pos is None or (pos < 0).any():
             again = self._by_labels(frame, content or common)
             if again is not None and (pos is None or (again >= 0).sum() > (pos >= 0).sum()):
@@ -253,9 +256,10 @@ class Universe:
         pairs = combine([content, self.row_atom[rows].astype(np.uint64)])
         return len(np.unique(pairs)) == distinct
 
-    def _by_labels(self, frame: pd.DataFrame, check: list[Hashable], index: pd.Index | None = None
-                   ) -> np.ndarray | None:
-        """Universe row of each row of ``frame`` by its labels (``index``: other labels of its rows)."""
+    def _by_labels(self, frame: pd.DataFrame, check: list[Hashable], index: pd.Index | None = None,
+                   row_by_row: bool = False) -> np.ndarray | None:
+        """Universe row of each row of ``frame`` by its labels (``index``: other labels of its rows;
+        ``row_by_row``: confirmed row by row, as labels that came through an array of its values)."""
         index = frame.index if index is None else index
         if self.labels is None or not index.is_unique:
             return None
@@ -300,7 +304,7 @@ class Universe:
         if agree == 0 or 2 * agree < compared:
             return None
         if self.rowid_labels or frame.attrs.get(row_limits.ROWID_LABELS) or self.frame_labels \
-                or frame.attrs.get(row_limits.FRAME_LABELS):
+                or frame.attrs.get(row_limits.FRAME_LABELS) or row_by_row:
             # (labels an engine's rows took from a frame: that frame may have been rebuilt and
             # numbered anew, and a sample missed the rows it moved, red team of issue 22)
             pos = _rows_agreeing(pos, {c: frame_hash(frame, c) for c in telling}, self.hashes)
