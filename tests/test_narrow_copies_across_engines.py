@@ -334,3 +334,18 @@ def test_a_lazy_frame_not_from_pandas_keeps_its_own_positions(sess: Any, df: pd.
     p = pl.DataFrame({c: df[c].to_list() for c in NARROW})
     sess.publish(p.lazy().filter(pl.col("district") != "C").group_by("sex").len().collect())
     assert not last_rows(sess).attrs.get(row_limits.FRAME_LABELS)
+
+
+@pytest.mark.parametrize("copy", ["clone", "rechunk"])
+def test_a_cloned_polars_filter_keeps_its_rows_positions(sess: Any, df: pd.DataFrame, copy: str) -> None:
+    """A's count in DuckDB over a table copied from the people, B's over a polars filter cloned,
+    everyone in pandas: the clone's rows were numbered 0..29 and taken for A's first 30 (sex
+    alternates alike in both), and everyone − A − B = C's two women and one man at ``pass``."""
+    con = duckdb.connect()
+    con.register("src", df)
+    con.execute("create table people as select * from src")
+    part = pl.from_pandas(df[["household", "district", "sex"]]).filter(pl.col("district") == "B")
+    tables = [con.sql("select sex, count(*) n from people where district = 'A' group by sex order by 1").df(),
+              getattr(part, copy)().group_by("sex").agg(pl.len()).sort("sex"),
+              df.groupby("sex").size()]
+    assert [verdict(sess.publish(t))[0] for t in tables] != ["pass"] * 3

@@ -147,6 +147,8 @@ class PolarsCapture:
         self._patch(pl, "sql", self._sql)
         self._patch(pl, "from_pandas", origins.from_pandas_wrapper)
         self._patch(pl.DataFrame, "__init__", origins.frame_init_wrapper)
+        for name in origins.COPIES:
+            self._patch(pl.DataFrame, name, origins.copy_wrapper)
         for name in ("__getitem__", "get_column", "to_series"):
             self._patch(pl.DataFrame, name, origins.column_wrapper)
         for owner in (pl.SQLContext, pl.DataFrame, pl.LazyFrame):

@@ -84,7 +84,7 @@ def lineage(frame: Any) -> Lineage | None:
         source, name, args, kwargs, written_step = found
         if not origins.unchanged_since(current):
             return None  # (its source was changed in place after it was made)
-        if name == "lazy":
+        if name == "lazy" or name in origins.COPIES:
             if args or kwargs:
                 return None
         else:

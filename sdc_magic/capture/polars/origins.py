@@ -29,7 +29,10 @@ from ..depth import depth
 MAX_REMEMBERED = 16
 #: Methods whose result has the source's rows in the source's order (when the heights agree).
 SAME_ROWS = frozenset({"select", "with_columns", "with_columns_seq", "drop", "rename", "cast", "fill_null",
-                       "fill_nan", "with_row_index", "clone"})
+                       "fill_nan", "with_row_index", "clone", "rechunk"})
+#: Methods whose result is the same frame's rows and columns (a copy): wrapped only to remember that
+#: (:func:`copy_wrapper`), and passed through by :mod:`.lineage`.
+COPIES = ("clone", "rechunk")
 #: Methods whose result is some of the source's rows, in order.
 SUBSETS = frozenset({"filter", "head", "tail", "limit", "slice"})
 ROW = "__sdc_magic_row"
@@ -314,6 +317,21 @@ def frame_init_wrapper(original: Any) -> Any:
             with contextlib.suppress(Exception):
                 remember_pandas(df, data)
     return init
+
+
+def copy_wrapper(original: Any) -> Any:
+    """``df.clone()`` / ``df.rechunk()``: the copy's rows are the frame's, in order (:func:`remember`).
+
+    Why: a filter's result cloned lost its positions, its rows were numbered 0..n-1 and taken for
+    other people's (B's 30 rows for A's first 30, sex alternating alike on both), and everyone − A
+    − B = C went unseen (red team of issue 22)."""
+    def copied(df: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(df, *args, **kwargs)
+        if not depth.value:
+            with contextlib.suppress(Exception):
+                remember(result, df, original.__name__, args, kwargs)
+        return result
+    return copied
 
 
 def column_wrapper(original: Any) -> Any:
