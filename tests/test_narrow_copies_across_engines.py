@@ -349,3 +349,32 @@ def test_a_cloned_polars_filter_keeps_its_rows_positions(sess: Any, df: pd.DataF
               getattr(part, copy)().group_by("sex").agg(pl.len()).sort("sex"),
               df.groupby("sex").size()]
     assert [verdict(sess.publish(t))[0] for t in tables] != ["pass"] * 3
+
+
+# ---- the red team of the relation capture (helper-37)
+
+def test_a_filter_naming_a_python_frame_in_a_subquery_still_runs(sess: Any, df: pd.DataFrame) -> None:
+    """The wrapper calls DuckDB as from the user's frame: ``keep`` is found (it raised a
+    CatalogException through the wrapper's own frame)."""
+    keep = pd.DataFrame({"d": ["A", "B"]})  # noqa: F841 (read by DuckDB)
+    rel = duckdb.from_df(df[NARROW]).filter("district IN (SELECT d FROM keep)")
+    out = sess.publish(rel.aggregate("sex, count(*) AS n", "sex").df())
+    assert verdict(out)[0] == "pass"
+    assert "35" in out.data["text/plain"]
+
+
+def test_a_filter_ending_in_a_comment_is_checked_as_written(sess: Any, df: pd.DataFrame) -> None:
+    rel = duckdb.from_df(df[NARROW]).filter("district <> 'C' -- not C")
+    assert verdict(sess.publish(rel.aggregate("sex, count(*) AS n", "sex").df()))[0] == "pass"
+
+
+@pytest.mark.parametrize("step", ["project", "select", "set_alias"])
+def test_a_projected_relation_keeps_the_frames_rows(sess: Any, df: pd.DataFrame, step: str) -> None:
+    """B's count in lazy polars, A's over ``from_df(people).project(...).filter(...)``, everyone: the
+    projection dropped the relation's labels and 37 − 20 − 15 gave C's two women at ``pass``."""
+    rel = duckdb.from_df(df)
+    rel = rel.set_alias("people_rel") if step == "set_alias" else getattr(rel, step)("district, sex, flag")
+    tables = [pl.DataFrame(df).lazy().filter(pl.col("district") == "B").group_by("sex").agg(n=pl.len()).collect(),
+              rel.filter("district LIKE 'A%'").aggregate("sex, count(*) AS n", "").pl(),
+              pl.from_pandas(df[["sex", "district"]]).group_by("sex").agg(pl.len()).sort("sex")]
+    assert [verdict(sess.publish(t))[0] for t in tables] != ["pass"] * 3

@@ -255,13 +255,30 @@ def _filtering(original: Callable) -> Callable:
     """``rel.filter(condition)``: a relation of a frame's rows stays one (:func:`.python_frames.filtered`)."""
     @functools.wraps(original)
     def filter(rel: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(rel, *args, **kwargs)
         condition = args[0] if args else kwargs.get("filter_expr")
+        # (called as from the user's frame: a condition may name a Python frame, ``IN (SELECT d
+        # FROM keep)``, which DuckDB looks up where it is called; red team of issue 22)
+        result = in_caller_frame(1, condition)(original, rel, *args, **kwargs)
         with contextlib.suppress(Exception):
             python_frames.filtered(result, rel, condition)
         return result
 
     return filter
+
+
+def _same_rows(original: Callable, name: str) -> Callable:
+    """``rel.project("a, b")`` / ``rel.set_alias(name)`` of a relation of a frame: still its rows
+    (:func:`.python_frames.same_rows`); called as from the user's frame, as DuckDB would be."""
+    @functools.wraps(original)
+    def same(rel: Any, *args: Any, **kwargs: Any) -> Any:
+        text = " ".join(a for a in args if isinstance(a, str))
+        result = in_caller_frame(1, text)(original, rel, *args, **kwargs)
+        if not kwargs:
+            with contextlib.suppress(Exception):
+                python_frames.same_rows(result, rel, args if name != "set_alias" else args[:1])
+        return result
+
+    return same
 
 
 def in_caller_frame(depth: int, query: Any = None) -> Callable[..., Any]:
@@ -347,6 +364,9 @@ class DuckDBCapture:
                 self._patch(owner, name, _from_frame(t(original), method=owner is conn))
         if "filter" in rel.__dict__:
             self._patch(rel, "filter", _filtering(t(rel.__dict__["filter"])))
+        for name in ("project", "select", "set_alias"):
+            if name in rel.__dict__:
+                self._patch(rel, name, _same_rows(t(rel.__dict__[name]), name))
         if "aggregate" in rel.__dict__ and "query" in rel.__dict__:
             self._patch(rel, "aggregate", self._relation_aggregate_wrapper(t(rel.__dict__["aggregate"])))
         self._previous = _CAPTURE if _CAPTURE is not self else None
@@ -431,7 +451,8 @@ class DuckDBCapture:
                     # frame's relation itself, with the filters as WHERE, so that its rows come with
                     # their positions in the frame (python_frames.from_frame)
                     root, rows, conditions = frame
-                    where = f" WHERE {' AND '.join(f'({c})' for c in conditions)}" if conditions else ""
+                    # (each on lines of its own: a condition may end in a ``--`` comment)
+                    where = " WHERE (" + "\n) AND (".join(conditions) + "\n)" if conditions else ""
                     self._capture(rel, f"SELECT {aggr} FROM {RELATION_VIEW}{where} {group_by}",
                                   lambda q: root.query(RELATION_VIEW, q),
                                   lambda name: rows if name.lower() == RELATION_VIEW else None)

@@ -103,8 +103,29 @@ def from_frame(rel: Any, obj: Any) -> None:
 def filtered(result: Any, rel: Any, condition: Any) -> None:
     """``result`` is ``rel.filter(condition)``: the same frame's rows where a SQL condition holds."""
     hit = _relations.get(rel)
-    if hit is not None and isinstance(condition, str) and result is not rel:
+    # (a subquery may name a Python frame, which the evidence, run from here, would not find)
+    if hit is not None and isinstance(condition, str) and result is not rel \
+            and not re.search(r"\bselect\b", condition, re.I):
         _relations.set(result, (hit[0], hit[1], (*hit[2], condition)))
+
+
+#: ``project("district, sex")``: plain column names (quoted or not), or ``*``
+_PLAIN_COLUMNS = re.compile(r'\s*(\*|"?[A-Za-z_][A-Za-z0-9_]*"?(\s*,\s*"?[A-Za-z_][A-Za-z0-9_]*"?)*)\s*')
+
+
+def same_rows(result: Any, rel: Any, args: tuple) -> None:
+    """``result`` is ``rel.project("district, sex")`` (plain columns) or ``rel.set_alias(name)``:
+    the same rows of the same frame, under the same conditions.
+
+    Why: a projection dropped the relation's rows' labels, and A's count over
+    ``from_df(people).project("district, sex").filter(...)`` beside B's and everyone's was
+    compared with nothing: 37 − 20 − 15 = C's two women (red team of issue 22)."""
+    hit = _relations.get(rel)
+    if hit is None or result is rel:
+        return
+    if all(isinstance(a, str) and _PLAIN_COLUMNS.fullmatch(a) for a in args) or \
+            (len(args) == 1 and isinstance(args[0], str) and args[0].isidentifier() and not args[0].startswith("__")):
+        _relations.set(result, hit)
 
 
 def relation_of(rel: Any) -> tuple[Any, FrameRows, tuple[str, ...]] | None:
