@@ -22,8 +22,11 @@ import pandas as pd
 
 from .weak_table import WeakTable
 
-#: Results remembered at once (the newest; a display looks at one or two).
-MAX_REMEMBERED = 32
+#: Results remembered at once (the newest still alive; a display looks at one or two). DuckDB
+#: reading a re-indexed pandas frame takes its columns one by one in Python (71 remembered
+#: selections for one query under pandas 2.2): with 32, a table's rows computed before such a query
+#: and shown after it had lost their earlier labels (everyone − A − B = C at ``pass`` on pandas 2.2).
+MAX_REMEMBERED = 256
 
 _origins = WeakTable(MAX_REMEMBERED)  # result -> the labels its rows had
 
