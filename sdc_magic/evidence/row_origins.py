@@ -28,7 +28,7 @@ from .weak_table import WeakTable
 #: and shown after it had lost their earlier labels (everyone − A − B = C at ``pass`` on pandas 2.2).
 MAX_REMEMBERED = 256
 
-_origins = WeakTable(MAX_REMEMBERED)  # result -> the labels its rows had
+_origins = WeakTable(MAX_REMEMBERED)  # result -> (the labels its rows had, confirm them row by row)
 
 
 def remember(result: Any, source: Any) -> None:
@@ -148,7 +148,7 @@ def concatenated(result: Any, objs: Any, axis: Any) -> None:
         _keep(result, joined, confirm=any(needs_confirmation(o) for o in parts))
 
 
-_arrays = WeakTable(MAX_REMEMBERED)  # array of a frame's values -> (the labels of its rows, the frame's n)
+_arrays = WeakTable(MAX_REMEMBERED)  # array of a frame's values -> the labels of the frame's rows
 
 
 def values_of(array: Any, frame: Any) -> None:
@@ -173,21 +173,15 @@ def built_from(result: Any, data: Any, index: Any) -> None:
         _keep(result, labels, confirm=True)  # (even when the same numbers: they are confirmed)
 
 
-_confirm = WeakTable(MAX_REMEMBERED)  # results whose earlier labels must be confirmed row by row
-
-
 def needs_confirmation(frame: Any) -> bool:
     """Whether the labels :func:`labels_before` gives for ``frame`` came through an array of its
     values (:func:`built_from`) and must be confirmed row by row by the rows' content."""
-    return bool(_confirm.get(frame)) and labels_before(frame) is not None
+    hit = _origins.get(frame)
+    return hit is not None and hit[1] and len(hit[0]) == len(frame)
 
 
 def _keep(result: Any, labels: pd.Index, confirm: bool = False) -> None:
-    _origins.set(result, labels)
-    if confirm:
-        _confirm.set(result, True)
-    else:
-        _confirm.discard(result)
+    _origins.set(result, (labels, confirm))
 
 
 def rows_labelled(result: Any, labels: pd.Index) -> None:
@@ -206,5 +200,5 @@ def labels_of(frame: pd.DataFrame | pd.Series) -> pd.Index:
 
 def labels_before(frame: Any) -> pd.Index | None:
     """The labels ``frame``'s rows had before a re-indexing (:func:`remember`), or None."""
-    labels = _origins.get(frame)
-    return labels if labels is not None and len(labels) == len(frame) else None
+    hit = _origins.get(frame)
+    return hit[0] if hit is not None and len(hit[0]) == len(frame) else None

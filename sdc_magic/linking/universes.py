@@ -229,8 +229,7 @@ class Universe:
         # at the sampled positions made a copy of 2 % new rows look unrelated, red team)
         mine = combine([frame_hash(frame, c) for c in cols])
         theirs, their_counts = np.unique(mine, return_counts=True)
-        at = np.minimum(np.searchsorted(ours, theirs), len(ours) - 1)
-        held = np.where(ours[at] == theirs, our_counts[at], 0)
+        held = _count_of(theirs, ours, our_counts)
         extra = int(np.clip(their_counts - held, 0, None).sum())
         if extra > MULTISET_NEW_SHARE * n:
             if not (widely and _holds(theirs, their_counts, ours, our_counts, n)):
@@ -593,6 +592,13 @@ def _fill(pos: np.ndarray, more: np.ndarray) -> np.ndarray:
     return pos
 
 
+def _count_of(contents: np.ndarray, distinct: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """How many rows of each of ``contents`` a side holds, given its sorted ``distinct`` contents
+    and their ``counts`` (0 where it has none)."""
+    at = np.minimum(np.searchsorted(distinct, contents), len(distinct) - 1)
+    return np.where(distinct[at] == contents, counts[at], 0)
+
+
 def _splits_a_content(theirs: np.ndarray, their_counts: np.ndarray, ours: np.ndarray, our_counts: np.ndarray
                       ) -> bool:
     """Whether a frame holds some but not all of our rows of one content (sorted distinct contents
@@ -604,8 +610,7 @@ def _splits_a_content(theirs: np.ndarray, their_counts: np.ndarray, ours: np.nda
     longer followed the content, the next table (the people under 60) was compared with nothing
     and 18 − 16 gave C's two women (red team of issue 22). Such a frame is matched only by the
     plain multiset rule (every column, at most ten rows per content), or not at all."""
-    at = np.minimum(np.searchsorted(theirs, ours), len(theirs) - 1)
-    there = np.where(theirs[at] == ours, their_counts[at], 0)
+    there = _count_of(ours, theirs, their_counts)
     return bool(((there > 0) & (there < our_counts)).any())
 
 
@@ -623,8 +628,7 @@ def _holds(theirs: np.ndarray, their_counts: np.ndarray, ours: np.ndarray, our_c
     ours_n = int(our_counts.sum())
     if ours_n < 0.5 * n:
         return False
-    at = np.minimum(np.searchsorted(theirs, ours), len(theirs) - 1)
-    there = np.where(theirs[at] == ours, their_counts[at], 0)
+    there = _count_of(ours, theirs, their_counts)
     missing = int(np.clip(our_counts - there, 0, None).sum())
     return missing <= MULTISET_NEW_SHARE * ours_n
 

@@ -251,34 +251,29 @@ def _from_frame(original: Callable, method: bool) -> Callable:
     return from_df
 
 
-def _filtering(original: Callable) -> Callable:
-    """``rel.filter(condition)``: a relation of a frame's rows stays one (:func:`.python_frames.filtered`)."""
+def _relation_step(original: Callable, note: Callable[[Any, Any, tuple, dict], None]) -> Callable:
+    """``rel.filter(...)`` / ``rel.project(...)`` / ``rel.set_alias(...)``: called as from the
+    user's frame (a condition may name a Python frame, ``IN (SELECT d FROM keep)``, which DuckDB
+    looks up where it is called: red team of issue 22), then noted (:mod:`.python_frames`: a
+    relation of a frame's rows stays one)."""
     @functools.wraps(original)
-    def filter(rel: Any, *args: Any, **kwargs: Any) -> Any:
-        condition = args[0] if args else kwargs.get("filter_expr")
-        # (called as from the user's frame: a condition may name a Python frame, ``IN (SELECT d
-        # FROM keep)``, which DuckDB looks up where it is called; red team of issue 22)
-        result = in_caller_frame(1, condition)(original, rel, *args, **kwargs)
-        with contextlib.suppress(Exception):
-            python_frames.filtered(result, rel, condition)
-        return result
-
-    return filter
-
-
-def _same_rows(original: Callable, name: str) -> Callable:
-    """``rel.project("a, b")`` / ``rel.set_alias(name)`` of a relation of a frame: still its rows
-    (:func:`.python_frames.same_rows`); called as from the user's frame, as DuckDB would be."""
-    @functools.wraps(original)
-    def same(rel: Any, *args: Any, **kwargs: Any) -> Any:
-        text = " ".join(a for a in args if isinstance(a, str))
+    def step(rel: Any, *args: Any, **kwargs: Any) -> Any:
+        text = " ".join(a for a in (*args, *kwargs.values()) if isinstance(a, str))
         result = in_caller_frame(1, text)(original, rel, *args, **kwargs)
-        if not kwargs:
-            with contextlib.suppress(Exception):
-                python_frames.same_rows(result, rel, args if name != "set_alias" else args[:1])
+        with contextlib.suppress(Exception):
+            note(result, rel, args, kwargs)
         return result
 
-    return same
+    return step
+
+
+def _filtered(result: Any, rel: Any, args: tuple, kwargs: dict) -> None:
+    python_frames.filtered(result, rel, args[0] if args else kwargs.get("filter_expr"))
+
+
+def _same_rows(result: Any, rel: Any, args: tuple, kwargs: dict) -> None:
+    if not kwargs:
+        python_frames.same_rows(result, rel, args)
 
 
 def in_caller_frame(depth: int, query: Any = None) -> Callable[..., Any]:
@@ -362,11 +357,10 @@ class DuckDBCapture:
             original = getattr(owner, name, None) if owner is duckdb else owner.__dict__.get(name)
             if original is not None:
                 self._patch(owner, name, _from_frame(t(original), method=owner is conn))
-        if "filter" in rel.__dict__:
-            self._patch(rel, "filter", _filtering(t(rel.__dict__["filter"])))
-        for name in ("project", "select", "set_alias"):
+        for name, note in (("filter", _filtered), ("project", _same_rows), ("select", _same_rows),
+                           ("set_alias", _same_rows)):
             if name in rel.__dict__:
-                self._patch(rel, name, _same_rows(t(rel.__dict__[name]), name))
+                self._patch(rel, name, _relation_step(t(rel.__dict__[name]), note))
         if "aggregate" in rel.__dict__ and "query" in rel.__dict__:
             self._patch(rel, "aggregate", self._relation_aggregate_wrapper(t(rel.__dict__["aggregate"])))
         self._previous = _CAPTURE if _CAPTURE is not self else None
