@@ -589,7 +589,7 @@ class Capture:
 
         self._register("crosstab", result, ge, names, lambda m: (var, stat), notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
-                       source=Source(tmp, names, "crosstab"),
+                       source=Source(tmp, names, "crosstab", ids=grouping[0], index=grouping[1]),
                        normalized=_normalized_over(normalize, names[:len(row_names)], names[len(row_names):])
                        if values is None else None)
 
@@ -643,7 +643,7 @@ class Capture:
 
         self._register("pivot_table", result, ge, [str(k) for k in keys], measure_of, notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
-                       source=Source(df, keys, "pivot_table"))
+                       source=Source(df, keys, "pivot_table", ids=grouping[0], index=grouping[1]))
 
 
 # ------------------------------------------------------------------ building entries

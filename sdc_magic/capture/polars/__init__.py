@@ -43,6 +43,7 @@ from .. import contract
 from ..depth import depth as _depth
 from ..entries import MAGNITUDE_EVIDENCE
 from . import origins
+from . import sql as polars_sql
 from .derived import (
     DERIVING_METHODS,
     filter_pins,
@@ -116,7 +117,7 @@ class PolarsCapture:
         self._lazy_aggs: dict[int, tuple[Any, Any]] = {}
         self._recipes: dict[int, tuple[Any, Any]] = {}  # id(captured result) -> (weakref, _Recipe)
         self._counted = CountedBases()  # (bases counted in polars: their smaller tables are too)
-        self._sql_shapes: dict[int, tuple[Any, Any]] = {}  # id(lazy SQL result) -> (weakref, its shape)
+        self._sql_shapes: dict[int, tuple[Any, Any]] = {}  # id(lazy SQL result) -> (weakref, (shape, query, frames))
         self.installed = False
 
     def install(self) -> None:
@@ -348,26 +349,27 @@ class PolarsCapture:
         """``pl.sql(query)``: marked by what the query's tree says (see :meth:`_mark_sql`)."""
         def sql(query: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(query, *args, **kwargs)
-            self._mark_sql(query, result)
+            self._mark_sql(query, result, polars_sql.caller_frames(query, 1) if not _depth.value else {})
             return result
         return sql
 
     def _sql_method(self, original: Callable, name: str) -> Callable:
         def method(obj: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(obj, query, *args, **kwargs)
-            self._mark_sql(query, result)
+            self._mark_sql(query, result, polars_sql.method_frames(obj, kwargs) if name == "sql" else {})
             return result
         return method
 
-    def _mark_sql(self, query: Any, result: Any) -> None:
-        """A polars SQL query with aggregates is never row-level data (issue 23.3): its result is
-        an untraced aggregate (counts checked, the rest withheld), rows with window columns
-        withhold those, a shape that must not be shown is withheld; a lazy result is marked when
-        it is collected."""
+    def _mark_sql(self, query: Any, result: Any, frames: dict[str, Any]) -> None:
+        """A polars SQL query with aggregates is never row-level data (issue 23.3): its result gets
+        DuckDB's evidence of the same query over the same ``frames`` when DuckDB computes the same
+        rows (:mod:`.sql`), else it is an untraced aggregate (counts checked, the rest withheld);
+        rows with window columns withhold those, a shape that must not be shown is withheld; a
+        lazy result is marked when it is collected."""
         if _depth.value or not isinstance(query, str):
             return
         try:
-            from ..duckdb.plan import Untraced, untraced_shape, withheld_reason
+            from ..duckdb.plan import untraced_shape, withheld_reason
 
             shape = withheld_reason(query) or untraced_shape(query)
             if shape is None:
@@ -375,9 +377,9 @@ class PolarsCapture:
             import polars as pl
 
             if isinstance(result, pl.LazyFrame):
-                self._keep(self._sql_shapes, result, shape)
+                self._keep(self._sql_shapes, result, (shape, query, frames))
             elif isinstance(result, pl.DataFrame):
-                _mark_sql_result(result, shape, Untraced)
+                polars_sql.mark_result(result, shape, query, frames, self.registry.failures, _withhold)
         except Exception as exc:  # the result has no mark: withheld (fail closed)
             self.registry.failures.append(f"polars sql: {type(exc).__name__}: {exc}")
             _withhold(result)
@@ -387,11 +389,13 @@ class PolarsCapture:
             hit = self._lazy.get(id(lf))
             if hit is None or hit[0]() is not lf or _depth.value:
                 result = original(lf, *args, **kwargs)
-                shape = self._sql_shapes.get(id(lf))
-                if shape is not None and shape[0]() is lf and not _depth.value:
-                    from ..duckdb.plan import Untraced
-
-                    _mark_sql_result(result, shape[1], Untraced)
+                kept = self._sql_shapes.get(id(lf))
+                if kept is not None and kept[0]() is lf and not _depth.value:
+                    try:
+                        polars_sql.mark_result(result, *kept[1], self.registry.failures, _withhold)
+                    except Exception as exc:  # the result has no mark: withheld (fail closed)
+                        self.registry.failures.append(f"polars sql: {type(exc).__name__}: {exc}")
+                        _withhold(result)
                 return result
             source, by, named_by, aggs, named = hit[1][:5]
             call = hit[1][5] if len(hit[1]) > 5 else "group_by.agg"
@@ -897,25 +901,6 @@ class PolarsCapture:
         self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
                        lambda m: (None, stat), result, frame.schema,
                        positions=origins.row_positions(parent) if parent is not None else None)
-
-
-def _mark_sql_result(result: Any, shape: Any, untraced: type) -> None:
-    """Mark a polars SQL result by the query's shape (a reason, or an ``Untraced``)."""
-    if isinstance(shape, str):
-        _withhold(result, shape)
-        return
-    if not isinstance(shape, untraced):
-        return
-    columns = shape.columns([str(c) for c in result.columns])
-    if shape.per_row and columns is not None:
-        contract.mark_row_windows(result, columns)
-    else:
-        contract.mark_untraced(result, columns)
-    if shape.pins:  # (an outer WHERE bounding an aggregate from both sides: see duckdb.plan.value_pins)
-        contract.mark_selected_by_values(result, "the rows shown were kept by a condition that bounds an "
-                                                 "aggregate from both sides (=, IN, BETWEEN) in an outer query")
-    else:
-        contract.mark_selection_read(result)
 
 
 #: pl.concat of aggregates of different grouping levels (groups, and a total row made apart)
