@@ -317,6 +317,9 @@ out["crosstab"] = [c.kind, c.status, {f"{d}/{x}": bool(c.hidden[i, j]) for i, d 
                                      for j, x in enumerate(c.frame.columns)}]
 c = s.check(people.groupBy("district").pivot("sex").count(), protect=False)
 out["pivot"] = [c.kind, c.status]
+people.createOrReplaceTempView("people")
+c = s.check(spark.sql("SELECT district, count(*) AS n FROM people GROUP BY district"), protect=False)
+out["sql"] = [c.kind, c.status, hidden(c)]
 c = s.check(people.select("district", "income"), protect=False)  # microdata, no evidence
 out["raw"] = [c.kind, c.status]
 c = s.check(people.select(F.count(F.lit(1)).alias("n")), protect=False)
@@ -350,6 +353,7 @@ def test_spark_connect_tables_are_checked_with_evidence() -> None:
     kind, _status, cells = out["crosstab"]
     assert kind == "table" and cells["B/F"] and cells["C/M"] and not cells["A/F"] and not cells["B/M"]
     assert out["pivot"][0] == "table" and out["pivot"][1] != "pass"
+    assert out["sql"] == out["count"]  # (spark.sql of a grouped query: the groupBy it stands for)
     assert out["raw"] == ["row-level", "blocked"]
     assert out["unverified"][0] == "unverified" and out["unverified"][1] != "pass"
     assert out["repr"].startswith("DataFrame[") and "1000.0" not in out["repr"]

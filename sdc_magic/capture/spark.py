@@ -62,6 +62,7 @@ from ..evidence import rows as row_limits
 from ..evidence.in_engine import CountedBases
 from . import contract, runner_up, spark_lineage
 from .entries import MAGNITUDE_EVIDENCE
+from .spark_sql import GroupedQuery, grouped_query
 
 _lock = threading.RLock()
 _recipes: dict[int, tuple[Any, Recipe]] = {}
@@ -189,6 +190,9 @@ class SparkCapture:
             self._patch(frame_cls, "show", self._show(frame_cls.__dict__["show"]))
             self._patch(frame_cls, "__repr__", self._repr(frame_cls.__dict__["__repr__"]))
             self._patch(frame_cls, "_repr_html_", self._repr_html(frame_cls.__dict__["_repr_html_"]))
+        for session_cls in _session_classes():
+            if "sql" in session_cls.__dict__:
+                self._patch(session_cls, "sql", self._sql(session_cls.__dict__["sql"]))
         _CAPTURE = self
         self.installed = True
 
@@ -264,6 +268,40 @@ class SparkCapture:
             return result
 
         return aggregate
+
+    def _sql(self, original: Callable) -> Callable:
+        """``spark.sql(query)`` of a plain grouped query: captured as the ``groupBy`` it stands for
+        (:mod:`.spark_sql`); anything else is returned as it is, untouched."""
+        @functools.wraps(original)
+        def sql(session: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(session, query, *args, **kwargs)
+            if args or kwargs:
+                return result  # (parameters bound into the query: not read)
+            try:
+                grouped = grouped_query(query)
+                if grouped is not None:
+                    self._record_sql(session, grouped, result)
+            except Exception as exc:  # never break user code: shown without evidence
+                self.registry.failures.append(f"spark sql: {type(exc).__name__}: {exc}")
+            return result
+
+        return sql
+
+    def _record_sql(self, session: Any, grouped: GroupedQuery, result: Any) -> None:
+        columns = list(result.columns)
+        if len(columns) != grouped.width or len(set(columns)) != len(columns):
+            return
+        source = session.table(grouped.table)
+        if grouped.where is not None:
+            source = source.where(grouped.where)
+        F = _functions(source)
+        names = [columns[i] for i, _, _ in grouped.aggregates]
+        if [c for c in columns if c not in grouped.keys] != names:
+            return
+        exprs = [F.expr(text).alias(name) for (_, text, _), name in zip(grouped.aggregates, names, strict=True)]
+        measures = {name: stat for (_, _, stat), name in zip(grouped.aggregates, names, strict=True)}
+        with _lock:
+            _keep(_recipes, result, Recipe(source, list(grouped.keys), exprs, measures))
 
     def _crosstab(self, original: Callable) -> Callable:
         @functools.wraps(original)
@@ -751,6 +789,20 @@ def _label(F: Any, column: str) -> Any:
 def _out_name(expr: Any) -> str:
     m = _TEXT.match(str(expr))
     return m.group(1) if m else str(expr)
+
+
+def _session_classes() -> list[type]:
+    """The SparkSession classes whose ``sql`` is read (classic, and Connect when installed)."""
+    from pyspark.sql.session import SparkSession
+
+    found = [SparkSession]
+    if _connect_classes() is not None:
+        try:
+            from pyspark.sql.connect.session import SparkSession as ConnectSession
+            found.append(ConnectSession)
+        except Exception:
+            pass
+    return found
 
 
 def _connect_classes() -> tuple[type, type] | None:

@@ -1,0 +1,136 @@
+"""``spark.sql`` of a plain grouped query is captured as the ``groupBy`` it stands for
+(capture/spark_sql.py).
+
+Before: the result of ``spark.sql("SELECT sex, count(*) AS n FROM people GROUP BY sex")`` was taken
+for row-level data (``blocked`` but every figure on screen) and never compared with other tables.
+Now such a query gets the facts job and the linking rows of ``people.groupBy("sex").agg(...)``,
+so sequences through Spark SQL are decided as the same sequences in pandas; any other query is
+returned untouched and displayed as before.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, "tests")
+from engine_fixtures import local_spark, require_spark
+
+require_spark()
+pytestmark = pytest.mark.spark
+
+from test_engines_redteam import PEOPLE  # noqa: E402
+
+from sdc_magic.capture.spark_sql import grouped_query  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    yield from local_spark("sdc_magic-spark-sql")
+
+
+@pytest.fixture(scope="module")
+def people(spark: Any) -> Any:
+    frame = spark.createDataFrame(PEOPLE)
+    frame.createOrReplaceTempView("people")
+    return frame
+
+
+def _decisions(sess: Any, tables: list[Any]) -> list[tuple[str, int]]:
+    out = []
+    try:
+        for t in tables:
+            status = sess.publish(t).metadata["sdc_magic"]["status"]
+            out.append((status, sess.ledger.records[-1].hidden))
+    finally:
+        sess.capture.uninstall()
+    return out
+
+
+# (Spark SQL over the temporary view of the people, the same tables in pandas)
+SEQUENCES = {
+    "counts by district": (
+        ["SELECT district, count(*) AS n FROM people GROUP BY district"],
+        lambda d: [d.groupby("district").size()]),
+    "counts by sex, then by sex outside district C": (
+        ["SELECT sex, count(*) AS n FROM people GROUP BY sex",
+         "SELECT sex, count(*) AS n FROM people WHERE district <> 'C' GROUP BY sex"],
+        lambda d: [d.groupby("sex").size(), d[d.district != "C"].groupby("sex").size()]),
+    "income sums by sex, then without one person": (
+        ["SELECT sex, sum(income) AS income FROM people GROUP BY sex",
+         "SELECT sex, sum(income) AS income FROM people WHERE person <> 7 GROUP BY sex"],
+        lambda d: [d.groupby("sex")["income"].sum(), d[d.person != 7].groupby("sex")["income"].sum()]),
+    "mean ages by district and sex": (
+        ["SELECT district, sex, avg(age) AS age FROM people GROUP BY district, sex"],
+        lambda d: [d.groupby(["district", "sex"])["age"].mean()]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_spark_sql_sequences_are_decided_as_in_pandas(people: Any, spark: Any, humanitarian_sessions: Any,
+                                                      name: str) -> None:
+    queries, make_pandas = SEQUENCES[name]
+    expected = _decisions(humanitarian_sessions(), make_pandas(PEOPLE))
+    got = _decisions(humanitarian_sessions(), [spark.sql(q) for q in queries])
+    assert got == expected
+
+
+def test_differencing_between_spark_sql_and_the_dataframe_api_is_caught(people: Any, spark: Any,
+                                                                        humanitarian_sessions: Any) -> None:
+    expected = _decisions(humanitarian_sessions(), [PEOPLE.groupby("sex").size(),
+                                                    PEOPLE[PEOPLE.district != "C"].groupby("sex").size()])
+    got = _decisions(humanitarian_sessions(), [
+        people.groupBy("sex").count(),
+        spark.sql("SELECT sex, count(*) AS n FROM people WHERE district <> 'C' GROUP BY sex")])
+    assert got == expected and got[0] == ("pass", 0) and got[1][1] > 0, got
+
+
+def test_small_cells_of_a_spark_sql_table_are_hidden_on_screen(people: Any, spark: Any,
+                                                               humanitarian_sessions: Any) -> None:
+    sess = humanitarian_sessions()
+    try:
+        out = sess.publish(spark.sql("SELECT district, sex, count(*) AS n FROM people GROUP BY district, sex"))
+        text = out.data["text/plain"].split("sdc_magic:")[0]
+        c_rows = [line for line in text.splitlines() if line.strip().startswith("C")]
+        assert out.metadata["sdc_magic"]["status"] == "suppressed"
+        assert c_rows and not any(ch in "".join(c_rows).replace("C", "") for ch in "123456789"), text
+    finally:
+        sess.capture.uninstall()
+
+
+def test_the_users_result_is_spark_s_own(people: Any, spark: Any, humanitarian_sessions: Any) -> None:
+    query = "SELECT district, sex, count(*) AS n, avg(income) AS income FROM people GROUP BY district, sex"
+    sess = humanitarian_sessions()
+    try:
+        with_ext = sorted(map(tuple, spark.sql(query).collect()))
+    finally:
+        sess.capture.uninstall()
+    plain = sorted(map(tuple, spark.sql(query).collect()))
+    assert with_ext == plain
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT district, count(*) AS n FROM people GROUP BY district HAVING count(*) > 3",
+    "SELECT district, count(*) AS n FROM people GROUP BY district ORDER BY n LIMIT 2",
+    "SELECT p.district, count(*) AS n FROM people p JOIN people q ON p.person = q.person GROUP BY p.district",
+    "SELECT district, count(*) AS n FROM (SELECT * FROM people WHERE age > 3) GROUP BY district",
+    "SELECT count(*) AS n FROM people GROUP BY district",
+    "SELECT district AS d, count(*) AS n FROM people GROUP BY district",
+    "SELECT district, sum(CASE WHEN sex = 'F' THEN 1 ELSE 0 END) AS f FROM people GROUP BY district",
+    "SELECT district, count(*) OVER (PARTITION BY sex) AS n FROM people GROUP BY district, sex",
+    "SELECT district, count(*) AS n FROM people GROUP BY ROLLUP(district)",
+    "SELECT * FROM people",
+])
+def test_other_queries_are_not_read_as_grouped(query: str) -> None:
+    assert grouped_query(query) is None
+
+
+def test_plain_grouped_queries_are_read() -> None:
+    got = grouped_query("SELECT count(*) AS n, district, avg(age) FROM db.people WHERE age BETWEEN 20 AND 60 "
+                        "GROUP BY district")
+    assert got is not None and got.table == "db.people" and got.keys == ("district",) and got.width == 3
+    assert [stat for _, _, stat in got.aggregates] == [(None, "size"), ("age", "mean")]
+    assert got.where is not None and "BETWEEN" in got.where
