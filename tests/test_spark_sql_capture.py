@@ -123,6 +123,10 @@ def test_the_users_result_is_spark_s_own(people: Any, spark: Any, humanitarian_s
     "SELECT district, count(*) OVER (PARTITION BY sex) AS n FROM people GROUP BY district, sex",
     "SELECT district, count(*) AS n FROM people GROUP BY ROLLUP(district)",
     "SELECT * FROM people",
+    "SELECT district, count(*) AS n FROM people WHERE person IN (SELECT person FROM people WHERE age > 3) "
+    "GROUP BY district",
+    "SELECT district, count(*) AS n FROM people WHERE EXISTS (SELECT 1 FROM people) GROUP BY district",
+    "SELECT district, count(*) AS n FROM people GROUP BY district UNION ALL SELECT 'x', 1",
 ])
 def test_other_queries_are_not_read_as_grouped(query: str) -> None:
     assert grouped_query(query) is None

@@ -58,8 +58,8 @@ def grouped_query(query: Any) -> GroupedQuery | None:
     if source is None or not isinstance(source.this, exp.Table) or group is None:
         return None
     table = source.this
-    if table.alias or table.args.get("catalog") or any(isinstance(n, exp.Subquery) for n in tree.find_all(exp.Subquery)):
-        return None
+    if table.alias or table.args.get("catalog") or any(n is not tree for n in tree.find_all(exp.Select, exp.Subquery)):
+        return None  # (a subquery anywhere, in FROM or in a condition: not a plain grouped query)
     if any(isinstance(n, exp.Window) for n in tree.find_all(exp.Window)):
         return None
     group_cols = group.expressions
