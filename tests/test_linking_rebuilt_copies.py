@@ -172,3 +172,41 @@ def test_a_rebuilt_copys_filter_on_another_column_is_not_matched_by_rank(sess: A
     tables = [first, df[(df.age < 60) & (df.district != "C")].groupby("sex").size(),
               df[df.age < 60].groupby("sex").size()]
     assert _statuses(sess, tables) != ["pass", "pass", "pass"]
+
+
+@pytest.mark.parametrize("select", ["sample", "take", "drop_duplicates", "sample-series"])
+@pytest.mark.parametrize("engine", ["pandas", "polars"])
+def test_rows_selected_from_a_rebuilt_copy_keep_their_earlier_labels(sess: Any, df: pd.DataFrame, select: str,
+                                                                     engine: str) -> None:
+    """A copy rebuilt from its values (labels 0..72, the rows' earlier labels remembered), then
+    shuffled or thinned by ``sample``/``take``/``drop_duplicates``: the rows kept carry those
+    labels on, so A's and B's counts beside everyone's (a narrow copy) give nothing away
+    (seed-47 red team, session 307: 73 − A − B = C's two women and one man, every table ``pass``)."""
+    rebuilt = pd.DataFrame(df.sample(frac=1, random_state=3).to_numpy(), columns=df.columns).astype(df.dtypes.to_dict())
+    picked = {"sample": lambda f: f.sample(frac=1, random_state=9),
+              "take": lambda f: f.take(list(range(len(f)))[::-1]),
+              "drop_duplicates": lambda f: f.drop_duplicates(),
+              "sample-series": lambda f: f.sample(frac=1, random_state=9)}[select](rebuilt)
+    b_people = picked[picked.district == "B"]
+    if engine == "polars":
+        b_table = pl.DataFrame(b_people).group_by("sex").len().sort("sex")
+    elif select == "sample-series":
+        b_table = picked.sex[picked.district == "B"].sample(frac=1, random_state=2).value_counts()
+    else:
+        b_table = b_people.groupby("sex").size()
+    narrow = df.sample(frac=1, random_state=5)[["district", "sex", "flag"]]
+    tables = [df[df.district == "A"].groupby("sex").size(), b_table, narrow.groupby("sex").size()]
+    assert _statuses(sess, tables) != ["pass", "pass", "pass"]
+
+
+def test_selections_carry_the_labels_of_the_rows_they_keep(sess: Any, df: pd.DataFrame) -> None:
+    """Renumbered or not (``ignore_index=True``), each row kept carries its own earlier label."""
+    from sdc_magic.evidence import row_origins
+
+    assert df.index.equals(pd.Index(df.person))  # (a person's label is its number)
+    rebuilt = pd.DataFrame(df.sample(frac=1, random_state=4).to_numpy(), columns=df.columns).astype(
+        df.dtypes.to_dict())
+    for kept in (rebuilt.sample(n=10, random_state=1, ignore_index=True), rebuilt.sample(n=10, random_state=1),
+                 rebuilt.drop_duplicates(subset=["district", "sex"], ignore_index=True),
+                 rebuilt.take([5, 3, 1])):
+        assert list(row_origins.labels_before(kept)) == kept.person.tolist()

@@ -65,6 +65,11 @@ DERIVED_METHODS = (
 )
 #: Methods returning their input's rows in order under other labels (see ``row_origins``)
 REINDEXING = ("reset_index", "set_index", "set_axis")
+#: Methods returning some of their input's rows under their labels, not aggregates of them: only
+#: the labels those rows had before a re-indexing follow (``row_origins.follow``). A frame rebuilt
+#: from an array (labels 0..n-1, its rows' earlier labels remembered) then shuffled with ``sample``
+#: lost them, and a table of it was compared with nothing (red team of issue 22, seed 47: 307)
+ROW_SELECTIONS = ("sample", "take", "drop_duplicates")
 #: Arithmetic and running statistics analysts apply to tables (issue 23.4): of an aggregation,
 #: an aggregation computed from it, whose recipe lets the check recompute it from the protected parent
 _ARITHMETIC = ("add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow")
@@ -95,6 +100,9 @@ class Derivations:
             self.patch(owner, name, self.derived_wrapper(getattr(owner, name), first_and_other, name))
         # a frame rebuilt from an array of another's values keeps the labels its rows had there
         # (``pd.DataFrame(f.to_numpy(), columns=f.columns)``: row_origins.values_of / built_from)
+        for owner in (pd.DataFrame, pd.Series):
+            for name in ROW_SELECTIONS:
+                self.patch(owner, name, _selection_wrapper(getattr(owner, name)))
         self.patch(pd.DataFrame, "to_numpy", _values_wrapper(pd.DataFrame.to_numpy))
         self.patch(pd.DataFrame, "values", property(_values_wrapper(pd.DataFrame.values.fget)))
         self.patch(pd.DataFrame, "__init__", _init_wrapper(pd.DataFrame.__init__))
@@ -233,6 +241,21 @@ class Derivations:
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
         return wrapper
+
+
+def _selection_wrapper(original: Callable) -> Callable:
+    """``sample`` / ``take`` / ``drop_duplicates``: the rows kept carry the labels they had before
+    a re-indexing (:data:`ROW_SELECTIONS`), nothing else."""
+    @functools.wraps(original)
+    def select(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(obj, *args, **kwargs)
+        if not _depth.value and not kwargs.get("ignore_index"):  # (renumbered rows: labels that name no row)
+            with contextlib.suppress(Exception):  # never break user code
+                row_origins.follow(result, obj)
+        return result
+
+    select.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
+    return select
 
 
 def _values_wrapper(original: Callable) -> Callable:
