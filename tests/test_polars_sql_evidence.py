@@ -116,13 +116,15 @@ def test_two_polars_sql_tables_are_linked_to_each_other(sess: Session, p: Any) -
 
 
 def test_a_query_duckdb_computes_differently_stays_untraced(sess: Session, p: Any) -> None:
-    """``avg(age)::int`` truncates in polars (52) and rounds in DuckDB (53): DuckDB's evidence is
-    not polars' table, so the table is checked as before, an aggregate without evidence."""
-    query = "select district, avg(age)::int as n from self group by district"
-    shown = p.sql(query)
-    out = sess.publish(shown)
+    """``avg(age)::int`` truncates in polars (52) and rounds in DuckDB (53). As a plain grouped
+    query it is run as the polars calls it stands for (polars' own reading: checked); with a
+    LIMIT it goes to DuckDB, whose evidence is not polars' table: checked as before, without evidence."""
+    out = sess.publish(p.sql("select district, avg(age)::int as n from self group by district order by district "
+                             "limit 3"))
     assert _status(out) == "review" and "without evidence" in _notes(out)
     assert any("differs from polars" in f for f in sess.capture.registry.failures)
+    plain = sess.publish(p.sql("select district, avg(age)::int as n from self group by district"))
+    assert _status(plain) in {"pass", "suppressed"} and "without evidence" not in _notes(plain)
 
 
 def test_frames_duckdb_cannot_read_as_they_are_stay_untraced(sess: Session, p: Any) -> None:
@@ -160,3 +162,74 @@ def test_a_shape_that_must_not_be_shown_is_still_withheld(sess: Session, p: Any,
     table = out.data["text/plain"].split("sdc_magic:")[0]
     assert _status(out) in {"blocked", "review"}
     assert not any(ch.isdigit() for ch in table) and not any(label in table for label in ("A ", "B ", "C ")), table
+
+
+# ---- red team of the change (helper-38, 2026-12-05): each of these gave C away or showed stale figures
+def test_a_frame_without_pandas_labels_is_linked_as_its_polars_calls_are(sess: Session, df: pd.DataFrame) -> None:
+    """``pl.read_csv`` (no pandas labels) with a column replaced (ages banded): DuckDB's evidence
+    matched such rows by content only, and the replaced column broke it (pass, pass). Run as the
+    polars calls it stands for, the table is linked as ``filter().group_by()`` is."""
+    import io
+
+    people = pl.read_csv(io.BytesIO(df.to_csv(index=False).encode()))
+    banded = people.with_columns(pl.col("age") // 10 * 10)
+    first = sess.publish(banded.sql("select sex, count(*) as n from self where district <> 'C' group by sex "
+                                    "order by sex"))
+    second = sess.publish(people.sql("select sex, count(*) as n from self group by sex order by sex"))
+    assert _status(first) == "pass" and _status(second) in {"suppressed", "blocked"}, _notes(second)
+    assert "transform" not in _notes(first)  # (counts are polars' own, not casts of them)
+
+
+GLOBAL_PEOPLE: Any = None
+
+
+def test_a_name_polars_resolves_to_a_lazy_frame_gives_no_evidence(sess: Session, p: Any) -> None:
+    """``pl.sql`` reads the nearest frame of each name in the callers' locals, lazy ones too: a
+    local LazyFrame ``GLOBAL_PEOPLE`` hides the module's eager one, so the evidence must not come
+    from the eager one (it did: the table passed on other rows' evidence)."""
+    global GLOBAL_PEOPLE
+    GLOBAL_PEOPLE = p
+
+    def outside_c() -> Any:
+        GLOBAL_PEOPLE = p.lazy().filter(pl.col("district") != "C")  # noqa: F841 (read by pl.sql by name)
+        return pl.sql("select sex, count(*) as n from GLOBAL_PEOPLE group by sex").collect()
+
+    out = sess.publish(outside_c())
+    assert _status(out) == "review" and "without evidence" in _notes(out)
+
+
+def test_names_differing_only_in_case_are_not_read_by_duckdb(sess: Session, p: Any) -> None:
+    """DuckDB binds ``District`` to ``district``; polars does not: no DuckDB evidence for such a
+    frame (a plain grouped query is still run as polars calls, case and all)."""
+    odd = p.with_columns(pl.col("district").reverse().alias("District"))
+    limited = sess.publish(odd.sql("select District, count(*) as n from self group by District "
+                                   "order by District limit 3"))
+    assert _status(limited) == "review" and "without evidence" in _notes(limited)
+    plain = sess.publish(odd.sql("select District, count(*) as n from self group by District"))
+    assert _status(plain) in {"pass", "suppressed"} and "without evidence" not in _notes(plain)
+
+
+def test_a_result_changed_in_place_is_not_shown_as_it_was(sess: Session, p: Any) -> None:
+    result = p.sql("select sex, count(*) as n from self group by sex order by sex")
+    result.replace_column(1, pl.Series("n", [2, 1]))
+    out = sess.publish(result)
+    text = out.data["text/plain"].split("sdc_magic:")[0]
+    assert _status(out) == "review" and "38" not in text and "35" not in text, text
+
+
+@pytest.mark.parametrize("engine", ["polars sql", "duckdb"])
+def test_having_on_a_figure_the_table_does_not_show_is_withheld(sess: Session, df: pd.DataFrame, p: Any,
+                                                                engine: str) -> None:
+    """The groups kept tell the hidden figure: ``= 2`` keeps F, ``= 1`` keeps M (C's people)."""
+    import duckdb
+
+    for k in (1, 2):
+        query = (f"select sex, count(*) as n from {{t}} group by sex having count(*) - sum(case when district "
+                 f"<> 'C' then 1 else 0 end) = {k} order by sex")
+        table = p.sql(query.format(t="self")) if engine == "polars sql" else \
+            duckdb.sql(query.format(t="df")).df()
+        out = sess.publish(table)
+        text = out.data["text/plain"].split("sdc_magic:")[0]
+        assert _status(out) == "blocked" and "F" not in text and "M" not in text, text
+    shown = sess.publish(p.sql("select sex, count(*) as n from self group by sex having count(*) > 10"))
+    assert _status(shown) == "pass"  # (a bound on a figure the table shows: checked on that cell)

@@ -1,5 +1,5 @@
 """``spark.sql`` of a plain grouped query is captured as the ``groupBy`` it stands for
-(capture/spark_sql.py).
+(capture/grouped_sql.py).
 
 Before: the result of ``spark.sql("SELECT sex, count(*) AS n FROM people GROUP BY sex")`` was taken
 for row-level data (``blocked`` but every figure on screen) and never compared with other tables.
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.spark
 
 from test_engines_redteam import PEOPLE  # noqa: E402
 
-from sdc_magic.capture.spark_sql import grouped_query  # noqa: E402
+from sdc_magic.capture.grouped_sql import grouped_query  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +115,7 @@ def test_the_users_result_is_spark_s_own(people: Any, spark: Any, humanitarian_s
 @pytest.mark.parametrize("query", [
     "SELECT district, count(*) AS n FROM people GROUP BY district HAVING count(*) > 3",
     "SELECT district, count(*) AS n FROM people GROUP BY district ORDER BY n LIMIT 2",
+    "SELECT count(*) AS n, district FROM people GROUP BY 1",
     "SELECT p.district, count(*) AS n FROM people p JOIN people q ON p.person = q.person GROUP BY p.district",
     "SELECT district, count(*) AS n FROM (SELECT * FROM people WHERE age > 3) GROUP BY district",
     "SELECT count(*) AS n FROM people GROUP BY district",
@@ -129,12 +130,14 @@ def test_the_users_result_is_spark_s_own(people: Any, spark: Any, humanitarian_s
     "SELECT district, count(*) AS n FROM people GROUP BY district UNION ALL SELECT 'x', 1",
 ])
 def test_other_queries_are_not_read_as_grouped(query: str) -> None:
-    assert grouped_query(query) is None
+    assert grouped_query(query, "spark") is None
 
 
 def test_plain_grouped_queries_are_read() -> None:
     got = grouped_query("SELECT count(*) AS n, district, avg(age) FROM db.people WHERE age BETWEEN 20 AND 60 "
-                        "GROUP BY district")
+                        "GROUP BY district", "spark")
     assert got is not None and got.table == "db.people" and got.keys == ("district",) and got.width == 3
     assert [stat for _, _, stat in got.aggregates] == [(None, "size"), ("age", "mean")]
     assert got.where is not None and "BETWEEN" in got.where
+    got = grouped_query("SELECT district, sex, count(*) AS n FROM people GROUP BY 1, 2 ORDER BY n DESC", "spark")
+    assert got is not None and got.keys == ("district", "sex")

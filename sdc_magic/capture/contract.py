@@ -276,6 +276,20 @@ def _forget(key: int) -> None:
         pass
 
 
+def changed_in_place(engine_object: Any) -> None:
+    """An engine result with a remembered form was changed in place (polars ``replace_column``,
+    ``df[i, c] = v``, ``extend``...): the form no longer shows what it holds, so it is dropped and
+    the result is checked as an aggregate without evidence (every number but whole counts
+    withheld), as other aggregates changed in place are (red team: a polars SQL result edited in
+    place was displayed as the figures it held before)."""
+    with _lock:
+        hit = _forms.get(id(engine_object))
+        if hit is None or hit[0]() is not engine_object:
+            return
+        _forms.pop(id(engine_object), None)
+    mark_untraced(engine_object, None)
+
+
 def form_of(engine_object: Any) -> pd.DataFrame | pd.Series | None:
     """The registered pandas form of an engine result, or None."""
     with _lock:

@@ -62,7 +62,7 @@ from ..evidence import rows as row_limits
 from ..evidence.in_engine import CountedBases
 from . import contract, runner_up, spark_lineage
 from .entries import MAGNITUDE_EVIDENCE
-from .spark_sql import GroupedQuery, grouped_query
+from .grouped_sql import GroupedQuery, grouped_query
 
 _lock = threading.RLock()
 _recipes: dict[int, tuple[Any, Recipe]] = {}
@@ -271,14 +271,14 @@ class SparkCapture:
 
     def _sql(self, original: Callable) -> Callable:
         """``spark.sql(query)`` of a plain grouped query: captured as the ``groupBy`` it stands for
-        (:mod:`.spark_sql`); anything else is returned as it is, untouched."""
+        (:mod:`.grouped_sql`); anything else is returned as it is, untouched."""
         @functools.wraps(original)
         def sql(session: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(session, query, *args, **kwargs)
             if args or kwargs:
                 return result  # (parameters bound into the query: not read)
             try:
-                grouped = grouped_query(query)
+                grouped = grouped_query(query, "spark")
                 if grouped is not None:
                     self._record_sql(session, grouped, result)
             except Exception as exc:  # never break user code: shown without evidence

@@ -56,9 +56,11 @@ import pandas as pd
 from ...evidence.in_engine import CountedBases
 from .. import contract
 from ..sql import MIXED_LEVELS, single_query
+from ..sql_rewrites import having_reads_unshown
 from . import python_frames
 from .evidence import Pending, Recorder, prepare
 from .plan import (
+    HAVING_UNSHOWN,
     HAVING_WITH_TOTALS,
     PLANNING_FAILED,
     RELATION_VIEW,
@@ -736,6 +738,9 @@ class DuckDBCapture:
             else:
                 facts = pending.facts.df()
                 user = pending.combined.df() if pending.combined is not None else self._user_df(rel, pending)
+            if p.having_pins and having_reads_unshown(p.select):
+                pending.withheld = HAVING_UNSHOWN
+                raise contract.Withheld(HAVING_UNSHOWN)
             if p.grouping and p.having:
                 # its totals count the groups HAVING drops: total − shown groups = a dropped
                 # (small) group.  Withheld rather than shown (red team: C = 73 − 40 − 30)

@@ -379,7 +379,7 @@ class PolarsCapture:
             if isinstance(result, pl.LazyFrame):
                 self._keep(self._sql_shapes, result, (shape, query, frames))
             elif isinstance(result, pl.DataFrame):
-                polars_sql.mark_result(result, shape, query, frames, self.registry.failures, _withhold)
+                polars_sql.mark_result(self, result, shape, query, frames, _withhold)
         except Exception as exc:  # the result has no mark: withheld (fail closed)
             self.registry.failures.append(f"polars sql: {type(exc).__name__}: {exc}")
             _withhold(result)
@@ -392,7 +392,7 @@ class PolarsCapture:
                 kept = self._sql_shapes.get(id(lf))
                 if kept is not None and kept[0]() is lf and not _depth.value:
                     try:
-                        polars_sql.mark_result(result, *kept[1], self.registry.failures, _withhold)
+                        polars_sql.mark_result(self, result, *kept[1], _withhold)
                     except Exception as exc:  # the result has no mark: withheld (fail closed)
                         self.registry.failures.append(f"polars sql: {type(exc).__name__}: {exc}")
                         _withhold(result)
@@ -589,6 +589,15 @@ class PolarsCapture:
             return result
         return derived
 
+    def same_cells(self, captured: Any, result: Any) -> bool:
+        """Give ``result`` the evidence of the captured frame ``captured`` when it holds the same
+        cells (the same rows in any order, the same columns: polars SQL, :mod:`.sql`)."""
+        hit = self._recipes.get(id(captured))
+        if hit is None or hit[0]() is not captured or list(captured.columns) != list(result.columns):
+            return False
+        self._rearranged(hit[1], captured, result, "sort")
+        return self._captured(result)
+
     def _captured(self, frame: Any) -> bool:
         hit = self._recipes.get(id(frame))
         return hit is not None and hit[0]() is frame
@@ -776,6 +785,7 @@ class PolarsCapture:
                 return original(df, *args, **kwargs)
             finally:
                 forget(df)
+                contract.changed_in_place(df)  # (a remembered form, e.g. of polars SQL, is stale)
         return in_place
 
     def _lazy_sort(self, original: Callable) -> Callable:

@@ -1,19 +1,27 @@
-"""polars SQL (``df.sql``, ``pl.sql``): checked with DuckDB's evidence of the same query.
+"""polars SQL (``df.sql``, ``pl.sql``): checked as the polars aggregation it stands for, else with
+DuckDB's evidence of the same query.
 
 Why: polars SQL hands back a finished table; nothing of its plan says which rows made each cell,
 so every such table used to be an aggregate without evidence (``review``, its counts checked as
-bare numbers): 55 of the 66 honest sequences a red team's 2,000 seeded sessions left short of
-``pass``. Its plain queries (``SELECT keys, count(*), sum(x), avg(x) FROM frame WHERE ... GROUP BY
-keys``) mean the same in DuckDB, which reads polars and pandas frames where they are. So the
-same query runs once more in DuckDB over the same frames, with the evidence and linking rows a
-``duckdb.sql(query).pl()`` would have (:func:`..duckdb.query_form`), and its result is compared
-with polars' own: only when both hold the same rows (same columns, same values, in any order) is
-DuckDB's checked form the one displayed for the polars table. A dialect difference, a frame
-DuckDB cannot read, or DuckDB not installed leaves the table as before: an untraced aggregate.
+bare numbers, never compared with other tables): 55 of the 66 honest sequences a red team's 2,000
+seeded sessions left short of ``pass``, and differencing through it went unseen. Two ways, each
+used only when it computes exactly the user's rows (same columns, same values, in any order):
+
+1. A plain grouped query over one eager frame (``SELECT keys, aggregates FROM t [WHERE ...] GROUP
+   BY keys``, :mod:`..grouped_sql`) is, in polars' own SQL, ``t.filter(pl.sql_expr(where))
+   .group_by(keys).agg(pl.sql_expr(aggregate))``: that chain runs through the capture, so the
+   table gets the evidence and the linking (lineage, labels) of the same polars calls.
+2. Otherwise DuckDB, which reads polars and pandas frames where they are, runs the same query
+   once more over the same frames (:func:`..duckdb.query_form`: the evidence of
+   ``duckdb.sql(query).pl()``). Not when a frame has columns whose names differ only in case
+   (DuckDB would bind one for the other).
 
 What the frames are: ``df.sql(query)`` reads ``df`` as ``self`` (or its ``table_name``);
-``pl.sql(query)`` reads frames of the caller's names. ``LazyFrame.sql`` and ``SQLContext``
-(frames registered out of sight, plans not yet run) stay untraced.
+``pl.sql(query)`` reads, for each name, the nearest frame of that name in the callers' locals, as
+polars does. Only eager polars and pandas frames are read; a name that polars would resolve to
+anything else (a ``LazyFrame``, a Series, an Arrow table) leaves the table as before, an
+aggregate without evidence; so do ``LazyFrame.sql``, ``SQLContext`` and a dialect difference
+(``avg(x)::int`` truncates in polars and rounds in DuckDB).
 """
 
 from __future__ import annotations
@@ -28,24 +36,31 @@ import pandas as pd
 
 from .. import contract
 from ..depth import passthrough
+from ..grouped_sql import GroupedQuery, grouped_query
 
-#: Relative tolerance between DuckDB's and polars' figures (sums in another order).
+#: Relative tolerance between the two computations' figures (sums in another order).
 RTOL = 1e-9
 
 
 def caller_frames(query: Any, depth: int) -> dict[str, Any]:
-    """The eager frames (polars or pandas) named in ``query`` among the names of the caller
-    ``depth`` frames up (``pl.sql`` reads the caller's globals and locals)."""
+    """The frames ``pl.sql(query)`` reads, as polars finds them: for each name of the query, the
+    nearest frame-like object of that name in the locals of the callers from ``depth`` frames up;
+    {} when one of them is not an eager polars or pandas frame (read as it is by both ways)."""
     if not isinstance(query, str):
         return {}
-    frame = sys._getframe(depth + 1)
     named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query))
     found: dict[str, Any] = {}
-    for scope in (frame.f_globals, frame.f_locals):  # (locals win, as in Python)
-        for name in named & scope.keys():
-            if _readable(scope[name]):
-                found[name] = scope[name]
-    return found
+    frame = sys._getframe(depth + 1)
+    try:
+        while frame is not None and named - found.keys():
+            scope = frame.f_locals
+            for name in named - found.keys():
+                if name in scope and _frame_like(scope[name]):
+                    found[name] = scope[name]
+            frame = frame.f_back
+    finally:
+        del frame
+    return found if all(_readable(v) for v in found.values()) else {}
 
 
 def method_frames(obj: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -54,19 +69,115 @@ def method_frames(obj: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return {str(name): obj} if isinstance(name, str) and _readable(obj) else {}
 
 
+def _frame_like(obj: Any) -> bool:
+    """What polars' SQL may register under a name: its own frames, pandas', Arrow's and the like."""
+    module = type(obj).__module__ or ""
+    return (module.startswith(("polars", "pandas", "pyarrow")) and type(obj).__name__ in {
+        "DataFrame", "LazyFrame", "Series", "Table", "RecordBatch"}) or hasattr(type(obj), "__arrow_c_stream__")
+
+
 def _readable(obj: Any) -> bool:
-    """A frame DuckDB reads as it is (no plan to run): an eager polars or a pandas frame."""
+    """A frame read as it is by both ways (no plan to run): an eager polars or a pandas frame."""
     if isinstance(obj, pd.DataFrame):
         return True
     t = type(obj)
     return t.__name__ == "DataFrame" and t.__module__.startswith("polars")
 
 
-def planned(query: str, frames: dict[str, Any], result: Any, failures: list[str]) -> bool:
-    """Give the polars ``result`` of ``query`` DuckDB's checked form of it when both hold the
-    same rows; False (nothing done) otherwise. A shape DuckDB's capture withholds withholds
-    this result too (``contract.Withheld`` is raised to the caller)."""
-    if not frames:
+def _polars_frame(obj: Any) -> bool:
+    return _readable(obj) and not isinstance(obj, pd.DataFrame)
+
+
+def mark_result(capture: Any, result: Any, shape: Any, query: str, frames: dict[str, Any],
+                withhold: Callable[[Any, str], None]) -> None:
+    """Mark a polars SQL ``result`` (an eager frame): evidence when one of the two ways computes
+    the same rows (see the module docstring), else by the query's ``shape`` (a reason: withheld
+    with it; an ``Untraced``: an aggregate without evidence). A shape DuckDB's capture withholds
+    is withheld. ``capture``: the session's :class:`~.PolarsCapture`."""
+    from ..duckdb.plan import Untraced
+
+    if not _polars_frame(result):
+        return
+    if isinstance(shape, str):
+        withhold(result, shape)
+        return
+    if not isinstance(shape, Untraced):
+        return
+    failures = capture.registry.failures
+    try:
+        if as_polars_calls(capture, query, frames, result, failures) \
+                or through_duckdb(query, frames, result, failures):
+            return
+    except contract.Withheld as exc:
+        withhold(result, str(exc))
+        return
+    columns = shape.columns([str(c) for c in result.columns])
+    if shape.per_row and columns is not None:
+        contract.mark_row_windows(result, columns)
+    else:
+        contract.mark_untraced(result, columns)
+    if shape.pins:  # (an outer WHERE bounding an aggregate from both sides: see duckdb.plan.value_pins)
+        contract.mark_selected_by_values(result, "the rows shown were kept by a condition that bounds an "
+                                                 "aggregate from both sides (=, IN, BETWEEN) in an outer query")
+    else:
+        contract.mark_selection_read(result)
+
+
+def as_polars_calls(capture: Any, query: str, frames: dict[str, Any], result: Any, failures: list[str]) -> bool:
+    """Way 1: the plain grouped query run as the polars calls it stands for, through the capture;
+    its evidence given to ``result`` when both hold the same rows."""
+    grouped = grouped_query(query, "postgres")
+    if grouped is None or not _polars_frame(frames.get(grouped.table)):
+        return False
+    try:
+        same = _grouped_in_polars(frames[grouped.table], grouped, result)
+    except Exception as exc:  # (an expression polars' sql_expr does not take: the other way)
+        failures.append(f"polars sql as polars calls: {type(exc).__name__}: {exc}")
+        return False
+    if same is None:
+        return False
+    with passthrough():
+        if not same_rows(same.to_pandas(), result.to_pandas()):
+            failures.append("polars sql: the polars calls it stands for give other rows: not used")
+            return False
+    return bool(capture.same_cells(same, result))
+
+
+def _grouped_in_polars(frame: Any, grouped: GroupedQuery, result: Any) -> Any:
+    """``frame.filter(where).group_by(keys).agg(aggregates)`` with the result's column names and
+    order (run at the analyst's level, so that the capture records it), or None."""
+    import polars as pl
+
+    columns = list(result.columns)
+    if len(columns) != grouped.width or len(set(columns)) != len(columns):
+        return None
+    names = [columns[i] for i, _, _ in grouped.aggregates]
+    if [c for c in columns if c not in grouped.keys] != names:
+        return None
+    source = frame.filter(pl.sql_expr(grouped.where)) if grouped.where is not None else frame
+    aggregated = source.group_by(list(grouped.keys)).agg(
+        [_aggregate(text, stat).alias(name) for (_, text, stat), name in zip(grouped.aggregates, names, strict=True)])
+    return aggregated.select(columns)
+
+
+def _aggregate(text: str, stat: tuple[str | None, str]) -> Any:
+    """The polars expression of one aggregate: counts as polars' own (SQL's ``count`` is the same
+    count cast to Int64, which the capture would read as a transform of it), else ``sql_expr``."""
+    import polars as pl
+
+    var, name = stat
+    if name == "size":
+        return pl.len()
+    if name == "count" and var is not None:
+        return pl.col(var).count()
+    return pl.sql_expr(text)
+
+
+def through_duckdb(query: str, frames: dict[str, Any], result: Any, failures: list[str]) -> bool:
+    """Way 2: DuckDB's checked form of the same query over the same frames given to ``result``
+    when both hold the same rows; False (nothing done) otherwise. A shape DuckDB's capture
+    withholds withholds this result too (``contract.Withheld`` is raised to the caller)."""
+    if not frames or any(_names_clash(f) for f in frames.values()):
         return False
     try:
         from ..duckdb import query_form
@@ -89,6 +200,12 @@ def planned(query: str, frames: dict[str, Any], result: Any, failures: list[str]
         return False
     contract.remember(result, form)
     return True
+
+
+def _names_clash(frame: Any) -> bool:
+    """Columns whose names differ only in case (DuckDB binds names without case)."""
+    names = [str(c).lower() for c in frame.columns]
+    return len(set(names)) != len(names)
 
 
 def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
@@ -116,36 +233,3 @@ def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
         elif x[known].astype(str).tolist() != y[known].astype(str).tolist():
             return False
     return True
-
-
-
-def mark_result(result: Any, shape: Any, query: str, frames: dict[str, Any], failures: list[str],
-                withhold: Callable[[Any, str], None]) -> None:
-    """Mark a polars SQL ``result`` (an eager frame): DuckDB's evidence when it computes the same
-    rows (:func:`planned`), else by the query's ``shape`` (a reason: withheld with it; an
-    ``Untraced``: an aggregate without evidence). A shape DuckDB's capture withholds is withheld."""
-    from ..duckdb.plan import Untraced
-
-    if not _readable(result) or isinstance(result, pd.DataFrame):
-        return
-    if isinstance(shape, str):
-        withhold(result, shape)
-        return
-    if not isinstance(shape, Untraced):
-        return
-    try:
-        if planned(query, frames, result, failures):
-            return
-    except contract.Withheld as exc:
-        withhold(result, str(exc))
-        return
-    columns = shape.columns([str(c) for c in result.columns])
-    if shape.per_row and columns is not None:
-        contract.mark_row_windows(result, columns)
-    else:
-        contract.mark_untraced(result, columns)
-    if shape.pins:  # (an outer WHERE bounding an aggregate from both sides: see duckdb.plan.value_pins)
-        contract.mark_selected_by_values(result, "the rows shown were kept by a condition that bounds an "
-                                                 "aggregate from both sides (=, IN, BETWEEN) in an outer query")
-    else:
-        contract.mark_selection_read(result)
