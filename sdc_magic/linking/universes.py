@@ -170,7 +170,10 @@ class Universe:
         earlier = row_origins.labels_before(frame)
         pos = self._by_labels(frame, content or common, index=earlier,
                               row_by_row=row_origins.needs_confirmation(frame)) if earlier is not None else None
-        if pos is None or (pos < 0).any():
+        # (with its earlier labels known, the new ones are confirmed only by content columns: A's
+        # rows of a copy re-indexed after B's, numbered 30..69 again, were taken for B's 40..69 by
+        # their sex alone, and everyone − A − B = C went unseen; red team of issue 22, seed 46: 1872)
+        if (pos is None or (pos < 0).any()) and (earlier is None or content):
             again = self._by_labels(frame, content or common)
             if again is not None and (pos is None or (again >= 0).sum() > (pos >= 0).sum()):
                 pos = again
