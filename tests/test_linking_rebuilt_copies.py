@@ -210,3 +210,37 @@ def test_selections_carry_the_labels_of_the_rows_they_keep(sess: Any, df: pd.Dat
                  rebuilt.drop_duplicates(subset=["district", "sex"], ignore_index=True),
                  rebuilt.take([5, 3, 1])):
         assert list(row_origins.labels_before(kept)) == kept.person.tolist()
+
+
+@pytest.mark.parametrize("column", ["value_counts", "groupby"])
+def test_a_re_indexed_copys_rows_are_not_taken_for_others_by_their_new_numbers(sess: Any, df: pd.DataFrame,
+                                                                              column: str) -> None:
+    """B's counts, then A's over a copy with B's rows first and numbered again (A's people are
+    30..69 there), then everyone's: A's rows, whose earlier labels (0..39) were not yet among the
+    earlier outputs' rows, were placed by their new numbers on B's people 40..69, confirmed by
+    their sex alone (the table's key), and 73 − A − B = C's people went unseen (seed-46 red team,
+    session 1872)."""
+    b = df[df.district == "B"]["sex"].value_counts().sort_index()
+    copy = pd.concat([df[df.district == "B"], df[df.district != "B"]]).reset_index(drop=True)
+    a = copy[copy.district == "A"]["sex"].value_counts().sort_index() if column == "value_counts" \
+        else copy[copy.district == "A"].groupby("sex").size()
+    assert _statuses(sess, [b, a, df.groupby("sex").size()]) != ["pass", "pass", "pass"]
+
+
+@pytest.mark.parametrize("renumber", ["sample", "series-sample", "sort_values", "drop_duplicates", "dropna"])
+def test_a_narrow_copy_renumbered_by_ignore_index_stays_linked(sess: Any, df: pd.DataFrame, renumber: str) -> None:
+    """``ignore_index=True`` numbers the rows 0..n-1: a one-column copy so renumbered matched
+    nothing by its content, and its counts beside A's and B's gave C away (red team, helper-39).
+    The rows keep the labels they had (``derivations.RENUMBERING``)."""
+    from sdc_magic.evidence import row_origins
+
+    narrow = {"sample": lambda: df[["sex"]].sample(frac=1, random_state=3, ignore_index=True),
+              "series-sample": lambda: df["sex"].sample(frac=1, random_state=3, ignore_index=True).to_frame(),
+              "sort_values": lambda: df[["sex"]].sort_values("sex", ignore_index=True),
+              "drop_duplicates": lambda: df[["sex", "person"]].drop_duplicates(ignore_index=True)[["sex"]],
+              "dropna": lambda: df[["sex"]].dropna(ignore_index=True)}[renumber]()
+    assert isinstance(narrow.index, pd.RangeIndex)
+    assert sorted(row_origins.labels_of(narrow)) == sorted(df.index)  # (each row's own label, in its order)
+    tables = [df[df.district == "A"].groupby("sex").size(), df[df.district == "B"].groupby("sex").size(),
+              narrow.groupby("sex").size()]
+    assert _statuses(sess, tables) != ["pass", "pass", "pass"]

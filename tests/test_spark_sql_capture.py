@@ -128,6 +128,8 @@ def test_the_users_result_is_spark_s_own(people: Any, spark: Any, humanitarian_s
     "GROUP BY district",
     "SELECT district, count(*) AS n FROM people WHERE EXISTS (SELECT 1 FROM people) GROUP BY district",
     "SELECT district, count(*) AS n FROM people GROUP BY district UNION ALL SELECT 'x', 1",
+    "SELECT sex, sum(income) AS s FROM people TABLESAMPLE (1 ROWS) GROUP BY sex",
+    "SELECT sex, sum(flag) AS f FROM people PIVOT (count(flag) FOR district IN ('C' AS flag)) GROUP BY sex",
 ])
 def test_other_queries_are_not_read_as_grouped(query: str) -> None:
     assert grouped_query(query, "spark") is None
@@ -141,3 +143,17 @@ def test_plain_grouped_queries_are_read() -> None:
     assert got.where is not None and "BETWEEN" in got.where
     got = grouped_query("SELECT district, sex, count(*) AS n FROM people GROUP BY 1, 2 ORDER BY n DESC", "spark")
     assert got is not None and got.keys == ("district", "sex")
+
+
+def test_to_pandas_of_a_spark_sql_table_is_sparks_own_result(people: Any, spark: Any, humanitarian_sessions: Any) -> None:
+    """The user's rows come from the user's own query (its ORDER BY kept), the facts from a job of
+    their own: ``toPandas()`` gave the recipe's rows in another order (red team, helper-39)."""
+    query = "SELECT district, count(*) AS n FROM people GROUP BY district ORDER BY n ASC"
+    sess = humanitarian_sessions()
+    try:
+        with_ext = spark.sql(query).toPandas().values.tolist()
+        out = sess.publish(spark.sql(query))
+    finally:
+        sess.capture.uninstall()
+    assert with_ext == spark.sql(query).toPandas().values.tolist() == [["C", 3], ["B", 30], ["A", 40]]
+    assert out.metadata["sdc_magic"]["status"] == "suppressed"

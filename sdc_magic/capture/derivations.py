@@ -70,6 +70,11 @@ REINDEXING = ("reset_index", "set_index", "set_axis")
 #: from an array (labels 0..n-1, its rows' earlier labels remembered) then shuffled with ``sample``
 #: lost them, and a table of it was compared with nothing (red team of issue 22, seed 47: 307)
 ROW_SELECTIONS = ("sample", "take", "drop_duplicates")
+#: Methods whose ``ignore_index=True`` numbers the rows kept 0..n-1: run with the labels kept, the
+#: rows' labels noted (``row_origins.rows_labelled``), then numbered as pandas numbers them. A
+#: one-column copy shuffled so (``f[["sex"]].sample(frac=1, ignore_index=True)``) could be placed by
+#: nothing else, and its table beside A's and B's gave C away (red team, 2026-12-05)
+RENUMBERING = ("sample", "drop_duplicates", "sort_values", "sort_index", "dropna")
 #: Arithmetic and running statistics analysts apply to tables (issue 23.4): of an aggregation,
 #: an aggregation computed from it, whose recipe lets the check recompute it from the protected parent
 _ARITHMETIC = ("add", "sub", "mul", "div", "truediv", "floordiv", "mod", "pow")
@@ -135,6 +140,7 @@ class Derivations:
         # ``set_index("income")`` moves the column that told rows apart into the labels, and a
         # flagged count over it was compared with nothing (14 − 8 − 5, red team's chains)
         reindexes = name in REINDEXING
+        renumbers = name in RENUMBERING
         selects = name == "__getitem__"
         masks = name in ("__getitem__", "loc")  # (a boolean mask's positions: row_origins.follow)
 
@@ -145,10 +151,11 @@ class Derivations:
                 # t[lambda x: x < 10]: called here, once, as pandas would; its answer (a mask with its
                 # own recipe when it compares the table's values) joins the recipe (as .loc[callable])
                 args = (args[0], args[1](args[0]))
-            result = original(*args, **kwargs)
+            renumbered = renumbers and renumbering(kwargs)
+            result = renumbered_call(original, args, kwargs) if renumbered else original(*args, **kwargs)
             if _depth.value or not isinstance(result, _PANDAS):
                 return result
-            if args:
+            if args and not renumbered:
                 try:  # rows under new labels: linking places them by the old (see row_origins)
                     if reindexes:
                         row_origins.remember(result, args[0])
@@ -243,13 +250,32 @@ class Derivations:
         return wrapper
 
 
+def renumbering(kwargs: dict[str, Any]) -> bool:
+    """Whether a call numbers its rows 0..n-1 (``ignore_index=True``, not in place) at the analyst's level."""
+    return kwargs.get("ignore_index") is True and not kwargs.get("inplace") and not _depth.value
+
+
+def renumbered_call(original: Callable, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """The call with ``ignore_index=False``, the labels of the rows it keeps noted, then the rows
+    numbered 0..n-1 as ``ignore_index=True`` numbers them (see :data:`RENUMBERING`)."""
+    result = original(*args, **{**kwargs, "ignore_index": False})
+    if isinstance(result, _PANDAS):
+        labels = row_origins.labels_of(result)
+        result.index = pd.RangeIndex(len(result))
+        with contextlib.suppress(Exception):  # never break user code
+            row_origins.rows_labelled(result, labels)
+    return result
+
+
 def _selection_wrapper(original: Callable) -> Callable:
     """``sample`` / ``take`` / ``drop_duplicates``: the rows kept carry the labels they had before
     a re-indexing (:data:`ROW_SELECTIONS`), nothing else."""
     @functools.wraps(original)
     def select(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if renumbering(kwargs):
+            return renumbered_call(original, (obj, *args), kwargs)
         result = original(obj, *args, **kwargs)
-        if not _depth.value and not kwargs.get("ignore_index"):  # (renumbered rows: labels that name no row)
+        if not _depth.value:
             with contextlib.suppress(Exception):  # never break user code
                 row_origins.follow(result, obj)
         return result

@@ -62,7 +62,9 @@ def grouped_query(query: Any, dialect: str) -> GroupedQuery | None:
     if source is None or not isinstance(source.this, exp.Table) or group is None:
         return None
     table = source.this
-    if table.alias or table.args.get("catalog") or any(n is not tree for n in tree.find_all(exp.Select, exp.Subquery)):
+    if set(k for k, v in table.args.items() if v) - {"this", "db"}:
+        return None  # (an alias, a catalog, TABLESAMPLE, PIVOT, hints...: not the table itself)
+    if any(n is not tree for n in tree.find_all(exp.Select, exp.Subquery)):
         return None  # (a subquery anywhere, in FROM or in a condition: not a plain grouped query)
     if any(isinstance(n, exp.Window) for n in tree.find_all(exp.Window)):
         return None

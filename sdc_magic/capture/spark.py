@@ -92,6 +92,10 @@ class Recipe:
         #: row-preserving steps the user applied to the aggregate (``orderBy``/``sort``), replayed
         #: on the job that computes the user's columns with the facts
         self.post: list[tuple[str, tuple, dict]] = []
+        #: the user's columns are fetched from the user's own DataFrame, the facts by a job of their
+        #: own (``spark.sql``: its ORDER BY and its exact result are the user's, the recipe only
+        #: says how its groups were made)
+        self.own_job = False
 
     def then(self, name: str, args: tuple, kwargs: dict, renamed: dict[str, str] | None = None) -> Recipe:
         """The recipe of this aggregate followed by a step that keeps its rows (its own form);
@@ -99,6 +103,7 @@ class Recipe:
         measures = self.measures if not renamed else {renamed.get(m, m): st for m, st in self.measures.items()}
         out = Recipe(self.source, self.keys, self.exprs, measures, self.kind, self.pivot, self.values, self.by)
         out.post = [*self.post, (name, args, kwargs)]
+        out.own_job = self.own_job
         return out
 
 
@@ -300,8 +305,10 @@ class SparkCapture:
             return
         exprs = [F.expr(text).alias(name) for (_, text, _), name in zip(grouped.aggregates, names, strict=True)]
         measures = {name: stat for (_, _, stat), name in zip(grouped.aggregates, names, strict=True)}
+        recipe = Recipe(source, list(grouped.keys), exprs, measures)
+        recipe.own_job = True
         with _lock:
-            _keep(_recipes, result, Recipe(source, list(grouped.keys), exprs, measures))
+            _keep(_recipes, result, recipe)
 
     def _crosstab(self, original: Callable) -> Callable:
         @functools.wraps(original)
@@ -504,6 +511,10 @@ class SparkCapture:
         variables, magnitudes = self._plan(recipe, unit)
         fetch = to_pandas or self._original(type(df), "toPandas")
         recipe.unit, recipe.variables = unit, variables
+        if recipe.own_job:  # (every group's facts: the user's rows may come in another order)
+            user = fetch(df if limit is None else df.limit(limit))
+            job, contrib, values, keys = self._facts_job(recipe, unit, variables, magnitudes, rules.top_k, [])
+            return user, self._second(fetch(job), contrib, values, keys, rules, fetch)
         if unit is not None and all(st in ("size", "count") for _, st in recipe.measures.values()):
             return self._run_unit_counts(df, recipe, unit, variables, limit, fetch, rules)
         one_job = None

@@ -57,6 +57,11 @@ def unwrap(obj: object) -> tuple[pd.DataFrame | pd.Series, list[str]]:
 def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
     """Match a displayed object to its evidence, or classify it."""
     if obj.size == 0:
+        reason = _withheld(obj)
+        if reason is not None:  # (an empty result of a withheld shape: its emptiness is what it tells,
+            from ..capture.contract import Withheld  # and "pass" beside "blocked" told it; red team)
+
+            raise Withheld(reason)
         return Resolved("empty", obj, flatten(obj) if _flattenable(obj) else None)
     flat = flatten(obj)
     match = registry.match(flat, obj)

@@ -738,7 +738,7 @@ class DuckDBCapture:
             else:
                 facts = pending.facts.df()
                 user = pending.combined.df() if pending.combined is not None else self._user_df(rel, pending)
-            if p.having_pins and having_reads_unshown(p.select):
+            if p.having and having_reads_unshown(p.select):
                 pending.withheld = HAVING_UNSHOWN
                 raise contract.Withheld(HAVING_UNSHOWN)
             if p.grouping and p.having:

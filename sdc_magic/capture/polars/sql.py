@@ -127,10 +127,12 @@ def as_polars_calls(capture: Any, query: str, frames: dict[str, Any], result: An
     """Way 1: the plain grouped query run as the polars calls it stands for, through the capture;
     its evidence given to ``result`` when both hold the same rows."""
     grouped = grouped_query(query, "postgres")
-    if grouped is None or not _polars_frame(frames.get(grouped.table)):
+    # (polars finds a table whatever the case it is written in: FROM SELF reads self)
+    named = [f for name, f in frames.items() if grouped is not None and name.lower() == grouped.table.lower()]
+    if grouped is None or len(named) != 1 or not _polars_frame(named[0]):
         return False
     try:
-        same = _grouped_in_polars(frames[grouped.table], grouped, result)
+        same = _grouped_in_polars(named[0], grouped, result)
     except Exception as exc:  # (an expression polars' sql_expr does not take: the other way)
         failures.append(f"polars sql as polars calls: {type(exc).__name__}: {exc}")
         return False
