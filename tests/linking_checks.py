@@ -32,3 +32,16 @@ def last_rows(sess: Session) -> Any:
     """The rows linking was given for the newest table (a frame of rows, or ``InEngineRows``)."""
     entry = max(sess.registry.entries(), key=lambda e: e.id)
     return entry.source.rows if entry.source is not None else None
+
+
+def decisions(sess: Session, tables: list[Any]) -> list[tuple[str, int]]:
+    """Each table's status and how many of its cells are hidden; the session's capture is removed
+    after, so that the next session's is the only one installed (Spark's wrappers are global)."""
+    out = []
+    try:
+        for t in tables:
+            status = sess.publish(t).metadata["sdc_magic"]["status"]
+            out.append((status, sess.ledger.records[-1].hidden))
+    finally:
+        sess.capture.uninstall()
+    return out

@@ -23,6 +23,7 @@ from engine_fixtures import local_spark, require_spark
 require_spark()
 pytestmark = pytest.mark.spark
 
+from linking_checks import decisions  # noqa: E402
 from test_engines_redteam import PEOPLE  # noqa: E402
 
 from sdc_magic.evidence import rows as row_limits  # noqa: E402
@@ -52,19 +53,6 @@ def _seen(sess: Session, table: Any) -> tuple[str, str]:
 
 def _statuses(sess: Session, tables: list[Any]) -> list[str]:
     return [sess.publish(t).metadata["sdc_magic"]["status"] for t in tables]
-
-
-def _decisions(sess: Session, tables: list[Any]) -> list[tuple[str, int]]:
-    """Each table's status and how many of its cells are hidden (the session's capture is removed
-    after, so that the next session's is the only one installed)."""
-    out = []
-    try:
-        for t in tables:
-            status = sess.publish(t).metadata["sdc_magic"]["status"]
-            out.append((status, sess.ledger.records[-1].hidden))
-    finally:
-        sess.capture.uninstall()
-    return out
 
 
 OLDEST_IN_A = int(PEOPLE.loc[PEOPLE.district == "A", "age"].max())
@@ -117,10 +105,10 @@ def test_sequences_are_decided_as_in_pandas(people: Any, fresh: Any, name: str) 
     from pyspark.sql import functions as F
 
     make_spark, make_pandas = SEQUENCES[name]
-    expected = _decisions(fresh(), make_pandas(PEOPLE))
-    got = _decisions(fresh(), make_spark(people, F))
+    expected = decisions(fresh(), make_pandas(PEOPLE))
+    got = decisions(fresh(), make_spark(people, F))
     assert got == expected
-    alone = _decisions(fresh(), make_pandas(PEOPLE)[-1:])[0]
+    alone = decisions(fresh(), make_pandas(PEOPLE)[-1:])[0]
     assert expected[-1] != alone  # each sequence gives a person away unless linked
 
 

@@ -22,6 +22,7 @@ from engine_fixtures import local_spark, require_spark
 require_spark()
 pytestmark = pytest.mark.spark
 
+from linking_checks import decisions  # noqa: E402
 from test_engines_redteam import PEOPLE  # noqa: E402
 
 from sdc_magic.capture.grouped_sql import grouped_query  # noqa: E402
@@ -37,17 +38,6 @@ def people(spark: Any) -> Any:
     frame = spark.createDataFrame(PEOPLE)
     frame.createOrReplaceTempView("people")
     return frame
-
-
-def _decisions(sess: Any, tables: list[Any]) -> list[tuple[str, int]]:
-    out = []
-    try:
-        for t in tables:
-            status = sess.publish(t).metadata["sdc_magic"]["status"]
-            out.append((status, sess.ledger.records[-1].hidden))
-    finally:
-        sess.capture.uninstall()
-    return out
 
 
 # (Spark SQL over the temporary view of the people, the same tables in pandas)
@@ -73,16 +63,16 @@ SEQUENCES = {
 def test_spark_sql_sequences_are_decided_as_in_pandas(people: Any, spark: Any, humanitarian_sessions: Any,
                                                       name: str) -> None:
     queries, make_pandas = SEQUENCES[name]
-    expected = _decisions(humanitarian_sessions(), make_pandas(PEOPLE))
-    got = _decisions(humanitarian_sessions(), [spark.sql(q) for q in queries])
+    expected = decisions(humanitarian_sessions(), make_pandas(PEOPLE))
+    got = decisions(humanitarian_sessions(), [spark.sql(q) for q in queries])
     assert got == expected
 
 
 def test_differencing_between_spark_sql_and_the_dataframe_api_is_caught(people: Any, spark: Any,
                                                                         humanitarian_sessions: Any) -> None:
-    expected = _decisions(humanitarian_sessions(), [PEOPLE.groupby("sex").size(),
+    expected = decisions(humanitarian_sessions(), [PEOPLE.groupby("sex").size(),
                                                     PEOPLE[PEOPLE.district != "C"].groupby("sex").size()])
-    got = _decisions(humanitarian_sessions(), [
+    got = decisions(humanitarian_sessions(), [
         people.groupBy("sex").count(),
         spark.sql("SELECT sex, count(*) AS n FROM people WHERE district <> 'C' GROUP BY sex")])
     assert got == expected and got[0] == ("pass", 0) and got[1][1] > 0, got
