@@ -163,13 +163,14 @@ def query_form(query: str, names: dict[str, Any]) -> tuple[pd.DataFrame, Any] | 
     installed, the query has no plan, or DuckDB cannot run it.
 
     Why: polars SQL (``df.sql``, ``pl.sql``) has no evidence of its own, and every such table
-    was ``review`` (55 of 66 honest sequences a red team's 2,000 sessions left unpassed). Its
-    plain queries (``SELECT keys, count(*), sum(x) ... FROM frame WHERE ... GROUP BY keys``) mean
-    the same in DuckDB, which reads polars and pandas frames where they are (replacement scans):
-    the evidence and the linking rows come from DuckDB's run of the same query over the same
-    frames, exactly as for ``duckdb.sql(query).pl()``. The caller compares DuckDB's result with
-    its own and uses the form only when they hold the same rows (a dialect difference is then
-    caught, and the table stays ``review``).
+    was ``review`` (55 of 66 honest sequences a red team's 2,000 sessions left unpassed). A plain
+    grouped query is run again as polars calls (``capture/polars/sql.py``); its other shapes
+    (joins, subqueries, ``HAVING``, ``LIMIT``) mostly mean the same in DuckDB, which reads polars
+    and pandas frames where they are (replacement scans): the evidence and the linking rows come
+    from DuckDB's run of the same query over the same frames, exactly as for
+    ``duckdb.sql(query).pl()``. The caller compares DuckDB's result with its own and uses the form
+    only when they hold the same rows (a dialect difference is then caught, and the table stays
+    ``review``).
     """
     if not aggregates(query) or mixed_levels_safe(query) or withheld_reason(query) is not None:
         return None
