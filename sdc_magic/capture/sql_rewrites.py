@@ -315,17 +315,18 @@ def one_sided_figures(select: Any) -> list[tuple[str, str, float]]:
 
 
 def having_reads_unshown(select: Any) -> bool:
-    """Whether a ``HAVING`` condition reads a figure the table does not show, or tests a figure in
-    any other way than comparing it with a number (``=``, ``<>``, ``<``, ``<=``, ``>``, ``>=``,
-    ``IN``, ``BETWEEN``, under ``AND`` / ``OR`` / ``NOT``).
+    """Whether a ``HAVING`` condition pins a figure the table does not show (an aggregate, or
+    arithmetic of aggregates, that is not one of its output columns, kept within a narrow range:
+    :func:`two_sided`), or tests a figure in a way the pin detection does not read (anything but a
+    comparison, a boolean aggregate, ``AND`` / ``OR`` / ``NOT``).
 
     Why: ``HAVING count(*) - sum(CASE WHEN district <> 'C' THEN 1 ELSE 0 END) = 2`` keeps the sex
-    of which district C holds exactly two people, ``HAVING max(CASE WHEN district = 'C' THEN age
-    END) >= 71`` the sex of its oldest; the table's own cells are large and cleared, and the check
-    cannot hide a figure it is not shown (red team of polars SQL, 2026-12-05: C's people at
-    ``pass``). Tests the pin detection does not read (``IS NOT DISTINCT FROM 2``, ``CAST(n AS
-    VARCHAR) LIKE '2'``, ``NOT CAST(n - 2 AS BOOLEAN)``) are withheld too. A plain comparison of a
-    shown figure (``HAVING count(*) > 10``, ``= 2``) is judged by the check on that figure's cell."""
+    of which district C holds exactly two people; the table's own cells are large and cleared, and
+    the check cannot hide a figure it is not shown (red team of polars SQL, 2026-12-05: C's people
+    at ``pass``). The same pin written ``IS NOT DISTINCT FROM 2``, ``CAST(... AS VARCHAR) LIKE
+    '2'`` or ``NOT CAST(... - 2 AS BOOLEAN)`` is withheld too. Wide ranges and one-sided bounds
+    (``HAVING avg(age) BETWEEN 20 AND 70``, ``bool_or(flag = 1)``) stay shown, as for shown figures,
+    and a pin on a shown figure (``HAVING count(*) = 2``) is judged by the check on its cell."""
     from sqlglot import exp
 
     having = select.args.get("having")
@@ -338,21 +339,30 @@ def having_reads_unshown(select: Any) -> bool:
     comparisons = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Between)
 
     def figure_shown(side: Any) -> bool:
-        while isinstance(side, exp.Paren | exp.Cast | exp.Round):
+        while True:
+            if side.sql("duckdb") in shown:
+                return True
+            if not isinstance(side, exp.Paren | exp.Cast | exp.Round):
+                return False
             side = side.this
-        return side.sql("duckdb") in shown
 
-    def safe(node: Any) -> bool:
-        if node.find(exp.AggFunc) is None:
-            return True  # (no figure in it)
+    def readable(node: Any) -> bool:
+        if node.find(exp.AggFunc) is None or isinstance(node, (exp.AggFunc, *comparisons)):
+            return True
         if isinstance(node, exp.And | exp.Or):
-            return safe(node.left) and safe(node.right)
+            return readable(node.left) and readable(node.right)
         if isinstance(node, exp.Not | exp.Paren):
-            return safe(node.this)
-        if isinstance(node, comparisons):
-            sides = [node.this, *(node.args.get(k) for k in ("expression", "low", "high"))]
-            sides += list(node.args.get("expressions") or [])
-            return all(side is None or side.find(exp.AggFunc) is None or figure_shown(side) for side in sides)
+            return readable(node.this)
         return False
 
-    return not safe(having.this)
+    def unshown_sides(node: Any) -> bool:
+        for comparison in node.find_all(*comparisons):
+            sides = [comparison.this, *(comparison.args.get(k) for k in ("expression", "low", "high"))]
+            sides += list(comparison.args.get("expressions") or [])
+            if any(side is not None and side.find(exp.AggFunc) is not None and not figure_shown(side)
+                   for side in sides):
+                return True
+        return False
+
+    condition = having.this
+    return not readable(condition) or (two_sided(condition) and unshown_sides(condition))

@@ -25,10 +25,10 @@ PLANNING_FAILED = ("the evidence of this query could not be prepared, so it cann
                    "(%sdc debug shows why). Simplify the query, or aggregate in pandas.")
 PIVOT_SEVERAL = ("a PIVOT with several USING aggregates is not checked cell by cell here: pivot one aggregate "
                  "at a time (each is checked and protected), or GROUP BY the keys and the ON column.")
-HAVING_UNSHOWN = ("HAVING keeps groups by a figure this table does not show (an aggregate or arithmetic of "
-                  "aggregates that is not one of its columns), or tests a figure otherwise than against a number: "
-                  "the groups kept tell that figure, which the check cannot hide. Show the figure as a column and "
-                  "compare it with a number (it is checked), or filter rows with WHERE.")
+HAVING_UNSHOWN = ("HAVING pins a figure this table does not show (an aggregate or arithmetic of aggregates "
+                  "that is not one of its columns, kept within a narrow range), or tests a figure otherwise than "
+                  "against a number: the groups kept tell that figure, which the check cannot hide. Show the "
+                  "figure as a column and compare it with a number (it is checked), or filter rows with WHERE.")
 HAVING_WITH_TOTALS = ("HAVING drops groups that this table's ROLLUP / CUBE / GROUPING SETS totals still "
                       "count, so subtracting the groups shown from a total gives the dropped ones away. Filter rows "
                       "with WHERE, or leave the totals out and let sdc_magic hide the small groups.")
