@@ -155,9 +155,11 @@ class Derivations:
             result = renumbered_call(original, args, kwargs) if renumbered else original(*args, **kwargs)
             if _depth.value or not isinstance(result, _PANDAS):
                 return result
-            if args and not renumbered:
+            if args:
                 try:  # rows under new labels: linking places them by the old (see row_origins)
-                    if reindexes:
+                    if renumbered:
+                        pass  # (their labels noted by renumbered_call)
+                    elif reindexes:
                         row_origins.remember(result, args[0])
                     elif name == "concat":
                         row_origins.concatenated(result, args[0], kwargs.get("axis", 0))
