@@ -223,8 +223,9 @@ def _mark_planned(result: Any, pending: Pending) -> None:
             contract.mark_selected_by_values(result, chosen)
 
 
-def _mark_aggregate(result: pd.DataFrame, unplanned: Any) -> None:
-    """Mark a fetched result of a query with aggregates but no evidence (see ``plan.untraced_shape``)."""
+def mark_unplanned(result: Any, unplanned: Any) -> None:
+    """Mark a fetched result of a query with aggregates but no evidence (see ``plan.untraced_shape``):
+    a pandas frame, or another engine's result (polars SQL's, ``capture/polars/sql.py``)."""
     if isinstance(unplanned, Untraced):
         computed = unplanned.columns([str(c) for c in result.columns])
         if unplanned.per_row and computed is not None:
@@ -592,7 +593,7 @@ class DuckDBCapture:
                 if isinstance(unplanned, str):
                     contract.mark_withheld(result, unplanned)
                 elif isinstance(result, pd.DataFrame) and unplanned is not None:
-                    _mark_aggregate(result, unplanned)  # checked as unverified, never as row-level data
+                    mark_unplanned(result, unplanned)  # checked as unverified, never as row-level data
                 return result
             try:
                 self.materialise(pending, rel)
@@ -659,7 +660,7 @@ class DuckDBCapture:
                 if isinstance(unplanned, str):
                     contract.mark_withheld(result, unplanned)
                 elif isinstance(result, pd.DataFrame) and unplanned is not None:
-                    _mark_aggregate(result, unplanned)  # checked as unverified, never as row-level data
+                    mark_unplanned(result, unplanned)  # checked as unverified, never as row-level data
                 return result
             _drop(_executed, id(con))
             result = original(con, *args, **kwargs)  # the user's result, as DuckDB gives it

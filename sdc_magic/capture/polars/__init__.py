@@ -362,10 +362,10 @@ class PolarsCapture:
 
     def _mark_sql(self, query: Any, result: Any, frames: dict[str, Any]) -> None:
         """A polars SQL query with aggregates is never row-level data (issue 23.3): its result gets
-        DuckDB's evidence of the same query over the same ``frames`` when DuckDB computes the same
-        rows (:mod:`.sql`), else it is an untraced aggregate (counts checked, the rest withheld);
-        rows with window columns withhold those, a shape that must not be shown is withheld; a
-        lazy result is marked when it is collected."""
+        the evidence of the same query run again over the same ``frames`` (as polars calls, or in
+        DuckDB) when that gives the same rows (:mod:`.sql`), else it is an untraced aggregate
+        (counts checked, the rest withheld); rows with window columns withhold those, a shape that
+        must not be shown is withheld; a lazy result is marked when it is collected."""
         if _depth.value or not isinstance(query, str):
             return
         try:
@@ -391,11 +391,7 @@ class PolarsCapture:
                 result = original(lf, *args, **kwargs)
                 kept = self._sql_shapes.get(id(lf))
                 if kept is not None and kept[0]() is lf and not _depth.value:
-                    try:
-                        polars_sql.mark_result(self, result, *kept[1], _withhold)
-                    except Exception as exc:  # the result has no mark: withheld (fail closed)
-                        self.registry.failures.append(f"polars sql: {type(exc).__name__}: {exc}")
-                        _withhold(result)
+                    polars_sql.mark_result(self, result, *kept[1], _withhold)  # (withholds on failure)
                 return result
             source, by, named_by, aggs, named = hit[1][:5]
             call = hit[1][5] if len(hit[1]) > 5 else "group_by.agg"

@@ -89,11 +89,13 @@ def _polars_frame(obj: Any) -> bool:
 
 
 def mark_result(capture: Any, result: Any, shape: Any, query: str, frames: dict[str, Any],
-                withhold: Callable[[Any, str], None]) -> None:
+                withhold: Callable[..., None]) -> None:
     """Mark a polars SQL ``result`` (an eager frame): evidence when one of the two ways computes
     the same rows (see the module docstring), else by the query's ``shape`` (a reason: withheld
-    with it; an ``Untraced``: an aggregate without evidence). A shape DuckDB's capture withholds
-    is withheld. ``capture``: the session's :class:`~.PolarsCapture`."""
+    with it; an ``Untraced``: an aggregate without evidence). A shape DuckDB's capture withholds,
+    or a failure here, withholds the result (fail closed). ``capture``: the session's
+    :class:`~.PolarsCapture`."""
+    from ..duckdb import mark_unplanned
     from ..duckdb.plan import Untraced
 
     if not _polars_frame(result):
@@ -105,44 +107,52 @@ def mark_result(capture: Any, result: Any, shape: Any, query: str, frames: dict[
         return
     failures = capture.registry.failures
     try:
-        if as_polars_calls(capture, query, frames, result, failures) \
-                or through_duckdb(query, frames, result, failures):
+        ours = _Converted(result)
+        if as_polars_calls(capture, query, frames, ours, failures) or through_duckdb(query, frames, ours, failures):
             return
+        mark_unplanned(result, shape)
     except contract.Withheld as exc:
         withhold(result, str(exc))
-        return
-    columns = shape.columns([str(c) for c in result.columns])
-    if shape.per_row and columns is not None:
-        contract.mark_row_windows(result, columns)
-    else:
-        contract.mark_untraced(result, columns)
-    if shape.pins:  # (an outer WHERE bounding an aggregate from both sides: see duckdb.plan.value_pins)
-        contract.mark_selected_by_values(result, "the rows shown were kept by a condition that bounds an "
-                                                 "aggregate from both sides (=, IN, BETWEEN) in an outer query")
-    else:
-        contract.mark_selection_read(result)
+    except Exception as exc:  # the result has no mark: withheld
+        failures.append(f"polars sql: {type(exc).__name__}: {exc}")
+        withhold(result)
 
 
-def as_polars_calls(capture: Any, query: str, frames: dict[str, Any], result: Any, failures: list[str]) -> bool:
+class _Converted:
+    """The user's polars result and its pandas form, converted once for both ways."""
+
+    def __init__(self, frame: Any) -> None:
+        self.frame = frame
+        self._pandas: pd.DataFrame | None = None
+
+    def pandas(self) -> pd.DataFrame:
+        if self._pandas is None:
+            with passthrough():
+                self._pandas = self.frame.to_pandas()
+        return self._pandas
+
+
+def as_polars_calls(capture: Any, query: str, frames: dict[str, Any], ours: _Converted, failures: list[str]) -> bool:
     """Way 1: the plain grouped query run as the polars calls it stands for, through the capture;
-    its evidence given to ``result`` when both hold the same rows."""
+    its evidence given to the user's result when both hold the same rows."""
     grouped = grouped_query(query, "postgres")
     # (polars finds a table whatever the case it is written in: FROM SELF reads self)
     named = [f for name, f in frames.items() if grouped is not None and name.lower() == grouped.table.lower()]
     if grouped is None or len(named) != 1 or not _polars_frame(named[0]):
         return False
     try:
-        same = _grouped_in_polars(named[0], grouped, result)
+        same = _grouped_in_polars(named[0], grouped, ours.frame)
     except Exception as exc:  # (an expression polars' sql_expr does not take: the other way)
         failures.append(f"polars sql as polars calls: {type(exc).__name__}: {exc}")
         return False
     if same is None:
         return False
     with passthrough():
-        if not same_rows(same.to_pandas(), result.to_pandas()):
-            failures.append("polars sql: the polars calls it stands for give other rows: not used")
-            return False
-    return bool(capture.same_cells(same, result))
+        theirs = same.to_pandas()
+    if not same_rows(theirs, ours.pandas()):
+        failures.append("polars sql: the polars calls it stands for give other rows: not used")
+        return False
+    return bool(capture.same_cells(same, ours.frame))
 
 
 def _grouped_in_polars(frame: Any, grouped: GroupedQuery, result: Any) -> Any:
@@ -175,8 +185,8 @@ def _aggregate(text: str, stat: tuple[str | None, str]) -> Any:
     return pl.sql_expr(text)
 
 
-def through_duckdb(query: str, frames: dict[str, Any], result: Any, failures: list[str]) -> bool:
-    """Way 2: DuckDB's checked form of the same query over the same frames given to ``result``
+def through_duckdb(query: str, frames: dict[str, Any], ours: _Converted, failures: list[str]) -> bool:
+    """Way 2: DuckDB's checked form of the same query over the same frames given to the user's result
     when both hold the same rows; False (nothing done) otherwise. A shape DuckDB's capture
     withholds withholds this result too (``contract.Withheld`` is raised to the caller)."""
     if not frames or any(_names_clash(f) for f in frames.values()):
@@ -191,16 +201,15 @@ def through_duckdb(query: str, frames: dict[str, Any], result: Any, failures: li
             if found is None:
                 return False
             form, theirs = found
-            ours = result.to_pandas()
     except contract.Withheld:
         raise
     except Exception as exc:  # (a dialect DuckDB does not take: the table stays untraced)
         failures.append(f"polars sql through DuckDB: {type(exc).__name__}: {exc}")
         return False
-    if not same_rows(theirs, ours):
+    if not same_rows(theirs, ours.pandas()):
         failures.append("polars sql: DuckDB's result of the query differs from polars': checked as untraced")
         return False
-    contract.remember(result, form)
+    contract.remember(ours.frame, form)
     return True
 
 
