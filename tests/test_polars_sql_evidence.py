@@ -50,6 +50,10 @@ SAME_TABLES = [
      lambda d: d[(d.age >= 20) & (d.age <= 60)].groupby("sex").size()),
     ("select district, max(age) as m from self group by district",
      lambda d: d.groupby("district").age.max()),
+    ("select s.district, count(*) as n from self s where s.sex = 'F' group by s.district",
+     lambda d: d[d.sex == "F"].groupby("district").size()),
+    ("select district, sex, avg(income) as income from self group by all",
+     lambda d: d.groupby(["district", "sex"]).income.mean()),
 ]
 
 

@@ -56,6 +56,15 @@ SEQUENCES = {
     "mean ages by district and sex": (
         ["SELECT district, sex, avg(age) AS age FROM people GROUP BY district, sex"],
         lambda d: [d.groupby(["district", "sex"])["age"].mean()]),
+    # (a table alias and GROUP BY ALL were row-level data before: blocked, every figure on screen,
+    # and the difference of the two tables, C's people by sex, never compared)
+    "counts by sex through a table alias, then outside district C by GROUP BY ALL": (
+        ["SELECT p.sex, count(*) AS n FROM people p GROUP BY p.sex",
+         "SELECT sex, count(*) AS n FROM people WHERE district <> 'C' GROUP BY ALL"],
+        lambda d: [d.groupby("sex").size(), d[d.district != "C"].groupby("sex").size()]),
+    "income sums by district and sex, GROUP BY ALL over an alias": (
+        ["SELECT p.district, p.sex, sum(p.income) AS income FROM people AS p GROUP BY ALL"],
+        lambda d: [d.groupby(["district", "sex"])["income"].sum()]),
 }
 
 

@@ -8,10 +8,11 @@ GROUP BY keys`` — is, in the engine's own SQL, exactly ``table.where(condition
 .agg(expr(aggregate), ...)`` (Spark: ``F.expr``; polars: ``pl.sql_expr``; the same parser reads
 the condition and the aggregates either way). So such a query is captured as that aggregation
 (its evidence, its linking rows) by the engine's capture, and anything else is left to the
-engine's fallback. Only what the API capture covers is accepted: one table or view, plain key
-columns shown under their own names, and aggregates whose statistic is known (``count(*)``,
-``count(x)``, ``count(DISTINCT x)``, ``sum``, ``avg``, ``min``, ``max``, ...); no join, subquery,
-``HAVING``, ``ORDER BY``, ``LIMIT``, window or set operation.
+engine's fallback. Only what the API capture covers is accepted: one table or view (an alias of
+it too: ``FROM people p`` with ``p.district``), plain key columns shown under their own names
+(``GROUP BY district``, ``GROUP BY 1``, ``GROUP BY ALL``), and aggregates whose statistic is known
+(``count(*)``, ``count(x)``, ``count(DISTINCT x)``, ``sum``, ``avg``, ``min``, ``max``, ...); no
+join, subquery, ``HAVING``, ``LIMIT``, window or set operation (``ORDER BY`` only orders the rows).
 """
 
 from __future__ import annotations
@@ -62,13 +63,24 @@ def grouped_query(query: Any, dialect: str) -> GroupedQuery | None:
     if source is None or not isinstance(source.this, exp.Table) or group is None:
         return None
     table = source.this
-    if set(k for k, v in table.args.items() if v) - {"this", "db"}:
-        return None  # (an alias, a catalog, TABLESAMPLE, PIVOT, hints...: not the table itself)
+    if set(k for k, v in table.args.items() if v) - {"this", "db", "alias"}:
+        return None  # (a catalog, TABLESAMPLE, PIVOT, hints...: not the table itself)
     if any(n is not tree for n in tree.find_all(exp.Select, exp.Subquery)):
         return None  # (a subquery anywhere, in FROM or in a condition: not a plain grouped query)
     if any(isinstance(n, exp.Window) for n in tree.find_all(exp.Window)):
         return None
-    group_cols = [_positional(c, tree.expressions) for c in group.expressions]  # (GROUP BY 1, 2)
+    unqualified = _unqualified(tree, table)
+    if unqualified is None:
+        return None
+    tree = unqualified
+    group = tree.args.get("group")
+    if group.args.get("all"):  # GROUP BY ALL: by every projection that is not an aggregate
+        if group.expressions:
+            return None
+        group_cols = [item.this if isinstance(item, exp.Alias) else item for item in tree.expressions
+                      if not any(True for _ in item.find_all(exp.AggFunc))]
+    else:
+        group_cols = [_positional(c, tree.expressions) for c in group.expressions]  # (GROUP BY 1, 2)
     if not group_cols or not all(isinstance(c, exp.Column) and not c.table for c in group_cols) \
             or group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
         return None
@@ -96,6 +108,26 @@ def grouped_query(query: Any, dialect: str) -> GroupedQuery | None:
     where = tree.args.get("where")
     return GroupedQuery(table=name, where=where.this.sql(dialect=dialect) if where is not None else None,
                         keys=keys, aggregates=tuple(aggregates), width=len(tree.expressions))
+
+
+def _unqualified(tree: Any, table: Any) -> Any:
+    """``tree`` with its columns' table qualifiers dropped (``p.district`` of ``FROM people p``), or
+    None when a qualifier names anything else than the one table (by its alias when it has one,
+    as SQL resolves it), or the alias renames its columns.
+
+    Why: the query is run again as calls on the table itself, where only bare column names mean
+    anything; with one table a qualifier says nothing more (a struct field, ``address.city``, reads
+    as a qualifier of another table: not read)."""
+    from sqlglot import exp
+
+    alias = table.args.get("alias")
+    if alias is not None and (set(k for k, v in alias.args.items() if v) != {"this"} or not alias.name):
+        return None  # (``people AS p(a, b)``: columns renamed)
+    own = (alias.name if alias is not None else table.name).lower()
+    for column in tree.find_all(exp.Column):
+        if column.table and (column.table.lower() != own or column.args.get("db") or column.args.get("catalog")):
+            return None
+    return tree.transform(lambda n: exp.Column(this=n.this.copy()) if isinstance(n, exp.Column) and n.table else n)
 
 
 def _positional(node: Any, projections: list[Any]) -> Any:
