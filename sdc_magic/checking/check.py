@@ -29,6 +29,7 @@ from ..rules import CellFacts, Reason
 from .grid import MARGINS, Outcome, protect_grid
 from .labels import (
     captured_categories,
+    data_label_sizes,
     label_disclosure,
     mask_numbers,
     mask_text_labels,
@@ -310,7 +311,8 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
 
     rare_labels: set[float] = set()
     text_labels: set[tuple[str, str, str]] = set()
-    label_review = label_disclosure(resolved, ev, rules, reasons, notes, rare_labels, text_labels)
+    label_sizes = data_label_sizes(resolved, ev)
+    label_review = label_disclosure(resolved, ev, rules, reasons, notes, rare_labels, text_labels, label_sizes)
     withheld = small_group_sizes_as_labels(entry, flat, ev, rules)
     if withheld is not None:
         from ..capture.contract import Withheld
@@ -372,7 +374,7 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     if rare_labels:  # the protection's notes and reasons name cells by their labels too
         notes = [mask_numbers(n, rare_labels) for n in notes]
         reasons = {i: [Reason(r.rule, mask_numbers(r.message, rare_labels)) for r in rs] for i, rs in reasons.items()}
-    beside_hidden = numbers_in_hidden_labels(resolved, ev, hidden) - text_labels
+    beside_hidden = numbers_in_hidden_labels(resolved, ev, hidden, label_sizes) - text_labels
     text_labels |= beside_hidden
     if beside_hidden and status in ("pass", "suppressed"):
         # drawn hidden on screen, but an export would write the labels as they are: not exportable

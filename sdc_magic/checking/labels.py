@@ -63,7 +63,8 @@ _ANY_NUMBER = re.compile(r"(?<![\w.,])(?<!\d[-/:])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\
 @own_work
 def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[int, list[Reason]],
                       notes: list[str], rare_out: set[float] | None = None,
-                      text_out: set[tuple[str, str, str]] | None = None) -> bool:
+                      text_out: set[tuple[str, str, str]] | None = None,
+                      sizes: dict[str, tuple[set[int], set[int]]] | None = None) -> bool:
     """Labels that publish data even when their cells are hidden (decision, see README).
 
     * A numeric label (an age of 101, an income of 250,000) held by fewer than
@@ -75,7 +76,8 @@ def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[in
       the form :func:`sdc_magic.outputs.render.mask_label` reads), and the note does not repeat it.
 
     Returns whether the table needs review for its labels; reasons are attached to the
-    cells of the offending label.
+    cells of the offending label. ``sizes``: :func:`data_label_sizes` of the same table, when
+    the caller has it (a display asks it twice: 30 ms each on 10,000 cells).
     """
     flat = resolved.flat
     assert flat is not None
@@ -123,7 +125,7 @@ def label_disclosure(resolved: Resolved, ev: Any, rules: Rules, reasons: dict[in
     # keys shown as columns (polars, DuckDB: a default index) are labels too ("C (n=3)" in a column)
     names += list(dict.fromkeys(v for labels in flat.dims.values() for v in pd.unique(np.asarray(labels, dtype=object))
                                 if isinstance(v, str)))
-    data_units = data_label_sizes(resolved, ev)
+    data_units = data_label_sizes(resolved, ev) if sizes is None else sizes
     # each distinct text read once (the rows of a 10,000-cell table repeat ~100 labels: 30,000
     # parts through the patterns cell by cell were 50 ms), its note written once
     parts = dict.fromkeys(part for label in dict.fromkeys(names)
@@ -175,12 +177,15 @@ def mask_numbers(text: str, numbers: set[float]) -> str:
 
 
 @own_work
-def data_label_units(resolved: Resolved, ev: Any) -> dict[str, set[int]]:
+def data_label_units(resolved: Resolved, ev: Any,
+                     sizes: dict[str, tuple[set[int], set[int]]] | None = None) -> dict[str, set[int]]:
     """For every text label of the captured table's own dimensions (values of the data), the
     units of each cell carrying it and of all of them together (the group's size)."""
-    return {label: cells | sizes for label, (cells, sizes) in data_label_sizes(resolved, ev).items()}
+    got = data_label_sizes(resolved, ev) if sizes is None else sizes
+    return {label: cells | group for label, (cells, group) in got.items()}
 
 
+@own_work
 def data_label_sizes(resolved: Resolved, ev: Any) -> dict[str, tuple[set[int], set[int]]]:
     """For every text label of the captured table's own dimensions, (units of each cell carrying
     it, the group's size per measure: the units of its cells of one statistic together)."""
@@ -213,9 +218,14 @@ def data_label_sizes(resolved: Resolved, ev: Any) -> dict[str, tuple[set[int], s
             sizes.add(int(total))
         kept_units = units[keep]
         if np.isfinite(kept_units).all():  # (each distinct (label, units) once: 60,000 adds on 10,000 cells)
-            pairs = np.unique(np.column_stack([codes[keep].astype(np.int64), np.trunc(kept_units).astype(np.int64)]),
-                              axis=0)
-            for code, u in pairs.tolist():
+            kept_codes, whole = codes[keep].astype(np.int64), np.trunc(kept_units).astype(np.int64)
+            low, span = int(whole.min()), int(whole.max()) - int(whole.min()) + 1
+            if int(kept_codes.max()) < 2**62 // span:  # (one hashed key per pair, not a sort of rows)
+                key = pd.unique(kept_codes * span + (whole - low))
+                pairs = zip((key // span).tolist(), (key % span + low).tolist(), strict=True)
+            else:
+                pairs = iter(np.unique(np.column_stack([kept_codes, whole]), axis=0).tolist())
+            for code, u in pairs:
                 out[str(uniques[code])][0].add(int(u))
         else:
             for code, u in zip(codes[keep].tolist(), kept_units.tolist(), strict=True):
@@ -223,7 +233,8 @@ def data_label_sizes(resolved: Resolved, ev: Any) -> dict[str, tuple[set[int], s
     return out
 
 
-def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray) -> set[tuple[str, str, str]]:
+def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray,
+                             sizes: dict[str, tuple[set[int], set[int]]] | None = None) -> set[tuple[str, str, str]]:
     """Numbers written into the labels of rows or columns with hidden cells, to draw hidden.
 
     Why (red team): ``B (n=30)`` beside B's hidden cells (hidden to protect C's 3) gives
@@ -239,7 +250,7 @@ def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray) ->
         return set()
     rows = resolved.cell_rows if resolved.cell_rows is not None else flat.row_pos
     cols = resolved.cell_cols if resolved.cell_cols is not None else flat.col_pos
-    data = data_label_units(resolved, ev)
+    data = data_label_units(resolved, ev, sizes)
     labels: list[object] = [frame.index[i] for i in np.unique(np.asarray(rows)[hidden])]
     if isinstance(frame, pd.DataFrame):
         labels += [frame.columns[j] for j in np.unique(np.asarray(cols)[hidden])]
