@@ -54,6 +54,8 @@ SAME_TABLES = [
      lambda d: d[d.sex == "F"].groupby("district").size()),
     ("select district, sex, avg(income) as income from self group by all",
      lambda d: d.groupby(["district", "sex"]).income.mean()),
+    ("select district as region, count(*) as n from self where sex = 'M' group by district order by region",
+     lambda d: d[d.sex == "M"].groupby("district").size()),
 ]
 
 

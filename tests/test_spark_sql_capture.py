@@ -62,6 +62,12 @@ SEQUENCES = {
         ["SELECT p.sex, count(*) AS n FROM people p GROUP BY p.sex",
          "SELECT sex, count(*) AS n FROM people WHERE district <> 'C' GROUP BY ALL"],
         lambda d: [d.groupby("sex").size(), d[d.district != "C"].groupby("sex").size()]),
+    "counts by a renamed district, then by sex outside C under renamed keys": (
+        ["SELECT district AS region, count(*) AS n FROM people GROUP BY district ORDER BY region",
+         "SELECT sex AS gender, count(*) AS n FROM people WHERE district <> 'C' GROUP BY ALL",
+         "SELECT sex, count(*) AS n FROM people GROUP BY sex"],
+        lambda d: [d.groupby("district").size(), d[d.district != "C"].groupby("sex").size(),
+                   d.groupby("sex").size()]),
     "income sums by district and sex, GROUP BY ALL over an alias": (
         ["SELECT p.district, p.sex, sum(p.income) AS income FROM people AS p GROUP BY ALL"],
         lambda d: [d.groupby(["district", "sex"])["income"].sum()]),
@@ -118,7 +124,7 @@ def test_the_users_result_is_spark_s_own(people: Any, spark: Any, humanitarian_s
     "SELECT p.district, count(*) AS n FROM people p JOIN people q ON p.person = q.person GROUP BY p.district",
     "SELECT district, count(*) AS n FROM (SELECT * FROM people WHERE age > 3) GROUP BY district",
     "SELECT count(*) AS n FROM people GROUP BY district",
-    "SELECT district AS d, count(*) AS n FROM people GROUP BY district",
+    "SELECT district AS sex, sex AS district, count(*) AS n FROM people GROUP BY district, sex",
     "SELECT district, sum(CASE WHEN sex = 'F' THEN 1 ELSE 0 END) AS f FROM people GROUP BY district",
     "SELECT district, count(*) OVER (PARTITION BY sex) AS n FROM people GROUP BY district, sex",
     "SELECT district, count(*) AS n FROM people GROUP BY ROLLUP(district)",

@@ -9,8 +9,9 @@ GROUP BY keys`` — is, in the engine's own SQL, exactly ``table.where(condition
 the condition and the aggregates either way). So such a query is captured as that aggregation
 (its evidence, its linking rows) by the engine's capture, and anything else is left to the
 engine's fallback. Only what the API capture covers is accepted: one table or view (an alias of
-it too: ``FROM people p`` with ``p.district``), plain key columns shown under their own names
-(``GROUP BY district``, ``GROUP BY 1``, ``GROUP BY ALL``), and aggregates whose statistic is known
+it too: ``FROM people p`` with ``p.district``), plain key columns (``GROUP BY district``,
+``GROUP BY 1``, ``GROUP BY ALL``; shown as they are or renamed, ``district AS region``: grouped by
+a copy of the column under that name), and aggregates whose statistic is known
 (``count(*)``, ``count(x)``, ``count(DISTINCT x)``, ``sum``, ``avg``, ``min``, ``max``, ...); no
 join, subquery, ``HAVING``, ``LIMIT``, window or set operation (``ORDER BY`` only orders the rows).
 """
@@ -33,6 +34,9 @@ class GroupedQuery:
     keys: tuple[str, ...]
     aggregates: tuple[tuple[int, str, tuple[str | None, str]], ...]
     width: int
+    #: (source column, shown name) of every key the query shows under another name
+    #: (``district AS region``); the keys above are the shown names
+    renamed: tuple[tuple[str, str], ...] = ()
 
 
 #: parts of a SELECT that make it something else than a plain grouped query (an ``ORDER BY``
@@ -88,12 +92,13 @@ def grouped_query(query: Any, dialect: str) -> GroupedQuery | None:
     if len(set(keys)) != len(keys):
         return None
     seen: list[str] = []
+    renamed: dict[str, str] = {}
     aggregates: list[tuple[int, str, tuple[str | None, str]]] = []
     for i, item in enumerate(tree.expressions):
         inner = item.this if isinstance(item, exp.Alias) else item
         if isinstance(inner, exp.Column) and not inner.table and inner.name in keys:
             if isinstance(item, exp.Alias) and item.alias != inner.name:
-                return None  # (a key shown under another name)
+                renamed[inner.name] = item.alias  # (a key shown under another name: a copy of it)
             seen.append(inner.name)
             continue
         if not any(isinstance(n, exp.AggFunc) for n in inner.find_all(exp.AggFunc)):
@@ -104,10 +109,17 @@ def grouped_query(query: Any, dialect: str) -> GroupedQuery | None:
         aggregates.append((i, inner.sql(dialect=dialect), (var, stat)))
     if sorted(seen) != sorted(keys) or not aggregates:
         return None  # (a key grouped by but not shown: its cells cannot be told apart)
+    shown = tuple(renamed.get(k, k) for k in keys)
+    # (the columns the query reads; ORDER BY may name the shown one: it only orders the rows)
+    parts = [*tree.expressions, tree.args.get("where"), tree.args.get("group")]
+    used = {c.name.lower() for part in parts if part is not None for c in part.find_all(exp.Column)}
+    if len({k.lower() for k in shown}) != len(shown) or any(new.lower() in used for new in renamed.values()):
+        return None  # (a shown name that is another column's: which one a later step reads is unclear)
     name = ".".join(p for p in (table.args.get("db") and table.db, table.name) if p)
     where = tree.args.get("where")
     return GroupedQuery(table=name, where=where.this.sql(dialect=dialect) if where is not None else None,
-                        keys=keys, aggregates=tuple(aggregates), width=len(tree.expressions))
+                        keys=shown, aggregates=tuple(aggregates), width=len(tree.expressions),
+                        renamed=tuple(renamed.items()))
 
 
 def _unqualified(tree: Any, table: Any) -> Any:

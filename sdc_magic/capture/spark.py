@@ -300,6 +300,10 @@ class SparkCapture:
         if grouped.where is not None:
             source = source.where(grouped.where)
         F = _functions(source)
+        if grouped.renamed:  # (a key shown under another name: grouped by a copy under that name)
+            if {new.lower() for _, new in grouped.renamed} & {c.lower() for c in source.columns}:
+                return
+            source = source.withColumns({new: F.col(old) for old, new in grouped.renamed})
         names = [columns[i] for i, _, _ in grouped.aggregates]
         if [c for c in columns if c not in grouped.keys] != names:
             return

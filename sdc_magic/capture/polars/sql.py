@@ -167,6 +167,10 @@ def _grouped_in_polars(frame: Any, grouped: GroupedQuery, result: Any) -> Any:
     if [c for c in columns if c not in grouped.keys] != names:
         return None
     source = frame.filter(pl.sql_expr(grouped.where)) if grouped.where is not None else frame
+    if grouped.renamed:  # (a key shown under another name: grouped by a copy under that name)
+        if {new.lower() for _, new in grouped.renamed} & {c.lower() for c in frame.columns}:
+            return None
+        source = source.with_columns([pl.col(old).alias(new) for old, new in grouped.renamed])
     aggregated = source.group_by(list(grouped.keys)).agg(
         [_aggregate(text, stat).alias(name) for (_, text, stat), name in zip(grouped.aggregates, names, strict=True)])
     return aggregated.select(columns)
