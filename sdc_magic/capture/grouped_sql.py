@@ -13,7 +13,7 @@ it too: ``FROM people p`` with ``p.district``), plain key columns (``GROUP BY di
 ``GROUP BY 1``, ``GROUP BY ALL``; shown as they are or renamed, ``district AS region``: grouped by
 a copy of the column under that name), and aggregates whose statistic is known
 (``count(*)``, ``count(x)``, ``count(DISTINCT x)``, ``sum``, ``avg``, ``min``, ``max``, ...); no
-join, subquery, ``HAVING``, ``LIMIT``, window or set operation (``ORDER BY`` only orders the rows).
+join, subquery, ``HAVING``, ``LIMIT``, window or set operation; ``ORDER BY`` only of shown columns.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .sql import stat_of
+from .sql_rewrites import order_reads_unshown
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def grouped_query(query: Any, dialect: str) -> GroupedQuery | None:
     if source is None or not isinstance(source.this, exp.Table) or group is None:
         return None
     table = source.this
-    if set(k for k, v in table.args.items() if v) - {"this", "db", "alias"}:
+    if not table.name or set(k for k, v in table.args.items() if v) - {"this", "db", "alias"}:
         return None  # (a catalog, TABLESAMPLE, PIVOT, hints...: not the table itself)
     if any(n is not tree for n in tree.find_all(exp.Select, exp.Subquery)):
         return None  # (a subquery anywhere, in FROM or in a condition: not a plain grouped query)
@@ -93,13 +94,20 @@ def grouped_query(query: Any, dialect: str) -> GroupedQuery | None:
         return None
     seen: list[str] = []
     renamed: dict[str, str] = {}
+    spelled: dict[str, str] = {}
     aggregates: list[tuple[int, str, tuple[str | None, str]]] = []
+    # (Spark reads names whatever their case, and shows a key as the SELECT spells it: SELECT Sex ...
+    # GROUP BY sex shows Sex, as groupBy("Sex") does; polars' SQL reads them as written)
+    fold = str.lower if dialect == "spark" else str
     for i, item in enumerate(tree.expressions):
         inner = item.this if isinstance(item, exp.Alias) else item
-        if isinstance(inner, exp.Column) and not inner.table and inner.name in keys:
+        key = next((k for k in keys if fold(k) == fold(inner.name)), None) \
+            if isinstance(inner, exp.Column) and not inner.table else None
+        if key is not None:
+            spelled[key] = inner.name
             if isinstance(item, exp.Alias) and item.alias != inner.name:
-                renamed[inner.name] = item.alias  # (a key shown under another name: a copy of it)
-            seen.append(inner.name)
+                renamed[key] = item.alias  # (a key shown under another name: a copy of it)
+            seen.append(key)
             continue
         if not any(isinstance(n, exp.AggFunc) for n in inner.find_all(exp.AggFunc)):
             return None
@@ -109,7 +117,10 @@ def grouped_query(query: Any, dialect: str) -> GroupedQuery | None:
         aggregates.append((i, inner.sql(dialect=dialect), (var, stat)))
     if sorted(seen) != sorted(keys) or not aggregates:
         return None  # (a key grouped by but not shown: its cells cannot be told apart)
-    shown = tuple(renamed.get(k, k) for k in keys)
+    shown = tuple(renamed.get(k, spelled[k]) for k in keys)
+    renamed = {spelled[k]: new for k, new in renamed.items()}
+    if order_reads_unshown(tree):
+        return None  # (rows sorted by a figure the table does not show: their order tells it)
     # (the columns the query reads; ORDER BY may name the shown one: it only orders the rows)
     parts = [*tree.expressions, tree.args.get("where"), tree.args.get("group")]
     used = {c.name.lower() for part in parts if part is not None for c in part.find_all(exp.Column)}

@@ -366,3 +366,47 @@ def having_reads_unshown(select: Any) -> bool:
 
     condition = having.this
     return not readable(condition) or (two_sided(condition) and unshown_sides(condition))
+
+
+def order_reads_unshown(select: Any) -> bool:
+    """Whether a query's ``ORDER BY`` sorts its rows by anything the result does not show.
+
+    Why (red team, helper-40): ``ORDER BY CASE WHEN district = 'C' AND sex = 'M' THEN avg(age)
+    ELSE 71 END`` put C's man's row first or not, every C cell hidden: two tables gave his age;
+    a subquery in ``ORDER BY`` can place a published row by any figure at all. Shown: an output
+    by its name or position, an expression the query outputs as it is, ``ORDER BY ALL``; anything
+    else reads something unshown (the check then draws the rows in label order).
+    """
+    from sqlglot import exp
+
+    order = select.args.get("order")
+    if order is None:
+        return False
+    names: set[str] = set()
+    columns: set[str] = set()
+    texts: set[str] = set()
+    star = False
+    for node in select.expressions:
+        inner = node.this if isinstance(node, exp.Alias) else node
+        if isinstance(inner, exp.Star) or (isinstance(inner, exp.Column) and isinstance(inner.this, exp.Star)):
+            star = True
+            continue
+        names.add(node.alias_or_name.lower())
+        texts.add(inner.sql("duckdb").lower())
+        if isinstance(inner, exp.Column):
+            columns.add(inner.name.lower())
+    for item in order.expressions:
+        node = item.this if isinstance(item, exp.Ordered) else item
+        if isinstance(node, exp.Var) and node.name.upper() == "ALL":
+            continue
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit() \
+                and 1 <= int(node.this) <= len(select.expressions):
+            continue
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+            name = node.name.lower()
+            if (name in columns if node.table else name in names) or (star and not node.table):
+                continue
+        if node.sql("duckdb").lower() in texts:
+            continue
+        return True
+    return False

@@ -338,6 +338,77 @@ def hide_value_order(checked: Any) -> Any:
         return checked  # hidden rows already last, in label order
     # (hidden rows already last but in value order were left so before issue 23.13: with the
     # total shown, B + C = 5 and C listed after B in a descending sort put C in [0; 2.5])
+    return _reorder_rows(checked, perm, HIDDEN_LAST_NOTE)
+
+
+UNSHOWN_ORDER_NOTE = ("the rows were sorted by figures this table does not show: they are listed in label order, "
+                      "so that their order reveals nothing of those figures")
+
+
+def hide_unshown_order(frame: Any, checked: Any, unordered: bool = False) -> Any:
+    """Draw the rows in label order when an engine sorted them by something the table does not
+    show (``contract.unshown_order``: a SQL ``ORDER BY`` of an unshown figure or a subquery).
+
+    ``unordered``: the table is a polars or Spark result, whose rows come in no order of their own
+    (see :func:`_engine_order_unread`).
+
+    Why (red team, helper-40): the position of C's hidden row under ``ORDER BY CASE WHEN ... THEN
+    avg(age) ELSE 71 END`` told whether C's man is younger than 71, and a subquery in ``ORDER BY``
+    can place a published row by any figure at all; moving hidden rows last would leave the
+    published rows in that order. Every row goes to label order (with or without hidden cells);
+    the grids of the decision are permuted with the frame, as :func:`hide_value_order` does.
+    """
+    from ..capture.contract import sorted_by, unshown_order
+
+    marked = unshown_order(frame) is not None or _sorted_by_unshown(frame, sorted_by(frame))
+    if not marked and not (unordered and _engine_order_unread(checked)):
+        return checked
+    grid = checked.frame.to_frame() if isinstance(checked.frame, pd.Series) else checked.frame
+    labels = pd.Index(_row_labels(grid))
+    try:
+        perm = np.asarray(labels.argsort(), dtype=np.int64)  # (as the labels sort: 2 before 10)
+    except (TypeError, ValueError):
+        try:
+            perm = np.argsort(labels.map(str).to_numpy(dtype=str), kind="stable")
+        except (TypeError, ValueError):
+            perm = np.arange(len(grid))
+    if (perm == np.arange(len(perm))).all():
+        # (said all the same: a note only when the rows moved would tell they were out of order)
+        if marked and UNSHOWN_ORDER_NOTE not in checked.notes:
+            checked.notes.append(UNSHOWN_ORDER_NOTE)
+        return checked
+    return _reorder_rows(checked, perm, UNSHOWN_ORDER_NOTE if marked else None)
+
+
+#: engines whose results have no order of their own (polars' and Spark's groups come in any order):
+#: a table of theirs with hidden cells is drawn in label order unless a shown column orders it
+UNORDERED_ENGINES = ("polars", "pyspark")
+
+
+def _engine_order_unread(checked: Any) -> bool:
+    """A polars or Spark table (``unordered``) with hidden cells in an order that neither its labels
+    nor a shown column explain: drawn in label order, silently (the groups of these engines come in
+    any order, and a sort by an unshown figure, ``sort("mean_age").select(...)``, would place the
+    hidden rows by it; a note only for the sorted ones would tell which they are)."""
+    if not np.asarray(checked.hidden).any() or "describe" in str(getattr(checked, "call", "") or ""):
+        return False  # (describe's rows are statistics in their own order, not groups)
+    grid = checked.frame.to_frame() if isinstance(checked.frame, pd.Series) else checked.frame
+    # (sorted by a shown column: hide_value_order lists the hidden rows last instead)
+    return len(grid) >= 2 and not _value_ordered(grid)
+
+
+def _sorted_by_unshown(frame: Any, columns: tuple[Any, ...] | None) -> bool:
+    """Whether ``frame``'s rows were sorted (pandas ``sort_values``) by a column it does not show
+    (``t.sort_values("mean_age")[["n"]]``: the order of the counts told the hidden mean ages)."""
+    if not columns or not isinstance(frame, pd.DataFrame | pd.Series):
+        return False
+    shown = set(frame.columns) if isinstance(frame, pd.DataFrame) else {frame.name}
+    shown |= {n for n in frame.index.names if n is not None}
+    return any(c not in shown for c in columns)
+
+
+def _reorder_rows(checked: Any, perm: np.ndarray, note: str | None) -> Any:
+    """``checked`` with its rows in the order ``perm`` (every grid of the decision with them)."""
     new_of_old = np.empty_like(perm)
     new_of_old[perm] = np.arange(len(perm))
     synthetic = isinstance(checked.frame.index, pd.RangeIndex)
@@ -351,5 +422,6 @@ def hide_value_order(checked: Any) -> Any:
     checked.intervals = {(int(new_of_old[r]), c): v for (r, c), v in checked.intervals.items()}
     if checked.cell_rows is not None:
         checked.cell_rows = new_of_old[checked.cell_rows]
-    checked.notes.append(HIDDEN_LAST_NOTE)
+    if note is not None:
+        checked.notes.append(note)
     return checked
