@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_magic.checking.selection import HIDDEN_LAST_NOTE
+from sdc_magic.checking.row_order import HIDDEN_LAST_NOTE
 from sdc_magic.jupyter.session import Session
 from sdc_magic.protect import certificate
 

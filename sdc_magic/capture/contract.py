@@ -341,47 +341,6 @@ def selected_by_values(obj: Any) -> str | None:
     return _value_selected.get(obj)
 
 
-_unshown_order = weak_marks()
-
-
-def mark_unshown_order(obj: Any, reason: str) -> None:
-    """Note that ``obj``'s rows were sorted by something it does not show (an engine's ``ORDER BY``
-    of an unshown figure): their order is information nobody checked, so the check draws them in
-    label order (``checking.selection.hide_unshown_order``)."""
-    _unshown_order.set(obj, reason)
-
-
-def unshown_order(obj: Any) -> str | None:
-    return _unshown_order.get(obj)
-
-
-_from_unordered = weak_marks()
-
-
-def mark_from_unordered_engine(obj: Any) -> None:
-    """Note that ``obj`` is the pandas copy of a polars or Spark result (``to_pandas``, ``toPandas``),
-    whose rows come in no order of their own (``checking.selection.hide_unshown_order``)."""
-    _from_unordered.set(obj, True)
-
-
-def from_unordered_engine(obj: Any) -> bool:
-    return bool(_from_unordered.get(obj))
-
-
-_sorted_by = weak_marks()
-
-
-def mark_sorted_by(obj: Any, columns: tuple[Any, ...]) -> None:
-    """Note the columns a pandas ``sort_values`` put ``obj``'s rows in the order of (kept through
-    the calls that keep that order): when the table displayed does not show them, its row order
-    tells their values (``checking.selection.hide_unshown_order``)."""
-    _sorted_by.set(obj, tuple(columns))
-
-
-def sorted_by(obj: Any) -> tuple[Any, ...] | None:
-    return _sorted_by.get(obj)
-
-
 _one_sided = weak_marks()
 
 

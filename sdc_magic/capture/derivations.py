@@ -31,12 +31,10 @@ from .contract import (
     mark_aggregate,
     mark_one_sided,
     mark_selected_by_values,
-    mark_sorted_by,
     one_sided,
     record_maker,
     record_recipe,
     selected_by_values,
-    sorted_by,
     withheld_reason,
 )
 from .depth import depth as _depth
@@ -173,9 +171,6 @@ class Derivations:
                     bounds = one_sided(args[0])  # (an engine's one-sided filter: set_index, sort_values...)
                     if bounds:
                         mark_one_sided(result, bounds)
-                    order = order_after(name, args, kwargs)
-                    if order:
-                        mark_sorted_by(result, order)
                     size_filters.carry(args, result)
                 except Exception as exc:  # never break user code
                     registry.failures.append(f"{type(exc).__name__}: {exc}")
@@ -378,18 +373,3 @@ def concatenated(objs: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
 
 def merged(left: Any = None, right: Any = None, *args: Any, **kwargs: Any) -> list[Any]:
     return [kwargs.get("left", left), kwargs.get("right", right)]
-
-
-def order_after(name: str, args: tuple, kwargs: dict) -> tuple[Any, ...] | None:
-    """The columns a derived call leaves its result's rows sorted by (see ``contract.sorted_by``):
-    those of a frame's ``sort_values(by=...)``, none after ``sort_index`` or a Series sorted by its
-    own values, else what its input was sorted by (rows kept in their order)."""
-    if name == "sort_values" and isinstance(args[0], pd.DataFrame):
-        by = kwargs.get("by", args[1] if len(args) > 1 else None)
-        if by is None or kwargs.get("axis", 0) not in (0, "index"):
-            return None
-        return tuple(by) if isinstance(by, list | tuple) else (by,)
-    if name in ("sort_values", "sort_index"):
-        return None
-    return sorted_by(args[0])
-

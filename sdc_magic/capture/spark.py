@@ -362,30 +362,23 @@ class SparkCapture:
     def _to_pandas(self, original: Callable) -> Callable:
         @functools.wraps(original)
         def to_pandas(df: Any) -> Any:
-            result = self._fetched(df, original)
-            with contextlib.suppress(Exception):  # (rows in no order of their own: see the mark)
-                contract.mark_from_unordered_engine(result)
-            return result
+            with _lock:
+                hit = _recipes.get(id(df))
+            if hit is None or hit[0]() is not df:
+                return original(df)
+            recipe = hit[1]
+            try:
+                user, facts = self._run(df, recipe, None, original)
+            except Exception as exc:
+                self.registry.failures.append(f"spark toPandas: {type(exc).__name__}: {exc}")
+                return original(df)
+            try:
+                self._register(recipe, facts, user)
+            except Exception as exc:  # the user's result stands; it is checked without evidence
+                self.registry.failures.append(f"spark toPandas: {type(exc).__name__}: {exc}")
+            return user
 
         return to_pandas
-
-    def _fetched(self, df: Any, original: Callable) -> Any:
-        """``df.toPandas()``, with the facts of a captured aggregation registered beside it."""
-        with _lock:
-            hit = _recipes.get(id(df))
-        if hit is None or hit[0]() is not df:
-            return original(df)
-        recipe = hit[1]
-        try:
-            user, facts = self._run(df, recipe, None, original)
-        except Exception as exc:
-            self.registry.failures.append(f"spark toPandas: {type(exc).__name__}: {exc}")
-            return original(df)
-        try:
-            self._register(recipe, facts, user)
-        except Exception as exc:  # the user's result stands; it is checked without evidence
-            self.registry.failures.append(f"spark toPandas: {type(exc).__name__}: {exc}")
-        return user
 
     def _show(self, original: Callable) -> Callable:
         @functools.wraps(original)

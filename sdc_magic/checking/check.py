@@ -39,10 +39,8 @@ from .labels import (
 )
 from .margin_rows import escape_total, with_primary_margins, with_public_cells
 from .resolve import Resolved, resolve, unwrap
+from .row_order import settle_row_order
 from .selection import (
-    UNORDERED_ENGINES,
-    hide_unshown_order,
-    hide_value_order,
     sides_of_engine_filters,
     withhold_if_only_hidden_rows,
     withhold_if_selected_by_values,
@@ -130,10 +128,7 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
     if protector is not False:
         told = withhold_pinned_labels(frame, registry, lambda leaf: _leaf_hidden(leaf, registry, rules, protector),
                                       revealed)
-    from ..capture.contract import from_unordered_engine
-
-    unordered = type(obj).__module__.split(".")[0] in UNORDERED_ENGINES or from_unordered_engine(obj)
-    checked = _decide(frame, notes, registry, rules, protector, linker, progress, published, reuse, unordered)
+    checked = _decide(frame, notes, registry, rules, protector, linker, progress, published, reuse)
     if protector is not False:
         # (an engine's one-sided filter of an aggregate: polars filter(len < 10), then t[t > 1])
         told = {**told, **sides_of_engine_filters(frame, checked, revealed)}
@@ -142,9 +137,9 @@ def check(obj: Any, registry: Any, rules: Rules, protector: Any = None, linker: 
 
 
 def _decide(frame: Any, notes: list[str], registry: Any, rules: Rules, protector: Any, linker: Any, progress: Any,
-            published: Any, reuse: Any, unordered: bool = False) -> Checked:
-    """The decision for ``frame`` once selections by value are judged (see :func:`check`);
-    ``unordered``: it is the pandas form of a polars or Spark result (rows in no order of their own)."""
+            published: Any, reuse: Any) -> Checked:
+    """The decision for ``frame`` once selections by value are judged (see :func:`check`), its rows
+    in an order its published cells explain (:func:`.row_order.settle_row_order`)."""
     resolved = resolve(frame, registry)
     resolved.notes = notes + resolved.notes
     shape = _shape(frame)
@@ -158,19 +153,19 @@ def _decide(frame: Any, notes: list[str], registry: Any, rules: Rules, protector
     if resolved.kind == "unverified":
         unverified = _check_unverified(resolved, rules, protector, shape, registry, source=frame)
         withhold_if_selected_by_values(frame, unverified)  # (an outer query's WHERE on an aggregate)
-        return hide_value_order(hide_unshown_order(frame, unverified, unordered))
+        return settle_row_order(unverified)
     if reuse is not None and resolved.match is not None:
         earlier = reuse(resolved.match.entry, resolved.match.positions, frame, resolved.notes)
         if earlier is not None:
             withhold_if_selected_by_values(frame, earlier)  # (the same cells chosen by their labels first)
             withhold_if_only_hidden_rows(earlier, resolved)
             withhold_if_selected_unexplained(frame, earlier, resolved)
-            return hide_unshown_order(frame, earlier, unordered)
+            return settle_row_order(earlier)
     checked = _check_table(resolved, rules, protector, shape, linker, progress, published)
     withhold_if_selected_by_values(frame, checked)
     withhold_if_only_hidden_rows(checked, resolved)
     withhold_if_selected_unexplained(frame, checked, resolved)
-    return hide_value_order(hide_unshown_order(frame, checked, unordered))
+    return settle_row_order(checked)
 
 
 def _leaf_hidden(leaf: Any, registry: Any, rules: Rules, protector: Any) -> np.ndarray | None:

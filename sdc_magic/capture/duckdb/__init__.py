@@ -221,9 +221,6 @@ def _mark_planned(result: Any, pending: Pending) -> None:
         chosen = contract.selected_by_values(pending.form)
         if chosen is not None:
             contract.mark_selected_by_values(result, chosen)
-        unshown = contract.unshown_order(pending.form)
-        if unshown is not None:
-            contract.mark_unshown_order(result, unshown)
 
 
 def mark_unplanned(result: Any, unplanned: Any) -> None:

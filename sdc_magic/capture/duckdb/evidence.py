@@ -36,12 +36,9 @@ from ..sql import (
     rows_query,
 )
 from ..sql_lineage import Lineage, lineage, lineage_query
-from ..sql_rewrites import one_sided_figures, order_reads_unshown
+from ..sql_rewrites import one_sided_figures
 from .arrow_rows import linking_frame
 from .python_frames import REGISTERED, TABLE, FrameRows
-
-#: why the rows of a query sorted by an unshown figure are drawn in label order
-UNSHOWN_ORDER = "the query's ORDER BY sorts the rows by figures the table does not show"
 
 MAX_HASHED = 15  # source columns fingerprinted for linking (linking reads at most 16 columns)
 MARGIN = "Total"  # the pandas path's margin label inside the protection engine
@@ -223,8 +220,6 @@ class Recorder:
                                                    "their figures from both sides (= , IN, BETWEEN)")
         elif pending.plan.having:
             contract.mark_one_sided(shown, one_sided_figures(pending.plan.select))
-        if order_reads_unshown(pending.plan.select):
-            contract.mark_unshown_order(shown, UNSHOWN_ORDER)
         return entry
 
     def _evidence(self, pending: Pending, facts: pd.DataFrame, keys: list[str]) -> Any:

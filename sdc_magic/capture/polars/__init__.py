@@ -669,7 +669,6 @@ class PolarsCapture:
             if contract.selection_read(df):
                 contract.mark_selection_read(result)
             contract.mark_one_sided(result, contract.one_sided(df) or [])
-            contract.mark_from_unordered_engine(result)
             labels = origins.row_positions(df)  # (rows from pandas go back under their labels)
             if isinstance(labels, pd.Index):
                 with contextlib.suppress(Exception):
