@@ -92,6 +92,9 @@ MAKERS: dict[str, Callable[[float], Any]] = {
         "n", ascending=False, kind="stable")[["n"]],
     "pandas sort_index without the rest": lambda t: _published_rows_by_the_secret(t).sort_values("k").sort_index(
         level=0, sort_remaining=False)[["n"]],
+    # (a label repeated: rows whose labels repeat kept any order before the review of this fix)
+    "pandas concat with one of its own rows": lambda t: pd.concat([
+        _grouped().assign(k=lambda g: _key(g, t)).sort_values("k")[["n"]], _grouped()[["n"]].iloc[:1]]),
     "polars sort, then select": _polars_sorted,
     "polars sort, to_pandas": lambda t: _polars_sorted(t).to_pandas(),
     "polars tie broken by an unshown key": lambda t: _polars_sorted(t, ["n", "k"]),

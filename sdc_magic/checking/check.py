@@ -160,7 +160,7 @@ def _decide(frame: Any, notes: list[str], registry: Any, rules: Rules, protector
             withhold_if_selected_by_values(frame, earlier)  # (the same cells chosen by their labels first)
             withhold_if_only_hidden_rows(earlier, resolved)
             withhold_if_selected_unexplained(frame, earlier, resolved)
-            return settle_row_order(earlier)
+            return earlier  # (its rows in the order settled when it was first shown)
     checked = _check_table(resolved, rules, protector, shape, linker, progress, published)
     withhold_if_selected_by_values(frame, checked)
     withhold_if_only_hidden_rows(checked, resolved)

@@ -26,8 +26,8 @@ decision is permuted with the frame, so render, CSV and certificate agree.
 What it does not close (decided, docs/known-gaps.md): an order built on purpose to be label order
 or a shown column's order depending on a figure can still carry that one bit per table, and the
 order of ties in a shown column's order is the analyst's; what it closes is an analyst's sort by
-something the table does not show, which no longer shows. Rows the
-analyst sorted by descending labels are drawn ascending (over-protection, decided: see above).
+something the table does not show, which no longer shows. Rows the analyst sorted by descending
+labels are drawn ascending (over-protection, decided: see above).
 """
 
 from __future__ import annotations
@@ -46,38 +46,33 @@ HIDDEN_LAST_NOTE = ("rows were ordered by value: rows with hidden cells are list
 def settle_row_order(checked: Any) -> Any:
     """``checked`` with its rows in an order its published cells explain (see the module docstring).
 
-    Margin rows (a crosstab's ``All``, a rollup's totals) keep their places; the other rows are
-    ordered among the remaining places. A table whose row labels repeat (``pd.concat([t, t])``)
-    keeps its order: labels do not tell its rows apart.
+    Margin rows (a crosstab's ``All``, a rollup's totals) come after the others, in label order
+    (kept in their places, a rollup sorted by an unshown figure placed C's margin by it); labels
+    that repeat (``pd.concat([t, t])``) keep their order among themselves (left as they were, a
+    table concatenated with one of its own rows kept any order).
     """
     grid = checked.frame.to_frame() if isinstance(checked.frame, pd.Series) else checked.frame
     hidden = np.asarray(checked.hidden, dtype=bool)
     if len(grid) < 2 or hidden.shape != grid.shape or "describe" in str(getattr(checked, "call", "") or ""):
         return checked
-    places = np.flatnonzero(~_margin_rows(checked, grid))
-    labels = _row_labels(grid, hidden)[places]
-    if len(places) < 2 or not labels.is_unique or _monotone(labels):
+    margin = _margin_rows(checked, grid)
+    labels = _row_labels(grid, hidden)
+    rank = _label_rank(labels)
+    body, totals = np.flatnonzero(~margin), np.flatnonzero(margin)
+    totals = totals[np.argsort(rank[totals], kind="stable")]
+    if _monotone(labels[body]) and (not len(totals) or margin.argmax() > body.max(initial=-1)):
         # ordered by label: the order says nothing about values. (A sort by value that the labels
         # happen to follow, C ✕, B ✕, A 40, tells C ≤ B; moving such rows reordered honest tables
         # sorted by month whenever a column grew month by month: left, a known gap.)
-        return checked
-    rank = _label_rank(labels)
-    rows_hidden = hidden[places].any(axis=1)
-    if _published_order(grid.iloc[places], hidden[places]) is None:
-        return _reorder_rows(checked, _placed(places, places[np.argsort(rank, kind="stable")], len(grid)), None)
+        return _reorder_rows(checked, np.concatenate([body, totals]), None)
+    if len(body) < 2 or _published_order(grid.iloc[body], hidden[body]) is None:
+        return _reorder_rows(checked, np.concatenate([body[np.argsort(rank[body], kind="stable")], totals]), None)
     # in a shown column's order: published rows as they are, rows with hidden cells last in label order
-    later = np.flatnonzero(rows_hidden)
+    rows_hidden = hidden[body].any(axis=1)
+    later = body[rows_hidden]
     later = later[np.argsort(rank[later], kind="stable")]
-    order = np.concatenate([np.flatnonzero(~rows_hidden), later])
     note = HIDDEN_LAST_NOTE if len(later) else None
-    return _reorder_rows(checked, _placed(places, places[order], len(grid)), note)
-
-
-def _placed(places: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
-    """The permutation of n rows that puts ``rows`` at ``places`` (the other rows stay)."""
-    perm = np.arange(n)
-    perm[places] = rows
-    return perm
+    return _reorder_rows(checked, np.concatenate([body[~rows_hidden], later, totals]), note)
 
 
 def _margin_rows(checked: Any, grid: pd.DataFrame) -> np.ndarray:
@@ -138,8 +133,9 @@ def _monotone(labels: pd.Index) -> bool:
 
 def _label_rank(labels: pd.Index) -> np.ndarray:
     """Each row's place in label order (as the labels sort: 2 before 10; as text when they do not)."""
-    try:
-        order = np.asarray(labels.argsort(), dtype=np.int64)
+    try:  # (stable: repeated labels keep their order among themselves)
+        order = np.asarray(labels.argsort() if isinstance(labels, pd.MultiIndex) else labels.argsort(kind="stable"),
+                           dtype=np.int64)
     except (TypeError, ValueError):
         try:
             order = np.argsort(labels.map(str).to_numpy(dtype=str), kind="stable")
