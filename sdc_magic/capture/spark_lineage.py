@@ -400,6 +400,11 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             return None
         steps, predicates = _trailing_filters(line.steps)
         known = variables[0] if len(variables) == 1 and "size" not in stats else None
+        root_names = {str(c).lower() for c in line.root.columns}
+        made = sorted({v for v, st in measures.values() if st in ("sum", "mean") and v is not None
+                       and str(v).lower() not in root_names})
+        if made and masks_a_column(source, made, to_pandas, nulls_counted=known is not None):
+            return None  # (read by its rows, where the rows it keeps are its population: linking.masked)
         tests = [f"coalesce(({p}), false)" for p in predicates]
         root = line.root
 
@@ -436,6 +441,42 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         return table
     except Exception:
         return None
+
+
+#: Spark's numeric column types (``DataFrame.dtypes`` names)
+_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
+
+
+def masks_a_column(source: Any, variables: list[str], to_pandas: Callable[[Any], pd.DataFrame], *,
+                   nulls_counted: bool = False) -> bool:
+    """Whether a column made by the analyst's steps equals another numeric column of its rows
+    except on rows holding one same value (``when(c, income).otherwise(0)``), as
+    ``linking.masked.kept_rows`` tests by rows: such a table publishes sums over the rows the copy
+    kept, which the engine does not count (its rows are read instead). One Spark job, one row to
+    the driver. ``nulls_counted``: a copy missing where it masks is no such column (a table of one
+    variable is counted over its known rows)."""
+    from pyspark.sql import functions as F
+
+    types = {name: kind for name, kind in source.dtypes}
+    numeric = [c for c, kind in types.items() if kind.startswith(_NUMERIC)]
+    tests = []
+    for v in variables:
+        if v not in types or not types[v].startswith(_NUMERIC):
+            continue
+        x = f"CAST({quoted(v)} AS DOUBLE)"
+        for y in (c for c in numeric if c != v):
+            differ = f"NOT ({x} <=> CAST({quoted(y)} AS DOUBLE))"
+            values = f"count(DISTINCT CASE WHEN {differ} THEN {x} END)"
+            nulls = f"sum(CASE WHEN {differ} AND {x} IS NULL THEN 1 ELSE 0 END)"
+            constant = f"({values} + CASE WHEN {nulls} > 0 THEN 1 ELSE 0 END = 1)"
+            test = f"(sum(CASE WHEN {differ} THEN 1 ELSE 0 END) > 0 AND {constant}" \
+                   f" AND sum(CASE WHEN {differ} THEN 0 ELSE 1 END) > 0" + (f" AND {nulls} = 0)" if nulls_counted else ")")
+            tests.append(F.expr(test).alias(f"t{len(tests)}"))
+    if not tests:
+        return False
+    with quiet():
+        found = to_pandas(source.select(*tests))
+    return bool(found.astype(bool).to_numpy().any())
 
 
 def _trailing_filters(steps: tuple[dict, ...]) -> tuple[tuple[dict, ...], list[str]]:

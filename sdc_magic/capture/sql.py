@@ -200,6 +200,72 @@ def _case_as_condition(case: Any) -> tuple[Any, float] | None:
     return exp.NEQ(this=exp.Paren(this=case.copy()), expression=exp.Literal.number(0)), float(k)
 
 
+def masked_sum(arg: Any) -> tuple[Any, Any] | None:
+    """(condition, column x) when a summed expression is x on the rows meeting a condition and 0
+    (or NULL) on the others, else None: ``CASE WHEN c THEN x [ELSE 0] END``, ``CASE WHEN c THEN 0
+    ELSE x END`` (x where c is not true), ``if(c, x, 0)``, ``if(c, 0, x)``, ``x * (c)::int``,
+    ``x * c``, ``x * CASE WHEN c THEN 1 ELSE 0 END`` (either factor first)."""
+    from sqlglot import exp
+
+    def zero(node: Any) -> bool:
+        return node is None or isinstance(node, exp.Null) or constant(node) == 0
+
+    def otherwise(cond: Any) -> Any:
+        return exp.Is(this=exp.Paren(this=cond.copy()), expression=exp.Not(this=exp.Boolean(this=True)))
+
+    def branches(cond: Any, then: Any, other: Any) -> tuple[Any, Any] | None:
+        if isinstance(then, exp.Column) and zero(other):
+            return cond, then
+        if isinstance(other, exp.Column) and zero(then):
+            return otherwise(cond), other
+        return None
+
+    while isinstance(arg, exp.Paren):
+        arg = arg.this
+    if isinstance(arg, exp.Case) and arg.this is None and len(arg.args.get("ifs") or []) == 1:
+        branch = arg.args["ifs"][0]
+        return branches(branch.this, branch.args.get("true"), arg.args.get("default"))
+    if isinstance(arg, exp.If) and arg.args.get("true") is not None:
+        return branches(arg.this, arg.args.get("true"), arg.args.get("false"))
+    if isinstance(arg, exp.Mul):
+        for column, mask in ((arg.this, arg.expression), (arg.expression, arg.this)):
+            cond = _as_mask(mask)
+            if isinstance(column, exp.Column) and cond is not None:
+                return cond, column
+    return None
+
+
+def conditional_measures(p: Plan) -> list[str]:
+    """The derived measures of a plan that cover only the rows meeting a condition (``CASE WHEN c
+    THEN x END``: ``sum(x) FILTER (WHERE c)``, ``sum(if(c, 0, x))``, see :func:`masked_sum`)."""
+    from sqlglot import exp
+
+    out = []
+    for v, node in p.columns.items():
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if v.startswith(DERIVED) and isinstance(node, exp.Case) and node.args.get("default") is None:
+            out.append(v)
+    return out
+
+
+def _as_mask(node: Any) -> Any:
+    """The condition of a 0/1 factor (``(c)::int``, a bare predicate, ``CASE WHEN c THEN 1 ELSE 0
+    END``), else None."""
+    from sqlglot import exp
+
+    while isinstance(node, exp.Paren | exp.Cast | exp.TryCast):
+        node = node.this
+    if isinstance(node, exp.Predicate | exp.Not | exp.And | exp.Or):
+        return node
+    found = _case_as_condition(node)
+    if found is not None and found[1] == 1.0:
+        return found[0]
+    return None
+
+
+#: name prefix of a derived measure column (``sum(if(c, x, 0))``'s ``if(c, x, 0)``)
+DERIVED = f"{contract.PREFIX}x"
 INDICATOR = f"{contract.PREFIX}if_"  # name prefix of a condition's 0/1 indicator column
 
 
@@ -359,15 +425,14 @@ def _analyse_one(node: Any, synthetic: str) -> tuple[str | None, str, Any, float
         if as_count is not None:  # sum(CASE WHEN c THEN k ELSE 0 END) = k * count of c
             condition, k = as_count
             return counted(both(condition), k)
-        case = agg.this
-        if isinstance(case, exp.Case) and case.this is None and len(case.args.get("ifs") or []) == 1:
-            # sum(CASE WHEN c THEN x [ELSE 0] END): the sum of x over the rows meeting c
-            default = case.args.get("default")
-            branch = case.args["ifs"][0]
-            if (default is None or isinstance(default, exp.Null) or constant(default) == 0) \
-                    and isinstance(branch.args.get("true"), exp.Column):
-                cond = both(branch.this)
-                return derived(branch.args["true"], "sum")
+        kept = masked_sum(agg.this)
+        if kept is not None:
+            # sum(CASE WHEN c THEN x [ELSE 0] END), sum(if(c, 0, x)), sum(x * (c)::int): the sum
+            # of x over the rows meeting a condition (red team: sum(if(district = 'C', 0, income))
+            # beside sum(income) gave C's one man's income, both 'pass')
+            condition, column = kept
+            cond = both(condition)
+            return derived(column, "sum")
     if isinstance(agg, exp.AggFunc) and agg.this is not None and not isinstance(agg.this, exp.Column | exp.Star) \
             and not agg.args.get("expressions") and engine_stat(agg) in _OF_AN_EXPRESSION:
         # sum(income * (age > 100)::int): the sum of a per-row expression is the sum of a derived
@@ -455,7 +520,7 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
             keys.append(name)
             key_nodes.append(p)
             continue
-        var, stat, node, a, b = analyse(p, f"{contract.PREFIX}x{j}")
+        var, stat, node, a, b = analyse(p, f"{DERIVED}{j}")
         measures[name] = (var, stat)
         if (a, b) != (1.0, 0.0):
             affine[name] = (a, b)
@@ -637,7 +702,7 @@ def _pivot_plan(node: Any, out_cols: list[str]) -> Plan | None:
     columns: dict[str, Any] = {}
     if several:
         for i, u in enumerate(using):
-            v, st, c, a, b = analyse(u, f"{contract.PREFIX}x{i}")
+            v, st, c, a, b = analyse(u, f"{DERIVED}{i}")
             if (a, b) != (1.0, 0.0):
                 return None
             measures[f"{contract.PREFIX}value{i}"] = (v, st)
@@ -874,6 +939,10 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
         items += [f"{wrap.format(q)} AS {q}" for q in quoted]
     # a condition's 0/1 indicator, as values (linking takes the rows meeting it as the population)
     items += [f'{node.sql("duckdb")} AS "{v}"' for v, node in p.columns.items() if v.startswith(INDICATOR)]
+    # a derived measure (``if(c, x, 0)``), hashed as the source columns are: linking sees which
+    # rows keep a column's values (``linking.masked``), and compares nothing else by it
+    items += [f'{wrap.format(node.sql("duckdb"))} AS "{v}"' for v, node in p.columns.items()
+              if v.startswith(DERIVED)]
     if rowid:
         # a table's rowids name its rows only: numbered in a range of their own per table name, so
         # that they never meet another table's rowids or pandas' labels (a narrow copy of the people

@@ -33,6 +33,11 @@ ROWID_LABELS = "sdc_magic.rowid_labels"
 #: (``linker.unidentified_note``: a narrow DuckDB count, then a count over a copy rebuilt from
 #: ``.values`` and shuffled, whose labels name other people, were compared with nothing)
 FRAME_LABELS = "sdc_magic.frame_labels"
+#: ``DataFrame.attrs`` key of the columns of linking rows that are no content of the rows but a
+#: table's derived measure (a DuckDB ``sum(if(c, x, 0))``'s ``if(c, x, 0)``, read so that linking
+#: sees which rows it keeps, ``linking.masked``): never used to tell rows apart (two queries
+#: name different expressions alike)
+DERIVED_COLUMNS = "sdc_magic.derived_columns"
 
 
 def too_many_rows_note() -> str:

@@ -204,8 +204,11 @@ def _hash_tells_values_apart(dtype: object) -> bool:
 
 
 def hashed_columns(frame: pd.DataFrame) -> list[Hashable]:
-    """The columns whose hashes identify rows: uniquely named ones, at most ``MAX_HASHED_COLUMNS``."""
+    """The columns whose hashes identify rows: uniquely named ones, at most ``MAX_HASHED_COLUMNS``
+    (not a table's derived measures, ``row_limits.DERIVED_COLUMNS``)."""
+    derived = set(frame.attrs.get(row_limits.DERIVED_COLUMNS) or ()) if frame.attrs else set()
+    columns = [c for c in frame.columns if c not in derived] if derived else list(frame.columns)
     if not frame.columns.is_unique:
         counts = frame.columns.value_counts()
-        return [c for c in frame.columns if counts[c] == 1][:row_limits.MAX_HASHED_COLUMNS]
-    return list(frame.columns)[:row_limits.MAX_HASHED_COLUMNS]
+        columns = [c for c in columns if counts[c] == 1]
+    return columns[:row_limits.MAX_HASHED_COLUMNS]

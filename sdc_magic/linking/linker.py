@@ -26,6 +26,7 @@ from .differencing import variant_cells
 from .identity import combine, with_index_columns
 from .in_engine import EngineUniverse, Split, split
 from .in_engine import place as place_in_engine
+from .masked import kept_in_universes
 from .names import output_order
 from .populations import Draft, Population, clear_cache, hide_in_recorded, too_many_rows
 from .populations import draft as draft_population
@@ -91,7 +92,13 @@ class Linker:
               hidden_flat: np.ndarray | None, threshold: int, flagged: Any = None) -> Draft | None:
         """The population a displayed table publishes; with ``flagged``, the rows at the
         attribute level of that indicator variable (see :func:`.populations.indicator_variables`)."""
-        return draft_population(self._place, out_id, title, entry, positions, hidden_flat, threshold, flagged)
+        return draft_population(self._place, out_id, title, entry, positions, hidden_flat, threshold, flagged,
+                                self._kept_elsewhere)
+
+    def _kept_elsewhere(self, frame: pd.DataFrame, var: Any) -> np.ndarray | None:
+        """Rows where ``var`` keeps a column of the earlier rows its labels name (:mod:`.masked`)."""
+        self._ensure_loaded()
+        return kept_in_universes([u for u in self.universes if not isinstance(u, EngineUniverse)], frame, var)
 
     def _place(self, frame: Any, keys: list[str]) -> tuple[Any, Any] | None:
         self._ensure_loaded()

@@ -27,6 +27,7 @@ import pandas as pd
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
+from . import masked
 from .identity import group_ids
 from .in_engine import Split
 from .names import cell_name
@@ -38,6 +39,9 @@ MAX_LEVEL_KEYS = 4  # margins at every subset of up to this many keys (else the 
 #: the universe row of each of its rows; for rows left in their engine (``InEngineRows``), its
 #: engine universe and the table's cut of that universe's atoms (:class:`.in_engine.Split`).
 Placer = Callable[[Any, list[str]], tuple[Any, Any] | None]
+#: (frame, variable) -> the rows where the variable keeps a column of earlier rows its labels name
+#: (see :func:`.masked.kept_in_universes`), or None
+KeptElsewhere = Callable[[pd.DataFrame, Hashable], tuple[np.ndarray, Hashable] | None]
 
 
 # ------------------------------------------------------------------ populations
@@ -164,7 +168,8 @@ def clear_cache() -> None:
 
 
 def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndarray | None,
-          hidden_flat: np.ndarray | None, threshold: int, flagged: Any = None) -> Draft | None:
+          hidden_flat: np.ndarray | None, threshold: int, flagged: Any = None,
+          kept_elsewhere: KeptElsewhere | None = None) -> Draft | None:
     """The population a displayed table publishes; with ``flagged``, the rows at the
     attribute level of that indicator variable (see :func:`indicator_variables`)."""
     if positions is None or entry is None:
@@ -175,7 +180,7 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
             and cached[2].version == cached[2].universe.version:
         base = cached[2]
     else:
-        base = _base_draft(place, entry, positions, threshold, flagged)
+        base = _base_draft(place, entry, positions, threshold, flagged, kept_elsewhere)
         if base is None:
             return None
         if len(_drafts) >= 8:  # checks outside a display (suggestions, the API) are not cleared after
@@ -185,6 +190,8 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
     published, hidden_shown = shown_groups(base.display_group, len(pop.labels), hidden_flat)
     if isinstance(flagged, tuple) and flagged[:1] == ("combined",):
         title = f"{title}, its conditional columns together"
+    elif _is_kept(flagged):
+        title = f"{title}, its rows where {flagged[1]!r} keeps another column's values"
     elif flagged is not None:
         name = flagged[1] if isinstance(flagged, tuple) else flagged
         name = "a condition" if str(name).startswith(("__sdc", ".when")) else repr(name)
@@ -221,8 +228,8 @@ def hide_in_recorded(d: Draft, hidden_flat: np.ndarray) -> None:
     d.pop.hidden_shown = d.pop.hidden_shown | hidden_shown
 
 
-def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int, flagged: Any = None
-                ) -> Draft | None:
+def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int, flagged: Any = None,
+                kept_elsewhere: KeptElsewhere | None = None) -> Draft | None:
     """The rows and groups of a displayed table, placed in a universe (what it publishes is
     filled in by :func:`draft`, per hidden pattern)."""
     engine_rows = getattr(getattr(entry, "source", None), "rows", None)
@@ -261,6 +268,10 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         if rows_of is None:
             return None
         ids, combined = rows_of
+        masking = None if flagged is not None or kept_elsewhere is None \
+            else _masks_earlier_rows(entry, frame, kept_elsewhere)
+        if masking is not None:
+            ids = np.where(masking[0], ids, -1)
     flat = entry.flat
     # the group of each entry cell (margins excluded), then of each displayed cell
     margin = np.asarray(entry.evidence.is_margin, dtype=bool)
@@ -305,7 +316,16 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         parent, atom_size = split.parent, split.atom_size
         codes = split.atoms(index, group_of, group)
     else:
-        placed = place(frame, [k for k in keys if k != "__variant"])
+        placed_keys = [k for k in keys if k != "__variant"]
+        if masking is None:
+            placed = place(frame, placed_keys)
+        else:  # (the rows it kept, under the name of the column it masks: they agree with those rows)
+            kept, masked_name = masking
+            placed = place(frame.iloc[np.flatnonzero(kept)].set_axis([masked_name], axis=1), placed_keys)
+            if placed is not None:
+                rows = np.full(len(frame), -1, dtype=np.int64)
+                rows[kept] = placed[1]
+                placed = (placed[0], rows)
         if placed is None:
             return None
         universe, rows = placed
@@ -506,6 +526,11 @@ def _population_rows(entry: Any, frame: pd.DataFrame, ids: np.ndarray, flagged: 
         if flagged[1] not in frame.columns:
             return None
         ids = np.where(frame[flagged[1]].notna().to_numpy(), ids, -1)
+    elif _is_kept(flagged):
+        kept = _variant_rows(frame, flagged)
+        if kept is None:
+            return None
+        ids = np.where(kept, ids, -1)
     elif _is_other(flagged):
         found = _indicator_rows(frame, flagged[1])
         if found is None:
@@ -558,10 +583,14 @@ def _compose(source: Any, entry: Any, positions: np.ndarray) -> _Composed | None
     return _Composed(frame=frame, keys=list(source.keys), ids=composed, index=source.index)
 
 
+#: the column of an unnamed Series's values in the frame linking reads (:func:`_as_frame`)
+UNNAMED = "__value__"
+
+
 def _as_frame(series: pd.Series) -> pd.DataFrame:
     """A Series as a one-column frame, with the labels its rows had before a ``reset_index``
     (linking runs past the capture's wrappers, which carry them on the analyst's calls)."""
-    frame = series.to_frame(name=series.name if series.name is not None else "__value__")
+    frame = series.to_frame(name=series.name if series.name is not None else UNNAMED)
     row_origins.same_rows(frame, series)
     return frame
 
@@ -588,7 +617,35 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
         if found is not None and found[1] == 0.0:
             return np.where(found[0], ids, -1)
     known = frame[var].notna().to_numpy()
+    if stats <= {"sum", "mean"} and _indicator_rows(frame, var) is None:
+        # a masked copy of another column (``income.where(district != "C", 0)``): its sums are
+        # those of that column over the rows where it kept its values (see :mod:`.masked`)
+        kept = masked.kept_rows(frame, var)
+        if kept is not None:
+            known = known & kept
     return np.where(known, ids, -1)
+
+
+def _masks_earlier_rows(entry: Any, frame: pd.DataFrame, kept_elsewhere: KeptElsewhere
+                        ) -> tuple[np.ndarray, Hashable] | None:
+    """(the rows a table of one variable's sums or means covers, the column it masks) when the
+    variable masks a column of rows linking saw before (see :mod:`.masked`): a Series with no
+    other column of its own rows to compare it with (``income.where(c, 0).groupby(df.sex).sum()``);
+    None otherwise."""
+    ev = entry.evidence
+    stats = set(np.asarray(ev.stat).astype(str).tolist())
+    variables = set(np.asarray(ev.var, dtype=object).tolist())
+    if len(variables) != 1 or not stats or not stats <= {"sum", "mean"}:
+        return None
+    (var,) = variables
+    if var is None and list(frame.columns) == [UNNAMED]:
+        var = UNNAMED  # (an unnamed Series: ``np.where(...)``, a product with a mask)
+    if var not in frame.columns or _indicator_rows(frame, var) is not None:
+        return None
+    keys = {str(k) for k in (getattr(entry.source, "keys", None) or [])}
+    if any(c != var and str(c) not in keys and pd.api.types.is_numeric_dtype(frame[c].dtype) for c in frame.columns):
+        return None  # (other columns of its rows: compared with those, :func:`_restrict_to_variable`)
+    return kept_elsewhere(frame, var)
 
 
 def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
@@ -616,10 +673,19 @@ def _variant_rows(frame: pd.DataFrame, variant: Any) -> np.ndarray | None:
     """The rows a variant population holds (see :func:`indicator_variables`)."""
     if isinstance(variant, tuple) and variant[:1] == ("known",):
         return frame[variant[1]].notna().to_numpy() if variant[1] in frame.columns else None
+    if _is_kept(variant):
+        kept = masked.kept_rows(frame, variant[1])
+        return None if kept is None else kept & frame[variant[1]].notna().to_numpy()
     if _is_other(variant):
         found = _indicator_rows(frame, variant[1])
         return None if found is None else found[2]
     return _at_indicator_level(frame, variant)
+
+
+def _is_kept(variant: Any) -> bool:
+    """Whether ``variant`` is the rows where a masked copy keeps its column's values
+    (``("kept", var)``, see :mod:`.masked`)."""
+    return isinstance(variant, tuple) and variant[:1] == ("kept",)
 
 
 def _is_other(variant: Any) -> bool:
@@ -708,6 +774,31 @@ def indicator_variables(entry: Any) -> list[Any]:
     # outside C: 23 - 22 = C's one unflagged woman; and a 1 = yes / 2 = no coding's flagged
     # rows are those at 1, its "other" value)
     out += [("other", v) for v in out if not isinstance(v, tuple)]
+    # the sums of a masked copy beside other columns: the rows where it kept its values (they
+    # overlap the others', so they are no part of the combined population above)
+    return out + _masked_variables(entry)
+
+
+def _masked_variables(entry: Any) -> list[Any]:
+    """``("kept", var)`` for each variable whose sums or means a table shows beside other
+    columns and that is a masked copy of another column of its rows (see :mod:`.masked`; a
+    table of that variable alone takes those rows as its population, :func:`_restrict_to_variable`)."""
+    ev = getattr(entry, "evidence", None)
+    source = getattr(entry, "source", None)
+    frame = None if source is None else (source.frame if source.frame is not None else getattr(source, "rows", None))
+    if ev is None or not isinstance(frame, pd.DataFrame):
+        return []
+    stats = np.asarray(ev.stat).astype(str)
+    variables = np.asarray(ev.var, dtype=object)
+    named = {v for v in variables.tolist() if v is not None and v != ""}
+    if len(named) == 1 and set(stats.tolist()) <= {"sum", "mean"}:
+        return []  # (one variable's sums or means: its population is those rows already)
+    out: list[Any] = []
+    for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
+                             if v is not None and st in ("mean", "sum")):
+        if var in frame.columns and _indicator_rows(frame, var) is None \
+                and masked.kept_rows(frame, var) is not None:
+            out.append(("kept", var))
     return out
 
 

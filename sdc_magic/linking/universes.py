@@ -316,6 +316,13 @@ class Universe:
             pos = _rows_agreeing(pos, {c: frame_hash(frame, c) for c in telling}, self.hashes)
         return pos
 
+    def rows_of_labels(self, index: pd.Index) -> np.ndarray | None:
+        """The row each label names (-1: none), not confirmed by any content; None when the rows
+        have no labels to compare (:func:`.masked.kept_in_universes` confirms by its own test)."""
+        if self.labels is None or self.labels_hashed or not index.is_unique:
+            return None
+        return _positions(self.labels, self._comparable(index))
+
     def _integer_lookup(self) -> np.ndarray | None:
         """Row of each non-negative integer label (a direct array: no hashing of a million labels)."""
         labels = self.labels

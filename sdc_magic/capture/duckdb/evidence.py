@@ -23,6 +23,7 @@ from ...evidence.in_engine import CountedBases, InEngineRows
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import (
+    DERIVED,
     INDICATOR,
     ROWID,
     SCANS,
@@ -31,6 +32,7 @@ from ..sql import (
     TABLE_ROWS,
     Plan,
     combined_query,
+    conditional_measures,
     facts_query,
     plan,
     rows_query,
@@ -382,12 +384,18 @@ class Recorder:
             if str(name).startswith(INDICATOR):  # a condition's indicator: its 0/1 values
                 out[name] = frame.iloc[:, col].to_numpy()
                 continue
+            if str(name).startswith(DERIVED):  # a derived measure: hashed, under its own name
+                out[name] = frame.iloc[:, col].to_numpy(dtype=np.uint64, na_value=0)
+                continue
             label = f"duckdb#{name}"
             if label not in out:
                 out[label] = frame.iloc[:, col].to_numpy(dtype=np.uint64, na_value=0)
         for j, k in enumerate(keys):
             out[k] = frame.iloc[:, j].array
         rows = pd.DataFrame(out, copy=False)  # (no consolidation copy of a million rows)
+        derived = [c for c in rows.columns if str(c).startswith(DERIVED)]
+        if derived:
+            rows.attrs[row_limits.DERIVED_COLUMNS] = derived
         # rows are matched across tables by content, never by position (DuckDB's row order is
         # not a row identity): a non-unique index keeps linking from aligning them by label;
         # rows of one table are labelled by their rowid (confirmed by content like any labels)
@@ -469,6 +477,11 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
         return None
     # (a table of one variable's statistics covers its known rows: their count per group)
     known = len(pending.variables) == 1 and "size" not in _stats(pending)
+    if not known and conditional_measures(pending.plan):
+        # a measure over some of the rows beside others (``sum(income)`` beside ``sum(if(c, 0,
+        # income))``): its rows are one more population, which the engine does not count; read
+        # by rows (``linking.masked``), or not linked above ``MAX_LINKED_ROWS`` (review)
+        return None
     counted = contract.fact_names(0)["n"] if known else f"{contract.PREFIX}rows"
     table = _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
                        facts, counted)

@@ -459,6 +459,41 @@ def _trailing_filters(steps: tuple[dict, ...]) -> tuple[tuple[dict, ...], list[A
     return tuple(steps[:cut]), predicates
 
 
+def masks_a_column(source: Any, derived: dict[str, Any] | None, variables: list[str], *,
+                   nulls_counted: bool = False) -> bool:
+    """Whether a column made by the analyst's steps (or inside the aggregation) equals another
+    numeric column of its rows except on rows holding one same value (``when(c).then(income)
+    .otherwise(0)``, ``income * (district != "C")``), as ``linking.masked.kept_rows`` tests by
+    rows. Such a table publishes sums over the rows the copy kept, a population the engine does
+    not count: its rows are read instead. One pass of polars over the rows, only for such columns.
+    ``nulls_counted``: a copy missing where it masks (``col.filter(cond).sum()``) is no such column,
+    the engine counting a table of one variable over its known rows.
+    """
+    import polars as pl
+
+    frame = source.lazy()
+    if derived:
+        frame = frame.with_columns([e.alias(v) for v, e in derived.items()])
+    schema = frame.collect_schema()
+    numeric = [c for c, t in schema.items() if t.is_numeric()]
+    tests = []
+    for i, v in enumerate(variables):
+        if v not in schema or not schema[v].is_numeric():
+            continue
+        x = pl.col(v).cast(pl.Float64)
+        for j, y in enumerate(c for c in numeric if c != v):
+            differ = x.ne_missing(pl.col(y).cast(pl.Float64))
+            masked_as = x.filter(differ)
+            test = differ.any() & (masked_as.n_unique() == 1) & x.filter(~differ).ne_missing(masked_as.first()).any()
+            if nulls_counted:
+                test = test & (masked_as.null_count() == 0)
+            tests.append(test.alias(f"t{i}_{j}"))
+    if not tests:
+        return False
+    found = frame.select(tests).collect()
+    return bool(any(found.row(0)))
+
+
 def key_expressions(by: list[Any], named_by: dict) -> list[Any] | None:
     """The table's keys as expressions, in its column order; None if one is not row-wise."""
     import polars as pl
@@ -515,6 +550,10 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             # filter inside ``agg`` was lost here, C's man at ``pass``)
             return None
         known = variables[0] if len(variables) == 1 and "size" not in stats else None
+        made = sorted({v for v, st in resolved.values() if st in ("sum", "mean") and v is not None}
+                      - set(line.root.lazy().collect_schema().names()))
+        if made and masks_a_column(source, derived, made, nulls_counted=known is not None):
+            return None  # (read by its rows, where the rows it keeps are its population: linking.masked)
         if flag is not None:
             return in_engine_rows(line, keys, exprs, None,
                                   contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag,

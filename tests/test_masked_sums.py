@@ -1,0 +1,204 @@
+"""Sums of a masked copy of a variable beside the variable's own sums (``linking.masked``).
+
+Red team (2026-12-05): the sums of income by sex, then the sums by sex of a copy of income set
+to 0 in district C (``income.where(district != "C", 0)``, ``np.where``, a product with a mask,
+polars ``when/then/otherwise``, DuckDB ``sum(if(district = 'C', 0, income))``,
+``sum(income * (district <> 'C')::int)``), were both ``pass``: the men's two sums differ by C's
+one man's income. Side by side in one table too (and in DuckDB with ``FILTER (WHERE ...)``). A
+masked copy's sums are now linked as sums over the rows where it kept the variable's values.
+Each case must never show both figures whose difference is his income.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_engines_redteam import PEOPLE
+
+duckdb = pytest.importorskip("duckdb")
+pl = pytest.importorskip("polars")
+
+MAN = float(PEOPLE[(PEOPLE.district == "C") & (PEOPLE.sex == "M")].income.iloc[0])
+MEN = float(PEOPLE[PEOPLE.sex == "M"].income.sum())
+CONDITION = PEOPLE.district != "C"
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*\.?\d*", text)]
+
+
+def _shows(out: Any, value: float) -> bool:
+    """Whether a figure within rounding of ``value`` is drawn in the output's plain text."""
+    return any(abs(x - value) < 0.01 for x in _numbers(out.data["text/plain"]))
+
+
+def _connection() -> Any:
+    con = duckdb.connect()
+    con.register("frame", PEOPLE)
+    con.execute("CREATE TABLE people AS SELECT * FROM frame")
+    con.unregister("frame")
+    return con
+
+
+PLAIN = "SELECT sex, sum(income) AS income FROM people GROUP BY sex ORDER BY sex"
+MASKED_SQL = {
+    "case": "sum(CASE WHEN district <> 'C' THEN income ELSE 0 END)",
+    "case-else": "sum(CASE WHEN district = 'C' THEN 0 ELSE income END)",
+    "if": "sum(if(district = 'C', 0, income))",
+    "if-kept": "sum(if(district <> 'C', income, 0))",
+    "cast": "sum(income * (district <> 'C')::int)",
+    "cast-first": "sum((district <> 'C')::int * income)",
+    "case-factor": "sum(income * CASE WHEN district <> 'C' THEN 1 ELSE 0 END)",
+    "filter": "sum(income) FILTER (WHERE district <> 'C')",
+}
+PANDAS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "where": lambda d: d.income.where(d.district != "C", 0),
+    "mask": lambda d: d.income.mask(d.district == "C", 0),
+    "np.where": lambda d: pd.Series(np.where(d.district != "C", d.income, 0), index=d.index),
+    "product": lambda d: d.income * (d.district != "C"),
+    "loc": lambda d: d.income.copy().pipe(lambda s: s.where(~(d.district == "C"), 0.0)),
+    "nan": lambda d: d.income.where(d.district != "C"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(MASKED_SQL))
+def test_duckdb_masked_sum_after_the_plain_one(sess: Any, form: str) -> None:
+    con = _connection()
+    first = sess.publish(con.sql(PLAIN).df())
+    assert _shows(first, MEN)
+    second = sess.publish(con.sql(f"SELECT sex, {MASKED_SQL[form]} AS kept FROM people GROUP BY sex ORDER BY sex").df())
+    assert not _shows(second, MEN - MAN), second.data["text/plain"]
+    assert second.metadata["sdc_magic"]["status"] in ("suppressed", "blocked")
+
+
+@pytest.mark.parametrize("form", sorted(MASKED_SQL))
+def test_duckdb_masked_sum_beside_the_plain_one(sess: Any, form: str) -> None:
+    con = _connection()
+    out = sess.publish(con.sql(f"SELECT sex, sum(income) AS income, {MASKED_SQL[form]} AS kept "
+                               "FROM people GROUP BY sex ORDER BY sex").df())
+    assert not (_shows(out, MEN) and _shows(out, MEN - MAN)), out.data["text/plain"]
+    assert _shows(out, MEN)  # (the plain sums stay: the masked column's cells are the ones hidden)
+
+
+@pytest.mark.parametrize("form", sorted(PANDAS))
+def test_pandas_masked_copy_after_the_plain_sums(sess: Any, df: pd.DataFrame, form: str) -> None:
+    first = sess.publish(df.groupby("sex").income.sum())
+    assert _shows(first, MEN)
+    second = sess.publish(df.assign(kept=PANDAS[form](df)).groupby("sex").kept.sum())
+    assert not _shows(second, MEN - MAN), second.data["text/plain"]
+
+
+@pytest.mark.parametrize("form", sorted(PANDAS))
+def test_pandas_masked_copy_beside_the_plain_sums(sess: Any, df: pd.DataFrame, form: str) -> None:
+    framed = df.assign(kept=PANDAS[form](df))
+    for out in (sess.publish(framed.groupby("sex")[["income", "kept"]].sum()),
+                sess.publish(framed.groupby("sex").agg(a=("income", "sum"), b=("kept", "sum")))):
+        assert not (_shows(out, MEN) and _shows(out, MEN - MAN)), out.data["text/plain"]
+
+
+def test_polars_masked_copy(sess: Any, df: pd.DataFrame) -> None:
+    frame = pl.from_pandas(df)
+    kept = pl.when(pl.col("district") != "C").then(pl.col("income")).otherwise(0)
+    assert _shows(sess.publish(frame.group_by("sex").agg(pl.col("income").sum()).sort("sex")), MEN)
+    for table in (frame.with_columns(kept=kept).group_by("sex").agg(pl.col("kept").sum()).sort("sex"),
+                  frame.group_by("sex").agg(kept.sum()).sort("sex"),
+                  frame.group_by("sex").agg(pl.col("income").sum(), kept.sum().alias("kept")).sort("sex")):
+        out = sess.publish(table)
+        assert not _shows(out, MEN - MAN), out.data["text/plain"]
+
+
+@pytest.mark.parametrize("measure", ["avg(CASE WHEN district <> 'C' THEN income ELSE 0 END)",
+                                     "sum(if(district = 'C', 1000, income))"])
+def test_duckdb_means_and_other_constants(sess: Any, measure: str) -> None:
+    """A mean of the masked copy (times the count) and a copy set to another constant (less 1,000
+    times the count) give the same difference."""
+    con = _connection()
+    sess.publish(con.sql(PLAIN).df())
+    out = sess.publish(con.sql(f"SELECT sex, {measure} AS kept, count(*) AS n FROM people GROUP BY sex").df())
+    assert out.metadata["sdc_magic"]["status"] in ("suppressed", "blocked")
+    assert not _shows(out, MEN - MAN + (1000 if "1000" in measure else 0)), out.data["text/plain"]
+
+
+@pytest.mark.parametrize("form", ["mean", "constant", "difference"])
+def test_pandas_means_constants_and_differences(sess: Any, df: pd.DataFrame, form: str) -> None:
+    kept = {"mean": df.income.where(CONDITION, 0), "constant": df.income.where(CONDITION, 1000),
+            "difference": df.income - df.income.where(~CONDITION, 0)}[form]
+    sess.publish(df.groupby("sex").income.sum())
+    grouped = df.assign(kept=kept).groupby("sex").kept
+    out = sess.publish(grouped.mean() if form == "mean" else grouped.sum())
+    assert out.metadata["sdc_magic"]["status"] in ("suppressed", "blocked")
+
+
+def test_a_capped_value_is_a_masked_copy(sess: Any, df: pd.DataFrame) -> None:
+    """``clip`` sets the incomes above a cap to the cap: the sums then differ by the excess of the
+    few above it (here the one man above the cap: his income, the cap being known)."""
+    top, second = sorted(df[df.sex == "M"].income)[-1:-3:-1]
+    cap = (top + second) / 2
+    sess.publish(df.groupby("sex").income.sum())
+    out = sess.publish(df.assign(capped=df.income.clip(upper=cap)).groupby("sex").capped.sum())
+    assert not _shows(out, MEN - top + cap), out.data["text/plain"]
+
+
+def test_unrelated_variables_and_identical_copies_stay_cleared(sess: Any, df: pd.DataFrame) -> None:
+    """Over-protection checks: sums of other variables (ages, a variable with zeros of its own)
+    and a copy that changes nothing (``fillna(0)`` of a column without gaps) are not masked copies."""
+    framed = df.assign(benefit=np.where(df.age > 60, 100.0, 0.0), same=df.income.fillna(0))
+    tables = [framed.groupby("sex").income.sum(), framed.groupby("sex").age.sum(),
+              framed.groupby("sex").benefit.sum(), framed.groupby("sex").same.sum(),
+              framed.groupby("sex")[["income", "age", "same"]].sum()]
+    assert [sess.publish(t).metadata["sdc_magic"]["status"] for t in tables] == ["pass"] * 5
+
+
+@pytest.mark.parametrize("form", sorted(PANDAS))
+def test_a_masked_series_grouped_directly(sess: Any, df: pd.DataFrame, form: str) -> None:
+    """A masked Series grouped by the frame's column brings no other column of its rows: it is
+    compared with the rows its labels name, which the earlier table's linking saw."""
+    sess.publish(df.groupby("sex").income.sum())
+    out = sess.publish(PANDAS[form](df).groupby(df.sex).sum())
+    assert not _shows(out, MEN - MAN), out.data["text/plain"]
+
+
+def test_a_series_of_other_rows_is_no_masked_copy(sess: Any, df: pd.DataFrame) -> None:
+    """Over-protection check: a Series of another variable, and one of a shuffled copy's values
+    under the same labels, are not read as masked copies of the income (the first table's)."""
+    sess.publish(df.groupby("sex").income.sum())
+    shuffled = pd.Series(df.income.sample(frac=1, random_state=1).to_numpy(), index=df.index, name="income")
+    statuses = [sess.publish(s.groupby(df.sex).sum()).metadata["sdc_magic"]["status"]
+                for s in (df.age.astype(float), shuffled)]
+    assert statuses == ["pass", "pass"]
+
+
+@pytest.mark.parametrize("counted_in_engine", [False, True], ids=["by rows", "in the engine"])
+def test_engines_at_every_size(sess: Any, df: pd.DataFrame, monkeypatch: Any, counted_in_engine: bool) -> None:
+    """Above ``IN_ENGINE_ROWS`` tables are counted inside DuckDB and polars, which count no
+    masked copy's rows: a table with one beside other measures is read by its rows (DuckDB: a
+    conditional measure; polars: a column the steps made that masks another, tested in polars),
+    two tables over the same rows are compared or ``review``, never both cleared."""
+    from sdc_magic.evidence import rows as row_limits
+
+    if counted_in_engine:
+        monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    con = _connection()
+    frame = pl.from_pandas(df)
+    kept = pl.when(pl.col("district") != "C").then(pl.col("income")).otherwise(0)
+    beside = [con.sql(f"SELECT sex, sum(income) AS income, {MASKED_SQL['if']} AS kept FROM people GROUP BY sex").df(),
+              frame.group_by("sex").agg(pl.col("income").sum(), kept.sum().alias("kept")).sort("sex"),
+              frame.with_columns(kept=kept).group_by("sex").agg(pl.col("income").sum(), pl.col("kept").sum())]
+    for table in beside:
+        out = sess.publish(table)
+        assert not (_shows(out, MEN) and _shows(out, MEN - MAN)), out.data["text/plain"]
+    for make in (lambda: con.sql(f"SELECT sex, {MASKED_SQL['if']} AS kept FROM people GROUP BY sex").df(),
+                 lambda: frame.group_by("sex").agg(kept.sum()).sort("sex"),
+                 lambda: frame.with_columns(kept=kept).group_by("sex").agg(pl.col("kept").sum())):
+        sess.publish(frame.group_by("sex").agg(pl.col("income").sum()).sort("sex"))
+        out = sess.publish(make())
+        assert out.metadata["sdc_magic"]["status"] != "pass" or not _shows(out, MEN - MAN), out.data["text/plain"]
