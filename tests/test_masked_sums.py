@@ -202,3 +202,32 @@ def test_engines_at_every_size(sess: Any, df: pd.DataFrame, monkeypatch: Any, co
         sess.publish(frame.group_by("sex").agg(pl.col("income").sum()).sort("sex"))
         out = sess.publish(make())
         assert out.metadata["sdc_magic"]["status"] != "pass" or not _shows(out, MEN - MAN), out.data["text/plain"]
+
+
+EDITS: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
+    "loc set to 0": lambda d: d.copy().pipe(lambda c: c.assign(income=c.income.mask(c.district == "C", 0.0))),
+    "assigned under its name": lambda d: d.assign(income=d.income.where(d.district != "C", 0)),
+    "top-coded": lambda d: d.assign(income=d.income.clip(upper=float(d.income.nlargest(3).iloc[-1]) - 0.01)),
+    "one value edited": lambda d: d.assign(income=d.income.mask((d.district == "C") & (d.sex == "M"), 1.0)),
+}
+
+
+@pytest.mark.parametrize("first", ["plain", "edited"])
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_values_edited_between_two_sums(sess: Any, df: pd.DataFrame, edit: str, first: str) -> None:
+    """The same people (same labels) with a few incomes edited between two tables of income sums,
+    in either order: the men's two sums differ by the edited rows' values (red team: both ``pass``)."""
+    edited = EDITS[edit](df)
+    changed = edited.income.ne(df.income) & (df.sex == "M")
+    assert 0 < changed.sum() < 5
+    frames = [df, edited] if first == "plain" else [edited, df]
+    outs = [sess.publish(f.groupby("sex").income.sum()) for f in frames]
+    men = [float(f[f.sex == "M"].income.sum()) for f in frames]
+    assert not (_shows(outs[0], men[0]) and _shows(outs[1], men[1])), [o.data["text/plain"] for o in outs]
+
+
+def test_a_recode_of_every_value_is_no_edit(sess: Any, df: pd.DataFrame) -> None:
+    """Over-protection check: the income in thousands (every row changed) tells no few rows' values."""
+    statuses = [sess.publish(f.groupby("sex").income.sum()).metadata["sdc_magic"]["status"]
+                for f in (df, df.assign(income=df.income / 1000))]
+    assert statuses == ["pass", "pass"]

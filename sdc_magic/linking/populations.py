@@ -28,7 +28,7 @@ from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
 from . import masked
-from .identity import group_ids
+from .identity import MISSING, frame_hash, group_ids
 from .in_engine import Split
 from .names import cell_name
 from .universes import Universe, refine
@@ -329,6 +329,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         if placed is None:
             return None
         universe, rows = placed
+        if flagged is None and masking is None:
+            ids = _edited_rows_left_out(entry, frame, ids, universe, rows)
         universe.key_columns.update(k for k in keys if k in frame.columns)
         g_u = np.full(universe.n, -1, dtype=np.int64)
         ok = (rows >= 0) & (ids >= 0)
@@ -632,6 +634,18 @@ def _masks_earlier_rows(entry: Any, frame: pd.DataFrame, kept_elsewhere: KeptEls
     variable masks a column of rows linking saw before (see :mod:`.masked`): a Series with no
     other column of its own rows to compare it with (``income.where(c, 0).groupby(df.sex).sum()``);
     None otherwise."""
+    var = _summed_variable(entry, frame)
+    if var is None:
+        return None
+    keys = {str(k) for k in (getattr(entry.source, "keys", None) or [])}
+    if any(c != var and str(c) not in keys and pd.api.types.is_numeric_dtype(frame[c].dtype) for c in frame.columns):
+        return None  # (other columns of its rows: compared with those, :func:`_restrict_to_variable`)
+    return kept_elsewhere(frame, var)
+
+
+def _summed_variable(entry: Any, frame: pd.DataFrame) -> Hashable | None:
+    """The variable of a table of one variable's sums or means (not an indicator) when it is a
+    column of ``frame``, else None."""
     ev = entry.evidence
     stats = set(np.asarray(ev.stat).astype(str).tolist())
     variables = set(np.asarray(ev.var, dtype=object).tolist())
@@ -642,10 +656,39 @@ def _masks_earlier_rows(entry: Any, frame: pd.DataFrame, kept_elsewhere: KeptEls
         var = UNNAMED  # (an unnamed Series: ``np.where(...)``, a product with a mask)
     if var not in frame.columns or _indicator_rows(frame, var) is not None:
         return None
-    keys = {str(k) for k in (getattr(entry.source, "keys", None) or [])}
-    if any(c != var and str(c) not in keys and pd.api.types.is_numeric_dtype(frame[c].dtype) for c in frame.columns):
-        return None  # (other columns of its rows: compared with those, :func:`_restrict_to_variable`)
-    return kept_elsewhere(frame, var)
+    return var
+
+
+#: rows whose summed values changed since linking first saw them are left out of a table's
+#: population only while they are fewer than this share of its rows (more: a recode of the whole
+#: column, thousands for units, which tells no few rows' values)
+MAX_EDITED_SHARE = 0.5
+
+
+def _edited_rows_left_out(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: Universe,
+                          rows: np.ndarray) -> np.ndarray:
+    """``ids`` without the rows whose value of the table's summed variable differs from the value
+    linking saw for the same rows before (a table of one variable's sums or means).
+
+    Why (red team, 2026-12-05): ``df2 = df.copy(); df2.loc[df2.district == "C", "income"] = 0``,
+    then the sums by sex of ``df`` and of ``df2`` (either order), both ``pass``: the men's differ by
+    C's one man's income. The rows were the same people (placed by their labels), the sums a
+    difference of values on three of them. Without those rows the two populations differ by them,
+    which differencing sees, whichever table came first and however the values were edited."""
+    var = _summed_variable(entry, frame)
+    if var is None or var not in universe.hashes or var in universe.key_columns:
+        return ids
+    found = (rows >= 0) & (ids >= 0)
+    if not found.any():
+        return ids
+    theirs = universe.hashes[var][rows[found]]
+    mine = frame_hash(frame, var)[found]
+    changed_found = (theirs != mine) & (theirs != MISSING) & (mine != MISSING)
+    if not changed_found.any() or int(changed_found.sum()) > MAX_EDITED_SHARE * int(found.sum()):
+        return ids
+    changed = np.zeros(len(frame), dtype=bool)
+    changed[np.flatnonzero(found)[changed_found]] = True
+    return np.where(changed, -1, ids)
 
 
 def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
