@@ -38,6 +38,13 @@ FRAME_LABELS = "sdc_magic.frame_labels"
 #: sees which rows it keeps, ``linking.masked``): never used to tell rows apart (two queries
 #: name different expressions alike)
 DERIVED_COLUMNS = "sdc_magic.derived_columns"
+#: a column is read as a copy of another that overwrote the rest with values of its own (two
+#: constants, another column's: ``where(c, person)``) when it keeps the other's value on at least
+#: this share of the rows, over at least ``MASKED_DISTINCT_KEPT`` distinct values (two small counts
+#: that often agree, children and disabled children, are no copy of each other); one constant
+#: elsewhere is a masked copy at any share (``linking.masked.kept_against``; the engines' tests)
+MASKED_KEPT_SHARE = 0.5
+MASKED_DISTINCT_KEPT = 10
 
 
 def too_many_rows_note() -> str:

@@ -10,6 +10,12 @@ masked copy told C's one man's income by subtraction with both tables ``pass`` (
 2026-12-05; in pandas, polars and DuckDB read by rows). Linking takes the rows where x kept y's
 value as the population such a table publishes, as it takes a 0/1 flag's flagged rows.
 
+The test (:func:`kept_against`): x differs from y on some rows and holds one constant on all of
+them, or keeps y on most rows over many values (a copy that wrote two constants, or another
+column, over the rows it hides). y is another column of the table's own rows (:func:`kept_rows`),
+or of the same rows as an earlier table saw them (:func:`kept_at_rows`: the copy summed from a
+frame without the income, red team).
+
 Why content and not syntax: the copies are made in too many ways (``where``, ``mask``,
 ``np.where``, a product with a mask, ``loc`` assignment on a copy, polars ``when``, ``clip``) to
 recognise each; comparing the two columns' values row by row finds every one of them.
@@ -22,22 +28,19 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
-from .identity import frame_hash, hash_column, hashed_columns
+from ..evidence import rows as row_limits
+from .identity import MISSING, frame_hash, hash_column, hashed_columns
 from .universes import Universe
 
-#: x is read as a masked copy of y only when it keeps y's value on at least this many rows
-#: (so a column of zeros is no copy of everything that is sometimes zero).
-MIN_KEPT_ROWS = 1
+MIN_KEPT_SHARE = row_limits.MASKED_KEPT_SHARE
+MIN_DISTINCT_KEPT = row_limits.MASKED_DISTINCT_KEPT
 
 
 def kept_rows(frame: pd.DataFrame, var: Hashable, exclude: set[Hashable] | frozenset = frozenset()
               ) -> np.ndarray | None:
     """Rows where column ``var`` keeps the value of another column of ``frame`` that it masks
-    (see the module's docstring), or None when it masks none.
-
-    ``var`` masks ``y`` when every row either agrees with ``y`` or holds one same value ``c``
-    (missing included) where ``y`` does not, some row does the latter, and some row keeps a value
-    of ``y`` that is not ``c``. Among several such columns, the one kept on the most rows."""
+    (see :func:`kept_against`), or None when it masks none. Among several such columns, the one
+    kept on the most rows."""
     if var not in frame.columns or not frame.columns.is_unique:
         return None
     x = frame[var]
@@ -47,7 +50,40 @@ def kept_rows(frame: pd.DataFrame, var: Hashable, exclude: set[Hashable] | froze
     # other columns are not hashed for this)
     others = {c: frame_hash(frame, c) for c in hashed_columns(frame)
               if c != var and c not in exclude and _numeric(frame[c])}
-    return _best(frame_hash(frame, var), others)
+    found = best_kept(frame_hash(frame, var), others)
+    return None if found is None else found[0]
+
+
+def kept_at_rows(universe: Universe, rows: np.ndarray, hx: np.ndarray, skip: Hashable | None = None
+                 ) -> np.ndarray | None:
+    """Rows (of a frame placed at universe ``rows``, -1: none) where the values ``hx`` keep those of
+    a column the universe holds for the same rows (``skip``: not that column), or None.
+
+    Why (red team): the masked copy summed from a frame without the column it masks
+    (``d.drop(columns="income").assign(k=...)``, a CTE of DuckDB, polars ``drop``, Spark ``select``)
+    has nothing of its own to compare with; the universe holds that column for the same rows."""
+    found = rows >= 0
+    if not found.any():
+        return None
+    at, mine = rows[found], hx[found]
+    best: np.ndarray | None = None
+    for c, h in universe.hashes.items():
+        if c == skip or c in universe.key_columns:
+            continue
+        theirs = h[at]
+        known = theirs != MISSING  # (rows appended from frames without that column: not compared)
+        kept = kept_against(mine[known], theirs[known]) if known.any() else None
+        if kept is None:
+            continue
+        full = np.ones(len(mine), dtype=bool)
+        full[np.flatnonzero(known)] = kept
+        if best is None or full.sum() > best.sum():
+            best = full
+    if best is None:
+        return None
+    out = np.ones(len(rows), dtype=bool)
+    out[np.flatnonzero(found)] = best
+    return out
 
 
 def kept_in_universes(universes: list[Universe], frame: pd.DataFrame, var: Hashable
@@ -67,36 +103,39 @@ def kept_in_universes(universes: list[Universe], frame: pd.DataFrame, var: Hasha
         if pos is None or not len(pos) or (pos < 0).any():
             continue
         hx = hash_column(frame[var]) if hx is None else hx
-        others = {c: h[pos] for c, h in u.hashes.items() if c not in u.key_columns}
-        found = _best(hx, others)
+        found = best_kept(hx, {c: h[pos] for c, h in u.hashes.items() if c not in u.key_columns})
         if found is not None:
-            name = next(c for c, h in others.items() if np.array_equal(found, _kept_against(hx, h)))
-            return found, name
+            return found
     return None
 
 
-def _best(hx: np.ndarray, others: dict[Hashable, np.ndarray]) -> np.ndarray | None:
-    """The rows where ``hx`` keeps the values of the column of ``others`` it masks on the most rows."""
-    best: np.ndarray | None = None
-    for hy in others.values():
-        kept = _kept_against(hx, hy)
-        if kept is not None and (best is None or kept.sum() > best.sum()):
-            best = kept
+def best_kept(hx: np.ndarray, others: dict[Hashable, np.ndarray]) -> tuple[np.ndarray, Hashable] | None:
+    """(the rows where ``hx`` keeps the values of the column of ``others`` it masks on the most rows,
+    that column), or None (see :func:`kept_against`)."""
+    best: tuple[np.ndarray, Hashable] | None = None
+    for name, hy in others.items():
+        kept = kept_against(hx, hy)
+        if kept is not None and (best is None or kept.sum() > best[0].sum()):
+            best = (kept, name)
     return best
 
 
-def _kept_against(hx: np.ndarray, hy: np.ndarray) -> np.ndarray | None:
+def kept_against(hx: np.ndarray, hy: np.ndarray) -> np.ndarray | None:
+    """The rows where values ``hx`` keep those of ``hy`` (fingerprints of the same rows) when ``hx``
+    masks ``hy``, else None: ``hx`` differs on some rows, and either every row it differs on holds
+    one same value ``c`` (missing included) while it keeps some value that is not ``c``, or it keeps
+    ``hy`` on at least :data:`MIN_KEPT_SHARE` of the rows over :data:`MIN_DISTINCT_KEPT` values."""
     same = hx == hy
     changed = ~same
-    if not changed.any() or int(same.sum()) < MIN_KEPT_ROWS:
+    if not changed.any() or not same.any():
         return None
     c = hx[changed]
-    if not (c == c[0]).all():
-        return None
-    # kept somewhere on a value that is not the constant itself (else x is the constant column)
-    if not (same & (hx != c[0])).any():
-        return None
-    return same
+    if (c == c[0]).all():
+        # kept somewhere on a value that is not the constant itself (else x is the constant column)
+        return same if (same & (hx != c[0])).any() else None
+    if 2 * int(same.sum()) >= len(same) and len(pd.unique(hy[same])) >= MIN_DISTINCT_KEPT:
+        return same
+    return None
 
 
 def _numeric(col: pd.Series) -> bool:

@@ -270,6 +270,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         ids, combined = rows_of
         masking = None if flagged is not None or kept_elsewhere is None \
             else _masks_earlier_rows(entry, frame, kept_elsewhere)
+        var_of_masking = _summed_variable(entry, frame)
         if masking is not None:
             ids = np.where(masking[0], ids, -1)
     flat = entry.flat
@@ -321,7 +322,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
             placed = place(frame, placed_keys)
         else:  # (the rows it kept, under the name of the column it masks: they agree with those rows)
             kept, masked_name = masking
-            placed = place(frame.iloc[np.flatnonzero(kept)].set_axis([masked_name], axis=1), placed_keys)
+            placed = place(frame[[var_of_masking]].iloc[np.flatnonzero(kept)].set_axis([masked_name], axis=1),
+                           placed_keys)
             if placed is not None:
                 rows = np.full(len(frame), -1, dtype=np.int64)
                 rows[kept] = placed[1]
@@ -330,7 +332,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
             return None
         universe, rows = placed
         if flagged is None and masking is None:
-            ids = _edited_rows_left_out(entry, frame, ids, universe, rows)
+            ids = _rows_left_out_by_values(entry, frame, ids, universe, rows)
         universe.key_columns.update(k for k in keys if k in frame.columns)
         g_u = np.full(universe.n, -1, dtype=np.int64)
         ok = (rows >= 0) & (ids >= 0)
@@ -520,6 +522,10 @@ def _population_rows(entry: Any, frame: pd.DataFrame, ids: np.ndarray, flagged: 
         member = np.full(len(frame), -1, dtype=np.int64)
         for j, v in enumerate(combined):
             mask = _variant_rows(frame, v)
+            if mask is not None and _is_kept(v):
+                # (a row two copies both keep holds the same value in both, a zero mostly: one
+                # copy's is enough to tell their sums apart, the first)
+                mask = mask & (member < 0)
             if mask is None or (mask & (member >= 0)).any():
                 return None  # overlapping rows: not one partition
             member[mask] = j
@@ -665,30 +671,38 @@ def _summed_variable(entry: Any, frame: pd.DataFrame) -> Hashable | None:
 MAX_EDITED_SHARE = 0.5
 
 
-def _edited_rows_left_out(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: Universe,
-                          rows: np.ndarray) -> np.ndarray:
-    """``ids`` without the rows whose value of the table's summed variable differs from the value
-    linking saw for the same rows before (a table of one variable's sums or means).
+def _rows_left_out_by_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: Universe,
+                             rows: np.ndarray) -> np.ndarray:
+    """``ids`` without the rows of a table of one variable's sums or means whose values are not the
+    ones linking saw for the same rows before: edited (the same column, changed on fewer than
+    :data:`MAX_EDITED_SHARE` of the rows), or overwritten by a masked copy of another column the
+    universe holds (:func:`.masked.kept_at_rows`).
 
     Why (red team, 2026-12-05): ``df2 = df.copy(); df2.loc[df2.district == "C", "income"] = 0``,
     then the sums by sex of ``df`` and of ``df2`` (either order), both ``pass``: the men's differ by
-    C's one man's income. The rows were the same people (placed by their labels), the sums a
-    difference of values on three of them. Without those rows the two populations differ by them,
-    which differencing sees, whichever table came first and however the values were edited."""
+    C's one man's income; so did a masked copy summed from a frame without the income
+    (``d.drop(columns="income").assign(k=...)``). The rows were the same people (placed by their
+    labels or their other columns), the sums a difference of values on three of them. Without those
+    rows the two populations differ by them, which differencing sees, whichever table came first."""
     var = _summed_variable(entry, frame)
-    if var is None or var not in universe.hashes or var in universe.key_columns:
+    if var is None:
         return ids
     found = (rows >= 0) & (ids >= 0)
     if not found.any():
         return ids
-    theirs = universe.hashes[var][rows[found]]
-    mine = frame_hash(frame, var)[found]
-    changed_found = (theirs != mine) & (theirs != MISSING) & (mine != MISSING)
-    if not changed_found.any() or int(changed_found.sum()) > MAX_EDITED_SHARE * int(found.sum()):
-        return ids
-    changed = np.zeros(len(frame), dtype=bool)
-    changed[np.flatnonzero(found)[changed_found]] = True
-    return np.where(changed, -1, ids)
+    hx = frame_hash(frame, var)
+    if var in universe.hashes and var not in universe.key_columns:
+        theirs = universe.hashes[var][rows[found]]
+        mine = hx[found]
+        changed_found = (theirs != mine) & (theirs != MISSING) & (mine != MISSING)
+        if not changed_found.any():
+            return ids  # (the column itself, as linking saw it: the usual table)
+        if int(changed_found.sum()) <= MAX_EDITED_SHARE * int(found.sum()):
+            changed = np.zeros(len(frame), dtype=bool)
+            changed[np.flatnonzero(found)[changed_found]] = True
+            return np.where(changed, -1, ids)
+    kept = masked.kept_at_rows(universe, np.where(found, rows, -1), hx, skip=var)
+    return ids if kept is None else np.where(kept, ids, -1)
 
 
 def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:
@@ -818,8 +832,10 @@ def indicator_variables(entry: Any) -> list[Any]:
     # rows are those at 1, its "other" value)
     out += [("other", v) for v in out if not isinstance(v, tuple)]
     # the sums of a masked copy beside other columns: the rows where it kept its values (they
-    # overlap the others', so they are no part of the combined population above)
-    return out + _masked_variables(entry)
+    # overlap the indicators', so they are no part of the combined population above); two or more
+    # side by side are one more (kept in A, kept in B, beside the income: total - A - B = C, red team)
+    kept = _masked_variables(entry)
+    return out + kept + ([("combined", tuple(kept))] if len(kept) >= 2 else [])
 
 
 def _masked_variables(entry: Any) -> list[Any]:
