@@ -337,3 +337,22 @@ def test_a_masked_series_beside_its_keys_is_checked(sess: Any, df: pd.DataFrame,
     out = sess.publish(make(df))
     assert "checking failed" not in out.data["text/plain"]
     assert out.metadata["sdc_magic"]["status"] in ("suppressed", "blocked", "review")
+
+
+@pytest.mark.parametrize("kept_share", [0.0001, 0.6, 0.999])
+def test_large_frames_are_compared_whole_after_a_sample(kept_share: float) -> None:
+    """From ``SAMPLED_FROM`` rows a sample first rules columns out; a masked copy keeping a few rows,
+    most of them, or all but a few is still found (the whole columns decide), unrelated ones are not."""
+    from sdc_magic.linking import masked
+
+    rng = np.random.default_rng(0)
+    n = 3 * masked.SAMPLED_FROM
+    y = rng.lognormal(3, 1, n).round(2)
+    keep = rng.random(n) < kept_share
+    keep[:2] = True
+    frame = pd.DataFrame({"y": y, "age": rng.integers(0, 90, n), "x": np.where(keep, y, 0.0),
+                          "z": np.where(keep, y, rng.integers(1, 9, n)), "other": rng.lognormal(3, 1, n)})
+    assert np.array_equal(masked.kept_rows(frame, "x"), keep | (y == 0))
+    assert masked.kept_rows(frame, "other") is None and masked.kept_rows(frame, "age") is None
+    found = masked.kept_rows(frame, "z")
+    assert (found is not None) == (kept_share >= masked.MIN_KEPT_SHARE)
