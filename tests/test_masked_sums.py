@@ -212,6 +212,9 @@ EDITS: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
 }
 
 
+@pytest.mark.xfail(strict=True, reason="open: values of the same column edited between two sums (linking keeps "
+                                       "the values it saw first; leaving edited rows out made a cleaning session "
+                                       "12 tables stricter for nothing, so it was taken back): docs/known-gaps.md")
 @pytest.mark.parametrize("first", ["plain", "edited"])
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_values_edited_between_two_sums(sess: Any, df: pd.DataFrame, edit: str, first: str) -> None:
@@ -342,7 +345,8 @@ def test_a_masked_series_beside_its_keys_is_checked(sess: Any, df: pd.DataFrame,
 @pytest.mark.parametrize("kept_share", [0.0001, 0.6, 0.999])
 def test_large_frames_are_compared_whole_after_a_sample(kept_share: float) -> None:
     """From ``SAMPLED_FROM`` rows a sample first rules columns out; a masked copy keeping a few rows,
-    most of them, or all but a few is still found (the whole columns decide), unrelated ones are not."""
+    most of them, or all but a few (one constant, or two, over the others) is still found (the
+    whole columns decide); a copy writing many values over the rest, or unrelated columns, is not."""
     from sdc_magic.linking import masked
 
     rng = np.random.default_rng(0)
@@ -351,8 +355,12 @@ def test_large_frames_are_compared_whole_after_a_sample(kept_share: float) -> No
     keep = rng.random(n) < kept_share
     keep[:2] = True
     frame = pd.DataFrame({"y": y, "age": rng.integers(0, 90, n), "x": np.where(keep, y, 0.0),
-                          "z": np.where(keep, y, rng.integers(1, 9, n)), "other": rng.lognormal(3, 1, n)})
-    assert np.array_equal(masked.kept_rows(frame, "x"), keep | (y == 0))
+                          "two": np.where(keep, y, rng.choice([0.0, 1.0], n)),
+                          "many": np.where(keep, y, rng.integers(1, 9, n)), "other": rng.lognormal(3, 1, n)})
+    def alone(col: str) -> pd.DataFrame:  # (the copies are copies of one another too)
+        return frame[["y", "age", col, "other"]]
+
+    assert np.array_equal(masked.kept_rows(alone("x"), "x"), keep | (y == 0))
+    assert np.array_equal(masked.kept_rows(alone("two"), "two"), frame.two.eq(y).to_numpy())
+    assert masked.kept_rows(alone("many"), "many") is None
     assert masked.kept_rows(frame, "other") is None and masked.kept_rows(frame, "age") is None
-    found = masked.kept_rows(frame, "z")
-    assert (found is not None) == (kept_share >= masked.MIN_KEPT_SHARE)

@@ -833,13 +833,12 @@ def test_leak_certificate_total_of_a_filtered_table(sess: Session, df: pd.DataFr
 
 
 # ---- 22. editing values between two outputs (no row removed, so no filter to difference):
-# winsorizing age at 90 moved the sums by the excess of the only person above 90 in each sex:
+# winsorizing age at 90 moves the sums by the excess of the only person above 90 in each sex:
 # 2085 - 2073 = 12 -> 102, 1765 - 1754 = 11 -> 101; zeroing person 72's income (an "invalid" value)
-# moved the men's sum by exactly his income: 531.80 - 513.75 = 18.05. All were 'pass'; stopped
-# since 2026-12-05 (rows whose summed values changed since linking saw them are left out of the
-# later table's population, ``populations._edited_rows_left_out``; tests/test_masked_sums.py).
+# moves the men's sum by exactly his income: 531.80 - 513.75 = 18.05. All at 'pass'.
+@pytest.mark.xfail(strict=True, reason="leak: age sums before / after clip(upper=90): 90 + 12 = 102, 90 + 11 = 101")
 @pytest.mark.parametrize("stat", ["sum", "mean"])
-def test_stopped_winsorized_age_gives_the_oldest_ages(sess: Session, df: pd.DataFrame, stat: str) -> None:
+def test_leak_winsorized_age_gives_the_oldest_ages(sess: Session, df: pd.DataFrame, stat: str) -> None:
     first = sess.publish(df.groupby("sex").age.agg(stat))
     second = sess.publish(df.assign(age=df.age.clip(upper=90)).groupby("sex").age.agg(stat))
     got = _difference(_cells(first), _cells(second))
@@ -849,7 +848,8 @@ def test_stopped_winsorized_age_gives_the_oldest_ages(sess: Session, df: pd.Data
     assert not (_status(second) in CLEARED and got == {"F": 102, "M": 101})
 
 
-def test_stopped_value_set_to_zero_between_two_sums(sess: Session, df: pd.DataFrame) -> None:
+@pytest.mark.xfail(strict=True, reason="leak: income sum M before / after zeroing person 72: 531.80 - 513.75 = 18.05")
+def test_leak_value_set_to_zero_between_two_sums(sess: Session, df: pd.DataFrame) -> None:
     first = sess.publish(df.groupby("sex").income.sum())
     d = df.copy()
     d.loc[d.person == 72, "income"] = 0

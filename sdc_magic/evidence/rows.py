@@ -38,13 +38,18 @@ FRAME_LABELS = "sdc_magic.frame_labels"
 #: sees which rows it keeps, ``linking.masked``): never used to tell rows apart (two queries
 #: name different expressions alike)
 DERIVED_COLUMNS = "sdc_magic.derived_columns"
-#: a column is read as a copy of another that overwrote the rest with values of its own (two
-#: constants, another column's: ``where(c, person)``) when it keeps the other's value on at least
-#: this share of the rows, over at least ``MASKED_DISTINCT_KEPT`` distinct values (two small counts
-#: that often agree, children and disabled children, are no copy of each other); one constant
-#: elsewhere is a masked copy at any share (``linking.masked.kept_against``; the engines' tests)
-MASKED_KEPT_SHARE = 0.5
-MASKED_DISTINCT_KEPT = 10
+#: a column is read as a masked copy of another (``linking.masked.kept_against``; the engines'
+#: tests) when the rows where they differ hold at most this many values (one constant, or two:
+#: ``where(c, income, where(sex == "F", 1, 0))``) or are fewer than ``MASKED_FEW_ROWS`` (any values:
+#: ``where(c, person)`` over C's three rows). Not "kept on most rows whatever the rest": income is
+#: work income on two thirds of a survey's rows, and a red team's session of 25 tables got 12
+#: stricter for it (and a decoy column equal to the income on most rows took C's man out of every
+#: income table's population)
+MASKED_VALUES = 2
+MASKED_FEW_ROWS = 5
+#: ... and keeps at least this many distinct values of the other (a 1/2 coding is no masked copy of a
+#: column it equals on a few rows: ``flag + 1`` against household numbers 1 and 2)
+MASKED_KEPT_VALUES = 3
 
 
 def too_many_rows_note() -> str:

@@ -10,9 +10,9 @@ masked copy told C's one man's income by subtraction with both tables ``pass`` (
 2026-12-05; in pandas, polars and DuckDB read by rows). Linking takes the rows where x kept y's
 value as the population such a table publishes, as it takes a 0/1 flag's flagged rows.
 
-The test (:func:`kept_against`): x differs from y on some rows and holds one constant on all of
-them, or keeps y on most rows over many values (a copy that wrote two constants, or another
-column, over the rows it hides). y is another column of the table's own rows (:func:`kept_rows`),
+The test (:func:`kept_against`): x differs from y on some rows and holds one or two values on all
+of them (a copy that wrote one or two constants over the rows it hides), or on fewer than five
+(another column written over C's three rows). y is another column of the table's own rows (:func:`kept_rows`),
 or of the same rows as an earlier table saw them (:func:`kept_at_rows`: the copy summed from a
 frame without the income, red team).
 
@@ -31,9 +31,6 @@ import pandas as pd
 from ..evidence import rows as row_limits
 from .identity import MISSING, frame_hash, hash_column, hashed_columns
 from .universes import Universe
-
-MIN_KEPT_SHARE = row_limits.MASKED_KEPT_SHARE
-MIN_DISTINCT_KEPT = row_limits.MASKED_DISTINCT_KEPT
 
 
 def kept_rows(frame: pd.DataFrame, var: Hashable, exclude: set[Hashable] | frozenset = frozenset()
@@ -72,13 +69,10 @@ def _sample_rows(n: int) -> np.ndarray | None:
 
 def _may_mask(hx: np.ndarray, hy: np.ndarray) -> bool:
     """Whether ``hx`` can mask ``hy`` as far as a sample of their rows tells: the rows it differs on
-    hold one value, or it keeps ``hy`` on a good part of them (a looser test than
-    :func:`kept_against`: the whole columns decide)."""
+    hold few values, or are few (a looser test than :func:`kept_against`: the whole columns decide)."""
     changed = hx != hy
-    if not changed.any():
-        return True
-    c = hx[changed]
-    return bool((c == c[0]).all() or 3 * int((~changed).sum()) >= len(hx))
+    return bool(int(changed.sum()) < row_limits.MASKED_FEW_ROWS
+                or len(pd.unique(hx[changed])) <= row_limits.MASKED_VALUES)
 
 
 def kept_at_rows(universe: Universe, rows: np.ndarray, hx: np.ndarray, skip: Hashable | None = None
@@ -149,20 +143,19 @@ def best_kept(hx: np.ndarray, others: dict[Hashable, np.ndarray]) -> tuple[np.nd
 
 def kept_against(hx: np.ndarray, hy: np.ndarray) -> np.ndarray | None:
     """The rows where values ``hx`` keep those of ``hy`` (fingerprints of the same rows) when ``hx``
-    masks ``hy``, else None: ``hx`` differs on some rows, and either every row it differs on holds
-    one same value ``c`` (missing included) while it keeps some value that is not ``c``, or it keeps
-    ``hy`` on at least :data:`MIN_KEPT_SHARE` of the rows over :data:`MIN_DISTINCT_KEPT` values."""
+    masks ``hy``, else None: ``hx`` differs on some rows, those rows hold at most
+    ``MASKED_VALUES`` values (missing included) or are fewer than ``MASKED_FEW_ROWS``, and ``hx``
+    keeps some value that is none of theirs (else it is a column of those values)."""
     same = hx == hy
     changed = ~same
     if not changed.any() or not same.any():
         return None
-    c = hx[changed]
-    if (c == c[0]).all():
-        # kept somewhere on a value that is not the constant itself (else x is the constant column)
-        return same if (same & (hx != c[0])).any() else None
-    if 2 * int(same.sum()) >= len(same) and len(pd.unique(hy[same])) >= MIN_DISTINCT_KEPT:
-        return same
-    return None
+    overwritten = pd.unique(hx[changed])
+    if len(overwritten) > row_limits.MASKED_VALUES and int(changed.sum()) >= row_limits.MASKED_FEW_ROWS:
+        return None
+    if len(pd.unique(hx[same])) < row_limits.MASKED_KEPT_VALUES:
+        return None  # (a coding of two or three values equal to another column on a few rows)
+    return same if (same & ~np.isin(hx, overwritten)).any() else None
 
 
 def _numeric(col: pd.Series) -> bool:

@@ -28,7 +28,7 @@ from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
 from . import masked
-from .identity import MISSING, frame_hash, group_ids
+from .identity import frame_hash, group_ids
 from .in_engine import Split
 from .names import cell_name
 from .universes import Universe, refine
@@ -665,45 +665,25 @@ def _summed_variable(entry: Any, frame: pd.DataFrame) -> Hashable | None:
     return var
 
 
-#: rows whose summed values changed since linking first saw them are left out of a table's
-#: population only while they are fewer than this share of its rows (more: a recode of the whole
-#: column, thousands for units, which tells no few rows' values)
-MAX_EDITED_SHARE = 0.5
-
-
 def _rows_left_out_by_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: Universe,
                              rows: np.ndarray) -> np.ndarray:
-    """``ids`` without the rows of a table of one variable's sums or means whose values are not the
-    ones linking saw for the same rows before: edited (the same column, changed on fewer than
-    :data:`MAX_EDITED_SHARE` of the rows), or overwritten by a masked copy of another column the
-    universe holds (:func:`.masked.kept_at_rows`).
+    """``ids`` without the rows of a table of one variable's sums or means where that variable, a
+    masked copy of another column the universe holds for the same rows, overwrote its values
+    (:func:`.masked.kept_at_rows`).
 
-    Why (red team, 2026-12-05): ``df2 = df.copy(); df2.loc[df2.district == "C", "income"] = 0``,
-    then the sums by sex of ``df`` and of ``df2`` (either order), both ``pass``: the men's differ by
-    C's one man's income; so did a masked copy summed from a frame without the income
-    (``d.drop(columns="income").assign(k=...)``). The rows were the same people (placed by their
-    labels or their other columns), the sums a difference of values on three of them. Without those
-    rows the two populations differ by them, which differencing sees, whichever table came first."""
+    Why (red team, 2026-12-05): a masked copy summed from a frame without the income
+    (``d.drop(columns="income").assign(k=...)``, a merge back) has nothing of its own rows to be
+    compared with; the sums of the income by sex, then of the copy, told C's one man's income.
+    Not the same column edited (``df2.loc[mask, "income"] = 0``, then its sums: still open): linking
+    keeps the values it saw first, and a red team's cleaning session (outliers, coded ages, negatives
+    set to 0 before the first income table) got 12 tables stricter for nothing."""
     var = _summed_variable(entry, frame)
-    if var is None:
-        return ids
+    if var is None or var in universe.hashes:
+        return ids  # (the column itself, as linking saw it, or that column edited: not compared)
     found = (rows >= 0) & (ids >= 0)
     if not found.any():
         return ids
-    hx = frame_hash(frame, var)
-    if var in universe.hashes and var not in universe.key_columns:
-        if universe.hashes[var] is hx and np.array_equal(rows, np.arange(len(rows))):
-            return ids  # (the universe's own fingerprints of this very column: nothing edited)
-        theirs = universe.hashes[var][rows[found]]
-        mine = hx[found]
-        changed_found = (theirs != mine) & (theirs != MISSING) & (mine != MISSING)
-        if not changed_found.any():
-            return ids  # (the column itself, as linking saw it: the usual table)
-        if int(changed_found.sum()) <= MAX_EDITED_SHARE * int(found.sum()):
-            changed = np.zeros(len(frame), dtype=bool)
-            changed[np.flatnonzero(found)[changed_found]] = True
-            return np.where(changed, -1, ids)
-    kept = masked.kept_at_rows(universe, np.where(found, rows, -1), hx, skip=var)
+    kept = masked.kept_at_rows(universe, np.where(found, rows, -1), frame_hash(frame, var), skip=var)
     return ids if kept is None else np.where(kept, ids, -1)
 
 

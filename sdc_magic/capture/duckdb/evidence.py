@@ -528,13 +528,13 @@ def _masks_a_column(pending: Pending, *, nulls_counted: bool) -> bool:
                 yy = '"' + str(y).replace('"', '""') + '"'
                 differ = f"({x} IS DISTINCT FROM CAST({yy} AS DOUBLE))"
                 nulls = f"max(CASE WHEN {differ} AND {x} IS NULL THEN 1 ELSE 0 END)"
-                constant = (f"count(DISTINCT CASE WHEN {differ} THEN {x} END) + {nulls} = 1"
-                            + (f" AND {nulls} = 0" if nulls_counted else ""))
-                most = (f"2 * sum(CASE WHEN {differ} THEN 0 ELSE 1 END) >= {2 * row_limits.MASKED_KEPT_SHARE} * count(*) AND "
-                        f"count(DISTINCT CASE WHEN NOT {differ} THEN {x} END) >= {row_limits.MASKED_DISTINCT_KEPT}")
+                n_values = f"count(DISTINCT CASE WHEN {differ} THEN {x} END) + {nulls}"
+                n_differ = f"sum(CASE WHEN {differ} THEN 1 ELSE 0 END)"
+                # (as ``linking.masked.kept_against``: few values or few rows written over)
+                few = (f"({n_values} <= {row_limits.MASKED_VALUES} OR {n_differ} < {row_limits.MASKED_FEW_ROWS}) AND "
+                       f"count(DISTINCT CASE WHEN NOT {differ} THEN {x} END) >= {row_limits.MASKED_KEPT_VALUES}")
                 overwritten = f" AND bool_or({differ} AND {x} IS NOT NULL)" if nulls_counted else ""
-                tests.append(f"coalesce(bool_or({differ}) AND bool_or(NOT {differ}) AND (({constant}) OR ({most}))"
-                             f"{overwritten}, false)")
+                tests.append(f"coalesce(bool_or({differ}) AND bool_or(NOT {differ}) AND ({few}){overwritten}, false)")
         if not tests:
             return False
         found = pending.run(f"SELECT {' OR '.join(tests)} AS m FROM ({rows}) AS {contract.PREFIX}rows").fetchall()

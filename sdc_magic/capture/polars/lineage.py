@@ -485,13 +485,10 @@ def masks_a_column(source: Any, derived: dict[str, Any] | None, variables: list[
         for j, y in enumerate(c for c in numeric if c != v):
             differ = x.ne_missing(pl.col(y).cast(pl.Float64))
             masked_as = x.filter(differ)
-            one_constant = (masked_as.n_unique() == 1) & x.filter(~differ).ne_missing(masked_as.first()).any()
-            if nulls_counted:
-                one_constant = one_constant & (masked_as.null_count() == 0)
-            # (or kept on most rows over many values: ``linking.masked.kept_against``)
-            most = ((~differ).sum() * 2 >= differ.len() * (2 * row_limits.MASKED_KEPT_SHARE)) \
-                & (x.filter(~differ).n_unique() >= row_limits.MASKED_DISTINCT_KEPT)
-            test = differ.any() & (~differ).any() & (one_constant | most)
+            # (as ``linking.masked.kept_against``: few values or few rows written over)
+            few = ((masked_as.n_unique() <= row_limits.MASKED_VALUES) | (differ.sum() < row_limits.MASKED_FEW_ROWS)) \
+                & (x.filter(~differ).n_unique() >= row_limits.MASKED_KEPT_VALUES)
+            test = differ.any() & (~differ).any() & few
             if nulls_counted:  # (missing where it differs: counted over its known rows)
                 test = test & masked_as.is_not_null().any()
             tests.append(test.alias(f"t{i}_{j}"))
