@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..evidence import rows as row_limits
 from ..evidence.facts import GroupEvidence, VarEvidence
 from ..evidence.flatten import canonical_labels, flatten
 from ..evidence.registry import Registry
@@ -486,3 +487,21 @@ def maker_of(made: Any) -> tuple | None:
 
 _recipes = weak_marks()
 _makers = weak_marks()
+
+
+def masking_test(x: str, differ: str, *, nulls_counted: bool) -> str:
+    """One SQL aggregate (DuckDB and Spark alike) true when the values ``x`` mask another column of
+    the same rows, ``differ`` being the SQL of "x differs from it on this row" (null-safe): as
+    ``linking.masked.kept_against`` tests by rows, the rows it differs on hold at most
+    ``MASKED_VALUES`` values (missing included) or are fewer than ``MASKED_FEW_ROWS``, and the rows it
+    keeps hold at least ``MASKED_KEPT_VALUES`` values. ``nulls_counted``: a copy only missing where
+    it differs is no such column (a table of it alone is counted over its known rows)."""
+    n_differ = f"sum(CASE WHEN {differ} THEN 1 ELSE 0 END)"
+    nulls = f"max(CASE WHEN {differ} AND {x} IS NULL THEN 1 ELSE 0 END)"
+    n_values = f"(count(DISTINCT CASE WHEN {differ} THEN {x} END) + {nulls})"
+    test = (f"({n_differ} > 0 AND sum(CASE WHEN {differ} THEN 0 ELSE 1 END) > 0"
+            f" AND ({n_values} <= {row_limits.MASKED_VALUES} OR {n_differ} < {row_limits.MASKED_FEW_ROWS})"
+            f" AND count(DISTINCT CASE WHEN NOT {differ} THEN {x} END) >= {row_limits.MASKED_KEPT_VALUES}")
+    if nulls_counted:
+        test += f" AND sum(CASE WHEN {differ} AND {x} IS NOT NULL THEN 1 ELSE 0 END) > 0"
+    return f"coalesce({test}), false)"

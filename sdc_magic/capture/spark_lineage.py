@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
 from . import contract
 
@@ -467,17 +466,7 @@ def masks_a_column(source: Any, variables: list[str], to_pandas: Callable[[Any],
         x = f"CAST({quoted(v)} AS DOUBLE)"
         for y in (c for c in numeric if c != v):
             differ = f"NOT ({x} <=> CAST({quoted(y)} AS DOUBLE))"
-            values = f"count(DISTINCT CASE WHEN {differ} THEN {x} END)"
-            nulls = f"sum(CASE WHEN {differ} AND {x} IS NULL THEN 1 ELSE 0 END)"
-            n_values = f"({values} + CASE WHEN {nulls} > 0 THEN 1 ELSE 0 END)"
-            n_differ = f"sum(CASE WHEN {differ} THEN 1 ELSE 0 END)"
-            # (as ``linking.masked.kept_against``: few values or few rows written over)
-            few = (f"(({n_values} <= {row_limits.MASKED_VALUES} OR {n_differ} < {row_limits.MASKED_FEW_ROWS}) AND "
-                   f"count(DISTINCT CASE WHEN NOT {differ} THEN {x} END) >= {row_limits.MASKED_KEPT_VALUES})")
-            test = f"({n_differ} > 0 AND sum(CASE WHEN {differ} THEN 0 ELSE 1 END) > 0 AND {few})"
-            if nulls_counted:  # (missing where it differs: counted over its known rows)
-                test = f"({test} AND sum(CASE WHEN {differ} AND {x} IS NOT NULL THEN 1 ELSE 0 END) > 0)"
-            tests.append(F.expr(test).alias(f"t{len(tests)}"))
+            tests.append(F.expr(contract.masking_test(x, differ, nulls_counted=nulls_counted)).alias(f"t{len(tests)}"))
     if not tests:
         return False
     with quiet():

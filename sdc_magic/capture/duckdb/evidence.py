@@ -527,14 +527,7 @@ def _masks_a_column(pending: Pending, *, nulls_counted: bool) -> bool:
             for y in numeric:
                 yy = '"' + str(y).replace('"', '""') + '"'
                 differ = f"({x} IS DISTINCT FROM CAST({yy} AS DOUBLE))"
-                nulls = f"max(CASE WHEN {differ} AND {x} IS NULL THEN 1 ELSE 0 END)"
-                n_values = f"count(DISTINCT CASE WHEN {differ} THEN {x} END) + {nulls}"
-                n_differ = f"sum(CASE WHEN {differ} THEN 1 ELSE 0 END)"
-                # (as ``linking.masked.kept_against``: few values or few rows written over)
-                few = (f"({n_values} <= {row_limits.MASKED_VALUES} OR {n_differ} < {row_limits.MASKED_FEW_ROWS}) AND "
-                       f"count(DISTINCT CASE WHEN NOT {differ} THEN {x} END) >= {row_limits.MASKED_KEPT_VALUES}")
-                overwritten = f" AND bool_or({differ} AND {x} IS NOT NULL)" if nulls_counted else ""
-                tests.append(f"coalesce(bool_or({differ}) AND bool_or(NOT {differ}) AND ({few}){overwritten}, false)")
+                tests.append(contract.masking_test(x, differ, nulls_counted=nulls_counted))
         if not tests:
             return False
         found = pending.run(f"SELECT {' OR '.join(tests)} AS m FROM ({rows}) AS {contract.PREFIX}rows").fetchall()
