@@ -38,6 +38,14 @@ def kept_rows(frame: pd.DataFrame, var: Hashable, exclude: set[Hashable] | froze
     """Rows where column ``var`` keeps the value of another column of ``frame`` that it masks
     (see :func:`kept_against`), or None when it masks none. Among several such columns, the one
     kept on the most rows."""
+    found = masking(frame, var, exclude)
+    return None if found is None else found[0]
+
+
+def masking(frame: pd.DataFrame, var: Hashable, exclude: set[Hashable] | frozenset = frozenset()
+            ) -> tuple[np.ndarray, Hashable, int] | None:
+    """(the rows :func:`kept_rows` finds, the column ``var`` masks, how many values it wrote over
+    the others), or None."""
     if var not in frame.columns or not frame.columns.is_unique:
         return None
     x = frame[var]
@@ -53,8 +61,9 @@ def kept_rows(frame: pd.DataFrame, var: Hashable, exclude: set[Hashable] | froze
               and (hx_sample is None or _may_mask(hx_sample, hash_column(frame[c].iloc[sample])))}
     if not others:
         return None
-    found = best_kept(frame_hash(frame, var), others)
-    return None if found is None else found[0]
+    hx = frame_hash(frame, var)
+    found = best_kept(hx, others)
+    return None if found is None else (found[0], found[1], len(pd.unique(hx[~found[0]])))
 
 
 #: frames from this many rows are first compared on a sample (:func:`_may_mask`)

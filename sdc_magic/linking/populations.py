@@ -834,13 +834,18 @@ def _masked_variables(entry: Any) -> list[Any]:
     named = {v for v in variables.tolist() if v is not None and v != ""}
     if len(named) == 1 and set(stats.tolist()) <= {"sum", "mean"}:
         return []  # (one variable's sums or means: its population is those rows already)
-    out: list[Any] = []
+    found: dict[Any, tuple[np.ndarray, Hashable, int]] = {}
     for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
                              if v is not None and st in ("mean", "sum")):
-        if var in frame.columns and _indicator_rows(frame, var) is None \
-                and masked.kept_rows(frame, var) is not None:
-            out.append(("kept", var))
-    return out
+        if var in frame.columns and _indicator_rows(frame, var) is None:
+            masks = masked.masking(frame, var)
+            if masks is not None:
+                found[var] = masks
+    # over fewer than five rows two columns mask each other (income beside its copy set to 0 in C:
+    # income "wrote" C's three incomes over the copy's zeros): the copy is the one that wrote fewer
+    # values (its zeros), not the income, whose cells were hidden too
+    return [("kept", var) for var, (_, other, n) in found.items()
+            if not (other in found and found[other][1] == var and found[other][2] < n)]
 
 
 def _indicators(entry: Any) -> list[Any]:

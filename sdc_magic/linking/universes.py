@@ -317,9 +317,10 @@ class Universe:
         return pos
 
     def rows_of_labels(self, index: pd.Index) -> np.ndarray | None:
-        """The row each label names (-1: none), not confirmed by any content; None when the rows
-        have no labels to compare (:func:`.masked.kept_in_universes` confirms by its own test)."""
-        if self.labels is None or self.labels_hashed or not index.is_unique:
+        """The row each label names (-1: none), not confirmed by any content (a restored universe's
+        by their hashes); None when the rows have no labels to compare
+        (:func:`.masked.kept_in_universes` confirms by its own test)."""
+        if self.labels is None or not index.is_unique:
             return None
         return _positions(self.labels, self._comparable(index))
 
