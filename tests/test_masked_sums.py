@@ -215,9 +215,6 @@ EDITS: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="open: values of the same column edited between two sums (linking keeps "
-                                       "the values it saw first; leaving edited rows out made a cleaning session "
-                                       "12 tables stricter for nothing, so it was taken back): docs/known-gaps.md")
 @pytest.mark.parametrize("first", ["plain", "edited"])
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_values_edited_between_two_sums(sess: Any, df: pd.DataFrame, edit: str, first: str) -> None:

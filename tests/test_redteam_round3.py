@@ -836,7 +836,7 @@ def test_leak_certificate_total_of_a_filtered_table(sess: Session, df: pd.DataFr
 # winsorizing age at 90 moves the sums by the excess of the only person above 90 in each sex:
 # 2085 - 2073 = 12 -> 102, 1765 - 1754 = 11 -> 101; zeroing person 72's income (an "invalid" value)
 # moves the men's sum by exactly his income: 531.80 - 513.75 = 18.05. All at 'pass'.
-@pytest.mark.xfail(strict=True, reason="leak: age sums before / after clip(upper=90): 90 + 12 = 102, 90 + 11 = 101")
+# (fixed: linking keeps the values each table of a variable's sums published, linking/edits.py)
 @pytest.mark.parametrize("stat", ["sum", "mean"])
 def test_leak_winsorized_age_gives_the_oldest_ages(sess: Session, df: pd.DataFrame, stat: str) -> None:
     first = sess.publish(df.groupby("sex").age.agg(stat))
@@ -848,7 +848,6 @@ def test_leak_winsorized_age_gives_the_oldest_ages(sess: Session, df: pd.DataFra
     assert not (_status(second) in CLEARED and got == {"F": 102, "M": 101})
 
 
-@pytest.mark.xfail(strict=True, reason="leak: income sum M before / after zeroing person 72: 531.80 - 513.75 = 18.05")
 def test_leak_value_set_to_zero_between_two_sums(sess: Session, df: pd.DataFrame) -> None:
     first = sess.publish(df.groupby("sex").income.sum())
     d = df.copy()

@@ -21,7 +21,7 @@ from ..capture.depth import own_work
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
-from . import differencing, persistence
+from . import differencing, edits, persistence
 from .differencing import variant_cells
 from .identity import combine, with_index_columns
 from .in_engine import EngineUniverse, Split, split
@@ -307,6 +307,10 @@ class Linker:
             p.group = p.group[d.parent]
         u.populations.append(d.pop)
         u.version += 1
+        if record and d.values and isinstance(getattr(u, "published", None), dict):
+            for values in d.values:
+                edits.record(u.published, u.n, values)
+            u.published_saved = False
         if not record or not settle:
             return
         self._drop_duplicates(u, d.pop)

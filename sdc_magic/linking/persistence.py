@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .edits import Published
 from .in_engine import AtomKeys, EngineUniverse, Recorded
 from .populations import Population
 from .universes import Universe
@@ -33,6 +34,10 @@ Snapshot = list[tuple[Any, Any, np.ndarray, list[tuple[Population, np.ndarray]]]
 
 def _hashes_path(path: Path, uid: str) -> Path:
     return path.with_name(f"{path.name}.{uid}.rows.npz")
+
+
+def _published_path(path: Path, uid: str) -> Path:
+    return path.with_name(f"{path.name}.{uid}.published.npz")
 
 
 def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> None:
@@ -66,6 +71,7 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
             u.hashes_saved = True
         umeta: dict[str, Any] = {"uid": u.uid, "n": len(row_atom), "columns": cols,
                                  "key_columns": sorted(str(k) for k in u.key_columns)}
+        umeta["published"] = _save_published(path, u)
         arrays[f"u{ui}_row_atom"] = row_atom
 
         arrays[f"u{ui}_atom_size"] = atom_size
@@ -76,9 +82,37 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
     np.savez(tmp, meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8), **arrays)
     tmp.replace(path)
     keep = {_hashes_path(path, u["uid"]).name for u in meta["universes"]}
-    for old in path.parent.glob(f"{path.name}.*.rows.npz"):
-        if old.name not in keep:
-            old.unlink(missing_ok=True)
+    keep |= {_published_path(path, u["uid"]).name for u in meta["universes"]}
+    for pattern in ("rows", "published"):
+        for old in path.parent.glob(f"{path.name}.*.{pattern}.npz"):
+            if old.name not in keep:
+                old.unlink(missing_ok=True)
+
+
+def _save_published(path: Path, u: Universe) -> list[str]:
+    """The values earlier tables published per variable (:mod:`.edits`), in a file of their own
+    rewritten only when a table of sums was recorded since; returns the variables, in order."""
+    published = {var: pub for var, pub in dict(u.published).items() if isinstance(var, str)}
+    if published and not getattr(u, "published_saved", False):
+        target = _published_path(path, u.uid)
+        tmp = target.with_name(target.name + ".tmp.npz")
+        np.savez(tmp, **{f"l{j}": pub.last for j, pub in enumerate(published.values())})
+        tmp.replace(target)
+        u.published_saved = True
+    return list(published)
+
+
+def _load_published(path: Path, uid: str, n: int, variables: list[str]) -> dict[str, Published]:
+    """What :func:`_save_published` wrote (nothing when the file is missing: an older ledger)."""
+    out: dict[str, Published] = {}
+    target = _published_path(path, uid)
+    if not variables or not target.is_file():
+        return out
+    with np.load(target, allow_pickle=False) as data:
+        for j, var in enumerate(variables):
+            # (rows appended since it was written: nothing published of them)
+            out[str(var)] = Published(np.asarray(data[f"l{j}"], dtype=np.uint64)[:n]).grown(n)
+    return out
 
 
 def _save_populations(prefix: str, populations: list[tuple[Population, np.ndarray]],
@@ -207,6 +241,8 @@ def load(path: Path) -> list[Universe]:
                                  atom_size=np.asarray(data[f"u{ui}_atom_size"], dtype=np.int64),
                                  label_hashes=label_hashes)
             _load_populations(f"u{ui}", um["populations"], data, u)
+            u.published = _load_published(path, uid, n, um.get("published", []))
+            u.published_saved = True
             out.append(u)
         out.extend(_load_engine(em, data) for em in meta.get("engine_universes", []))
     return out

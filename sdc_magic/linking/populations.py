@@ -27,7 +27,7 @@ import pandas as pd
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
-from . import masked
+from . import edits, masked
 from .identity import frame_hash, group_ids
 from .in_engine import Split
 from .names import cell_name
@@ -144,6 +144,8 @@ class Draft:
     #: the unit was declared (it counts against every earlier output), not taken from the column a
     #: table of distinct counts counts (it counts against outputs counting the same column)
     unit_declared: bool = True
+    #: what the table publishes of the variables it sums, recorded with it (:mod:`.edits`)
+    values: tuple[edits.Values, ...] = ()
 
     def units_against(self, others: list[Population]) -> bool:
         """Whether differences with ``others`` are also counted in units (see :func:`distinct_counted`)."""
@@ -202,7 +204,7 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
                        threshold=threshold, margins_public=pop.margins_public, counted=pop.counted,
                        _levels=pop._levels)
     return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
-                 base.display_group, base.display_margin, base.unit, base.unit_declared)
+                 base.display_group, base.display_margin, base.unit, base.unit_declared, base.values)
 
 
 def shown_groups(display_group: np.ndarray, n_groups: int, hidden_flat: np.ndarray | None
@@ -311,6 +313,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     # new table for margins nobody can compute.)
     margins_public = bool(((positions >= 0) & margin[np.maximum(positions, 0)]).any())
     n_groups = len(labels)
+    values: tuple[edits.Values, ...] = ()
     if split is not None:  # one new atom per row of the engine's counts
         group_of = np.where(in_table, np.arange(n_groups), -1) if n_groups else np.zeros(0, dtype=np.int64)
         split, group = _one_atom_per_group(split, ids)
@@ -333,6 +336,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         universe, rows = placed
         if flagged is None and masking is None:
             ids = _rows_left_out_by_values(entry, frame, ids, universe, rows)
+            values, ids = _edited_values(entry, frame, ids, universe, rows)
         universe.key_columns.update(k for k in keys if k in frame.columns)
         g_u = np.full(universe.n, -1, dtype=np.int64)
         ok = (rows >= 0) & (ids >= 0)
@@ -360,7 +364,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         unit = counted
     unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
-                 declared)
+                 declared, values)
 
 
 def _one_atom_per_group(split: Split, ids: np.ndarray) -> tuple[Split, np.ndarray]:
@@ -685,6 +689,49 @@ def _rows_left_out_by_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, u
         return ids
     kept = masked.kept_at_rows(universe, np.where(found, rows, -1), frame_hash(frame, var), skip=var)
     return ids if kept is None else np.where(kept, ids, -1)
+
+
+def _edited_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: Universe, rows: np.ndarray
+                   ) -> tuple[tuple[edits.Values, ...], np.ndarray]:
+    """(what a table of sums or means publishes of each variable it sums, ``ids`` without the
+    rows whose values earlier tables of those variables published otherwise, see :mod:`.edits`).
+
+    Why (red team, 2026-12-05): the same people with a few incomes edited between two tables of
+    their sums (set to 0 in C, top-coded, doubled but one), in either order: the two tables told
+    the edited rows' sum by subtraction, both ``pass``. Left out of the later population, those
+    rows are the difference of two populations, which differencing hides when it is small."""
+    found: list[edits.Values] = []
+    left = np.zeros(len(frame), dtype=bool)
+    placed = np.flatnonzero((rows >= 0) & (ids >= 0))
+    for var in _averaged_variables(entry, frame):
+        if var in universe.key_columns:
+            continue
+        values = edits.values_of(frame, var, rows, ids)
+        if values is None:
+            continue
+        found.append(values)
+        out = edits.rows_left_out(universe.published, values)
+        if out is not None:
+            left[placed[out]] = True
+    return tuple(found), (np.where(left, -1, ids) if left.any() else ids)
+
+
+def _averaged_variables(entry: Any, frame: pd.DataFrame) -> list[Hashable]:
+    """The columns of ``frame`` whose sums or means a table shows (beside counts, if any), no
+    indicator among them (an indicator's sums are its flagged rows' count, linked as rows)."""
+    ev = entry.evidence
+    stats = np.asarray(ev.stat).astype(str)
+    if not set(stats.tolist()) <= {"sum", "mean", "size", "count"}:
+        return []
+    variables = np.asarray(ev.var, dtype=object)
+    out = []
+    for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
+                             if st in ("sum", "mean")):
+        if var is None and list(frame.columns) == [UNNAMED]:
+            var = UNNAMED  # (an unnamed Series: ``np.where(...)``, a product with a mask)
+        if var in frame.columns and _indicator_rows(frame, var) is None:
+            out.append(var)
+    return out
 
 
 def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index]:

@@ -28,6 +28,8 @@ import pandas as pd
 
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
+from . import edits
+from .edits import Published
 from .identity import MISSING, combine, frame_hash, hash_column, hash_labels, hashed_columns, with_rank
 from .names import output_order
 
@@ -98,6 +100,9 @@ class Universe:
         self.frames: dict[int, tuple[Any, tuple, np.ndarray]] = {}  # frame -> rows (weak)
         self.uid = secrets.token_hex(6)
         self.hashes_saved = False
+        #: per variable summed by a recorded table, the values it published (:mod:`.edits`)
+        self.published: dict[Hashable, Published] = {}
+        self.published_saved = True
 
     @classmethod
     def restore(cls, uid: str, n: int, hashes: dict[Hashable, np.ndarray], key_columns: set[Hashable],
@@ -123,6 +128,8 @@ class Universe:
             if restored.is_unique:
                 u.labels, u.labels_hashed = restored, True
         u.hashes = hashes
+        u.published = {}
+        u.published_saved = True
         u.key_columns = key_columns
         u.row_atom = row_atom
         u.atom_size = atom_size
@@ -500,6 +507,8 @@ class Universe:
 
     def _append(self, hashes_of: Callable[[Hashable], np.ndarray | None], k: int) -> None:
         """Append k rows (their hash per column, None: missing) as one new atom outside every population."""
+        for var, pub in list(self.published.items()):
+            self.published[var] = pub.grown(self.n + k)
         for c, h in list(self.hashes.items()):
             add = hashes_of(c)
             self.hashes[c] = np.concatenate([h, np.full(k, MISSING, dtype=np.uint64) if add is None else add])
@@ -800,6 +809,7 @@ def merge_overlapping(universes: list[Universe], u: Universe, checked: set[tuple
             to_u = to_u.copy()
             to_u[missing] = np.arange(start, start + len(missing))
         _replay(u, other, to_u)
+        edits.merge(u.published, u.n, other.published, to_u)
         universes.remove(other)
 
 

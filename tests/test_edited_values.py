@@ -1,0 +1,189 @@
+"""Values of a variable edited between two tables of its sums or means (``linking.edits``).
+
+Red team (round 3, section 22; again 2026-12-05): the same people, a few of their incomes or
+ages edited between two tables of sums (set to 0 in C, top-coded, winsorised, one value changed,
+every income but one doubled), in either order: the two tables told the edited rows' values by
+subtraction, both ``pass``. Linking now keeps, per variable, the values each recorded table of
+its sums published, and a later table's population keeps only its rows' largest class of edit
+history; each case must never show two figures that give the edited person's value away.
+
+Over-protection is checked too: edits no table published (cleaning before the first income
+table), a recode of every value, missing values filled in, the same table again.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_engines_redteam import PEOPLE
+
+HIM = (PEOPLE.district == "C") & (PEOPLE.sex == "M")
+MAN = float(PEOPLE[HIM].income.iloc[0])
+MEN = float(PEOPLE[PEOPLE.sex == "M"].income.sum())
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*\.?\d*", text)]
+
+
+def _status(out: Any) -> str:
+    return out.metadata["sdc_magic"]["status"]
+
+
+def _gives_him_away(first: Any, second: Any, recover: Callable[[float, float], float]) -> bool:
+    """Some figure of each output whose combination (``recover``) is his income."""
+    a = _numbers(first.data["text/plain"])
+    b = _numbers(second.data["text/plain"])
+    return any(abs(recover(x, y) - MAN) < 0.02 for x in a for y in b)
+
+
+#: an edit of the men's incomes, and how the two sums give his income back (first, edited)
+EDITS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], Callable[[float, float], float]]] = {
+    "his income to 0 (loc on a copy)": (
+        lambda d: d.copy().pipe(lambda c: c.__setitem__("income", c.income.mask(HIM, 0.0)) or c),
+        lambda a, b: a - b),
+    "his income to 1": (lambda d: d.assign(income=d.income.mask(HIM, 1.0)), lambda a, b: a - b + 1),
+    "his income to missing": (lambda d: d.assign(income=d.income.mask(HIM)), lambda a, b: a - b),
+    "every income but his doubled": (lambda d: d.assign(income=d.income.where(HIM, 2 * d.income)),
+                                     lambda a, b: 2 * a - b),
+    "every income but his times 1.5": (lambda d: d.assign(income=d.income.where(HIM, 1.5 * d.income)),
+                                       lambda a, b: 3 * a - 2 * b),
+    "his income doubled": (lambda d: d.assign(income=d.income.mask(HIM, 2 * d.income)), lambda a, b: b - a),
+}
+
+
+@pytest.mark.parametrize("order", ["plain first", "edited first"])
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_edit_between_two_sums(sess: Any, df: pd.DataFrame, edit: str, order: str) -> None:
+    make, recover = EDITS[edit]
+    frames = [df, make(df)]
+    if order == "edited first":
+        frames.reverse()
+        recover = (lambda r: lambda a, b: r(b, a))(recover)
+    outs = [sess.publish(f.groupby("sex").income.sum()) for f in frames]
+    assert not _gives_him_away(outs[0], outs[1], recover), [o.data["text/plain"] for o in outs]
+
+
+@pytest.mark.parametrize("row", [72, 1, 3])
+def test_an_edit_in_place_of_the_same_frame(sess: Any, df: pd.DataFrame, row: int) -> None:
+    """The user's own frame edited in place between the two tables (the same object: its
+    cached hashes must not be taken for its new values; rows 1 and 3 are none of the 16 rows a
+    cached column's stamp samples)."""
+    value = float(df.income.iloc[row])
+    assert df.sex.iloc[row] == "M"
+    first = sess.publish(df.groupby("sex").income.sum())
+    df.loc[df.index[row], "income"] = 0.0
+    second = sess.publish(df.groupby("sex").income.sum())
+    told = [a - b for a in _numbers(first.data["text/plain"]) for b in _numbers(second.data["text/plain"])]
+    assert not any(abs(t - value) < 0.005 for t in told), second.data["text/plain"]
+
+
+@pytest.mark.parametrize("form", ["mean", "crosstab", "pivot_table", "agg"])
+def test_other_forms_of_the_sums(sess: Any, df: pd.DataFrame, form: str) -> None:
+    """Means (times the count shown beside), crosstab and pivot_table sums, ``agg``."""
+    edited = df.assign(income=df.income.mask(HIM, 0.0))
+    table = {"mean": lambda d: d.groupby("sex").income.agg(["mean", "size"]),
+             "crosstab": lambda d: pd.crosstab(d.sex, d.flag, values=d.income, aggfunc="sum"),
+             "pivot_table": lambda d: d.pivot_table(index="sex", values="income", aggfunc="sum"),
+             "agg": lambda d: d.groupby("sex").agg(total=("income", "sum"))}[form]
+    first, second = (sess.publish(table(d)) for d in (df, edited))
+    if form == "mean":
+        n_men = int((df.sex == "M").sum())
+        recover: Callable[[float, float], float] = lambda a, b: (a - b) * n_men  # noqa: E731
+    elif form == "crosstab":
+        recover = lambda a, b: a - b  # noqa: E731  (his flag's column)
+    else:
+        recover = lambda a, b: a - b  # noqa: E731
+    assert not _gives_him_away(first, second, recover), [first.data["text/plain"], second.data["text/plain"]]
+
+
+def test_winsorised_ages(sess: Any, df: pd.DataFrame) -> None:
+    """Ages capped at 90 between two sums: the excess of the one person above 90 in each sex."""
+    first = sess.publish(df.groupby("sex").age.sum())
+    second = sess.publish(df.assign(age=df.age.clip(upper=90)).groupby("sex").age.sum())
+    over = df[df.age > 90]
+    assert len(over) > 0
+    shown = [_numbers(o.data["text/plain"]) for o in (first, second)]
+    for _, person in over.iterrows():
+        assert not any(abs(a - b - (person.age - 90)) < 1e-9 and a > 500 for a in shown[0] for b in shown[1]), shown
+
+
+def test_two_edits_three_tables(sess: Any, df: pd.DataFrame) -> None:
+    """Two edits at two times (A's incomes in thousands, then his set to 0): each pair of tables
+    differs by other rows; the third table must not give his income against the second."""
+    a = df.district == "A"
+    second_frame = df.assign(income=df.income.mask(a, df.income / 1000))
+    third_frame = second_frame.assign(income=second_frame.income.mask(HIM, 0.0))
+    outs = [sess.publish(f.groupby("sex").income.sum()) for f in (df, second_frame, third_frame)]
+    assert not _gives_him_away(outs[1], outs[2], lambda x, y: x - y), [o.data["text/plain"] for o in outs]
+    assert not _gives_him_away(outs[0], outs[2], lambda x, y: x - y - (x - y) * 0), [o.data["text/plain"] for o in outs]
+
+
+def test_an_edit_after_a_restart(humanitarian_sessions: Any, df: pd.DataFrame, tmp_path: Any) -> None:
+    """The income sums in one kernel, the edited sums in the next (the same notebook's ledger)."""
+    first_session = humanitarian_sessions(tmp_path)
+    first = first_session.publish(df.groupby("sex").income.sum())
+    assert _status(first) == "pass"
+    first_session.capture.uninstall()
+    second = humanitarian_sessions(tmp_path).publish(df.assign(income=df.income.mask(HIM, 0.0))
+                                                     .groupby("sex").income.sum())
+    assert not _gives_him_away(first, second, lambda a, b: a - b), second.data["text/plain"]
+
+
+def test_polars_edit_between_two_sums(sess: Any, df: pd.DataFrame) -> None:
+    pl = pytest.importorskip("polars")
+    frame = pl.from_pandas(df)
+    first = sess.publish(frame.group_by("sex").agg(pl.col("income").sum()).sort("sex"))
+    edited = frame.with_columns(income=pl.when((pl.col("district") == "C") & (pl.col("sex") == "M"))
+                                .then(0.0).otherwise(pl.col("income")))
+    second = sess.publish(edited.group_by("sex").agg(pl.col("income").sum()).sort("sex"))
+    assert not _gives_him_away(first, second, lambda a, b: a - b), second.data["text/plain"]
+
+
+# ---- over-protection: what must stay as it was
+def _statuses(sess: Any, frames: list[pd.DataFrame], by: str = "sex") -> list[str]:
+    return [_status(sess.publish(f.groupby(by).income.sum())) for f in frames]
+
+
+def test_cleaning_before_the_first_sums_edits_nothing_published(sess: Any, df: pd.DataFrame) -> None:
+    """A count table first (linking sees the raw incomes), then cleaning, then two income tables:
+    no table of sums published the raw values, so nothing is an edit."""
+    assert _status(sess.publish(df.groupby("sex").size())) == "pass"
+    cleaned = df.assign(income=df.income.mask(df.income > df.income.quantile(0.9)).fillna(0.0))
+    assert _statuses(sess, [cleaned, cleaned, cleaned[cleaned.age >= 18]]) == ["pass", "pass", "pass"]
+
+
+def test_a_recode_of_every_value_is_no_edit(sess: Any, df: pd.DataFrame) -> None:
+    assert _statuses(sess, [df, df.assign(income=df.income / 1000), df.assign(income=df.income * 100)]) \
+        == ["pass", "pass", "pass"]
+
+
+def test_missing_values_filled_in_tell_nothing(sess: Any, df: pd.DataFrame) -> None:
+    """Incomes missing when the first table was made, filled with 0 for the second: the sums are
+    the same; nobody's value is told."""
+    gaps = df.assign(income=df.income.mask(df.person % 7 == 0))
+    assert _statuses(sess, [gaps, gaps.fillna({"income": 0.0})]) == ["pass", "pass"]
+
+
+def test_the_same_values_again_and_a_subset(sess: Any, df: pd.DataFrame) -> None:
+    assert _statuses(sess, [df, df.copy(), df[df.age >= 18]]) == ["pass", "pass", "pass"]
+
+
+def test_published_values_are_recorded_only_for_recorded_tables(sess: Any, df: pd.DataFrame) -> None:
+    """The values a table publishes are kept with its record, per universe row, as hashes."""
+    from sdc_magic.linking.identity import MISSING
+
+    sess.publish(df.groupby("sex").income.sum())
+    (universe,) = [u for u in sess._linker().universes if "income" in u.published]
+    pub = universe.published["income"]
+    assert len(pub.last) == universe.n and (pub.last != MISSING).sum() == len(df)
+    assert pub.last.dtype == np.uint64
