@@ -314,9 +314,11 @@ def read(text: str) -> tuple[list[dict], str]:
 
 
 def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list[str]], Any],
-                to_pandas: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
+                to_pandas: Callable[[Any], pd.DataFrame], values: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
     """Rows of ``root`` per combination of the expressions' values: columns g0, g1, … and n,
-    sorted. One Spark job; one row per combination comes to the driver.
+    sorted. One Spark job; one row per combination comes to the driver. ``values``: expressions
+    whose rows' values are summed as hashes per combination (c0, c1, …: the sum mod 2**64 of
+    ``xxhash64`` of each value, as uint64; ``linking.engine_values``), in the same job.
 
     Spark frames have no row order to set replays side by side, so the outputs' steps are
     replayed one after the other on one frame: the root's columns are carried under hidden
@@ -327,15 +329,16 @@ def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list
     from pyspark.sql import functions as F
 
     names = [f"g{i}" for i in range(len(expressions))]
-    inner = {n: f"{INTERNAL}g{i}" for i, n in enumerate(names)}
+    hashed = [f"v{j}" for j in range(len(values))]
+    inner = {n: f"{INTERNAL}{n}" for n in [*names, *hashed]}
     by_steps: dict[str, list[tuple[str, str]]] = {}
-    for name, text in zip(names, expressions, strict=True):
+    for name, text in zip([*names, *hashed], [*expressions, *values], strict=True):
         steps, expr = read(text)
         by_steps.setdefault(json.dumps(steps, sort_keys=True), []).append((name, expr))
     # expressions after no step read the root's columns as they are (with the outputs' filters
     # written into their conditions, most of a session's): one select, no copies
     direct = [F.expr(e).alias(inner[n]) for n, e in by_steps.pop("[]", [])]
-    done = [inner[n] for n in names if n not in {m for exprs in by_steps.values() for m, _ in exprs}]
+    done = [inner[n] for n in [*names, *hashed] if n not in {m for exprs in by_steps.values() for m, _ in exprs}]
     columns = list(dict.fromkeys(root.columns))  # (a column repeated by Spark under one name: once)
     hidden = [f"{INTERNAL}r{j}" for j in range(len(columns))]
     if not by_steps:
@@ -358,13 +361,26 @@ def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list
                 visible = [n for _, n in st["cols"]]
         frame = frame.select(*carry, *[F.expr(e).alias(inner[n]) for n, e in exprs])
         done += [inner[n] for n, _ in exprs]
+    def sums(column: Callable[[str], str]) -> list[Any]:
+        return [F.expr(f"sum(CAST(xxhash64({column(h)}) AS DECIMAL(38, 0)))").alias(f"c{j}")
+                for j, h in enumerate(hashed)]
+
     if not names:
-        return to_pandas(root.select(F.count(F.lit(1)).alias("n")))
-    counted = group_by(frame.select(*[F.col(inner[n]).alias(n) for n in names]), names)
-    out = to_pandas(counted.agg(F.count(F.lit(1)).alias("n")))
+        out = to_pandas((frame if hashed else root).select(F.count(F.lit(1)).alias("n"), *sums(inner.get)))
+        return _as_checksums(out, len(hashed))
+    counted = group_by(frame.select(*[F.col(inner[n]).alias(n) for n in [*names, *hashed]]), names)
+    out = _as_checksums(to_pandas(counted.agg(F.count(F.lit(1)).alias("n"), *sums(str))), len(hashed))
     # a fixed order (the same on every run): by each column's text, column after column
     codes = [pd.factorize(out[n].astype(object).map(repr), sort=True)[0] for n in names]
     return out.iloc[np.lexsort(codes[::-1])].reset_index(drop=True)
+
+
+def _as_checksums(frame: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The columns c0 … c{k-1} (exact sums of signed hashes) as uint64, mod 2**64."""
+    for j in range(k):
+        column = frame[f"c{j}"]
+        frame[f"c{j}"] = np.array([int(x) % (1 << 64) for x in column], dtype=np.uint64)
+    return frame
 
 
 #: Statistics whose table is not counted inside Spark: each publishes another population than
@@ -412,6 +428,14 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             with quiet():
                 return count_query(root, expressions, group_by, to_pandas)
 
+        def count_values(expressions: list[str], values: list[str]) -> pd.DataFrame:
+            with quiet():
+                return count_query(root, expressions, group_by, to_pandas, values)
+
+        # (the variables of sums or means: their values as the table's steps compute them)
+        summed = sorted({v for v, st in measures.values() if st in ("sum", "mean") and v is not None})
+        values = {v: written(steps, quoted(v)) for v in summed}
+
         def rows(extra: str | None, groups: pd.DataFrame | None, **kw: Any) -> InEngineRows:
             condition = " AND ".join([*tests, extra] if extra else tests) or "true"
             if steps:
@@ -432,7 +456,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             return rows(test, contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag=flag,
                         level=level)
         table = rows(f"({quoted(known)} IS NOT NULL)" if known is not None else None,
-                     contract.counted_groups(facts, keys, known is not None))
+                     contract.counted_groups(facts, keys, known is not None), values=values,
+                     count_values=count_values if values else None)
         for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
             # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
             test, _ = at_level(flagged, value)

@@ -10,7 +10,7 @@ connection (:func:`lineage_query`), and no row leaves DuckDB.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import contract
@@ -33,6 +33,8 @@ class Lineage:
     #: the base as DuckDB resolves it: names without case or quotes, the default schema ``main``
     #: left out (``people``, ``PEOPLE``, ``"people"`` and ``main.people`` are one relation)
     identity: str = ""
+    #: per variable, its value on each base row as an expression (what a table of its sums sums)
+    values: dict[str, str] = field(default_factory=dict)
 
 
 #: the alias every lineage gives its base table, so that tables written ``FROM t``,
@@ -99,7 +101,10 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     base = table.copy()
     base.set("alias", exp.TableAlias(this=exp.to_identifier(BASE_ALIAS)))
     keys = [rebased(n.unalias().copy()).sql("duckdb") for n in p.key_nodes]
-    return Lineage(f"FROM {base.sql('duckdb')}", text, keys, identity)
+    # each variable's value per base row, as the table computes it (``linking.engine_values``)
+    values = {v: rebased(node.copy()).sql("duckdb") for v, node in p.columns.items()
+              if all(_identity(t) == identity for t in node.find_all(exp.Table))}
+    return Lineage(f"FROM {base.sql('duckdb')}", text, keys, identity, values)
 
 
 def _identity(table: Any) -> str:
@@ -242,5 +247,15 @@ def lineage_query(rows: Lineage, expressions: list[str]) -> str:
     """The count of base rows (``n``) of every combination of ``expressions``' values (``g0``, …),
     in a fixed order (a parallel ``GROUP BY`` returns its groups in any order: the groups' order
     is part of what linking records, and a verdict must not depend on a thread's timing)."""
-    items = ", ".join(f"{e} AS g{i}" for i, e in enumerate(expressions))
-    return f"SELECT {items}, count(*) AS n {rows.base} GROUP BY ALL ORDER BY ALL"
+    return lineage_value_query(rows, expressions, [])
+
+
+def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str]) -> str:
+    """:func:`lineage_query` with, per expression of ``values``, the sum (mod 2**64) of a hash of
+    each row's value (``c0``, …, UBIGINT): what a table of sums published, compared where the
+    data live (``linking.engine_values``)."""
+    items = [f"{e} AS g{i}" for i, e in enumerate(expressions)] + ["count(*) AS n"]
+    items += [f"(sum(hash({v})::HUGEINT) % 18446744073709551616)::UBIGINT AS c{j}" for j, v in enumerate(values)]
+    return f"SELECT {', '.join(items)} {rows.base} GROUP BY ALL ORDER BY ALL"
+
+

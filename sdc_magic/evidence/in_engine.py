@@ -54,6 +54,12 @@ class InEngineRows:
     variant: bool = False
     #: rows of the base when the engine knows them without a query (a polars frame's height)
     base_rows: int | None = None
+    #: per variable whose sums or means the table shows, its expression over the base rows as the
+    #: table computes it (engine text), and ``count_values(expressions, values)``: ``count`` with,
+    #: per value expression, a column c0, c1, … of the sum (mod 2**64) of a 64-bit hash of each
+    #: row's value, as uint64 (``linking.engine_values``: values edited between two tables of sums)
+    values: dict[str, str] = field(default_factory=dict)
+    count_values: Callable[[list[str], list[str]], pd.DataFrame] | None = None
 
 
 class CountedBases:

@@ -475,7 +475,7 @@ class Session:
 
         earlier = linker.related(draft)
         unlinked = linker.unlinked_note(draft) or linker.unidentified_note(draft) or linker.after_unlinked_note(draft) \
-            or linker.across_engine_note(draft)
+            or linker.across_engine_note(draft) or linker.edited_note(draft)
         if unlinked is not None:
             checked.notes.append(unlinked)
             if checked.status in ("pass", "suppressed"):

@@ -24,13 +24,15 @@ that the rows still add up to its atoms.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..evidence.in_engine import InEngineRows
+from . import engine_values
+from .engine_values import ValueState
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ class EngineUniverse:
         self.uid = secrets.token_hex(6)
         self.hashes_saved = True
         self.stale = False  # the base's rows changed under recorded outputs (see split)
+        #: per variable, what the latest table of its sums published of it (:mod:`.engine_values`)
+        self.values: dict[str, ValueState] = {}
 
     @classmethod
     def restore(cls, identity: tuple[str, str], uid: str, n: int, columns: list[str], key_columns: set[Any],
@@ -90,6 +94,7 @@ class EngineUniverse:
         u.row_atom, u.atom_size = atoms, atom_size
         u.populations, u.version, u.frames = [], 0, {}
         u.hashes_saved, u.stale = True, False
+        u.values = {}
         return u
 
     @property
@@ -114,6 +119,10 @@ class Split:
     atom_size: np.ndarray  # rows per new atom
     earlier: AtomKeys  # the atoms before this table
     rows: InEngineRows
+    #: per variable the table sums: (its expression, per new atom the checksum of its values)
+    values: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
+    #: the variables whose values changed since the latest table of their sums (:mod:`.engine_values`)
+    edited: tuple[str, ...] = ()
 
     def atoms(self, index: pd.Index, group_of: np.ndarray, group: np.ndarray) -> AtomKeys:
         """The new atoms once the table's groups are known: ``index`` the labels its groups were
@@ -152,7 +161,10 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
 
     wanted = [([column(k) for k in r.keys], column(r.condition)) for r in earlier.recorded]
     mine = ([column(k) for k in rows.key_expressions], column(rows.condition))
-    if not earlier.recorded and rows.groups is not None and rows.total is not None \
+    names = list(rows.values) if rows.count_values is not None else []
+    if names:  # (a table of sums: its values' checksums per atom, in the same scan)
+        frame = rows.count_values(list(expressions), [rows.values[v] for v in names])
+    elif not earlier.recorded and rows.groups is not None and rows.total is not None \
             and len(set(mine[0]) | {mine[1]}) == len(expressions):
         frame = _from_groups(rows, mine)  # the first table of a base: its own groups, one more count
     else:
@@ -188,7 +200,14 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     which = merge.groupby(list(merge.columns), dropna=False, sort=False).ngroup().to_numpy()
     first = np.flatnonzero(np.diff(np.maximum.accumulate(which), prepend=-1) > 0)
     size = np.bincount(which, weights=n, minlength=len(first)).astype(np.int64)
-    return Split(labels.iloc[first].reset_index(drop=True), inside[first], parent[first], size, earlier, rows)
+    values, edited = {}, []
+    for j, var in enumerate(names):
+        state = u.values.get(var)
+        if state is not None and engine_values.changed(state, frame, j, parent, inside):
+            edited.append(var)
+        values[var] = (rows.values[var], engine_values.summed_checksums(frame, j, which, len(first)))
+    return Split(labels.iloc[first].reset_index(drop=True), inside[first], parent[first], size, earlier, rows,
+                 values, tuple(edited))
 
 
 def _from_groups(rows: InEngineRows, mine: tuple[list[str], str]) -> pd.DataFrame:

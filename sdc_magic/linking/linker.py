@@ -21,7 +21,7 @@ from ..capture.depth import own_work
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
-from . import differencing, edits, persistence
+from . import differencing, edits, engine_values, persistence
 from .differencing import variant_cells
 from .identity import combine, with_index_columns
 from .in_engine import EngineUniverse, Split, split
@@ -237,6 +237,16 @@ class Linker:
         return (f"earlier outputs ({names}) cannot be compared with later tables (their rows were too many, could "
                 "not be read, or changed since they were shown): this table was not compared with them (review)")
 
+    def edited_note(self, d: Draft) -> str | None:
+        """Why a table of sums counted in its engine is ``review``: the values of a variable it sums
+        changed since the latest table of their sums (:mod:`.engine_values`)."""
+        if not d.edited:
+            return None
+        names = ", ".join(repr(v) for v in d.edited)
+        return (f"the values of {names} changed since an earlier table published their sums (an UPDATE, or the "
+                "column computed again): the difference between the two tables tells the changed rows' values, "
+                "and the engine cannot tell which rows changed: not compared (review)")
+
     def across_engine_note(self, d: Draft) -> str | None:
         """Why a table is not called compared with outputs whose rows live elsewhere.
 
@@ -311,6 +321,8 @@ class Linker:
             for values in d.values:
                 edits.record(u.published, u.n, values)
             u.published_saved = False
+        if record and isinstance(u, EngineUniverse):
+            u.values = engine_values.after(u.values, d.parent, d.engine_values, d.edited, d.pop.group >= 0)
         if not record or not settle:
             return
         self._drop_duplicates(u, d.pop)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .edits import Published
+from .engine_values import ValueState
 from .in_engine import AtomKeys, EngineUniverse, Recorded
 from .populations import Population
 from .universes import Universe
@@ -161,9 +162,15 @@ def _save_engine(ui: int, u: EngineUniverse, atoms: AtomKeys, atom_size: np.ndar
         labels = [list(t) if isinstance(t, tuple) else [t] for t in r.index]
         recorded.append({"keys": list(r.keys), "condition": r.condition, "levels": r.index.nlevels,
                          "labels": [[_typed_label(v) for v in lab] for lab in labels]})
+    values = []
+    for vi, (var, state) in enumerate(dict(u.values).items()):
+        if len(state.anchor) != len(atom_size):
+            continue  # (recorded after the snapshot was taken: saved with the next one)
+        arrays[f"{prefix}_v{vi}_published"], arrays[f"{prefix}_v{vi}_anchor"] = state.published, state.anchor
+        values.append({"index": vi, "variable": str(var), "expression": state.expression})
     return {"index": ui, "uid": u.uid, "engine": u.identity[0], "identity": u.identity[1], "n": int(u.n),
             "columns": sorted(map(str, u.hashes)), "key_columns": sorted(map(str, u.key_columns)),
-            "recorded": recorded, "populations": _save_populations(prefix, populations, arrays)}
+            "recorded": recorded, "populations": _save_populations(prefix, populations, arrays), "values": values}
 
 
 def _load_engine(em: dict[str, Any], data: Any) -> EngineUniverse:
@@ -179,6 +186,12 @@ def _load_engine(em: dict[str, Any], data: Any) -> EngineUniverse:
     u = EngineUniverse.restore((em["engine"], em["identity"]), str(em["uid"]), int(em["n"]), em["columns"],
                                set(em["key_columns"]), atoms, np.asarray(data[f"{prefix}_atom_size"], dtype=np.int64))
     _load_populations(prefix, em["populations"], data, u)
+    for vm in em.get("values", []):  # (what the tables of sums published: linking.engine_values)
+        anchor = np.asarray(data[f"{prefix}_v{vm['index']}_anchor"], dtype=np.int64)
+        if len(anchor) == len(u.atom_size):
+            u.values[str(vm["variable"])] = ValueState(str(vm["expression"]),
+                                                       np.asarray(data[f"{prefix}_v{vm['index']}_published"],
+                                                                  dtype=np.uint64), anchor)
     return u
 
 

@@ -146,6 +146,10 @@ class Draft:
     unit_declared: bool = True
     #: what the table publishes of the variables it sums, recorded with it (:mod:`.edits`)
     values: tuple[edits.Values, ...] = ()
+    #: the same counted in an engine: per variable, (its expression, per new atom its values'
+    #: checksum), and the variables whose values changed since (:mod:`.engine_values`)
+    engine_values: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
+    edited: tuple[str, ...] = ()
 
     def units_against(self, others: list[Population]) -> bool:
         """Whether differences with ``others`` are also counted in units (see :func:`distinct_counted`)."""
@@ -204,7 +208,8 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
                        threshold=threshold, margins_public=pop.margins_public, counted=pop.counted,
                        _levels=pop._levels)
     return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
-                 base.display_group, base.display_margin, base.unit, base.unit_declared, base.values)
+                 base.display_group, base.display_margin, base.unit, base.unit_declared, base.values,
+                 base.engine_values, base.edited)
 
 
 def shown_groups(display_group: np.ndarray, n_groups: int, hidden_flat: np.ndarray | None
@@ -314,10 +319,12 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     margins_public = bool(((positions >= 0) & margin[np.maximum(positions, 0)]).any())
     n_groups = len(labels)
     values: tuple[edits.Values, ...] = ()
+    engine_values: tuple[dict[str, tuple[str, np.ndarray]], tuple[str, ...]] = ({}, ())
     if split is not None:  # one new atom per row of the engine's counts
         group_of = np.where(in_table, np.arange(n_groups), -1) if n_groups else np.zeros(0, dtype=np.int64)
         split, group = _one_atom_per_group(split, ids)
         parent, atom_size = split.parent, split.atom_size
+        engine_values = (split.values, split.edited)
         codes = split.atoms(index, group_of, group)
     else:
         placed_keys = [k for k in keys if k != "__variant"]
@@ -364,7 +371,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         unit = counted
     unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
-                 declared, values)
+                 declared, values, *engine_values)
 
 
 def _one_atom_per_group(split: Split, ids: np.ndarray) -> tuple[Split, np.ndarray]:
@@ -380,8 +387,13 @@ def _one_atom_per_group(split: Split, ids: np.ndarray) -> tuple[Split, np.ndarra
         return split, group.astype(np.int32)
     first = np.unique(codes, return_index=True)[1]
     size = np.bincount(codes, weights=split.atom_size, minlength=len(first)).astype(np.int64)
+    values = {}
+    for var, (expression, checksums) in split.values.items():
+        summed = np.zeros(len(first), dtype=np.uint64)
+        np.add.at(summed, codes, np.asarray(checksums, dtype=np.uint64))  # (wraps around, as the engine's sums)
+        values[var] = (expression, summed)
     merged = Split(split.labels.iloc[first].reset_index(drop=True), np.asarray(split.inside)[first],
-                   np.asarray(split.parent)[first], size, split.earlier, split.rows)
+                   np.asarray(split.parent)[first], size, split.earlier, split.rows, values, split.edited)
     return merged, group[first].astype(np.int32)
 
 

@@ -37,7 +37,7 @@ from ..sql import (
     plan,
     rows_query,
 )
-from ..sql_lineage import Lineage, lineage, lineage_query
+from ..sql_lineage import Lineage, lineage, lineage_query, lineage_value_query
 from ..sql_rewrites import one_sided_figures
 from .arrow_rows import linking_frame
 from .python_frames import REGISTERED, TABLE, FrameRows
@@ -485,8 +485,10 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     if _masks_a_column(pending, nulls_counted=known):
         return None  # (the same: a derived measure that masks a column, whatever SQL wrote it)
     counted = contract.fact_names(0)["n"] if known else f"{contract.PREFIX}rows"
+    summed = [v for v, st in pending.plan.measures.values() if st in ("sum", "mean") and v is not None
+              and v in pending.lineage_variables]
     table = _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
-                       facts, counted)
+                       facts, counted, summed=list(dict.fromkeys(summed)))
     for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
         # (its flagged rows and the others: more populations, see contract.flagged_variable)
         rows = _flag_lineage(pending, ge, flagged, value)
@@ -551,7 +553,8 @@ def _flag_lineage(pending: Pending, ge: Any, flag: str | None, value: float | No
 
 def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any,
                facts: pd.DataFrame | None = None, counted: str = "", ones: np.ndarray | None = None,
-               flag: str | None = None, variant: bool = False, level: float = 1.0) -> InEngineRows:
+               flag: str | None = None, variant: bool = False, level: float = 1.0,
+               summed: list[str] | None = None) -> InEngineRows:
     """The table's rows left on the connection: linking counts them there (see
     :mod:`sdc_magic.evidence.in_engine`): per combination of the session's keys and
     conditions, O(atoms) rows. ``facts``: the table's groups computed with the table, their
@@ -563,14 +566,20 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
     def count(expressions: list[str]) -> pd.DataFrame:
         return run(lineage_query(rows, expressions)).df()
 
+    def count_values(expressions: list[str], values: list[str]) -> pd.DataFrame:
+        return run(lineage_value_query(rows, expressions, values)).df()
+
     def total() -> int:
         return int(run(f"SELECT count(*) AS n {rows.base}").df()["n"].iloc[0])
 
     groups = None
     if facts is not None and (ones is not None or counted in facts.columns):
         groups = contract.counted_groups(facts, keys, counted != f"{contract.PREFIX}rows", ones)
+    # (the variables of sums or means: their values on the base rows, as the table computes them)
+    values = {v: rows.values[v] for v in summed or [] if v in rows.values}
     return InEngineRows("duckdb", rows.identity or rows.base, condition, list(rows.keys), list(keys), columns, count,
-                        groups, total, flag, level=level, variant=variant)
+                        groups, total, flag, level=level, variant=variant, values=values,
+                        count_values=count_values if values else None)
 
 
 #: statistics whose displayed value the protection model takes as the cell's value (sums and

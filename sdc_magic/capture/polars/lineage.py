@@ -369,29 +369,35 @@ def read(text: str) -> tuple[list[dict], Any]:
     return got["steps"], _expr(got["e"])
 
 
-def count_query(root: Any, expressions: list[str]) -> pd.DataFrame:
+def count_query(root: Any, expressions: list[str], values: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
     """Rows of ``root`` per combination of the expressions' values: columns g0, g1, … and n,
-    sorted (the same order on every run). Expressions after the same steps share one replay."""
+    sorted (the same order on every run). Expressions after the same steps share one replay.
+    ``values``: expressions whose rows' values are summed as hashes per combination (c0, c1, …:
+    the sum mod 2**64 of a 64-bit hash of each value, ``linking.engine_values``)."""
     import polars as pl
 
-    if not expressions:
+    if not expressions and not values:
         return pd.DataFrame({"n": [_height(root)]})
     names = [f"g{i}" for i in range(len(expressions))]
+    hashed = [f"v{j}" for j in range(len(values))]
     by_steps: dict[str, list[tuple[str, Any]]] = {}
-    for name, text in zip(names, expressions, strict=True):
+    for name, text in zip([*names, *hashed], [*expressions, *values], strict=True):
         steps, expr = read(text)
         by_steps.setdefault(json.dumps(steps, sort_keys=True), []).append((name, expr))
     # (with_columns, then select: a literal expression is one value per row, not one row)
     parts = [replay(root, json.loads(key)).with_columns([e.alias(n) for n, e in exprs]).select([n for n, _ in exprs])
              for key, exprs in by_steps.items()]
     both = parts[0] if len(parts) == 1 else pl.concat(parts, how="horizontal")
-    counted = both.group_by(names).agg(pl.len().alias("n")).sort(names, nulls_last=True).collect()
+    sums = [pl.col(h).hash(seed=0).sum().alias(f"c{j}") for j, h in enumerate(hashed)]  # (u64: wraps around)
+    if not names:
+        return both.select(pl.len().alias("n"), *sums).collect().to_pandas()
+    counted = both.group_by(names).agg(pl.len().alias("n"), *sums).sort(names, nulls_last=True).collect()
     return counted.to_pandas()
 
 
 def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: str | None,
                    groups: pd.DataFrame | None, flag: str | None = None, variant: bool = False,
-                   level: float = 1.0) -> InEngineRows:
+                   level: float = 1.0, summed: list[str] | None = None) -> InEngineRows:
     """The table's rows left in polars (see the module docstring). ``key_exprs``: one per key,
     over the root's columns; ``known``: the variable whose known rows the table covers (a table
     of one variable's statistics), or None; ``groups``: the table's own groups (its keys and
@@ -420,6 +426,12 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     def count(expressions: list[str]) -> pd.DataFrame:
         return count_query(root, expressions)
 
+    def count_values(expressions: list[str], values: list[str]) -> pd.DataFrame:
+        return count_query(root, expressions, values)
+
+    # (the variables of sums or means: their values as the table's steps compute them)
+    values = {v: written(steps, pl.col(v)) for v in summed or []}
+
     def total() -> int:
         return _height(root)
 
@@ -427,7 +439,8 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
                         [written(steps, e) for e in key_exprs],
                         list(keys), frozenset(str(c) for c in line.root.lazy().collect_schema().names()), count,
                         groups, total, None if variant else flag, level=level, variant=variant,
-                        base_rows=int(root.height) if isinstance(root, pl.DataFrame) else None)
+                        base_rows=int(root.height) if isinstance(root, pl.DataFrame) else None, values=values,
+                        count_values=count_values if values else None)
 
 
 def _height(root: Any) -> int:
@@ -562,7 +575,9 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             return in_engine_rows(line, keys, exprs, None,
                                   contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag,
                                   level=contract.level_of(ge, flag))
-        table = in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None))
+        summed = sorted({v for v, st in resolved.values() if st in ("sum", "mean") and v is not None})
+        table = in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None),
+                               summed=summed)
         for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
             # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
             table.variants[key] = in_engine_rows(line, keys, exprs, None,

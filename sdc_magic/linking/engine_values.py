@@ -1,0 +1,91 @@
+"""Values edited between two tables of sums whose rows stay in their engine (DuckDB, polars).
+
+Why: ``UPDATE people SET income = 0 WHERE person = 7`` between two tables of the income's sums
+by sex over 200,000 rows, or a polars ``with_columns(income=...)`` doubling every income but
+one: both tables ``pass``, and their difference is that person's income (red team,
+2026-12-05). Row universes compare the values each table published row by row
+(:mod:`.edits`); an engine universe holds no row, so it compares *checksums*: per atom, the sum
+(mod 2⁶⁴) of a 64-bit hash of each row's value, computed in the engine with the count that
+cuts the atoms (``InEngineRows.count_values``: one aggregate more in the same scan, one number
+per atom back).
+
+The model. When a table of a variable's sums or means is recorded, the checksum of each of its
+atoms is kept (:class:`ValueState`: per *anchor* atom, the atoms of that moment; later tables cut
+them further, and each current atom remembers its anchor). A later table of the same variable's
+sums computes the checksums again, adds them up per anchor, and compares: an anchor whose rows'
+values changed, with rows in the new table, means the two tables differ by the changed rows'
+values. The engine cannot say which rows changed, so the table is ``review`` and says so
+(:func:`changed`); its values are not taken as the new reference, so every later table of the
+variable is compared with the values a cleared table published. A table whose values did not
+change becomes the new reference.
+
+Checksums are sums of hashes, not XORs: two equal values in one atom would cancel out of a XOR,
+and an edit of both would go unseen. Equal checksums of different values need a 64-bit
+collision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: the checksum columns of ``InEngineRows.count_values``' result: c0, c1, … (uint64)
+CHECKSUM = "c"
+
+
+@dataclass(frozen=True)
+class ValueState:
+    """What the latest table of one variable's sums published of it, per anchor atom."""
+
+    expression: str  # how that table computed the variable (engine text), to compute it again
+    published: np.ndarray  # per anchor atom, the checksum of its rows' values (uint64)
+    anchor: np.ndarray  # per current atom, its anchor (-1: rows that table did not cover)
+
+    def cut(self, parent: np.ndarray) -> ValueState:
+        """The same after a table cut the atoms (``parent``: per new atom, its atom before)."""
+        return ValueState(self.expression, self.published, self.anchor[parent])
+
+
+def summed_checksums(frame: pd.DataFrame, j: int, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group (``groups``: per row of an engine count, its group), the sum mod 2⁶⁴ of column
+    ``c{j}``'s checksums."""
+    values = pd.to_numeric(frame[f"{CHECKSUM}{j}"]).to_numpy().astype(np.uint64)
+    out = np.zeros(n_groups, dtype=np.uint64)
+    np.add.at(out, groups, values)  # (uint64: wraps around, as the engines' sums do)
+    return out
+
+
+def changed(state: ValueState, frame: pd.DataFrame, j: int, parent: np.ndarray, inside: np.ndarray) -> bool:
+    """Whether rows of the new table (``inside``, per row of the count ``frame``) hold values of
+    the variable other than the ones its latest table published. ``parent``: per row of the
+    count, its atom before this table."""
+    anchor = state.anchor[parent]
+    covered = anchor >= 0
+    if not (covered & inside).any():
+        return False
+    now = summed_checksums(frame[covered], j, anchor[covered], len(state.published))
+    moved = now != state.published
+    return bool((moved[anchor[covered]] & inside[covered]).any())
+
+
+def published(expression: str, checksums: np.ndarray, inside: np.ndarray) -> ValueState:
+    """The state after a table of the variable's sums is recorded: its atoms are the anchors
+    (``checksums`` and ``inside`` per new atom)."""
+    anchor = np.where(inside, np.arange(len(inside)), -1).astype(np.int64)
+    return ValueState(expression, np.asarray(checksums, dtype=np.uint64), anchor)
+
+
+def after(states: dict[str, ValueState], parent: np.ndarray, tables: dict[str, tuple[str, np.ndarray]],
+          edited: tuple[str, ...], inside: np.ndarray) -> dict[str, ValueState]:
+    """The states once a table is recorded (a new dict: the linking memory may be saved from
+    another thread): every state follows the atoms' cut (``parent``: per new atom, its atom
+    before); the variables the table sums whose values did not change take its values as the
+    reference (``tables``: per variable, its expression and per new atom the checksum;
+    ``inside``: per new atom, in a group of the table)."""
+    out = {var: state.cut(parent) for var, state in states.items()}
+    for var, (expression, checksums) in tables.items():
+        if var not in edited:
+            out[var] = published(expression, checksums, inside)
+    return out
