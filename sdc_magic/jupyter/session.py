@@ -484,6 +484,7 @@ class Session:
             draft = self._audit_jointly(draft, checked, out_id)
             if draft is None:
                 return
+        draft.cleared = checked.status in ("pass", "suppressed")  # (what it shows: linking.edits)
         linker.commit(draft, settle=False)
         recorded = [draft]
         try:

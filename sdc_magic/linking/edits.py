@@ -1,35 +1,41 @@
-"""Values edited between two tables of a variable's sums: what each earlier table published.
+"""Values edited between two tables of a variable's sums: what the latest cleared table showed.
 
 Why: ``df2 = df.copy(); df2.loc[df2.district == "C", "income"] = 0``, then the sums of income
 by sex of ``df`` and of ``df2`` (either order): the same people, the same groups, and the men's
 two sums differ by C's one man's income (red team: both ``pass``). Doubling every income but
-one, or adding 1e-7 to every income but one, tells that one person's income the same way
-(``2·T1 − T2``). Linking sees the same rows in both tables, so the populations alone cannot
-tell; the values can.
+one tells that one person's income the same way (``2·T1 − T2``), and so does doubling every
+income and setting his to 0. Linking sees the same rows in both tables, so the populations
+alone cannot tell; the values can.
 
-The model. For every variable whose sums or means a table published, the universe keeps, per
-row, the hash of the value as the latest such table published it (:attr:`Published.last`).
-Whoever knows an edit (the analyst made it; a recipient may guess) can take apart the sums of
-two tables over the rows whose values changed between them and over the rest: the tables
-together publish the sum of each part. So a new table's population leaves out the smaller of
-the two parts, the rows whose values changed since a table published them or the rows whose
-values did not (:func:`rows_left_out`); the earlier tables' populations still hold them, so
-differencing sees that part as the difference of two populations, and hides the cells it
-decides when it is small, whatever the edit was (0, missing, doubled, a cap, a shift).
-Left out this way, a part stays a difference between the populations of every later table
-and this one, however the values move again (three tables, two edits: a test).
+The model. For every variable whose sums or means a cleared table (``pass`` or ``suppressed``)
+showed, the universe keeps, per row, the value the latest such table showed in a cell it did
+not hide (:class:`Published`: its hash, and in memory the number itself). A later table's
+values are compared with them: the rows follow one common transform (none; a rounding; an
+affine map such as a unit change, inflation or a shift, found from the data,
+:func:`_common_transform`), and the rows that do not follow it are *edited*: whoever knows the
+edit (the analyst made it; a recipient may guess) takes the two tables' sums apart over the
+edited rows and the rest. So the later table's population leaves out the smaller of the two
+parts (:func:`rows_left_out`); the earlier populations still hold them, so differencing sees
+that part as the difference of two populations and hides the cells it decides when it is
+small, whatever the edit was (0, missing, doubled, a cap, a typo fixed). Comparing with the
+latest table, each edit is a difference of two consecutive populations, so two edits over
+three tables are two differences (a test).
 
-Why values *published* and not the values linking saw first: a cleaning session (outliers
-set to missing, negatives to 0, ages coded) before the first income table edits nothing any
-table published; comparing with the first values seen made 12 of a red team's tables
-stricter for nothing (2026-12-05, taken back then). Why the smaller part and not always the
-changed rows: a recode of the whole column (income in thousands) changes every row and tells
-nothing of a few (nothing is left out); doubling every income but one changes all rows but one,
-and that one is the part left out.
+What is *not* taken as shown, so that the values shown before stay the reference: a table that
+is ``review`` or ``blocked`` (nothing cleared), and the rows of the cells a table hid (red team:
+the edited table suppressed, then the same table again compared with the edited values alone
+and cleared, 531.80 − 513.75 = C's man; the same through a table that hid his district).
+Why values *shown* and not the values linking saw first: a cleaning session before the first
+income table edits nothing a table showed (comparing with the first values seen made 12 of a
+red team's tables stricter for nothing). Why a common transform: a rounding tells nobody's value
+(only fractional parts), a recode of every value tells nothing of a few, but the rows that do
+not follow it do (every income doubled, his set to 0; a recode shown between two tables is no
+way around it, the recode is found again). A missing value filled in with one constant
+(imputation by 0 or the median) tells nothing; filled in with values of their own (the raw data
+again) it tells them; a value set to missing drops out of the sums and is edited.
 
-Rows whose value was missing when published, and rows no table of the variable published,
-are never compared: a missing value filled in later adds a value of the analyst's choosing,
-not a person's (a value set to missing later *is* compared: it drops that person's value).
+After a restart only the hashes are kept (no value of the data is written): rows are then
+edited when their hash changed, unless every row changed (taken for a recode).
 """
 
 from __future__ import annotations
@@ -42,30 +48,46 @@ import pandas as pd
 
 from .identity import MISSING, fresh_hash
 
+#: the hash kept for a value published as missing (``MISSING``: no value published)
+NULL_VALUE = np.uint64(0x5BD1E9955BD1E995)
+#: rows a common transform is chosen on (evenly spaced; the chosen one is then applied to all)
+SAMPLE = 2000
+#: decimals of the roundings tried (negative: tens, hundreds, thousands)
+ROUNDINGS = range(-3, 7)
+
 
 @dataclass
 class Published:
-    """Per universe row, the hash of the value the latest table of the variable published
-    (``MISSING``: none, or a missing value)."""
+    """Per universe row, the value the latest cleared table of the variable's sums or means
+    showed: its hash (``MISSING``: none; ``NULL_VALUE``: a missing value) and, within this
+    kernel, the number itself (NaN: none or missing; None after a restart or for non-numbers)."""
 
-    last: np.ndarray
+    hashes: np.ndarray
+    numbers: np.ndarray | None = None
 
     def grown(self, n: int) -> Published:
         """The same for a universe of ``n`` rows (rows appended: nothing published of them)."""
-        k = n - len(self.last)
+        k = n - len(self.hashes)
         if k <= 0:
             return self
-        return Published(np.concatenate([self.last, np.full(k, MISSING, dtype=np.uint64)]))
+        numbers = None if self.numbers is None else np.concatenate([self.numbers, np.full(k, np.nan)])
+        return Published(np.concatenate([self.hashes, np.full(k, MISSING, dtype=np.uint64)]), numbers)
 
 
 @dataclass(frozen=True)
 class Values:
-    """What a table of one variable's sums or means publishes of it: universe rows and their
-    value hashes (``MISSING`` for missing values), recorded when the table is (:func:`record`)."""
+    """What a table of one variable's sums or means publishes of it: universe rows, their value
+    hashes (``NULL_VALUE`` for missing values) and numbers (None: not numbers)."""
 
-    var: Hashable
+    var: str
     rows: np.ndarray
     hashes: np.ndarray
+    numbers: np.ndarray | None
+
+
+def key(var: Hashable) -> str:
+    """The name a variable's published values are kept under (as saved for a restart)."""
+    return str(var)
 
 
 def values_of(frame: pd.DataFrame, var: Hashable, rows: np.ndarray, ids: np.ndarray) -> Values | None:
@@ -74,52 +96,148 @@ def values_of(frame: pd.DataFrame, var: Hashable, rows: np.ndarray, ids: np.ndar
     found = (rows >= 0) & (ids >= 0)
     if not found.any():
         return None
-    hashes = np.where(pd.isna(frame[var]).to_numpy(dtype=bool), MISSING, fresh_hash(frame, var))
-    return Values(var, rows[found], hashes[found])
+    column = frame[var]
+    missing = pd.isna(column).to_numpy(dtype=bool)
+    hashes = np.where(missing, NULL_VALUE, fresh_hash(frame, var))
+    numbers = None
+    if pd.api.types.is_numeric_dtype(column.dtype):
+        numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)[found]
+    return Values(key(var), rows[found], hashes[found], numbers)
 
 
-def rows_left_out(published: dict[Hashable, Published], values: Values) -> np.ndarray | None:
+def rows_left_out(published: dict[str, Published], values: Values) -> np.ndarray | None:
     """A mask over ``values.rows``: the rows to leave out of the table's population, the smaller
-    of (rows whose value changed since a table of the variable published it, rows whose value
-    did not), among the rows with a published value; None when no row's value changed."""
+    of (rows whose values tell an edit since the latest table of the variable's sums showed
+    them, the others with a value shown); None when there are none."""
     pub = published.get(values.var)
     if pub is None:
         return None
-    last = pub.last[values.rows]
-    known = last != MISSING
-    changed = known & (last != values.hashes)
-    n_changed = int(changed.sum())
-    if n_changed == 0:
+    before = pub.hashes[values.rows]
+    known = before != MISSING
+    changed = known & (before != values.hashes)
+    if not changed.any():
         return None
-    n_kept = int(known.sum()) - n_changed
-    # (ties: the changed rows; a whole column recoded leaves nothing out)
-    return changed if n_changed <= n_kept else known & ~changed
+    n_known = int(known.sum())
+    if pub.numbers is None or values.numbers is None:
+        # hashes only (after a restart): every row changed is taken for a recode; else the smaller
+        # part, the rows changed or the others (doubling every income but one changes all but one)
+        n_changed = int(changed.sum())
+        if n_changed == n_known:
+            return None
+        return changed if 2 * n_changed <= n_known else known & ~changed
+    edited = _told(pub.numbers[values.rows], values.numbers, known, before == NULL_VALUE,
+                   values.hashes == NULL_VALUE)
+    n_edited = int(edited.sum())
+    if n_edited == 0 or 2 * n_edited > n_known:
+        return None  # (nothing told; or most rows follow no common transform: another variable)
+    return edited
 
 
-def record(published: dict[Hashable, Published], n_rows: int, values: Values) -> None:
-    """Remember what a recorded table published of its variable (``n_rows``: the universe's).
+def unrelated(published: dict[str, Published], values: Values) -> bool:
+    """Whether most of a table's rows with a value shown follow no common transform of it: the
+    name holds another variable (ages under the name of the income), whose table is no edit of
+    the earlier ones and does not replace what they showed (red team: shown between the income
+    and its edited copy, it became the reference, and the two incomes were never compared)."""
+    pub = published.get(values.var)
+    if pub is None or pub.numbers is None or values.numbers is None:
+        return False
+    before = pub.hashes[values.rows]
+    known = before != MISSING
+    if not (known & (before != values.hashes)).any():
+        return False
+    edited = _told(pub.numbers[values.rows], values.numbers, known, before == NULL_VALUE, values.hashes == NULL_VALUE)
+    return 2 * int(edited.sum()) > int(known.sum())
 
-    A new array, never changed in place: the linking memory may be saved from another thread
+
+def _told(old: np.ndarray, new: np.ndarray, known: np.ndarray, was_missing: np.ndarray,
+          is_missing: np.ndarray) -> np.ndarray:
+    """The rows whose change since a table showed them tells their values (see the module docstring)."""
+    edited = known & is_missing & ~was_missing  # (the value dropped out of the sums)
+    filled = known & was_missing & ~is_missing
+    if int(filled.sum()) == 1 or len(np.unique(new[filled])) > 1:
+        edited = edited | filled  # (filled in with values of their own, not one constant shared)
+    both = np.flatnonzero(known & ~was_missing & ~is_missing)
+    if len(both):
+        follows = _common_transform(old[both], new[both])
+        edited[both[~follows]] = True
+    return edited
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Equal up to the last bits of a double (``x * 1.1 / 1.1`` is no edit)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (a == b) | (np.abs(a - b) <= 1e-9 * np.maximum(np.abs(a), np.abs(b)))
+
+
+def _common_transform(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Which rows follow the transform most of them follow: none, a rounding (``ROUNDINGS``), or
+    an affine map through two changed rows (a unit change, inflation, a shift). Chosen on an
+    evenly spaced sample of :data:`SAMPLE` rows (deterministic), ties to the earlier candidate."""
+    same = _close(new, old)
+    if same.all():
+        return same
+    sample = np.unique(np.linspace(0, len(old) - 1, num=min(len(old), SAMPLE)).astype(np.int64))
+    o, n = old[sample], new[sample]
+    moved = np.flatnonzero(~_close(n, o))
+    candidates: list[tuple[str, float, float]] = [("round", float(d), 0.0) for d in ROUNDINGS]
+    if len(moved):
+        picks = sorted({int(moved[0]), int(moved[len(moved) // 2]), int(moved[-1])})
+        for i in picks:
+            if o[i] != 0:
+                candidates.append(("affine", n[i] / o[i], 0.0))  # a scale
+            candidates.append(("affine", 1.0, n[i] - o[i]))  # a shift
+            for j in picks:
+                if j > i and o[j] != o[i]:
+                    a = (n[j] - n[i]) / (o[j] - o[i])
+                    candidates.append(("affine", a, n[i] - a * o[i]))
+    best, best_count = None, int(_close(n, o).sum())
+    for candidate in candidates:
+        count = int(_follows(o, n, candidate).sum())
+        if count > best_count:
+            best, best_count = candidate, count
+    return same if best is None else _follows(old, new, best)
+
+
+def _follows(old: np.ndarray, new: np.ndarray, candidate: tuple[str, float, float]) -> np.ndarray:
+    kind, p, q = candidate
+    with np.errstate(invalid="ignore", over="ignore"):
+        image = np.round(old, int(p)) if kind == "round" else p * old + q
+    return _close(new, image)
+
+
+def record(published: dict[str, Published], n_rows: int, values: Values, shown: np.ndarray) -> None:
+    """Remember what a cleared table showed of its variable: the values of its rows in cells it
+    did not hide (``shown``, a mask over ``values.rows``; ``n_rows``: the universe's rows). New
+    arrays, never changed in place: the linking memory may be saved from another thread
     (:meth:`.linker.Linker.save`) while the next table is recorded."""
-    last = _fresh(published.get(values.var), n_rows)
-    last[values.rows] = values.hashes
-    published[values.var] = Published(last)
+    if not shown.any() or unrelated(published, values):
+        return
+    pub = published.get(values.var)
+    before = np.full(n_rows, MISSING, dtype=np.uint64) if pub is None else pub.grown(n_rows).hashes.copy()
+    numbers = np.full(n_rows, np.nan) if pub is None else pub.grown(n_rows).numbers
+    rows = values.rows[shown]
+    before[rows] = values.hashes[shown]
+    if numbers is not None and values.numbers is not None:
+        numbers = numbers.copy()
+        numbers[rows] = values.numbers[shown]
+    else:
+        numbers = None  # (a table of non-numbers, or a restart: hashes only from now)
+    published[values.var] = Published(before, numbers)
 
 
-def _fresh(pub: Published | None, n_rows: int) -> np.ndarray:
-    """A copy of ``pub``'s hashes over ``n_rows`` rows (nothing published yet when None)."""
-    if pub is None:
-        return np.full(n_rows, MISSING, dtype=np.uint64)
-    grown = pub.grown(n_rows)
-    return grown.last.copy() if grown is pub else grown.last
-
-
-def merge(published: dict[Hashable, Published], n_rows: int, theirs: dict[Hashable, Published],
+def merge(published: dict[str, Published], n_rows: int, theirs: dict[str, Published],
           to_rows: np.ndarray) -> None:
     """Take in another universe's published values (its row i is our row ``to_rows[i]``) where
     ours has none: two universes merged (:func:`.universes.merge_overlapping`)."""
     for var, other in theirs.items():
-        last = _fresh(published.get(var), n_rows)
-        take = (last[to_rows] == MISSING) & (other.last != MISSING)
-        last[to_rows[take]] = other.last[take]
-        published[var] = Published(last)
+        mine = published.get(var)
+        before = np.full(n_rows, MISSING, dtype=np.uint64) if mine is None else mine.grown(n_rows).hashes.copy()
+        numbers = np.full(n_rows, np.nan) if mine is None else mine.grown(n_rows).numbers
+        take = (before[to_rows] == MISSING) & (other.hashes != MISSING)
+        before[to_rows[take]] = other.hashes[take]
+        if numbers is not None and other.numbers is not None:
+            numbers = numbers.copy()
+            numbers[to_rows[take]] = other.numbers[take]
+        else:
+            numbers = None
+        published[var] = Published(before, numbers)

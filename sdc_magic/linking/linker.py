@@ -317,14 +317,11 @@ class Linker:
             p.group = p.group[d.parent]
         u.populations.append(d.pop)
         u.version += 1
-        if record and d.values and isinstance(getattr(u, "published", None), dict):
-            for values in d.values:
-                edits.record(u.published, u.n, values)
-            u.published_saved = False
         if record and isinstance(u, EngineUniverse):
             u.values = engine_values.after(u.values, d.parent, d.engine_values, d.edited, d.pop.group >= 0)
         if not record or not settle:
             return
+        _record_values(d)
         self._drop_duplicates(u, d.pop)
         self._bound()
         self.save()
@@ -338,6 +335,7 @@ class Linker:
         session forgot that 37 women had been shown (red team)."""
         for d in recorded:
             if any(d.pop is p for p in d.universe.populations):
+                _record_values(d)
                 self._drop_duplicates(d.universe, d.pop)
         self._bound()
         self.save()
@@ -458,6 +456,19 @@ class Linker:
         except Exception as exc:
             self.notes.append(f"linking memory could not be saved ({type(exc).__name__})")
             self.path = None
+
+
+def _record_values(d: Draft) -> None:
+    """What a cleared table showed of the variables it sums, in the cells it did not hide under
+    its final pattern (:mod:`.edits`; nothing of a table ``review`` or blocked)."""
+    u = d.universe
+    if not d.values or not d.cleared or not isinstance(getattr(u, "published", None), dict):
+        return
+    for values in d.values:
+        group = d.pop.group[u.row_atom[values.rows]]
+        shown = (group >= 0) & d.pop.published[np.maximum(group, 0)]
+        edits.record(u.published, u.n, values, shown)
+    u.published_saved = False
 
 
 def _labelled(u: Any) -> bool:

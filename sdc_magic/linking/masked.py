@@ -159,12 +159,31 @@ def kept_against(hx: np.ndarray, hy: np.ndarray) -> np.ndarray | None:
     changed = ~same
     if not changed.any() or not same.any():
         return None
+    if (changed & np.isin(hy, _missing_hashes()) & ~np.isin(hx, _missing_hashes())).any():
+        return None  # (values filled in where the other was missing add values: no mask, red team)
     overwritten = pd.unique(hx[changed])
     if len(overwritten) > row_limits.MASKED_VALUES and int(changed.sum()) >= row_limits.MASKED_FEW_ROWS:
         return None
     if len(pd.unique(hx[same])) < row_limits.MASKED_KEPT_VALUES:
         return None  # (a coding of two or three values equal to another column on a few rows)
     return same if (same & ~np.isin(hx, overwritten)).any() else None
+
+
+_MISSING_HASHES: np.ndarray | None = None
+
+
+def _missing_hashes() -> np.ndarray:
+    """The hashes of a missing value in the usual dtypes (float NaN, None, ``pd.NA``, float32 NaN).
+
+    Why: a copy with a missing income filled in (the raw frame after one with it missing) was read
+    as a mask of the earlier column over that one row, its population the rows it "kept": the two
+    sums of a crosstab told the filled income (red team, 2026-12-05)."""
+    global _MISSING_HASHES
+    if _MISSING_HASHES is None:
+        _MISSING_HASHES = np.unique(np.concatenate([
+            hash_column(pd.Series([np.nan])), hash_column(pd.Series([None], dtype=object)),
+            hash_column(pd.Series([pd.NA], dtype="Float64")), hash_column(pd.Series([np.nan], dtype="float32"))]))
+    return _MISSING_HASHES
 
 
 def _numeric(col: pd.Series) -> bool:

@@ -91,13 +91,14 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
 
 
 def _save_published(path: Path, u: Universe) -> list[str]:
-    """The values earlier tables published per variable (:mod:`.edits`), in a file of their own
-    rewritten only when a table of sums was recorded since; returns the variables, in order."""
-    published = {var: pub for var, pub in dict(u.published).items() if isinstance(var, str)}
+    """The hashes of the values the latest cleared tables of sums showed per variable (:mod:`.edits`;
+    hashes only, never the values), in a file of their own rewritten only when a table of sums
+    was recorded since; returns the variables, in order."""
+    published = dict(u.published)
     if published and not getattr(u, "published_saved", False):
         target = _published_path(path, u.uid)
         tmp = target.with_name(target.name + ".tmp.npz")
-        np.savez(tmp, **{f"l{j}": pub.last for j, pub in enumerate(published.values())})
+        np.savez(tmp, **{f"l{j}": pub.hashes for j, pub in enumerate(published.values())})
         tmp.replace(target)
         u.published_saved = True
     return list(published)

@@ -150,6 +150,8 @@ class Draft:
     #: checksum), and the variables whose values changed since (:mod:`.engine_values`)
     engine_values: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
     edited: tuple[str, ...] = ()
+    #: the output is cleared (``pass`` or ``suppressed``): what it shows is taken as shown
+    cleared: bool = False
 
     def units_against(self, others: list[Population]) -> bool:
         """Whether differences with ``others`` are also counted in units (see :func:`distinct_counted`)."""
@@ -716,8 +718,6 @@ def _edited_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: U
     left = np.zeros(len(frame), dtype=bool)
     placed = np.flatnonzero((rows >= 0) & (ids >= 0))
     for var in _averaged_variables(entry, frame):
-        if var in universe.key_columns:
-            continue
         values = edits.values_of(frame, var, rows, ids)
         if values is None:
             continue
@@ -729,12 +729,11 @@ def _edited_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: U
 
 
 def _averaged_variables(entry: Any, frame: pd.DataFrame) -> list[Hashable]:
-    """The columns of ``frame`` whose sums or means a table shows (beside counts, if any), no
-    indicator among them (an indicator's sums are its flagged rows' count, linked as rows)."""
+    """The columns of ``frame`` whose sums or means a table shows (beside any other statistic:
+    ``describe``, a median, a count), no indicator among them (an indicator's sums are its
+    flagged rows' count, linked as rows)."""
     ev = entry.evidence
     stats = np.asarray(ev.stat).astype(str)
-    if not set(stats.tolist()) <= {"sum", "mean", "size", "count"}:
-        return []
     variables = np.asarray(ev.var, dtype=object)
     out = []
     for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)

@@ -101,7 +101,7 @@ class Universe:
         self.uid = secrets.token_hex(6)
         self.hashes_saved = False
         #: per variable summed by a recorded table, the values it published (:mod:`.edits`)
-        self.published: dict[Hashable, Published] = {}
+        self.published: dict[str, Published] = {}
         self.published_saved = True
 
     @classmethod
