@@ -380,3 +380,24 @@ def test_the_same_table_again_after_an_edited_copy(sess: Any, df: pd.DataFrame) 
     first = sess.publish(df.groupby("sex").income.sum())
     sess.publish(ZEROED.groupby("sex").income.sum())
     assert _status(first) == "pass" and _status(sess.publish(df.groupby("sex").income.sum())) == "pass"
+
+
+@pytest.mark.parametrize("made", ["copied from a frame", "read from a file"])
+def test_duckdb_update_read_by_rows(sess: Any, df: pd.DataFrame, tmp_path: Any, made: str) -> None:
+    """A small DuckDB table (its rows read by linking) edited by UPDATE between two sums: the
+    table copied from a frame was forgotten by the UPDATE, its rows named by ``rowid`` then, and
+    his updated row was a new person beside the old one (both ``pass``, red team)."""
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    if made == "copied from a frame":
+        con.execute("CREATE TABLE t AS SELECT * FROM df")
+    else:
+        df.to_parquet(tmp_path / "people.parquet")
+        con.execute(f"CREATE TABLE t AS SELECT * FROM read_parquet('{tmp_path / 'people.parquet'}')")
+    query = "SELECT sex, sum(income) AS s FROM t GROUP BY sex ORDER BY 1"
+    first = sess.publish(con.sql(query))
+    con.execute("UPDATE t SET income = 0 WHERE person = 72")
+    second = sess.publish(con.sql(query))
+    figures = [_numbers(o.data["text/plain"]) for o in (first, second)]
+    assert _status(first) == "pass"
+    assert not (_cleared(second) and any(abs(a - b - MAN) < 0.01 for a in figures[0] for b in figures[1]))

@@ -175,8 +175,24 @@ def executed(con: Any, query: Any, lookup: Callable[[str], Any] | None) -> None:
         _keep(con, table, origin.copied() if origin is not None else None)
         return
     if names and not re.match(r"\s*(select|with|from|pivot|summarize|describe|show|explain)\b", query, re.I):
+        updated = _updated_table(query)
         for name in [n for n in names if names[n].kind == TABLE and re.search(rf"\b{re.escape(n)}\b", query, re.I)]:
-            names.pop(name, None)
+            if name != updated:
+                names.pop(name, None)
+
+
+def _updated_table(query: str) -> str | None:
+    """The table a plain ``UPDATE t SET … [WHERE …]`` changes, when it reads no other table; else None.
+
+    Why it is not forgotten: an UPDATE keeps the table's rows and their order (``rowid``), so the
+    frame's labels still name them, and linking confirms each row by most of its columns. Forgotten,
+    the rows were named by ``rowid`` instead, and a row whose income an UPDATE set to 0 was a new
+    person beside the old one: the sums by sex before and after told his income, both ``pass``
+    (red team, 2026-12-05)."""
+    found = re.match(r"\s*update\s+([A-Za-z_][A-Za-z0-9_]*)\s+set\b", query, re.I)
+    if found is None or re.search(r"\b(from|join|select)\b", query[found.end():], re.I):
+        return None
+    return found.group(1).lower()
 
 
 def resolve(con: Any, name: str, lookup: Callable[[str], Any] | None) -> FrameRows | None:
