@@ -98,11 +98,15 @@ def values_of(frame: pd.DataFrame, var: Hashable, rows: np.ndarray, ids: np.ndar
         return None
     column = frame[var]
     missing = pd.isna(column).to_numpy(dtype=bool)
-    hashes = np.where(missing, NULL_VALUE, fresh_hash(frame, var))
+    hashes = fresh_hash(frame, var)
+    if missing.any():
+        hashes = np.where(missing, NULL_VALUE, hashes)
     numbers = None
     if pd.api.types.is_numeric_dtype(column.dtype):
-        numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)[found]
-    return Values(key(var), rows[found], hashes[found], numbers)
+        numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    if found.all():  # (every row: no copies, a million rows' arrays are costly to touch first)
+        return Values(key(var), rows, hashes, numbers)
+    return Values(key(var), rows[found], hashes[found], None if numbers is None else numbers[found])
 
 
 def rows_left_out(published: dict[str, Published], values: Values) -> np.ndarray | None:
@@ -213,6 +217,14 @@ def record(published: dict[str, Published], n_rows: int, values: Values, shown: 
     if not shown.any() or unrelated(published, values):
         return
     pub = published.get(values.var)
+    rows = values.rows
+    if pub is None and shown.all() and len(rows) == n_rows and (n_rows < 2 or bool((rows[1:] > rows[:-1]).all())):
+        # every universe row, in order (the first table of a frame's variable): its arrays as they
+        # are, the numbers copied (they may be a view of the user's frame, which an edit in place
+        # would change under us: its test, test_an_edit_in_place_of_the_same_frame)
+        numbers = None if values.numbers is None else np.array(values.numbers, dtype=np.float64, copy=True)
+        published[values.var] = Published(np.asarray(values.hashes, dtype=np.uint64), numbers)
+        return
     before = np.full(n_rows, MISSING, dtype=np.uint64) if pub is None else pub.grown(n_rows).hashes.copy()
     numbers = np.full(n_rows, np.nan) if pub is None else pub.grown(n_rows).numbers
     rows = values.rows[shown]
