@@ -58,8 +58,13 @@ def fact_names(i: int) -> dict[str, str]:
     return {f: f"{PREFIX}{f}_{i}" for f in ("n", "t", "ta", "neg", "top")}
 
 
+#: the fact of a variable's values' checksum per group (``sum(hash(x))`` mod 2**64, the i-th
+#: variable's), where an engine computes it with the table (DuckDB): see :func:`counted_groups`
+VALUE_CHECKSUM = f"{PREFIX}hs_"
+
+
 def counted_groups(facts: pd.DataFrame | None, keys: list[str], known: bool,
-                   ones: np.ndarray | None = None) -> pd.DataFrame | None:
+                   ones: np.ndarray | None = None, checksums: list[int] | None = None) -> pd.DataFrame | None:
     """A table's groups and their rows (``known``: of its one variable's known values; ``ones``:
     per group, the rows where its 0/1 flag is 1), from the facts computed with it: what linking
     inside an engine checks its own count against."""
@@ -75,6 +80,10 @@ def counted_groups(facts: pd.DataFrame | None, keys: list[str], known: bool,
         groups["n"] = np.asarray(ones, dtype=np.int64)
     else:
         groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)
+    # (``checksums``: the facts' indices of variables whose values' checksums come along, as c0, c1, …)
+    for j, i in enumerate(checksums or []):
+        if f"{VALUE_CHECKSUM}{i}" in facts.columns:
+            groups[f"c{j}"] = facts[f"{VALUE_CHECKSUM}{i}"].to_numpy().astype(np.uint64)
     return groups[groups["n"] > 0].reset_index(drop=True)
 
 

@@ -488,7 +488,7 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     summed = [v for v, st in pending.plan.measures.values() if st in ("sum", "mean") and v is not None
               and v in pending.lineage_variables]
     table = _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
-                       facts, counted, summed=list(dict.fromkeys(summed)))
+                       facts, counted, summed=list(dict.fromkeys(summed)), variables=list(pending.variables))
     for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
         # (its flagged rows and the others: more populations, see contract.flagged_variable)
         rows = _flag_lineage(pending, ge, flagged, value)
@@ -554,7 +554,7 @@ def _flag_lineage(pending: Pending, ge: Any, flag: str | None, value: float | No
 def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any,
                facts: pd.DataFrame | None = None, counted: str = "", ones: np.ndarray | None = None,
                flag: str | None = None, variant: bool = False, level: float = 1.0,
-               summed: list[str] | None = None) -> InEngineRows:
+               summed: list[str] | None = None, variables: list[str] | None = None) -> InEngineRows:
     """The table's rows left on the connection: linking counts them there (see
     :mod:`sdc_magic.evidence.in_engine`): per combination of the session's keys and
     conditions, O(atoms) rows. ``facts``: the table's groups computed with the table, their
@@ -572,11 +572,14 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
     def total() -> int:
         return int(run(f"SELECT count(*) AS n {rows.base}").df()["n"].iloc[0])
 
-    groups = None
-    if facts is not None and (ones is not None or counted in facts.columns):
-        groups = contract.counted_groups(facts, keys, counted != f"{contract.PREFIX}rows", ones)
     # (the variables of sums or means: their values on the base rows, as the table computes them)
     values = {v: rows.values[v] for v in summed or [] if v in rows.values}
+    # (their checksums per group, computed with the table: ``sql.combined_query``)
+    checksums = [list(variables).index(v) for v in values] if variables and all(v in variables for v in values) \
+        else None
+    groups = None
+    if facts is not None and (ones is not None or counted in facts.columns):
+        groups = contract.counted_groups(facts, keys, counted != f"{contract.PREFIX}rows", ones, checksums)
     return InEngineRows("duckdb", rows.identity or rows.base, condition, list(rows.keys), list(keys), columns, count,
                         groups, total, flag, level=level, variant=variant, values=values,
                         count_values=count_values if values else None)
