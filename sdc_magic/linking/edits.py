@@ -109,62 +109,64 @@ def values_of(frame: pd.DataFrame, var: Hashable, rows: np.ndarray, ids: np.ndar
     return Values(key(var), rows[found], hashes[found], None if numbers is None else numbers[found])
 
 
-def rows_left_out(published: dict[str, Published], values: Values) -> np.ndarray | None:
-    """A mask over ``values.rows``: the rows to leave out of the table's population, the smaller
-    of (rows whose values tell an edit since the latest table of the variable's sums showed
-    them, the others with a value shown); None when there are none."""
+@dataclass(frozen=True)
+class Comparison:
+    """What a table's values tell against those shown before (:func:`compare`)."""
+
+    left_out: np.ndarray | None = None  # a mask over ``Values.rows``: the edited rows, left out
+    review: bool = False  # changed in a way linking cannot compare: the table is ``review``
+    keeps_reference: bool = False  # the values shown before stay the reference (a lossy transform)
+
+
+def compare(published: dict[str, Published], values: Values) -> Comparison:
+    """The table's values against those the latest cleared table of the variable showed.
+
+    Rows that do not follow the transform most rows follow are left out (at most half of the
+    rows with a value shown). Most rows following none (another variable under the name, or a
+    perturbation of every value, red team: known noise on every income and his set to 0), or,
+    after a restart (hashes only), most rows changed, is ``review``: it cannot be told from an
+    edit. A rounding keeps the finer values shown before as the reference."""
     pub = published.get(values.var)
     if pub is None:
-        return None
+        return Comparison()
     before = pub.hashes[values.rows]
     known = before != MISSING
     changed = known & (before != values.hashes)
     if not changed.any():
-        return None
+        return Comparison()
     n_known = int(known.sum())
     if pub.numbers is None or values.numbers is None:
-        # hashes only (after a restart): every row changed is taken for a recode; else the smaller
-        # part, the rows changed or the others (doubling every income but one changes all but one)
-        n_changed = int(changed.sum())
-        if n_changed == n_known:
-            return None
-        return changed if 2 * n_changed <= n_known else known & ~changed
-    edited = _told(pub.numbers[values.rows], values.numbers, known, before == NULL_VALUE,
-                   values.hashes == NULL_VALUE)
+        # hashes only (after a restart): a few rows changed are an edit; most rows changed cannot
+        # be told from a recode or a rounding with an edit among it (red team)
+        if 2 * int(changed.sum()) > n_known:
+            return Comparison(review=True, keeps_reference=True)
+        return Comparison(left_out=changed)
+    edited, lossy = _told(pub.numbers[values.rows], values.numbers, known, before == NULL_VALUE,
+                          values.hashes == NULL_VALUE)
     n_edited = int(edited.sum())
-    if n_edited == 0 or 2 * n_edited > n_known:
-        return None  # (nothing told; or most rows follow no common transform: another variable)
-    return edited
-
-
-def unrelated(published: dict[str, Published], values: Values) -> bool:
-    """Whether most of a table's rows with a value shown follow no common transform of it: the
-    name holds another variable (ages under the name of the income), whose table is no edit of
-    the earlier ones and does not replace what they showed (red team: shown between the income
-    and its edited copy, it became the reference, and the two incomes were never compared)."""
-    pub = published.get(values.var)
-    if pub is None or pub.numbers is None or values.numbers is None:
-        return False
-    before = pub.hashes[values.rows]
-    known = before != MISSING
-    if not (known & (before != values.hashes)).any():
-        return False
-    edited = _told(pub.numbers[values.rows], values.numbers, known, before == NULL_VALUE, values.hashes == NULL_VALUE)
-    return 2 * int(edited.sum()) > int(known.sum())
+    if 2 * n_edited > n_known:
+        return Comparison(review=True, keeps_reference=True)
+    return Comparison(left_out=edited if n_edited else None, keeps_reference=lossy)
 
 
 def _told(old: np.ndarray, new: np.ndarray, known: np.ndarray, was_missing: np.ndarray,
-          is_missing: np.ndarray) -> np.ndarray:
-    """The rows whose change since a table showed them tells their values (see the module docstring)."""
+          is_missing: np.ndarray) -> tuple[np.ndarray, bool]:
+    """(the rows whose change since a table showed them tells their values, whether the common
+    transform loses information: a rounding). See the module docstring."""
     edited = known & is_missing & ~was_missing  # (the value dropped out of the sums)
-    filled = known & was_missing & ~is_missing
-    if int(filled.sum()) == 1 or len(np.unique(new[filled])) > 1:
-        edited = edited | filled  # (filled in with values of their own, not one constant shared)
+    filled = np.flatnonzero(known & was_missing & ~is_missing)
+    if len(filled):
+        # filled in: the rows sharing the commonest value (two or more) are an imputation; the
+        # others hold values of their own (red team: 15 men given one constant, his own income back)
+        values, counts = np.unique(new[filled], return_counts=True)
+        imputed = values[np.argmax(counts)] if counts.max() >= 2 else np.nan
+        edited[filled[new[filled] != imputed]] = True
+    lossy = False
     both = np.flatnonzero(known & ~was_missing & ~is_missing)
     if len(both):
-        follows = _common_transform(old[both], new[both])
+        follows, lossy = _common_transform(old[both], new[both])
         edited[both[~follows]] = True
-    return edited
+    return edited, lossy
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -173,13 +175,15 @@ def _close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return (a == b) | (np.abs(a - b) <= 1e-9 * np.maximum(np.abs(a), np.abs(b)))
 
 
-def _common_transform(old: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Which rows follow the transform most of them follow: none, a rounding (``ROUNDINGS``), or
-    an affine map through two changed rows (a unit change, inflation, a shift). Chosen on an
-    evenly spaced sample of :data:`SAMPLE` rows (deterministic), ties to the earlier candidate."""
+def _common_transform(old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, bool]:
+    """(which rows follow the transform most of them follow, whether it rounds): none, a rounding
+    (``ROUNDINGS``), an affine map through two changed rows (a unit change, inflation, a shift), or
+    a scale then a rounding to the decimals the new values have (a currency converted and rounded).
+    Chosen on an evenly spaced sample of :data:`SAMPLE` rows (deterministic), ties to the earlier
+    candidate."""
     same = _close(new, old)
     if same.all():
-        return same
+        return same, False
     sample = np.unique(np.linspace(0, len(old) - 1, num=min(len(old), SAMPLE)).astype(np.int64))
     o, n = old[sample], new[sample]
     moved = np.flatnonzero(~_close(n, o))
@@ -194,19 +198,40 @@ def _common_transform(old: np.ndarray, new: np.ndarray) -> np.ndarray:
                 if j > i and o[j] != o[i]:
                     a = (n[j] - n[i]) / (o[j] - o[i])
                     candidates.append(("affine", a, n[i] - a * o[i]))
+        scaled = moved[np.abs(o[moved]) > 0]
+        decimals = _decimals(n)
+        if len(scaled) and decimals is not None:
+            # least squares through 0 (the roundings' errors average out; a median of ratios was
+            # off by 1e-4 and left rows out of the band below)
+            ratio = float(np.sum(n[scaled] * o[scaled]) / np.sum(o[scaled] * o[scaled]))
+            candidates.append(("scale_round", ratio, float(decimals)))
     best, best_count = None, int(_close(n, o).sum())
     for candidate in candidates:
         count = int(_follows(o, n, candidate).sum())
         if count > best_count:
             best, best_count = candidate, count
-    return same if best is None else _follows(old, new, best)
+    if best is None:
+        return same, False
+    return _follows(old, new, best), best[0] != "affine"
+
+
+def _decimals(values: np.ndarray) -> int | None:
+    """The fewest decimals (0 to 6) all finite ``values`` are written with, or None."""
+    finite = values[np.isfinite(values)]
+    for d in range(0, 7):
+        if np.all(_close(np.round(finite, d), finite)):
+            return d
+    return None
 
 
 def _follows(old: np.ndarray, new: np.ndarray, candidate: tuple[str, float, float]) -> np.ndarray:
     kind, p, q = candidate
     with np.errstate(invalid="ignore", over="ignore"):
-        image = np.round(old, int(p)) if kind == "round" else p * old + q
-    return _close(new, image)
+        if kind == "round":
+            return _close(new, np.round(old, int(p)))
+        if kind == "scale_round":  # within half a unit of the last decimal kept (and a tenth for the scale's error)
+            return np.abs(new - p * old) <= 0.55 * 10.0 ** -q + 1e-12 * np.abs(new)
+        return _close(new, p * old + q)
 
 
 def record(published: dict[str, Published], n_rows: int, values: Values, shown: np.ndarray) -> None:
@@ -214,7 +239,7 @@ def record(published: dict[str, Published], n_rows: int, values: Values, shown: 
     did not hide (``shown``, a mask over ``values.rows``; ``n_rows``: the universe's rows). New
     arrays, never changed in place: the linking memory may be saved from another thread
     (:meth:`.linker.Linker.save`) while the next table is recorded."""
-    if not shown.any() or unrelated(published, values):
+    if not shown.any() or compare(published, values).keeps_reference:
         return
     pub = published.get(values.var)
     rows = values.rows

@@ -86,6 +86,23 @@ def after(states: dict[str, ValueState], parent: np.ndarray, tables: dict[str, t
     ``inside``: per new atom, in a group of the table)."""
     out = {var: state.cut(parent) for var, state in states.items()}
     for var, (expression, checksums) in tables.items():
-        if var not in edited:
-            out[var] = published(expression, checksums, inside)
+        if var in edited:
+            continue
+        fresh = published(expression, checksums, inside)
+        earlier = out.get(var)
+        # atoms outside this table keep the anchors of the tables that showed them before (red
+        # team: the sums over district A only took the place of everyone's, and an UPDATE outside A
+        # was never compared with the first table)
+        out[var] = fresh if earlier is None else _merged(earlier, fresh)
     return out
+
+
+def _merged(earlier: ValueState, fresh: ValueState) -> ValueState:
+    """``fresh``'s anchors where it has some, ``earlier``'s elsewhere; unused checksums dropped."""
+    offset = len(earlier.published)
+    anchor = np.where(fresh.anchor >= 0, fresh.anchor + offset, earlier.anchor)
+    published = np.concatenate([earlier.published, fresh.published])
+    used, renumbered = np.unique(anchor[anchor >= 0], return_inverse=True)
+    compact = np.full(len(anchor), -1, dtype=np.int64)
+    compact[anchor >= 0] = renumbered
+    return ValueState(fresh.expression, published[used], compact)

@@ -243,9 +243,12 @@ class Linker:
         if not d.edited:
             return None
         names = ", ".join(repr(v) for v in d.edited)
+        how = ("the engine cannot tell which rows changed" if isinstance(d.universe, EngineUniverse) else
+               "most rows changed in no common way (not a rounding, unit change or shift), or after a restart "
+               "only their fingerprints are kept")
         return (f"the values of {names} changed since an earlier table published their sums (an UPDATE, or the "
-                "column computed again): the difference between the two tables tells the changed rows' values, "
-                "and the engine cannot tell which rows changed: not compared (review)")
+                f"column computed again): the difference between the two tables tells the changed rows' values, "
+                f"and {how}: not compared (review)")
 
     def across_engine_note(self, d: Draft) -> str | None:
         """Why a table is not called compared with outputs whose rows live elsewhere.

@@ -345,7 +345,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         universe, rows = placed
         if flagged is None and masking is None:
             ids = _rows_left_out_by_values(entry, frame, ids, universe, rows)
-            values, ids = _edited_values(entry, frame, ids, universe, rows)
+            values, ids, unreadable = _edited_values(entry, frame, ids, universe, rows)
+            engine_values = ({}, unreadable)
         universe.key_columns.update(k for k in keys if k in frame.columns)
         g_u = np.full(universe.n, -1, dtype=np.int64)
         ok = (rows >= 0) & (ids >= 0)
@@ -706,15 +707,17 @@ def _rows_left_out_by_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, u
 
 
 def _edited_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: Universe, rows: np.ndarray
-                   ) -> tuple[tuple[edits.Values, ...], np.ndarray]:
+                   ) -> tuple[tuple[edits.Values, ...], np.ndarray, tuple[str, ...]]:
     """(what a table of sums or means publishes of each variable it sums, ``ids`` without the
-    rows whose values earlier tables of those variables published otherwise, see :mod:`.edits`).
+    rows whose values earlier tables of those variables published otherwise, the variables whose
+    values changed in a way that cannot be compared: review; see :mod:`.edits`).
 
     Why (red team, 2026-12-05): the same people with a few incomes edited between two tables of
     their sums (set to 0 in C, top-coded, doubled but one), in either order: the two tables told
     the edited rows' sum by subtraction, both ``pass``. Left out of the later population, those
     rows are the difference of two populations, which differencing hides when it is small."""
     found: list[edits.Values] = []
+    unreadable: list[str] = []
     left = np.zeros(len(frame), dtype=bool)
     placed = np.flatnonzero((rows >= 0) & (ids >= 0))
     for var in _averaged_variables(entry, frame):
@@ -722,10 +725,17 @@ def _edited_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: U
         if values is None:
             continue
         found.append(values)
-        out = edits.rows_left_out(universe.published, values)
-        if out is not None:
-            left[placed[out]] = True
-    return tuple(found), (np.where(left, -1, ids) if left.any() else ids)
+        told = edits.compare(universe.published, values)
+        if told.left_out is not None:
+            left[placed[told.left_out]] = True
+        if told.review:
+            unreadable.append(values.var)
+    return tuple(found), (np.where(left, -1, ids) if left.any() else ids), tuple(unreadable)
+
+
+#: statistics whose tables of edited values differ by what the edit changed: sums, means and the
+#: spread (a variance of a copy with one value moved is linear in it, red team)
+MOMENTS = ("sum", "mean", "var", "std", "sem")
 
 
 def _averaged_variables(entry: Any, frame: pd.DataFrame) -> list[Hashable]:
@@ -737,7 +747,7 @@ def _averaged_variables(entry: Any, frame: pd.DataFrame) -> list[Hashable]:
     variables = np.asarray(ev.var, dtype=object)
     out = []
     for var in dict.fromkeys(v for v, st in zip(variables.tolist(), stats.tolist(), strict=True)
-                             if st in ("sum", "mean")):
+                             if st in MOMENTS):
         if var is None and list(frame.columns) == [UNNAMED]:
             var = UNNAMED  # (an unnamed Series: ``np.where(...)``, a product with a mask)
         if var in frame.columns and _indicator_rows(frame, var) is None:
