@@ -63,6 +63,12 @@ def fact_names(i: int) -> dict[str, str]:
 VALUE_CHECKSUM = f"{PREFIX}hs_"
 
 
+def checksum_sql(expression: str) -> str:
+    """DuckDB's sum (mod 2**64, as UBIGINT) of a 64-bit hash of each row's value of ``expression``
+    (``linking.engine_values``: sums, not XORs, so that two equal values do not cancel out)."""
+    return f"(sum(hash({expression})::HUGEINT) % 18446744073709551616)::UBIGINT"
+
+
 def counted_groups(facts: pd.DataFrame | None, keys: list[str], known: bool,
                    ones: np.ndarray | None = None, checksums: list[int] | None = None) -> pd.DataFrame | None:
     """A table's groups and their rows (``known``: of its one variable's known values; ``ones``:

@@ -255,7 +255,7 @@ def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str]
     each row's value (``c0``, …, UBIGINT): what a table of sums published, compared where the
     data live (``linking.engine_values``)."""
     items = [f"{e} AS g{i}" for i, e in enumerate(expressions)] + ["count(*) AS n"]
-    items += [f"(sum(hash({v})::HUGEINT) % 18446744073709551616)::UBIGINT AS c{j}" for j, v in enumerate(values)]
+    items += [f"{contract.checksum_sql(v)} AS c{j}" for j, v in enumerate(values)]
     return f"SELECT {', '.join(items)} {rows.base} GROUP BY ALL ORDER BY ALL"
 
 

@@ -263,3 +263,26 @@ def _tuples(groups: np.ndarray) -> pd.Index:
     if groups.shape[1] == 0:
         return pd.Index(np.zeros(len(groups), dtype=np.int64))
     return pd.MultiIndex.from_arrays([groups[:, j] for j in range(groups.shape[1])])
+
+
+def one_atom_per_group(split: Split, ids: np.ndarray) -> tuple[Split, np.ndarray]:
+    """The split with one atom per (earlier atom, group of this table), and each atom's group.
+
+    The engine's count tells rows apart by the table's labels; labels that are no group of the
+    table (a Spark display fetched only its first groups: the rest are not shown) all fall
+    outside it, and their atoms are one (two atoms with the same groups everywhere made the
+    universe's atom keys ambiguous: every later table was ``review``)."""
+    group = np.asarray(ids, dtype=np.int64)
+    codes, _ = pd.factorize(pd.MultiIndex.from_arrays([np.asarray(split.parent), group]), sort=False)
+    if codes.max(initial=-1) + 1 == len(group):
+        return split, group.astype(np.int32)
+    first = np.unique(codes, return_index=True)[1]
+    size = np.bincount(codes, weights=split.atom_size, minlength=len(first)).astype(np.int64)
+    values = {}
+    for var, (expression, checksums) in split.values.items():
+        summed = np.zeros(len(first), dtype=np.uint64)
+        np.add.at(summed, codes, np.asarray(checksums, dtype=np.uint64))  # (wraps around, as the engine's sums)
+        values[var] = (expression, summed)
+    merged = Split(split.labels.iloc[first].reset_index(drop=True), np.asarray(split.inside)[first],
+                   np.asarray(split.parent)[first], size, split.earlier, split.rows, values, split.edited)
+    return merged, group[first].astype(np.int32)

@@ -238,8 +238,9 @@ class Linker:
                 "not be read, or changed since they were shown): this table was not compared with them (review)")
 
     def edited_note(self, d: Draft) -> str | None:
-        """Why a table of sums counted in its engine is ``review``: the values of a variable it sums
-        changed since the latest table of their sums (:mod:`.engine_values`)."""
+        """Why a table of sums is ``review``: the values of a variable it sums changed since the
+        latest cleared table of their sums in a way linking cannot compare (counted in an engine,
+        :mod:`.engine_values`; most rows changed in no common way, or after a restart, :mod:`.edits`)."""
         if not d.edited:
             return None
         names = ", ".join(repr(v) for v in d.edited)

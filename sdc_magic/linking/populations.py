@@ -29,7 +29,7 @@ from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
 from . import edits, masked
 from .identity import frame_hash, group_ids
-from .in_engine import Split
+from .in_engine import Split, one_atom_per_group
 from .names import cell_name
 from .universes import Universe, refine
 
@@ -324,7 +324,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     engine_values: tuple[dict[str, tuple[str, np.ndarray]], tuple[str, ...]] = ({}, ())
     if split is not None:  # one new atom per row of the engine's counts
         group_of = np.where(in_table, np.arange(n_groups), -1) if n_groups else np.zeros(0, dtype=np.int64)
-        split, group = _one_atom_per_group(split, ids)
+        split, group = one_atom_per_group(split, ids)
         parent, atom_size = split.parent, split.atom_size
         engine_values = (split.values, split.edited)
         codes = split.atoms(index, group_of, group)
@@ -345,7 +345,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         universe, rows = placed
         if flagged is None and masking is None:
             ids = _rows_left_out_by_values(entry, frame, ids, universe, rows)
-            values, ids, unreadable = _edited_values(entry, frame, ids, universe, rows)
+            values, ids, unreadable = edits.edited_values(universe.published, frame, _averaged_variables(entry, frame),
+                                                          ids, rows)
             engine_values = ({}, unreadable)
         universe.key_columns.update(k for k in keys if k in frame.columns)
         g_u = np.full(universe.n, -1, dtype=np.int64)
@@ -375,29 +376,6 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
                  declared, values, *engine_values)
-
-
-def _one_atom_per_group(split: Split, ids: np.ndarray) -> tuple[Split, np.ndarray]:
-    """The split with one atom per (earlier atom, group of this table), and each atom's group.
-
-    The engine's count tells rows apart by the table's labels; labels that are no group of the
-    table (a Spark display fetched only its first groups: the rest are not shown) all fall
-    outside it, and their atoms are one (two atoms with the same groups everywhere made the
-    universe's atom keys ambiguous: every later table was ``review``)."""
-    group = np.asarray(ids, dtype=np.int64)
-    codes, _ = pd.factorize(pd.MultiIndex.from_arrays([np.asarray(split.parent), group]), sort=False)
-    if codes.max(initial=-1) + 1 == len(group):
-        return split, group.astype(np.int32)
-    first = np.unique(codes, return_index=True)[1]
-    size = np.bincount(codes, weights=split.atom_size, minlength=len(first)).astype(np.int64)
-    values = {}
-    for var, (expression, checksums) in split.values.items():
-        summed = np.zeros(len(first), dtype=np.uint64)
-        np.add.at(summed, codes, np.asarray(checksums, dtype=np.uint64))  # (wraps around, as the engine's sums)
-        values[var] = (expression, summed)
-    merged = Split(split.labels.iloc[first].reset_index(drop=True), np.asarray(split.inside)[first],
-                   np.asarray(split.parent)[first], size, split.earlier, split.rows, values, split.edited)
-    return merged, group[first].astype(np.int32)
 
 
 def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray, flag_sums: bool = False) -> bool:
@@ -704,33 +682,6 @@ def _rows_left_out_by_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, u
         return ids
     kept = masked.kept_at_rows(universe, np.where(found, rows, -1), frame_hash(frame, var), skip=var)
     return ids if kept is None else np.where(kept, ids, -1)
-
-
-def _edited_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: Universe, rows: np.ndarray
-                   ) -> tuple[tuple[edits.Values, ...], np.ndarray, tuple[str, ...]]:
-    """(what a table of sums or means publishes of each variable it sums, ``ids`` without the
-    rows whose values earlier tables of those variables published otherwise, the variables whose
-    values changed in a way that cannot be compared: review; see :mod:`.edits`).
-
-    Why (red team, 2026-12-05): the same people with a few incomes edited between two tables of
-    their sums (set to 0 in C, top-coded, doubled but one), in either order: the two tables told
-    the edited rows' sum by subtraction, both ``pass``. Left out of the later population, those
-    rows are the difference of two populations, which differencing hides when it is small."""
-    found: list[edits.Values] = []
-    unreadable: list[str] = []
-    left = np.zeros(len(frame), dtype=bool)
-    placed = np.flatnonzero((rows >= 0) & (ids >= 0))
-    for var in _averaged_variables(entry, frame):
-        values = edits.values_of(frame, var, rows, ids)
-        if values is None:
-            continue
-        found.append(values)
-        told = edits.compare(universe.published, values)
-        if told.left_out is not None:
-            left[placed[told.left_out]] = True
-        if told.review:
-            unreadable.append(values.var)
-    return tuple(found), (np.where(left, -1, ids) if left.any() else ids), tuple(unreadable)
 
 
 #: statistics whose tables of edited values differ by what the edit changed: sums, means and the
