@@ -101,8 +101,8 @@ def _merged(earlier: ValueState, fresh: ValueState) -> ValueState:
     """``fresh``'s anchors where it has some, ``earlier``'s elsewhere; unused checksums dropped."""
     offset = len(earlier.published)
     anchor = np.where(fresh.anchor >= 0, fresh.anchor + offset, earlier.anchor)
-    published = np.concatenate([earlier.published, fresh.published])
+    checksums = np.concatenate([earlier.published, fresh.published])
     used, renumbered = np.unique(anchor[anchor >= 0], return_inverse=True)
     compact = np.full(len(anchor), -1, dtype=np.int64)
     compact[anchor >= 0] = renumbered
-    return ValueState(fresh.expression, published[used], compact)
+    return ValueState(fresh.expression, checksums[used], compact)

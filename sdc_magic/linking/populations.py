@@ -277,9 +277,11 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         if rows_of is None:
             return None
         ids, combined = rows_of
-        masking = None if flagged is not None or kept_elsewhere is None \
-            else _masks_earlier_rows(entry, frame, kept_elsewhere)
-        var_of_masking = _summed_variable(entry, frame)
+        # the variables it sums (each read once: an indicator test converts a whole column)
+        averaged = _averaged_variables(entry, frame) if flagged is None else []
+        var_of_masking = _summed_variable(entry, averaged)
+        masking = None if kept_elsewhere is None or var_of_masking is None \
+            else _masks_earlier_rows(entry, frame, var_of_masking, kept_elsewhere)
         if masking is not None:
             ids = np.where(masking[0], ids, -1)
     flat = entry.flat
@@ -344,9 +346,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
             return None
         universe, rows = placed
         if flagged is None and masking is None:
-            ids = _rows_left_out_by_values(entry, frame, ids, universe, rows)
-            values, ids, unreadable = edits.edited_values(universe.published, frame, _averaged_variables(entry, frame),
-                                                          ids, rows)
+            ids = _rows_left_out_by_values(var_of_masking, frame, ids, universe, rows)
+            values, ids, unreadable = edits.edited_values(universe.published, frame, averaged, ids, rows)
             engine_values = ({}, unreadable)
         universe.key_columns.update(k for k in keys if k in frame.columns)
         g_u = np.full(universe.n, -1, dtype=np.int64)
@@ -612,17 +613,16 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
     (var,) = variables
     if var not in frame.columns:
         return ids
-    if stats <= {"sum"}:
+    found = _indicator_rows(frame, var) if stats <= {"sum", "mean"} else None  # (once: a whole column)
+    if stats <= {"sum"} and found is not None and found[1] == 0.0:
         # the sum of an indicator (0/1 flag, boolean, a 0/k coding) counts the rows at its
         # attribute level: those rows are the table's population, as for a count of them (red
         # team: sum(flag) by sex, then a count of flagged rows outside district C). A coding
         # whose other value is not 0 (1/2) sums every known row in too: those are its
         # population, the flagged ones a variant (:func:`indicator_variables`)
-        found = _indicator_rows(frame, var)
-        if found is not None and found[1] == 0.0:
-            return np.where(found[0], ids, -1)
+        return np.where(found[0], ids, -1)
     known = frame[var].notna().to_numpy()
-    if stats <= {"sum", "mean"} and _indicator_rows(frame, var) is None:
+    if stats <= {"sum", "mean"} and found is None:
         # a masked copy of another column (``income.where(district != "C", 0)``): its sums are
         # those of that column over the rows where it kept its values (see :mod:`.masked`)
         kept = masked.kept_rows(frame, var)
@@ -631,50 +631,39 @@ def _restrict_to_variable(entry: Any, frame: pd.DataFrame, ids: np.ndarray) -> n
     return np.where(known, ids, -1)
 
 
-def _masks_earlier_rows(entry: Any, frame: pd.DataFrame, kept_elsewhere: KeptElsewhere
+def _masks_earlier_rows(entry: Any, frame: pd.DataFrame, var: Hashable, kept_elsewhere: KeptElsewhere
                         ) -> tuple[np.ndarray, Hashable] | None:
-    """(the rows a table of one variable's sums or means covers, the column it masks) when the
-    variable masks a column of rows linking saw before (see :mod:`.masked`): a Series with no
-    other column of its own rows to compare it with (``income.where(c, 0).groupby(df.sex).sum()``);
-    None otherwise."""
-    var = _summed_variable(entry, frame)
-    if var is None:
-        return None
+    """(the rows a table of one variable's sums or means covers, the column it masks) when that
+    variable (``var``, :func:`_summed_variable`) masks a column of rows linking saw before (see
+    :mod:`.masked`): a Series with no other column of its own rows to compare it with
+    (``income.where(c, 0).groupby(df.sex).sum()``); None otherwise."""
     keys = {str(k) for k in (getattr(entry.source, "keys", None) or [])}
     if any(c != var and str(c) not in keys and pd.api.types.is_numeric_dtype(frame[c].dtype) for c in frame.columns):
         return None  # (other columns of its rows: compared with those, :func:`_restrict_to_variable`)
     return kept_elsewhere(frame, var)
 
 
-def _summed_variable(entry: Any, frame: pd.DataFrame) -> Hashable | None:
-    """The variable of a table of one variable's sums or means (not an indicator) when it is a
-    column of ``frame``, else None."""
+def _summed_variable(entry: Any, averaged: list[Hashable]) -> Hashable | None:
+    """The variable of a table of one variable's sums or means alone (not an indicator, a column
+    of its frame: ``averaged``, :func:`_averaged_variables`), else None."""
     ev = entry.evidence
     stats = set(np.asarray(ev.stat).astype(str).tolist())
-    variables = set(np.asarray(ev.var, dtype=object).tolist())
-    if len(variables) != 1 or not stats or not stats <= {"sum", "mean"}:
+    if len(set(np.asarray(ev.var, dtype=object).tolist())) != 1 or not stats or not stats <= {"sum", "mean"}:
         return None
-    (var,) = variables
-    if var is None and list(frame.columns) == [UNNAMED]:
-        var = UNNAMED  # (an unnamed Series: ``np.where(...)``, a product with a mask)
-    if var not in frame.columns or _indicator_rows(frame, var) is not None:
-        return None
-    return var
+    return averaged[0] if len(averaged) == 1 else None
 
 
-def _rows_left_out_by_values(entry: Any, frame: pd.DataFrame, ids: np.ndarray, universe: Universe,
+def _rows_left_out_by_values(var: Hashable | None, frame: pd.DataFrame, ids: np.ndarray, universe: Universe,
                              rows: np.ndarray) -> np.ndarray:
-    """``ids`` without the rows of a table of one variable's sums or means where that variable, a
-    masked copy of another column the universe holds for the same rows, overwrote its values
-    (:func:`.masked.kept_at_rows`).
+    """``ids`` without the rows of a table of one variable's sums or means (``var``) where that
+    variable, a masked copy of another column the universe holds for the same rows, overwrote its
+    values (:func:`.masked.kept_at_rows`).
 
     Why (red team, 2026-12-05): a masked copy summed from a frame without the income
     (``d.drop(columns="income").assign(k=...)``, a merge back) has nothing of its own rows to be
     compared with; the sums of the income by sex, then of the copy, told C's one man's income.
-    Not the same column edited (``df2.loc[mask, "income"] = 0``, then its sums: still open): linking
-    keeps the values it saw first, and a red team's cleaning session (outliers, coded ages, negatives
-    set to 0 before the first income table) got 12 tables stricter for nothing."""
-    var = _summed_variable(entry, frame)
+    The same column edited (``df2.loc[mask, "income"] = 0``) is compared with the values a table
+    showed, not here (:mod:`.edits`)."""
     if var is None or var in universe.hashes:
         return ids  # (the column itself, as linking saw it, or that column edited: not compared)
     found = (rows >= 0) & (ids >= 0)
