@@ -106,3 +106,60 @@ def test_a_reordered_display_is_decided_as_itself(session, referrals) -> None:
     flipped = session.publish(table.unstack())
     assert not any("the same table as" in n for n in flipped.checked.notes)
     assert flipped.checked.hidden.any()
+
+
+# ---- after a restart: the earlier run's record is a repeat, not a second table to audit with
+@pytest.fixture
+def joint_systems(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many joint audits build an LP system (one per display that has earlier outputs to audit with)."""
+    import sdc_magic.linking.joint as joint
+
+    built: list[int] = []
+    real = joint.JointAudit
+
+    def counted(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(joint, "JointAudit", counted)
+    return built
+
+
+def test_the_same_table_after_a_restart_is_not_audited_with_its_own_earlier_run(
+        humanitarian_sessions, tmp_path, referrals, joint_systems) -> None:
+    # Restart & Run All: the earlier kernel's table comes back from the linking memory. Audited
+    # with it, the new display solved the same equations twice (25 x 20 x 10: 8,698 LPs, 2.2 CPU s)
+    first = humanitarian_sessions(tmp_path).publish(referrals.groupby(KEYS).size())
+    assert first.checked.hidden.any() and not joint_systems
+    again = humanitarian_sessions(tmp_path).publish(referrals.groupby(KEYS).size())
+    assert not joint_systems  # nothing else to audit with
+    assert again.metadata["sdc_magic"]["status"] == first.metadata["sdc_magic"]["status"]
+    assert np.array_equal(_hidden(again), _hidden(first))
+    assert again.checked.intervals == first.checked.intervals
+
+
+def test_after_a_restart_other_outputs_are_still_audited_with(humanitarian_sessions, tmp_path, referrals,
+                                                              joint_systems) -> None:
+    first_run = humanitarian_sessions(tmp_path)
+    first_run.publish(referrals.groupby(["admin2", "sex"]).size())
+    first = first_run.publish(referrals.groupby(KEYS).size())
+    audits_first_run = len(joint_systems)
+    assert audits_first_run >= 1  # the second table with the first
+    second_run = humanitarian_sessions(tmp_path)
+    second_run.publish(referrals.groupby(["admin2", "sex"]).size())
+    again = second_run.publish(referrals.groupby(KEYS).size())
+    # each display of the second run is audited with the other table, never with its own repeat
+    assert len(joint_systems) - audits_first_run >= 1
+    assert np.array_equal(_hidden(again), _hidden(first))
+
+
+def test_a_repeat_under_other_rules_is_audited_with(humanitarian_sessions, tmp_path, referrals,
+                                                   joint_systems) -> None:
+    # the same rows and cells, but another pattern (threshold 10): not a repeat; the joint audit
+    # holds the new display to what the earlier one published
+    first = humanitarian_sessions(tmp_path).publish(referrals.groupby(KEYS).size())
+    stricter = humanitarian_sessions(tmp_path)
+    stricter.set_rules(threshold=10)
+    again = stricter.publish(referrals.groupby(KEYS).size())
+    assert joint_systems
+    assert _hidden(again).sum() > _hidden(first).sum()

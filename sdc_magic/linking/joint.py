@@ -87,7 +87,7 @@ def _audit(d: Draft, linker: Linker, protection: float, max_tables: int, end: fl
            siblings: Siblings) -> tuple[list[int], list[str], list[str]]:
     """The audit with the ``max_tables`` newest related outputs (fewer while their common
     cells are too many); ``end``: the work count (:func:`.lp.work_done`) it must not pass."""
-    olds = list(reversed(linker.related(d)))[:max_tables]
+    olds = list(reversed(linker.related_besides_repeats(d)))[:max_tables]
     if not olds:
         return [], [], []
     common = CommonCells.of(d, [d.pop, *olds])
