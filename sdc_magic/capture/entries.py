@@ -75,7 +75,9 @@ def build_entry(entry_id: int, call: str, flat: Flat, ge: GroupEvidence, key_dim
     uniq_measures, m_codes = np.unique(measures.astype(str), return_inverse=True)
     resolved = [measure_of(m) for m in uniq_measures]
     stat = np.array([resolved[c][1] for c in m_codes], dtype=object)
-    var = np.array([resolved[c][0] for c in m_codes], dtype=object)
+    # (fromiter: a column named by a tuple, as in a frame with two levels of column names, stays one
+    # object per cell; np.array made it a row of a 2-D array, and linking failed on the table)
+    var = np.fromiter((resolved[c][0] for c in m_codes), dtype=object, count=len(m_codes))
 
     units = np.zeros(n)
     total = np.full(n, np.nan)

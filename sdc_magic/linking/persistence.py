@@ -59,7 +59,7 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
         if u.n > MAX_SAVED_ROWS:
             meta["unlinked"].extend(p.out_id for p, _ in populations)
             continue
-        cols = [c for c in u.hashes if isinstance(c, str)]
+        cols = [c for c in u.hashes if _column_name(c) is not None]
         if not u.hashes_saved:
             rows = _hashes_path(path, u.uid)
             tmp = rows.with_name(rows.name + ".tmp.npz")
@@ -70,8 +70,9 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
             np.savez(tmp, **saved)
             tmp.replace(rows)
             u.hashes_saved = True
-        umeta: dict[str, Any] = {"uid": u.uid, "n": len(row_atom), "columns": cols,
-                                 "key_columns": sorted(str(k) for k in u.key_columns)}
+        umeta: dict[str, Any] = {"uid": u.uid, "n": len(row_atom), "columns": [_column_name(c) for c in cols],
+                                 "key_columns": sorted((_column_name(k) for k in u.key_columns
+                                                        if _column_name(k) is not None), key=str)}
         umeta["published"] = _save_published(path, u)
         arrays[f"u{ui}_row_atom"] = row_atom
 
@@ -227,6 +228,30 @@ def _json_label(v: Any) -> Any:
     return str(v)
 
 
+def _column_name(c: Any) -> Any:
+    """A column's name as JSON that reads back equal to it (None: a name that cannot be saved).
+
+    Why not ``str``: a frame read with ``header=None`` has integer column names; saved as text,
+    a restarted kernel's frame (columns 0, 1, …) matched none of them, so its tables were
+    never linked to the earlier kernel's (red team: the values edited between a table of sums
+    before the restart and one after it, both ``pass``)."""
+    if isinstance(c, np.generic):
+        c = c.item()
+    if isinstance(c, bool | int | str) or (isinstance(c, float) and np.isfinite(c)):
+        return c
+    if isinstance(c, tuple):
+        parts = [_column_name(x) for x in c]
+        return None if any(x is None for x in parts) else {"tuple": parts}
+    return None
+
+
+def _column_of(v: Any) -> Any:
+    """The column name :func:`_column_name` saved."""
+    if isinstance(v, dict) and "tuple" in v:
+        return tuple(_column_of(x) for x in v["tuple"])
+    return v
+
+
 def load_unlinked(path: Path) -> list[str]:
     """The outputs an earlier kernel showed without linking (or could not keep), by label."""
     if not path.is_file():
@@ -248,9 +273,10 @@ def load(path: Path) -> list[Universe]:
             n = int(um["n"])
             uid = str(um["uid"])
             with np.load(_hashes_path(path, uid), allow_pickle=False) as rows:
-                hashes = {c: np.asarray(rows[f"h{ci}"], dtype=np.uint64)[:n] for ci, c in enumerate(um["columns"])}
+                hashes = {_column_of(c): np.asarray(rows[f"h{ci}"], dtype=np.uint64)[:n]
+                          for ci, c in enumerate(um["columns"])}
                 label_hashes = np.asarray(rows["labels"], dtype=np.uint64) if "labels" in rows.files else None
-            u = Universe.restore(uid=uid, n=n, hashes=hashes, key_columns=set(um["key_columns"]),
+            u = Universe.restore(uid=uid, n=n, hashes=hashes, key_columns={_column_of(k) for k in um["key_columns"]},
                                  row_atom=np.asarray(data[f"u{ui}_row_atom"], dtype=np.int32),
                                  atom_size=np.asarray(data[f"u{ui}_atom_size"], dtype=np.int64),
                                  label_hashes=label_hashes)
