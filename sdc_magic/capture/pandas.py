@@ -23,7 +23,7 @@ from pandas.api.typing import DataFrameGroupBy, SeriesGroupBy
 
 from ..config import Rules
 from ..evidence import row_origins
-from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence
+from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence, merged_sums
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
 from .contract import (
@@ -78,6 +78,23 @@ def quantile_stat(q: float) -> str:
     if q == 0.5:
         return "median"
     return f"quantile@{q:g}"
+
+
+def _cells_of_rows(entry: Any, positions: np.ndarray) -> np.ndarray | None:
+    """Per row of a re-aggregated table (``positions``: its cells' positions in ``entry``, rows ×
+    columns), the position of a cell of the same group of the entry's rows; None when its columns
+    are cells of different groups (a crosstab's columns are groups of their own: not linked)."""
+    first = positions[:, 0]
+    if positions.shape[1] == 1:
+        return first
+    keys = [str(k) for k in (getattr(getattr(entry, "source", None), "keys", None) or [])]
+    if (positions < 0).any() or not keys or not all(k in entry.flat.dims for k in keys):
+        return None
+    for k in keys:
+        labels = np.asarray(entry.flat.dims[k], dtype=object)
+        if any(not np.array_equal(labels[positions[:, j]], labels[first]) for j in range(1, positions.shape[1])):
+            return None
+    return first
 
 
 def stat_name(func: Any) -> str:
@@ -376,13 +393,19 @@ class Capture:
                                      rows=None if frame is not None else obj), flat_obj=flat_obj, flat=flat)
 
     def _reaggregate(self, gb: Any, name: str, args: tuple, kwargs: dict, result: Any) -> bool:
-        """A sum over cells of a captured count table is a count table too.
+        """A sum over cells of a captured count table is a count table too; over cells of a
+        captured table of sums, a table of sums.
 
         ``counts.groupby(level=0).sum()`` or ``table.groupby(region_of).sum()`` adds up
         published counts; each new cell counts the units of the cells it adds (an upper
-        bound when a unit id spans cells, which only makes the check stricter). Returns
-        False when the grouped object is not a captured count table (then it is treated
-        as microdata as usual).
+        bound when a unit id spans cells, which only makes the check stricter). Sums of sums
+        (``df.groupby(["person", "sex"]).income.sum().groupby(level="sex").sum()``) take their
+        cells' facts together (:func:`.facts.merged_sums`; only when every row is a unit) and, like
+        counts, the rows of the cells they add: before, the finer table was read as microdata, its
+        cells taken for people (regions of two cells blocked as "2 contributors") and, for linking,
+        for rows: one person's edited income a new person beside the old (red team rt49/11, both
+        sums ``pass``). Returns False when the grouped object is not such a table (then it is
+        treated as microdata as usual).
         """
         obj = gb.obj
         if name in ("agg", "aggregate"):
@@ -401,37 +424,53 @@ class Capture:
         ev = match.entry.evidence
         found = match.positions >= 0
         stats = set(ev.stat[match.positions[found]].astype(str).tolist())
-        if not found.any() or not stats <= {"count", "size"} or ev.is_margin[match.positions[found]].any():
+        counts = stats <= {"count", "size"}
+        sums = stats == {"sum"} and self.rules().unit is None and found.all() and (
+            ev.ones is None or np.isnan(np.asarray(ev.ones, dtype=float)[match.positions]).all())
+        if not found.any() or not (counts or sums) or ev.is_margin[match.positions[found]].any():
             return False
         ids, index = _ids_and_index(gb)
         key_dims = [str(n) if n is not None else f"level_{i}" for i, n in enumerate(index.names)]
         if any(n is None for n in index.names):
             index = index.set_names(key_dims)
         rows, cols = (len(obj), 1) if isinstance(obj, pd.Series) else obj.shape
-        units = np.where(found, ev.units[np.where(found, match.positions, 0)], 0.0).reshape(rows, cols)
+        at = np.where(found, match.positions, 0).reshape(rows, cols)
+        units = np.where(found.reshape(rows, cols), ev.units[at], 0.0)
         ngroups = len(index)
         valid = ids >= 0
         columns = [obj.name] if isinstance(obj, pd.Series) else list(obj.columns)
         variables = {}
+        top_k = self.rules().top_k
         for j, col in enumerate(columns):
+            if sums:
+                variables[col] = merged_sums(ids, ev.units[at[:, j]], ev.total[at[:, j]], ev.total_abs[at[:, j]],
+                                             ev.negative[at[:, j]], ev.top[at[:, j]], ngroups, top_k)
+                continue
             per_group = np.bincount(ids[valid], weights=units[valid, j], minlength=ngroups)
             variables[col] = VarEvidence(units=per_group, total=np.full(ngroups, np.nan),
                                          total_abs=np.full(ngroups, np.nan), negative=np.zeros(ngroups, bool),
-                                         top=np.full((ngroups, self.rules().top_k), np.nan))
-        total_units = np.bincount(ids[valid], weights=units[valid].sum(axis=1), minlength=ngroups)
+                                         top=np.full((ngroups, top_k), np.nan))
+        if sums:  # (the rows of a group: each column's cells cover them; the fewest, to be strict)
+            total_units = np.min([v.units for v in variables.values()], axis=0)
+        else:
+            total_units = np.bincount(ids[valid], weights=units[valid].sum(axis=1), minlength=ngroups)
         ge = GroupEvidence(index=index, units=total_units, variables=variables)
         by_name = {str(c): c for c in columns}
         single = columns[0] if len(columns) == 1 else None
+        statistic = "sum" if sums else "count"
+        what = "sums" if sums else "counts"
 
         def measure_of(measure: str) -> tuple[str | None, str]:
             parts = measure.split("|") if measure else []
-            return next((by_name[p] for p in parts if p in by_name), single), "count"
+            return next((by_name[p] for p in parts if p in by_name), single), statistic
 
         flat = flatten(result, index_names=key_dims)
-        # linking: the rows behind each new cell are those of the cells it adds (Series of counts)
-        source = Source(None, key_dims, f"groupby.{name} of counts", ids=ids, index=index,
-                        rows=("reaggregate", match.entry, match.positions)) if isinstance(obj, pd.Series) else None
-        self._register(f"groupby.{name} of counts", result, ge, key_dims, measure_of,
+        # linking: the rows behind each new cell are those of the cells it adds (a Series; a frame
+        # whose columns are statistics of the same cells, by their first column's cells)
+        row_cells = _cells_of_rows(match.entry, match.positions.reshape(rows, cols))
+        source = None if row_cells is None else Source(None, key_dims, f"groupby.{name} of {what}", ids=ids,
+                                                       index=index, rows=("reaggregate", match.entry, row_cells))
+        self._register(f"groupby.{name} of {what}", result, ge, key_dims, measure_of,
                        list(match.entry.notes), source=source, flat=flat)
         return True
 

@@ -125,6 +125,31 @@ def top_k(groups: np.ndarray, values: np.ndarray, ngroups: int, k: int) -> np.nd
     return out
 
 
+def merged_sums(new_group: np.ndarray, units: np.ndarray, total: np.ndarray, total_abs: np.ndarray,
+                negative: np.ndarray, top: np.ndarray, ngroups: int, k: int) -> VarEvidence:
+    """The facts of sums over unions of cells of a table of sums (``new_group``: each cell's
+    union, -1 none), from the cells' own facts.
+
+    Exact when every row is a unit (no unit declared): the cells of a table are disjoint sets of
+    rows, so a union's contributors, totals and largest contributions are those of its cells'
+    together. (With a unit spanning cells a union's largest contribution could be larger than
+    any cell's: the caller does not use this then.)"""
+    valid = new_group >= 0
+    g = new_group[valid]
+
+    def added(x: np.ndarray) -> np.ndarray:
+        return np.bincount(g, weights=np.asarray(x, dtype=float)[valid], minlength=ngroups)
+
+    tops = np.asarray(top, dtype=float)[valid]
+    width = tops.shape[1] if tops.ndim == 2 else 0
+    flat_groups = np.repeat(g, width)
+    flat_values = tops.reshape(-1) if width else np.zeros(0)
+    known = ~np.isnan(flat_values)
+    return VarEvidence(units=added(units), total=added(total), total_abs=added(total_abs),
+                       negative=added(np.asarray(negative, dtype=float)) > 0,
+                       top=top_k(flat_groups[known], flat_values[known], ngroups, k))
+
+
 def numeric_values(series: pd.Series) -> np.ndarray | None:
     """A float view of a numeric or boolean column, or None for anything else."""
     dtype = series.dtype

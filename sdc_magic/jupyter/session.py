@@ -356,6 +356,8 @@ class Session:
         call = str(entry.call or "table")
         if call.endswith(" of counts"):
             call = "reaggregate"
+        elif call.endswith(" of sums"):
+            call = "sum"  # (sums of a table of sums: sums, as the same table made from the rows)
         what = {"reaggregate": "sums of counts", "size": "counts", "count": "counts", "value_counts": "counts", "crosstab": "counts",
                 "sum": "sums", "mean": "means", "median": "medians", "describe": "summary", "nunique": "distinct counts",
                 "pivot_table": "pivot table", "agg": "aggregates", "aggregate": "aggregates"}.get(
