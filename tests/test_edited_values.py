@@ -503,3 +503,49 @@ def test_after_a_restart_a_table_of_every_row_brings_the_numbers_back(humanitari
     assert _status(again.publish(df.assign(income=df.income / 1000).groupby("sex").income.sum())) == "pass"
     third = again.publish(ZEROED.groupby("sex").income.sum())
     assert not _both_shown_give([first, third], lambda a, b: a - b)
+
+
+# ---- a copy of the variable under another name, edited on a few rows (red team rt51/05)
+HIS = PEOPLE.person == 72
+
+COPIES: dict[str, tuple[Callable[[pd.DataFrame], pd.Series], Callable[[float, float], float]]] = {
+    "earn = income doubled except his": (lambda d: d.income.where(HIS, 2 * d.income), lambda a, b: 2 * a - b),
+    "earn = income + 1, his 0": (lambda d: (d.income + 1).mask(HIS, 0.0), lambda a, b: a + 35 - b),
+    "earn = income, his 0": (lambda d: d.income.mask(HIS, 0.0), lambda a, b: a - b),
+}
+
+
+@pytest.mark.parametrize("copy", list(COPIES))
+@pytest.mark.parametrize("order", ["income first", "the copy first"])
+def test_a_copy_under_another_name_edited_on_his_row(sess: Any, df: pd.DataFrame, copy: str, order: str) -> None:
+    make, recover = COPIES[copy]
+    frame = df.assign(earn=make(df))
+    tables = [frame.groupby("sex").income.sum(), frame.groupby("sex").earn.sum()]
+    if order != "income first":
+        tables.reverse()
+        recover_ = recover
+        recover = lambda a, b: recover_(b, a)  # noqa: E731
+    first, second = (sess.publish(t) for t in tables)
+    assert not _gives_him_away(first, second, recover), (first.data["text/plain"], second.data["text/plain"])
+
+
+@pytest.mark.parametrize("copy", ["earn = 2 * income", "earn = income * 1.1 rounded to cents", "age"])
+def test_a_copy_transformed_on_every_row_or_another_variable_is_shown(sess: Any, df: pd.DataFrame, copy: str) -> None:
+    # over-protection: nothing breaks the transform (or there is none): the second table stays cleared
+    other = {"earn = 2 * income": 2 * df.income, "earn = income * 1.1 rounded to cents": (df.income * 1.1).round(2),
+             "age": df.age.astype(float)}[copy]
+    frame = df.assign(earn=other)
+    sess.publish(frame.groupby("sex").income.sum())
+    second = sess.publish(frame.groupby("sex").earn.sum())
+    assert _status(second) == "pass", second.data["text/plain"]
+
+
+def test_two_variables_zero_on_most_rows_are_not_copies(sess: Any, df: pd.DataFrame) -> None:
+    # over-protection: agreeing on their zeros only, they are not one variable edited on a few rows
+    rng = np.random.default_rng(4)
+    paid = np.where(rng.random(len(df)) < 0.8, 0.0, rng.uniform(1, 9, len(df)).round(2))
+    fined = np.where(rng.random(len(df)) < 0.8, 0.0, rng.uniform(1, 9, len(df)).round(2))
+    frame = df.assign(paid=paid, fined=fined)
+    sess.publish(frame.groupby("sex").paid.sum())
+    second = sess.publish(frame.groupby("sex").fined.sum())
+    assert _status(second) == "pass", second.data["text/plain"]

@@ -129,11 +129,52 @@ def edited_values(published: dict[str, Published], frame: pd.DataFrame, variable
             continue
         found.append(values)
         told = compare(published, values)
+        if values.var not in published:
+            copied = _breaks_a_copy(published, values)
+            if copied is not None:
+                told = Comparison(left_out=copied)
         if told.left_out is not None:
             left[placed[told.left_out]] = True
         if told.review:
             unreadable.append(values.var)
     return tuple(found), (np.where(left, -1, ids) if left.any() else ids), tuple(unreadable)
+
+
+#: A variable with no values shown before is compared with the others' (:func:`_breaks_a_copy`) when
+#: at least this many rows hold a non-zero value on either side ...
+MIN_COPY_ROWS = 20
+#: ... and the rows breaking the transform most follow are at most this share of them.
+COPY_MAX_SHARE = 0.05
+
+
+def _breaks_a_copy(published: dict[str, Published], values: Values) -> np.ndarray | None:
+    """The rows of a new variable that break the transform relating it, on nearly every other row,
+    to a variable shown before (a mask over ``values.rows``); None when it is no such copy.
+
+    Why (red team rt51/05): ``earn = income`` doubled except his, or ``income + 1`` with his 0,
+    summed by sex beside the income sums: ``2·T1 − T2`` is his income, both ``pass``; the values
+    shown were kept per name, and "earn" had none. A copy is confirmed on the rows where either
+    value is non-zero (two variables zero on most rows agree there by chance) and only when at most
+    :data:`COPY_MAX_SHARE` of them break it: amounts paid beside amounts due differing on three
+    rows tell those rows' arrears by subtraction too, and are left out the same way. Within a
+    kernel only (the numbers are not saved)."""
+    if values.numbers is None:
+        return None
+    best: np.ndarray | None = None
+    for pub in published.values():
+        if pub.numbers is None:
+            continue
+        old, new = pub.numbers[values.rows], values.numbers
+        telling = np.flatnonzero(np.isfinite(old) & np.isfinite(new) & ((old != 0) | (new != 0)))
+        if len(telling) < MIN_COPY_ROWS:
+            continue
+        follows, _ = _common_transform(old[telling], new[telling])
+        off = telling[~follows]
+        if not len(off) or len(off) > COPY_MAX_SHARE * len(telling) or (best is not None and len(off) >= best.sum()):
+            continue
+        best = np.zeros(len(values.rows), dtype=bool)
+        best[off] = True
+    return best
 
 
 @dataclass(frozen=True)
