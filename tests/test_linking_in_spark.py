@@ -398,6 +398,19 @@ def test_a_masked_copy_is_never_cleared_beside_the_variable(people: Any, fresh: 
     assert beside[0] in ("suppressed", "blocked") and beside[1]
 
 
+def test_a_stored_copy_edited_on_his_row_counted_in_spark(spark: Any, fresh: Any, in_engine: None) -> None:
+    """A copy ``k`` of the income with his value 0, a column of the data Spark was given: its checksums
+    equal the income's on F's rows, not on M's (``engine_values.breaks_a_copy``): ``review``, never
+    both cleared (their difference is his income)."""
+    F = _F()
+    him = (PEOPLE.district == "C") & (PEOPLE.sex == "M")
+    stored = spark.createDataFrame(PEOPLE.assign(k=PEOPLE.income.mask(him, 0.0)))
+    s = fresh()
+    first = verdict(s.publish(stored.groupBy("sex").agg(F.sum("income").alias("v")).orderBy("sex")))
+    second = s.publish(stored.groupBy("sex").agg(F.sum("k").alias("v")).orderBy("sex"))
+    assert first[0] == "pass" and verdict(second)[0] not in ("pass", "suppressed"), second.data["text/plain"]
+
+
 @pytest.mark.parametrize("edit", ["his income to 0", "every income but his doubled"])
 def test_values_edited_between_two_sums_counted_in_spark(people: Any, fresh: Any, in_engine: None, edit: str) -> None:
     """``withColumn("income", ...)`` between two tables of the income's sums, counted in Spark:

@@ -70,6 +70,41 @@ def changed(state: ValueState, frame: pd.DataFrame, j: int, parent: np.ndarray, 
     return bool((moved[anchor[covered]] & inside[covered]).any())
 
 
+#: Rows of another variable's anchors whose checksums a new variable must equal to be taken for its copy.
+MIN_COPY_ROWS = 20
+
+
+def breaks_a_copy(states: dict[str, ValueState], frame: pd.DataFrame, j: int, parent: np.ndarray,
+                  inside: np.ndarray, n: np.ndarray) -> bool:
+    """Whether a variable no table summed before (column ``c{j}`` of the count) is a copy of one
+    that was (its checksums equal that variable's on anchors entirely in the table holding
+    :data:`MIN_COPY_ROWS` rows or more) whose values differ on another anchor with rows in the table.
+
+    Why (red team, stop 49): a copy of the income with one person's value set to 0, stored as a
+    column of the same table (``CREATE TABLE t AS SELECT *, CASE … END AS k``, a polars column),
+    summed by sex beside the income's sums: both ``pass``, their difference his income. The
+    values were compared per variable only. Equal checksums of different values need a 64-bit
+    collision, so equal anchors are the same values; the engine cannot tell which rows of the
+    others differ: the table is ``review``. (Two variables zero on every row of a whole anchor of
+    20 rows or more are taken for copies too: a table of the second is ``review`` where it differs.)"""
+    for state in states.values():
+        anchor = state.anchor[parent]
+        covered = anchor >= 0
+        if not (covered & inside).any():
+            continue
+        k = len(state.published)
+        now = summed_checksums(frame[covered], j, anchor[covered], k)
+        rows = np.bincount(anchor[covered], weights=n[covered], minlength=k)
+        whole = np.bincount(anchor[covered], weights=~inside[covered], minlength=k) == 0  # (no row outside)
+        equal = (now == state.published) & whole
+        moved = np.zeros(k, dtype=bool)
+        moved[anchor[covered & inside]] = True
+        moved &= now != state.published
+        if rows[equal].sum() >= MIN_COPY_ROWS and moved.any():
+            return True
+    return False
+
+
 def published(expression: str, checksums: np.ndarray, inside: np.ndarray) -> ValueState:
     """The state after a table of the variable's sums is recorded: its atoms are the anchors
     (``checksums`` and ``inside`` per new atom)."""

@@ -209,6 +209,8 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
         state = u.values.get(var)
         if state is not None and engine_values.changed(state, frame, j, parent, inside):
             edited.append(var)
+        elif state is None and engine_values.breaks_a_copy(u.values, frame, j, parent, inside, n):
+            edited.append(var)  # (a copy of another variable, edited on some rows)
         values[var] = (rows.values[var], engine_values.summed_checksums(frame, j, which, len(first)))
     return Split(labels.iloc[first].reset_index(drop=True), inside[first], parent[first], size, earlier, rows,
                  values, tuple(edited))

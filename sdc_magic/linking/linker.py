@@ -247,8 +247,9 @@ class Linker:
         how = ("the engine cannot tell which rows changed" if isinstance(d.universe, EngineUniverse) else
                "most rows changed in no common way (not a rounding, unit change or shift), or after a restart "
                "only their fingerprints are kept")
-        return (f"the values of {names} changed since an earlier table published their sums (an UPDATE, or the "
-                f"column computed again): the difference between the two tables tells the changed rows' values, "
+        return (f"the values of {names} changed since an earlier table published their sums (an UPDATE, the "
+                f"column computed again, or a copy of another column that differs from it on some rows): the "
+                f"difference between the two tables tells the changed rows' values, "
                 f"and {how}: not compared (review)")
 
     def across_engine_note(self, d: Draft) -> str | None:
