@@ -696,7 +696,8 @@ def _recalled_or_found(P: Problem, stored_as: str | None, a: np.ndarray, frequen
         mask = hit.mask() if hit.n_cells == P.n else None
         if mask is not None and mask[P.primary].all():
             tick("protect: pattern of an earlier run", None, force=True)
-            found = _Pattern(mask, [], hit.method_name, hit.audit_ok, hit.budget_spent, list(hit.unprotectable))
+            found = _Pattern(mask, patterns.checked_certificates(P, mask, hit.deviations), hit.method_name, hit.audit_ok,
+                             hit.budget_spent, list(hit.unprotectable))
             audited = _final_audit(P, found, a, frequency, singletons, tick)
             if found.audit_ok or not hit.audit_ok:
                 return found, audited
@@ -705,7 +706,8 @@ def _recalled_or_found(P: Problem, stored_as: str | None, a: np.ndarray, frequen
     if store is not None and stored_as is not None:
         store.put(stored_as, patterns.StoredPattern(P.n, np.flatnonzero(found.hidden), found.method_name,
                                                     bool(found.audit_ok), bool(found.budget_spent),
-                                                    list(found.unprotectable)))
+                                                    list(found.unprotectable),
+                                                    patterns.certificates_of(found.pool) if frequency else ()))
     # ---- final audit: certificates for every attacker, then exact intervals
     return found, _final_audit(P, found, a, frequency, singletons, tick)
 

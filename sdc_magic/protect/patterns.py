@@ -7,13 +7,19 @@ answer (the search is deterministic: work budgets, seeded single-threaded solver
 in-memory cache of :func:`.api.protect` only lasts a kernel.
 
 What is written: for a fingerprint of the cells, every argument of the search and the code
-that searches (:func:`code_fingerprint`), the *pattern* alone: which cells are hidden (their
+that searches (:func:`code_fingerprint`), the *pattern*: which cells are hidden (their
 positions in the table model's order), how the search ended and which requirements it could
-not meet. No value, no interval and no certificate (a certificate's deviations bound hidden
-values) leaves the process: the hidden positions are exactly what the table itself shows.
+not meet. No value and no interval leaves the process. For a table of counts only, the
+certificates the search found too (deviations of the hidden cells that agree with everything
+published, :data:`MAX_STORED_DEVIATIONS` entries at most): without them the final audit of a
+recalled pattern looked for every certificate again, and a re-run of a 25 × 20 × 10 table cost
+as much as its first display (2.5 CPU s; issue 21: "re-runs cost nothing"). A count table's
+certificate bounds hidden counts, which the linking memory beside it holds exactly already (the
+rows of every group); a table of magnitudes stores none (nothing beside it holds its values).
 
 What is trusted: nothing. A stored pattern goes through the same exact final audit as a
-fresh one (certificates found again, intervals computed again), so a display from the store
+fresh one (intervals computed again; each stored certificate checked against the table's
+relations and ranges before it counts, the others found again), so a display from the store
 has the same status, hidden cells and intervals as one from a search. A pattern that fails
 that audit, does not hide every primary, or does not fit the table is dropped and the search
 runs (see :func:`.api.protect`). One JSON file per fingerprint, under ``.sdc_magic/patterns``
@@ -31,10 +37,15 @@ from pathlib import Path
 
 import numpy as np
 
+from .audit import Problem
+from .lp import Flow, column_residual
+
 #: Patterns kept per folder (the least recently used go first).
 MAX_PATTERNS = 2000
 #: The format of a pattern file (a file of another version is ignored).
-SCHEMA = 1
+SCHEMA = 2
+#: Certificates of a count table stored with its pattern: at most this many (cell, deviation) entries.
+MAX_STORED_DEVIATIONS = 50_000  # (25 x 20 x 10: 32,224 entries, a 0.4 MB file)
 
 _code: str | None = None
 
@@ -71,6 +82,8 @@ class StoredPattern:
     audit_ok: bool
     budget_spent: bool
     unprotectable: list[tuple[int, int]]
+    #: a count table's certificates: per certificate, (cells, deviations); empty otherwise
+    deviations: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
 
     def mask(self) -> np.ndarray:
         out = np.zeros(self.n_cells, dtype=bool)
@@ -101,9 +114,11 @@ class PatternStore:
             hidden = np.asarray(raw["hidden"], dtype=np.int64)
             if hidden.ndim != 1 or (len(hidden) and (hidden.min() < 0 or hidden.max() >= n)):
                 return None
+            deviations = tuple((np.asarray(cells, dtype=np.int64), np.asarray(moves, dtype=float))
+                               for cells, moves in raw.get("deviations", []))
             found = StoredPattern(n, np.unique(hidden), str(raw["method_name"]), bool(raw["audit_ok"]),
                                   bool(raw["budget_spent"]),
-                                  [(int(r), int(s)) for r, s in raw["unprotectable"]])
+                                  [(int(r), int(s)) for r, s in raw["unprotectable"]], deviations)
         except (OSError, ValueError, TypeError, KeyError):
             return None
         with contextlib.suppress(OSError):
@@ -114,7 +129,9 @@ class PatternStore:
         raw = {"schema": SCHEMA, "key": key, "n_cells": int(found.n_cells),
                "hidden": [int(i) for i in found.hidden], "method_name": found.method_name,
                "audit_ok": bool(found.audit_ok), "budget_spent": bool(found.budget_spent),
-               "unprotectable": [[int(r), int(s)] for r, s in found.unprotectable]}
+               "unprotectable": [[int(r), int(s)] for r, s in found.unprotectable],
+               "deviations": [[np.asarray(cells).tolist(), np.asarray(moves).tolist()]
+                              for cells, moves in found.deviations]}
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             target = self._path(key)
@@ -154,3 +171,33 @@ def use_store(folder: Path | None) -> None:
 def current_store() -> PatternStore | None:
     """The store in use, or None."""
     return _store
+
+
+def certificates_of(pool: list[Flow]) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """A count table's certificates, to store with its pattern (at most :data:`MAX_STORED_DEVIATIONS` entries)."""
+    out, entries = [], 0
+    for f in pool:
+        entries += len(f.idx)
+        if entries > MAX_STORED_DEVIATIONS:
+            break
+        out.append((f.idx, f.val))
+    return tuple(out)
+
+
+def checked_certificates(P: Problem, hidden: np.ndarray, stored: tuple[tuple[np.ndarray, np.ndarray], ...]
+                         ) -> list[Flow]:
+    """The stored certificates that are certificates of ``hidden`` for this table: cells hidden,
+    deviations within each cell's range, every relation kept. A damaged or stale file's are
+    dropped; the final audit finds others where they are missing."""
+    out = []
+    for cells, moves in stored:
+        if len(cells) != len(moves) or not len(cells) or cells.min() < 0 or cells.max() >= P.n \
+                or not np.all(np.diff(cells) > 0) or not np.isfinite(moves).all() or not hidden[cells].all():
+            continue
+        if (moves > P.U[cells] * (1 + 1e-7) + 1e-9).any() or (-moves > P.L[cells] * (1 + 1e-7) + 1e-9).any():
+            continue
+        residual = column_residual(P.Mc, cells, moves)
+        if len(residual) and np.abs(residual).max() > 1e-6 * max(1.0, float(np.abs(moves).max())):
+            continue
+        out.append(Flow(cells, moves))
+    return out
