@@ -34,11 +34,13 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .audit import Problem
-from .lp import Flow, column_residual
+if TYPE_CHECKING:  # (the store is set up at %load_ext: the solvers load with the first table that hides a cell)
+    from .audit import Problem
+    from .lp import Flow
 
 #: Patterns kept per folder (the least recently used go first).
 MAX_PATTERNS = 2000
@@ -189,6 +191,8 @@ def checked_certificates(P: Problem, hidden: np.ndarray, stored: tuple[tuple[np.
     """The stored certificates that are certificates of ``hidden`` for this table: cells hidden,
     deviations within each cell's range, every relation kept. A damaged or stale file's are
     dropped; the final audit finds others where they are missing."""
+    from .lp import Flow, column_residual
+
     out = []
     for cells, moves in stored:
         if len(cells) != len(moves) or not len(cells) or cells.min() < 0 or cells.max() >= P.n \
