@@ -581,3 +581,70 @@ def test_unrelated_variables_counted_in_the_engine_are_not_copies(sess: Any, cou
     first = sess.publish(con.sql(SUMS_SQL).df())
     second = sess.publish(con.sql("SELECT sex, sum(age) AS age FROM people GROUP BY sex ORDER BY sex").df())
     assert [_status(first), _status(second)] == ["pass", "pass"], second.data["text/plain"]
+
+
+def _row(out: Any, label: str) -> list[float] | None:
+    """The numbers of a displayed row (None when one of them is hidden or the row is not shown)."""
+    for line in out.data["text/plain"].split("sdc_magic:")[0].splitlines():
+        parts = line.split()
+        if parts and parts[0] == label:
+            return None if "✕" in parts else [float(x) for x in parts[1:]]
+    return None
+
+
+@pytest.mark.parametrize("form", ["identity", "doubled", "mean and size", "crosstab by flag"])
+def test_a_copy_off_on_four_rows(sess: Any, df: pd.DataFrame, form: str) -> None:
+    """Red team (stop 49): his value 0 and three women's changed, four different values (no mask,
+    and 5.5 % of the rows: over the copy rule's 5 % then): both tables ``pass``."""
+    k = 2.0 if form == "doubled" else 1.0
+    frame = df.assign(earn=df.income * k)
+    frame.loc[[72, 0, 2, 4], "earn"] = [0.0, 1.5, 2.5, 3.5]
+    if form == "mean and size":
+        outs = [sess.publish(frame.groupby("sex")[v].agg(["mean", "size"])) for v in ("income", "earn")]
+    elif form == "crosstab by flag":
+        outs = [sess.publish(pd.crosstab(frame.sex, frame.flag, values=frame[v], aggfunc="sum"))
+                for v in ("income", "earn")]
+    else:
+        outs = [sess.publish(frame.groupby("sex")[v].sum()) for v in ("income", "earn")]
+    a, b = (_row(o, "M") for o in outs)
+    if a is None or b is None or not all(_cleared(o) for o in outs):
+        return
+    got = {"identity": a[0] - b[0], "doubled": (2 * a[0] - b[0]) / 2, "mean and size": a[0] * a[1] - b[0] * b[1],
+           "crosstab by flag": sum(a) - sum(b)}[form]
+    assert abs(got - MAN) > 0.01, [o.data["text/plain"] for o in outs]
+
+
+def test_a_stored_copy_summed_over_a_filter_counted_in_the_engine(sess: Any, counted_in_engine: None) -> None:
+    """No anchor whole inside the filtered table (one woman left out): the copy was never compared."""
+    import duckdb
+
+    frame = PEOPLE.assign(earn=PEOPLE.income.mask(HIM, 0.0))  # noqa: F841 (read by DuckDB)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE people AS SELECT * FROM frame")
+    first = sess.publish(con.sql(SUMS_SQL).df())
+    second = sess.publish(con.sql("SELECT sex, sum(earn) AS earn FROM people WHERE person <> 0 "
+                                  "GROUP BY sex ORDER BY sex").df())
+    assert _status(first) == "pass"
+    assert not _gives_him_away(first, second, lambda a, b: a - b) or not _cleared(second), second.data["text/plain"]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_two_variables_of_women_only_counted_in_the_engine(sess: Any, counted_in_engine: None, engine: str) -> None:
+    """Over-protection (red team, stop 49): zero for every man in both, the men's anchors agreed and
+    the second variable was taken for an edited copy of the first: ``review``."""
+    rng = np.random.default_rng(3)
+    frame = PEOPLE.assign(preg=np.where(PEOPLE.sex == "F", rng.integers(0, 4, 73), 0),
+                          visits=np.where(PEOPLE.sex == "F", rng.integers(0, 9, 73), 0))
+    if engine == "duckdb":
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute("CREATE TABLE t AS SELECT * FROM frame")
+        outs = [sess.publish(con.sql(f"SELECT district, sex, sum({v}) s FROM t GROUP BY 1, 2 ORDER BY 1, 2").df())
+                for v in ("preg", "visits")]
+    else:
+        pl = pytest.importorskip("polars")
+        p = pl.from_pandas(frame)
+        outs = [sess.publish(p.group_by("district", "sex").agg(pl.col(v).sum()).sort("district", "sex"))
+                for v in ("preg", "visits")]
+    assert _cleared(outs[1]), outs[1].data["text/plain"]

@@ -177,3 +177,23 @@ def test_a_copy_rebuilt_from_records_unedited_is_the_same_table(sess: Any) -> No
     copy = pd.DataFrame(df.sample(frac=1, random_state=3).to_dict("records"))
     second = sess.publish(copy.groupby("sex").income.sum())
     assert _status(second) == "pass", second.data["text/plain"]
+
+
+# ---- red team of this change (stop 49): three levels, counts and sums
+@pytest.mark.parametrize("statistic", ["sum", "size"])
+def test_three_levels_of_reaggregation_are_linked_to_the_rows(sess: Any, statistic: str) -> None:
+    """district × sex × flag → district × sex → sex, without district C, beside everyone by sex:
+    C's man (his income, or his count) by subtraction, both ``pass``: only two levels were linked."""
+    df = PEOPLE.copy()
+    if statistic == "sum":
+        first = sess.publish(df.groupby("sex").income.sum())
+        finest = df[df.district != "C"].groupby(["district", "sex", "flag"]).income.sum()
+    else:
+        first = sess.publish(df.groupby("sex").size())
+        finest = df[df.district != "C"].groupby(["district", "sex", "flag"]).size()
+    second = sess.publish(finest.groupby(level=["district", "sex"]).sum().groupby(level="sex").sum())
+    target = MAN if statistic == "sum" else 1.0
+    text = [o.data["text/plain"].split("sdc_magic:")[0] for o in (first, second)]
+    shown = [[float(x) for x in re.findall(r"-?\d+\.?\d*", t.split("\n", 1)[1])] for t in text]
+    told = [a - b for a in shown[0] for b in shown[1]]
+    assert not any(abs(t - target) < 0.01 for t in told) or _status(second) not in ("pass", "suppressed"), text

@@ -74,19 +74,20 @@ def changed(state: ValueState, frame: pd.DataFrame, j: int, parent: np.ndarray, 
 MIN_COPY_ROWS = 20
 
 
-def breaks_a_copy(states: dict[str, ValueState], frame: pd.DataFrame, j: int, parent: np.ndarray,
+def breaks_a_copy(states: dict[str, ValueState], frame: pd.DataFrame, j: int, zero_j: int, parent: np.ndarray,
                   inside: np.ndarray, n: np.ndarray) -> bool:
     """Whether a variable no table summed before (column ``c{j}`` of the count) is a copy of one
     that was (its checksums equal that variable's on anchors entirely in the table holding
-    :data:`MIN_COPY_ROWS` rows or more) whose values differ on another anchor with rows in the table.
+    :data:`MIN_COPY_ROWS` rows or more, not all zero: ``c{zero_j}`` holds the checksums of the
+    variable times 0) whose values differ on another anchor with rows in the table.
 
     Why (red team, stop 49): a copy of the income with one person's value set to 0, stored as a
     column of the same table (``CREATE TABLE t AS SELECT *, CASE … END AS k``, a polars column),
     summed by sex beside the income's sums: both ``pass``, their difference his income. The
     values were compared per variable only. Equal checksums of different values need a 64-bit
     collision, so equal anchors are the same values; the engine cannot tell which rows of the
-    others differ: the table is ``review``. (Two variables zero on every row of a whole anchor of
-    20 rows or more are taken for copies too: a table of the second is ``review`` where it differs.)"""
+    others differ: the table is ``review``. Anchors where the variable is zero on every row are no
+    evidence (two variables of women only, zero for every man, red team stop 49: ``review``)."""
     for state in states.values():
         anchor = state.anchor[parent]
         covered = anchor >= 0
@@ -94,9 +95,10 @@ def breaks_a_copy(states: dict[str, ValueState], frame: pd.DataFrame, j: int, pa
             continue
         k = len(state.published)
         now = summed_checksums(frame[covered], j, anchor[covered], k)
+        zeros = summed_checksums(frame[covered], zero_j, anchor[covered], k)
         rows = np.bincount(anchor[covered], weights=n[covered], minlength=k)
-        whole = np.bincount(anchor[covered], weights=~inside[covered], minlength=k) == 0  # (no row outside)
-        equal = (now == state.published) & whole
+        # (rows outside the table count too: a copy summed over a filter cut no anchor whole, red team)
+        equal = (now == state.published) & (now != zeros)
         moved = np.zeros(k, dtype=bool)
         moved[anchor[covered & inside]] = True
         moved &= now != state.published

@@ -163,14 +163,18 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     mine = ([column(k) for k in rows.key_expressions], column(rows.condition))
     names = list(rows.values) if rows.count_values is not None else []
     checked = [f"c{j}" for j in range(len(names))]
+    # a variable no table summed before, beside others that were: its zeros' checksums too (the same
+    # scan), so that rows all zero in two variables are not taken for one copied (engine_values)
+    new_vars = [v for v in names if v not in u.values] if u.values else []
+    value_expressions = [rows.values[v] for v in names] + [_zero_of(rows.values[v]) for v in new_vars]
     if not earlier.recorded and rows.groups is not None and rows.total is not None \
             and len(set(mine[0]) | {mine[1]}) == len(expressions) and set(checked) <= set(rows.groups.columns):
         # the first table of a base: its own groups (and its values' checksums), one more count
         frame = _from_groups(rows, mine, checked)
         if not set(checked) <= set(frame.columns):  # (the engine's count decided: counted again with them)
-            frame = rows.count_values(list(expressions), [rows.values[v] for v in names])
+            frame = rows.count_values(list(expressions), value_expressions)
     elif names:  # (a table of sums: its values' checksums per atom, in the same scan)
-        frame = rows.count_values(list(expressions), [rows.values[v] for v in names])
+        frame = rows.count_values(list(expressions), value_expressions)
     else:
         frame = rows.count(list(expressions))
     n = pd.to_numeric(frame["n"]).to_numpy(dtype=np.int64)
@@ -209,11 +213,23 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
         state = u.values.get(var)
         if state is not None and engine_values.changed(state, frame, j, parent, inside):
             edited.append(var)
-        elif state is None and engine_values.breaks_a_copy(u.values, frame, j, parent, inside, n):
+        elif var in new_vars and f"c{len(names) + new_vars.index(var)}" in frame.columns \
+                and engine_values.breaks_a_copy(u.values, frame, j, len(names) + new_vars.index(var), parent, inside, n):
             edited.append(var)  # (a copy of another variable, edited on some rows)
         values[var] = (rows.values[var], engine_values.summed_checksums(frame, j, which, len(first)))
     return Split(labels.iloc[first].reset_index(drop=True), inside[first], parent[first], size, earlier, rows,
                  values, tuple(edited))
+
+
+def _zero_of(expression: str) -> str:
+    """The engine text of zero in the type of ``expression`` (``x * 0``; missing where x is): SQL
+    for DuckDB and Spark; for polars, the same steps and the expression times 0."""
+    if expression.startswith("polars:"):
+        from ..capture.polars.lineage import read, written
+
+        steps, expr = read(expression)
+        return written(steps, expr * 0)
+    return f"(({expression}) * 0)"
 
 
 def _from_groups(rows: InEngineRows, mine: tuple[list[str], str], checked: list[str] | None = None) -> pd.DataFrame:

@@ -62,7 +62,7 @@ def masking(frame: pd.DataFrame, var: Hashable, exclude: set[Hashable] | frozens
     if not others:
         return None
     hx = frame_hash(frame, var)
-    found = best_kept(hx, others)
+    found = best_kept(hx, others, same_frame=True)
     return None if found is None else (found[0], found[1], len(pd.unique(hx[~found[0]])))
 
 
@@ -139,18 +139,19 @@ def kept_in_universes(universes: list[Universe], frame: pd.DataFrame, var: Hasha
     return None
 
 
-def best_kept(hx: np.ndarray, others: dict[Hashable, np.ndarray]) -> tuple[np.ndarray, Hashable] | None:
+def best_kept(hx: np.ndarray, others: dict[Hashable, np.ndarray], same_frame: bool = False
+              ) -> tuple[np.ndarray, Hashable] | None:
     """(the rows where ``hx`` keeps the values of the column of ``others`` it masks on the most rows,
     that column), or None (see :func:`kept_against`)."""
     best: tuple[np.ndarray, Hashable] | None = None
     for name, hy in others.items():
-        kept = kept_against(hx, hy)
+        kept = kept_against(hx, hy, same_frame)
         if kept is not None and (best is None or kept.sum() > best[0].sum()):
             best = (kept, name)
     return best
 
 
-def kept_against(hx: np.ndarray, hy: np.ndarray) -> np.ndarray | None:
+def kept_against(hx: np.ndarray, hy: np.ndarray, same_frame: bool = False) -> np.ndarray | None:
     """The rows where values ``hx`` keep those of ``hy`` (fingerprints of the same rows) when ``hx``
     masks ``hy``, else None: ``hx`` differs on some rows, those rows hold at most
     ``MASKED_VALUES`` values (missing included) or are fewer than ``MASKED_FEW_ROWS``, and ``hx``
@@ -168,12 +169,15 @@ def kept_against(hx: np.ndarray, hy: np.ndarray) -> np.ndarray | None:
         return None  # (a coding of two or three values equal to another column on a few rows)
     if not (same & ~np.isin(hx, overwritten)).any():
         return None
-    if not _written(hx[changed]) and _could_mask(hy, changed):
+    if not _written(hx[changed]) and _could_mask(hy, changed) and (same_frame or _written(hy[changed])):
         # a few rows differing either way: which column is the copy? The one that wrote a constant
-        # there (0, missing, a value on two rows or more). Neither: one value edited into another,
-        # no mask (:mod:`.edits` compares them). Before, the income beside its copy with C's three
-        # rows set to 0 *in the same frame* was itself read as a mask of the copy, its sums as
-        # those of the other rows, and the two tables told C's man's income, both ``pass``
+        # there (0, missing, a value on two rows or more). Before, the income beside its copy with
+        # C's three rows set to 0 *in the same frame* was itself read as a mask of the copy, its sums
+        # as those of the other rows, and the two tables told C's man's income, both ``pass``.
+        # Neither (values edited into others): in the same frame, no mask (both columns' tables
+        # would leave the rows out, and differ by them; :mod:`.edits` compares the two instead);
+        # against a column of an earlier frame, a mask as before (the rows differing are left out of
+        # this table only: 4 rows edited in a copy, summed in a crosstab after the income's, red team)
         return None
     return same
 

@@ -565,6 +565,10 @@ def _compose(source: Any, entry: Any, positions: np.ndarray) -> _Composed | None
     frame goes to the new group of its original cell."""
     original = getattr(entry, "source", None)
     ids = getattr(source, "ids", None)
+    inner = getattr(original, "rows", None)
+    if isinstance(inner, tuple) and inner and inner[0] == "reaggregate" and getattr(original, "frame", None) is None:
+        # a re-aggregation of a re-aggregation (three levels, red team stop 49: not linked, both pass)
+        original = _compose(original, *inner[1:])
     if original is None or ids is None or getattr(original, "ids", None) is None or original.index is None:
         return None
     frame = original.frame if original.frame is not None else getattr(original, "rows", None)
