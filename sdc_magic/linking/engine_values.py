@@ -77,7 +77,7 @@ MIN_COPY_ROWS = 20
 def breaks_a_copy(states: dict[str, ValueState], frame: pd.DataFrame, j: int, zero_j: int, parent: np.ndarray,
                   inside: np.ndarray, n: np.ndarray) -> bool:
     """Whether a variable no table summed before (column ``c{j}`` of the count) is a copy of one
-    that was (its checksums equal that variable's on anchors entirely in the table holding
+    that was (its checksums, over every row of the base, equal that variable's on anchors holding
     :data:`MIN_COPY_ROWS` rows or more, not all zero: ``c{zero_j}`` holds the checksums of the
     variable times 0) whose values differ on another anchor with rows in the table.
 
