@@ -17,18 +17,23 @@ import sdc_magic.protect.api as protect_api
 KEYS = ["admin2", "case_category", "age_band"]
 
 
-@pytest.fixture
-def count_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many protection searches run (a search, not the cache, decides a pattern)."""
+def _calls_of(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
+    """A list that grows by one at each call of ``module.name`` (the function still runs)."""
     calls: list[int] = []
-    real = protect_api._search
+    real = getattr(module, name)
 
     def counted(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(protect_api, "_search", counted)
+    monkeypatch.setattr(module, name, counted)
     return calls
+
+
+@pytest.fixture
+def count_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many protection searches run (a search, not the cache, decides a pattern)."""
+    return _calls_of(monkeypatch, protect_api, "_search")
 
 
 def _hidden(published) -> np.ndarray:
@@ -114,15 +119,7 @@ def joint_systems(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many joint audits build an LP system (one per display that has earlier outputs to audit with)."""
     import sdc_magic.linking.joint as joint
 
-    built: list[int] = []
-    real = joint.JointAudit
-
-    def counted(*args, **kwargs):
-        built.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(joint, "JointAudit", counted)
-    return built
+    return _calls_of(monkeypatch, joint, "JointAudit")
 
 
 def test_the_same_table_after_a_restart_is_not_audited_with_its_own_earlier_run(
