@@ -139,7 +139,7 @@ def test_an_edit_after_a_restart(humanitarian_sessions: Any, df: pd.DataFrame, t
     assert not _gives_him_away(first, second, lambda a, b: a - b), second.data["text/plain"]
 
 
-@pytest.mark.parametrize("names", ["integers (read_csv header=None)", "numpy integers", "two levels"])
+@pytest.mark.parametrize("names", ["integers (read_csv header=None)", "numpy integers", "two levels", "timestamps"])
 def test_an_edit_after_a_restart_with_column_names_not_text(humanitarian_sessions: Any, df: pd.DataFrame,
                                                             tmp_path: Any, names: str) -> None:
     """Saved as text, integer column names matched nothing after a restart: the next kernel's frame
@@ -147,7 +147,8 @@ def test_an_edit_after_a_restart_with_column_names_not_text(humanitarian_session
     columns = list(df.columns)
     renamed = {"integers (read_csv header=None)": list(range(len(columns))),
                "numpy integers": np.arange(len(columns)),
-               "two levels": pd.MultiIndex.from_tuples([("person", c) for c in columns])}[names]
+               "two levels": pd.MultiIndex.from_tuples([("person", c) for c in columns]),
+               "timestamps": pd.date_range("2026-01-01", periods=len(columns), freq="MS")}[names]
     frame = df.set_axis(renamed, axis=1)
     sex, income = (frame.columns[columns.index(c)] for c in ("sex", "income"))
     first_session = humanitarian_sessions(tmp_path)

@@ -242,6 +242,8 @@ def _column_name(c: Any) -> Any:
     if isinstance(c, tuple):
         parts = [_column_name(x) for x in c]
         return None if any(x is None for x in parts) else {"tuple": parts}
+    if isinstance(c, datetime.datetime | datetime.date | np.datetime64) and not pd.isna(c):
+        return _typed_label(c)  # (a wide frame of dates as columns, red team stop 49)
     return None
 
 
@@ -249,7 +251,7 @@ def _column_of(v: Any) -> Any:
     """The column name :func:`_column_name` saved."""
     if isinstance(v, dict) and "tuple" in v:
         return tuple(_column_of(x) for x in v["tuple"])
-    return v
+    return _untyped_label(v)
 
 
 def load_unlinked(path: Path) -> list[str]:
