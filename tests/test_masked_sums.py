@@ -407,3 +407,14 @@ def test_a_copy_beside_the_column_it_masks(sess: Any, df: pd.DataFrame, copy: st
     told = {round(abs(a - b), 2) for a in shown[0] for b in shown[1]}
     edit = 17.0 if "17" in copy else 0.0
     assert round(MAN - edit, 2) not in told, [o.data["text/plain"] for o in outs]
+
+
+def test_a_copy_of_a_masked_copy(sess: Any, df: pd.DataFrame) -> None:
+    """A benefit (the income where it is paid, 0 elsewhere: a mask of the income) and its copy with
+    his benefit 0 (a mask of both): read against the benefit, the copy's rows were 72 and the
+    benefit's 16, and the two sums by sex told his benefit, both ``pass`` (red team, stop 49)."""
+    paid = (df.person % 5 == 0) | (df.person == 72)
+    frame = df.assign(ben=np.where(paid, df.income, 0.0))
+    frame["ben2"] = frame.ben.mask(frame.person == 72, 0.0)
+    outs = [sess.publish(frame.groupby("sex")[v].sum()) for v in ("ben", "ben2")]
+    _never_both(outs, [(MEN, MAN)])
