@@ -167,6 +167,7 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     # scan), so that rows all zero in two variables are not taken for one copied (engine_values)
     new_vars = [v for v in names if v not in u.values] if u.values else []
     value_expressions = [rows.values[v] for v in names] + [_zero_of(rows.values[v]) for v in new_vars]
+    zeros_of = {v: len(names) + i for i, v in enumerate(new_vars)}  # (the column c<i> of each one's zeros)
     if not earlier.recorded and rows.groups is not None and rows.total is not None \
             and len(set(mine[0]) | {mine[1]}) == len(expressions) and set(checked) <= set(rows.groups.columns):
         # the first table of a base: its own groups (and its values' checksums), one more count
@@ -213,8 +214,8 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
         state = u.values.get(var)
         if state is not None and engine_values.changed(state, frame, j, parent, inside):
             edited.append(var)
-        elif var in new_vars and f"c{len(names) + new_vars.index(var)}" in frame.columns \
-                and engine_values.breaks_a_copy(u.values, frame, j, len(names) + new_vars.index(var), parent, inside, n):
+        elif var in zeros_of and f"c{zeros_of[var]}" in frame.columns \
+                and engine_values.breaks_a_copy(u.values, frame, j, zeros_of[var], parent, inside, n):
             edited.append(var)  # (a copy of another variable, edited on some rows)
         values[var] = (rows.values[var], engine_values.summed_checksums(frame, j, which, len(first)))
     return Split(labels.iloc[first].reset_index(drop=True), inside[first], parent[first], size, earlier, rows,

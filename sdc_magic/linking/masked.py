@@ -173,14 +173,9 @@ def kept_against(hx: np.ndarray, hy: np.ndarray, same_frame: bool = False) -> np
         return None
     if (changed & np.isin(hy, _missing_hashes()) & ~np.isin(hx, _missing_hashes())).any():
         return None  # (values filled in where the other was missing add values: no mask, red team)
-    overwritten = pd.unique(hx[changed])
-    if len(overwritten) > row_limits.MASKED_VALUES and int(changed.sum()) >= row_limits.MASKED_FEW_ROWS:
+    if not _masks_on(hx, changed):
         return None
-    if len(pd.unique(hx[same])) < row_limits.MASKED_KEPT_VALUES:
-        return None  # (a coding of two or three values equal to another column on a few rows)
-    if not (same & ~np.isin(hx, overwritten)).any():
-        return None
-    if not _written(hx[changed]) and _could_mask(hy, changed) and (same_frame or _written(hy[changed])):
+    if not _written(hx[changed]) and _masks_on(hy, changed) and (same_frame or _written(hy[changed])):
         # a few rows differing either way: which column is the copy? The one that wrote a constant
         # there (0, missing, a value on two rows or more). Before, the income beside its copy with
         # C's three rows set to 0 *in the same frame* was itself read as a mask of the copy, its sums
@@ -193,6 +188,18 @@ def kept_against(hx: np.ndarray, hy: np.ndarray, same_frame: bool = False) -> np
     return same
 
 
+def _masks_on(h: np.ndarray, changed: np.ndarray) -> bool:
+    """Whether values ``h`` look like a mask written over the ``changed`` rows: those rows hold at
+    most ``MASKED_VALUES`` values or are fewer than ``MASKED_FEW_ROWS``, the others hold enough
+    values (not a coding equal to another column on a few rows), and some of them is none of the
+    written ones (else it is a column of those values)."""
+    written = pd.unique(h[changed])
+    if len(written) > row_limits.MASKED_VALUES and int(changed.sum()) >= row_limits.MASKED_FEW_ROWS:
+        return False
+    same = ~changed
+    return len(pd.unique(h[same])) >= row_limits.MASKED_KEPT_VALUES and bool((same & ~np.isin(h, written)).any())
+
+
 def _written(values: np.ndarray) -> bool:
     """Whether hashes ``values`` (of the rows a column differs on) look written by a mask: zeros or
     missing values, or each value on two rows or more (a constant)."""
@@ -200,15 +207,6 @@ def _written(values: np.ndarray) -> bool:
         return True
     _, counts = np.unique(values, return_counts=True)
     return bool((counts >= 2).all())
-
-
-def _could_mask(hy: np.ndarray, changed: np.ndarray) -> bool:
-    """Whether ``hy`` passes :func:`kept_against`'s tests as a mask over the same ``changed`` rows."""
-    theirs = pd.unique(hy[changed])
-    if len(theirs) > row_limits.MASKED_VALUES and int(changed.sum()) >= row_limits.MASKED_FEW_ROWS:
-        return False
-    same = ~changed
-    return len(pd.unique(hy[same])) >= row_limits.MASKED_KEPT_VALUES and bool((same & ~np.isin(hy, theirs)).any())
 
 
 _MISSING_HASHES: np.ndarray | None = None
