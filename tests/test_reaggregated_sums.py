@@ -197,3 +197,17 @@ def test_three_levels_of_reaggregation_are_linked_to_the_rows(sess: Any, statist
     shown = [[float(x) for x in re.findall(r"-?\d+\.?\d*", t.split("\n", 1)[1])] for t in text]
     told = [a - b for a in shown[0] for b in shown[1]]
     assert not any(abs(t - target) < 0.01 for t in told) or _status(second) not in ("pass", "suppressed"), text
+
+
+@pytest.mark.parametrize("level", ["sex", 1])
+def test_a_reaggregation_after_the_sums_of_one_column(sess: Any, level: Any) -> None:
+    """Review of stop 49: the first sums taken from the income alone (``df.income.groupby(df.sex)``),
+    so that the income was the only column to confirm the next frame's labels with; his edited
+    income made the whole frame other people, his row a new person: both ``pass``."""
+    df = PEOPLE.copy()
+    first = sess.publish(df.income.groupby(df.sex).sum())
+    edited = df.assign(income=df.income.mask(HIM, 0.0))
+    second = sess.publish(edited.groupby(["person", "sex"]).income.sum().groupby(level=level).sum())
+    told = [a - b for a in _numbers(first) for b in _numbers(second)]
+    assert not any(abs(t - MAN) < 0.01 for t in told) or _status(second) not in ("pass", "suppressed"), \
+        second.data["text/plain"]
