@@ -275,7 +275,15 @@ def assess(facts: CellFacts, rules: Rules) -> Assessment:
     # same variable (dominance and p% judge the variable, whatever statistic is shown).
     magnitude = ((kinds == "magnitude") | (kinds == "spread")) & ~empty & ~indicator
     if facts.total is not None:
-        magnitude &= np.isfinite(np.asarray(facts.total, dtype=float))
+        known = np.isfinite(np.asarray(facts.total, dtype=float))
+        # fail closed: a sum or mean shown without the facts of its contributions cannot be judged
+        # by the magnitude rules (an unnamed Series' sums were checked as counts and showed one
+        # man's income, ``pass``): a human must look, never a silent pass
+        shown = np.isfinite(np.asarray(facts.value, dtype=float)) if facts.value is not None else np.ones(n, bool)
+        out.add(magnitude & ~known & shown & ~structural, "custom",
+                lambda i: f"the contributions behind this {stat[i]} are unknown to the rules: check by hand",
+                primary=False)
+        magnitude &= known
     if magnitude.any() and facts.top is not None and facts.total is not None:
         _magnitude_rules(facts, rules, magnitude, out)
     return out

@@ -105,7 +105,7 @@ def build_entry(entry_id: int, call: str, flat: Flat, ge: GroupEvidence, key_dim
             sel = rows[m_codes[rows] == mc]
             local = np.searchsorted(rows, sel)
             v, s = resolved[mc]
-            ve = aligned.variables.get(v) if v is not None else None
+            ve = aligned.variables.get(v)  # (None: an unnamed Series' own values, if any)
             if ve is None:
                 continue
             if s not in ("size",):

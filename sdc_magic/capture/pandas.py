@@ -383,7 +383,12 @@ class Capture:
         wanted = {var for var, stat in needed if var is not None and stat != "size"}
         magnitudes = {var for var, stat in needed if stat in MAGNITUDE_EVIDENCE}
         if isinstance(obj, pd.Series):
-            variables = {obj.name: obj} if obj.name in wanted or None in wanted else {}
+            # (an unnamed Series, ``(df.income * (df.district == "C")).groupby(df.sex).sum()``:
+            # its measures name no variable, yet its values are the variable; without their
+            # evidence its sums were checked as counts and showed C's one man's income, ``pass``)
+            own = obj.name in wanted or (obj.name is None and any(var is None and stat != "size"
+                                                                  for var, stat in needed))
+            variables = {obj.name: obj} if own else {}
         else:
             variables = {c: obj[c] for c in _value_columns(obj, key_dims, gb) if c in wanted}
         ge = group_evidence(ids, index, variables, unit, self.rules().top_k,
