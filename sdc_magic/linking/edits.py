@@ -40,7 +40,7 @@ edited when their hash changed, unless every row changed (taken for a recode).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,21 +164,42 @@ def _breaks_a_copy(published: dict[str, Published], values: Values) -> np.ndarra
     if values.numbers is None:
         return None
     best: np.ndarray | None = None
+    for off in _copy_breaks(published, values.rows, values.numbers):
+        if not off.any() or (best is not None and off.sum() >= best.sum()):
+            continue
+        best = off
+    return best
+
+
+def follows_published(published: dict[str, Published], rows: np.ndarray, numbers: np.ndarray) -> bool:
+    """Whether ``numbers`` (one per universe row ``rows``) follow the values shown of some variable
+    through one common transform on all but a few rows (as :func:`_breaks_a_copy` takes a copy:
+    at most :data:`COPY_MAX_SHARE` of the rows non-zero on either side, or :data:`COPY_FEW_ROWS`),
+    over at least :data:`MIN_COPY_ROWS` distinct values: this places rows (their labels are taken
+    for people), and a flag, a weight of 1 or a code follows another data set's by chance.
+    Within a kernel only (the numbers are not saved)."""
+    if len(pd.unique(numbers[np.isfinite(numbers)])) < MIN_COPY_ROWS:
+        return False
+    return any(True for _ in _copy_breaks(published, rows, numbers))
+
+
+def _copy_breaks(published: dict[str, Published], rows: np.ndarray, numbers: np.ndarray) -> Iterator[np.ndarray]:
+    """Per variable shown before that ``numbers`` copy through one transform, the rows breaking it
+    (a mask over ``rows``, possibly empty); variables it does not copy are skipped."""
     for pub in published.values():
         if pub.numbers is None:
             continue
-        old, new = pub.numbers[values.rows], values.numbers
+        old, new = pub.numbers[rows], numbers
         telling = np.flatnonzero(np.isfinite(old) & np.isfinite(new) & ((old != 0) | (new != 0)))
         if len(telling) < MIN_COPY_ROWS:
             continue
         follows, _ = _common_transform(old[telling], new[telling])
         off = telling[~follows]
-        if not len(off) or len(off) > max(COPY_FEW_ROWS, COPY_MAX_SHARE * len(telling)) \
-                or (best is not None and len(off) >= best.sum()):
+        if len(off) > max(COPY_FEW_ROWS, COPY_MAX_SHARE * len(telling)):
             continue
-        best = np.zeros(len(values.rows), dtype=bool)
-        best[off] = True
-    return best
+        mask = np.zeros(len(rows), dtype=bool)
+        mask[off] = True
+        yield mask
 
 
 @dataclass(frozen=True)
@@ -274,8 +295,12 @@ def _common_transform(old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, boo
         decimals = _decimals(n)
         if len(scaled) and decimals is not None:
             # least squares through 0 (the roundings' errors average out; a median of ratios was
-            # off by 1e-4 and left rows out of the band below)
-            ratio = float(np.sum(n[scaled] * o[scaled]) / np.sum(o[scaled] * o[scaled]))
+            # off by 1e-4 and left rows out of the band below), over the rows near the median
+            # ratio (rows the copy masked to 0 pulled the fit off every row, stop 50)
+            rough = float(np.median(n[scaled] / o[scaled]))
+            near = scaled[np.abs(n[scaled] - rough * o[scaled]) <= 1e-3 * np.abs(n[scaled]) + 10.0 ** -decimals]
+            fit = near if len(near) else scaled
+            ratio = float(np.sum(n[fit] * o[fit]) / np.sum(o[fit] * o[fit]))
             candidates.append(("scale_round", ratio, float(decimals)))
     best, best_count = None, int(_close(n, o).sum())
     for candidate in candidates:
