@@ -331,7 +331,8 @@ def differencing_reasons(d: Draft, related: list[Population]) -> dict[int, list[
 
 def published_elsewhere(d: Draft, related: list[Population]) -> dict[tuple[str, ...], set[tuple]]:
     """Cells of the new table (inner, or margins) whose rows are exactly a cell that earlier
-    outputs published: public knowledge, never worth hiding.
+    outputs published with the same figures (statistics and variables): public knowledge, never
+    worth hiding.
 
     Only single cells: a cell equal to a *sum* of published cells is public too, but pinning
     every such sum leaves the per-table engine too little room (it then blocks tables whose
@@ -339,7 +340,9 @@ def published_elsewhere(d: Draft, related: list[Population]) -> dict[tuple[str, 
     """
     out: dict[tuple[str, ...], set[tuple]] = {}
     new = d.pop
-    olds = list(reversed(related))
+    # (only outputs that told the same figures of their groups: a median's rows published tell
+    # nobody their count, see :func:`.populations.measures_of`)
+    olds = [o for o in reversed(related) if o.tells is None or new.tells is None or new.tells <= o.tells]
     if not olds:
         return out
     for subset in new.levels():

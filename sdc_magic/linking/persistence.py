@@ -132,6 +132,7 @@ def _save_populations(prefix: str, populations: list[tuple[Population, np.ndarra
             "out_id": p.out_id, "title": p.title, "keys": list(p.keys), "threshold": p.threshold,
             "margins_public": p.margins_public, "labels": [[_json_label(v) for v in lab] for lab in p.labels],
             "counted": None if p.counted is None else str(p.counted),
+            "tells": None if p.tells is None else sorted([list(m) for m in p.tells]),
             "hidden_model": [[list(k), sorted(int(x) for x in v)] for k, v in p.hidden_model.items()],
             "margins_hidden": [[list(k), sorted(int(x) for x in v)] for k, v in p.margins_hidden.items()]})
     return out
@@ -149,7 +150,8 @@ def _load_populations(prefix: str, metas: list[dict[str, Any]], data: Any, u: An
             threshold=int(pm["threshold"]), margins_public=bool(pm["margins_public"]),
             hidden_model={tuple(k): set(v) for k, v in pm["hidden_model"]},
             margins_hidden={tuple(k): set(v) for k, v in pm.get("margins_hidden", [])},
-            counted=pm.get("counted")))
+            counted=pm.get("counted"),
+            tells=None if pm.get("tells") is None else frozenset(tuple(m) for m in pm["tells"])))
 
 
 def _save_engine(ui: int, u: EngineUniverse, atoms: AtomKeys, atom_size: np.ndarray,

@@ -66,6 +66,9 @@ class Population:
     margins_hidden: dict[tuple[str, ...], set[int]] = field(default_factory=dict)
     #: the column whose distinct values the table counts (``nunique``), else None (see distinct_counted)
     counted: Hashable | None = None
+    #: what its cells tell of their groups (:func:`measures_of`); None: not known (a memory saved
+    #: before it was kept), taken as telling everything
+    tells: frozenset[tuple[str, str]] | None = None
     _levels: dict[tuple[str, ...], tuple[np.ndarray, list[tuple]]] = field(default_factory=dict, repr=False)
 
     def nbytes(self) -> int:
@@ -208,7 +211,7 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
     fresh = Population(out_id=out_id, title=title, universe=pop.universe, keys=pop.keys, group=pop.group,
                        labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
                        threshold=threshold, margins_public=pop.margins_public, counted=pop.counted,
-                       _levels=pop._levels)
+                       tells=pop.tells, _levels=pop._levels)
     return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
                  base.display_group, base.display_margin, base.unit, base.unit_declared, base.values,
                  base.engine_values, base.edited)
@@ -370,6 +373,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     display_margin = np.flatnonzero((positions >= 0) & margin[np.maximum(positions, 0)])
     counted = distinct_counted(entry)
     pop.counted = counted
+    pop.tells = measures_of(entry)
     unit = getattr(entry, "unit", None)
     declared = unit is not None
     if not declared:
@@ -645,6 +649,27 @@ def _masks_earlier_rows(entry: Any, frame: pd.DataFrame, var: Hashable, kept_els
     if any(c != var and str(c) not in keys and pd.api.types.is_numeric_dtype(frame[c].dtype) for c in frame.columns):
         return None  # (other columns of its rows: compared with those, :func:`_restrict_to_variable`)
     return kept_elsewhere(frame, var)
+
+
+def measures_of(entry: Any) -> frozenset[tuple[str, str]]:
+    """What the cells of a table tell of their groups: (statistic, variable) pairs, with a group's
+    count of rows one measure however it was asked for (``size``, ``count`` of rows, a
+    ``value_counts``, a crosstab).
+
+    Why (red team, stop 50): a cell whose rows an earlier output published is public only when
+    that output told the same figure of them. Medians by district (C hidden, no secondary: medians
+    add up to nothing) made A's and B's *counts* public in the count table shown next, which then
+    hid C alone; its shares gave the total (40 / 0.547945 = 73) and C = 73 − 40 − 30 = 3, all
+    three tables cleared."""
+    ev = entry.evidence
+    out = set()
+    for stat, var in set(zip(np.asarray(ev.stat).astype(str).tolist(), np.asarray(ev.var, dtype=object).tolist(),
+                             strict=True)):
+        if stat == "size" or (stat == "count" and var is None):
+            out.add(("count", ""))
+        else:
+            out.add((stat, "" if var is None else str(var)))
+    return frozenset(out)
 
 
 def _summed_variable(entry: Any, averaged: list[Hashable]) -> Hashable | None:
