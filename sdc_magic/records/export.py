@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,47 @@ class ExportError(RuntimeError):
 
 
 EXPORT_ROOT = Path("build") / "export"
+
+#: this kernel (one Python process). An export's manifest names the kernel and the notebook
+#: that wrote it, so ``--force`` never deletes another notebook's or another kernel's export
+#: (red team 53b, finding 14: headless notebooks shared ``build/export/session``).
+KERNEL = secrets.token_hex(8)
+
+
+def export_owner() -> dict[str, Any]:
+    """Who writes this export: the notebook (its file-name stem, when the server named it) and this kernel."""
+    from .ledger import notebook_stem
+
+    return {"notebook": notebook_stem(), "kernel": KERNEL}
+
+
+def owner_conflict(folder: Path, owner: Any) -> str | None:
+    """Why this kernel may not replace the export in ``folder`` that ``owner`` wrote (None: it may).
+
+    The same notebook (named by the server) may replace its own export after a restart; a kernel
+    that was not told its notebook's name may replace only an export it made itself, since it
+    cannot tell its own notebook's earlier export from another notebook's; an export that names
+    no owner (an earlier sdc_magic version) is nobody's to delete.
+    """
+    mine = export_owner()
+    keep = "Nothing was deleted; choose another folder, or delete that export yourself if it is yours"
+    if not isinstance(owner, dict) or not isinstance(owner.get("kernel"), str):
+        return (f"{folder} holds an sdc_magic export that does not say which notebook made it (an earlier "
+                f"version): --force replaces only an export of this notebook. {keep}")
+    theirs = owner.get("notebook")
+    if mine["notebook"] is not None:
+        if theirs == mine["notebook"]:
+            return None
+        made_by = f"notebook {theirs!r}" if theirs else "a kernel that was not told its notebook's name"
+        return (f"{folder} holds the export of {made_by}, not of this notebook ({mine['notebook']!r}): "
+                f"--force replaces only this notebook's own export. {keep}")
+    if theirs is None and owner["kernel"] == mine["kernel"]:
+        return None
+    made_by = f"notebook {theirs!r}" if theirs else "another kernel"
+    return (f"{folder} holds an export made by {made_by}. This kernel was not told its "
+            "notebook's name (a headless run, a console or a script), so it cannot tell whether that export "
+            f"is this notebook's: --force replaces only an export this kernel made. {keep}; or give the "
+            "export a folder of its own (%sdc export build/export/NAME)")
 
 
 def default_export_folder(base: str | Path | None = None) -> Path:
@@ -151,6 +193,10 @@ def _prepare(folder: Path, force: bool) -> None:
         raise ExportError(f"{folder} is not empty: choose an empty folder, or --force to replace an earlier "
                           "sdc_magic export in it")
     manifest = read_manifest(folder) or {"files": {}, "pending": []}
+    if manifest["files"] or manifest.get("pending"):
+        conflict = owner_conflict(folder, manifest.get("owner"))
+        if conflict:
+            raise ExportError(conflict)
     ours: dict[str, Any] = manifest["files"]
     pending = set(manifest.get("pending") or [])
 
@@ -209,11 +255,13 @@ def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[s
                + ((f"{r.id}.xlsx",) if xlsx else ())] + ["results.json", "config.json", "summary.html"]
     written: dict[str, str] = {}
     manifest_path = folder / MANIFEST
+    owner = export_owner()
 
     def manifest(done: bool) -> None:
         pending = [] if done else planned + [f"checksums/{n}.txt" for n in planned]
         manifest_path.write_text(json.dumps({"tool": "sdc_magic", "complete": done, "files": written,
-                                             "pending": pending}, indent=1, sort_keys=True), encoding="utf-8")
+                                             "pending": pending, "owner": owner}, indent=1, sort_keys=True),
+                                 encoding="utf-8")
 
     def write(rel: str, text: str) -> None:
         data = text.encode("utf-8")

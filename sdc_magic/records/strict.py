@@ -21,6 +21,7 @@ published.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ RULE_KEYS = frozenset({"threshold", "zeros", "structural_zeros", "row_threshold"
                        "unit", "dof", "extremes", "round_to", "singletons", "cost", "preset"})
 VERSION_KEYS = frozenset({"sdc_magic", "pandas", "numpy", "python"})
 CONFIG_KEYS = frozenset({"rules", "rules_by_output", "versions"})
-MANIFEST_KEYS = frozenset({"complete", "files", "pending", "tool"})
+MANIFEST_KEYS = frozenset({"complete", "files", "pending", "tool", "owner"})
+OWNER_KEYS = frozenset({"notebook", "kernel"})
 #: statistics whose value is a number of units: the frequency rule applies to it
 COUNT_STATS = frozenset({"size", "count", "nunique"})
 #: calls whose every cell is a count (or, normalised, a share in [0, 1]); a crosstab or a
@@ -101,6 +103,8 @@ def manifest_problems(folder: Path) -> list[str]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return [f"{MANIFEST}: not valid JSON"]
     problems = _unknown(MANIFEST, data, MANIFEST_KEYS)
+    if "owner" in data:  # (exports before the owner was recorded have none)
+        problems += _owner_problems(data["owner"])
     if problems:
         return problems
     files = data.get("files")
@@ -112,6 +116,18 @@ def manifest_problems(folder: Path) -> list[str]:
         return [f"{MANIFEST}: lists other files than the folder holds"]
     bad = sorted(name for name, digest in files.items() if digest != sha256(folder / name))
     return [f"{MANIFEST}: checksum of {name} does not match" for name in bad[:5]]
+
+
+def _owner_problems(owner: Any) -> list[str]:
+    """The manifest's owner is a notebook stem (or null) and a kernel token: nothing else rides in it."""
+    problems = _unknown(f"{MANIFEST} owner", owner, OWNER_KEYS)
+    if problems:
+        return problems
+    kernel, notebook = owner.get("kernel"), owner.get("notebook")
+    if not (isinstance(kernel, str) and re.fullmatch(r"[0-9a-f]{1,64}", kernel)) \
+            or not (notebook is None or (isinstance(notebook, str) and re.fullmatch(r"[\w.-]{1,255}", notebook))):
+        return [f"{MANIFEST}: its owner is not a notebook name and a kernel token"]
+    return []
 
 
 def published_counts(cert: dict[str, Any]) -> list[str]:
