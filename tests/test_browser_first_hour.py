@@ -340,7 +340,7 @@ def test_a_bidi_label_is_isolated(lab: Any, page: Any) -> None:
     label = evil.locator("bdi")
     assert label.count() == 1 and label.inner_text().startswith("⟨U+202E⟩evil"), evil.inner_html()
     assert "fewer than 5" in evil.inner_text()
-    _in_reading_order(evil, ["evil", "fewer", "than", "records", "somewhere", "between"], "reason")
+    _in_reading_order(evil, ["evil", "fewer", "than", "records"], "reason")
     # the table's row label, and every suggestion that quotes the label
     assert output.locator(".sdc-Output-table th", has_text="⟨U+202E⟩evil").count() == 1
     for title in output.locator(".sdc-Suggestion-head").all():

@@ -89,6 +89,9 @@ class Checked:
     cell_cols: np.ndarray | None = None
     microdata_certificate: dict[str, Any] | None = None  # k-anonymity report of a releasable row-level frame
     rounded: int | None = None
+    #: the attacker intervals of hidden cells are not stated (:func:`settle_intervals`): they
+    #: followed from margins the table does not show
+    intervals_withheld: bool = False
     #: numeric labels that are the values of fewer than ``threshold`` units: drawn as the hidden
     #: marker wherever they appear (issue 23.5: a household size of 12 beside its ✕)
     #: labels drawn hidden: rare numeric labels, and ("text", label, number) for a small number in a label
@@ -206,7 +209,45 @@ def settle_intervals(checked: Checked) -> Checked:
     if pinned_primary and checked.status in ("pass", "suppressed"):
         checked.status = "review"
         checked.notes.append(PINNED_NOTE.format(n=pinned_primary))
+    _state_published_intervals_only(checked)
     return checked
+
+
+#: statistics whose cells the protection's intervals bound (a mean's cell is bounded as a sum)
+BOUNDED_STATS = frozenset({"count", "size", "sum"})
+
+
+def _state_published_intervals_only(checked: Checked) -> None:
+    """Drop the intervals the record may not state: those of a table whose protection model holds
+    margins it does not show, and those of cells that are not counts or sums.
+
+    Why (red team, stop 50): the protection assumes every margin known (a stronger attacker), so
+    its intervals follow from margins nobody was shown. "Somewhere between 0 and 17" for B's and
+    C's hidden women beside A's 20 told the women's total, 37, on screen, in the HTML, the product's
+    mime type, the ledger and the redacted copy; with a later cleared table of everyone outside C
+    (35), C's 2 women. On a table of means every hidden mean said "between 0 and 483.8": the bound
+    of B's and C's *total* income. The certificate already states what the published cells allow
+    (its intervals are recomputed at export, :func:`~sdc_magic.protect.certificate.restated`);
+    at display time that costs two LPs per hidden cell, so the display states none."""
+    if not checked.intervals:
+        return
+    from ..protect.certificate import UNPUBLISHED, unpublished_margins
+
+    positions = checked.entry_positions
+    displayed = None if positions is None else {int(e) for e in np.asarray(positions) if e >= 0}
+    for model in checked.models:
+        cells = unpublished_margins(model, displayed)
+        if "status" in getattr(cells, "columns", ()) and (cells["status"].to_numpy(dtype=object) == UNPUBLISHED).any():
+            checked.intervals = {}
+            checked.intervals_withheld = True
+            return
+    if checked.entry is None or positions is None or checked.cell_rows is None or checked.cell_cols is None:
+        return
+    stat = np.asarray(checked.entry.evidence.stat).astype(str)
+    at = np.asarray(positions)
+    for i in np.flatnonzero(at >= 0):
+        if stat[at[i]] not in BOUNDED_STATS:
+            checked.intervals.pop((int(checked.cell_rows[i]), int(checked.cell_cols[i])), None)
 
 
 def _shape(frame: pd.DataFrame | pd.Series) -> tuple[int, int]:

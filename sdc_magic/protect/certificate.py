@@ -163,7 +163,10 @@ def finalise(checked: Any) -> int:
         upper = cells["upper"].to_numpy(dtype=float)
         model["cells"] = cells
         changed_total += len(changed)
-        # the displayed intervals follow the model
+        # the displayed intervals follow the model (unless the display states none: they followed
+        # from margins the table does not show, ``checking.check.settle_intervals``)
+        if getattr(checked, "intervals_withheld", False):
+            continue
         for i in np.flatnonzero(np.asarray(hidden_flat, dtype=bool) & (positions >= 0)):
             k = rows_of.get(int(positions[i]))
             if k is not None and np.isfinite(lower[k]):
