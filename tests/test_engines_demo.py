@@ -53,9 +53,12 @@ def test_same_protected_table_from_each_engine(demo: dict[str, Any]) -> None:
     tables = [_records(_code(demo, start))[0] for start in
               ("referrals.groupby(['admin2', 'case_category', 'sex'])", "referrals_pl.pivot(", "duckdb.sql('''\n    SELECT admin2, case_category, sex")]
     assert {t["status"] for t in tables} == {"suppressed"}
-    assert len({t["hidden"] for t in tables}) == 1 and tables[0]["hidden"] > 0
+    assert tables[0]["hidden"] > 0
     # the first table's small cells are primary; the later engines' tables are linked to it
-    # (same people), so the cells it hid are hidden again as "linked": same cells, same status
+    # (same people), so the cells it hid are hidden again as "linked". They may hide more: the
+    # first table's better answers previewed coarser tables (shown, so recorded), and a later
+    # layout protected on its own may show a cell that a preview's total would then give away
+    assert all(t["hidden"] >= tables[0]["hidden"] for t in tables)
     assert tables[0]["primary"] >= 1
     assert all(tables[0]["primary"] <= t["primary"] <= t["hidden"] for t in tables)
 

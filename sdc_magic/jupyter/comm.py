@@ -146,6 +146,8 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
             found = live.suggester.more(live.found)
         seen = {s.title for s in earlier}
         found.items = earlier + [s for s in found.items if s.title not in seen]
+        with internal_work():  # (what they show is recorded as the first ones were)
+            sess.record_suggestions(out_id, found)
         live.found = found
         return {"ok": True, "suggestions": [suggestion_payload(s) for s in found.items],
                 "more": not found.exhausted}

@@ -120,6 +120,17 @@ def in_internal_work() -> bool:
     return getattr(_internal, "depth", 0) > 0
 
 
+def _letters(k: int) -> str:
+    """``a``, ``b``, … ``z``, ``aa``: names of better answers with no digit (outputs are ordered by
+    the digits of their ids, ``linking.names.output_order``)."""
+    out = ""
+    k += 1
+    while k:
+        k, r = divmod(k - 1, 26)
+        out = chr(97 + r) + out
+    return out
+
+
 class Session:
     """Rules, registry, capture wrappers and the output record of one kernel."""
 
@@ -212,8 +223,11 @@ class Session:
             if suggest is not None and checked.hidden_count and checked.kind == "table":
                 try:
                     found = suggest(checked)
+                    if linked and found is not None:
+                        self.record_suggestions(out_id, found, checked)
                 except Exception:  # suggestions are an extra: the protected table stands without them
                     self.last_error = safe_format_exc()
+                    found = None
             payload = render_payload(checked, out_id, found)
             page = render_html(checked, extras_html(payload))
             meta = self._metadata(out_id, checked, text, page, payload)
@@ -625,7 +639,7 @@ class Session:
         """Better answers for a checked table (see :mod:`sdc_magic.outputs.suggest`), or (None, None)."""
         from collections import Counter
 
-        from ..outputs.suggest import Suggester, answer
+        from ..outputs.suggest import Suggester
 
         entry = checked.entry
         source = getattr(entry, "source", None)
@@ -645,9 +659,52 @@ class Session:
                                                                           rate_groupings=candidates)
         # the request in words ("counts by admin2 × sex", not pandas' call), and three alternatives
         # where the search found them: the better answers first, then further clean regroupings
-        spare = [s for s in found.explored if s.publishes_cleanly and s not in found.items]
-        found.answer = answer(self._title(entry), checked, [*found.items, *spare])
+        self._answer(checked, found)
         return found, suggester
+
+    def _answer(self, checked: Checked, found: Any) -> None:
+        """The request in words and its better answers, from the suggestions kept."""
+        from ..outputs.suggest import answer
+
+        spare = [s for s in found.explored if s.publishes_cleanly and s not in found.items]
+        found.answer = answer(self._title(checked.entry), checked, [*found.items, *spare])
+
+    def record_suggestions(self, out_id: str, found: Any, checked: Checked | None = None) -> None:
+        """Record what the better answers show — a preview's cells, a rate's figures — as outputs of
+        their own, each audited jointly with everything recorded before; a better answer that the
+        audit would hide more of is dropped (not shown, and withdrawn from the record).
+
+        Why (red team, stop 50): previews and rates were checked against earlier outputs but never
+        recorded, so later tables were not compared with them: a district × sex table showed A's
+        20/20 and previewed the totals by sex, 37/36; a later table of everyone outside C, 35/35,
+        was ``pass``: C's 2 women and 1 man, in the notebook and its redacted copy."""
+        if not self.linking:
+            return
+        kept = []
+        for s in found.items:
+            if s.recorded is None:
+                shown = s.checked if s.checked is not None and s.publishes_cleanly else s.stated
+                s.recorded = shown is None or self._record_statement(f"{out_id} (better answer "
+                                                                     f"{_letters(len(kept))})", shown)
+            if s.recorded:
+                kept.append(s)
+        if len(kept) != len(found.items):
+            found.items = kept
+            found.explored = [s for s in found.explored if s.recorded is not False]
+            if checked is not None:  # (``checked``: the table they answer, for the answer in words)
+                self._answer(checked, found)
+
+    def _record_statement(self, name: str, shown: Checked) -> bool:
+        """Record one better answer's table (see :meth:`record_suggestions`); False when the joint
+        audit hid more of it or it could not be recorded (then nothing of it stays recorded)."""
+        status, hidden = shown.status, shown.hidden.copy()
+        self._link(name, shown)
+        linker = self._linker()
+        if shown.status == status and np.array_equal(shown.hidden, hidden) \
+                and any(p.out_id == name for p in linker):
+            return True
+        linker.withdraw(name)
+        return False
 
     def capturing(self) -> Any:
         """Context manager: evidence capture on for the duration (suggestions need it)."""

@@ -367,6 +367,19 @@ class Linker:
             if blocked:
                 d.pop.hidden_shown = np.zeros_like(d.pop.hidden_shown)
 
+    def withdraw(self, out_id: str) -> None:
+        """An output recorded but then not shown (a better answer whose joint audit hid more of
+        it): its populations publish nothing and ask no later output to hide anything."""
+        for p in self._all():
+            if p.out_id == out_id:
+                p.published = np.zeros_like(p.published)
+                p.hidden_shown = np.zeros_like(p.hidden_shown)
+                p.hidden_model = {}
+                p.margins_hidden = {}
+                p.margins_public = False
+                p.universe.version += 1
+        self.save()
+
     @own_work
     def within_table(self, title: str, entry: Any, positions: np.ndarray, threshold: int,
                      variants: list[Any]) -> dict[int, list[Any]]:

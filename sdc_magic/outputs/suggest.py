@@ -69,6 +69,11 @@ class Suggestion:
     detail: str = ""
     recoding: dict[str, list[str]] | None = None
     score: float = 0.0
+    #: the check of the table whose figures ``detail`` states (a rate's sums, counts and means)
+    stated: Checked | None = None
+    #: whether what it shows was recorded for linking (None: not tried yet, see
+    #: ``Session.record_suggestions``)
+    recorded: bool | None = None
 
     @property
     def publishes_cleanly(self) -> bool:
@@ -483,7 +488,8 @@ class Suggester:
                 parts = np.concatenate([num.to_numpy(float), den.to_numpy(float), (den - num).to_numpy(float)])
                 if (parts < self.rules.threshold).any():
                     continue  # a small (or empty) numerator, denominator or complement
-                if self._linked_away(sub, group, outcome):
+                stated = self._rate_check(sub, group, outcome)
+                if stated is not None and stated.hidden_count:
                     continue  # its counts would undo what earlier outputs hid (differencing)
                 rate = num / den
                 gap = float(rate.max() - rate.min())
@@ -499,18 +505,19 @@ class Suggester:
                 # rank before plain attributes; then the largest gap between groups
                 found.append(Suggestion(kind="rate", title=f"rate of {outcome}{among} by {group}", code=code,
                                         hidden=0, cells=len(den) * 3, detail=words,
-                                        score=gap + (1.0 if population else 0.0)))
+                                        score=gap + (1.0 if population else 0.0), stated=stated))
         found.sort(key=lambda s: (-s.score, s.title))
         return found[:limit]
 
-    def _linked_away(self, sub: pd.DataFrame, group: str, outcome: str) -> bool:
-        """True when the rate's table, checked with the session's linking, has a primary cell."""
+    def _rate_check(self, sub: pd.DataFrame, group: str, outcome: str) -> Checked | None:
+        """The rate's table checked with the session's linking (primary rules: a rate is offered
+        only when nothing of it is hidden); None without capture. The session records it when the
+        rate is shown (its figures are published)."""
         if self.capturing is None:
-            return False
+            return None
         with self.capturing():
             table = sub.groupby(group, observed=True)[outcome].agg(["sum", "count", "mean"])
-            checked = self.check(table, protect=False)
-        return bool(checked.hidden_count)
+            return self.check(table, protect=False)
 
     # -- driver
     def run(self, candidates: int = DEFAULT_CANDIDATES, rate_groupings: int = DEFAULT_RATE_GROUPINGS) -> Suggestions:
