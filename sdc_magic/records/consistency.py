@@ -109,39 +109,45 @@ def label_parts(label: Any) -> list[str]:
     return ["Total" if p in ("All", "Total") else p for p in str(label).split(" / ")]
 
 
-def model_conflicts(cert: dict[str, Any]) -> list[str]:
-    """Protection-table cells whose displayed cell has the other fate in the CSV.
+def table_matches(cert: dict[str, Any], table: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any], bool]]:
+    """Each protection-table cell with the displayed cell it is, and whether that one is hidden.
 
     A table cell names its displayed cell by ``position`` when the certificate gives it;
     otherwise it is matched by its labels (one per dimension, plus the measure when the
     display has one more level), and only unambiguous matches count.
     """
-    problems: list[str] = []
     displayed = [(item, False) for item in cert["published"]] + [(item, True) for item in cert["hidden"]]
     at = {tuple(item["position"]): (item, hidden) for item, hidden in displayed}
+    n = len(table["dims"])
+    measure = str(table.get("measure") or "")
+    index: dict[tuple[str, ...], list[tuple[dict[str, Any], bool]]] = {}
+    for item, hidden in displayed:
+        parts = label_parts(item.get("row")) + label_parts(item.get("column"))
+        keys = set()
+        if len(parts) == n:
+            keys.add(tuple(sorted(parts)))
+        elif len(parts) == n + 1:
+            drop = [k for k, p in enumerate(parts) if p == measure] or range(len(parts))
+            keys.update(tuple(sorted(parts[:k] + parts[k + 1:])) for k in drop)
+        for key in keys:
+            index.setdefault(key, []).append((item, hidden))
+    out = []
+    for cell in table["cells"]:
+        pos = cell.get("position")
+        if isinstance(pos, list) and len(pos) == 2:  # the displayed cell, when the certificate says
+            found = [at[tuple(pos)]] if tuple(pos) in at else []
+        else:
+            found = index.get(tuple(sorted(label_parts(" / ".join(map(str, cell["labels"]))))), [])
+        if len(found) == 1:
+            out.append((cell, found[0][0], found[0][1]))
+    return out
+
+
+def model_conflicts(cert: dict[str, Any]) -> list[str]:
+    """Protection-table cells whose displayed cell has the other fate in the CSV."""
+    problems: list[str] = []
     for t, table in enumerate(cert["tables"]):
-        n = len(table["dims"])
-        measure = str(table.get("measure") or "")
-        index: dict[tuple[str, ...], list[tuple[dict[str, Any], bool]]] = {}
-        for item, hidden in displayed:
-            parts = label_parts(item.get("row")) + label_parts(item.get("column"))
-            keys = set()
-            if len(parts) == n:
-                keys.add(tuple(sorted(parts)))
-            elif len(parts) == n + 1:
-                drop = [k for k, p in enumerate(parts) if p == measure] or range(len(parts))
-                keys.update(tuple(sorted(parts[:k] + parts[k + 1:])) for k in drop)
-            for key in keys:
-                index.setdefault(key, []).append((item, hidden))
-        for cell in table["cells"]:
-            pos = cell.get("position")
-            if isinstance(pos, list) and len(pos) == 2:  # the displayed cell, when the certificate says
-                found = [at[tuple(pos)]] if tuple(pos) in at else []
-            else:
-                found = index.get(tuple(sorted(label_parts(" / ".join(map(str, cell["labels"]))))), [])
-            if len(found) != 1:
-                continue
-            item, hidden = found[0]
+        for cell, item, hidden in table_matches(cert, table):
             where = f"{item.get('row')} / {item.get('column')}"
             if cell["status"] == "safe" and hidden:
                 problems.append(f"table {t} publishes cell {where} with a value, but the CSV hides it")

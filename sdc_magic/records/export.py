@@ -22,6 +22,7 @@ from typing import Any
 from ..protect.certificate import restated, versions
 from .consistency import TABLE_SCHEMA, certificate_shape, check_csv, model_conflicts
 from .layout import (
+    AUTO_EXCEPTION,
     CHECK_NAMES,
     MANIFEST,
     RESULTS_VERSION,
@@ -30,6 +31,7 @@ from .layout import (
     outcome,
     sha256,
     summary_html,
+    summary_text,
 )
 from .ledger import OutputRecord
 
@@ -94,14 +96,6 @@ def default_export_folder(base: str | Path | None = None) -> Path:
     return Path(base if base is not None else Path.cwd()) / EXPORT_ROOT / (notebook_stem() or "session")
 
 
-def _summary_text(record: OutputRecord) -> str:
-    lines = [f"sdc_magic status: {record.status}", f"{record.hidden} of {record.cells} cells hidden"]
-    lines += [f"{CHECK_NAMES.get(rule, rule)}: {n} cells" for rule, n in sorted(record.reasons.items())]
-    if record.method:
-        lines.append(f"secondary suppression: {record.method}; every hidden cell's interval is in the certificate")
-    return "\n".join(lines)
-
-
 def results_record(records: list[OutputRecord]) -> dict[str, Any]:
     """``results.json`` in the layout of ACRO's audit record (opens in SACRO-Viewer).
 
@@ -117,7 +111,7 @@ def results_record(records: list[OutputRecord]) -> dict[str, Any]:
         mitigated = r.status == "suppressed" or hidden > 0
         exception = r.exception or ""
         if not exception and r.status == "suppressed":
-            exception = "Secondary suppression applied automatically; every hidden cell passed the attacker audit."
+            exception = AUTO_EXCEPTION
         results[r.id] = {
             "uid": r.id,
             "status": acro_status(r.status),
@@ -129,11 +123,12 @@ def results_record(records: list[OutputRecord]) -> dict[str, Any]:
             "files": [files_entry(cert.get("file", f"{r.id}.csv"), cert)],
             "outcome": outcome(cert),
             "command": r.command or r.call or "",
-            "summary": _summary_text(r),
+            "summary": "",
             "timestamp": r.timestamp,
             "comments": list(r.comments),
             "exception": exception,
         }
+        results[r.id]["summary"] = summary_text(results[r.id]["properties"], cert.get("method"))
     return {"version": RESULTS_VERSION,
             "tool": {"@type": "SoftwareApplication", "name": "sdc_magic", "version": __version__},
             "results": results}
@@ -274,7 +269,7 @@ def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[s
         manifest(False)  # an interrupted export can still be replaced with --force
         for r in chosen:
             write(f"{r.id}.csv", r.csv or "")
-            write(f"{r.id}.certificate.json", json.dumps(restated(r.certificate, reaudit.intervals), indent=1))
+            write(f"{r.id}.certificate.json", json.dumps(_as_exported(r, reaudit.intervals), indent=1))
             if xlsx:
                 _write_xlsx(folder / f"{r.id}.xlsx", r.csv or "")
                 written[f"{r.id}.xlsx"] = sha256(folder / f"{r.id}.xlsx")
@@ -291,6 +286,22 @@ def export(records: list[OutputRecord], folder: str | Path | None, rules: dict[s
         raise ExportError(f"the export to {folder} could not be written ({exc.strerror or exc}); "
                           "run it again with --force once fixed") from None
     return chosen
+
+
+def _as_exported(r: OutputRecord, intervals: Any) -> dict[str, Any]:
+    """The certificate written for ``r``: a table's restated; a row-level release's with its columns.
+
+    Why the columns (red team 53b, finding 08): ``verify`` compares the released file's columns
+    with the certificate's, so raw data put in place of the release does not pass unnoticed.
+    """
+    cert = r.certificate or {}
+    if str(cert.get("schema", "")).startswith("sdc_magic.microdata-certificate"):
+        import csv
+        import io
+
+        header = next(csv.reader(io.StringIO(r.csv or "")), [])
+        return {**cert, "columns": header}
+    return restated(cert, intervals)
 
 
 def _disagreements(chosen: list[OutputRecord]) -> list[str]:

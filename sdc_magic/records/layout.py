@@ -37,6 +37,23 @@ CHECK_NAMES = {
 MANIFEST = ".sdc_export_manifest.json"
 
 
+#: ``results.json``'s ``exception`` of a suppressed output the analyst asked nothing for
+AUTO_EXCEPTION = "Secondary suppression applied automatically; every hidden cell passed the attacker audit."
+
+
+def summary_text(props: dict[str, Any], method: Any) -> str:
+    """An output's ``summary`` in ``results.json``: a function of its properties and its certificate's method.
+
+    So ``verify`` rebuilds it: free text there could carry anything (red team 53b, finding 12).
+    """
+    lines = [f"sdc_magic status: {props.get('sdc_magic_status')}", f"{props.get('hidden')} of {props.get('cells')} "
+             "cells hidden"]
+    lines += [f"{check}: {n} cells" for check, n in (props.get("reasons") or {}).items()]
+    if method:
+        lines.append(f"secondary suppression: {method}; every hidden cell's interval is in the certificate")
+    return "\n".join(lines)
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

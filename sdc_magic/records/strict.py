@@ -42,10 +42,15 @@ MANIFEST_KEYS = frozenset({"complete", "files", "pending", "tool", "owner"})
 OWNER_KEYS = frozenset({"notebook", "kernel"})
 #: statistics whose value is a number of units: the frequency rule applies to it
 COUNT_STATS = frozenset({"size", "count", "nunique"})
-#: calls whose every cell is a count (or, normalised, a share in [0, 1]); a crosstab or a
-#: pivot table can hold any statistic, so they are judged by their protection tables only
+#: calls whose every cell is a count (or, normalised, a share in [0, 1])
 COUNT_CALLS = frozenset({"groupby.size", "groupby.count", "groupby.nunique", "Series.value_counts",
                          "DataFrame.value_counts", "groupby.value_counts"})
+#: the last word of another engine's call that counts (polars ``len``, SQL ``count``, ...)
+COUNT_WORDS = frozenset({"size", "count", "len", "value_counts", "nunique", "n_unique", "counts"})
+#: calls that count unless given values and a statistic: judged as counts when every published
+#: cell is a whole number and no protection table names another statistic (red team 53b, 06:
+#: a ``pass`` crosstab of counts edited to show 2 was never judged)
+MAYBE_COUNT_CALLS = frozenset({"crosstab", "pivot_table", "DataFrame.pivot_table", "groupby.pivot_table"})
 
 
 def _unknown(where: str, item: Any, allowed: frozenset[str]) -> list[str]:
@@ -144,7 +149,7 @@ def published_counts(cert: dict[str, Any]) -> list[str]:
         threshold -= rounding / 2
     structural = [str(s) for s in rules.get("structural_zeros") or []]
     problems: list[str] = []
-    if cert.get("call") in COUNT_CALLS:
+    if counts_every_cell(cert):
         cells = [(f"{item.get('row')} / {item.get('column')}", item.get("value"), [item.get("row"), item.get("column")])
                  for item in cert.get("published", []) if isinstance(item, dict)]
         problems += _judge(cells, threshold, zeros_hidden, structural)
@@ -155,6 +160,27 @@ def published_counts(cert: dict[str, Any]) -> list[str]:
                  for cell in table.get("cells", []) if isinstance(cell, dict) and cell.get("status") == "safe"]
         problems += _judge(cells, threshold, zeros_hidden, structural)
     return _first(problems)
+
+
+def counts_every_cell(cert: dict[str, Any]) -> bool:
+    """Every displayed cell of the certificate is a count (or a share), as far as its facts tell.
+
+    A count call; or a call that counts unless told otherwise (crosstab, pivot table) whose
+    published cells are all whole numbers and whose protection tables name no other statistic.
+    (A crosstab of sums of whole numbers is judged as counts then: stricter, never looser.)
+    """
+    call = str(cert.get("call") or "")
+    if call in COUNT_CALLS or call.replace(" ", ".").split(".")[-1] in COUNT_WORDS:
+        return True
+    if call not in MAYBE_COUNT_CALLS:
+        return False
+    stats = {s for t in cert.get("tables") or [] if isinstance(t, dict) for s in (t.get("stat") or [])}
+    if stats - COUNT_STATS:
+        return False
+    values = [item.get("value") for item in cert.get("published") or [] if isinstance(item, dict)]
+    values = [v for v in values if v is not None]
+    return bool(values) and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+                                and v == math.floor(v) for v in values)
 
 
 def _judge(cells: list[tuple[str, Any, list[Any]]], threshold: float, zeros_hidden: bool,
@@ -190,3 +216,148 @@ def _where(item: Any) -> str:
 def _first(problems: list[str], n: int = 10) -> list[str]:
     """At most ``n`` problems, then how many more (a rewritten file can have thousands)."""
     return problems if len(problems) <= n else [*problems[:n], f"... and {len(problems) - n} more"]
+
+
+# ------------------------------------------------------------------ results.json (finding 12)
+RESULTS_KEYS = frozenset({"version", "tool", "results"})
+TOOL_KEYS = frozenset({"@type", "name", "version"})
+RESULT_KEYS = frozenset({"uid", "status", "type", "properties", "files", "outcome", "command", "summary",
+                         "timestamp", "comments", "exception"})
+PROPERTY_KEYS = frozenset({"method", "mitigation", "sdc_magic_status", "certificate", "hidden", "cells",
+                           "exception_request", "reasons"})
+FILE_KEYS = frozenset({"name", "sdc"})
+SDC_KEYS = frozenset({"summary", "cells"})
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
+_CALL = re.compile(r"[A-Za-z_][\w. ]{0,63}")
+
+
+def results_keys(results: Any) -> list[str]:
+    """Every key of ``results.json`` is one the tool writes, at every level (red team 53b, 12:
+    the whole raw data rode in an extra key of an output, its properties or its file entry).
+
+    The analyst's own words (comments, the exception request) are free text by design; every
+    other value has the form the tool gives it.
+    """
+    problems = _unknown("results.json", results, RESULTS_KEYS)
+    if not isinstance(results, dict):
+        return problems
+    tool = results.get("tool")
+    if tool is not None:
+        problems += _unknown("results.json tool", tool, TOOL_KEYS)
+        if isinstance(tool, dict) and tool.get("name") != "sdc_magic":
+            problems.append("results.json tool: not sdc_magic")
+    entries = results.get("results")
+    if not isinstance(entries, dict):
+        return [*problems, "results.json: 'results' is not an object of outputs"]
+    for uid, entry in entries.items():
+        problems += result_entry_problems(str(uid), entry)
+    return _first(problems)
+
+
+def result_entry_problems(uid: str, entry: Any) -> list[str]:
+    """One output's entry of ``results.json``: its keys and the form of each value."""
+    where = f"results.json {uid}"
+    if not isinstance(entry, dict):
+        return [f"{where}: not an output record (an object), but {type(entry).__name__}"]
+    problems = _unknown(where, entry, RESULT_KEYS)
+    props = entry.get("properties")
+    problems += _unknown(f"{where} properties", props, PROPERTY_KEYS)
+    files = entry.get("files")
+    if not isinstance(files, list) or len(files) != 1:
+        problems.append(f"{where}: files is not a list of its one file")
+    else:
+        problems += _unknown(f"{where} file", files[0], FILE_KEYS)
+        if isinstance(files[0], dict) and "sdc" in files[0]:
+            problems += _unknown(f"{where} file sdc", files[0]["sdc"], SDC_KEYS)
+    for key in ("command", "summary", "timestamp", "exception"):
+        if key in entry and not isinstance(entry[key], str):
+            problems.append(f"{where}: {key} is not text")
+    if not (isinstance(entry.get("comments"), list) and all(isinstance(c, str) for c in entry["comments"])):
+        problems.append(f"{where}: comments is not a list of text")
+    if isinstance(entry.get("timestamp"), str) and not _TIMESTAMP.fullmatch(entry["timestamp"]):
+        problems.append(f"{where}: timestamp is not a time")
+    if isinstance(entry.get("command"), str) and entry["command"] and not _CALL.fullmatch(entry["command"]):
+        problems.append(f"{where}: command is not the name of a call")
+    if isinstance(props, dict):
+        reasons = props.get("reasons", {})
+        if not isinstance(reasons, dict) or not all(
+                isinstance(k, str) and re.fullmatch(r"[A-Za-z_]{1,40}", k) and isinstance(n, int)
+                and not isinstance(n, bool) and n >= 0 for k, n in reasons.items()):
+            problems.append(f"{where} properties: reasons is not a count per rule")
+        for key in ("hidden", "cells"):
+            if key in props and not (isinstance(props[key], int) and not isinstance(props[key], bool)):
+                problems.append(f"{where} properties: {key} is not a number of cells")
+        for key in ("method", "mitigation", "sdc_magic_status", "certificate", "exception_request"):
+            if key in props and not isinstance(props[key], str):
+                problems.append(f"{where} properties: {key} is not text")
+        if isinstance(props.get("method"), str) and not _CALL.fullmatch(props["method"]):
+            problems.append(f"{where} properties: method is not the name of a call")
+    return problems
+
+
+# ------------------------------------------------------------------ microdata certificates (finding 08)
+MICRODATA_CERT_KEYS = frozenset({"schema", "id", "file", "status", "digest", "microdata", "versions", "columns"})
+MICRODATA_KEYS = frozenset({"schema", "source", "k", "keys", "convention", "n_records", "violations_after",
+                            "k_anonymous", "l_diversity", "suppressions", "suppressions_percent",
+                            "suppressions_total", "importance", "risk", "noise", "seed", "seed_withheld",
+                            "seed_sha256"})
+L_DIVERSITY_KEYS = frozenset({"sensitive", "l", "violations"})
+RISK_METHOD = "distance-based matching: true record among the "
+#: the smallest k the kernel releases a row-level frame under (``%sdc microdata k=``)
+MIN_K = 2
+
+
+def microdata_keys(cert: dict[str, Any]) -> list[str]:
+    """A row-level release's certificate: only what the tool writes, each value of its form."""
+    from ..microdata.certificate import SCHEMA, SOURCE
+    from ..microdata.kanon import CONVENTION
+
+    problems = _unknown("certificate", cert, MICRODATA_CERT_KEYS)
+    problems += _unknown("versions", cert.get("versions", {}), VERSION_KEYS)
+    spec = cert.get("microdata")
+    problems += _unknown("microdata", spec, MICRODATA_KEYS)
+    if not isinstance(spec, dict):
+        return _first(problems)
+    if cert.get("status") != "pass":
+        problems.append("a row-level release is exported only when it passed")
+    if not isinstance(cert.get("columns"), list) or not all(isinstance(c, str) for c in cert["columns"]):
+        problems.append("columns: the released columns are not listed")
+    fixed = {"schema": SCHEMA, "source": SOURCE, "convention": CONVENTION}
+    problems += [f"microdata {key}: not the text the tool writes" for key, text in fixed.items()
+                 if spec.get(key) != text]
+    k = spec.get("k")
+    if not (isinstance(k, int) and not isinstance(k, bool) and k >= MIN_K):
+        problems.append(f"microdata k: {k!r}, the kernel releases only with k >= {MIN_K}")
+    keys = spec.get("keys")
+    if not (isinstance(keys, list) and keys and all(isinstance(x, str) for x in keys)):
+        problems.append("microdata keys: not a list of column names")
+    if spec.get("violations_after") != 0 or spec.get("k_anonymous") is not True:
+        problems.append("microdata: not k-anonymous (a release that is not is never exported)")
+    if "l_diversity" in spec:
+        problems += _unknown("microdata l_diversity", spec["l_diversity"], L_DIVERSITY_KEYS)
+    for key in ("suppressions", "suppressions_percent", "importance"):
+        value = spec.get(key, {})
+        if not (isinstance(value, dict) and all(isinstance(v, int | float) for v in value.values())
+                and set(value) <= set(keys if isinstance(keys, list) else [])):
+            problems.append(f"microdata {key}: not a number per key")
+    for key in ("risk", "noise"):
+        report = spec.get(key)
+        if isinstance(report, dict) and key == "risk":  # the method is a sentence of the tool's, with numbers
+            method = report.get("method")
+            if not (isinstance(method, str) and len(method) <= 400 and method.startswith(RISK_METHOD)):
+                problems.append("microdata risk: its method is not the tool's")
+            report = {k: v for k, v in report.items() if k != "method"}
+        if key in spec and not _plain_numbers(report):
+            problems.append(f"microdata {key}: not a report of numbers")
+    return _first(problems)
+
+
+def _plain_numbers(value: Any, depth: int = 0) -> bool:
+    """A report of numbers: nested objects and lists of numbers, flags and short words only."""
+    if depth > 4:
+        return False
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and len(k) <= 64 and _plain_numbers(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return len(value) <= 1000 and all(_plain_numbers(v, depth + 1) for v in value)
+    return value is None or isinstance(value, int | float | bool) or (isinstance(value, str) and len(value) <= 64)

@@ -36,9 +36,27 @@ from pathlib import Path
 from typing import Any
 
 from .consistency import TABLE_SCHEMA, certificate_shape, check_csv, model_conflicts
-from .layout import MANIFEST, acro_status, files_entry, outcome, sha256, summary_html
+from .layout import (
+    AUTO_EXCEPTION,
+    MANIFEST,
+    acro_status,
+    files_entry,
+    outcome,
+    sha256,
+    summary_html,
+    summary_text,
+)
 from .reaudit import verify_certificate
-from .strict import certificate_keys, config_keys, manifest_problems, published_counts
+from .rederive import mean_units, preset_problems
+from .strict import (
+    certificate_keys,
+    config_keys,
+    manifest_problems,
+    microdata_keys,
+    published_counts,
+    result_entry_problems,
+    results_keys,
+)
 
 MICRODATA_SCHEMA = "sdc_magic.microdata-certificate"
 FOLDER_FILES = ("results.json", "config.json", "summary.html")
@@ -122,7 +140,7 @@ def _check_result(uid: str, result: dict[str, Any], cert: dict[str, Any]) -> lis
         allowed = {"pass", "review"} if cert.get("status") == "pass" else {"review"}  # an exception request: review
         if result.get("type") != "microdata" or result.get("status") not in allowed:
             problems.append(f"results.json: {uid} does not say what its certificate says")
-        return problems
+        return problems + _derived_text(uid, result, props, {})
     status = props.get("sdc_magic_status")
     if status not in ALLOWED_STATUS.get(str(cert.get("status")), set()):
         problems.append(f"results.json: {uid} is {status!r}, its certificate says {cert.get('status')!r}")
@@ -144,16 +162,44 @@ def _check_result(uid: str, result: dict[str, Any], cert: dict[str, Any]) -> lis
         problems.append(f"results.json: {uid} flags other cells than its certificate hides")
     if result.get("outcome") != outcome(cert):
         problems.append(f"results.json: {uid} outcome differs from its certificate")
+    call = cert.get("call")
+    if props.get("method") != (call or "table") or result.get("command") not in ("", call):
+        problems.append(f"results.json: {uid} names another call than its certificate ({call!r})")
+    problems += _derived_text(uid, result, props, cert)
+    return problems
+
+
+def _derived_text(uid: str, result: dict[str, Any], props: dict[str, Any], cert: dict[str, Any]) -> list[str]:
+    """The summary and the exception text are what the tool writes from the output's record."""
+    problems = []
+    if result.get("summary") != summary_text(props, cert.get("method")):
+        problems.append(f"results.json: {uid} summary differs from the one its properties and certificate give")
+    request, exception = props.get("exception_request"), result.get("exception")
+    automatic = not request and props.get("sdc_magic_status") == "suppressed" and exception == AUTO_EXCEPTION
+    if exception != request and not automatic:
+        problems.append(f"results.json: {uid} exception differs from its exception request")
     return problems
 
 
 def verify(folder: str | Path) -> list[str]:
-    """Problems found in an export folder (empty: it verifies)."""
+    """Problems found in an export folder (empty: it verifies).
+
+    Never raises on what the folder holds (red team 53b, finding 13: a results.json entry that was
+    not an object ended ``sdc-magic verify`` in a traceback): whatever cannot be checked is a
+    problem, so the folder does not verify.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         return [f"{folder}: not a folder"]
     if not (folder / "results.json").is_file():
         return [f"{folder}: no results.json"]
+    try:
+        return _verify(folder)
+    except Exception as exc:  # a shape no check foresaw: not verified, said in one line
+        return [f"{folder}: cannot be checked ({type(exc).__name__}); an export verify cannot read is not verified"]
+
+
+def _verify(folder: Path) -> list[str]:
     problems: list[str] = []
     results = _load_json(folder / "results.json", problems)
     if not isinstance(results, dict) or not isinstance(results.get("results"), dict):
@@ -167,15 +213,17 @@ def verify(folder: str | Path) -> list[str]:
         problems.append("results.json: cannot be checked against its schema (the jsonschema package is missing)")
     except Exception as exc:
         problems.append(f"results.json: does not follow the schema ({getattr(exc, 'message', exc)})")
-    entries = {uid: r for uid, r in results["results"].items() if isinstance(r, dict)}
+    problems += results_keys(results)
+    entries = {uid: r for uid, r in results["results"].items() if not result_entry_problems(str(uid), r)}
     for uid in [u for u in entries if not _simple_name(u)]:
         problems.append(f"results.json: {uid!r} is not an output id (names a file outside the folder)")
         del entries[uid]
     expected = set(FOLDER_FILES)
-    for uid in entries:
-        expected |= {f"{uid}.csv", f"{uid}.certificate.json"}
-        if (folder / f"{uid}.xlsx").is_file():
-            expected.add(f"{uid}.xlsx")
+    for uid in results["results"]:
+        if _simple_name(str(uid)):
+            expected |= {f"{uid}.csv", f"{uid}.certificate.json"}
+            if (folder / f"{uid}.xlsx").is_file():
+                expected.add(f"{uid}.xlsx")
     problems += _check_files(folder, expected)
     config = _load_json(folder / "config.json", problems) if (folder / "config.json").is_file() else None
     if not isinstance(config, dict) or not isinstance(config.get("rules"), dict):
@@ -183,19 +231,29 @@ def verify(folder: str | Path) -> list[str]:
         config = {"rules": {}}
     problems += config_keys(config)
     problems += manifest_problems(folder)
-    try:
-        page = (folder / "summary.html").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        page = None
-    if page is not None and page != summary_html(results, config["rules"]):
-        problems.append("summary.html: differs from the page results.json and config.json give (it was edited)")
+    problems += _summary_page(folder, results, config["rules"])
     by_output = config.get("rules_by_output")
     table_rules: list[dict[str, Any]] = []
     for uid, result in entries.items():
         problems += _verify_output(folder, uid, result, by_output, config["rules"], table_rules)
     if table_rules and by_output is not None and config["rules"] not in table_rules:
         problems.append("config.json: its rules are not those of any exported output")
+    problems += [f"config.json: {p}" for p in preset_problems(config["rules"])] if config["rules"] else []
     return problems
+
+
+def _summary_page(folder: Path, results: dict[str, Any], rules: dict[str, Any]) -> list[str]:
+    """``summary.html`` is exactly the page ``results.json`` and ``config.json`` give."""
+    try:
+        page = (folder / "summary.html").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []  # (missing or unreadable: the folder check says so)
+    try:
+        expected = summary_html(results, rules)
+    except Exception:  # a results.json the page cannot be built from (said above, entry by entry)
+        return ["summary.html: cannot be rebuilt from results.json"]
+    return [] if page == expected else ["summary.html: differs from the page results.json and config.json give "
+                                        "(it was edited)"]
 
 
 def _simple_name(uid: str) -> bool:
@@ -217,6 +275,7 @@ def _verify_output(folder: Path, uid: str, result: dict[str, Any], by_output: An
     if not csv_path.is_file():
         return [f"{uid}: {csv_path.name} missing"]
     if str(cert.get("schema", "")).startswith(MICRODATA_SCHEMA):
+        problems += [f"{cert_path.name}: {p}" for p in microdata_keys(cert)]
         problems += _check_result(uid, result, cert)
         problems += [f"{csv_path.name}: {p}" for p in _verify_microdata(csv_path, cert)]
         return problems
@@ -225,7 +284,8 @@ def _verify_output(folder: Path, uid: str, result: dict[str, Any], by_output: An
     shape_problems = certificate_shape(cert)
     if shape_problems:
         return [f"{cert_path.name}: {p}" for p in shape_problems]
-    problems += [f"{cert_path.name}: {p}" for p in [*certificate_keys(cert), *published_counts(cert)]]
+    problems += [f"{cert_path.name}: {p}" for p in [*certificate_keys(cert), *published_counts(cert),
+                                                     *preset_problems(cert["rules"]), *mean_units(cert)]]
     table_rules.append(cert["rules"])
     wanted = by_output.get(uid) if isinstance(by_output, dict) else rules
     if wanted != cert["rules"]:
@@ -244,18 +304,51 @@ def _verify_output(folder: Path, uid: str, result: dict[str, Any], by_output: An
     return problems
 
 
+#: the parts of a workbook the export writes (pandas through openpyxl): anything else could carry data
+XLSX_PARTS = frozenset({"[Content_Types].xml", "_rels/.rels", "docProps/app.xml", "docProps/core.xml",
+                        "xl/workbook.xml", "xl/_rels/workbook.xml.rels", "xl/styles.xml", "xl/theme/theme1.xml",
+                        "xl/worksheets/sheet1.xml", "xl/sharedStrings.xml"})
+#: document properties a workbook of ours leaves empty (free text a viewer shows)
+XLSX_TEXT_PROPERTIES = ("title", "subject", "description", "keywords", "category", "identifier", "contentStatus",
+                        "version", "language")
+
+
 def _check_xlsx(path: Path, csv_text: str) -> list[str]:
-    """The XLSX copy shows exactly the CSV (it could otherwise carry hidden values)."""
+    """The XLSX copy is one sheet showing exactly the CSV, and nothing else.
+
+    Why every part (red team 53b, finding 07): only the first sheet was read, so a second sheet
+    holding all the raw rows verified. A workbook of ours has one sheet, the parts pandas writes
+    and no text in its document properties.
+    """
+    import zipfile
+
     try:
+        import openpyxl
         import pandas as pd
 
+        with zipfile.ZipFile(path) as archive:
+            extra = sorted(set(archive.namelist()) - XLSX_PARTS)
+        book = openpyxl.load_workbook(path, read_only=True)
+        sheets = list(book.sheetnames)
+        props = book.properties
+        texts = [name for name in XLSX_TEXT_PROPERTIES if getattr(props, name, None)]
+        defined = len(book.defined_names) if hasattr(book.defined_names, "__len__") else 0
+        book.close()
         sheet = pd.read_excel(path, dtype=str, keep_default_na=False)
         table = pd.read_csv(io.StringIO(csv_text), dtype=str, keep_default_na=False)
     except Exception as exc:  # no openpyxl, or not a workbook: it cannot be vouched for
         return [f"{path.name}: cannot be checked against the CSV ({type(exc).__name__})"]
+    problems = []
+    if len(sheets) != 1:
+        problems.append(f"{path.name}: {len(sheets)} sheets ({', '.join(sheets)}); an export's workbook has one sheet")
+    if extra:
+        problems.append(f"{path.name}: parts an export's workbook does not have ({', '.join(extra[:5])})")
+    if texts or defined:
+        problems.append(f"{path.name}: document properties or names an export's workbook does not have "
+                        f"({', '.join(texts) or 'defined names'})")
     if list(sheet.columns) != list(table.columns) or sheet.to_numpy().tolist() != table.to_numpy().tolist():
-        return [f"{path.name}: differs from the CSV"]
-    return []
+        problems.append(f"{path.name}: differs from the CSV")
+    return problems
 
 
 def _verify_microdata(csv_path: Path, cert: dict[str, Any]) -> list[str]:
@@ -266,13 +359,25 @@ def _verify_microdata(csv_path: Path, cert: dict[str, Any]) -> list[str]:
 
     spec = cert.get("microdata") or {}
     keys = spec.get("keys") or []
-    frame = pd.read_csv(csv_path, dtype=str, keep_default_na=True)
+    try:
+        frame = pd.read_csv(csv_path, dtype=str, keep_default_na=True)
+    except Exception as exc:  # empty, not a CSV
+        return [f"cannot be read as a table ({type(exc).__name__})"]
     missing = [k for k in keys if k not in frame.columns]
-    if not keys or missing:
+    if not keys or missing or not isinstance(keys, list):
         return [f"keys {missing or keys} not in the released file"]
+    if list(frame.columns) != cert.get("columns"):
+        return [f"its columns ({', '.join(map(str, frame.columns[:8]))}) are not the released columns its "
+                "certificate lists"]
     sensitive = (spec.get("l_diversity") or {}).get("sensitive")
+    identifying = [c for c in frame.columns if c not in keys and c != sensitive and len(frame) > 1
+                   and frame[c].nunique(dropna=True) == len(frame)]
+    if identifying:
+        return [f"columns unique to each record (identifiers) are released: {', '.join(map(str, identifying))}"]
     l_value = (spec.get("l_diversity") or {}).get("l")
-    report = check_k_anonymity(frame, keys, k=int(spec.get("k", 3)), sensitive=sensitive, l=l_value)
+    k = spec.get("k")
+    k = k if isinstance(k, int) and not isinstance(k, bool) and k >= 2 else 2  # (a bad k is said by the schema)
+    report = check_k_anonymity(frame, keys, k=k, sensitive=sensitive, l=l_value)
     problems = []
     if not report.ok:
         problems.append(f"not {spec.get('k')}-anonymous over {', '.join(keys)}: {report.n_violations} records "
