@@ -4,7 +4,8 @@
 ``%sdc rules``                  print the rules in force
 ``%sdc rules threshold=5 ...``  change some rules (unknown keys or bad values: an error naming the key)
 ``%sdc status``                 the outputs of this session and their status
-``%sdc exception out-7 "why"``  ask the output checker to release out-7 as it is (status review)
+``%sdc exception out-7 "why"``  ask the output checker to release out-7 as it is (status review; a
+                                blocked output cannot be released this way and stays blocked)
 ``%sdc comment out-7 "text"``   a comment for the checker
 ``%sdc drop out-7``             exclude out-7 from export
 ``%sdc export [DIR] [--force] [--xlsx] [--only out-1,out-3]``  write cleared outputs of this kernel (or those
@@ -23,6 +24,7 @@ import shlex
 from typing import Any
 
 from ..config import PRESETS, RulesError, known_keys, parse_assignments
+from ..records.ledger import NotReleasable
 
 USAGE = __doc__ or ""
 
@@ -46,6 +48,10 @@ def sdc_magic(line: str) -> None:
             if rest.strip():
                 sess.set_rules(**parse_assignments(rest))
             _say(sess.rules.describe() + ("" if rest.strip() else "\nkeys: " + ", ".join(known_keys())))
+            if rest.strip() and sess.rules.unit and not _frames_with_column(sess.rules.unit):
+                _say(f"warning: unit={sess.rules.unit}: no DataFrame in this notebook has a column "
+                     f"{sess.rules.unit!r} yet. Every table of a frame without it will need review; check the "
+                     "column's name (the rule was set, as asked)")
         elif command == "status":
             _print_status(sess)
         elif command in ("exception", "comment"):
@@ -93,12 +99,37 @@ def sdc_magic(line: str) -> None:
             builtins.print(sess.last_error or "no checking error in this session")
         else:
             _say(USAGE)
-    except (RulesError, KeyError) as exc:
+    except (RulesError, KeyError, NotReleasable) as exc:
         raise RulesError(f"%sdc {command}: {exc}") from None
     except Exception as exc:  # e.g. ExportError: a clear message, no traceback
         if type(exc).__name__ == "ExportError":
             raise RulesError(f"%sdc {command}: {exc}") from None
         raise
+
+
+def _frames_with_column(column: str) -> list[str]:
+    """The user's DataFrames (pandas, polars) that have ``column``: names in the notebook's namespace.
+
+    Why (red team 53b, finding 18): ``%sdc rules unit=nosuchcolumn`` was accepted silently and every
+    later table turned ``review``. The rule is still set (a frame may be loaded later), with a warning.
+    """
+    try:
+        from IPython import get_ipython
+
+        namespace = dict(getattr(get_ipython(), "user_ns", None) or {})
+    except ImportError:  # pragma: no cover - IPython comes with the kernel
+        return []
+    found = []
+    for name, value in namespace.items():
+        if name.startswith("_") or type(value).__name__ not in ("DataFrame", "LazyFrame"):
+            continue
+        try:
+            columns = value.collect_schema().names() if type(value).__name__ == "LazyFrame" else list(value.columns)
+        except Exception:  # a frame that cannot say its columns cheaply: not counted
+            continue
+        if column in columns:
+            found.append(name)
+    return found
 
 
 def _say(*parts: object) -> None:
@@ -152,6 +183,9 @@ def _export(sess: Any, rest: str) -> None:
         raise RulesError(f"usage: %sdc export [FOLDER] [--force] [--xlsx] [--only out-1,out-3]; got {rest.strip()!r} "
                          '(quote a folder with spaces: %sdc export "my dir")')
     known = {r.id for r in sess.outputs}
+    if only and not set(only) & known:  # nothing named exists: a typo must not replace an export with nothing
+        raise RulesError(f"no output {', '.join(only)} in this notebook's record "
+                         f"({_id_range(sorted(known, key=_id_number)) or 'no outputs yet'}); nothing was exported")
     if only is None:
         from .comm import gone_from_notebook
 
@@ -183,7 +217,8 @@ def _export(sess: Any, rest: str) -> None:
     for why in left_out:
         _say("not exported: " + why)
     if only is not None and (missing := [o for o in only if o not in known]):
-        _say("not exported (no record of these outputs in this notebook's ledger): " + ", ".join(missing))
+        _say("not exported (no such output: no record of these outputs in this notebook's ledger): "
+             + ", ".join(missing))
     if gone:
         earlier_gone = f" (and {len(gone) - 10} earlier)" if len(gone) > 10 else ""  # the newest named
         _say("not exported (the notebook no longer shows them: cell deleted, output cleared or replaced "
@@ -199,3 +234,14 @@ def _export(sess: Any, rest: str) -> None:
              f"{', '.join(r.id for r in earlier)}. Re-run their cells, or export from the sdc_magic panel, "
              "which sends the outputs the notebook shows")
 
+
+def _id_number(out_id: str) -> int:
+    tail = out_id.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def _id_range(ids: list[str]) -> str:
+    """``out-1 … out-7`` (the ids this notebook has), short."""
+    if not ids:
+        return ""
+    return ids[0] if len(ids) == 1 else f"its outputs are {ids[0]} … {ids[-1]}"

@@ -145,6 +145,10 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+class NotReleasable(ValueError):
+    """An exception request for an output that can never be released (status blocked)."""
+
+
 @dataclass
 class OutputRecord:
     """What the session published for one displayed table."""
@@ -522,11 +526,25 @@ class Ledger:
         self._append({"event": "update", "record": _as_dict(record)})
 
     def request_exception(self, out_id: str, reason: str) -> OutputRecord:
-        """The analyst asks the checker to release an output as it is: status becomes review."""
+        """The analyst asks the checker to release an output as it is: status becomes review.
+
+        Only a cleared output or one under review can be: a ``blocked`` output (row-level data,
+        one-person cells with no safe pattern, a failed check) is never released, so the request
+        is refused with :class:`NotReleasable` and the output stays ``blocked``. Why (red team 53b,
+        finding 17): a blocked table used to be relabelled ``review`` and the reply said "the
+        output checker decides", while the export still refused it.
+        """
         record = self.get(out_id)
+        if record.status == "blocked":
+            raise NotReleasable(
+                f"{out_id} is blocked: a blocked output cannot be released by an exception request "
+                "(nothing was recorded; it stays blocked). Show a coarser or protected table instead, and ask "
+                "for an exception on that one if it is needed")
+        if record.status not in EXPORTABLE and record.status != "review":
+            raise NotReleasable(f"{out_id} is not a checked table ({record.status}): there is nothing an exception "
+                                "request could release")
         record.exception = reason
-        if record.status in EXPORTABLE or record.kind == "table":
-            record.status = "review"
+        record.status = "review"
         self._update(record)
         return record
 
