@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..capture import Capture
-from ..checking.check import Checked, check, settle_intervals
+from ..checking.check import Checked, check
+from ..checking.intervals import settle_intervals
 from ..checking.revealed import RevealedSides
 from ..config import Rules, apply_settings, load_rules, preset
 from ..evidence.in_engine import InEngineRows

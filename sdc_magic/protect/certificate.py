@@ -164,7 +164,7 @@ def finalise(checked: Any) -> int:
         model["cells"] = cells
         changed_total += len(changed)
         # the displayed intervals follow the model (unless the display states none: they followed
-        # from margins the table does not show, ``checking.check.settle_intervals``)
+        # from margins the table does not show, ``checking.intervals.settle_intervals``)
         if getattr(checked, "intervals_withheld", False):
             continue
         for i in np.flatnonzero(np.asarray(hidden_flat, dtype=bool) & (positions >= 0)):
