@@ -226,3 +226,38 @@ def hashed_columns(frame: pd.DataFrame) -> list[Hashable]:
         counts = frame.columns.value_counts()
         columns = [c for c in columns if counts[c] == 1]
     return columns[:row_limits.MAX_HASHED_COLUMNS]
+
+
+#: Evidence a recode needs (:func:`recoded`): the chance that unrelated columns look like one,
+#: at most e^-RECODE_EVIDENCE (e^-20: about 2e-9).
+RECODE_EVIDENCE = 20.0
+
+
+def recoded(mine: np.ndarray, theirs: np.ndarray) -> bool:
+    """Whether one column's values (hashes) are a many-to-one function of the other's over the same
+    rows, in either direction: a recode (bands cut from ages, a region coarsened from its
+    districts), not the same values, nor a one-to-one map of them.
+
+    Why (red team, stop 50): ``pd.cut(df.age, bins).value_counts()`` brings the rows of ``df`` under
+    their labels with ``age`` in bands: its values confirm nothing, so its rows were read as other
+    people and the band counts beside the counts by sex (71 against 73: two people over 100), or
+    of everyone beside those outside district C (C by band), were all ``pass``.
+
+    A function is only evidence where the finer column repeats: each row whose value was seen
+    before must map where that value mapped, by chance with probability Σ share² of the coarser
+    column's values; the rows that repeat must make that chance below e^-:data:`RECODE_EVIDENCE`
+    (a constant or a near-unique column proves nothing)."""
+    if len(mine) != len(theirs) or not len(mine):
+        return False
+    for fine, coarse in ((mine, theirs), (theirs, mine)):
+        pairs = np.unique(np.stack([fine, coarse]), axis=1)
+        n_fine = len(np.unique(fine))
+        if pairs.shape[1] != n_fine:
+            continue  # some value of the finer column maps to two values
+        _, counts = np.unique(coarse, return_counts=True)
+        if len(counts) < 2 or len(counts) >= n_fine:
+            continue  # (one to one is no recode: every age shifted by 31 is other people's ages)
+        chance = float(np.sum((counts / len(coarse)) ** 2))
+        if (len(fine) - n_fine) * -np.log(chance) >= RECODE_EVIDENCE:
+            return True
+    return False

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
-from . import edits
+from . import edits, identity
 from .edits import Published
 from .identity import MISSING, combine, frame_hash, hash_column, hash_labels, hashed_columns, with_rank
 from .names import output_order
@@ -397,7 +397,7 @@ class Universe:
             if not both.any():
                 continue
             compared += 1
-            agree += _column_agrees(mine[both], other[both])
+            agree += _column_agrees(mine[both], other[both]) or identity.recoded(mine[both], other[both])
         if agree == 0 or 2 * agree < compared:
             return None
         if self.rowid_labels or frame.attrs.get(row_limits.ROWID_LABELS) or self.frame_labels \
