@@ -68,6 +68,22 @@ def test_an_exception_for_a_blocked_table_is_refused_and_it_stays_blocked(people
     assert "blocked" in people.magic("sdc status").stdout.split(out_id, 1)[1].splitlines()[0]
 
 
+def test_the_lab_panel_gets_the_refusal_in_words(people) -> None:
+    # (the front-end's "Request an exception" button goes through the comm: it showed the generic
+    # "the kernel could not do this" before)
+    from sdc_magic.jupyter import comm
+    from sdc_magic.jupyter.kernel import session
+
+    out_id = _last_id(people.run("df.groupby(['district', 'sex']).income.max()"))
+    comm.remember(out_id, {}, {"sdc_magic": {"id": out_id, "status": "blocked"}})
+    try:
+        reply = comm.handle({"action": "exception", "id": out_id, "reason": "needed for the report"})
+    finally:
+        comm._live.clear()
+    assert reply["ok"] is False and "cannot be released by an exception" in reply["error"]
+    assert next(r for r in session().outputs if r.id == out_id).status == "blocked"
+
+
 def test_an_exception_for_a_cleared_table_still_asks_for_review(people) -> None:
     out_id = _last_id(people.run("df.groupby('sex').size()"))
     ran = people.magic(f'sdc exception {out_id} "as it is"')

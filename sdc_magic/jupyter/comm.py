@@ -130,7 +130,12 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         reason = str(request.get("reason") or "").strip()
         if not reason:
             return {"ok": False, "error": "Give a reason first."}
-        record = sess.request_exception(out_id, reason)
+        from ..records.ledger import NotReleasable
+
+        try:
+            record = sess.request_exception(out_id, reason)
+        except NotReleasable as refused:  # (its words name the output and the rule, no value)
+            return {"ok": False, "error": str(refused)}
         output = rerender(out_id, live, reason)
         push_update(out_id, output)
         return {"ok": True, "status": record.status, "output": output}
