@@ -26,7 +26,7 @@ from .failsafe import table_types
 from .kernel import message, session
 from .magics import sdc_magic
 from .progress_words import ProgressWords
-from .session import Session, in_internal_work
+from .session import Session, in_internal_work, remove_added_filters
 
 TYPES = (*table_types(), *display_types())  # engine types by "module.Class" name
 
@@ -154,6 +154,7 @@ def unload(ip: Any) -> None:
     if kernel.current() is not None:
         kernel.current().capture.uninstall()
     _comm.unregister()
+    remove_added_filters()
     _installed.clear()
     kernel.shell = None
 

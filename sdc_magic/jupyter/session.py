@@ -11,6 +11,7 @@ import contextlib
 import gc
 import math
 import threading
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,13 +108,32 @@ def carry_linking_memory_over(path: Path) -> None:
 def internal_work() -> Iterator[None]:
     """Marks the extension's own work (checking, rendering, suggestions): pandas may turn
     frames into text inside it (a groupby over unnamed Series does), and the print warning
-    must only speak of the user's own ``print``/``str`` (issue 24: false warnings)."""
+    must only speak of the user's own ``print``/``str`` (issue 24: false warnings). The warnings
+    filters that libraries it imports meanwhile install are noted (:func:`remove_added_filters`)."""
     depth = getattr(_internal, "depth", 0)
     _internal.depth = depth + 1
+    before = list(warnings.filters) if depth == 0 else None
     try:
         yield
     finally:
         _internal.depth = depth
+        if before is not None and len(warnings.filters) != len(before):
+            _ADDED_FILTERS.extend(f for f in warnings.filters if f not in before)
+
+
+#: warnings filters installed during the extension's own work (scipy.sparse, imported lazily with
+#: the solvers, ignores "the matrix subclass is not the recommended way" and three more)
+_ADDED_FILTERS: list[Any] = []
+
+
+def remove_added_filters() -> None:
+    """Take out the warnings filters the extension's own work installed (``%unload_ext``
+    restores the state before ``%load_ext``; red team 53b, 15: one filter stayed)."""
+    for f in _ADDED_FILTERS:
+        with contextlib.suppress(ValueError):
+            warnings.filters.remove(f)
+    _ADDED_FILTERS.clear()
+    warnings._filters_mutated()  # type: ignore[attr-defined]  # (the module's cache of the filters)
 
 
 def in_internal_work() -> bool:
