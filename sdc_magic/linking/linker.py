@@ -30,6 +30,7 @@ from .masked import kept_in_universes
 from .names import output_order
 from .populations import Draft, Population, clear_cache, hide_in_recorded, same_column, too_many_rows
 from .populations import draft as draft_population
+from .siblings import Siblings
 from .universes import MAX_UNIVERSES, Universe, place
 
 MAX_POPULATIONS = 200
@@ -55,6 +56,8 @@ class Linker:
         #: outputs shown whose rows linking could not read (too many, unreadable): compared with nothing
         #: (:meth:`not_linked`); saved, so a later kernel knows of them too
         self.unlinked: list[str] = []
+        #: the memories of the folder's other notebooks (:mod:`.siblings`), read before each table
+        self.siblings = Siblings()
 
     # list-like view of the populations (newest last)
     def _all(self) -> list[Population]:
@@ -83,6 +86,7 @@ class Linker:
         self.universes = []
         self.forgotten = []
         self.unlinked = []
+        self.siblings = Siblings()
         self._loaded = True
         self.save()
 
@@ -107,7 +111,25 @@ class Linker:
         view = with_index_columns(frame)
         if view is not frame:
             row_origins.remember(view, frame)  # (the labels its rows had before a reset_index, if any)
-        return place(self.universes, view, keys, self._merge_checked, self.forgotten)
+        # the other notebooks' universes take part as this kernel's earlier ones (:mod:`.siblings`)
+        self.siblings.refresh(self.path, self.universes)
+        self.notes.extend(self.siblings.notes)
+        self.siblings.notes.clear()
+        foreign = tuple(self.siblings.waiting())
+        self.universes.extend(foreign)
+        placed = None
+        try:
+            placed = place(self.universes, view, keys, self._merge_checked, self.forgotten, any_size=foreign)
+            return placed
+        finally:
+            for u in foreign:
+                if placed is not None and u is placed[0]:
+                    self.siblings.take(u)  # a table of this kernel is in it: saved with this memory
+                    u.hashes_saved = u.published_saved = False
+                elif any(u is x for x in self.universes):
+                    self.universes.remove(u)  # (still another notebook's only)
+                else:
+                    self.siblings.take(u)  # merged into one of this kernel's
 
     def _place_in_engine(self, rows: InEngineRows) -> tuple[EngineUniverse, Split] | None:
         """The engine universe of rows left in their engine, and the table's cut of its atoms.
@@ -457,7 +479,9 @@ class Linker:
         thread (the arrays are replaced, never changed in place, so a snapshot is consistent)."""
         if self.path is None:
             return
-        snapshot = [(u, u.row_atom, u.atom_size, [(p, p.group) for p in u.populations]) for u in self.universes]
+        # (another notebook's outputs read into this memory are that notebook's to save)
+        snapshot = [(u, u.row_atom, u.atom_size, [(p, p.group) for p in u.populations if p.foreign is None])
+                    for u in self.universes]
         if sum(u.nbytes() for u in self.universes) <= SYNC_SAVE_BYTES:
             self._write(snapshot)
             return

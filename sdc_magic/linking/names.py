@@ -39,6 +39,7 @@ def join_names(names: list[str], limit: int = 3) -> str:
 
 
 def output_order(out_id: str) -> tuple[int, str]:
-    """Sort key of an output id (``out-12`` after ``out-9``): the oldest outputs go first."""
-    digits = "".join(ch for ch in out_id if ch.isdigit())
+    """Sort key of an output id (``out-12`` after ``out-9``): the oldest outputs go first. Another
+    notebook's output (``A2: out-3``, :mod:`.siblings`) is ordered by its own id."""
+    digits = "".join(ch for ch in out_id.rsplit(": ", 1)[-1] if ch.isdigit())
     return (int(digits) if digits else -1, out_id)

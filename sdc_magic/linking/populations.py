@@ -69,6 +69,7 @@ class Population:
     #: what its cells tell of their groups (:func:`measures_of`); None: not known (a memory saved
     #: before it was kept), taken as telling everything
     tells: frozenset[tuple[str, str]] | None = None
+    foreign: str | None = None  # the folder's other notebook whose output this is (:mod:`.siblings`)
     _levels: dict[tuple[str, ...], tuple[np.ndarray, list[tuple]]] = field(default_factory=dict, repr=False)
 
     def nbytes(self) -> int:

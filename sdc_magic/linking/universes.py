@@ -821,7 +821,8 @@ def refine(row_atom: np.ndarray, atom_size: np.ndarray, g: np.ndarray, n_groups:
 
 # ------------------------------------------------------------------ the session's universes
 def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], checked: set[tuple],
-          forgotten: list[tuple[str, frozenset[str]]] | None = None) -> tuple[Universe, np.ndarray]:
+          forgotten: list[tuple[str, frozenset[str]]] | None = None, any_size: tuple[Universe, ...] = ()
+          ) -> tuple[Universe, np.ndarray]:
     """The universe of ``frame`` among ``universes`` (changed in place: a new universe, rows
     appended, universes merged) and the universe row of each of its rows.
 
@@ -868,7 +869,7 @@ def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], check
     u, pos = best
     if (pos < 0).any():
         pos = u.extend(frame, pos, labelled=u.labels is not None)
-    merge_overlapping(universes, u, checked)
+    merge_overlapping(universes, u, checked, any_size)
     try:
         u.frames[id(frame)] = (weakref.ref(frame), tuple(keys), pos)
         if len(u.frames) > 4:
@@ -884,12 +885,11 @@ def _by_transformed_labels(universes: list[Universe], frame: pd.DataFrame) -> tu
     few rows (:func:`.edits.follows_published`); None otherwise.
 
     Why (known gap until stop 50): ``(2 * df.income).where(df.district != "C", 0).groupby(df.sex)``
-    summed after the income's sums: a Series of the income's name, no other column, no value
-    equal to one seen, so its rows were read as other people and both tables ``pass``
-    (2 · 531.80 − 1027.50 = twice C's man's income). Placed, its values are compared with those
-    shown (:mod:`.edits`): the rows breaking the transform are left out of its population and
-    differencing hides them. A log or a rank of the column follows no common transform and stays
-    apart, as before (placed, most rows changed in no common way would make it ``review``)."""
+    summed after the income's sums: no other column, no value equal to one seen, so its rows were
+    read as other people and both tables ``pass`` (2 · 531.80 − 1027.50 = twice C's man's income).
+    Placed, its values are compared with those shown (:mod:`.edits`): the rows breaking the
+    transform are left out and differencing hides them. A log or a rank of the column follows no
+    common transform and stays apart (placed, it would be ``review``)."""
     if frame.shape[1] != 1 or not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[0]):
         return None
     numbers: np.ndarray | None = None
@@ -937,7 +937,8 @@ def _merge_transformed(universes: list[Universe], u: Universe, frame: pd.DataFra
                 break
 
 
-def merge_overlapping(universes: list[Universe], u: Universe, checked: set[tuple]) -> None:
+def merge_overlapping(universes: list[Universe], u: Universe, checked: set[tuple],
+                      any_size: tuple[Universe, ...] = ()) -> None:
     """Move into ``u`` every other universe whose rows are mostly in ``u`` now.
 
     Two filters of one frame that overlap a little (districts A or C, then B or C) land
@@ -953,7 +954,8 @@ def merge_overlapping(universes: list[Universe], u: Universe, checked: set[tuple
     on both sides give the same answer.
     """
     for other in list(universes):
-        if other is u or not other.populations or other.n > u.n or u.n + other.n > row_limits.MAX_LINKED_ROWS \
+        larger = other.n > u.n and not any(other is x for x in any_size)  # (another notebook's: any size)
+        if other is u or not other.populations or larger or u.n + other.n > row_limits.MAX_LINKED_ROWS \
                 or getattr(other, "in_engine", False) or getattr(u, "in_engine", False):
             continue  # (an engine universe's rows are not ours to match)
         tried = (u.uid, u.n, other.uid, other.n)
