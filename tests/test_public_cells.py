@@ -82,3 +82,23 @@ def test_what_a_population_told_survives_a_restart(tmp_path: Path, df: pd.DataFr
     kernel(FIRST["median"])
     counts = kernel(lambda d: d.district.value_counts())
     assert _cells(counts)["B"] == X, counts.data["text/plain"]
+
+
+def test_two_of_count_sum_and_mean_tell_the_third() -> None:
+    # (a flag's sum and count shown, then its sum and mean: the same figures, n = sum / mean)
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from sdc_magic.linking.populations import measures_of
+
+    def told(*pairs: tuple[str, str | None]) -> frozenset[tuple[str, str]]:
+        stat = np.array([p[0] for p in pairs], dtype=object)
+        var = np.array([p[1] for p in pairs], dtype=object)
+        return measures_of(SimpleNamespace(evidence=SimpleNamespace(stat=stat, var=var)))
+
+    assert told(("sum", "flag"), ("count", "flag")) == told(("sum", "flag"), ("mean", "flag"))
+    assert ("mean", "flag") in told(("size", None), ("sum", "flag"))
+    assert told(("size", None)) == told(("count", None)) == told(("count", "income"))
+    assert told(("median", "income")) == frozenset({("median", "income")})
+    assert ("count", "") not in told(("mean", "income"))

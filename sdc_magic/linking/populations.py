@@ -66,9 +66,7 @@ class Population:
     margins_hidden: dict[tuple[str, ...], set[int]] = field(default_factory=dict)
     #: the column whose distinct values the table counts (``nunique``), else None (see distinct_counted)
     counted: Hashable | None = None
-    #: what its cells tell of their groups (:func:`measures_of`); None: not known (a memory saved
-    #: before it was kept), taken as telling everything
-    tells: frozenset[tuple[str, str]] | None = None
+    tells: frozenset[tuple[str, str]] | None = None  # :func:`measures_of` (None: unknown, all)
     foreign: str | None = None  # the folder's other notebook whose output this is (:mod:`.siblings`)
     _levels: dict[tuple[str, ...], tuple[np.ndarray, list[tuple]]] = field(default_factory=dict, repr=False)
 
@@ -653,23 +651,25 @@ def _masks_earlier_rows(entry: Any, frame: pd.DataFrame, var: Hashable, kept_els
 
 
 def measures_of(entry: Any) -> frozenset[tuple[str, str]]:
-    """What the cells of a table tell of their groups: (statistic, variable) pairs, with a group's
-    count of rows one measure however it was asked for (``size``, ``count`` of rows, a
-    ``value_counts``, a crosstab).
+    """What the cells of a table tell of their groups: (statistic, variable) pairs, a group's count
+    of rows one measure however it was asked for (``size``, ``count``, a crosstab).
 
     Why (red team, stop 50): a cell whose rows an earlier output published is public only when
-    that output told the same figure of them. Medians by district (C hidden, no secondary: medians
-    add up to nothing) made A's and B's *counts* public in the count table shown next, which then
-    hid C alone; its shares gave the total (40 / 0.547945 = 73) and C = 73 − 40 − 30 = 3, all
-    three tables cleared."""
+    that output told the same figure of them. Medians by district (C hidden, no secondary) made
+    A's and B's *counts* public in the count table shown next, which then hid C alone; its shares
+    gave the total (40 / 0.547945 = 73) and C = 73 − 40 − 30 = 3, all three tables cleared."""
     ev = entry.evidence
     out = set()
     for stat, var in set(zip(np.asarray(ev.stat).astype(str).tolist(), np.asarray(ev.var, dtype=object).tolist(),
                              strict=True)):
-        if stat == "size" or (stat == "count" and var is None):
-            out.add(("count", ""))
-        else:
-            out.add((stat, "" if var is None else str(var)))
+        # (a count of a variable's values counts the rows that have one: which rows, the population
+        # says; the same figure as the rows' count)
+        out.add(("count", "") if stat in ("size", "count") else (stat, "" if var is None else str(var)))
+    # two of a variable's count, sum and mean tell the third (n = sum / mean)
+    for var in {v for s_, v in out if s_ in ("sum", "mean")}:
+        told = {s_ for s_ in ("count", "sum", "mean") if (s_, "" if s_ == "count" else var) in out}
+        if len(told) >= 2:
+            out |= {("count", ""), ("sum", var), ("mean", var)}
     return frozenset(out)
 
 
