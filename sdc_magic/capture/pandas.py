@@ -26,6 +26,7 @@ from ..evidence import row_origins
 from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence, merged_sums
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
+from .column_rows import frame_of_rows
 from .contract import (
     mark_aggregate,
     mark_selected_by_values,
@@ -527,21 +528,11 @@ class Capture:
         # them), not a frame of the one column (red team, stop 50: ``df.sex.value_counts()``, 36/36
         # with one sex missing, beside ``df.flag.value_counts()``, 42 + 31: one column each, their
         # rows matched nothing and 73 − 72 told the person whose sex is missing, both ``pass``)
-        parent = None if bins is not None else self._frame_of_column(s)
+        parent = None if bins is not None or self.frame_finder is None else frame_of_rows(s, self.frame_finder)
         self._register("Series.value_counts", result, ge, [name], lambda m: (None, stat), notes,
                        source=Source(None, [name], "Series.value_counts", rows=tmp if parent is None else parent),
                        flat=flatten(result, index_names=[name]) if isinstance(result, pd.Series) else None,
                        normalized=() if normalize else None)
-
-    def _frame_of_column(self, s: pd.Series) -> pd.DataFrame | None:
-        """The user's frame ``s`` is a column of (same labels, same name, same values), or None."""
-        if self.frame_finder is None or s.name is None:
-            return None
-        frame = self.frame_finder(s.index, None)
-        if frame is None or not frame.columns.is_unique or s.name not in frame.columns:
-            return None
-        column = frame[s.name]
-        return frame if column is s or (column.dtype == s.dtype and column.equals(s)) else None
 
     def _frame_value_counts(self, df: pd.DataFrame, args: tuple, kwargs: dict, result: Any) -> None:
         subset = kwargs.get("subset", args[0] if args else None)

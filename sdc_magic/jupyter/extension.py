@@ -34,11 +34,17 @@ _installed: dict[str, Any] = {}
 
 
 def _frame_finder(ip: Any) -> Any:
-    def find(index: pd.Index, unit: str | None) -> pd.DataFrame | None:
-        """A frame of the user's with this index (and column ``unit``, unless None)."""
-        for value in list(ip.user_ns.values()):
-            if isinstance(value, pd.DataFrame) and (unit is None or unit in value.columns):
-                if value.index is index or (len(value.index) == len(index) and value.index.equals(index)):
+    def find(index: pd.Index, unit: str | None, within: bool = False) -> pd.DataFrame | None:
+        """A frame of the user's with this index (and column ``unit``, unless None); ``within``:
+        else one whose (unique) index holds every one of these labels (a filter of it)."""
+        frames = [v for v in list(ip.user_ns.values())
+                  if isinstance(v, pd.DataFrame) and (unit is None or unit in v.columns)]
+        for value in frames:
+            if value.index is index or (len(value.index) == len(index) and value.index.equals(index)):
+                return value
+        if within and index.is_unique:
+            for value in frames:
+                if len(value.index) > len(index) and value.index.is_unique and bool(index.isin(value.index).all()):
                     return value
         return None
 

@@ -1,0 +1,74 @@
+"""The user's frame whose rows a counted Series holds: linking reads those rows, not one column.
+
+Why (red team, stop 50): ``df.sex.value_counts()`` with one sex missing (36/36) beside
+``df.flag.value_counts()`` (42 + 31) told the person whose sex is missing, both ``pass``: each
+Series was read as a frame of its one column, whose rows matched nothing. So were a key masked
+over a district (``df.sex.where(df.district != "C")``), two districts merged
+(``df.district.replace({"B": "BC", "C": "BC"})``) and an age banded under another name
+(``pd.cut(df.age, bins).rename("ageband")``), each counted and then compared by subtraction with
+the plain counts. Such a Series is a column of a frame of the user's, or a function of one of its
+columns at the same labels: linking then places that frame's rows (its other columns tell the
+people apart), the Series standing in for its column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+#: Rows a function of a column must be checked on (beyond one per distinct value of the column)
+#: before a Series is taken for a recode of it: fewer could be chance.
+MIN_REPEATS = 20
+#: Columns of a wide frame looked at for a Series under a new name (the first ones).
+MAX_COLUMNS = 64
+
+#: (labels, unit column or None[, within]) -> a frame of the user's with those labels (``within``:
+#: one holding them all), see ``jupyter.extension``
+FrameFinder = Callable[..., "pd.DataFrame | None"]
+
+
+def frame_of_rows(s: pd.Series, find: FrameFinder) -> pd.DataFrame | None:
+    """The frame of the user's (``find``: by the Series' labels) whose rows ``s`` holds, with ``s``
+    as its column when it is not one of its columns as it is; None when there is none."""
+    if s.name is None:
+        return None
+    frame = find(s.index, None)
+    if frame is None:  # (a filter of a frame of the user's: its rows at these labels)
+        whole = find(s.index, None, True)
+        frame = None if whole is None else whole.loc[s.index]
+    if frame is None or not frame.columns.is_unique or len(frame) != len(s):
+        return None
+    if s.name in frame.columns:
+        column = frame[s.name]
+        if column is s or (column.dtype == s.dtype and column.equals(s)):
+            return frame
+        sources = [s.name]
+    else:
+        sources = list(frame.columns[:MAX_COLUMNS])
+    if not any(function_of(s, frame[c]) for c in sources):
+        return None
+    rows = frame.copy(deep=False)
+    rows[s.name] = s.to_numpy()
+    return rows
+
+
+def function_of(s: pd.Series, column: pd.Series) -> bool:
+    """Whether ``s`` is, where it has a value, a function of ``column`` at the same labels (equal
+    values, a merge of categories, bands of a number), on enough repeated values to rule out
+    chance, and not a one-to-one relabelling of a column of distinct values (every value its own)."""
+    if not s.index.equals(column.index):
+        return False
+    keep = s.notna().to_numpy()
+    if int(keep.sum()) < MIN_REPEATS:
+        return False
+    theirs, _ = pd.factorize(column.to_numpy()[keep], use_na_sentinel=True)
+    mine, _ = pd.factorize(s.to_numpy()[keep], use_na_sentinel=True)
+    n_theirs = len(np.unique(theirs))
+    pairs = np.unique(theirs.astype(np.int64) * (int(mine.max()) + 2) + mine.astype(np.int64) + 1)
+    if len(pairs) != n_theirs:
+        return False  # a value of the column maps to two of the Series'
+    equal_where_kept = bool((column.to_numpy()[keep] == s.to_numpy()[keep]).all()) if s.dtype == column.dtype \
+        else False
+    return equal_where_kept or int(keep.sum()) - n_theirs >= MIN_REPEATS
