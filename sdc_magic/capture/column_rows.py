@@ -24,21 +24,27 @@ MIN_REPEATS = 20
 #: Columns of a wide frame looked at for a Series under a new name (the first ones).
 MAX_COLUMNS = 64
 
-#: (labels, unit column or None[, within]) -> a frame of the user's with those labels (``within``:
-#: one holding them all), see ``jupyter.extension``
+#: (labels, unit column or None[, every]) -> a frame of the user's with those labels (``every``: the
+#: list of every frame with them, then of those holding them all), see ``jupyter.extension``
 FrameFinder = Callable[..., "pd.DataFrame | None"]
 
 
 def frame_of_rows(s: pd.Series, find: FrameFinder) -> pd.DataFrame | None:
-    """The frame of the user's (``find``: by the Series' labels) whose rows ``s`` holds, with ``s``
-    as its column when it is not one of its columns as it is; None when there is none."""
+    """The frame of the user's (``find``: by the Series' labels; several frames may hold them, the
+    first that ``s`` is a column or a function of a column of) whose rows ``s`` holds, with ``s`` as
+    its column when it is not one of its columns as it is; None when there is none."""
     if s.name is None:
         return None
-    frame = find(s.index, None)
-    if frame is None:  # (a filter of a frame of the user's: its rows at these labels)
-        whole = find(s.index, None, True)
-        frame = None if whole is None else whole.loc[s.index]
-    if frame is None or not frame.columns.is_unique or len(frame) != len(s):
+    for whole in find(s.index, None, True):
+        frame = whole if len(whole) == len(s) else whole.loc[s.index]  # (a filter: its rows at these labels)
+        rows = _rows_of(s, frame)
+        if rows is not None:
+            return rows
+    return None
+
+
+def _rows_of(s: pd.Series, frame: pd.DataFrame) -> pd.DataFrame | None:
+    if not frame.columns.is_unique or len(frame) != len(s):
         return None
     if s.name in frame.columns:
         column = frame[s.name]

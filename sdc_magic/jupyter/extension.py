@@ -34,19 +34,21 @@ _installed: dict[str, Any] = {}
 
 
 def _frame_finder(ip: Any) -> Any:
-    def find(index: pd.Index, unit: str | None, within: bool = False) -> pd.DataFrame | None:
-        """A frame of the user's with this index (and column ``unit``, unless None); ``within``:
-        else one whose (unique) index holds every one of these labels (a filter of it)."""
+    def find(index: pd.Index, unit: str | None, every: bool = False) -> Any:
+        """A frame of the user's with this index (and column ``unit``, unless None), or None;
+        ``every``: the list of every frame with this index, then of every one whose (unique) index
+        holds all these labels (a filter of it), nearest first."""
         frames = [v for v in list(ip.user_ns.values())
                   if isinstance(v, pd.DataFrame) and (unit is None or unit in v.columns)]
-        for value in frames:
-            if value.index is index or (len(value.index) == len(index) and value.index.equals(index)):
-                return value
-        if within and index.is_unique:
-            for value in frames:
-                if len(value.index) > len(index) and value.index.is_unique and bool(index.isin(value.index).all()):
-                    return value
-        return None
+        same = [v for v in frames
+                if v.index is index or (len(v.index) == len(index) and v.index.equals(index))]
+        if not every:
+            return same[0] if same else None
+        if not index.is_unique:
+            return same
+        holding = [v for v in frames if len(v.index) > len(index) and v.index.is_unique
+                   and bool(index.isin(v.index).all())]
+        return same + sorted(holding, key=len)
 
     return find
 

@@ -166,6 +166,7 @@ class Session:
         from ..linking import Linker
 
         self.populations = Linker()  # rows behind each published cell of earlier outputs (linking)
+        self._answers_named: dict[str, int] = {}  # better answers recorded per output (record_suggestions)
         self.linking = True
         self.microdata: dict[str, Any] | None = None  # %sdc microdata keys=... k=... (row-level releases)
         self.last_error: str | None = None
@@ -705,8 +706,10 @@ class Session:
         for s in found.items:
             if s.recorded is None:
                 shown = s.checked if s.checked is not None and s.publishes_cleanly else s.stated
+                # (a name is never given twice: one withdrawn must not stand for the next)
+                k = self._answers_named[out_id] = self._answers_named.get(out_id, -1) + 1
                 s.recorded = shown is None or self._record_statement(f"{out_id} (better answer "
-                                                                     f"{_letters(len(kept))})", shown)
+                                                                     f"{_letters(k)})", shown)
             if s.recorded:
                 kept.append(s)
         if len(kept) != len(found.items):
