@@ -24,8 +24,8 @@ MIN_REPEATS = 20
 #: Columns of a wide frame looked at for a Series under a new name (the first ones).
 MAX_COLUMNS = 64
 
-#: (labels, unit column or None[, every]) -> a frame of the user's with those labels (``every``: the
-#: list of every frame with them, then of those holding them all), see ``jupyter.extension``
+#: (labels, unit column or None[, every]) -> a frame of the user's with those labels (``every``: every
+#: frame with them, then those holding them all, as they are asked for), see ``jupyter.extension``
 FrameFinder = Callable[..., "pd.DataFrame | None"]
 
 
@@ -63,7 +63,11 @@ def _rows_of(s: pd.Series, frame: pd.DataFrame) -> pd.DataFrame | None:
 def function_of(s: pd.Series, column: pd.Series) -> bool:
     """Whether ``s`` is, where it has a value, a function of ``column`` at the same labels (equal
     values, a merge of categories, bands of a number), on enough repeated values to rule out
-    chance, and not a one-to-one relabelling of a column of distinct values (every value its own)."""
+    chance, and not a one-to-one relabelling of a column of distinct values (every value its own).
+
+    Looser than :func:`sdc_magic.linking.identity.recoded`, which ties rows of *two* frames by
+    their labels (unrelated data sets numbered alike must stay apart): here the frame was found by
+    the very labels of ``s`` in the user's namespace, and ``s`` only has to belong to it."""
     if not s.index.equals(column.index):
         return False
     keep = s.notna().to_numpy()

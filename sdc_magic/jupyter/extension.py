@@ -14,6 +14,7 @@ pandas and IPython exactly.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -44,13 +45,18 @@ def _frame_finder(ip: Any) -> Any:
                 if v.index is index or (len(v.index) == len(index) and v.index.equals(index))]
         if not every:
             return same[0] if same else None
-        if not index.is_unique:
-            return same
-        holding = [v for v in frames if len(v.index) > len(index) and v.index.is_unique
-                   and bool(index.isin(v.index).all())]
-        return same + sorted(holding, key=len)
+        return _every_frame(index, frames, same)
 
     return find
+
+
+def _every_frame(index: pd.Index, frames: list[pd.DataFrame], same: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The frames with these labels, then those holding them all, smallest first: the second
+    look-up (a scan of every larger frame's labels) only when the caller asks on."""
+    yield from same
+    if index.is_unique:
+        yield from sorted((v for v in frames if len(v.index) > len(index) and v.index.is_unique
+                           and bool(index.isin(v.index).all())), key=len)
 
 
 def load(ip: Any) -> None:

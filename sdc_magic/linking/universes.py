@@ -911,15 +911,14 @@ def _merge_transformed(universes: list[Universe], u: Universe, frame: pd.DataFra
     values shown its labels name in ``frame``, where a column of ``frame`` follows them through one
     common transform on all but a few rows (:func:`.edits.follows_published`).
 
-    Why (stop 50): the reverse of :func:`_by_transformed_labels`: a masked multiple of the income
-    summed first (``(2 * df.income).where(df.district != "C", 0).groupby(df.sex)``, its rows read as
-    a universe of their own), then the income's sums: nothing of ``df`` equals a value seen, so
-    ``df`` made a universe of its own and both tables ``pass`` (2 · 531.80 − 1027.50). Merged, the
-    values shown of the first are ``u``'s too (:func:`.edits.merge`), and :mod:`.edits` leaves
-    C's rows, which break the transform, out of the second table's population."""
+    Why (stop 50): the reverse of :func:`_by_transformed_labels` (the masked multiple first, then
+    the income's sums: two universes, both ``pass``). Merged, the values shown of the first are
+    ``u``'s too (:func:`.edits.merge`), and :mod:`.edits` leaves C's rows, which break the
+    transform, out of the second table's population."""
     if not frame.index.is_unique:
         return
     numeric = [c for c in hashed_columns(frame) if pd.api.types.is_numeric_dtype(frame[c].dtype)]
+    values: dict[Hashable, np.ndarray] = {}
     for other in list(universes):
         if other is u or not other.populations or not other.published or other.labels is None \
                 or other.labels_hashed or len(other.hashes) != 1 or other.n > u.n:
@@ -929,8 +928,9 @@ def _merge_transformed(universes: list[Universe], u: Universe, frame: pd.DataFra
             continue
         rows = np.arange(other.n)
         for c in numeric:
-            numbers = pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)[at]
-            if edits.follows_published(other.published, rows, numbers):
+            if c not in values:  # (each column read once, whatever the universes compared)
+                values[c] = pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            if edits.follows_published(other.published, rows, values[c][at]):
                 _replay(u, other, at)
                 edits.merge(u.published, u.n, other.published, at)
                 universes.remove(other)
