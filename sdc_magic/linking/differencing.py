@@ -25,33 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..rules import EXTREME_STATS
 from .identity import MISSING
 from .names import cell_name, join_names
 from .populations import Draft, Population, publishes_variant
-
-#: Statistics whose published cells tell nothing of how many rows a group holds. Not a spread: the
-#: standard deviation of a 0/1 flag beside its mean gives n (var = n·p(1 − p)/(n − 1)); not a
-#: quantile other than the median: interpolated between a flag's 0s and 1s it gives a relation of
-#: n and the count of 1s.
-SIZE_SILENT_STATS = frozenset({"median"}) | EXTREME_STATS
-
-
-def tells_no_sizes(pop: Population) -> bool:
-    """True when every figure ``pop``'s cells tell is a median or an extreme (min, max, first, last, mode).
-
-    Why (red team, stop 50): medians by district were taken for the districts' counts. After the
-    counts by sex (73 people), the joint audit found C = 73 − 40 − 30 and hid B's median; after the
-    medians, the counts by sex hid M, "differing by fewer than 5" from the published A and B. A
-    median of 30 people tells nobody that they are 30. Their cells are no equations and no known
-    sizes; a cell they hid is still hidden elsewhere with the same rows (``linked``). Unknown
-    figures (``tells`` None) tell everything; a mean tells sizes (with a sum of the same rows,
-    in another output, the count is their ratio).
-    """
-    tells = pop.tells
-    if not tells:
-        return False
-    return all(stat in SIZE_SILENT_STATS for stat, _ in tells)
 
 
 # ------------------------------------------------------------------ pairs of groups
@@ -223,14 +199,9 @@ class _Findings:
         # when every cell of the old table is published, its margins are sums of published cells:
         # a new cell (or margin) against them is already checked against the cells themselves
         fully = bool(old.published.all()) and not old.hidden_model and not old.hidden_shown.any()
-        # (an old table of medians published no sizes to difference a count against; two tables of
-        # medians are still compared: the median of a group and of the same group but one)
-        sizes_unknown = tells_no_sizes(old) and not tells_no_sizes(self.new)
         for subset in old.levels():
             coarse = subset != old.keys
             mapping, sizes, pub, hidden = old.level_facts(subset)
-            if sizes_unknown:
-                pub = np.zeros_like(pub)
             if subset == old.keys:
                 su, bu, ww = a, b, w
             else:
