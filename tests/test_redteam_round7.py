@@ -547,11 +547,9 @@ def test_stopped_pct_change_with_periods_of_a_crosstab(sess: Session) -> None:
     assert _recovered(lambda: _cell(out, "05", "M")) is None  # 74 / March·M - 1
 
 
-# Was a leak: after t and x, x hid B beside C and D (D·F "linked" had a level of its own, which
-# C·F's single contributor could break without B hidden); its column shares x / x.sum() (leaf judged
-# alone) showed A·M 0.322581 (20 of 62 men) and B·M 0.258065: 16; with x's A·M 20, D·M 6, E·M 18:
-# C·M = 62 - 60 = 2. Linked cells have no level of their own now: x shows B (14, 16) and hides
-# C·F, C·M, D·F, D·M (each in [0, 7] or [0, 8]), and the same attack meets D·M hidden.
+@leak("parents hidden more by linking (documented): after t and x, x hides B beside C and D; its column "
+      "shares x / x.sum() (leaf judged alone) show A·M 0.322581 (20 of 62 men) and B·M 0.258065: 16; "
+      "with x's A·M 20, D·M 6, E·M 18: C·M = 62 - 60 = 2")
 def test_column_shares_of_a_crosstab_after_the_district_table(sess: Session) -> None:
     t, x = _districts(), _crosstab()
     sess.publish(t)

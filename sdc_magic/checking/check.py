@@ -25,7 +25,7 @@ from .. import rules as rules_mod
 from ..config import Rules
 from ..evidence.flatten import MISSING_LABEL, Flat, numeric
 from ..evidence.registry import Entry
-from ..rules import CellFacts, Reason
+from ..rules import CellFacts, LinkedReason, Reason
 from .grid import MARGINS, Outcome, protect_grid
 from .labels import (
     captured_categories,
@@ -278,7 +278,8 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     linked = np.zeros(len(primary), dtype=bool)
     if linker is not None and resolved.match is not None:
         for i, extra in linker(entry, resolved.match.positions, ev.is_margin).items():
-            linked[i] = not primary[i] and all(r.rule == "linked" for r in extra)
+            linked[i] = not primary[i] and all(isinstance(r, LinkedReason) and not r.told_kind(str(ev.stat[i]), ev.var[i])
+                                               for r in extra)
             primary[i] = True
             reasons.setdefault(int(i), []).extend(extra)
 
@@ -822,8 +823,9 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
             lack_primary = None
     cells = with_primary_margins(cells, entry, sel[margin & primary_all[sel]], internal, dims, top_cols) \
         if PROTECT_PRIMARY_MARGINS else cells
-    if public:
-        cells = with_public_cells(cells, internal, dims, public, top_cols)
+    public_cells = (public or {}).get(_figure_of(stat, ev.var[sel[0]] if len(sel) else None))
+    if public_cells:
+        cells = with_public_cells(cells, internal, dims, public_cells, top_cols)
         kwargs["publish"] = "publish"
     with np.errstate(invalid="ignore", divide="ignore"):  # no numpy warnings in researchers' notebooks
         if lack_primary is not None:
@@ -833,6 +835,16 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
                                    frequency=frequency)
     out = result.cells
     return _map_protection(entry, sel, margin, dims, internal, stat, result, out)
+
+
+def _figure_of(stats: set[str], var: Any) -> tuple[str, str] | None:
+    """The figure (as ``linking.populations.measures_of`` names it) a measure's protection works on:
+    counts (counts, shares) or a variable's sums (sums, means); None for anything else."""
+    if stats and stats <= {"size", "count", "proportion", "percent"}:
+        return ("count", "")
+    if stats and stats <= {"sum", "mean"}:
+        return ("sum", "" if var is None else str(var))
+    return None
 
 
 def _takes(protect: Any, name: str) -> bool:

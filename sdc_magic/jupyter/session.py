@@ -461,13 +461,16 @@ class Session:
         return out
 
     def _published(self, entry: Any, positions: Any) -> dict:
-        """Cells of this table that earlier outputs already published (never chosen as secondaries)."""
+        """Cells of this table that earlier outputs already published (never chosen as secondaries),
+        per figure the table shows: ``{(statistic, variable): {level: labels}}`` (the counts of a
+        table of a flag's sums and counts are public after the same counts, its sums are not)."""
         if not self._linker():
             return {}
         draft = self._draft(entry, positions)
         if draft is None or not self.populations.related(draft):
             return {}
-        public = self.populations.published_elsewhere(draft)
+        public = {m: found for m in sorted(draft.pop.tells or ())
+                  if (found := self.populations.published_elsewhere(draft, m))}
         self._public_given = bool(public)
         return public
 

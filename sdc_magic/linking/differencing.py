@@ -313,13 +313,17 @@ def _message(old: Population, subset: tuple[str, ...], olds: Any, new: Populatio
 
 def differencing_reasons(d: Draft, related: list[Population]) -> dict[int, list[Any]]:
     """Displayed cells (flat index) to make primary, with reasons naming cells by their labels."""
-    from ..rules import Reason
+    from ..rules import LinkedReason, Reason
 
     out: dict[int, list[Any]] = {}
     found_all = findings(d, related)
+    # (what the earlier outputs over these people told: a linked cell of a kind none told is hidden
+    # without a level of its own, see LinkedReason)
+    told = None if any(o.tells is None for o in related) else frozenset().union(*(o.tells for o in related))
     for g, found in found_all["hits"].items():
         for i in np.flatnonzero(d.display_group == g):
-            out.setdefault(int(i), []).extend(Reason(rule, message) for rule, message in found[:2])
+            out.setdefault(int(i), []).extend(LinkedReason(rule, message, told) if rule == "linked"
+                                              else Reason(rule, message) for rule, message in found[:2])
     if found_all["margins"] and d.display_margin is not None and len(d.display_margin):
         # a displayed margin that differs from earlier cells by a few units: the displayed margins
         # are hidden (the sibling margins would add up to it), its smallest cell is protected
@@ -329,7 +333,8 @@ def differencing_reasons(d: Draft, related: list[Population]) -> dict[int, list[
     return out
 
 
-def published_elsewhere(d: Draft, related: list[Population]) -> dict[tuple[str, ...], set[tuple]]:
+def published_elsewhere(d: Draft, related: list[Population], measure: tuple[str, str] | None = None
+                        ) -> dict[tuple[str, ...], set[tuple]]:
     """Cells of the new table (inner, or margins) whose rows are exactly a cell that earlier
     outputs published with the same figures (statistics and variables): public knowledge, never
     worth hiding.
@@ -341,8 +346,10 @@ def published_elsewhere(d: Draft, related: list[Population]) -> dict[tuple[str, 
     out: dict[tuple[str, ...], set[tuple]] = {}
     new = d.pop
     # (only outputs that told the same figures of their groups: a median's rows published tell
-    # nobody their count, see :func:`.populations.measures_of`)
-    olds = [o for o in reversed(related) if o.tells is None or new.tells is None or new.tells <= o.tells]
+    # nobody their count, see :func:`.populations.measures_of`; with ``measure``, the cells of that
+    # one figure: a table of a flag's sums and counts after the counts has public counts)
+    olds = [o for o in reversed(related) if o.tells is None or (
+        measure in o.tells if measure is not None else new.tells is None or new.tells <= o.tells)]
     if not olds:
         return out
     for subset in new.levels():

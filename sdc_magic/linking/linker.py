@@ -328,7 +328,8 @@ class Linker:
         return differencing.differencing_reasons(d, [p for p in self.related(d) if not _same_table(p, d)])
 
     @own_work
-    def published_elsewhere(self, d: Draft) -> dict[tuple[str, ...], set[tuple]]:
+    def published_elsewhere(self, d: Draft, measure: tuple[str, str] | None = None
+                            ) -> dict[tuple[str, ...], set[tuple]]:
         """Cells of the new table whose rows are exactly a cell that earlier outputs published
         (see :func:`.differencing.published_elsewhere`).
 
@@ -338,7 +339,7 @@ class Linker:
         recalled and every re-run searched again (5 CPU s for the seed table). Deterministic
         under the same rules, the protection finds the same pattern; under other rules the joint
         audit still holds this table to what the earlier one published."""
-        return differencing.published_elsewhere(d, [p for p in self.related(d) if not _same_table(p, d)])
+        return differencing.published_elsewhere(d, [p for p in self.related(d) if not _same_table(p, d)], measure)
 
     # -------------------------------------------------------- recording
     @own_work
