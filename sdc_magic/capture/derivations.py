@@ -31,6 +31,7 @@ from .contract import (
     mark_aggregate,
     mark_one_sided,
     mark_selected_by_values,
+    mark_withheld,
     one_sided,
     record_maker,
     record_recipe,
@@ -56,7 +57,7 @@ DERIVED_METHODS = (
                                   "rename_axis", "droplevel", "swaplevel", "filter", "nlargest", "nsmallest",
                                   "fillna", "convert_dtypes", "infer_objects", "dropna", "drop", "query", "eval",
                                   "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map",
-                                  "idxmin", "idxmax")),
+                                  "idxmin", "idxmax", "melt")),
     *((pd.Series, m) for m in ("reset_index", "to_frame", "mask", "where", "copy", "rename", "astype",
                                "sort_values", "sort_index", "round", "unstack", "reindex", "head", "tail", "apply",
                                "pipe", "rename_axis", "droplevel", "swaplevel", "nlargest", "nsmallest",
@@ -128,6 +129,8 @@ class Derivations:
                     self.patch(cls, name, self.made_wrapper(getattr(cls, name), name))
         self.patch(pd, "concat", self.derived_wrapper(pd.concat, concatenated, "concat"))
         self.patch(pd, "merge", self.derived_wrapper(pd.merge, merged, "merge"))
+        # (``pd.melt(t)`` as ``t.melt()``: a checked table's cells in a column, not row-level data)
+        self.patch(pd, "melt", self.derived_wrapper(pd.melt, first_and_other, "melt"))
 
     def derived_wrapper(self, original: Callable, inputs: Callable[..., list[Any]], name: str) -> Callable:
         """``reset_index``, ``merge``, ``join``, ``concat``, ``to_frame``, ``cumsum``, arithmetic...
@@ -176,7 +179,15 @@ class Derivations:
                     registry.failures.append(f"{type(exc).__name__}: {exc}")
             try:
                 # the hot path of every arithmetic and selection in the user's code: plain loops
-                for p in inputs(*args, **kwargs):
+                given = inputs(*args, **kwargs)
+                for p in given:
+                    # what is computed from a withheld result is withheld (red team, stop 50: the
+                    # k lowest incomes per group, withheld, shown with their labels dropped)
+                    reason = withheld_reason(p) if isinstance(p, _PANDAS) else None
+                    if reason is not None:
+                        mark_withheld(result, reason)
+                        return result
+                for p in given:
                     if isinstance(p, _PANDAS) and (is_aggregate(p) or registry.by_object(p) is not None):
                         break
                 else:

@@ -44,7 +44,7 @@ from .size_filters import SizeFilters
 _PANDAS = (pd.DataFrame, pd.Series)
 GROUPBY_METHODS = (
     "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
-    "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply",
+    "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply", "unique",
 )
 EXTREMES_PER_GROUP = ("nlargest / nsmallest per group shows the most extreme people's values beside their row "
                       "labels (who they are): not shown. Use max() or min() per group (checked by their rule), or "
