@@ -28,10 +28,11 @@ from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
 from . import edits, masked
+from .atoms import refine
 from .identity import frame_hash, group_ids
 from .in_engine import Split, one_atom_per_group
 from .names import cell_name
-from .universes import Universe, refine
+from .universes import Universe
 
 MAX_LEVEL_KEYS = 4  # margins at every subset of up to this many keys (else the grand total only)
 
@@ -662,8 +663,7 @@ def measures_of(entry: Any) -> frozenset[tuple[str, str]]:
     out = set()
     for stat, var in set(zip(np.asarray(ev.stat).astype(str).tolist(), np.asarray(ev.var, dtype=object).tolist(),
                              strict=True)):
-        # (a count of a variable's values counts the rows that have one: which rows, the population
-        # says; the same figure as the rows' count)
+        # (a count of a variable's values counts the rows holding one, which the population says)
         out.add(("count", "") if stat in ("size", "count") else (stat, "" if var is None else str(var)))
     # two of a variable's count, sum and mean tell the third (n = sum / mean)
     for var in {v for s_, v in out if s_ in ("sum", "mean")}:

@@ -29,6 +29,7 @@ import pandas as pd
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from . import edits, identity
+from .atoms import refine
 from .edits import Published
 from .identity import MISSING, combine, frame_hash, hash_column, hash_labels, hashed_columns, with_rank
 from .names import output_order
@@ -785,38 +786,6 @@ def _sample(pos: np.ndarray) -> np.ndarray | None:
     """Up to ~256 evenly spread rows found by their labels (where their columns are compared)."""
     ok = np.flatnonzero(pos >= 0)
     return ok[:: max(1, len(ok) // 256)] if len(ok) else None
-
-
-# ------------------------------------------------------------------ atoms
-def refine(row_atom: np.ndarray, atom_size: np.ndarray, g: np.ndarray, n_groups: int
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Split the atoms by a new grouping ``g`` of the rows (-1: outside it).
-
-    Returns (new atom of each row, parent atom of each new atom, group of each new atom,
-    rows per new atom). Only atoms the grouping cuts are factorised again: a table over
-    keys the session has already seen costs a few vector passes over the rows.
-    """
-    n_atoms = len(atom_size)
-    rep = np.full(n_atoms, -1, dtype=np.int64)
-    rep[row_atom] = g
-    differs = g != rep[row_atom]
-    if not differs.any():
-        return row_atom, np.arange(n_atoms, dtype=np.int64), rep.astype(np.int32), atom_size
-    is_split = np.zeros(n_atoms, dtype=bool)
-    is_split[row_atom[differs]] = True
-    rows = np.flatnonzero(is_split[row_atom])
-    pair = row_atom[rows].astype(np.int64) * (n_groups + 1) + (g[rows] + 1)
-    local, uniq = pd.factorize(pair, sort=False)
-    new_atom = row_atom.astype(np.int64)
-    new_atom[rows] = n_atoms + local
-    parent = np.concatenate([np.arange(n_atoms, dtype=np.int64), uniq // (n_groups + 1)])
-    group = np.concatenate([rep, uniq % (n_groups + 1) - 1])
-    keep = np.ones(len(parent), dtype=bool)
-    keep[np.flatnonzero(is_split)] = False  # the split atoms live on in their pieces
-    renumber = np.cumsum(keep) - 1
-    codes = renumber[new_atom].astype(np.int32)
-    sizes = np.bincount(codes, minlength=int(keep.sum())).astype(np.int64)
-    return codes, parent[keep], group[keep].astype(np.int32), sizes
 
 
 # ------------------------------------------------------------------ the session's universes

@@ -1,0 +1,47 @@
+"""The atoms of a universe: the finest partition of its rows that every table shown cuts.
+
+Each published cell is a union of atoms; differencing and the joint audit work on atom counts
+(O(atoms), never O(rows)). A new table's grouping splits the atoms it cuts (:func:`refine`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def refine(row_atom: np.ndarray, atom_size: np.ndarray, g: np.ndarray, n_groups: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split the atoms by a new grouping ``g`` of the rows (-1: outside it).
+
+    Returns (new atom of each row, parent atom of each new atom, group of each new atom,
+    rows per new atom). Only atoms the grouping cuts are factorised again: a table over
+    keys the session has already seen costs a few vector passes over the rows.
+    """
+    n_atoms = len(atom_size)
+    if n_atoms == 1 and len(g) and (g != g[0]).any():
+        # a universe's first table: every row is in atom 0, which the grouping splits; the same
+        # answer as below without its passes over the rows (a 1M-row display: 42 -> 15 ms)
+        local, uniq = pd.factorize(np.asarray(g, dtype=np.int64) + 1, sort=False)
+        return (local.astype(np.int32), np.zeros(len(uniq), dtype=np.int64), (uniq - 1).astype(np.int32),
+                np.bincount(local, minlength=len(uniq)).astype(np.int64))
+    rep = np.full(n_atoms, -1, dtype=np.int64)
+    rep[row_atom] = g
+    differs = g != rep[row_atom]
+    if not differs.any():
+        return row_atom, np.arange(n_atoms, dtype=np.int64), rep.astype(np.int32), atom_size
+    is_split = np.zeros(n_atoms, dtype=bool)
+    is_split[row_atom[differs]] = True
+    rows = np.flatnonzero(is_split[row_atom])
+    pair = row_atom[rows].astype(np.int64) * (n_groups + 1) + (g[rows] + 1)
+    local, uniq = pd.factorize(pair, sort=False)
+    new_atom = row_atom.astype(np.int64)
+    new_atom[rows] = n_atoms + local
+    parent = np.concatenate([np.arange(n_atoms, dtype=np.int64), uniq // (n_groups + 1)])
+    group = np.concatenate([rep, uniq % (n_groups + 1) - 1])
+    keep = np.ones(len(parent), dtype=bool)
+    keep[np.flatnonzero(is_split)] = False  # the split atoms live on in their pieces
+    renumber = np.cumsum(keep) - 1
+    codes = renumber[new_atom].astype(np.int32)
+    sizes = np.bincount(codes, minlength=int(keep.sum())).astype(np.int64)
+    return codes, parent[keep], group[keep].astype(np.int32), sizes
