@@ -142,38 +142,6 @@ class Reason:
 
 
 @dataclass
-class LinkedReason(Reason):
-    """A ``linked`` reason (an earlier output hid a cell of the same rows), with every figure the
-    session's earlier outputs over these people told (``linking.populations.measures_of`` of each;
-    None: unknown, all of them).
-
-    Why: a linked cell whose kind of figure no earlier output told (a flag's sum, after counts only)
-    is hidden without a protection level of its own: what anybody learns of it meets nothing
-    published before. One whose kind was told (the same income's sums; any count after counts)
-    keeps a primary's level against every attacker: recovering it recovers an earlier hidden cell
-    (red team of stop 51: B's income sum read by a single contributor, then C = (B + C) − B; a flag's
-    mean published first, then B's count = flag sum / mean).
-    """
-
-    told: frozenset | None = None
-
-    def told_kind(self, stat: str, var: object) -> bool:
-        """Whether an earlier output told a figure of the kind of ``stat`` of ``var``."""
-        if self.told is None:
-            return True
-        return figure_kind(stat, var) in {figure_kind(s, v) for s, v in self.told}
-
-
-def figure_kind(stat: str, var: object) -> tuple[str, str]:
-    """The kind of figure a statistic is, for :class:`LinkedReason`: every count-like statistic
-    (a count, a share, distinct units) is a count of rows; any other statistic of a variable is a
-    figure of that variable (a sum, a mean, a median of the income are all the income's)."""
-    if stat in COUNT_STATS:
-        return ("count", "")
-    return ("value", "" if var is None else str(var))
-
-
-@dataclass
 class Assessment:
     """Primary cells and review flags for a set of cells, with reasons for flagged ones."""
 

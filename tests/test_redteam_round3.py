@@ -731,9 +731,9 @@ def test_leak_screen_dressed_count_table_other_engines(sess: Session, df: pd.Dat
 # ---- 20. an honest sequence: sex counts, district x sex counts (B, C hidden), then mean income by
 # district x sex. No income margin was ever published, yet the means are all hidden ('blocked':
 # "the single contributor of C / M can narrow it down"); in a fresh session A's means (20 people
-# each, 14.83 / 14.69) are shown. Fixed: a cell hidden only because an earlier output hid the
-# same people ("linked") has no protection level of its own, and no single contributor attacks it
-# (protect(linked=...)): A's means are shown after the counts too.
+# each, 14.83 / 14.69) are shown. (Tried in stop 51 and reverted: linked cells without a level of
+# their own; single contributors of other cells then read them, see test_linked_cells_keep_levels.py.)
+@pytest.mark.xfail(strict=True, reason="overprotection: mean income by district x sex blocked after two count tables")
 def test_overprotection_means_after_count_tables(sess: Session, df: pd.DataFrame) -> None:
     sess.publish(df.groupby("sex").size())
     sess.publish(pd.crosstab(df.district, df.sex))

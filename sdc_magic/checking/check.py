@@ -25,7 +25,7 @@ from .. import rules as rules_mod
 from ..config import Rules
 from ..evidence.flatten import MISSING_LABEL, Flat, numeric
 from ..evidence.registry import Entry
-from ..rules import CellFacts, LinkedReason, Reason
+from ..rules import CellFacts, Reason
 from .grid import MARGINS, Outcome, protect_grid
 from .labels import (
     captured_categories,
@@ -273,13 +273,8 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
             reasons.setdefault(int(i), []).append(Reason(
                 "row_threshold", f"its row has fewer than {rules.row_threshold} units (row rule)"))
 
-    # cells hidden only because an earlier output hid the same units: hidden, with no protection
-    # level of their own (see protect(linked=...))
-    linked = np.zeros(len(primary), dtype=bool)
     if linker is not None and resolved.match is not None:
         for i, extra in linker(entry, resolved.match.positions, ev.is_margin).items():
-            linked[i] = not primary[i] and all(isinstance(r, LinkedReason) and not r.told_kind(str(ev.stat[i]), ev.var[i])
-                                               for r in extra)
             primary[i] = True
             reasons.setdefault(int(i), []).extend(extra)
 
@@ -312,8 +307,7 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
             hidden = primary.copy()
             round_reasons = {i: list(rs) for i, rs in reasons.items()}
             round_notes = list(notes)
-            outcome = _protect_entry(entry, resolved, primary, rules, protector, progress, public,
-                                     linked & primary)
+            outcome = _protect_entry(entry, resolved, primary, rules, protector, progress, public)
             decided = _apply(outcome, "suppressed", primary, hidden, round_reasons, round_notes)
             picks = _share_singletons(entry, resolved, hidden)[0] if shares and decided[0] != "blocked" else None
             if picks is None or not picks.any():
@@ -697,12 +691,10 @@ def _primary_left_out(entry: Entry, resolved: Resolved, rules: Rules) -> bool:
 
 
 def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, rules: Rules,
-                   protector: Any, progress: Any = None, public: dict | None = None,
-                   linked_shown: np.ndarray | None = None) -> Outcome | None:
+                   protector: Any, progress: Any = None, public: dict | None = None) -> Outcome | None:
     """Secondary suppression over the whole captured table, mapped onto the displayed cells.
 
-    ``linked_shown``: displayed cells hidden only because an earlier output hid the same units
-    (primary in ``primary_shown`` too); the protection hides them with no level of their own.
+    ``public``: per figure (``_figure_of``), the cells earlier outputs published with it.
     """
     assert resolved.match is not None
     ev_all = entry.evidence
@@ -715,10 +707,6 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
         facts_all = _facts(ev_all, _structural(entry.flat, rules), entry, rules)
         primary_all = rules_mod.assess(facts_all, rules).primary
     shown = positions >= 0
-    linked_all = np.zeros(len(primary_all), dtype=bool)
-    if linked_shown is not None:
-        linked_all[positions[shown & linked_shown]] = True
-        linked_all &= ~primary_all  # (a cell failing a rule of its own keeps its level)
     primary_all[positions[shown & primary_shown]] = True
     hidden_all = primary_all.copy()
     intervals_all: dict[int, tuple[float, float]] = {}
@@ -753,7 +741,7 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
         if protect is None:
             return None
         hidden_sel, iv, ok, method, message, model = _protect_measure(entry, sel, primary_all, rules, protect,
-                                                                      progress, public, linked_all)
+                                                                      progress, public)
         model["measure"] = str(measure)
         models.append(model)
         hidden_all[sel] |= hidden_sel
@@ -773,8 +761,7 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
 
 
 def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rules: Rules, protect: Any,
-                     progress: Any = None, public: dict | None = None,
-                     linked_all: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None,
+                     progress: Any = None, public: dict | None = None) -> tuple[np.ndarray, dict[int, tuple[float, float]], bool, str | None,
                                                     str | None, dict[str, Any]]:
     ev = entry.evidence
     dims = list(entry.dims)
@@ -795,11 +782,6 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
     cells["value"] = np.nan_to_num(np.asarray(value, dtype=float), nan=0.0)
     cells["units"] = ev.units[inner] if stat != {"nunique"} else cells["value"].to_numpy()
     cells["primary"] = primary_all[inner]
-    kwargs: dict[str, Any] = {"progress": progress} if progress is not None else {}
-    if linked_all is not None and linked_all[inner].any() and _takes(protect, "linked"):
-        cells["primary"] = primary_all[inner] & ~linked_all[inner]
-        cells["linked"] = linked_all[inner]
-        kwargs["linked"] = "linked"
     top_cols = []
     for j in range(ev.top.shape[1]):
         name = f"top{j + 1}"
@@ -814,6 +796,7 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
     # small count's interval must then also reach the threshold (not only ±protection %)
     frequency = not magnitude and bool(np.array_equal(cells["value"].to_numpy(), cells["units"].to_numpy(
         dtype=float)))
+    kwargs: dict[str, Any] = {"progress": progress} if progress is not None else {}
     lack_primary = None
     if indicator and frequency:
         lack = ev.units[inner] - cells["value"].to_numpy()
@@ -845,17 +828,6 @@ def _figure_of(stats: set[str], var: Any) -> tuple[str, str] | None:
     if stats and stats <= {"sum", "mean"}:
         return ("sum", "" if var is None else str(var))
     return None
-
-
-def _takes(protect: Any, name: str) -> bool:
-    """Whether a protection function takes the keyword ``name`` (ours does; one given may not)."""
-    import inspect
-
-    try:
-        params = inspect.signature(protect).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _in_label_order(entry: Entry, cells: np.ndarray, dims: list[str]) -> np.ndarray:

@@ -313,17 +313,13 @@ def _message(old: Population, subset: tuple[str, ...], olds: Any, new: Populatio
 
 def differencing_reasons(d: Draft, related: list[Population]) -> dict[int, list[Any]]:
     """Displayed cells (flat index) to make primary, with reasons naming cells by their labels."""
-    from ..rules import LinkedReason, Reason
+    from ..rules import Reason
 
     out: dict[int, list[Any]] = {}
     found_all = findings(d, related)
-    # (what the earlier outputs over these people told: a linked cell of a kind none told is hidden
-    # without a level of its own, see LinkedReason)
-    told = None if any(o.tells is None for o in related) else frozenset().union(*(o.tells for o in related))
     for g, found in found_all["hits"].items():
         for i in np.flatnonzero(d.display_group == g):
-            out.setdefault(int(i), []).extend(LinkedReason(rule, message, told) if rule == "linked"
-                                              else Reason(rule, message) for rule, message in found[:2])
+            out.setdefault(int(i), []).extend(Reason(rule, message) for rule, message in found[:2])
     if found_all["margins"] and d.display_margin is not None and len(d.display_margin):
         # a displayed margin that differs from earlier cells by a few units: the displayed margins
         # are hidden (the sibling margins would add up to it), its smallest cell is protected

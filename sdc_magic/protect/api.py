@@ -314,7 +314,6 @@ def protect(
     solver: str | None = None,
     levels: str = "ours",
     publish: str | None = None,
-    linked: str | None = None,
 ) -> Protection:
     """Choose secondary cells so that no primary cell can be recovered, and audit the result.
 
@@ -355,11 +354,6 @@ def protect(
         publish: name of a bool column: cells (inner rows, or margin rows labelled
             ``"Total"``) already published elsewhere — by an earlier output of the session —
             so they can never be chosen as secondaries (tau-Argus status ``z``).
-        linked: name of a bool column: cells hidden because another output hid the same units
-            (the session's linking): hidden from the start and never published again, but with
-            no protection level of their own beyond the minimal width (never recovered exactly);
-            the other output's protection is the joint audit's to check (see
-            :func:`.levels.protection_levels`). A cell that fails a rule itself keeps its level.
         levels: ``"ours"`` (default: a threshold primary's interval also reaches the
             threshold) or ``"tau"`` (tau-Argus's: ``FREQ(n, r)`` is r % of the value only,
             r = ``rules.protection``; a dominance / p % primary gets its rule's level
@@ -371,7 +365,7 @@ def protect(
         ``ValueError``.  The caller's frame is never modified.
     """
     key = _cache_key(cells, dims, value, units, top, hierarchies, rules, primary, cost, method, singletons,
-                     time_limit, bounds, margins, solver, levels, publish, linked)
+                     time_limit, bounds, margins, solver, levels, publish)
     cached = _CACHE.get(key) if key is not None else None
     if cached is not None:
         _CACHE.move_to_end(key)
@@ -381,7 +375,7 @@ def protect(
     result = _search(cells, dims=dims, value=value, units=units, top=top, hierarchies=hierarchies, rules=rules,
                      primary=primary, cost=cost, method=method, singletons=singletons, time_limit=time_limit,
                      progress=progress, bounds=bounds, margins=margins, solver=solver, levels=levels,
-                     publish=publish, linked=linked, stored_as=_stored_as(key))
+                     publish=publish, stored_as=_stored_as(key))
     if key is not None:
         _CACHE[key] = _copy(result)
         while len(_CACHE) > CACHE_SIZE:
@@ -464,7 +458,6 @@ def _search(
     solver: str | None = None,
     levels: str = "ours",
     publish: str | None = None,
-    linked: str | None = None,
     stored_as: str | None = None,
 ) -> Protection:
     """The search behind :func:`protect` (see there), without the in-memory cache.
@@ -478,7 +471,7 @@ def _search(
     singletons = rules.singletons if singletons is None else bool(singletons)
     frequency = units is None or units == value
     cost = cost or rules.cost
-    needed = [c for c in (primary, linked) if c]
+    needed = [c for c in (primary,) if c]
     if cost not in COSTS:
         needed.append(cost)
     _check_columns(cells, [*list(dims), value, *needed])
@@ -490,7 +483,7 @@ def _search(
     frame = cells.reset_index(drop=True)
     a = tab.value
     unit_counts = a if frequency else tab.units
-    is_primary, reasons = _primaries(tab, frame, rules, frequency, unit_counts, primary, linked)
+    is_primary, reasons = _primaries(tab, frame, rules, frequency, unit_counts, primary)
     P, c = _problem(tab, frame, rules, frequency, unit_counts, is_primary, reasons, cost=cost, levels=levels,
                     margins=margins, publish=publish, singletons=singletons)
 
@@ -529,9 +522,8 @@ def _check_options(method: str, levels: str, margins: str, time_limit: float) ->
 
 
 def _primaries(tab: _Table, frame: pd.DataFrame, rules: Rules, frequency: bool, unit_counts: np.ndarray | None,
-               primary: str | None, linked: str | None = None) -> tuple[np.ndarray, list[list[str]]]:
-    """The primary cells (the rules' verdicts, the a-priori flags, the linked cells) and each
-    cell's reasons (a linked cell that is primary for no other reason has ``["linked"]``)."""
+               primary: str | None) -> tuple[np.ndarray, list[list[str]]]:
+    """The primary cells (the rules' verdicts, plus the a-priori flags) and each cell's reasons."""
     a = tab.value
     n = tab.model.n_cells
     if unit_counts is not None:
@@ -561,12 +553,6 @@ def _primaries(tab: _Table, frame: pd.DataFrame, rules: Rules, frequency: bool, 
             is_primary[c] = True
             if "a-priori" not in reasons[c]:
                 reasons[c].append("a-priori")
-    if linked:
-        flags = frame[linked].fillna(False).astype(bool).to_numpy()
-        for c in np.unique(tab.row_cell[np.flatnonzero(flags)]).tolist():
-            if not is_primary[c]:
-                is_primary[c] = True
-                reasons[c] = ["linked"]
     return is_primary, reasons
 
 
@@ -617,7 +603,7 @@ def _problem(tab: _Table, frame: pd.DataFrame, rules: Rules, frequency: bool, un
             1.0 if frequency else resolution_of(a[model.is_inner]))
     P = Problem(model.M, a, L, U, is_primary, hideable, lpl, upl, c_int, scen_L, scen_U,
                 S=model.S.tocsr(), top1=top1, insider_unit=insider_unit, own_lpl=own_lpl, own_upl=own_upl,
-                boxes=Boxes.of(model), linked=np.array([r == ["linked"] for r in reasons], dtype=bool))
+                boxes=Boxes.of(model))
     return P, c
 
 

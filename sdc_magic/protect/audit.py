@@ -105,9 +105,6 @@ class Problem:
     own_upl: np.ndarray | None = None
     #: box certificates of the table (:class:`~.local.Boxes`; None: local LPs only)
     boxes: Boxes | None = None
-    #: cells hidden only because another output hid the same units (``protect(linked=...)``):
-    #: their minimal width is asked of the outsider alone (see :meth:`insider_amount`)
-    linked: np.ndarray | None = None
     Mc: sp.csc_matrix = field(init=False)
     _attacker: Attacker | None = field(default=None, init=False, repr=False)
     _cover: Attacker | None = field(default=None, init=False, repr=False)
@@ -245,18 +242,13 @@ class Problem:
           unit must still not learn is the *others'* total ``R = T − x1``: k's level
           against it is the reduced one, ``m %`` of R (at least the minimal width; 0
           when R = 0, the others contributing nothing), see ``own_lpl`` / ``own_upl``.
-        * 0 when k is a linked cell (``linked``): it is hidden so that the outsider does not get
-          back a figure another output hid; what a single contributor learns of it is that
-          output's joint audit's to judge (a contributor of C learning B's flag sum from the
-          total asked for A's 17 to be hidden, and nothing was disclosed).
         * Otherwise the full level ``amt``.
         """
         key = (int(k), int(s), int(sign))
         got = self._amounts.get(key)
         if got is not None:
             return min(got, float(amt))
-        if s == k or (self.linked is not None and self.linked[k]) or self.own_cell(k, s) \
-                or self.sole_contributor(k, s):
+        if s == k or self.own_cell(k, s) or self.sole_contributor(k, s):
             got = 0.0
         elif self.own_largest(k, s) and self.own_lpl is not None and self.own_upl is not None:
             lev = self.own_upl[k] if sign > 0 else self.own_lpl[k]
@@ -770,8 +762,6 @@ class _Audit:
                 if not b:
                     break
             b = b or set()
-            if self.P.linked is not None and self.P.linked[int(self.req_k[r])]:
-                b = set()  # (no insider attacks a linked cell: see Problem.insider_amount)
             b.discard(int(self.req_k[r]))
             blocked[r] = b - self.P.owners(int(self.req_k[r])) if b else b
         return blocked

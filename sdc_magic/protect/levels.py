@@ -23,11 +23,6 @@ Conventions (all levels are symmetric unless stated; ``m = rules.protection / 10
   (``protect(..., levels="tau")``, ``SetProtectionLevelCell``): no threshold reach,
   and a dominance / p % primary gets its rule's level alone when that is positive,
   the r % safety range otherwise (``FREQ(n, r)``: r % of the value only).
-* **Linked cells** (reason ``"linked"`` alone: hidden because another output hid the same units,
-  see ``protect(linked=...)``): the minimal width only, on both sides. Their protection is the
-  other output's, which the joint audit of the session's outputs checks; here they must only
-  never be recovered exactly (a level of 10 % of their own value hid cells nobody needed hidden:
-  a flag's sums by district after the district counts hid A's 17 beside B and C).
 * A lower level is capped at ``v − lower bound`` (the attacker knows cells are ≥ 0:
   asking the interval to go below 0 is asking the impossible; reaching 0 is the most
   any pattern can give).
@@ -116,8 +111,6 @@ def protection_levels(
     rule_level = np.zeros(n)
     for i in range(n):
         why = set(reasons[i])
-        if why == {"linked"}:
-            lpl[i] = upl[i] = 0.0  # (the minimal width below)
         if not tau and frequency and "threshold" in why and 0 < v[i] < rules.threshold:
             upl[i] = max(upl[i], rules.threshold - v[i])
         if tops is not None and abs(v[i]) > 0:

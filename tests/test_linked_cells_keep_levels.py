@@ -1,0 +1,163 @@
+"""A cell hidden because an earlier output hid the same people ("linked") keeps a primary's level
+against every attacker, single contributors included (a decision kept, stop 51).
+
+Tried and reverted (stop 51, cb909a7, 10093b5): linked cells hidden without a level of their own
+and without insider requirements, first always, then only when no earlier output had told their
+kind of figure. Two red teams (helper-53, helper-54) recovered a hidden small cell exactly each
+time, every output cleared: a person alone in another cell of the new table knows that cell, reads
+the linked cell as total − published − own, and the earlier output's hidden cell follows by
+subtraction (C = (B + C) − B). The joint audit models outsiders only, and "kind of figure" cannot be
+told from names: a copy of the income under another name, a column of ones (a head count), a flag's
+sum (a count of the flagged). These attacks are the guards below; the over-protection the decision
+keeps (A's flag sum hidden after the district counts) is a strict xfail.
+
+Kept from that work: cells an earlier output published with the same figure are never chosen as
+secondaries, figure by figure (``Session._published``): the counts of a table of sums and counts
+are public after the same counts, its sums are not.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_engines_redteam import PEOPLE
+
+from sdc_magic.config import preset
+from sdc_magic.datasets import make_referrals
+from sdc_magic.jupyter.session import Session
+
+X = "✕"
+
+
+@pytest.fixture
+def sess():
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    yield s
+    s.capture.uninstall()
+
+
+def _body(out) -> str:
+    return out.data["text/plain"].split("sdc_magic:")[0]
+
+
+def _row(out, label: str) -> list[str]:
+    for line in _body(out).splitlines():
+        words = line.split()
+        if words and words[0] == label:
+            return words[1:]
+    raise AssertionError(f"no row {label!r} in\n{_body(out)}")
+
+
+def _value(out, label: str) -> float | None:
+    cell = _row(out, label)[0]
+    return None if cell == X else float(cell.replace(",", ""))
+
+
+def _cleared(*outs) -> bool:
+    return all(o.metadata["sdc_magic"]["status"] in ("pass", "suppressed") for o in outs)
+
+
+def _people(**extra) -> pd.DataFrame:
+    df = PEOPLE.copy()
+    df["grp102"] = np.where(df.age >= 102, "102+", np.where(df.district == "B", "B", "A/C"))
+    df["grp101"] = np.where(df.age == 101, "101", np.where(df.district == "B", "B", "A/C"))
+    for name, values in extra.items():
+        df[name] = values(df)
+    return df
+
+
+@pytest.mark.parametrize("variable", ["income", "a copy of the income"])
+def test_a_linked_income_sum_is_not_read_by_a_single_contributor(sess: Session, variable: str) -> None:
+    """Income by sex (T), by district (A shown; B, C hidden), then by {person 6 alone, A with C, B}:
+    person 6 knows his 13.15, B = T − A/C − 13.15 and C = T − A − B (C's three people's income)."""
+    df = _people(inc2=lambda d: d.income)
+    column = "income" if variable == "income" else "inc2"
+    outs = [sess.publish(df.groupby("sex").income.sum()), sess.publish(df.groupby("district").income.sum()),
+            sess.publish(df.groupby("grp102")[column].sum())]
+    total = _value(outs[0], "F") + _value(outs[0], "M")
+    a, ac = _value(outs[1], "A"), _value(outs[2], "A/C")
+    if _cleared(*outs) and a is not None and ac is not None:
+        b = total - ac - float(df.income[df.age >= 102].sum())
+        assert abs((total - a - b) - float(df.income[df.district == "C"].sum())) > 0.5
+
+
+def test_a_linked_flag_sum_is_not_read_by_a_single_contributor(sess: Session) -> None:
+    """The same with the flag: the 101 band's one flagged person reads B, then C's flagged count."""
+    df = _people()
+    outs = [sess.publish(df.groupby("sex").flag.sum()), sess.publish(df.groupby("district").flag.sum()),
+            sess.publish(df.groupby("grp101").flag.sum())]
+    total = _value(outs[0], "F") + _value(outs[0], "M")
+    a, ac = _value(outs[1], "A"), _value(outs[2], "A/C")
+    if _cleared(*outs) and a is not None and ac is not None:
+        assert ac - a + 1 != int(df.flag[df.district == "C"].sum()) or total is None
+
+
+@pytest.mark.parametrize("order", ["flagged counts first", "flag sums first"])
+def test_a_flag_sum_is_a_count_of_the_flagged(sess: Session, order: str) -> None:
+    """Counts of the flagged people by district (A 17) and the flag's sum by {person 5 alone, A with
+    C, B}: person 5 (flag 1) reads C's flagged as A/C − A + 1."""
+    df = _people()
+    make = [lambda: df[df.flag == 1].groupby("district").size(), lambda: df.groupby("grp101").flag.sum()]
+    if order == "flag sums first":
+        make.reverse()
+    outs = [sess.publish(m()) for m in make]
+    counts, sums = (outs[0], outs[1]) if order == "flagged counts first" else (outs[1], outs[0])
+    a, ac = _value(counts, "A"), _value(sums, "A/C")
+    if _cleared(*outs) and a is not None and ac is not None:
+        assert ac - a + 1 != int(df.flag[df.district == "C"].sum())
+
+
+def test_a_flag_mean_tells_its_group_size(sess: Session) -> None:
+    """Counts by district (A 40), then the flag's mean by {person 5 alone, A with C, B}: A/C's mean
+    17/42 in lowest terms gives its 42 people, and C = 42 − (40 − 1) = 3."""
+    df = _people()
+    counts = sess.publish(df.groupby("district").size())
+    means = sess.publish(df.groupby("grp101").flag.mean())
+    a, m = _value(counts, "A"), _value(means, "A/C")
+    if _cleared(counts, means) and a is not None and m is not None:
+        assert Fraction(m).limit_denominator(73).denominator - (a - 1) != 3
+
+
+@pytest.mark.parametrize("order", ["counts first", pytest.param("ones first", marks=pytest.mark.xfail(
+    strict=True, reason="leak (older than stop 51, helper-54 03b): the sum of ones by {102+, A/C, B} first, then "
+                        "the district counts: person 6 reads C = A/C - (A - 1) = 42 - 39 = 3; A/C and A overlap "
+                        "(neither holds the other), which differencing does not compare"))])
+def test_a_sum_of_ones_is_a_head_count(sess: Session, order: str) -> None:
+    """Counts by district (A 40) and the sum of a column of ones by {person 6 alone, A with C, B}:
+    person 6 reads C = A/C − (A − 1) = 42 − 39 = 3."""
+    df = _people(one=lambda d: 1)
+    make = [lambda: df.groupby("district").size(), lambda: df.groupby("grp102").one.sum()]
+    if order == "ones first":
+        make.reverse()
+    outs = [sess.publish(m()) for m in make]
+    counts, ones = (outs[0], outs[1]) if order == "counts first" else (outs[1], outs[0])
+    a, ac = _value(counts, "A"), _value(ones, "A/C")
+    if _cleared(*outs) and a is not None and ac is not None:
+        assert ac - (a - 1) != 3
+
+
+@pytest.mark.xfail(strict=True, reason="over-protection kept (see the module docstring): after the district "
+                                       "counts, the flag's sums and counts by district hide A's flag sum 17")
+def test_a_flags_sums_after_the_district_counts_show_district_a(sess: Session) -> None:
+    df = PEOPLE.copy()
+    sess.publish(df.groupby("district").size())
+    sums = sess.publish(df.groupby("district").flag.agg(["sum", "count"]))
+    assert _row(sums, "A") == ["17", "40"]
+
+
+def test_counts_published_before_are_public_beside_other_figures(sess: Session) -> None:
+    """Cases by district (Gonaives 234 shown), then a flag's sums and counts by district: Gonaives'
+    count is the same figure, public, and never hidden as a secondary (its sum may be); before
+    stop 51 no cell of a table telling more figures than the first was public."""
+    r = make_referrals()
+    r2 = r[(r.admin2 != "Mirebalais") | (r.index % 20 == 0)]
+    first = sess.publish(r2.groupby("admin2").size())
+    assert _row(first, "Gonaives") == ["234"]
+    second = sess.publish(r2.groupby("admin2").referral_accepted.agg(["sum", "count"]))
+    assert _row(second, "Gonaives")[1] == "234"
+    for label in ("Cap-Haitien", "Croix-des-Bouquets", "Port-au-Prince", "Saint-Marc"):
+        assert _row(second, label)[1] == _row(first, label)[0]
