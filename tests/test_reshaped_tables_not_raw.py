@@ -70,10 +70,35 @@ def test_the_melt_of_a_table_with_its_labels_kept_is_protected(sess: Session) ->
 @pytest.mark.parametrize("column", ["income", "sex"])
 def test_unique_values_per_group_are_withheld(sess: Session, column: str) -> None:
     out = sess.publish(PEOPLE.groupby("district")[column].unique())
-    body = out.data["text/plain"].split("sdc_magic:")[0]
-    assert "row-level data" not in out.data["text/plain"]
-    assert "18.05" not in body and "17.19" not in body
-    assert _status(out) in ("review", "blocked")
+    assert _status(out) == "blocked" and "output withheld" in out.data["text/plain"]
+    assert "18.05" not in out.data["text/plain"] and "17.19" not in out.data["text/plain"]
+
+
+LISTED = {
+    "unique().explode()": lambda df: df.groupby("district").income.unique().explode(),
+    "unique().apply(min)": lambda df: df.groupby("district").income.unique().apply(min),
+    "agg(list).explode()": lambda df: df.groupby("district").income.agg(list).explode(),
+    "agg(list).apply(min)": lambda df: df.groupby("district").income.agg(list).apply(min),
+    "agg(list).map(first)": lambda df: df.groupby("district").income.agg(list).map(lambda a: a[0]),
+}
+
+
+@pytest.mark.parametrize("name", list(LISTED))
+def test_what_is_computed_from_lists_per_group_is_withheld(sess: Session, name: str) -> None:
+    """Red team (helper-54): the lists drawn as ✕, then exploded or reduced, drew every income of A
+    and B, or each district's lowest income (one person's), at 'review'."""
+    out = sess.publish(LISTED[name](PEOPLE.copy()))
+    assert _status(out) == "blocked" and "output withheld" in out.data["text/plain"]
+    for secret in ("10.18", "10.39", "17.19"):
+        assert secret not in out.data["text/plain"]
+
+
+def test_a_table_with_a_list_column_beside_counts_keeps_its_counts(sess: Session) -> None:
+    """Only results made of lists alone are withheld whole; beside a count, the lists are withheld
+    cell by cell as before."""
+    out = sess.publish(PEOPLE.groupby("district").income.agg(["count", list]))
+    assert "output withheld" not in out.data["text/plain"]
+    assert "40" in out.data["text/plain"].split("sdc_magic:")[0]
 
 
 @pytest.mark.parametrize("make", [

@@ -57,12 +57,13 @@ DERIVED_METHODS = (
                                   "rename_axis", "droplevel", "swaplevel", "filter", "nlargest", "nsmallest",
                                   "fillna", "convert_dtypes", "infer_objects", "dropna", "drop", "query", "eval",
                                   "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map",
-                                  "idxmin", "idxmax", "melt")),
+                                  "idxmin", "idxmax", "melt", "explode")),
     *((pd.Series, m) for m in ("reset_index", "to_frame", "mask", "where", "copy", "rename", "astype",
                                "sort_values", "sort_index", "round", "unstack", "reindex", "head", "tail", "apply",
                                "pipe", "rename_axis", "droplevel", "swaplevel", "nlargest", "nsmallest",
                                "__getitem__", "fillna", "convert_dtypes", "infer_objects", "dropna", "drop",
-                               "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map")),
+                               "combine", "combine_first", "add_prefix", "add_suffix", "set_axis", "map",
+                               "explode")),
 )
 #: Methods returning their input's rows in order under other labels (see ``row_origins``)
 REINDEXING = ("reset_index", "set_index", "set_axis")

@@ -46,6 +46,9 @@ GROUPBY_METHODS = (
     "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
     "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply", "unique",
 )
+LISTS_PER_GROUP = ("lists of each group's values (agg(list), unique()) show individual people's values: not "
+                   "shown, nor anything computed from them. Use nunique(), value_counts(), or a checked statistic "
+                   "per group")
 EXTREMES_PER_GROUP = ("nlargest / nsmallest per group shows the most extreme people's values beside their row "
                       "labels (who they are): not shown. Use max() or min() per group (checked by their rule), or "
                       "quantiles of groups large enough")
@@ -111,6 +114,15 @@ def stat_name(func: Any) -> str:
         except ValueError:
             return "quantile"
     return name if name else "custom"
+
+
+def _lists_only(result: pd.DataFrame | pd.Series) -> bool:
+    """Whether every column of an aggregation's result holds lists, arrays or sets of values."""
+    columns = [result] if isinstance(result, pd.Series) else [result.iloc[:, j] for j in range(result.shape[1])]
+    if not columns or not len(result):
+        return False
+    listy = (list, tuple, set, frozenset, np.ndarray, pd.api.extensions.ExtensionArray)
+    return all(c.dtype == object and all(isinstance(v, listy) for v in c.iloc[:8]) for c in columns)
 
 
 class Capture:
@@ -199,7 +211,10 @@ class Capture:
         if not isinstance(result, pd.DataFrame | pd.Series):
             return
         try:
-            if withheld_reason(result) is None:  # (evidence or not: it may fail to match as a table)
+            if _lists_only(result):
+                # (red team, stop 51: unique() per group, then .explode() or .apply(min), drew incomes)
+                mark_withheld(result, LISTS_PER_GROUP)
+            elif withheld_reason(result) is None:  # (evidence or not: it may fail to match as a table)
                 mark_aggregate(result)
         except Exception as exc:  # never break user code
             self.registry.failures.append(f"{type(exc).__name__}: {exc}")

@@ -63,6 +63,14 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
 
             raise Withheld(reason)
         return Resolved("empty", obj, flatten(obj) if _flattenable(obj) else None)
+    reason = _withheld(obj)
+    if reason is not None:
+        # (before any match by content: an object the capture withheld stays withheld even when its
+        # figures happen to match a table's evidence; red team, stop 51: unique() per group, then
+        # .apply(min), matched the unique() call's groups and drew each district's lowest income)
+        from ..capture.contract import Withheld
+
+        raise Withheld(reason)
     flat = flatten(obj)
     match = registry.match(flat, obj)
     if match is not None:
@@ -85,11 +93,6 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
                     res.cell_rows = inner.row_pos
                     res.cell_cols = np.asarray(value_cols)[inner.col_pos]
                     return res
-    reason = _withheld(obj)
-    if reason is not None:
-        from ..capture.contract import Withheld
-
-        raise Withheld(reason)
     windows = _row_windows(obj)
     if windows is not None:  # rows with their groups' counts or means beside them: those withheld
         return Resolved("row-level", obj, flat, untraced=windows)
