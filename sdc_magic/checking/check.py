@@ -821,12 +821,12 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
 
 
 def _figure_of(stats: set[str], var: Any) -> tuple[str, str] | None:
-    """The figure (as ``linking.populations.measures_of`` names it) a measure's protection works on:
-    counts (counts, shares) or a variable's sums (sums, means); None for anything else."""
-    if stats and stats <= {"size", "count", "proportion", "percent"}:
+    """The figure a measure's cells show, named as ``linking.populations.measures_of`` names it (a
+    count however asked for; any other one statistic of its variable); None when they show several."""
+    if stats and stats <= {"size", "count"}:
         return ("count", "")
-    if stats and stats <= {"sum", "mean"}:
-        return ("sum", "" if var is None else str(var))
+    if len(stats) == 1:
+        return (next(iter(stats)), "" if var is None else str(var))
     return None
 
 
