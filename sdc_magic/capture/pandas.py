@@ -46,9 +46,8 @@ GROUPBY_METHODS = (
     "size", "count", "sum", "mean", "median", "min", "max", "std", "var", "sem", "first", "last",
     "quantile", "agg", "aggregate", "describe", "value_counts", "nunique", "apply", "unique",
 )
-LISTS_PER_GROUP = ("lists of each group's values (agg(list), unique()) show individual people's values: not "
-                   "shown, nor anything computed from them. Use nunique(), value_counts(), or a checked statistic "
-                   "per group")
+LISTS_PER_GROUP = ("lists of each group's values (agg(list), unique()) show individual people's values: not shown, "
+                   "nor anything computed from them. Use nunique(), value_counts(), or a checked statistic per group")
 EXTREMES_PER_GROUP = ("nlargest / nsmallest per group shows the most extreme people's values beside their row "
                       "labels (who they are): not shown. Use max() or min() per group (checked by their rule), or "
                       "quantiles of groups large enough")
@@ -118,9 +117,10 @@ def stat_name(func: Any) -> str:
 
 def _lists_only(result: pd.DataFrame | pd.Series) -> bool:
     """Whether every column of an aggregation's result holds lists, arrays or sets of values."""
+    dtypes = [result.dtype] if isinstance(result, pd.Series) else list(result.dtypes)
+    if not result.size or not all(d == np.dtype(object) for d in dtypes):
+        return False  # (a wide table of numbers is answered by its dtypes alone)
     columns = [result] if isinstance(result, pd.Series) else [result.iloc[:, j] for j in range(result.shape[1])]
-    if not columns or not len(result):
-        return False
     listy = (list, tuple, set, frozenset, np.ndarray, pd.api.extensions.ExtensionArray)
     return all(c.dtype == object and all(isinstance(v, listy) for v in c.iloc[:8]) for c in columns)
 

@@ -806,7 +806,8 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
             lack_primary = None
     cells = with_primary_margins(cells, entry, sel[margin & primary_all[sel]], internal, dims, top_cols) \
         if PROTECT_PRIMARY_MARGINS else cells
-    public_cells = (public or {}).get(_figure_of(stat, ev.var[sel[0]] if len(sel) else None))
+    public = public or {}
+    public_cells = public.get(_figure_of(stat, ev.var[sel[0]] if len(sel) else None)) or public.get(None)
     if public_cells:
         cells = with_public_cells(cells, internal, dims, public_cells, top_cols)
         kwargs["publish"] = "publish"

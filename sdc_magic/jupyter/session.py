@@ -469,8 +469,9 @@ class Session:
         draft = self._draft(entry, positions)
         if draft is None or not self.populations.related(draft):
             return {}
-        public = {m: found for m in sorted(draft.pop.tells or ())
-                  if (found := self.populations.published_elsewhere(draft, m))}
+        # (figures unknown: one entry for every measure, None, as before figures were told apart)
+        measures = sorted(draft.pop.tells) if draft.pop.tells else [None]
+        public = {m: found for m in measures if (found := self.populations.published_elsewhere(draft, m))}
         self._public_given = bool(public)
         return public
 
