@@ -78,6 +78,24 @@ def _gaps(xu: np.ndarray, yu: np.ndarray, ww: np.ndarray, size_x: np.ndarray, si
     return gap, exact
 
 
+def _two_sided(xu: np.ndarray, yu: np.ndarray, ww: np.ndarray, size_x: np.ndarray, size_y: np.ndarray,
+               pub_x: np.ndarray, ny: int, threshold: int) -> np.ndarray:
+    """Per y: it and the published x cells it touches differ by 1..threshold−1 rows on *each* side.
+
+    Why (red team, stop 51): neither holds the other, so :func:`_gaps` tells nothing, yet their
+    difference is (rows of the x outside y) − (rows of y outside the x), two small groups: with A/C
+    (42) and A (40) published, A/C − A = C − (person 6, alone in a hidden cell of his own), and he
+    reads C = 3. Made primary like a gap (the attacker who knows one side learns the other).
+    """
+    if not len(yu):
+        return np.zeros(ny, dtype=bool)
+    pub = pub_x[xu]
+    outside_y = np.bincount(yu, weights=np.where(pub, size_x[xu] - ww, 0), minlength=ny)
+    shared_pub = np.bincount(yu, weights=np.where(pub, ww, 0), minlength=ny)
+    outside_x = size_y - shared_pub
+    return (shared_pub > 0) & (outside_y > 0) & (outside_y < threshold) & (outside_x > 0) & (outside_x < threshold)
+
+
 class _UnitGaps:
     """Differences between two tables counted in distinct units, not rows.
 
@@ -222,6 +240,9 @@ class _Findings:
             np.zeros(nb, dtype=np.int64), np.zeros(nb, dtype=bool))
         self.derivable |= exact
         few_units = self.units.few(gap, su, bu, lv.old, lv.mapping, forward=True) if self.units is not None else ()
+        if not skip:
+            few_units = np.union1d(few_units, np.flatnonzero(_two_sided(su, bu, lv.ww, lv.sizes, new.size, lv.pub, nb,
+                                                                        self.T)))
         for g in np.union1d(np.flatnonzero((gap > 0) & (gap < self.T) & self.candidate), few_units).astype(int):
             if not self.candidate[g]:
                 continue
