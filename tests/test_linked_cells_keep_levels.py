@@ -23,42 +23,11 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from shown_cells import X, cleared, rows, value
 from test_engines_redteam import PEOPLE
 
-from sdc_magic.config import preset
 from sdc_magic.datasets import make_referrals
 from sdc_magic.jupyter.session import Session
-
-X = "✕"
-
-
-@pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
-
-
-def _body(out) -> str:
-    return out.data["text/plain"].split("sdc_magic:")[0]
-
-
-def _row(out, label: str) -> list[str]:
-    for line in _body(out).splitlines():
-        words = line.split()
-        if words and words[0] == label:
-            return words[1:]
-    raise AssertionError(f"no row {label!r} in\n{_body(out)}")
-
-
-def _value(out, label: str) -> float | None:
-    cell = _row(out, label)[0]
-    return None if cell == X else float(cell.replace(",", ""))
-
-
-def _cleared(*outs) -> bool:
-    return all(o.metadata["sdc_magic"]["status"] in ("pass", "suppressed") for o in outs)
 
 
 def _people(**extra) -> pd.DataFrame:
@@ -78,9 +47,9 @@ def test_a_linked_income_sum_is_not_read_by_a_single_contributor(sess: Session, 
     column = "income" if variable == "income" else "inc2"
     outs = [sess.publish(df.groupby("sex").income.sum()), sess.publish(df.groupby("district").income.sum()),
             sess.publish(df.groupby("grp102")[column].sum())]
-    total = _value(outs[0], "F") + _value(outs[0], "M")
-    a, ac = _value(outs[1], "A"), _value(outs[2], "A/C")
-    if _cleared(*outs) and a is not None and ac is not None:
+    total = value(outs[0], "F") + value(outs[0], "M")
+    a, ac = value(outs[1], "A"), value(outs[2], "A/C")
+    if cleared(*outs) and a is not None and ac is not None:
         b = total - ac - float(df.income[df.age >= 102].sum())
         assert abs((total - a - b) - float(df.income[df.district == "C"].sum())) > 0.5
 
@@ -90,9 +59,9 @@ def test_a_linked_flag_sum_is_not_read_by_a_single_contributor(sess: Session) ->
     df = _people()
     outs = [sess.publish(df.groupby("sex").flag.sum()), sess.publish(df.groupby("district").flag.sum()),
             sess.publish(df.groupby("grp101").flag.sum())]
-    total = _value(outs[0], "F") + _value(outs[0], "M")
-    a, ac = _value(outs[1], "A"), _value(outs[2], "A/C")
-    if _cleared(*outs) and a is not None and ac is not None:
+    total = value(outs[0], "F") + value(outs[0], "M")
+    a, ac = value(outs[1], "A"), value(outs[2], "A/C")
+    if cleared(*outs) and a is not None and ac is not None:
         assert ac - a + 1 != int(df.flag[df.district == "C"].sum()) or total is None
 
 
@@ -106,8 +75,8 @@ def test_a_flag_sum_is_a_count_of_the_flagged(sess: Session, order: str) -> None
         make.reverse()
     outs = [sess.publish(m()) for m in make]
     counts, sums = (outs[0], outs[1]) if order == "flagged counts first" else (outs[1], outs[0])
-    a, ac = _value(counts, "A"), _value(sums, "A/C")
-    if _cleared(*outs) and a is not None and ac is not None:
+    a, ac = value(counts, "A"), value(sums, "A/C")
+    if cleared(*outs) and a is not None and ac is not None:
         assert ac - a + 1 != int(df.flag[df.district == "C"].sum())
 
 
@@ -117,8 +86,8 @@ def test_a_flag_mean_tells_its_group_size(sess: Session) -> None:
     df = _people()
     counts = sess.publish(df.groupby("district").size())
     means = sess.publish(df.groupby("grp101").flag.mean())
-    a, m = _value(counts, "A"), _value(means, "A/C")
-    if _cleared(counts, means) and a is not None and m is not None:
+    a, m = value(counts, "A"), value(means, "A/C")
+    if cleared(counts, means) and a is not None and m is not None:
         assert Fraction(m).limit_denominator(73).denominator - (a - 1) != 3
 
 
@@ -134,18 +103,18 @@ def test_a_sum_of_ones_is_a_head_count(sess: Session, order: str) -> None:
         make.reverse()
     outs = [sess.publish(m()) for m in make]
     counts, ones = (outs[0], outs[1]) if order == "counts first" else (outs[1], outs[0])
-    a, ac = _value(counts, "A"), _value(ones, "A/C")
-    if _cleared(*outs) and a is not None and ac is not None:
+    a, ac = value(counts, "A"), value(ones, "A/C")
+    if cleared(*outs) and a is not None and ac is not None:
         assert ac - (a - 1) != 3
 
 
-@pytest.mark.xfail(strict=True, reason="over-protection kept (see the module docstring): after the district "
-                                       "counts, the flag's sums and counts by district hide A's flag sum 17")
+@pytest.mark.xfail(strict=True, reason="over-protection kept on purpose (relaxing it let a single contributor "
+                                       "recover C, module docstring): after the district counts, the flag's sums and counts by district hide A's flag sum 17")
 def test_a_flags_sums_after_the_district_counts_show_district_a(sess: Session) -> None:
     df = PEOPLE.copy()
     sess.publish(df.groupby("district").size())
     sums = sess.publish(df.groupby("district").flag.agg(["sum", "count"]))
-    assert _row(sums, "A") == ["17", "40"]
+    assert rows(sums)["A"] == ["17", "40"]
 
 
 def test_counts_published_before_are_public_beside_other_figures(sess: Session) -> None:
@@ -155,11 +124,11 @@ def test_counts_published_before_are_public_beside_other_figures(sess: Session) 
     r = make_referrals()
     r2 = r[(r.admin2 != "Mirebalais") | (r.index % 20 == 0)]
     first = sess.publish(r2.groupby("admin2").size())
-    assert _row(first, "Gonaives") == ["234"]
+    assert rows(first)["Gonaives"] == ["234"]
     second = sess.publish(r2.groupby("admin2").referral_accepted.agg(["sum", "count"]))
-    assert _row(second, "Gonaives")[1] == "234"
+    assert rows(second)["Gonaives"][1] == "234"
     for label in ("Cap-Haitien", "Croix-des-Bouquets", "Port-au-Prince", "Saint-Marc"):
-        assert _row(second, label)[1] == _row(first, label)[0]
+        assert rows(second)[label][1] == rows(first)[label][0]
 
 
 def test_an_income_by_a_grouping_then_by_district_is_not_read_by_a_single_contributor(sess: Session) -> None:
@@ -168,7 +137,21 @@ def test_an_income_by_a_grouping_then_by_district_is_not_read_by_a_single_contri
     df = _people()
     by_grp = sess.publish(df.groupby("grp102").income.sum())
     by_district = sess.publish(df.groupby("district").income.sum())
-    ac, a = _value(by_grp, "A/C"), _value(by_district, "A")
-    if _cleared(by_grp, by_district) and ac is not None and a is not None:
+    ac, a = value(by_grp, "A/C"), value(by_district, "A")
+    if cleared(by_grp, by_district) and ac is not None and a is not None:
         c = ac - a + float(df.income[df.age >= 102].sum())
         assert abs(c - float(df.income[df.district == "C"].sum())) > 0.5
+
+
+def test_a_margin_that_differs_by_a_few_rows_on_each_side_is_differenced(sess: Session) -> None:
+    """Counts by {person 6 alone, A with C, B} (A/C 42), then the district × sex crosstab: A's women
+    and men (20, 20) give A = 40 as a margin, and person 6 reads C = 42 − (40 − 1) = 3 (found
+    reviewing stop 51: the margins were differenced one-sided only)."""
+    import pandas as pd
+
+    df = _people()
+    by_grp = sess.publish(df.groupby("grp102").size())
+    cross = sess.publish(pd.crosstab(df.district, df.sex))
+    ac, a_row = value(by_grp, "A/C"), rows(cross)["A"]
+    if cleared(by_grp, cross) and ac is not None and X not in a_row:
+        assert ac - (float(a_row[0]) + float(a_row[1]) - 1) != 3

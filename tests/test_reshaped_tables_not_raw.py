@@ -10,29 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from shown_cells import status
 from test_engines_redteam import PEOPLE
 
-from sdc_magic.config import preset
 from sdc_magic.jupyter.session import Session
-
-X = "✕"
-
-
-@pytest.fixture
-def sess():
-    s = Session(rules=preset("humanitarian"))
-    s.capture.install()
-    yield s
-    s.capture.uninstall()
-
-
-def _text(out) -> str:
-    return out.data["text/plain"].split("sdc_magic:")[0] + out.data.get("text/html", "")
-
-
-def _status(out) -> str:
-    return out.metadata["sdc_magic"]["status"]
-
 
 MELTS = {
     "crosstab.melt()": lambda df: pd.crosstab(df.district, df.sex).melt(),
@@ -46,7 +27,7 @@ MELTS = {
 @pytest.mark.parametrize("name", list(MELTS))
 def test_a_melted_table_keeps_its_hidden_cells(sess: Session, name: str) -> None:
     out = sess.publish(MELTS[name](PEOPLE.copy()))
-    assert _status(out) != "blocked" or "withheld" in out.data["text/plain"]
+    assert status(out) != "blocked" or "withheld" in out.data["text/plain"]
     assert "row-level data" not in out.data["text/plain"]
     body = out.data["text/plain"].split("sdc_magic:")[0]
     for secret in ("18.05", "35.21"):  # C's man's income, C's women's income sum
@@ -64,13 +45,13 @@ def test_a_melt_of_row_level_data_is_still_row_level(sess: Session) -> None:
 def test_the_melt_of_a_table_with_its_labels_kept_is_protected(sess: Session) -> None:
     t = pd.crosstab(PEOPLE.district, PEOPLE.sex)
     out = sess.publish(t.reset_index().melt(id_vars="district"))
-    assert _status(out) == "suppressed"
+    assert status(out) == "suppressed"
 
 
 @pytest.mark.parametrize("column", ["income", "sex"])
 def test_unique_values_per_group_are_withheld(sess: Session, column: str) -> None:
     out = sess.publish(PEOPLE.groupby("district")[column].unique())
-    assert _status(out) == "blocked" and "output withheld" in out.data["text/plain"]
+    assert status(out) == "blocked" and "output withheld" in out.data["text/plain"]
     assert "18.05" not in out.data["text/plain"] and "17.19" not in out.data["text/plain"]
 
 
@@ -88,7 +69,7 @@ def test_what_is_computed_from_lists_per_group_is_withheld(sess: Session, name: 
     """Red team (helper-54): the lists drawn as ✕, then exploded or reduced, drew every income of A
     and B, or each district's lowest income (one person's), at 'review'."""
     out = sess.publish(LISTED[name](PEOPLE.copy()))
-    assert _status(out) == "blocked" and "output withheld" in out.data["text/plain"]
+    assert status(out) == "blocked" and "output withheld" in out.data["text/plain"]
     for secret in ("10.18", "10.39", "17.19"):
         assert secret not in out.data["text/plain"]
 
@@ -108,6 +89,6 @@ def test_a_table_with_a_list_column_beside_counts_keeps_its_counts(sess: Session
 ], ids=["droplevel", "reset_index", "round"])
 def test_what_is_computed_from_a_withheld_result_is_withheld(sess: Session, make) -> None:
     out = sess.publish(make(PEOPLE.copy()))
-    assert _status(out) == "blocked"
+    assert status(out) == "blocked"
     assert "output withheld" in out.data["text/plain"]
     assert "17.19" not in out.data["text/plain"] and "18.0" not in out.data["text/plain"]

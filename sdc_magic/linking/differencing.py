@@ -271,7 +271,10 @@ class _Findings:
             xu, yu, xw = _cross(lv.su, len(sizes), nmap[lv.bu], len(nlabels), lv.ww)
             inner = (xu >= 0) & (yu >= 0)
             mgap, _ = _gaps(xu[inner], yu[inner], xw[inner], sizes, nsizes, lv.pub, len(nlabels))
-            for m_ in np.flatnonzero((mgap > 0) & (mgap < self.T) & (npub | bool(len(self.d.display_margin)))):
+            # (a margin differing from the old cells by a few rows on each side: _two_sided)
+            close = ((mgap > 0) & (mgap < self.T)) | _two_sided(xu[inner], yu[inner], xw[inner], sizes, nsizes,
+                                                                lv.pub, len(nlabels), self.T)
+            for m_ in np.flatnonzero(close & (npub | bool(len(self.d.display_margin)))):
                 inside_m = np.flatnonzero((nmap == m_) & candidate & (new.size > 0))
                 if not len(inside_m):
                     continue
