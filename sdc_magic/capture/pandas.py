@@ -39,6 +39,7 @@ from .depth import depth as _depth
 from .derivations import Derivations
 from .entries import MAGNITUDE_EVIDENCE, Source, build_entry
 from .group_sizes import could_be_sizes, size_labels
+from .groupings import grouping_of, ids_and_index
 from .size_filters import SizeFilters
 
 _PANDAS = (pd.DataFrame, pd.Series)
@@ -362,7 +363,7 @@ class Capture:
         """Facts per group of ``frame`` by ``keys``. ``within``: the grouping of the same rows by
         more keys (a margin's groups are unions of the table's: found from its groups, not by
         grouping the rows again)."""
-        ids, index = _grouping(frame, keys, dropna, reuse, within)
+        ids, index = grouping_of(frame, keys, dropna, reuse, within)
         values = {v: frame[v] for v in variables if v in frame.columns}
         return group_evidence(ids, index, values, unit, self.rules().top_k,
                               unit_name=self.rules().unit if unit is not None else None, magnitudes=magnitudes)
@@ -378,7 +379,7 @@ class Capture:
         parent = self._parents.get(id(gb))
         frame = obj if isinstance(obj, pd.DataFrame) else (parent[1] if parent and parent[0]() is gb else None)
         unit = self._unit_for(frame, obj.index, notes)
-        ids, index = _ids_and_index(gb)
+        ids, index = ids_and_index(gb)
         # keys without a name (groupby on an unnamed array) are still dimensions
         key_dims = [str(n) if n is not None else f"level_{i}" for i, n in enumerate(index.names)]
         if any(n is None for n in index.names):
@@ -450,7 +451,7 @@ class Capture:
             ev.ones is None or np.isnan(np.asarray(ev.ones, dtype=float)[match.positions]).all())
         if not found.any() or not (counts or sums) or ev.is_margin[match.positions[found]].any():
             return False
-        ids, index = _ids_and_index(gb)
+        ids, index = ids_and_index(gb)
         key_dims = [str(n) if n is not None else f"level_{i}" for i, n in enumerate(index.names)]
         if any(n is None for n in index.names):
             index = index.set_names(key_dims)
@@ -640,7 +641,7 @@ class Capture:
         unit = self._unit_for(None, tmp.index, notes)
         variables = ["__values__"] if values is not None else []
         magnitudes = {"__values__"} if values is not None and stat_name(aggfunc) in MAGNITUDE_EVIDENCE else set()
-        grouping = _grouping(tmp, names, dropna, True)
+        grouping = grouping_of(tmp, names, dropna, True)
         ge = self._evidence_by_columns(tmp, names, dropna, variables, unit, magnitudes, within=grouping)
         if values is None:
             stat = "proportion" if normalize is not False else "count"
@@ -691,7 +692,7 @@ class Capture:
             list(aggfunc) if isinstance(aggfunc, list | tuple) else [aggfunc])
         flat_funcs = [f for fs in funcs for f in (fs if isinstance(fs, list | tuple) else [fs])]
         magnitudes = set(value_cols) if any(stat_name(f) in MAGNITUDE_EVIDENCE for f in flat_funcs) else set()
-        grouping = _grouping(df, keys, dropna, True)
+        grouping = grouping_of(df, keys, dropna, True)
         ge = self._evidence_by_columns(df, keys, dropna, value_cols, unit, magnitudes, within=grouping)
         margins = given.get("margins", False)
         margins_name = given.get("margins_name", "All")
@@ -713,71 +714,9 @@ class Capture:
 
 # ------------------------------------------------------------------ building entries
 # ------------------------------------------------------------------ small helpers
-def _ids_and_index(gb: Any) -> tuple[np.ndarray, pd.Index]:
-    grouper = gb._grouper
-    ids = grouper.ids if hasattr(grouper, "ids") else grouper.group_info[0]
-    return np.asarray(ids), grouper.result_index
-
-
-def _grouping(frame: pd.DataFrame, keys: list[str], dropna: bool, reuse: bool = False,
-              within: tuple[np.ndarray, pd.Index] | None = None) -> tuple[np.ndarray, pd.Index]:
-    """The group id of each row of ``frame`` by ``keys`` and the groups' labels (pandas' numbering)."""
-    if not keys:
-        return np.zeros(len(frame), dtype=np.int64), pd.Index(["__all__"])
-    if within is not None and [str(n) for n in within[1].names] == [str(k) for k in keys]:
-        return within  # (the table's own grouping: nothing to derive)
-    found = _reusable_grouping(frame, keys) if reuse else None
-    if found is None and within is not None:
-        found = _coarser_grouping(*within, keys)
-    if found is None:
-        found = _ids_and_index(frame.groupby(keys, dropna=dropna, observed=True, sort=False))
-    return found
-
-
-def _coarser_grouping(ids: np.ndarray, index: pd.Index, keys: list[str]) -> tuple[np.ndarray, pd.Index] | None:
-    """The grouping by ``keys`` derived from a finer one (``ids`` per row, groups ``index`` over
-    more keys), as ``groupby(keys, observed=True, sort=False)`` numbers it: groups in order of
-    first appearance (the finer groups are, so the first finer group of a coarse one holds its
-    first row). None when a row is outside the finer groups (a missing key the coarse grouping
-    may keep) or the keys are not its levels. Why: a crosstab with margins grouped its million
-    rows once per margin (a third of a skewed crosstab's capture); this is one pass of ``take``.
-    """
-    ids = np.asarray(ids)
-    names = [str(n) for n in index.names]
-    if not len(ids) or (ids < 0).any() or not set(keys) <= set(names) or len(set(names)) != len(names):
-        return None
-    if isinstance(index, pd.MultiIndex):
-        levels = [index.get_level_values(names.index(k)) for k in keys]
-        coarse = pd.MultiIndex.from_arrays(levels, names=keys) if len(keys) > 1 else levels[0].rename(keys[0])
-    else:
-        coarse = index.rename(keys[0])
-    codes, uniques = coarse.factorize(sort=False)
-    if (codes < 0).any():
-        return None
-    uniques = uniques.set_names(keys) if isinstance(uniques, pd.MultiIndex) else pd.Index(uniques, name=keys[0])
-    return codes[ids], uniques
-
-
-def _reusable_grouping(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Index] | None:
-    """Group ids that a nested call of the current call already computed for these rows and keys."""
-    for gb in _depth.groupings or []:
-        obj = getattr(gb, "obj", None)
-        if obj is None or len(obj) != len(frame):
-            continue
-        try:
-            ids, index = _ids_and_index(gb)
-        except AttributeError:
-            continue
-        if [str(n) for n in index.names] != [str(k) for k in keys]:
-            continue
-        if obj.index is frame.index or obj.index.equals(frame.index):
-            return np.asarray(ids), index
-    return None
-
-
 def _key_arrays(gb: Any) -> list[np.ndarray]:
     grouper = gb._grouper
-    ids, index = _ids_and_index(gb)
+    ids, index = ids_and_index(gb)
     safe = np.where(ids < 0, 0, ids)
     if isinstance(index, pd.MultiIndex):
         out = []
@@ -795,7 +734,7 @@ def _key_arrays(gb: Any) -> list[np.ndarray]:
 def _column_or_key(obj: pd.DataFrame, gb: Any, name: str) -> Any:
     if name in obj.columns:
         return obj[name]
-    _, index = _ids_and_index(gb)
+    _, index = ids_and_index(gb)
     arrays = _key_arrays(gb)
     names = list(index.names)
     return arrays[names.index(name)] if name in names else None
