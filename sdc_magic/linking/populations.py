@@ -26,10 +26,12 @@ import pandas as pd
 
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
+from ..evidence.facts import indicator_values
+from ..evidence.flatten import canonical_labels
 from ..evidence.in_engine import InEngineRows
 from . import edits, masked
 from .atoms import refine
-from .identity import frame_hash, group_ids
+from .identity import frame_hash, group_ids, key_hashes_from_groups
 from .in_engine import Split, one_atom_per_group
 from .names import cell_name
 from .universes import Universe
@@ -503,6 +505,8 @@ def _grouped_rows(entry: Any) -> tuple[pd.DataFrame, list[str], np.ndarray, pd.I
         if keys and not all(k in frame.columns for k in keys):
             return None
         ids, index = _compute_group_ids(frame, keys)
+    else:  # (the table's call grouped the rows: the keys' fingerprints come from its labels)
+        key_hashes_from_groups(frame, keys, ids, index)
     ids = np.asarray(ids, dtype=np.int64)
     if len(ids) != len(frame) or index is None:
         return None
@@ -736,8 +740,6 @@ def _compute_group_ids(frame: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray
 
 
 def _canon_index(index: pd.Index, keys: list[str]) -> pd.Index:
-    from ..evidence.flatten import canonical_labels
-
     if isinstance(index, pd.MultiIndex):
         names = [str(n) for n in index.names]
         order = [names.index(k) if k in names else i for i, k in enumerate(keys)]
@@ -805,8 +807,6 @@ def _at_indicator_level(frame: pd.DataFrame, var: Any) -> np.ndarray | None:
 def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float, np.ndarray] | None:
     """(rows at the attribute level of an indicator column, its other value: 0 for a 0/1 flag,
     rows at that value), or None when the column is no indicator."""
-    from ..evidence.facts import indicator_values
-
     if var not in frame.columns:
         return None
     col = frame[var]
@@ -932,8 +932,6 @@ def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
     A later output whose cell has exactly the rows of one of them must hide it too: the
     pattern that protects this output relied on it staying hidden.
     """
-    from ..evidence.flatten import canonical_labels
-
     keys = list(pop.keys)
     for model in models:
         cells = model["cells"]
@@ -974,8 +972,6 @@ def record_hidden_margins(d: Draft, entry: Any, positions: np.ndarray, hidden_fl
     this, the linking model took every displayed margin as published, and the joint
     audit derived from a hidden total the count of the few rows a filter left out.
     """
-    from ..evidence.flatten import canonical_labels
-
     label = getattr(entry, "margin_label", None)
     if label is None or d.display_margin is None or not len(d.display_margin):
         return

@@ -1,0 +1,73 @@
+"""Key fingerprints taken from a table's grouping (linking/identity.key_hashes_from_groups) are
+the fingerprints hashing every row gives, for every dtype it accepts; the others are left alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_magic.linking import identity
+
+N = 5_000
+
+
+def _keys(kind: str, rng: np.random.Generator) -> pd.Series:
+    words = rng.choice(["north", "south", "east", "west", "Ñandú", ""], N)
+    if kind == "str":
+        return pd.Series(words, dtype="string")
+    if kind == "str_missing":
+        s = pd.Series(words, dtype="string")
+        s[rng.random(N) < 0.1] = pd.NA
+        return s
+    if kind == "int":
+        return pd.Series(rng.integers(-3, 40, N))
+    if kind == "bool":
+        return pd.Series(rng.random(N) < 0.3)
+    if kind == "datetime":
+        return pd.Series(pd.to_datetime("2026-01-01") + pd.to_timedelta(rng.integers(0, 9, N), unit="D"))
+    if kind == "categorical":
+        return pd.Series(pd.Categorical(words, categories=["west", "east", "north", "south", "Ñandú", "", "x"]))
+    if kind == "float":
+        return pd.Series(rng.choice([0.0, -0.0, 1.5, np.nan], N))
+    if kind == "object":
+        return pd.Series(rng.choice([7, "7", "a"], N).tolist(), dtype=object)
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["str", "str_missing", "int", "bool", "datetime", "categorical"])
+@pytest.mark.parametrize("sort", [True, False])
+def test_the_fingerprints_from_groups_are_those_of_the_rows(kind: str, sort: bool) -> None:
+    rng = np.random.default_rng(len(kind))
+    frame = pd.DataFrame({"k": _keys(kind, rng), "b": rng.integers(0, 4, N), "v": rng.random(N)})
+    gb = frame.groupby(["k", "b"], sort=sort, observed=True)
+    ids, index = gb.ngroup().fillna(-1).to_numpy(dtype=np.int64), gb.size().index
+    identity.key_hashes_from_groups(frame, ["k", "b"], ids, index)
+    for column in ("k", "b"):
+        expected = identity.hash_column(frame[column].copy())
+        assert np.array_equal(identity.frame_hash(frame, column), expected)
+
+
+@pytest.mark.parametrize("kind", ["float", "object"])
+def test_columns_whose_groups_merge_values_are_hashed_from_their_rows(kind: str) -> None:
+    """Floats (0.0 and -0.0 are one group) and objects (typed by their column) are not taken from
+    the groups: the cache stays empty for them and frame_hash hashes the rows."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"k": _keys(kind, rng).astype(str) if kind == "object" else _keys(kind, rng)})
+    if kind == "object":
+        frame["k"] = frame["k"].astype(object)
+    gb = frame.groupby("k", sort=False, dropna=False)
+    identity.key_hashes_from_groups(frame, ["k"], gb.ngroup().to_numpy(), gb.size().index)
+    cached = identity._frame_hashes.get(frame) or {}
+    assert "k" not in cached
+    assert np.array_equal(identity.frame_hash(frame, "k"), identity.hash_column(frame["k"].copy()))
+
+
+def test_a_grouping_of_other_rows_is_refused_by_the_sampled_rows() -> None:
+    """Group ids that are not this frame's (a shuffled copy's) fail the rows hashed directly."""
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"k": _keys("str", rng)})
+    gb = frame.groupby("k", sort=False)
+    ids = gb.ngroup().to_numpy()
+    identity.key_hashes_from_groups(frame, ["k"], rng.permutation(ids), gb.size().index)
+    assert np.array_equal(identity.frame_hash(frame, "k"), identity.hash_column(frame["k"].copy()))
