@@ -133,3 +133,47 @@ def test_wrapped_calls_return_the_same_objects_as_pandas(capture) -> None:
     assert registry.failures == []
     pd.testing.assert_series_equal(gb.size(), df.groupby("region").size())
     assert len(registry) >= 1
+
+
+@pytest.mark.parametrize("case", ["every_row", "rows_outside", "missing_values", "negatives", "flag", "coded_1_2",
+                                  "unit"])
+def test_group_evidence_is_that_of_each_groups_rows(case: str) -> None:
+    """Units, totals, absolute totals, negatives, largest values and indicator counts per group are
+    those of the group's rows, whichever shortcut the computation takes (every row in a group, no
+    missing value, no negative value, a column that is no indicator at its first rows)."""
+    from sdc_magic.evidence.facts import group_evidence
+
+    rng = np.random.default_rng(len(case))
+    n, groups = 4_000, 37
+    ids = rng.integers(0, groups, n)
+    x = rng.lognormal(2, 1, n)
+    if case == "rows_outside":
+        ids[rng.random(n) < 0.2] = -1
+    elif case == "missing_values":
+        x[rng.random(n) < 0.2] = np.nan
+    elif case == "negatives":
+        x = x - 8
+    elif case == "flag":
+        x = (rng.random(n) < 0.3).astype(float)
+    elif case == "coded_1_2":
+        x = rng.integers(1, 3, n).astype(float)
+        x[:5000] = np.where(np.arange(min(n, 5000)) % 2 == 0, 1.0, 2.0)  # (its first rows look coded too)
+    unit = pd.Series(rng.integers(0, 900, n)) if case == "unit" else None
+    ev = group_evidence(ids, pd.Index(range(groups)), {"x": pd.Series(x)}, unit, 2, magnitudes={"x"})
+    var = ev.variables["x"]
+    for g in range(groups):
+        rows = (ids == g) & ~np.isnan(x)
+        values = x[rows]
+        if unit is not None:
+            values = pd.Series(values).groupby(unit.to_numpy()[rows]).sum().to_numpy()
+        assert var.units[g] == len(values)
+        assert var.total[g] == pytest.approx(values.sum())
+        assert var.total_abs[g] == pytest.approx(np.abs(values).sum())
+        assert bool(var.negative[g]) == bool((values < 0).any())
+        top = np.sort(np.abs(values))[::-1][:2]
+        assert np.allclose(var.top[g][:len(top)], top)
+        if case in ("flag", "coded_1_2"):
+            level = 1.0 if case == "flag" else 2.0
+            assert var.level == level and var.ones[g] == int((values == level).sum())
+        else:
+            assert var.ones is None
