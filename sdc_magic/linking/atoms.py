@@ -20,11 +20,15 @@ def refine(row_atom: np.ndarray, atom_size: np.ndarray, g: np.ndarray, n_groups:
     """
     n_atoms = len(atom_size)
     if n_atoms == 1 and len(g) and (g != g[0]).any():
-        # a universe's first table: every row is in atom 0, which the grouping splits; the same
-        # answer as below without its passes over the rows (a 1M-row display: 42 -> 15 ms)
-        local, uniq = pd.factorize(np.asarray(g, dtype=np.int64) + 1, sort=False)
-        return (local.astype(np.int32), np.zeros(len(uniq), dtype=np.int64), (uniq - 1).astype(np.int32),
-                np.bincount(local, minlength=len(uniq)).astype(np.int64))
+        # a universe's first table: every row is in atom 0, which the grouping splits into one atom
+        # per group (and one for the rows outside it); the same partition as below, its atoms
+        # numbered by group, without its passes over the rows (a 1M-row display: 42 -> 6 ms)
+        shifted = np.asarray(g, dtype=np.int64) + 1
+        counts = np.bincount(shifted, minlength=n_groups + 1)
+        used = counts > 0
+        renumber = (np.cumsum(used) - 1).astype(np.int32)
+        return (renumber[shifted], np.zeros(int(used.sum()), dtype=np.int64),
+                (np.flatnonzero(used) - 1).astype(np.int32), counts[used].astype(np.int64))
     rep = np.full(n_atoms, -1, dtype=np.int64)
     rep[row_atom] = g
     differs = g != rep[row_atom]
@@ -45,3 +49,9 @@ def refine(row_atom: np.ndarray, atom_size: np.ndarray, g: np.ndarray, n_groups:
     codes = renumber[new_atom].astype(np.int32)
     sizes = np.bincount(codes, minlength=int(keep.sum())).astype(np.int64)
     return codes, parent[keep], group[keep].astype(np.int32), sizes
+
+
+def rows_in_order(rows: np.ndarray, n: int) -> bool:
+    """Whether ``rows`` (each row's universe row) is 0, 1, …, n − 1: a frame that is its universe's
+    rows in order (its first table), whose grouping is the universe's without a scatter."""
+    return len(rows) == n and (n == 0 or (int(rows[0]) == 0 and bool((np.diff(rows) == 1).all())))

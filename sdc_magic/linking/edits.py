@@ -121,6 +121,8 @@ def edited_values(published: dict[str, Published], frame: pd.DataFrame, variable
     rows are the difference of two populations, which differencing hides when it is small."""
     found: list[Values] = []
     unreadable: list[str] = []
+    if not variables:  # (a table of counts: no value published, nothing to compare)
+        return (), ids, ()
     left = np.zeros(len(frame), dtype=bool)
     placed = np.flatnonzero((rows >= 0) & (ids >= 0))
     for var in variables:

@@ -30,7 +30,7 @@ from ..evidence.facts import indicator_values
 from ..evidence.flatten import canonical_labels
 from ..evidence.in_engine import InEngineRows
 from . import edits, masked
-from .atoms import refine
+from .atoms import refine, rows_in_order
 from .identity import frame_hash, group_ids, key_hashes_from_groups
 from .in_engine import Split, one_atom_per_group
 from .names import cell_name
@@ -321,7 +321,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     in_table = np.zeros(len(labels), dtype=bool)
     in_table[group_of_entry[group_of_entry >= 0]] = True
     ids = np.where((ids >= 0) & in_table[np.clip(ids, 0, max(len(labels) - 1, 0))], ids, -1) \
-        if len(labels) else ids
+        if len(labels) and not in_table.all() else ids
     # what an attacker knows of the margins: those displayed (margins=True), and sums of published
     # cells. (The per-table engine assumes every margin known; across tables that would charge a
     # new table for margins nobody can compute.)
@@ -355,9 +355,12 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
             values, ids, unreadable = edits.edited_values(universe.published, frame, averaged, ids, rows)
             engine_values = ({}, unreadable)
         universe.key_columns.update(k for k in keys if k in frame.columns)
-        g_u = np.full(universe.n, -1, dtype=np.int64)
-        ok = (rows >= 0) & (ids >= 0)
-        g_u[rows[ok]] = ids[ok]
+        if rows_in_order(rows, universe.n):  # (the frame is the universe: no scatter of its rows)
+            g_u = np.asarray(ids, dtype=np.int64)
+        else:
+            g_u = np.full(universe.n, -1, dtype=np.int64)
+            ok = (rows >= 0) & (ids >= 0)
+            g_u[rows[ok]] = ids[ok]
         codes, parent, group, atom_size = refine(universe.row_atom, universe.atom_size, g_u, n_groups)
     size = np.bincount(group[group >= 0], weights=atom_size[group >= 0], minlength=n_groups).astype(np.int64)
     # (a population the table publishes besides its cells, or the sums of a two-valued coding:
