@@ -177,3 +177,23 @@ def test_group_evidence_is_that_of_each_groups_rows(case: str) -> None:
             assert var.level == level and var.ones[g] == int((values == level).sum())
         else:
             assert var.ones is None
+
+
+def test_measure_words_are_the_measure_strings_of_their_parts() -> None:
+    """flatten's column-wise measure words are measure_string of each cell's parts (unnamed levels),
+    whatever the parts: row numbers, several column levels, text with the separator, dates, missing."""
+    from sdc_magic.evidence.flatten import canonical_labels, measure_string
+
+    frames = [pd.DataFrame({"a": list("xyz") * 40, "n": range(120)}),
+              pd.DataFrame(np.arange(12).reshape(3, 4),
+                           columns=pd.MultiIndex.from_tuples([("s", 1), ("s", 2), ("t", 1), ("t", 10)])),
+              pd.DataFrame({"v": [1.0, 2.0, 3.0]}, index=pd.Index([1.5, np.nan, 10.0])),
+              pd.DataFrame({"v": [1, 2]}, index=pd.MultiIndex.from_tuples([("b", "a"), ("a|b", "")])),
+              pd.DataFrame({"x": [1], "y": [2]}, index=[pd.Timestamp("2026-01-01")])]
+    for frame in frames:
+        flat = flatten(frame)
+        rows = [canonical_labels(frame.index.get_level_values(i)) for i in range(frame.index.nlevels)]
+        cols = [canonical_labels(frame.columns.get_level_values(i)) for i in range(frame.columns.nlevels)]
+        expected = [measure_string([r[i] for r in rows] + [c[j] for c in cols])
+                    for i in range(frame.shape[0]) for j in range(frame.shape[1])]
+        assert list(flat.measure) == expected

@@ -74,6 +74,29 @@ def measure_string(parts: list[object]) -> str:
     return "|".join(sorted(str(p) for p in parts))
 
 
+def _measure_words(combos: pd.Index) -> np.ndarray:
+    """:func:`measure_string` of every combination of parts in ``combos`` (a MultiIndex, one level per part).
+
+    Why not one call per combination: a frame with a plain row index (a DuckDB or polars result, a
+    ``reset_index()``) has its row numbers among its parts, one combination per cell: 4,000 calls,
+    10 ms of a 1,000-row table's check. Each level's values are turned into text once, and the
+    texts of every combination sorted and joined as whole columns (the same strings).
+    """
+    levels = getattr(combos, "levels", None)
+    codes = getattr(combos, "codes", None)
+    if levels is None or codes is None or any(bool((np.asarray(c) < 0).any()) for c in codes):
+        return np.array([measure_string(list(u)) for u in combos], dtype=object)
+    texts = [np.array([str(v) for v in level], dtype=object)[np.asarray(c)] for level, c in zip(levels, codes,
+                                                                                                    strict=True)]
+    if len(texts) == 1:
+        return texts[0]
+    ordered = np.sort(np.stack(texts, axis=1), axis=1)
+    words = ordered[:, 0]
+    for j in range(1, ordered.shape[1]):
+        words = words + "|" + ordered[:, j]
+    return words
+
+
 def flatten(obj: pd.Series | pd.DataFrame, index_names: list[str | None] | None = None) -> Flat:
     """Flatten a Series (one column) or DataFrame (index × columns) into cells.
 
@@ -112,8 +135,7 @@ def flatten(obj: pd.Series | pd.DataFrame, index_names: list[str | None] | None 
         # compute the canonical string once per distinct combination of parts
         combos = pd.MultiIndex.from_arrays([pd.Index(p, dtype=object) for p in measure_parts])
         codes, uniques = combos.factorize()
-        words = np.array([measure_string(list(u)) for u in uniques], dtype=object)
-        measure = words[codes]
+        measure = _measure_words(uniques)[codes]
     else:
         measure = np.full(n_rows * n_cols, "", dtype=object)
     return Flat(dims=dims, measure=measure, values=values.reshape(-1), row_pos=row_pos, col_pos=col_pos,
