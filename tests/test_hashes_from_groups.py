@@ -71,3 +71,28 @@ def test_a_grouping_of_other_rows_is_refused_by_the_sampled_rows() -> None:
     ids = gb.ngroup().to_numpy()
     identity.key_hashes_from_groups(frame, ["k"], rng.permutation(ids), gb.size().index)
     assert np.array_equal(identity.frame_hash(frame, "k"), identity.hash_column(frame["k"].copy()))
+
+
+def test_fresh_hashes_are_read_again_in_every_new_display() -> None:
+    """fresh_hash reuses hashes read from the values during the same display only: a value edited in
+    place after it (a row the cache's 16-value stamp does not sample) is read again at the next one."""
+    frame = pd.DataFrame({"income": np.arange(1_000, dtype=float)})
+    identity.new_display()
+    first = identity.frame_hash(frame, "income").copy()
+    assert np.array_equal(identity.fresh_hash(frame, "income"), first)
+    frame.loc[500, "income"] = -1.0  # (not one of the stamp's sampled rows)
+    identity.new_display()
+    again = identity.fresh_hash(frame, "income")
+    assert not np.array_equal(again, first)
+    assert np.array_equal(again, identity.hash_column(frame["income"].copy()))
+
+
+def test_fingerprints_from_groups_are_never_taken_for_fresh_values() -> None:
+    """Hashes from a call's grouping describe the rows when the call grouped them: fresh_hash reads
+    the values again even within the display."""
+    frame = pd.DataFrame({"k": pd.Series(["a", "b"] * 500, dtype="string")})
+    gb = frame.groupby("k", sort=False)
+    identity.new_display()
+    identity.key_hashes_from_groups(frame, ["k"], gb.ngroup().to_numpy(), gb.size().index)
+    frame.loc[3, "k"] = "z"
+    assert np.array_equal(identity.fresh_hash(frame, "k"), identity.hash_column(frame["k"].copy()))

@@ -220,6 +220,9 @@ class Session:
         out_id = self.ledger.new_id() if record else "out-nested"
         checked: Checked | None = None
         payload: dict[str, Any] | None = None
+        from ..linking import clear_cache
+
+        clear_cache()  # (a new display: drafts and fresh hashes of the last one are not this one's)
         try:
             linked = record and self.linking
             self._decision_key = None
@@ -271,8 +274,6 @@ class Session:
             meta["hmac"] = signature
         if record:
             self.ledger.add(self._record(out_id, meta, checked, execution_count))
-        from ..linking import clear_cache
-
         clear_cache()  # group ids are only shared within one display (frames may change later)
         data: dict[str, Any] = {"text/plain": text, "text/html": page}
         if payload is not None:

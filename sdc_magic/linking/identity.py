@@ -26,7 +26,20 @@ _GOLD = np.uint64(0x94D049BB133111EB)
 #: Frames whose column hashes are cached (the newest; a display looks at one or two).
 MAX_CACHED_FRAMES = 4
 
-_frame_hashes = WeakTable(MAX_CACHED_FRAMES)  # frame -> {column: (stamp, hashes)}
+_frame_hashes = WeakTable(MAX_CACHED_FRAMES)  # frame -> {column: (stamp, hashes, display hashed in)}
+#: The display under way (:func:`new_display`): hashes of the values read during it are fresh for it.
+_display = [0]
+
+
+def new_display() -> None:
+    """A display starts or ends: hashes read from a frame's values before are no longer fresh
+    (:func:`fresh_hash`), as the frame may be edited in place between two displays."""
+    _display[0] += 1
+
+
+def forget_fingerprints() -> None:
+    """Forget every frame's cached column fingerprints (as a fresh kernel has none: benchmarks)."""
+    _frame_hashes.clear()
 
 
 def hash_column(col: pd.Series) -> np.ndarray:
@@ -122,7 +135,7 @@ def frame_hash(frame: pd.DataFrame, column: Hashable) -> np.ndarray:
     if cached is not None and cached[0] == stamp:
         return cached[1]
     h = hash_column(col)
-    cached_columns[column] = (stamp, h)
+    cached_columns[column] = (stamp, h, _display[0])
     return h
 
 
@@ -131,12 +144,17 @@ def fresh_hash(frame: pd.DataFrame, column: Hashable) -> np.ndarray:
 
     Why: the cache's stamp samples 16 values, so a frame edited in place between two outputs
     (``df.loc[df.person == 1, "income"] = 0``) kept its earlier hashes; the values a table of
-    sums publishes (:mod:`.edits`) are read from the frame itself (~10 ms per million rows)."""
+    sums publishes (:mod:`.edits`) are read from the frame itself (~10 ms per million rows).
+    Hashes read from the values during this display (:func:`new_display`) are those values':
+    a frame's first table hashed its columns a moment before, and read them again for nothing."""
     col = frame[column]
-    h = hash_column(col)
     cached_columns = _frame_hashes.get(frame)
+    cached = cached_columns.get(column) if cached_columns is not None else None
+    if cached is not None and cached[2] == _display[0] and cached[0] == _stamp(col):
+        return cached[1]
+    h = hash_column(col)
     if cached_columns is not None:
-        cached_columns[column] = (_stamp(col), h)
+        cached_columns[column] = (_stamp(col), h, _display[0])
     return h
 
 
@@ -184,7 +202,7 @@ def key_hashes_from_groups(frame: pd.DataFrame, keys: list[str], ids: np.ndarray
             hashes[inside] = per_label[ids[inside]]
             hashes[~inside] = hash_column(col[~inside])
         if np.array_equal(hash_column(col.iloc[take]), hashes[take]):
-            cached[key] = (stamp, hashes)
+            cached[key] = (stamp, hashes, None)  # (from the call's grouping: never "fresh")
 
 
 def _value_alone_hashed(dtype: object) -> bool:

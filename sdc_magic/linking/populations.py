@@ -31,7 +31,7 @@ from ..evidence.flatten import canonical_labels
 from ..evidence.in_engine import InEngineRows
 from . import edits, masked
 from .atoms import refine, rows_in_order
-from .identity import frame_hash, group_ids, key_hashes_from_groups
+from .identity import frame_hash, group_ids, key_hashes_from_groups, new_display
 from .in_engine import Split, one_atom_per_group
 from .names import cell_name
 from .universes import Universe
@@ -178,6 +178,7 @@ _drafts: dict[tuple[int, Any], tuple[Any, Any, Draft]] = {}
 
 def clear_cache() -> None:
     _drafts.clear()
+    new_display()
 
 
 def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndarray | None,
