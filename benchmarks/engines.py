@@ -13,7 +13,8 @@ a lazy query ``.collect()``) and the HTML IPython formats for it, without the ex
 notebook makes (``Session.publish`` with recording and linking on: evidence, rules,
 protection, linking with the session's earlier outputs, rendering). Each pair runs plain
 then checked in one process, ``--pairs`` times (interleaved, medians reported); every
-checked run is the first display of a fresh session (a re-display would reuse its decision).
+checked run is the first display of a fresh session and kernel: no protection found before,
+no row fingerprints of the frame (``--later``: kept, as for a frame's next table).
 Keys: 3 columns (``--cells`` groups, a few small), one float magnitude, one unit id
 (rows / 3 units; ``--unit`` declares it). *Peak memory added*: one more, untimed pair, the
 resident size above the start of the call sampled every 2 ms (:func:`peak_mb`).
@@ -121,6 +122,9 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="100M rows (DuckDB only)")
     parser.add_argument("--spark", action="store_true", help="PySpark local[2] instead of polars and DuckDB")
     parser.add_argument("--only", choices=["polars", "duckdb", "pandas"], help="one engine")
+    parser.add_argument("--later", action="store_true",
+                        help="a later table of a frame already displayed (its row fingerprints kept); "
+                             "default: the frame's first table in a fresh kernel")
     parser.add_argument("--session", type=int, default=0,
                         help="this many related tables displayed in one session (filters, margins): DuckDB, "
                              "or polars with --only polars (eager, lazy and derived columns mixed)")
@@ -336,6 +340,7 @@ def measure(engine: str, op: str, make: Callable[[], Any], args: Any,
         sess = Session(rules=preset("insee"))
         if args.unit:
             sess.set_rules(unit="firm_id")
+        forget_process_caches(keep_fingerprints=args.later)
         sess.capture.install()
         try:
             gc.collect()
@@ -352,6 +357,7 @@ def measure(engine: str, op: str, make: Callable[[], Any], args: Any,
     sess = Session(rules=preset("insee"))
     if args.unit:
         sess.set_rules(unit="firm_id")
+    forget_process_caches(keep_fingerprints=args.later)
     sess.capture.install()
     try:
         checked_mb = peak_mb(lambda: sess.publish(make()))
@@ -361,6 +367,21 @@ def measure(engine: str, op: str, make: Callable[[], Any], args: Any,
           f"({checked / plain:6.2f}x)  peak +{plain_mb:5.0f} / +{checked_mb:5.0f} MB  status {statuses[-1]}",
           flush=True)
     return engine, op, unit, plain, checked, statuses[-1], plain_mb, checked_mb
+
+
+def forget_process_caches(keep_fingerprints: bool = False) -> None:
+    """What a fresh kernel does not have: protections found for earlier tables and, unless
+    ``keep_fingerprints`` (``--later``: a frame whose earlier table was displayed), the frames'
+    row fingerprints. Without this every pair after the first reused the first one's protection
+    and the frame's fingerprints, and the medians measured no first display at all."""
+    from sdc_magic.capture.polars.lineage import forget_identities
+    from sdc_magic.linking.identity import forget_fingerprints
+    from sdc_magic.protect.api import clear_cache
+
+    clear_cache()
+    if not keep_fingerprints:
+        forget_fingerprints()
+        forget_identities()
 
 
 def _formatted(shown: Any) -> str:

@@ -61,6 +61,11 @@ class WeakTable:
             if hit is not None and hit[0]() is obj:
                 self._table.pop(id(obj), None)
 
+    def clear(self) -> None:
+        """Forget every value (a benchmark's first display in a fresh kernel starts from none)."""
+        with _lock:
+            self._table.clear()
+
     def __contains__(self, obj: Any) -> bool:
         return self.get(obj) is not None
 

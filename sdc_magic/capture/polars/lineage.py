@@ -55,6 +55,11 @@ MAX_STEPS = 32
 _identities = WeakTable(MAX_IDENTITIES)  # root frame -> its content identity
 
 
+def forget_identities() -> None:
+    """Forget every root frame's content identity (as a fresh kernel has none: benchmarks)."""
+    _identities.clear()
+
+
 #: The mark of the rows a replay keeps (filters turned into a column, :func:`replay`).
 MARK = "__sdc_magic_kept"
 #: Steps written over the root (see the module docstring).
