@@ -96,3 +96,50 @@ def test_fingerprints_from_groups_are_never_taken_for_fresh_values() -> None:
     identity.key_hashes_from_groups(frame, ["k"], gb.ngroup().to_numpy(), gb.size().index)
     frame.loc[3, "k"] = "z"
     assert np.array_equal(identity.fresh_hash(frame, "k"), identity.hash_column(frame["k"].copy()))
+
+
+# ---- red team of stop 52 (helper-55): the grouping is not always the column's values
+def _unsampled(n: int) -> list[int]:
+    """Rows outside the 32 that key_hashes_from_groups hashes directly (an attacker's choice)."""
+    take = set(np.unique(np.linspace(0, n - 1, num=32).astype(int)).tolist())
+    return [i for i in range(n) if i not in take]
+
+
+def test_a_series_named_like_the_key_does_not_give_the_columns_fingerprints(sess, df) -> None:
+    """Grouping by a Series named ``district`` that is not ``df.district`` (it agrees on the 32
+    sampled rows) gave df.district's fingerprints from its labels: the later tables of the real
+    column were other rows, and 37 + 36 - 40 - 30 = 3 (C) at pass (helper-55 06, 22, 30)."""
+    from shown_cells import cleared
+
+    fake = df.district.copy()
+    fake[_unsampled(len(df))] = "A"
+    sess.publish(df.groupby(fake).size())
+    by_sex = sess.publish(df.groupby("sex").size())
+    not_c = sess.publish(df.loc[df.district != "C", ["district"]].value_counts())
+    assert not cleared(by_sex, not_c)
+
+
+def test_a_key_edited_between_the_call_and_the_display_is_hashed_as_it_is(sess, df) -> None:
+    """The table's groups are the rows as they were at the call; a key column edited in place before
+    the display must be fingerprinted from its current values (helper-55 08: A and B swapped on
+    unsampled rows, then 73 - 35 - 35 = 3 at pass)."""
+    from shown_cells import cleared
+
+    table = df.groupby("district").size()
+    swap = [i for i in _unsampled(len(df)) if i < 70]
+    df.loc[swap, "district"] = np.where(df.loc[swap, "district"] == "A", "B", "A")
+    sess.publish(table)
+    by_sex = sess.publish(df.groupby("sex").size())
+    not_c = sess.publish(df.loc[df.district != "C", "district"].value_counts())
+    assert not cleared(by_sex, not_c)
+
+
+def test_fingerprints_from_groups_need_every_rows_label() -> None:
+    """A grouping whose labels differ from the column on rows the sample does not see is refused."""
+    rng = np.random.default_rng(9)
+    frame = pd.DataFrame({"k": _keys("str", rng)})
+    fake = frame["k"].copy()
+    fake[_unsampled(len(frame))] = "north"
+    gb = frame.groupby(fake, sort=False)
+    identity.key_hashes_from_groups(frame, ["k"], gb.ngroup().to_numpy(), gb.size().index.rename("k"))
+    assert np.array_equal(identity.frame_hash(frame, "k"), identity.hash_column(frame["k"].copy()))

@@ -167,12 +167,19 @@ def key_hashes_from_groups(frame: pd.DataFrame, keys: list[str], ids: np.ndarray
     labels' fingerprints taken by group are the rows' (~2 ms a column). Only dtypes whose
     fingerprint depends on the value alone (text, integers, booleans, dates, categoricals of
     those; not floats, whose groups merge 0.0 and -0.0, nor objects, typed by their column), a
-    label of the column's own dtype, and 32 rows hashed directly must agree; rows outside every
+    label of the column's own dtype, every row's label equal to its value now
+    (:func:`_labels_are_the_values`) and 32 rows hashed directly agreeing; rows outside every
     group (a missing key) are hashed directly. Anything else is left to :func:`frame_hash`.
+
+    Why every row's label is compared (red team, stop 52): the grouping is whatever pandas grouped
+    by — a Series only *named* like the column, or the column as it was at the call, edited in
+    place since — and fingerprints taken from it on the strength of a sample were cached as the
+    column's: later tables of the real column were other rows, and 37 + 36 − 40 − 30 gave C's 3
+    at ``pass``. The comparison costs about half the hashing it replaces.
     """
     ids = np.asarray(ids)
-    if ids.dtype.kind not in "iu" or index is None or not keys or not len(frame) or len(ids) != len(frame) or not frame.columns.is_unique \
-            or not len(index):
+    if ids.dtype.kind not in "iu" or index is None or not keys or not len(frame) or len(ids) != len(frame) \
+            or not frame.columns.is_unique or not len(index):
         return
     names = [str(n) for n in index.names]
     if len(names) != len(keys) or names != [str(k) for k in keys] or ids.max() >= len(index):
@@ -194,6 +201,8 @@ def key_hashes_from_groups(frame: pd.DataFrame, keys: list[str], ids: np.ndarray
         stamp = _stamp(col)
         if (found := cached.get(key)) is not None and found[0] == stamp:
             continue
+        if not _labels_are_the_values(labels, ids, inside, col):
+            continue
         per_label = hash_column(pd.Series(labels.array, copy=False))
         if inside.all():
             hashes = per_label.take(ids)
@@ -203,6 +212,22 @@ def key_hashes_from_groups(frame: pd.DataFrame, keys: list[str], ids: np.ndarray
             hashes[~inside] = hash_column(col[~inside])
         if np.array_equal(hash_column(col.iloc[take]), hashes[take]):
             cached[key] = (stamp, hashes, None)  # (from the call's grouping: never "fresh")
+
+
+def _labels_are_the_values(labels: pd.Index, ids: np.ndarray, inside: np.ndarray, col: pd.Series) -> bool:
+    """Whether every row in a group holds its group's label in ``col`` (missing equals missing)."""
+    every = bool(inside.all())
+    expected = labels.array.take(ids if every else ids[inside])
+    current = col.array if every else col.array[inside]
+    try:
+        eq = expected == current
+    except (TypeError, ValueError):
+        return False
+    same = eq.astype(bool, copy=False) if isinstance(eq, np.ndarray) else eq.to_numpy(dtype=bool, na_value=False)
+    if bool(same.all()):
+        return True
+    both_missing = np.asarray(pd.isna(expected), dtype=bool) & np.asarray(pd.isna(current), dtype=bool)
+    return bool((same | both_missing).all())
 
 
 def _value_alone_hashed(dtype: object) -> bool:
