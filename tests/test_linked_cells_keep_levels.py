@@ -19,6 +19,7 @@ are public after the same counts, its sums are not.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -65,18 +66,24 @@ def test_a_linked_flag_sum_is_not_read_by_a_single_contributor(sess: Session) ->
         assert ac - a + 1 != int(df.flag[df.district == "C"].sum()) or total is None
 
 
+def _both(sess: Session, first: Any, second: Any, *, reverse: bool) -> tuple[Any, Any]:
+    """The outputs of ``first()`` and ``second()``, displayed in that order or, ``reverse``, the other."""
+    if reverse:
+        later = sess.publish(second())
+        return sess.publish(first()), later
+    earlier = sess.publish(first())
+    return earlier, sess.publish(second())
+
+
 @pytest.mark.parametrize("order", ["flagged counts first", "flag sums first"])
 def test_a_flag_sum_is_a_count_of_the_flagged(sess: Session, order: str) -> None:
     """Counts of the flagged people by district (A 17) and the flag's sum by {person 5 alone, A with
     C, B}: person 5 (flag 1) reads C's flagged as A/C − A + 1."""
     df = _people()
-    make = [lambda: df[df.flag == 1].groupby("district").size(), lambda: df.groupby("grp101").flag.sum()]
-    if order == "flag sums first":
-        make.reverse()
-    outs = [sess.publish(m()) for m in make]
-    counts, sums = (outs[0], outs[1]) if order == "flagged counts first" else (outs[1], outs[0])
+    counts, sums = _both(sess, lambda: df[df.flag == 1].groupby("district").size(),
+                         lambda: df.groupby("grp101").flag.sum(), reverse=order == "flag sums first")
     a, ac = value(counts, "A"), value(sums, "A/C")
-    if cleared(*outs) and a is not None and ac is not None:
+    if cleared(counts, sums) and a is not None and ac is not None:
         assert ac - a + 1 != int(df.flag[df.district == "C"].sum())
 
 
@@ -98,13 +105,10 @@ def test_a_sum_of_ones_is_a_head_count(sess: Session, order: str) -> None:
     A/C and A overlap, neither holding the other, and differencing compared neither; now two cells
     that differ by 1..4 rows on each side are differenced too, ``differencing._two_sided``.)"""
     df = _people(one=lambda d: 1)
-    make = [lambda: df.groupby("district").size(), lambda: df.groupby("grp102").one.sum()]
-    if order == "ones first":
-        make.reverse()
-    outs = [sess.publish(m()) for m in make]
-    counts, ones = (outs[0], outs[1]) if order == "counts first" else (outs[1], outs[0])
+    counts, ones = _both(sess, lambda: df.groupby("district").size(), lambda: df.groupby("grp102").one.sum(),
+                         reverse=order == "ones first")
     a, ac = value(counts, "A"), value(ones, "A/C")
-    if cleared(*outs) and a is not None and ac is not None:
+    if cleared(counts, ones) and a is not None and ac is not None:
         assert ac - (a - 1) != 3
 
 

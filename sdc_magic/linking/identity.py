@@ -150,11 +150,12 @@ def fresh_hash(frame: pd.DataFrame, column: Hashable) -> np.ndarray:
     col = frame[column]
     cached_columns = _frame_hashes.get(frame)
     cached = cached_columns.get(column) if cached_columns is not None else None
-    if cached is not None and cached[2] == _display[0] and cached[0] == _stamp(col):
+    stamp = _stamp(col)
+    if cached is not None and cached[2] == _display[0] and cached[0] == stamp:
         return cached[1]
     h = hash_column(col)
     if cached_columns is not None:
-        cached_columns[column] = (_stamp(col), h, _display[0])
+        cached_columns[column] = (stamp, h, _display[0])
     return h
 
 
@@ -167,9 +168,8 @@ def key_hashes_from_groups(frame: pd.DataFrame, keys: list[str], ids: np.ndarray
     labels' fingerprints taken by group are the rows' (~2 ms a column). Only dtypes whose
     fingerprint depends on the value alone (text, integers, booleans, dates, categoricals of
     those; not floats, whose groups merge 0.0 and -0.0, nor objects, typed by their column), a
-    label of the column's own dtype, every row's label equal to its value now
-    (:func:`_labels_are_the_values`) and 32 rows hashed directly agreeing; rows outside every
-    group (a missing key) are hashed directly. Anything else is left to :func:`frame_hash`.
+    label of the column's own dtype and every row's label equal to its value now
+    (:func:`_labels_are_the_values`); rows outside every group (a missing key) are hashed directly. Anything else is left to :func:`frame_hash`.
 
     Why every row's label is compared (red team, stop 52): the grouping is whatever pandas grouped
     by — a Series only *named* like the column, or the column as it was at the call, edited in
@@ -190,7 +190,6 @@ def key_hashes_from_groups(frame: pd.DataFrame, keys: list[str], ids: np.ndarray
         if not _frame_hashes.set(frame, cached):
             return
     inside = ids >= 0
-    take = np.unique(np.linspace(0, len(frame) - 1, num=min(len(frame), 32)).astype(np.int64))
     for pos, key in enumerate(keys):
         if key not in frame.columns:
             continue
@@ -210,8 +209,7 @@ def key_hashes_from_groups(frame: pd.DataFrame, keys: list[str], ids: np.ndarray
             hashes = np.empty(len(col), dtype=np.uint64)
             hashes[inside] = per_label[ids[inside]]
             hashes[~inside] = hash_column(col[~inside])
-        if np.array_equal(hash_column(col.iloc[take]), hashes[take]):
-            cached[key] = (stamp, hashes, None)  # (from the call's grouping: never "fresh")
+        cached[key] = (stamp, hashes, None)  # (from the call's grouping: never "fresh")
 
 
 def _labels_are_the_values(labels: pd.Index, ids: np.ndarray, inside: np.ndarray, col: pd.Series) -> bool:
