@@ -7,14 +7,18 @@ touches is a valid pattern for that primary.  So each round
 
 1. audits the current pattern (:func:`.audit.certify`), collecting the
    (primary, direction, attacker) triples that still fail;
-2. asks one LP for a single deviation meeting as many of them as possible at the
-   least cost — cells already hidden are free, a new cell costs its suppression cost
-   spread over the amount of flow it can carry (the usual linearisation of the fixed
-   cost, as in the Fischetti–Salazar / sdcTable incremental heuristics) — and hides
-   every cell that deviation touches;
-   On tables up to :data:`SMALL_TABLE` cells the failures are covered one at a
-   time instead (cheapest flow each, from a warm basis, skipping those already
-   protected): patterns come out cheaper and the clean-up has far less to undo;
+2. covers them one at a time, each by the cheapest flow it can find (cells already
+   hidden are free, a new cell costs its suppression cost spread over the amount of
+   flow it can carry: the usual linearisation of the fixed cost, as in the
+   Fischetti–Salazar / sdcTable incremental heuristics), skipping those the cells
+   hidden meanwhile already protect, and hides every cell that flow touches.  On small
+   tables the flow is the whole-table LP's (from a warm basis); from
+   :data:`LOCAL_COVER_CELLS` cells on, or on a large pattern, it is found among the
+   cells near the primary first (a box or a small LP, :mod:`.local`), the whole-table LP
+   deciding only what is not found nearby.  (Until stop 53 tables above 10,000 cells
+   with 24 or more failures first asked one elastic LP for a flow meeting all of them:
+   over 13,000 cells that LP could spend the whole work budget, 186 s, and leave every
+   cell hidden; the local covers give cheaper patterns on every table measured.)
 3. repeats until the audit passes.  Hiding more cells never helps the outsider, so
    the loop only moves forward; a new single-contributor secondary adds an insider,
    which the next audit checks.
@@ -39,7 +43,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .audit import (
-    BATCH_MIN,
     Problem,
     Ticker,
     WorkLimit,
@@ -51,11 +54,8 @@ from .audit import (
 from .bounds import MAX_ROUNDS, bounds_per_scenario, propagated_bounds, short_of
 from .flows import Cancellation
 from .local import COVER_SIZES, LocalAttacker
-from .lp import Flow, flow_lp, work_done
+from .lp import Flow, work_done
 
-#: Up to this many cells, failed requirements are covered one by one (better patterns,
-#: less clean-up); above it, a first elastic LP covers a whole batch at once.
-SMALL_TABLE = 10_000
 #: Above this many cells, failed requirements are covered in decreasing order of their level
 #: (see _cover_one_by_one); below it, in requirement order, as before (measured both ways: the
 #: largest first gains on the 100 x 50 turnover table, loses 2-3 % on ACRO's 12x6x10 means and a
@@ -63,6 +63,13 @@ SMALL_TABLE = 10_000
 #: their patterns, and the tables from 5,000 to 10,000 cells, covered by one elastic LP per
 #: batch until then, gain most: 34,403 -> 19,692 on the 100 x 50 table, tau-Argus MOD 19,788).
 LARGEST_FIRST_ABOVE = 5000
+#: From this many cells on, a small pattern's failures are covered from the cells near each
+#: primary (a box or a local LP, see ``LocalAttacker.cheapest_cover``) before any whole-table
+#: covering LP: over 12,000 cells each of those took 1-2 s. Measured against the whole-table
+#: covers (docs/performance.md, stop 53): secondaries worth 88,710 -> 91,582 (+3 %) on a
+#: 10,000-cell table of sums, 3,718,477 -> 3,629,509 on a 6,000-cell one, 19,692 -> 18,611 on
+#: the shared 100 x 50 turnover table (tau-Argus MOD 19,788), at 2-60x less CPU.
+LOCAL_COVER_CELLS = 5000
 #: Clean-up trials on large patterns audit only the requirements whose certificates the
 #: published cell moved (same verdicts as the whole cheap audit, see ``certify(only=...)``;
 #: ``tests/test_protect_local.py`` compares both).
@@ -97,7 +104,7 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
            max_rounds: int = 10_000) -> tuple[np.ndarray, list[Flow]]:
     """Hide more cells until the audit passes; raises :class:`Infeasible` when impossible."""
     hidden = hidden.copy()
-    req_k, req_s, _ = P.requirements()
+    req_k, _, _ = P.requirements()
     cand = np.flatnonzero(P.hideable | hidden)
     hopeless: set[tuple[int, int]] = set()
     before: tuple[bytes, list[tuple[int, int]]] | None = None
@@ -125,20 +132,8 @@ def repair(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool
             by_scen.setdefault(s, []).append(r)
         for s in sorted(by_scen):
             tick("protect: choosing secondary cells", None)
-            L, U = (P.L, P.U) if s < 0 else scenario_caps(P, s)
             rs = np.array(sorted(set(by_scen[s])), dtype=np.int64)
             batch = one_per_cell(rs, req_k)
-            if len(batch) >= BATCH_MIN and P.n > SMALL_TABLE and not LocalAttacker.worth(hidden):
-                # many failures at once (a large table's first round): one elastic LP
-                amts = _amounts(P, batch, s)
-                level = float(np.max(amts))
-                w_up, w_dn = _cover_weights(P, cand, hidden, level)
-                sat, flow = flow_lp(P.Mc, cand, L, U, req_k[batch], req_s[batch], amts, w_up, w_dn)
-                if flow is not None:
-                    hidden[flow.idx] = True
-                    pool.append(flow)
-                if sat.any():
-                    continue
             _cover_one_by_one(P, batch, s, hidden, pool, hopeless, cand, tick)
     raise RuntimeError("repair did not converge")
 
@@ -175,9 +170,12 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
     cov.set_caps(*caps)
     everything = np.arange(P.n)
     # large patterns: small LPs around the primary first (a check over the hidden cells,
-    # then the cheapest cover among the cells nearby); the whole-table LPs decide the rest
+    # then the cheapest cover among the cells nearby); the whole-table LPs decide the rest.
+    # Large tables with a small pattern: the same, the cover being the cheaper of a box and
+    # the first local LP's flow (LocalAttacker.cheapest_cover)
     near_hidden = near_cover = None
-    if LocalAttacker.worth(hidden):
+    large_pattern = LocalAttacker.worth(hidden)
+    if large_pattern or P.n >= LOCAL_COVER_CELLS:
         near_hidden = LocalAttacker(P.M, P.Mc, hidden, P._weights(), boxes=P.boxes)
         rank = np.where(hidden, 0.0, 1.0 + P.cost / max(float(P.cost.max()), 1e-12))
         near_cover = LocalAttacker(P.M, P.Mc, allowed | hidden, P._weights(), rank=rank, sizes=COVER_SIZES)
@@ -198,7 +196,10 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
                 w_up, w_dn = _cover_weights(P, everything, hidden, amt)
                 near_cover.rank = np.where(hidden, 0.0, near_cover.rank)
                 near_cover.set_weights(w_up, w_dn)
-                flow = near_cover.reach(k, sign, amt, *caps)
+                if large_pattern:
+                    flow = near_cover.reach(k, sign, amt, *caps)
+                else:
+                    flow = near_cover.cheapest_cover(k, sign, amt, *caps, hidden=hidden, cost=P.cost, boxes=P.boxes)
                 if flow is not None:
                     hidden[flow.idx] = True
                     pool.append(flow)

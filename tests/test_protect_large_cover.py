@@ -1,0 +1,125 @@
+"""Large tables with small patterns are covered from the cells near each primary (stop 53).
+
+Before, a table of 5,000 cells or more whose pattern hid fewer than 600 cells was covered by
+whole-table LPs: each took thousands of simplex iterations over every cell, and above 10,000
+cells one elastic LP for a batch of failures could spend the whole work budget and leave
+every cell hidden (a 15 × 12 × 8 × 7 table of sums: 186 s). Now the cover of each failed
+requirement is the cheaper of the lightest box through the primary and the first local LP's
+flow (``LocalAttacker.cheapest_cover``); the whole-table LP answers only what is not found
+nearby, and the final audit is the same exact audit as ever.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pandas as pd
+
+from sdc_magic.config import Rules
+from sdc_magic.protect import protect
+from sdc_magic.protect.api import _prepare, clear_cache
+
+audit = importlib.import_module("sdc_magic.protect.audit")
+local = importlib.import_module("sdc_magic.protect.local")
+heuristic = importlib.import_module("sdc_magic.protect.heuristic")
+
+
+def _magnitudes(shape: tuple[int, ...], primaries: int, seed: int) -> pd.DataFrame:
+    """Every cell of ``shape`` with a turnover, ``primaries`` of them small and flagged."""
+    rng = np.random.default_rng(seed)
+    idx = np.indices(shape).reshape(len(shape), -1)
+    df = pd.DataFrame({f"d{j}": idx[j] for j in range(len(shape))})
+    df["v"] = np.round(rng.lognormal(6.0, 0.6, len(df)), 2)
+    flagged = rng.choice(len(df), primaries, replace=False)
+    df["p"] = False
+    df.loc[flagged, "p"] = True
+    df.loc[flagged, "v"] = np.round(rng.uniform(1.0, 20.0, primaries), 2)
+    return df
+
+
+def test_a_four_way_table_of_sums_is_protected_within_a_small_work_budget() -> None:
+    # 15 x 12 x 8 x 7 = 10,080 inner cells, 13,000 with margins; 60 primaries. Before: the
+    # batch LP spent the budget (every cell hidden, budget_spent, audit_ok False).
+    df = _magnitudes((15, 12, 8, 7), 60, 3)
+    clear_cache()
+    res = protect(df, dims=["d0", "d1", "d2", "d3"], value="v", primary="p", rules=Rules(protection=10),
+                  singletons=False, time_limit=2.0)
+    assert res.audit_ok, res.message
+    assert not res.budget_spent
+    status = res.cells.status
+    assert (status == "primary").sum() == 60
+    secondaries = int((status == "secondary").sum())
+    assert 0 < secondaries < 1000, secondaries  # a pattern (435 secondaries), not the whole table (13,000 cells)
+
+
+def _cover_problem(seed: int):
+    df = _magnitudes((12, 10, 6), 6, seed)
+    tab = _prepare(df, ["d0", "d1", "d2"], "v", None, None, None, None, True)
+    a = tab.value
+    n = len(a)
+    primary = np.zeros(n, dtype=bool)
+    primary[tab.row_cell[df.p.to_numpy()]] = True
+    lev = np.where(primary, 0.5 * a, 0.0)  # (within every cell's room down)
+    nan = np.full(n, np.nan)
+    P = audit.Problem(tab.model.M, a, a.copy(), np.full(n, np.inf), primary, np.ones(n, bool), lev, lev,
+                      a.copy(), nan, nan.copy(), boxes=local.Boxes.of(tab.model))
+    return P
+
+
+def _fixed_cost(P, hidden: np.ndarray, f) -> float:
+    return float(np.where(hidden[f.idx], 0.0, P.cost[f.idx]).sum())
+
+
+def test_the_cheapest_cover_is_a_certificate_and_no_dearer_than_the_local_lp() -> None:
+    for seed in (1, 2, 3):
+        P = _cover_problem(seed)
+        hidden = P.primary.copy()
+        movable = np.ones(P.n, dtype=bool)
+        rank = np.where(hidden, 0.0, 1.0 + P.cost / P.cost.max())
+        near = local.LocalAttacker(P.M, P.Mc, movable, P._weights(), rank=rank, sizes=local.COVER_SIZES)
+        w_up, w_dn = heuristic._cover_weights(P, np.arange(P.n), hidden, 10.0)
+        near.set_weights(w_up, w_dn)
+        checked = cheaper = 0
+        for k in np.flatnonzero(P.primary):
+            for sign, level in ((1, P.upl[k]), (-1, P.lpl[k])):
+                got = near.cheapest_cover(int(k), sign, float(level), P.L, P.U, hidden=hidden, cost=P.cost,
+                                          boxes=P.boxes)
+                assert got is not None
+                # a certificate of the whole table: balanced, within ranges, moving k far enough
+                assert np.abs(P.M[:, got.idx] @ got.val).max() <= 1e-6 * np.abs(got.val).max()
+                assert (got.val <= P.U[got.idx] + 1e-9).all() and (-got.val <= P.L[got.idx] + 1e-9).all()
+                assert sign * got.value_at(int(k)) >= level * (1 - 1e-6)
+                lp_only = near.reach(int(k), sign, float(level), P.L, P.U)
+                assert lp_only is not None
+                assert _fixed_cost(P, hidden, got) <= _fixed_cost(P, hidden, lp_only) + 1e-9
+                cheaper += _fixed_cost(P, hidden, got) < _fixed_cost(P, hidden, lp_only) - 1e-9
+                box = P.boxes.find(int(k), sign, float(level), P.L, P.U, movable,
+                                   np.where(hidden, 1e-9, P.cost))
+                if box is not None:
+                    assert _fixed_cost(P, hidden, got) <= _fixed_cost(P, hidden, box) + 1e-9
+                checked += 1
+        assert checked == 2 * int(P.primary.sum())
+        assert cheaper > 0  # (the box beat the local LP somewhere: the choice was tested)
+
+
+def test_small_tables_keep_the_whole_table_cover(monkeypatch) -> None:
+    # below LOCAL_COVER_CELLS nothing changes: no local cover is asked for
+    df = _magnitudes((12, 10, 6), 6, 1)
+    asked = []
+    original = local.LocalAttacker.cheapest_cover
+
+    def spy(self, *args, **kwargs):
+        asked.append(args[0])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(local.LocalAttacker, "cheapest_cover", spy)
+    clear_cache()
+    res = protect(df, dims=["d0", "d1", "d2"], value="v", primary="p", rules=Rules(protection=10), singletons=False)
+    assert res.audit_ok
+    assert asked == []
+    monkeypatch.setattr(heuristic, "LOCAL_COVER_CELLS", 100)
+    clear_cache()
+    res = protect(df, dims=["d0", "d1", "d2"], value="v", primary="p", rules=Rules(protection=10), singletons=False)
+    assert res.audit_ok, res.message
+    assert asked  # the same table with the threshold lowered is covered locally, and audited
