@@ -1,12 +1,13 @@
 """Large tables with small patterns are covered from the cells near each primary (stop 53).
 
-Before, a table of 5,000 cells or more whose pattern hid fewer than 600 cells was covered by
-whole-table LPs: each took thousands of simplex iterations over every cell, and above 10,000
-cells one elastic LP for a batch of failures could spend the whole work budget and leave
-every cell hidden (a 15 × 12 × 8 × 7 table of sums: 186 s). Now the cover of each failed
-requirement is the cheaper of the lightest box through the primary and the first local LP's
-flow (``LocalAttacker.cheapest_cover``); the whole-table LP answers only what is not found
-nearby, and the final audit is the same exact audit as ever.
+Before, a pattern of fewer than 600 hidden cells was covered by whole-table LPs however large
+the table: each took thousands of simplex iterations over every cell (4-D tables of 3,000
+cells: 17-93 s), and above 10,000 cells one elastic LP for a batch of failures could spend the
+whole work budget and leave every cell hidden (a 15 × 12 × 8 × 7 table of sums: 186 s). Now,
+from 5,000 cells on (1,000 with three dimensions or more), the cover of each failed requirement
+is the cheaper of the lightest box through the primary and the first local LP's flow
+(``LocalAttacker.cheapest_cover``); the whole-table LP answers only what is not found nearby,
+and the final audit is the same exact audit as ever.
 """
 
 from __future__ import annotations
@@ -51,6 +52,19 @@ def test_a_four_way_table_of_sums_is_protected_within_a_small_work_budget() -> N
     assert (status == "primary").sum() == 60
     secondaries = int((status == "secondary").sum())
     assert 0 < secondaries < 1000, secondaries  # a pattern (435 secondaries), not the whole table (13,000 cells)
+
+
+def test_a_small_four_way_table_is_covered_locally_too() -> None:
+    # 8 x 8 x 6 x 4 (2,835 cells with margins), 22 primaries: below LOCAL_COVER_CELLS, but with
+    # four dimensions the whole-table covers spent any budget (1 nominal second: 45,000 simplex
+    # iterations, every cell hidden; 2: the same); the local covers need 20,649 iterations
+    df = _magnitudes((8, 8, 6, 4), 22, 105)
+    clear_cache()
+    res = protect(df, dims=["d0", "d1", "d2", "d3"], value="v", primary="p", rules=Rules(protection=10),
+                  singletons=False, time_limit=1.0)
+    assert res.audit_ok, res.message
+    assert not res.budget_spent
+    assert int((res.cells.status == "secondary").sum()) < 400
 
 
 def _cover_problem(seed: int):
@@ -104,8 +118,7 @@ def test_the_cheapest_cover_is_a_certificate_and_no_dearer_than_the_local_lp() -
 
 
 def test_small_tables_keep_the_whole_table_cover(monkeypatch) -> None:
-    # below LOCAL_COVER_CELLS nothing changes: no local cover is asked for
-    df = _magnitudes((12, 10, 6), 6, 1)
+    # below the thresholds nothing changes: no local cover is asked for
     asked = []
     original = local.LocalAttacker.cheapest_cover
 
@@ -114,12 +127,20 @@ def test_small_tables_keep_the_whole_table_cover(monkeypatch) -> None:
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(local.LocalAttacker, "cheapest_cover", spy)
-    clear_cache()
-    res = protect(df, dims=["d0", "d1", "d2"], value="v", primary="p", rules=Rules(protection=10), singletons=False)
-    assert res.audit_ok
+
+    def run(shape: tuple[int, ...], primaries: int) -> None:
+        df = _magnitudes(shape, primaries, 1)
+        clear_cache()
+        res = protect(df, dims=[f"d{j}" for j in range(len(shape))], value="v", primary="p",
+                      rules=Rules(protection=10), singletons=False)
+        assert res.audit_ok, res.message
+
+    run((40, 30), 8)  # 2-D, 1,271 cells: below LOCAL_COVER_CELLS
+    run((8, 6, 5), 5)  # 3-D, 378 cells: below LOCAL_COVER_CELLS_3D
     assert asked == []
-    monkeypatch.setattr(heuristic, "LOCAL_COVER_CELLS", 100)
-    clear_cache()
-    res = protect(df, dims=["d0", "d1", "d2"], value="v", primary="p", rules=Rules(protection=10), singletons=False)
-    assert res.audit_ok, res.message
-    assert asked  # the same table with the threshold lowered is covered locally, and audited
+    run((12, 10, 6), 6)  # 3-D, 1,001 cells: covered locally
+    assert asked
+    asked.clear()
+    monkeypatch.setattr(heuristic, "LOCAL_COVER_CELLS", 1000)
+    run((40, 30), 8)  # the 2-D table with the threshold lowered: covered locally, and audited
+    assert asked

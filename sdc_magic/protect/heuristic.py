@@ -13,7 +13,8 @@ touches is a valid pattern for that primary.  So each round
    Fischetti–Salazar / sdcTable incremental heuristics), skipping those the cells
    hidden meanwhile already protect, and hides every cell that flow touches.  On small
    tables the flow is the whole-table LP's (from a warm basis); from
-   :data:`LOCAL_COVER_CELLS` cells on, or on a large pattern, it is found among the
+   :data:`LOCAL_COVER_CELLS` cells on (:data:`LOCAL_COVER_CELLS_3D` for three or more
+   dimensions), or on a large pattern, it is found among the
    cells near the primary first (a box or a small LP, :mod:`.local`), the whole-table LP
    deciding only what is not found nearby.  (Until stop 53 tables above 10,000 cells
    with 24 or more failures first asked one elastic LP for a flow meeting all of them:
@@ -70,6 +71,12 @@ LARGEST_FIRST_ABOVE = 5000
 #: 10,000-cell table of sums, 3,718,477 -> 3,629,509 on a 6,000-cell one, 19,692 -> 18,611 on
 #: the shared 100 x 50 turnover table (tau-Argus MOD 19,788), at 2-60x less CPU.
 LOCAL_COVER_CELLS = 5000
+#: ... and from this many cells on when the table has three or more dimensions (most cells in
+#: three relations or more), where the whole-table cover is the slowest: 4-D tables of 2,600-4,000
+#: cells took 17-93 s (one ran out of its work budget and hid 3,742 cells), 0.5-19 s now, within
+#: -9 % to +6 % of the secondaries' cost. A 2-D table keeps the whole-table cover below
+#: LOCAL_COVER_CELLS: its LPs are cheap, and a 40 x 60 count table lost 33 % with local covers.
+LOCAL_COVER_CELLS_3D = 1000
 #: Clean-up trials on large patterns audit only the requirements whose certificates the
 #: published cell moved (same verdicts as the whole cheap audit, see ``certify(only=...)``;
 #: ``tests/test_protect_local.py`` compares both).
@@ -175,7 +182,7 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
     # the first local LP's flow (LocalAttacker.cheapest_cover)
     near_hidden = near_cover = None
     large_pattern = LocalAttacker.worth(hidden)
-    if large_pattern or P.n >= LOCAL_COVER_CELLS:
+    if large_pattern or P.n >= LOCAL_COVER_CELLS or (P.n >= LOCAL_COVER_CELLS_3D and _three_way(P)):
         near_hidden = LocalAttacker(P.M, P.Mc, hidden, P._weights(), boxes=P.boxes)
         rank = np.where(hidden, 0.0, 1.0 + P.cost / max(float(P.cost.max()), 1e-12))
         near_cover = LocalAttacker(P.M, P.Mc, allowed | hidden, P._weights(), rank=rank, sizes=COVER_SIZES)
@@ -223,6 +230,12 @@ def _cover_one_by_one(P: Problem, batch: np.ndarray, s: int, hidden: np.ndarray,
     finally:
         att.set_caps(P.L, P.U)
         cov.set_caps(P.L, P.U)
+
+
+def _three_way(P: Problem) -> bool:
+    """True when most cells of the table lie in three relations or more (3 or more dimensions)."""
+    degree = np.diff(P.Mc.indptr)
+    return bool(len(degree)) and float(np.median(degree)) >= 3
 
 
 def cleanup(P: Problem, hidden: np.ndarray, pool: list[Flow], *, singletons: bool, tick: Ticker,
