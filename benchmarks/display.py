@@ -15,6 +15,9 @@ Scenarios (targets from issue 21):
   with geometric category frequencies (0.45^k), 1M rows, ``%sdc preset sacro``: ≤ 3× plain;
 * ``crosstab-again``: the skewed crosstab of ``v * 2`` displayed after the one of ``v`` (same rows,
   another measure; the first display is not timed): no target, it shows what a related table costs;
+* ``4way-sums``: sums of a 15 × 12 × 8 × 7 table (13,186 cells with margins) of 500,000 rows
+  whose rare label makes 75 primaries, ``%sdc preset insee``: no target; until stop 53 its
+  protection spent the whole work budget (186 s) and hid every cell;
 * ``session-40``: 40 related tables on 1M rows (filters and margins): per-display CPU of the
   1st and 40th (flat curve: 40th ≤ 2× 1st), statuses; none blocked.
 
@@ -72,16 +75,25 @@ SETUP = {
     """,
 }
 SETUP["crosstab-again"] = SETUP["skewed-sacro"]
+SETUP["4way-sums"] = """
+    import numpy as np, pandas as pd
+    rng = np.random.default_rng(9)
+    n = 500_000
+    df = pd.DataFrame({"a": rng.integers(0, 15, n), "b": rng.integers(0, 12, n), "c": rng.integers(0, 8, n),
+                       "d": rng.integers(0, 6, n), "v": rng.lognormal(2, 1.2, n)})
+    df.loc[rng.random(n) < 3e-5, "d"] = 6  # a rare label: a few primaries in a 13,000-cell table
+"""
 CELL = {
     "seed": 'referrals.groupby(["admin2", "case_category", "age_band", "sex"]).size()',
     "3key-1M": 'df.groupby(["a", "b", "c"]).size()',
     "25x20x10": 'df.groupby(["a", "b", "c"]).size()',
     "skewed-sacro": 'pd.crosstab([df.a, df.b], df.c, values=df.v, aggfunc="mean")',
     "crosstab-again": 'pd.crosstab([df.a, df.b], df.c, values=df.v * 2, aggfunc="mean")',
+    "4way-sums": 'df.groupby(["a", "b", "c", "d"])["v"].sum()',
 }
 #: cells displayed (not timed) after the extension is loaded and before the timed cell
 BEFORE = {"crosstab-again": 'pd.crosstab([df.a, df.b], df.c, values=df.v, aggfunc="mean")'}
-PRESET = {"skewed-sacro": "sacro", "crosstab-again": "sacro"}
+PRESET = {"skewed-sacro": "sacro", "crosstab-again": "sacro", "4way-sums": "insee"}
 TARGET_CPU = {"seed": 0.3, "3key-1M": 0.5, "25x20x10": 3.0}
 TARGET_RATIO = {"skewed-sacro": 3.0}
 
