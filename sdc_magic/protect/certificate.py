@@ -228,7 +228,12 @@ def _rename_unshown_labels(cells: pd.DataFrame, columns: list[str], shown: np.nd
         labels = cells[c].astype(object).to_numpy()
         # each distinct label once (numbered in order of first appearance), not each cell: a label
         # is left out when no shown cell carries it and it is no margin
-        codes, distinct = pd.factorize(labels, use_na_sentinel=False)
+        codes, distinct = pd.factorize(labels)
+        if (codes < 0).any():
+            # missing labels (None, NaN, NaT): factorize makes them one; compared one by one, as
+            # Python's ``in`` compares them, a missing label of one kind shown keeps no other
+            _rename_one_by_one(cells, c, labels, shown)
+            continue
         unshown = np.ones(len(distinct), dtype=bool)
         unshown[codes[shown]] = False
         unshown &= np.array([str(v) != TOTAL for v in distinct], dtype=bool)
@@ -241,6 +246,15 @@ def _rename_unshown_labels(cells: pd.DataFrame, columns: list[str], shown: np.nd
         out = unshown[codes]
         renamed[out] = names[codes[out]]
         cells[c] = renamed
+
+
+def _rename_one_by_one(cells: pd.DataFrame, c: str, labels: np.ndarray, shown: np.ndarray) -> None:
+    keep = {v for v in labels[shown]} | {TOTAL}
+    names: dict[Any, str] = {}
+    renamed = [v if v in keep or str(v) == TOTAL else names.setdefault(v, f"(not shown {len(names) + 1})")
+               for v in labels]
+    if names:
+        cells[c] = np.asarray(renamed, dtype=object)
 
 
 def restated(cert: dict[str, Any], intervals: Any = None) -> dict[str, Any]:
