@@ -337,7 +337,8 @@ def protect(
         singletons: audit insiders (single contributors) too; default ``rules.singletons``.
         time_limit: the search's work budget, in nominal CPU seconds: converted into
             simplex iterations (:data:`.lp.ITERATIONS_PER_SECOND` each; the clean-up gets
-            :data:`CLEANUP_ITERATIONS_PER_SECOND`) and MIP nodes, never read from a clock,
+            :data:`CLEANUP_ITERATIONS_PER_SECOND`; a MIP master iteration counts
+            :data:`.mip.MASTER_ITERATION_WORK`) and MIP nodes, never read from a clock,
             so the same table gives the same pattern on any machine under any load.  When
             the budget is spent after an audited pattern exists, that pattern is
             returned; before one exists, every cell is hidden, ``audit_ok`` is False,

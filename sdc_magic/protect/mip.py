@@ -33,7 +33,17 @@ import pulp
 
 from .audit import Problem, Ticker, WorkLimit, certify, scenario_caps
 from .heuristic import Infeasible, repair
-from .lp import Flow, quiet_highs
+from .lp import Flow, charge, quiet_highs, work_done
+
+#: Work units (attacker-LP simplex iterations, :func:`.lp.work_done`) charged per simplex
+#: iteration of a master solve. The master is a MIP over every cell with all cuts so far, and
+#: its root work (presolve, cut separation, heuristics) comes with its iterations: measured on
+#: the 3-level hierarchy benchmark (``benchmarks/protect.py --only 3-level``), 256,272 master
+#: iterations took 114 CPU s, 2,250 per second, against the attacker LPs' 45,000
+#: (:data:`.lp.ITERATIONS_PER_SECOND`); small masters (the 3 regions > 15 departments tables)
+#: 3,300-4,000 per second. Before this count the master's work was not in any budget, and
+#: ``time_limit=60`` took 131 CPU s there.
+MASTER_ITERATION_WORK = 20
 
 
 def available_solvers() -> list[str]:
@@ -188,13 +198,17 @@ def _optimal(P: Problem, *, singletons: bool, tick: Ticker, solver: str,
     lower = 0.0
     pool: list[Flow] = list(best_pool)
     n_rounds = 0
+    spent = (0, 0)  # (work units, nodes + roots) of the master solves so far
     while True:
         if tick.expired or (rounds is not None and n_rounds >= rounds):
             return (*_fallback(P, best_hidden, best_pool, singletons, tick), "work limit", lower)
         tick(f"optimal: master problem round {n_rounds + 1}", None, force=True)
-        status = _solve_master(prob, _solver(solver, nodes), tick,
+        status = _solve_master(prob, _solver(solver, _nodes_within_budget(nodes, tick.end, spent)), tick,
                                f"optimal: master problem round {n_rounds + 1}")
         n_rounds += 1
+        used, nodes_done = _master_work(prob, solver)
+        charge(used)
+        spent = (spent[0] + used, spent[1] + nodes_done + 1)
         if status != pulp.LpStatusOptimal:
             if pulp.LpStatus[status] == "Infeasible":
                 raise Infeasible([])
@@ -246,6 +260,36 @@ def _optimal(P: Problem, *, singletons: bool, tick: Ticker, solver: str,
         if added == 0:
             # numerical stalemate: keep the audited pattern
             return (*_fallback(P, best_hidden, best_pool, singletons, tick), "work limit", lower)
+
+
+def _master_work(prob: pulp.LpProblem, solver: str) -> tuple[int, int]:
+    """(work units, branch-and-bound nodes) of the master solve just done.
+
+    HiGHS reports its iterations and nodes once the solve ends (its MIP callbacks carry no
+    iteration count, and its ``simplex_iteration_limit`` does not bound a MIP); CBC through
+    PuLP reports neither, so with CBC the master is bounded by its nodes per round and the
+    rounds only, as before.
+    """
+    model = getattr(prob, "solverModel", None)
+    if solver != "HiGHS" or model is None:
+        return 0, 0
+    info = model.getInfo()
+    return MASTER_ITERATION_WORK * max(int(info.simplex_iteration_count), 0), max(int(info.mip_node_count), 0)
+
+
+def _nodes_within_budget(nodes: int, end: float, spent: tuple[int, int]) -> int:
+    """The node limit of the next master solve: ``nodes``, or fewer where the work per node of
+    the solves so far (roots included) says that many would pass the budget's ``end``.
+
+    Why: the budget is checked between rounds, and one round of ``method="optimal"`` may have
+    thousands of nodes; this keeps the overshoot to about one node's work. Only work counts
+    decide (the same limits on any machine).
+    """
+    units, done = spent
+    if not np.isfinite(end) or done == 0 or units == 0:
+        return nodes
+    left = end - work_done()
+    return int(max(1, min(nodes, left * done / units)))
 
 
 def _proved_optimal(prob: pulp.LpProblem, solver: str) -> bool:
