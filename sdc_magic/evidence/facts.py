@@ -181,6 +181,24 @@ def indicator_level(x: np.ndarray) -> float | None:
     return None if found is None else found[0]
 
 
+def indicator_column(col: pd.Series) -> tuple[np.ndarray, tuple[float, float]] | None:
+    """(the column as numbers, :func:`indicator_values` of them) when it is an indicator, else None.
+
+    Text is read as numbers where it parses (``errors="coerce"``), booleans as 0/1. A third
+    distinct value among the first rows says "no indicator" before the whole column is
+    converted (and copied): linking asks this several times a display (1M rows: 42 ms a table).
+    """
+    if pd.api.types.is_bool_dtype(col):
+        values = col.to_numpy(dtype=float)
+    else:
+        head = pd.to_numeric(col.iloc[:4096], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        if len(np.unique(head[~np.isnan(head)])) > 2:
+            return None
+        values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    found = indicator_values(values)
+    return None if found is None else (values, found)
+
+
 def indicator_values(x: np.ndarray) -> tuple[float, float] | None:
     """The value that marks "has the attribute" when a column is an indicator, else None.
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
-from ..evidence.facts import indicator_values
+from ..evidence.facts import indicator_column
 from ..evidence.flatten import canonical_labels
 from ..evidence.in_engine import InEngineRows
 from . import edits, masked
@@ -813,11 +813,11 @@ def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float, n
     rows at that value), or None when the column is no indicator."""
     if var not in frame.columns:
         return None
-    col = frame[var]
-    values = col.to_numpy(dtype=float) if pd.api.types.is_bool_dtype(col) else \
-        pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    found = indicator_values(values)
-    return None if found is None else (values == found[0], found[1], values == found[1])
+    got = indicator_column(frame[var])
+    if got is None:
+        return None
+    values, found = got
+    return values == found[0], found[1], values == found[1]
 
 
 #: Indicators of one table whose rows are linked (each is two or three populations, every one
