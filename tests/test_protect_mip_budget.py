@@ -82,10 +82,47 @@ def test_master_rounds_stop_when_their_work_spends_the_budget(monkeypatch: pytes
 def test_the_node_limit_shrinks_to_what_the_budget_has_left() -> None:
     now = work_done()
     # no master solve yet, or no budget: the limit asked for
-    assert mip._nodes_within_budget(500, now + 1_000, (0, 0)) == 500
+    assert mip._nodes_within_budget(500, now + 1_000, None) == 500
     assert mip._nodes_within_budget(500, np.inf, (9_000, 3)) == 500
-    # 3,000 units per node (roots included) so far and 30,000 left: 10 nodes
+    # the latest solve: 3,000 units a node (its root is one of its 3 nodes); 30,000 left: 10 nodes
     assert mip._nodes_within_budget(500, now + 30_000, (9_000, 3)) == 10
+    # a root-only solve's work is one node's
+    assert mip._nodes_within_budget(500, now + 30_000, (9_000, 0)) == 3
     # never below one node, never above the limit asked for
     assert mip._nodes_within_budget(500, now + 10, (9_000, 3)) == 1
     assert mip._nodes_within_budget(5, now + 10**9, (9_000, 3)) == 5
+
+
+def test_a_round_starts_only_when_the_budget_covers_the_latest_rounds_work() -> None:
+    now = work_done()
+    assert mip._round_fits(now + 10, None)  # the first round always runs
+    assert mip._round_fits(np.inf, (10**9, 5))
+    assert mip._round_fits(now + 9_000, (9_000, 3))
+    assert not mip._round_fits(now + 8_999, (9_000, 3))  # (red team: 0.2 % left, 12.5 CPU s)
+
+
+def _hierarchy() -> tuple[pd.DataFrame, dict]:
+    """12 departments in 4 regions × 6 × 4, counts: nodes get dearer as cuts accumulate (red team)."""
+    rng = np.random.default_rng(21)
+    n = rng.negative_binomial(2, 0.25, size=(12, 6, 4))
+    idx = np.indices(n.shape).reshape(3, -1)
+    df = pd.DataFrame({"d": [f"D{i:02d}" for i in idx[0]], "b": idx[1], "c": idx[2], "n": n.ravel()})
+    regions = {f"R{k}": [f"D{i:02d}" for i in range(3 * k, 3 * k + 3)] for k in range(4)}
+    return df[df.n > 0].reset_index(drop=True), {"d": regions}
+
+
+def test_the_budget_is_not_overrun_by_a_late_master_round() -> None:
+    df, hier = _hierarchy()
+    clear_cache()
+    res = protect(df, dims=["d", "b", "c"], value="n", hierarchies=hier, rules=Rules(threshold=4),
+                  method="optimal", solver="HiGHS", singletons=False, time_limit=5.0)
+    assert res.audit_ok and "work limit" in res.method
+    # (red team, stop 54: the node limit from an average over root-only rounds let round 14
+    # start 48,340 units from the end with 9 nodes, and the search ended at 360,453: +60 %)
+    assert res.work <= 1.1 * 5.0 * ITERATIONS_PER_SECOND
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 0.0, -1.0])
+def test_a_time_limit_that_is_not_a_finite_positive_number_is_a_clear_error(bad: float) -> None:
+    with pytest.raises(ValueError, match="time_limit must be a finite positive number"):
+        protect(_table(), dims=["a", "b", "c"], value="n", rules=Rules(threshold=5), time_limit=bad)

@@ -518,8 +518,9 @@ def _check_options(method: str, levels: str, margins: str, time_limit: float) ->
         raise ValueError(f"levels must be one of {LEVELS}, got {levels!r}")
     if margins not in MARGINS:
         raise ValueError(f"margins must be one of {MARGINS}, got {margins!r}")
-    if time_limit is None or not time_limit > 0:
-        raise ValueError(f"time_limit must be a positive number (a work budget in nominal seconds), got {time_limit!r}")
+    if time_limit is None or not time_limit > 0 or not np.isfinite(time_limit):
+        raise ValueError(f"time_limit must be a finite positive number (a work budget in nominal seconds), "
+                         f"got {time_limit!r}")
 
 
 def _primaries(tab: _Table, frame: pd.DataFrame, rules: Rules, frequency: bool, unit_counts: np.ndarray | None,

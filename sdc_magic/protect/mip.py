@@ -41,9 +41,11 @@ from .lp import Flow, charge, quiet_highs, work_done
 #: the 3-level hierarchy benchmark (``benchmarks/protect.py --only 3-level``), 256,272 master
 #: iterations took 114 CPU s, 2,250 per second, against the attacker LPs' 45,000
 #: (:data:`.lp.ITERATIONS_PER_SECOND`); small masters (the 3 regions > 15 departments tables)
-#: 3,300-4,000 per second. Before this count the master's work was not in any budget, and
-#: ``time_limit=60`` took 131 CPU s there.
-MASTER_ITERATION_WORK = 20
+#: 3,300-4,000 per second; the singleton-safe run of the same table 1,640, and under load
+#: (a red team's runs beside other test suites) 850-2,100: 30 keeps the budget on the safe side.
+#: Before this count the master's work was not in any budget, and ``time_limit=60`` took 131
+#: CPU s there.
+MASTER_ITERATION_WORK = 30
 
 
 def available_solvers() -> list[str]:
@@ -198,17 +200,16 @@ def _optimal(P: Problem, *, singletons: bool, tick: Ticker, solver: str,
     lower = 0.0
     pool: list[Flow] = list(best_pool)
     n_rounds = 0
-    spent = (0, 0)  # (work units, nodes + roots) of the master solves so far
+    last: tuple[int, int] | None = None  # (work units, nodes) of the latest master solve
     while True:
-        if tick.expired or (rounds is not None and n_rounds >= rounds):
+        if tick.expired or (rounds is not None and n_rounds >= rounds) or not _round_fits(tick.end, last):
             return (*_fallback(P, best_hidden, best_pool, singletons, tick), "work limit", lower)
         tick(f"optimal: master problem round {n_rounds + 1}", None, force=True)
-        status = _solve_master(prob, _solver(solver, _nodes_within_budget(nodes, tick.end, spent)), tick,
+        status = _solve_master(prob, _solver(solver, _nodes_within_budget(nodes, tick.end, last)), tick,
                                f"optimal: master problem round {n_rounds + 1}")
         n_rounds += 1
-        used, nodes_done = _master_work(prob, solver)
-        charge(used)
-        spent = (spent[0] + used, spent[1] + nodes_done + 1)
+        last = _master_work(prob, solver)
+        charge(last[0])
         if status != pulp.LpStatusOptimal:
             if pulp.LpStatus[status] == "Infeasible":
                 raise Infeasible([])
@@ -277,19 +278,34 @@ def _master_work(prob: pulp.LpProblem, solver: str) -> tuple[int, int]:
     return MASTER_ITERATION_WORK * max(int(info.simplex_iteration_count), 0), max(int(info.mip_node_count), 0)
 
 
-def _nodes_within_budget(nodes: int, end: float, spent: tuple[int, int]) -> int:
-    """The node limit of the next master solve: ``nodes``, or fewer where the work per node of
-    the solves so far (roots included) says that many would pass the budget's ``end``.
+def _round_fits(end: float, last: tuple[int, int] | None) -> bool:
+    """Whether another master round may start: the budget left covers the latest round's work.
+
+    Why: a round's root solve has no limit of its own (HiGHS's node limit counts from it), and
+    each round's master holds every cut of the one before and more, so it costs about as much or
+    more (red team, stop 54: a round started with 0.2 % of the budget left and took 12.5 CPU s).
+    The first round always runs; with CBC (no work reported) every round may start.
+    """
+    if last is None or not np.isfinite(end) or last[0] == 0:
+        return True
+    return end - work_done() >= last[0]
+
+
+def _nodes_within_budget(nodes: int, end: float, last: tuple[int, int] | None) -> int:
+    """The node limit of the next master solve: ``nodes``, or fewer where the latest solve's
+    work per node (its root included: HiGHS counts the root as a node) says that many would pass
+    the budget's ``end``.
 
     Why: the budget is checked between rounds, and one round of ``method="optimal"`` may have
-    thousands of nodes; this keeps the overshoot to about one node's work. Only work counts
-    decide (the same limits on any machine).
+    thousands of nodes. The latest round, not an average: nodes get dearer as cuts accumulate
+    (red team, stop 54: an average over 13 root-only rounds gave 5,134 units a node where the
+    next round's cost 20,311). Only work counts decide (the same limits on any machine).
     """
-    units, done = spent
-    if not np.isfinite(end) or done == 0 or units == 0:
+    if last is None or not np.isfinite(end) or last[0] == 0:
         return nodes
+    units, done = last
     left = end - work_done()
-    return int(max(1, min(nodes, left * done / units)))
+    return int(max(1, min(nodes, left * max(done, 1) / units)))
 
 
 def _proved_optimal(prob: pulp.LpProblem, solver: str) -> bool:
