@@ -12,6 +12,7 @@ import importlib
 import numpy as np
 import pandas as pd
 import pytest
+from test_protect_runtime import _big_table
 
 from sdc_magic.config import Rules
 from sdc_magic.protect import protect
@@ -19,14 +20,7 @@ from sdc_magic.protect.api import clear_cache
 from sdc_magic.protect.lp import ITERATIONS_PER_SECOND, work_done
 
 mip = importlib.import_module("sdc_magic.protect.mip")
-
-
-def _table() -> pd.DataFrame:
-    rng = np.random.default_rng(11)
-    n = rng.negative_binomial(2, 0.2, size=(16, 8, 3))
-    idx = np.indices(n.shape).reshape(3, -1)
-    df = pd.DataFrame({"a": idx[0], "b": idx[1], "c": idx[2], "n": n.ravel()})
-    return df[df.n > 0].reset_index(drop=True)
+_table = _big_table  # (16 x 8 x 3 counts: a few master rounds)
 
 
 class _Masters:
