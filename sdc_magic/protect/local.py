@@ -144,19 +144,27 @@ class LocalAttacker:
                 self.found += 1
                 self.boxed += 1
                 return box
+        flow, i = self._first_local(int(k), sign, amt, L, U, exact, self.start)
+        if flow is not None:
+            self.found += 1
+            self.start = i
+            return flow
+        self.missed += 1
+        return None
+
+    def _first_local(self, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray, exact: bool,
+                     start: int) -> tuple[Flow | None, int]:
+        """The first neighbourhood LP (sizes from ``start`` on) that finds a certificate: (it, its size's index)."""
         last: np.ndarray | None = None
-        for i in range(self.start, len(self.sizes)):
-            cells = self.near(int(k), *self.sizes[i])
+        for i in range(start, len(self.sizes)):
+            cells = self.near(k, *self.sizes[i])
             if last is not None and len(cells) == len(last):
                 break  # the larger neighbourhood is the same one
             last = cells
-            flow = self._solve(cells, int(k), sign, amt, L, U, exact)
+            flow = self._solve(cells, k, sign, amt, L, U, exact)
             if flow is not None:
-                self.found += 1
-                self.start = i
-                return flow
-        self.missed += 1
-        return None
+                return flow, i
+        return None, -1
 
     def cheapest_cover(self, k: int, sign: int, amt: float, L: np.ndarray, U: np.ndarray, *,
                        hidden: np.ndarray, cost: np.ndarray, boxes: Boxes | None) -> Flow | None:
@@ -184,16 +192,9 @@ class LocalAttacker:
             box = boxes.find(int(k), sign, amt, L, U, self.hidden, np.where(hidden, tiny, fixed))
             if box is not None and self._balanced(box):
                 found.append(box)
-        last: np.ndarray | None = None
-        for size in self.sizes:
-            cells = self.near(int(k), *size)
-            if last is not None and len(cells) == len(last):
-                break
-            last = cells
-            flow = self._solve(cells, int(k), sign, amt, L, U, False)
-            if flow is not None:
-                found.append(flow)
-                break
+        flow, _ = self._first_local(int(k), sign, amt, L, U, False, 0)
+        if flow is not None:
+            found.append(flow)
         if not found:
             self.missed += 1
             return None
