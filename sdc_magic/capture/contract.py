@@ -63,10 +63,14 @@ def fact_names(i: int) -> dict[str, str]:
 VALUE_CHECKSUM = f"{PREFIX}hs_"
 
 
-def checksum_sql(expression: str) -> str:
+def checksum_sql(expression: str, known_only: bool = False) -> str:
     """DuckDB's sum (mod 2**64, as UBIGINT) of a 64-bit hash of each row's value of ``expression``
-    (``linking.engine_values``: sums, not XORs, so that two equal values do not cancel out)."""
-    return f"(sum(hash({expression})::HUGEINT) % 18446744073709551616)::UBIGINT"
+    (``linking.engine_values``: sums, not XORs, so that two equal values do not cancel out).
+    ``known_only``: of the rows where it is not missing (a table's facts: see :func:`counted_groups`)."""
+    summed = f"sum(hash({expression})::HUGEINT)"
+    if known_only:
+        summed = f"coalesce({summed} FILTER (WHERE ({expression}) IS NOT NULL), 0)"
+    return f"({summed} % 18446744073709551616)::UBIGINT"
 
 
 def counted_groups(facts: pd.DataFrame | None, keys: list[str], known: bool,
@@ -86,11 +90,25 @@ def counted_groups(facts: pd.DataFrame | None, keys: list[str], known: bool,
         groups["n"] = np.asarray(ones, dtype=np.int64)
     else:
         groups["n"] = pd.to_numeric(facts[counted], errors="coerce").fillna(0).to_numpy(np.int64)
-    # (``checksums``: the facts' indices of variables whose values' checksums come along, as c0, c1, …)
+    # (``checksums``: the facts' indices of variables whose values' checksums come along, as c0, c1, …;
+    # the facts sum the hashes of known values only, the engine's count those of the rows it counts:
+    # the same numbers when the table counts known values only, or no value is missing; else the
+    # engine counts them itself: a mismatch called the next table of sums an edit, over-protection)
     for j, i in enumerate(checksums or []):
-        if f"{VALUE_CHECKSUM}{i}" in facts.columns:
-            groups[f"c{j}"] = facts[f"{VALUE_CHECKSUM}{i}"].to_numpy().astype(np.uint64)
+        name, known_values = f"{VALUE_CHECKSUM}{i}", fact_names(i)["n"]
+        if name not in facts.columns or not (known or _none_missing(facts, known_values)):
+            break
+        groups[f"c{j}"] = facts[name].to_numpy().astype(np.uint64)
     return groups[groups["n"] > 0].reset_index(drop=True)
+
+
+def _none_missing(facts: pd.DataFrame, known_values: str) -> bool:
+    """Every row of every group has a value (the facts' count of known values is its rows)."""
+    if known_values not in facts.columns or f"{PREFIX}rows" not in facts.columns:
+        return False
+    known = pd.to_numeric(facts[known_values], errors="coerce").to_numpy(dtype=float)
+    rows = pd.to_numeric(facts[f"{PREFIX}rows"], errors="coerce").to_numpy(dtype=float)
+    return bool(np.array_equal(known, rows))
 
 
 def summed_flag(ge: Any, stats: set[str], variables: list[str]) -> str | None:

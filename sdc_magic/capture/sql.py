@@ -764,7 +764,7 @@ def combined_query(p: Plan, variables: list[str], magnitudes: set[str], unit: st
             x = f"CAST({col} AS DOUBLE)"
             extra += [f"sum({x}) AS {names['t']}", f"sum(abs({x})) AS {names['ta']}",
                       f"bool_or({x} < 0) AS {names['neg']}", f"max(abs({x}), {int(k)}) AS {names['top']}"]
-            extra.append(f"{contract.checksum_sql(col)} AS {contract.VALUE_CHECKSUM}{i}")  # (linking.engine_values)
+            extra.append(f"{contract.checksum_sql(col, known_only=True)} AS {contract.VALUE_CHECKSUM}{i}")  # (linking.engine_values)
             if not v.startswith(INDICATOR):  # is it a 0/1 (two-valued) variable? (see set_indicators)
                 extra += [f"min({x}) AS {pre}lo_{i}", f"max({x}) AS {pre}hi_{i}", f"sum({x} * {x}) AS {pre}sq_{i}",
                           f"count({x}) AS {pre}cnt_{i}"]

@@ -124,6 +124,12 @@ def fact_exprs(variables: list[str], magnitudes: set[str], k: int, levels: dict[
                 exprs += [exact_top(x, k).alias(names["top"])]
             if levels and v in levels:  # an indicator: its sum is a count of the rows at the level
                 exprs.append((x == levels[v][0]).sum().alias(f"{p}ones_{i}"))
+            # its known values' checksum (``contract.counted_groups``): linking inside polars takes
+            # a base's first table of sums from here instead of a second scan (0.13 s of 10M rows)
+            # (``when``, not ``drop_nulls``: a per-group filter took polars off its fast path, 0.7 s)
+            known_value = pl.col(v).is_not_null()
+            exprs.append(pl.when(known_value).then(pl.col(v).hash(seed=0)).sum()
+                         .alias(f"{contract.VALUE_CHECKSUM}{i}"))
     return exprs
 
 

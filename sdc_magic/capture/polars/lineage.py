@@ -581,7 +581,10 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
                                   contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag,
                                   level=contract.level_of(ge, flag))
         summed = sorted({v for v, st in resolved.values() if st in ("sum", "mean") and v is not None})
-        table = in_engine_rows(line, keys, exprs, known, contract.counted_groups(facts, keys, known is not None),
+        order = list(ge.variables)  # (the facts' checksums of the summed variables, computed with the table)
+        checksums = [order.index(v) for v in summed] if all(v in order for v in summed) else None
+        table = in_engine_rows(line, keys, exprs, known,
+                               contract.counted_groups(facts, keys, known is not None, checksums=checksums),
                                summed=summed)
         for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
             # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
