@@ -6,6 +6,7 @@
     python benchmarks/engines.py --spark --rows 1e6   # PySpark local[2] (Java 17), rows generated in Spark
     python benchmarks/engines.py --only polars
     python benchmarks/engines.py --rows 1e6 --session 40   # 40 related DuckDB tables in one session
+    python benchmarks/engines.py --rows 1e7 --only pandas --session 10 [--linked-rows 5e7]
 
 *plain*: the call, its result as the notebook gets it (DuckDB ``.df()``, a polars frame,
 a lazy query ``.collect()``) and the HTML IPython formats for it, without the extension.
@@ -127,7 +128,11 @@ def main() -> None:
                              "default: the frame's first table in a fresh kernel")
     parser.add_argument("--session", type=int, default=0,
                         help="this many related tables displayed in one session (filters, margins): DuckDB, "
-                             "or polars with --only polars (eager, lazy and derived columns mixed)")
+                             "or polars with --only polars (eager, lazy and derived columns mixed), or pandas "
+                             "with --only pandas")
+    parser.add_argument("--linked-rows", type=float, default=0,
+                        help="with --only pandas --session: link pandas frames of up to this many rows "
+                             "(MAX_LINKED_ROWS; default: as shipped)")
     args = parser.parse_args()
     rows = int(1e8 if args.large else args.rows)
     if args.spark:
@@ -150,6 +155,8 @@ def main() -> None:
     if args.session:
         if args.only == "polars":
             polars_session(p, args.session)
+        elif args.only == "pandas":
+            pandas_session(data, args.session, int(args.linked_rows))
         else:
             duckdb_session(con, args.session)
         return
@@ -220,6 +227,59 @@ def duckdb_session(con: Any, n: int) -> None:
           f"({statistics.median(ratios):.2f}x plain); first {checked_s[0]:.3f} s, last {checked_s[-1]:.3f} s; "
           f"second half / first half {statistics.median(checked_s[half:]) / statistics.median(checked_s[:half]):.2f}; "
           f"statuses {counts}", flush=True)
+
+
+def pandas_session(data: pd.DataFrame, n: int, linked_rows: int = 0) -> None:
+    """``n`` related pandas tables in one session, as :func:`duckdb_session` (the same groupings
+    and filters), with the memory the session keeps (resident, after a garbage collection) and why
+    tables are ``review``. ``linked_rows``: ``MAX_LINKED_ROWS`` for the run (above it a pandas
+    frame is not linked, and every later table of the session is ``review``)."""
+    from sdc_magic.config import preset
+    from sdc_magic.evidence import rows as row_limits
+    from sdc_magic.jupyter.session import Session
+
+    if linked_rows:
+        row_limits.MAX_LINKED_ROWS = linked_rows
+    groupings = [["region", "activity", "size"], ["region", "size"], ["activity", "size"], ["region"],
+                 ["region", "activity"]]
+    filters: list[Callable[[pd.DataFrame], Any]] = [
+        lambda d: None, lambda d: d["size"] != 6, lambda d: d.activity != "a00", lambda d: d.region != "r000",
+        lambda d: d["size"] < 5, lambda d: d.turnover > 1]
+
+    def table(i: int) -> Any:
+        keys, keep = groupings[i % len(groupings)], filters[(i // len(groupings)) % len(filters)](data)
+        frame = data if keep is None else data[keep]
+        return frame.groupby(keys)["turnover"].sum() if i % 7 == 6 else frame.groupby(keys).size()
+
+    gc.collect()
+    before = _rss_bytes()
+    sess = Session(rules=preset("insee"))
+    sess.capture.install()
+    ratios, statuses, checked_s, why = [], [], [], []
+    try:
+        for i in range(n):
+            gc.collect()
+            t0 = time.perf_counter()
+            _formatted(table(i))
+            plain = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            out = sess.publish(table(i))
+            checked = time.perf_counter() - t0
+            ratios.append(checked / plain)
+            checked_s.append(checked)
+            statuses.append(out.metadata["sdc_magic"]["status"])
+            if statuses[-1] == "review":
+                notes = out.checked.notes if out.checked else []
+                why += ([n[:60] for n in notes if "review" in n] or [n[:60] for n in notes])[:1]
+        gc.collect()
+        kept = (_rss_bytes() - before) / 2**20
+    finally:
+        sess.capture.uninstall()
+    counts = {s: statuses.count(s) for s in dict.fromkeys(statuses)}
+    print(f"pandas session of {n} tables on {len(data):,} rows (MAX_LINKED_ROWS {row_limits.MAX_LINKED_ROWS:,}): "
+          f"checked {statistics.median(checked_s):.3f} s median per display ({statistics.median(ratios):.2f}x plain); "
+          f"first {checked_s[0]:.3f} s, last {checked_s[-1]:.3f} s; memory kept +{kept:.0f} MB; statuses {counts}; "
+          f"review because: {sorted(set(why))}", flush=True)
 
 
 def spark_session(sdf: Any, n: int) -> None:

@@ -325,6 +325,8 @@ def test_linking_skipped_above_the_row_limit(sess: Session, people: pd.DataFrame
     from sdc_magic.evidence import rows as row_limits
 
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 50)
+
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 50)
     df = people  # noqa: F841
     out = sess.publish(duckdb.sql("select district, count(*) n from df group by all"))
     assert any("not linked" in n for n in out.metadata["sdc_magic"].get("notes", [])) or \

@@ -222,6 +222,8 @@ def test_linking_skipped_above_the_row_limit(sess: Session, monkeypatch) -> None
     from sdc_magic.evidence import rows as row_limits
 
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 10)
+
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 10)
     people = _people()
     sess.publish(people.group_by("district").len())
     second = sess.publish(people.filter(pl.col("age") < 100).group_by("district").len())

@@ -57,6 +57,7 @@ def _everyone_then_under_100(engine: str) -> tuple[Callable[[], Any], Callable[[
 @pytest.mark.parametrize("engine", ["pandas", "polars", "duckdb"])
 def test_a_difference_of_two_unlinked_tables_is_review_not_pass(engine: str, fresh: Any, monkeypatch: Any) -> None:
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 50)  # 73 people: more than linking reads
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 50)
     everyone, under_100 = _everyone_then_under_100(engine)
     sess = fresh()
     status, notes = _meta(sess.publish(everyone()))
@@ -83,6 +84,7 @@ def test_a_linked_table_after_an_unlinked_one_is_review(fresh: Any, monkeypatch:
     big = PEOPLE.copy()
     small = PEOPLE[PEOPLE.age < 100].reset_index(drop=True)
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 72)  # 73 rows: not linked; 71: linked
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 72)
     sess = fresh()
     assert _meta(sess.publish(big.groupby("sex").size()))[0] == "pass"
     status, notes = _meta(sess.publish(small.groupby("sex").size()))
@@ -96,6 +98,7 @@ def test_a_linked_table_after_an_unlinked_one_is_review(fresh: Any, monkeypatch:
 def test_an_unlinked_table_after_a_linked_one_is_review(fresh: Any, monkeypatch: Any) -> None:
     small = PEOPLE[PEOPLE.age < 100].reset_index(drop=True)
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 72)
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 72)
     sess = fresh()
     assert _meta(sess.publish(small.groupby("sex").size()))[0] == "pass"
     status, notes = _meta(sess.publish(PEOPLE.groupby("sex").size()))
@@ -104,6 +107,7 @@ def test_an_unlinked_table_after_a_linked_one_is_review(fresh: Any, monkeypatch:
 
 def test_a_restarted_kernel_knows_of_the_unlinked_outputs(fresh: Any, monkeypatch: Any, tmp_path: Path) -> None:
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 72)
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 72)
     first = fresh(tmp_path)
     assert _meta(first.publish(PEOPLE.groupby("sex").size()))[0] == "pass"
     after = fresh(tmp_path)  # a new kernel, the same ledger folder
@@ -137,3 +141,25 @@ def test_a_table_whose_rows_could_not_be_read_is_not_cleared_beside_others(fresh
     status, notes = _meta(sess.publish(frame.filter(pl.col("age") < 100).group_by("sex").len().sort("sex")))
     assert status == "review", notes
     assert row_limits.unreadable_rows_note() in notes
+
+
+@pytest.mark.parametrize("engine", ["pandas", "polars"])
+def test_pandas_rows_are_linked_beyond_what_an_engine_hands_over(engine: str, fresh: Any, monkeypatch: Any) -> None:
+    """Two limits (stop 55): a pandas frame is linked up to ``MAX_LINKED_ROWS`` (its rows are in
+    Python already), an engine's rows come to Python for linking up to ``MAX_FETCHED_ROWS`` only.
+    With 73 people between the two, pandas' difference of two tables is caught (``blocked``); the
+    polars table read by its rows (not inside polars: ``IN_ENGINE_ROWS`` above the data) is not
+    linked, says so with the engine's limit, and the next table is ``review``."""
+    monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 1000)
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 50)
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10_000)
+    everyone, under_100 = _everyone_then_under_100(engine)
+    sess = fresh()
+    status, notes = _meta(sess.publish(everyone()))
+    assert status == "pass"
+    second, notes2 = _meta(sess.publish(under_100()))
+    if engine == "pandas":
+        assert row_limits.NOT_LINKED not in notes and second == "blocked", notes2
+    else:
+        assert "not linked with other tables (more than 50 source rows)" in notes, notes
+        assert second == "review", notes2

@@ -234,6 +234,7 @@ def test_after_a_restart_changed_rows_are_named(con: Any, fresh: Any, in_engine:
 def test_linking_in_the_engine_has_no_row_limit(con: Any, fresh: Any, in_engine: None, monkeypatch: Any) -> None:
     """Above MAX_LINKED_ROWS too (where the rows path stops): compared, not review."""
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 20)
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 20)
     sess = fresh()
     sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1"))
     out = sess.publish(con.sql("select sex, count(*) n from people where district <> 'C' group by 1 order by 1"))

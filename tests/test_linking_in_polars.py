@@ -246,6 +246,7 @@ def test_a_frame_made_in_the_displayed_expression_is_counted(fresh: Any, in_engi
 def test_linking_in_polars_has_no_row_limit(fresh: Any, in_engine: None, monkeypatch: Any) -> None:
     """Above MAX_LINKED_ROWS too (where the rows path stops): compared, not review."""
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 20)
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 20)
     p = pl.from_pandas(PEOPLE)
     sess = fresh()
     sess.publish(p.group_by("sex").len())

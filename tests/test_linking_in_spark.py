@@ -241,6 +241,7 @@ def test_a_display_counted_in_spark_moves_only_cells_and_atoms(spark: Any, fresh
 def test_linking_in_spark_has_no_row_limit(people: Any, fresh: Any, in_engine: None, monkeypatch: Any) -> None:
     """Above MAX_LINKED_ROWS too (where the rows path stops): compared, not review."""
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 20)
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 20)
     sess = fresh()
     sess.publish(people.groupBy("sex").count())
     out = sess.publish(people.filter(_c("district") != "C").groupBy("sex").count())

@@ -131,6 +131,7 @@ def test_large_sources_are_linked_by_sparks_hashes(people: Any, fresh: Any, monk
 
 def test_beyond_the_row_limit_the_note_says_not_linked(people: Any, fresh: Any, monkeypatch: Any) -> None:
     monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 10)
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 10)
     sess = fresh()
     out = sess.publish(people.groupBy("sex").count())
     notes = " ".join(out.metadata["sdc_magic"].get("notes", [])) + out.data["text/plain"]

@@ -31,7 +31,7 @@ materialised, one more job selects, per source row that reached the aggregation,
 table shows them and the other columns (at most ``MAX_HASHED_COLUMNS``): their values up to
 ``RAW_LINKED_ROWS`` source rows (fingerprinted by linking like pandas rows, so a Spark table and
 a pandas table of the same people are compared), Spark's ``xxhash64`` of them up to
-``MAX_LINKED_ROWS``. Those rows come to the driver; above that, the table is not linked and its
+``MAX_FETCHED_ROWS``. Those rows come to the driver; above that, the table is not linked and its
 note says so. Before, Spark tables were never linked: two Spark counts one person apart were both
 cleared (issue 22). Tables over more than ``IN_ENGINE_ROWS`` source rows whose plan is written over
 a root (:mod:`.spark_lineage`) are linked inside Spark instead: no source row to the driver, one
@@ -678,8 +678,8 @@ class SparkCapture:
         if rows is None:
             rows = self._linking_rows(recipe, n_rows)
         if rows is None:
-            notes.append(row_limits.too_many_rows_note() if n_rows > row_limits.MAX_LINKED_ROWS else
-                         row_limits.unreadable_rows_note())
+            notes.append(row_limits.too_many_rows_note(row_limits.MAX_FETCHED_ROWS)
+                         if n_rows > row_limits.MAX_FETCHED_ROWS else row_limits.unreadable_rows_note())
         contract.register(self.registry, rules, call, shown, ge, recipe.keys, measure_of, notes, rows=rows)
         if recipe.form is None:
             recipe.form = shown
@@ -713,7 +713,7 @@ class SparkCapture:
         them in columns ``"spark#<column>"``. A table of one variable's statistics without a
         count covers the rows where that variable is known (as for pandas and polars).
         """
-        if n_rows <= 0 or n_rows > row_limits.MAX_LINKED_ROWS:
+        if n_rows <= 0 or n_rows > row_limits.MAX_FETCHED_ROWS:
             return None
         try:
             src, keys = self._keyed_source(recipe)
@@ -732,7 +732,7 @@ class SparkCapture:
             rows = self._original(type(query), "toPandas")(query)
         except Exception:
             return None
-        return rows if 0 < len(rows) <= row_limits.MAX_LINKED_ROWS else None
+        return rows if 0 < len(rows) <= row_limits.MAX_FETCHED_ROWS else None
 
 
 def _following(recipe: Recipe, name: str, args: tuple, kwargs: dict) -> Recipe | None:

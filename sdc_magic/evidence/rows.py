@@ -8,8 +8,17 @@ attributes (``rows.MAX_LINKED_ROWS``) so a change applies to every reader.
 
 from __future__ import annotations
 
-#: source rows above which a table is not linked (its note says so)
-MAX_LINKED_ROWS = 5_000_000
+#: source rows above which a table is not linked (its note says so, and every later table of the
+#: session is ``review``): the rows linking reads in Python, a pandas frame's own. Was 5,000,000
+#: until stop 55, which made every table after the first of a 10M-row pandas session ``review``
+#: (9 of 10 in ``benchmarks/engines.py --rows 1e7 --only pandas --session 10``); linked, those 10
+#: tables were 4 ``suppressed`` and 6 ``pass`` at 1.26× plain per display, and linking kept 1.2 GB
+#: more memory, no more after 30 tables (``--session 30``: 1.13×): some 120 bytes per source row
+MAX_LINKED_ROWS = 20_000_000
+#: source rows up to which an engine hands its rows to Python for linking (polars and Spark tables
+#: that are not linked inside their engine): above, such a table is not linked. Moving rows out of
+#: an engine is what linking inside it avoids (issue 22); this bounds what the fallback moves
+MAX_FETCHED_ROWS = 5_000_000
 #: source rows up to which an engine hands linking the values themselves (fingerprinted like pandas
 #: rows, so tables of the same people are compared across engines); above, the engine's own hash
 RAW_LINKED_ROWS = 1_000_000
@@ -52,9 +61,10 @@ MASKED_FEW_ROWS = 5
 MASKED_KEPT_VALUES = 3
 
 
-def too_many_rows_note() -> str:
-    """The note of a table whose source has more rows than linking reads."""
-    return f"{NOT_LINKED} (more than {MAX_LINKED_ROWS:,} source rows)"
+def too_many_rows_note(limit: int | None = None) -> str:
+    """The note of a table whose source has more rows than linking reads (``limit``: the limit
+    that stopped it, ``MAX_LINKED_ROWS`` by default)."""
+    return f"{NOT_LINKED} (more than {MAX_LINKED_ROWS if limit is None else limit:,} source rows)"
 
 
 def unreadable_rows_note() -> str:

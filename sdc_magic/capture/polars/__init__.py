@@ -65,6 +65,7 @@ from .evidence import (
     linking_rows,
     set_indicators,
     settle_runner_up,
+    streams_lazy_queries,
 )
 from .lineage import IN_PLACE, forget, in_engine, row_positions, written_step
 from .plan import (
@@ -235,10 +236,19 @@ class PolarsCapture:
 
         One group_by computes the user's columns and the facts; the user gets exactly the
         columns they asked for (in their order), the facts stay here. None: not applicable
-        (or the combined call failed), and the caller runs the ordinary path.
+        (or the combined call failed), and the caller runs the ordinary path. Polars 2 streams a
+        lazy query but runs an eager ``group_by`` in memory (10M rows, string keys: the user's sum
+        0.36 s alone, 0.82 s with the facts beside it; the facts alone, lazily, 0.16 s): there the
+        user's call runs as written and the facts in a lazy query of their own.
         """
-        return self._folded(gb.df, _flatten_by(gb.by), gb.named_by, aggs, named,
-                            lambda exprs: original(gb, *aggs, *exprs, **named))
+        by = _flatten_by(gb.by)
+
+        def run(exprs: list[Any]) -> Any:
+            if not streams_lazy_queries() or getattr(gb, "predicates", None):
+                # (``having``: the user's call filters its groups; the facts ride along, filtered alike)
+                return original(gb, *aggs, *exprs, **named)
+            return original(gb, *aggs, **named), grouped(gb.df.lazy(), by, gb.named_by, exprs).collect()
+        return self._folded(gb.df, by, gb.named_by, aggs, named, run)
 
     def _folded(self, source: Any, by: list[Any], named_by: dict, aggs: tuple, named: dict,
                 run: Callable[[list[Any]], Any]) -> Any:
@@ -277,11 +287,13 @@ class PolarsCapture:
             _depth.value -= 1
         import polars as pl
 
-        if not isinstance(full, pl.DataFrame):
+        result, full = full if isinstance(full, tuple) else (None, full)  # (the user's result, the facts')
+        if not isinstance(full, pl.DataFrame) or not isinstance(result, pl.DataFrame | None):
             return None
         _depth.value += 1  # our own selects below are not the user's
         try:
-            result = full.select([c for c in full.columns if not c.startswith(contract.PREFIX)])
+            if result is None:
+                result = full.select([c for c in full.columns if not c.startswith(contract.PREFIX)])
         finally:
             _depth.value -= 1
         _depth.value += 1

@@ -9,6 +9,7 @@ small per-group table is all that comes back to Python, and the fingerprinted so
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -195,6 +196,18 @@ def _rows_of_groups(lf: Any, by: list[Any], named_by: dict, keys: list[str], gro
         return lf
 
 
+@functools.cache
+def streams_lazy_queries() -> bool:
+    """Polars 2 and later collect a lazy query with the streaming engine by default (an eager
+    ``group_by`` stays in memory, several times slower on string keys)."""
+    import polars as pl
+
+    try:
+        return int(pl.__version__.split(".")[0]) >= 2
+    except ValueError:
+        return False
+
+
 def grouped(lf: Any, by: list[Any], named_by: dict, exprs: list[Any]) -> Any:
     """``lf.group_by(by).agg(exprs)``; without keys, one group (a constant key, dropped after)."""
     import polars as pl
@@ -319,8 +332,8 @@ def linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
 
     One row per source row that reached the aggregation: the grouping keys as the table
     shows them, and per other column a 64-bit hash computed by polars (the values never
-    leave polars). Skipped above ``evidence.rows.MAX_LINKED_ROWS`` rows (linking is not
-    attempted there for pandas either) and if anything fails: the table is then checked
+    leave polars). Skipped above ``evidence.rows.MAX_FETCHED_ROWS`` rows (what leaves the
+    engine for linking is bounded) and if anything fails: the table is then checked
     on its own. A table of one variable's statistics covers the rows where it is known.
     ``positions``: where each row was in the frame it was taken from (:mod:`.origins`), which
     labels the rows as pandas' index does, or their pandas labels (an Index: a frame from
@@ -332,7 +345,8 @@ def linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
     if rows is None and notes is not None and n_rows > 0:
         from ...evidence import rows as row_limits
 
-        notes.append(row_limits.too_many_rows_note() if n_rows > row_limits.MAX_LINKED_ROWS
+        notes.append(row_limits.too_many_rows_note(row_limits.MAX_FETCHED_ROWS)
+                     if n_rows > row_limits.MAX_FETCHED_ROWS
                      else row_limits.unreadable_rows_note())
     return rows
 
@@ -343,7 +357,7 @@ def _linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
 
     from ...evidence import rows as row_limits
 
-    if n_rows <= 0 or n_rows > row_limits.MAX_LINKED_ROWS:
+    if n_rows <= 0 or n_rows > row_limits.MAX_FETCHED_ROWS:
         return None
     try:
         schema = lf.collect_schema()
