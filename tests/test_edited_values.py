@@ -649,3 +649,43 @@ def test_two_variables_of_women_only_counted_in_the_engine(sess: Any, counted_in
         outs = [sess.publish(p.group_by("district", "sex").agg(pl.col(v).sum()).sort("district", "sex"))
                 for v in ("preg", "visits")]
     assert _cleared(outs[1]), outs[1].data["text/plain"]
+
+
+@pytest.mark.parametrize("form", ["polars eager sorted", "polars eager", "polars lazy sorted", "pandas sorted"])
+@pytest.mark.parametrize("stat", ["mean", "sum"])
+def test_two_tables_computed_before_either_is_shown(sess: Any, form: str, stat: str) -> None:
+    """Red team (stop 55): ``ta = f.group_by("sex").agg(pl.col("flag").mean()).sort("sex")``, the
+    same ``tb`` over a copy with his flag flipped, then both shown: the men's means 0.4722 and 0.5
+    round alike, and ``tb`` (sorted: no mark of its own) was matched to ``ta``'s evidence, "shown
+    again", both ``pass``; (0.5 − 0.4722) × 36 = his flag. A table matches the entry whose values
+    it shows before one it could be a rounding of."""
+    pl = pytest.importorskip("polars")
+    him = PEOPLE.person == int(PEOPLE[HIM].person.iloc[0])
+    flipped = PEOPLE.assign(flag=PEOPLE.flag.where(~him, 1 - PEOPLE.flag))
+
+    def table(people: pd.DataFrame) -> Any:
+        if form.startswith("pandas"):
+            return getattr(people.groupby("sex").flag, stat)().sort_index()
+        frame = pl.from_pandas(people)
+        query = (frame.lazy() if "lazy" in form else frame).group_by("sex").agg(getattr(pl.col("flag"), stat)())
+        query = query.sort("sex") if "sorted" in form else query
+        return query.collect() if "lazy" in form else query
+
+    first, second = table(PEOPLE), table(flipped)  # both computed ...
+    outs = [sess.publish(first), sess.publish(second)]  # ... then shown
+    men = [_men_figure(o) for o in outs]
+    # (his flag: the men's sums differ by one, their means by one in 36)
+    assert not (all(_cleared(o) for o in outs) and None not in men and men[0] != men[1]), \
+        [o.data["text/plain"] for o in outs]
+
+
+def _men_figure(out: Any) -> float | None:
+    """The men's figure as shown (None: hidden)."""
+    for line in out.data["text/plain"].splitlines():
+        cells = line.split()
+        if "M" in cells[:2] and len(cells) >= 2:
+            try:
+                return float(cells[-1].replace(",", ""))
+            except ValueError:
+                return None
+    return None

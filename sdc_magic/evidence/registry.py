@@ -380,25 +380,37 @@ class Registry:
         if entry is not None and entry.flat.shape == flat.shape:
             return Match(entry, np.arange(len(flat)), "identity")
         names = flat.dim_names
-        for entry in self.entries():
-            if entry.dims != names:
-                continue
-            pos = _positions_by_key(entry, flat)
-            if pos is None:
-                continue
-            found = pos >= 0
-            # unrecorded cells are only acceptable as empty cells (NaN or 0 after fillna)
-            if not np.all(np.isnan(shown[~found]) | (shown[~found] == 0)):
-                continue
-            if found.any() and not values_match(shown[found], entry.evidence.value[pos[found]]).all():
-                continue
-            if found.any():
+        # an entry whose values are the shown ones first, then one they are a display of (rounded,
+        # scaled): a flag's means of 0.4722 and 0.5 rounded alike, and the table of 0.5 (sorted: no
+        # mark) was checked as the other one's, shown again; both ``pass``, one person apart (red team)
+        for exact in (True, False):
+            for entry in self.entries():
+                if entry.dims != names:
+                    continue
+                pos = _positions_by_key(entry, flat)
+                if pos is None or not (found := pos >= 0).any():
+                    continue
+                # unrecorded cells are only acceptable as empty cells (NaN or 0 after fillna)
+                if not np.all(np.isnan(shown[~found]) | (shown[~found] == 0)):
+                    continue
+                recorded = entry.evidence.value[pos[found]]
+                if exact and not _equal_values(shown[found], recorded):
+                    continue
+                if not exact and not values_match(shown[found], recorded).all():
+                    continue
                 return Match(entry, pos, "labels")
         for entry in self.entries():
             pos = _positions_by_layout(entry, flat, shown)
             if pos is not None:
                 return Match(entry, pos, "positions")
         return None
+
+
+def _equal_values(shown: np.ndarray, recorded: np.ndarray) -> bool:
+    """The shown values are the recorded ones (to float precision; missing where they are)."""
+    shown, recorded = np.asarray(shown, dtype=float), np.asarray(recorded, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isclose(shown, recorded, rtol=1e-9, atol=1e-12) | (np.isnan(shown) & np.isnan(recorded))))
 
 
 def _positions_by_key(entry: Entry, flat: Flat) -> np.ndarray | None:
