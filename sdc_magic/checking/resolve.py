@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..evidence.flatten import Flat, flatten, numeric
-from ..evidence.registry import CellEvidence, Match, Registry
+from ..evidence.registry import AMBIGUOUS, CellEvidence, Match, Registry
 
 
 @dataclass
@@ -73,6 +73,12 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
         raise Withheld(reason)
     flat = flatten(obj)
     match = registry.match(flat, obj)
+    if match is not None and match.how == AMBIGUOUS:
+        # (its figures are those of tables that differ: which rows it shows cannot be told)
+        return Resolved("unverified", obj, flat, notes=[
+            "its labels and figures match more than one table computed in this session, which differ: "
+            "which one it shows cannot be told, so it is checked as a table without evidence. Display the "
+            "table itself (not a sorted, rounded or reshaped copy), or compute it just before showing it"])
     if match is not None:
         return _resolved_table(obj, flat, match)
     # reset_index() of a captured table: dimension columns back into the index
@@ -86,7 +92,7 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
                     continue
                 inner = flatten(indexed)
                 match = registry.match(inner, None)
-                if match is not None:
+                if match is not None and match.how != AMBIGUOUS:
                     res = _resolved_table(indexed, inner, match)
                     res.frame = obj
                     value_cols = [i for i, c in enumerate(obj.columns) if c not in dims]

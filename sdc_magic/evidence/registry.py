@@ -114,7 +114,11 @@ class Match:
 
     entry: Entry
     positions: np.ndarray  # per displayed cell, the entry cell (-1: empty, not recorded)
-    how: str  # "identity", "labels", "positions"
+    how: str  # "identity", "labels", "positions"; or AMBIGUOUS: tables that differ could be behind it
+
+
+#: ``Match.how`` of a display whose labels and values more than one different table could give
+AMBIGUOUS = "ambiguous"
 
 
 class _Failures(list):
@@ -380,25 +384,30 @@ class Registry:
         if entry is not None and entry.flat.shape == flat.shape:
             return Match(entry, np.arange(len(flat)), "identity")
         names = flat.dim_names
-        # an entry whose values are the shown ones first, then one they are a display of (rounded,
-        # scaled): a flag's means of 0.4722 and 0.5 rounded alike, and the table of 0.5 (sorted: no
-        # mark) was checked as the other one's, shown again; both ``pass``, one person apart (red team)
-        for exact in (True, False):
-            for entry in self.entries():
-                if entry.dims != names:
-                    continue
-                pos = _positions_by_key(entry, flat)
-                if pos is None or not (found := pos >= 0).any():
-                    continue
-                # unrecorded cells are only acceptable as empty cells (NaN or 0 after fillna)
-                if not np.all(np.isnan(shown[~found]) | (shown[~found] == 0)):
-                    continue
-                recorded = entry.evidence.value[pos[found]]
-                if exact and not _equal_values(shown[found], recorded):
-                    continue
-                if not exact and not values_match(shown[found], recorded).all():
-                    continue
-                return Match(entry, pos, "labels")
+        # every entry the shown labels and values could come from (equal, or a display of them:
+        # rounded, scaled): the most recent one, unless another one that is not the same table is
+        # among them. Red team, stop 55: a flag's means 0.4722 and 0.5 round alike, and the sorted
+        # table of 0.5 (no mark) was checked as the other one's, shown again, both ``pass`` one
+        # person apart; preferring the equal values instead matched a rounded table of means with
+        # an unrelated table of those values. Which rows such a display shows cannot be told
+        first: Match | None = None
+        for entry in self.entries():
+            if entry.dims != names:
+                continue
+            pos = _positions_by_key(entry, flat)
+            if pos is None or not (found := pos >= 0).any():
+                continue
+            # unrecorded cells are only acceptable as empty cells (NaN or 0 after fillna)
+            if not np.all(np.isnan(shown[~found]) | (shown[~found] == 0)):
+                continue
+            if not values_match(shown[found], entry.evidence.value[pos[found]]).all():
+                continue
+            if first is None:
+                first = Match(entry, pos, "labels")
+            elif not _same_table(first, entry, pos):
+                return Match(first.entry, first.positions, AMBIGUOUS)
+        if first is not None:
+            return first
         for entry in self.entries():
             pos = _positions_by_layout(entry, flat, shown)
             if pos is not None:
@@ -406,11 +415,29 @@ class Registry:
         return None
 
 
-def _equal_values(shown: np.ndarray, recorded: np.ndarray) -> bool:
-    """The shown values are the recorded ones (to float precision; missing where they are)."""
-    shown, recorded = np.asarray(shown, dtype=float), np.asarray(recorded, dtype=float)
-    with np.errstate(invalid="ignore"):
-        return bool(np.all(np.isclose(shown, recorded, rtol=1e-9, atol=1e-12) | (np.isnan(shown) & np.isnan(recorded))))
+def _same_table(first: Match, entry: Entry, pos: np.ndarray) -> bool:
+    """Whether ``entry`` at ``pos`` is the table ``first`` matched, computed again (a cell run
+    twice): the same cells with the same statistics, values, units and totals."""
+    if not np.array_equal(first.positions >= 0, pos >= 0):
+        return False
+    a, b = first.entry.evidence, entry.evidence
+    i, j = first.positions[first.positions >= 0], pos[pos >= 0]
+    try:
+        same = all(_equal(np.asarray(x)[i], np.asarray(y)[j])
+                   for x, y in ((a.stat, b.stat), (a.var, b.var), (a.value, b.value), (a.units, b.units),
+                                (a.total, b.total)))
+    except (TypeError, ValueError):
+        return False
+    return same
+
+
+def _equal(x: np.ndarray, y: np.ndarray) -> bool:
+    """Equal arrays; numbers to float precision (two engines sum in different orders)."""
+    if x.dtype.kind in "fiub" and y.dtype.kind in "fiub":
+        with np.errstate(invalid="ignore"):
+            return bool(np.all(np.isclose(x.astype(float), y.astype(float), rtol=1e-9, atol=1e-12)
+                               | (np.isnan(x.astype(float)) & np.isnan(y.astype(float)))))
+    return bool(np.array_equal(x.astype(str), y.astype(str)))
 
 
 def _positions_by_key(entry: Entry, flat: Flat) -> np.ndarray | None:
