@@ -163,3 +163,17 @@ def test_pandas_rows_are_linked_beyond_what_an_engine_hands_over(engine: str, fr
     else:
         assert "not linked with other tables (more than 50 source rows)" in notes, notes
         assert second == "review", notes2
+
+
+def test_duckdb_hands_over_no_more_rows_than_other_engines(fresh: Any, monkeypatch: Any) -> None:
+    """Red team (stop 55): DuckDB's rows path read up to ``MAX_LINKED_ROWS`` (20M) where polars
+    and Spark stop at ``MAX_FETCHED_ROWS`` (5M): with 73 people between the two, it is not linked
+    either, says so, and the next table is ``review``."""
+    monkeypatch.setattr(row_limits, "MAX_LINKED_ROWS", 1000)
+    monkeypatch.setattr(row_limits, "MAX_FETCHED_ROWS", 50)
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10_000)
+    everyone, under_100 = _everyone_then_under_100("duckdb")
+    sess = fresh()
+    status, notes = _meta(sess.publish(everyone()))
+    assert status == "pass" and "not linked with other tables (more than 50 source rows)" in notes, notes
+    assert _meta(sess.publish(under_100()))[0] == "review"

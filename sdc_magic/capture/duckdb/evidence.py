@@ -354,8 +354,8 @@ class Recorder:
             table = self._counted.keep(_counted_on_connection(pending, facts, ge), large)
             if table is not None:
                 return table
-        if n > row_limits.MAX_LINKED_ROWS:
-            pending.notes.append(row_limits.too_many_rows_note())
+        if n > row_limits.MAX_FETCHED_ROWS:  # (rows leave DuckDB for linking: bounded as other engines')
+            pending.notes.append(row_limits.too_many_rows_note(row_limits.MAX_FETCHED_ROWS))
             return None
         raw = pending.rows_raw is not None and n <= RAW_LINKED_ROWS
         try:
