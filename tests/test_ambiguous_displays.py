@@ -13,9 +13,10 @@ evidence by labels and values (equal, or a display of them: rounded, ×100). Red
   B's, and A without one person then compared with B's rows, both cleared (older than stop 55;
   still open in polars and DuckDB: marked ``xfail`` below).
 
-Now every entry the display could come from is found; when their figures are not one table's
-computed again (the same cells, statistics, values, units and totals), the display is checked as
-a table without evidence, and its note says why.
+Now every entry the display could come from is found; when their figures differ (one equal to
+the shown ones, another only a rounding of them), the display is checked as a table without
+evidence, and its note says why. Entries with the same figures (a table computed again, in another
+engine, a flag's sums and the count of its rows) stand for one another, the most recent first.
 """
 
 from __future__ import annotations

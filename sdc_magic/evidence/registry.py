@@ -385,8 +385,8 @@ class Registry:
             return Match(entry, np.arange(len(flat)), "identity")
         names = flat.dim_names
         # every entry the shown labels and values could come from (equal, or a display of them:
-        # rounded, scaled): the most recent one, unless another one that is not the same table is
-        # among them. Red team, stop 55: a flag's means 0.4722 and 0.5 round alike, and the sorted
+        # rounded, scaled): the most recent one, unless another one holds other figures (one equal
+        # to the shown ones, another a rounding of them). Red team, stop 55: a flag's means 0.4722 and 0.5 round alike, and the sorted
         # table of 0.5 (no mark) was checked as the other one's, shown again, both ``pass`` one
         # person apart; preferring the equal values instead matched a rounded table of means with
         # an unrelated table of those values. Which rows such a display shows cannot be told
@@ -416,28 +416,29 @@ class Registry:
 
 
 def _same_table(first: Match, entry: Entry, pos: np.ndarray) -> bool:
-    """Whether ``entry`` at ``pos`` is the table ``first`` matched, computed again (a cell run
-    twice): the same cells with the same statistics, values, units and totals."""
+    """Whether ``entry`` at ``pos`` holds the figures ``first`` matched (the same cells, the same
+    values to float precision: two engines sum in different orders). Other statistics or units
+    with the same figures (a flag's sums and the count of its rows, a table computed again, in
+    another engine) are the same figures published again: the most recent entry stands for them."""
     if not np.array_equal(first.positions >= 0, pos >= 0):
         return False
-    a, b = first.entry.evidence, entry.evidence
     i, j = first.positions[first.positions >= 0], pos[pos >= 0]
     try:
-        same = all(_equal(np.asarray(x)[i], np.asarray(y)[j])
-                   for x, y in ((a.stat, b.stat), (a.var, b.var), (a.value, b.value), (a.units, b.units),
-                                (a.total, b.total)))
+        return _equal(np.asarray(first.entry.evidence.value)[i], np.asarray(entry.evidence.value)[j])
     except (TypeError, ValueError):
         return False
-    return same
 
 
 def _equal(x: np.ndarray, y: np.ndarray) -> bool:
-    """Equal arrays; numbers to float precision (two engines sum in different orders)."""
-    if x.dtype.kind in "fiub" and y.dtype.kind in "fiub":
-        with np.errstate(invalid="ignore"):
-            return bool(np.all(np.isclose(x.astype(float), y.astype(float), rtol=1e-9, atol=1e-12)
-                               | (np.isnan(x.astype(float)) & np.isnan(y.astype(float)))))
-    return bool(np.array_equal(x.astype(str), y.astype(str)))
+    """Equal figures to float precision (two engines sum in different orders); a missing figure
+    on either side equals any (an empty group's sum: 0 in pandas, NULL in Spark), as a recorded
+    missing value matches whatever is shown (``values_match``)."""
+    try:
+        a, b = x.astype(float), y.astype(float)
+    except (TypeError, ValueError):
+        return bool(np.array_equal(x.astype(str), y.astype(str)))
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isclose(a, b, rtol=1e-9, atol=1e-12) | np.isnan(a) | np.isnan(b)))
 
 
 def _positions_by_key(entry: Entry, flat: Flat) -> np.ndarray | None:
