@@ -55,7 +55,8 @@ import pandas as pd
 
 from ...evidence.in_engine import CountedBases
 from .. import contract
-from ..sql import MIXED_LEVELS, single_query
+from ..sql import single_query
+from ..sql_levels import MIXED_LEVELS
 from ..sql_rewrites import having_reads_unshown
 from . import python_frames
 from .evidence import Pending, Recorder, prepare

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..sql import MIXED_LEVELS, mixed_levels
+from ..sql_levels import MIXED_LEVELS, mixed_levels
 
 #: words of a query that may aggregate; a query with none of them is never parsed (row-level)
 AGGREGATING = ("group", "pivot", "count(", "sum(", "avg(", "mean(", "min(", "max(", "median(", "quantile",
