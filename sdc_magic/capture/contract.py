@@ -390,6 +390,46 @@ def one_sided(obj: Any) -> list[tuple[str, str, float]] | None:
     return _one_sided.get(obj)
 
 
+#: (more than the other marks: every derivation of a captured table is marked, and a mark lost to
+#: the limit makes its display a table found by labels only; red team, stop 56: 520 live copies)
+_origins = WeakTable(16 * MAX_FORMS)
+
+
+def mark_origin(obj: Any, entry_id: int | None) -> None:
+    """Note that ``obj`` was computed from the captured table of entry ``entry_id`` alone (sorted,
+    rounded, some of its rows or columns, converted to pandas): the display checks it as that
+    table when its figures are that table's (or a display of them), before any other table with
+    the same labels and figures. Why (red team, stop 55): districts A and B had equal sums by
+    sex; A's table, sorted after B's was computed, was taken for B's, and A without one person
+    was then compared with B's rows, both cleared."""
+    if entry_id is not None:
+        _origins.set(obj, entry_id)
+
+
+def origin_of(obj: Any) -> int | None:
+    """The entry ``obj`` was computed from alone (see :func:`mark_origin`), or None."""
+    return _origins.get(obj)
+
+
+def entry_id_of(obj: Any, registry: Registry) -> int | None:
+    """The entry ``obj`` is (the captured object, or an engine result's pandas form), or was
+    computed from alone (:func:`mark_origin`); None when neither."""
+    for candidate in (obj, form_of(obj)):
+        if candidate is not None:
+            entry = registry.by_object(candidate)
+            if entry is not None:
+                return entry.id
+    return origin_of(obj)
+
+
+def carry_origin(inputs: list[Any], result: Any, registry: Registry) -> None:
+    """Mark ``result`` with the entry of the one captured table among ``inputs`` (see
+    :func:`mark_origin`); nothing when none or several are (a join of two tables is neither)."""
+    found = {e for e in (entry_id_of(i, registry) for i in inputs) if e is not None}
+    if len(found) == 1 and result is not None:
+        mark_origin(result, found.pop())
+
+
 def mark_aggregate(frame: pd.DataFrame) -> None:
     """Note that ``frame`` is the result of an aggregation we could not capture.
 

@@ -26,13 +26,16 @@ from ..evidence.registry import Registry
 from . import size_filters
 from .contract import (
     Recipe,
+    carry_origin,
     is_aggregate,
     maker_of,
     mark_aggregate,
     mark_one_sided,
+    mark_origin,
     mark_selected_by_values,
     mark_withheld,
     one_sided,
+    origin_of,
     record_maker,
     record_recipe,
     selected_by_values,
@@ -112,7 +115,7 @@ class Derivations:
                 self.patch(owner, name, _selection_wrapper(getattr(owner, name)))
         self.patch(pd.DataFrame, "to_numpy", _values_wrapper(pd.DataFrame.to_numpy))
         self.patch(pd.DataFrame, "values", property(_values_wrapper(pd.DataFrame.values.fget)))
-        self.patch(pd.DataFrame, "__init__", _init_wrapper(pd.DataFrame.__init__))
+        self.patch(pd.DataFrame, "__init__", _init_wrapper(pd.DataFrame.__init__, self.registry))
         # .T is a property over transpose bound when pandas was imported: wrapped on its own
         self.patch(pd.DataFrame, "T", property(self.derived_wrapper(pd.DataFrame.T.fget, first_and_other, "T")))
         for indexer, name in ((pd.core.indexing._LocIndexer, "loc"), (pd.core.indexing._iLocIndexer, "iloc")):
@@ -188,10 +191,18 @@ class Derivations:
                     if reason is not None:
                         mark_withheld(result, reason)
                         return result
+                origins, aggregate_input = set(), False
                 for p in given:
-                    if isinstance(p, _PANDAS) and (is_aggregate(p) or registry.by_object(p) is not None):
-                        break
-                else:
+                    if not isinstance(p, _PANDAS):
+                        continue
+                    entry = registry.by_object(p)
+                    origin = entry.id if entry is not None else origin_of(p)
+                    if origin is not None:
+                        origins.add(origin)
+                    aggregate_input = aggregate_input or entry is not None or is_aggregate(p)
+                if len(origins) == 1:  # (a copy of one captured table: found as it, contract.mark_origin)
+                    mark_origin(result, origins.pop())
+                if not aggregate_input:
                     return result
                 if withheld_reason(result) is None:
                     mark_aggregate(result)
@@ -313,15 +324,21 @@ def _values_wrapper(original: Callable) -> Callable:
     return values
 
 
-def _init_wrapper(original: Callable) -> Callable:
+def _init_wrapper(original: Callable, registry: Registry) -> Callable:
     """``pd.DataFrame(array)`` of such an array: its rows keep their earlier labels
-    (:func:`.row_origins.built_from`); any other data passes straight through."""
+    (:func:`.row_origins.built_from`); ``pd.DataFrame(t)`` of a captured table (or of a copy of
+    one) is a copy of it (:func:`.contract.carry_origin`); any other data passes straight through."""
     @functools.wraps(original)
     def init(frame: Any, data: Any = None, index: Any = None, *args: Any, **kwargs: Any) -> None:
         original(frame, data, index, *args, **kwargs)
-        if isinstance(data, np.ndarray) and not _depth.value:
+        if _depth.value:
+            return
+        if isinstance(data, np.ndarray):
             with contextlib.suppress(Exception):  # never break user code
                 row_origins.built_from(frame, data, index)
+        elif isinstance(data, _PANDAS):
+            with contextlib.suppress(Exception):
+                carry_origin([data], frame, registry)
 
     init.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]
     return init

@@ -95,7 +95,9 @@ def to_pandas(obj: Any) -> tuple[pd.DataFrame | pd.Series, list[str]]:
         if name == "Series":
             frame = obj.to_frame().to_pandas()
             return frame.iloc[:, 0], []
-        return obj.to_pandas(), []
+        frame = obj.to_pandas()
+        contract.mark_origin(frame, contract.origin_of(obj))  # (a sorted copy of a captured table)
+        return frame, []
     if "duckdb" in module and name == "DuckDBPyRelation":
         return _duckdb_relation(obj)
     if module.startswith("pyspark"):

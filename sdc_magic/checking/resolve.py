@@ -72,7 +72,8 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
 
         raise Withheld(reason)
     flat = flatten(obj)
-    match = registry.match(flat, obj)
+    origin = _origin(obj)
+    match = registry.match(flat, obj, origin)
     if match is not None and match.how == AMBIGUOUS:
         # (its figures are those of tables that differ: which rows it shows cannot be told)
         return Resolved("unverified", obj, flat, notes=[
@@ -91,7 +92,7 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
                 except (KeyError, ValueError, TypeError):
                     continue
                 inner = flatten(indexed)
-                match = registry.match(inner, None)
+                match = registry.match(inner, None, origin)
                 if match is not None and match.how != AMBIGUOUS:
                     res = _resolved_table(indexed, inner, match)
                     res.frame = obj
@@ -149,6 +150,12 @@ def _withheld(obj: object) -> str | None:
     from ..capture.contract import withheld_reason
 
     return withheld_reason(obj)
+
+
+def _origin(obj: object) -> int | None:
+    from ..capture.contract import origin_of
+
+    return origin_of(obj)
 
 
 def _known_aggregate(obj: pd.DataFrame) -> bool:

@@ -155,11 +155,13 @@ def values_match(shown: np.ndarray, recorded: np.ndarray) -> np.ndarray:
 
     Accepts: equal (to float precision); rounded to 0–10 decimals; truncated to an
     integer (``astype(int)``); scaled by 100 (percent of a proportion); a recorded NaN
-    shown as anything (``fillna``); a shown NaN (the user blanked it).
+    shown as a placeholder, 0 or −1 (``fillna(0)``); a shown NaN (the user blanked it). A
+    recorded NaN shown as another number is not that table's figure: an empty group's mean
+    filled with one man's income was checked as the table and ``pass`` (red team, stop 56).
     """
     shown = np.asarray(shown, dtype=float)
     recorded = np.asarray(recorded, dtype=float)
-    ok = np.isnan(recorded) | np.isnan(shown)
+    ok = np.isnan(shown) | (np.isnan(recorded) & ((shown == 0) | (shown == -1)))
     with np.errstate(invalid="ignore", over="ignore"):
         ok |= np.isclose(shown, recorded, rtol=1e-9, atol=1e-12)
         ok |= np.isclose(shown, recorded * 100.0, rtol=1e-9, atol=1e-9)

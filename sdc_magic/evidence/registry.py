@@ -369,20 +369,34 @@ class Registry:
                 return None
             return self._entries.get(hit[1])
 
-    def match(self, flat: Flat, obj: object | None = None) -> Match | None:
-        """The entry this displayed table comes from, with the cell mapping; None if unknown."""
-        found = self._match(flat, obj)
+    def by_id(self, entry_id: int) -> Entry | None:
+        with self._lock:
+            return self._entries.get(entry_id)
+
+    def match(self, flat: Flat, obj: object | None = None, origin: int | None = None) -> Match | None:
+        """The entry this displayed table comes from, with the cell mapping; None if unknown.
+        ``origin``: the entry the displayed object was computed from alone, if known (a sorted or
+        rounded copy of a captured table, see ``capture.contract.mark_origin``): tried first."""
+        found = self._match(flat, obj, origin)
         if found is not None:
             self.touch(found.entry)
         return found
 
-    def _match(self, flat: Flat, obj: object | None = None) -> Match | None:
+    def _match(self, flat: Flat, obj: object | None = None, origin: int | None = None) -> Match | None:
         shown = numeric(flat.values)
         if shown is None:
             return None
         entry = self.by_object(obj) if obj is not None else None
         if entry is not None and entry.flat.shape == flat.shape:
             return Match(entry, np.arange(len(flat)), "identity")
+        entry = self.by_id(origin) if origin is not None else None
+        if entry is not None and entry.dims == flat.dim_names:
+            pos = _matching_positions(entry, flat, shown)
+            if pos is not None and _exactly(shown[pos >= 0], entry.evidence.value[pos[pos >= 0]]):
+                # (its own table's figures, as they are: no other table's figures are asked for. A
+                # display of them (rounded) could be another table's figures spliced into the copy,
+                # ``c["flag"] = other["flag"]``: those are looked for below; red team, stop 56)
+                return Match(entry, pos, "origin")
         names = flat.dim_names
         # every entry the shown labels and values could come from (equal, or a display of them:
         # rounded, scaled): the most recent one, unless another one holds other figures (one equal
@@ -391,21 +405,21 @@ class Registry:
         # person apart; preferring the equal values instead matched a rounded table of means with
         # an unrelated table of those values. Which rows such a display shows cannot be told
         first: Match | None = None
+        own: Match | None = None  # (the origin's, when it is among them: the table it was computed from)
         for entry in self.entries():
             if entry.dims != names:
                 continue
-            pos = _positions_by_key(entry, flat)
-            if pos is None or not (found := pos >= 0).any():
+            pos = _matching_positions(entry, flat, shown)
+            if pos is None:
                 continue
-            # unrecorded cells are only acceptable as empty cells (NaN or 0 after fillna)
-            if not np.all(np.isnan(shown[~found]) | (shown[~found] == 0)):
-                continue
-            if not values_match(shown[found], entry.evidence.value[pos[found]]).all():
-                continue
+            if entry.id == origin:
+                own = Match(entry, pos, "origin")
             if first is None:
                 first = Match(entry, pos, "labels")
             elif not _same_table(first, entry, pos):
                 return Match(first.entry, first.positions, AMBIGUOUS)
+        if own is not None:
+            return own
         if first is not None:
             return first
         for entry in self.entries():
@@ -429,6 +443,16 @@ def _same_table(first: Match, entry: Entry, pos: np.ndarray) -> bool:
         return False
 
 
+def _exactly(shown: np.ndarray, recorded: np.ndarray) -> bool:
+    """The shown figures are the recorded ones (to float precision), or blanked (NaN)."""
+    try:
+        a, b = np.asarray(shown, dtype=float), np.asarray(recorded, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isclose(a, b, rtol=1e-9, atol=1e-12) | np.isnan(a)))
+
+
 def _equal(x: np.ndarray, y: np.ndarray) -> bool:
     """Equal figures to float precision (two engines sum in different orders); a missing figure
     on either side equals any (an empty group's sum: 0 in pandas, NULL in Spark), as a recorded
@@ -439,6 +463,20 @@ def _equal(x: np.ndarray, y: np.ndarray) -> bool:
         return bool(np.array_equal(x.astype(str), y.astype(str)))
     with np.errstate(invalid="ignore"):
         return bool(np.all(np.isclose(a, b, rtol=1e-9, atol=1e-12) | np.isnan(a) | np.isnan(b)))
+
+
+def _matching_positions(entry: Entry, flat: Flat, shown: np.ndarray) -> np.ndarray | None:
+    """The positions in ``entry`` of the shown cells, when its labels find some of them and their
+    figures are the entry's (or a display of them); cells it does not record are only acceptable
+    as empty (NaN, or 0 after ``fillna``). None otherwise."""
+    pos = _positions_by_key(entry, flat)
+    if pos is None or not (found := pos >= 0).any():
+        return None
+    if not np.all(np.isnan(shown[~found]) | (shown[~found] == 0)):
+        return None
+    if not values_match(shown[found], entry.evidence.value[pos[found]]).all():
+        return None
+    return pos
 
 
 def _positions_by_key(entry: Entry, flat: Flat) -> np.ndarray | None:

@@ -623,6 +623,8 @@ class DuckDBCapture:
             if pending.form is not None and not isinstance(result, pd.DataFrame):
                 contract.remember(result, pending.form)
             _mark_planned(result, pending)
+            if pending.form is not None and result is not pending.form:
+                contract.carry_origin([pending.form], result, self.registry)  # (found as its table)
             return result
 
         return fetch

@@ -150,7 +150,7 @@ class PolarsCapture:
         self._patch(pl, "from_pandas", origins.from_pandas_wrapper)
         self._patch(pl.DataFrame, "__init__", origins.frame_init_wrapper)
         for name in origins.COPIES:
-            self._patch(pl.DataFrame, name, origins.copy_wrapper)
+            self._patch(pl.DataFrame, name, functools.partial(origins.copy_wrapper, registry=self.registry))
         for name in ("__getitem__", "get_column", "to_series"):
             self._patch(pl.DataFrame, name, origins.column_wrapper)
         for owner in (pl.SQLContext, pl.DataFrame, pl.LazyFrame):
@@ -681,6 +681,7 @@ class PolarsCapture:
             if contract.selection_read(df):
                 contract.mark_selection_read(result)
             contract.mark_one_sided(result, contract.one_sided(df) or [])
+            contract.mark_origin(result, contract.entry_id_of(df, self.registry))  # (found as its table)
             labels = origins.row_positions(df)  # (rows from pandas go back under their labels)
             if isinstance(labels, pd.Index):
                 with contextlib.suppress(Exception):
@@ -701,6 +702,7 @@ class PolarsCapture:
                 contract.mark_one_sided(result, [*(contract.one_sided(inputs[0]) or []),
                                                  *(contract.one_sided(result) or [])])
             mark_derived(inputs, result, self._captured, windows)
+            contract.carry_origin(inputs, result, self.registry)  # (found as its table: sorted, rounded)
         except Exception as exc:  # withheld at display (fail closed)
             self.registry.failures.append(f"polars {name}: {type(exc).__name__}: {exc}")
             _withhold(result)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...evidence import row_origins
 from ...evidence.weak_table import WeakTable
+from .. import contract
 from ..depth import depth
 
 #: Results remembered at once (the newest).
@@ -319,8 +320,9 @@ def frame_init_wrapper(original: Any) -> Any:
     return init
 
 
-def copy_wrapper(original: Any) -> Any:
-    """``df.clone()`` / ``df.rechunk()``: the copy's rows are the frame's, in order (:func:`remember`).
+def copy_wrapper(original: Any, registry: Any = None) -> Any:
+    """``df.clone()`` / ``df.rechunk()``: the copy's rows are the frame's, in order (:func:`remember`),
+    and a copy of a captured table is found as it (``contract.carry_origin``, with ``registry``).
 
     Why: a filter's result cloned lost its positions, its rows were numbered 0..n-1 and taken for
     other people's (B's 30 rows for A's first 30, sex alternating alike on both), and everyone − A
@@ -330,6 +332,9 @@ def copy_wrapper(original: Any) -> Any:
         if not depth.value:
             with contextlib.suppress(Exception):
                 remember(result, df, original.__name__, args, kwargs)
+            if registry is not None:
+                with contextlib.suppress(Exception):
+                    contract.carry_origin([df], result, registry)
         return result
     return copied
 
