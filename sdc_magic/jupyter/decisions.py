@@ -80,30 +80,53 @@ def decision_key(rules: Any, entry: Any, positions: np.ndarray, frame: pd.DataFr
     h = hashlib.sha256()
     h.update(repr(sorted(rules.as_dict().items(), key=lambda kv: kv[0])).encode())
     h.update(repr((entry.call, tuple(entry.dims), entry.margin_label, entry.unit)).encode())
+    # (in an order of the cells' labels, not the engine's: polars gives its groups in another
+    # order on every run, and the same table computed again was not recognised, on some runs)
+    order = _cell_order(entry)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
     ev = entry.evidence
     for name in ("stat", "var", "units", "total", "total_abs", "negative", "top", "is_margin", "value", "ones"):
         value = getattr(ev, name, None)
         h.update(name.encode())
         if value is not None:
-            _update_array(h, value)
-    _update_array(h, positions)
+            arr = np.asarray(value)
+            _update_array(h, arr[order] if arr.ndim and len(arr) == len(order) else arr)
+    positions = np.asarray(positions)
+    _update_array(h, np.where(positions >= 0, rank[np.clip(positions, 0, max(len(rank) - 1, 0))], -1)
+                  if len(rank) else positions)
     h.update(repr(list(notes)).encode())
     if not _update_frame(h, frame):
         return None
     pop = draft.pop
     h.update(str(getattr(draft.universe, "uid", id(draft.universe))).encode())
+    group_order = sorted(range(len(pop.labels)), key=lambda g: repr(pop.labels[g]))
+    group_rank = np.empty(len(group_order), dtype=np.int64)
+    group_rank[group_order] = np.arange(len(group_order))
     atoms = draft.new_row_atom
     if isinstance(atoms, np.ndarray):
-        _update_array(h, np.asarray(pop.group)[atoms])
+        groups = np.asarray(pop.group)[atoms]
+        _update_array(h, np.where(groups >= 0, group_rank[np.clip(groups, 0, max(len(group_rank) - 1, 0))], -1)
+                      if len(group_rank) else groups)
     else:
         # rows left in their engine: the rows are those its condition and keys select in the
         # universe (whose rows, if they changed, make another universe); groups per atom would
         # change with every later output, and the same table shown again was protected anew
         rows = getattr(getattr(entry, "source", None), "rows", None)
         h.update(repr((getattr(rows, "condition", None), getattr(rows, "key_expressions", None))).encode())
-        _update_array(h, np.asarray(pop.size))
-    h.update(repr(list(pop.labels)).encode())
+        _update_array(h, np.asarray(pop.size)[group_order] if len(group_order) else np.asarray(pop.size))
+    h.update(repr([pop.labels[g] for g in group_order]).encode())
     return h.hexdigest()
+
+
+def _cell_order(entry: Any) -> np.ndarray:
+    """The entry's cells in the order of their labels (a hash of each cell's key, then its text)."""
+    key = entry.key
+    try:
+        hashed = pd.util.hash_pandas_object(key, index=False).to_numpy()
+        return np.argsort(hashed, kind="stable")
+    except (TypeError, ValueError):
+        return np.asarray(sorted(range(len(key)), key=lambda i: repr(key[i])), dtype=np.int64)
 
 
 class DecisionMemory:
