@@ -281,6 +281,51 @@ def test_duckdb_what_is_not_an_edit_of_published_sums(sess: Any, counted_in_engi
     assert statuses == ["pass"] * 4
 
 
+#: the income's sums written as SQL computes them, and how each gives the plain sum back
+INCOME_SUMS = {"sum(income)": 1.0, "sum(income::DOUBLE)": 1.0, "sum(income * 2) / 2": 1.0, "sum(income * 2)": 2.0,
+               "sum(income + 0)": 1.0}
+
+
+@pytest.mark.parametrize("in_engine", [True, False], ids=["in DuckDB", "by rows"])
+@pytest.mark.parametrize(("first_form", "second_form"), [
+    ("sum(income)", "sum(income * 2) / 2"), ("sum(income * 2) / 2", "sum(income)"),
+    ("sum(income::DOUBLE)", "sum(income * 2)"), ("sum(income + 0)", "sum(income::DOUBLE)")])
+def test_duckdb_update_between_sums_written_differently(sess: Any, monkeypatch: Any, in_engine: bool,
+                                                        first_form: str, second_form: str) -> None:
+    """Red team (stop 56): ``sum(income)``, an UPDATE of his income, then ``sum(income * 2) / 2``
+    counted in DuckDB: the second sums a computed value, another variable, and was compared with
+    nothing: both ``pass``, the men's difference his income. A computed value's table now compares
+    the columns it reads as well (``sql_lineage.Lineage.sources``)."""
+    from sdc_magic.evidence import rows as row_limits
+
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10 if in_engine else 10_000_000)
+    con = _duckdb_people()
+    man = int(PEOPLE[HIM].person.iloc[0])
+    query = "SELECT sex, {} AS income FROM people GROUP BY sex ORDER BY sex"
+    first = sess.publish(con.sql(query.format(first_form)).df())
+    con.execute(f"UPDATE people SET income = 0 WHERE person = {man}")
+    second = sess.publish(con.sql(query.format(second_form)).df())
+    a, b = INCOME_SUMS[first_form], INCOME_SUMS[second_form]
+    assert not (_cleared(first) and _cleared(second)
+                and _gives_him_away(first, second, lambda x, y: x / a - y / b)), \
+        [first.data["text/plain"], second.data["text/plain"]]
+
+
+@pytest.mark.parametrize("forms", [("sum(income::DOUBLE)", "sum(income * 2)"),
+                                   ("sum(income * 2) / 2", "sum(income + 0)", "sum(income)", "avg(income * 2)")])
+def test_duckdb_sums_written_differently_without_an_edit(sess: Any, counted_in_engine: None,
+                                                         forms: tuple[str, ...]) -> None:
+    """Over-protection (red team, stop 55): a computed value was named by its place in the query,
+    so ``sum(income::DOUBLE)`` then ``sum(income * 2)`` were one variable whose values had
+    "changed" (``review``, and the note named ``'__sdc_x1'``). Named by their expressions, each
+    is ``pass``."""
+    con = _duckdb_people()
+    outs = [sess.publish(con.sql(f"SELECT sex, {f} AS income FROM people GROUP BY sex ORDER BY sex").df())
+            for f in forms]
+    assert [_status(o) for o in outs] == ["pass"] * len(forms), [o.data["text/plain"] for o in outs]
+    assert not any("__sdc" in o.data["text/plain"] for o in outs)
+
+
 @pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
 @pytest.mark.parametrize("edit", ["his income to 0", "every income but his doubled"])
 def test_polars_edit_counted_in_polars(sess: Any, counted_in_engine: None, edit: str, lazy: bool) -> None:
@@ -689,3 +734,54 @@ def _men_figure(out: Any) -> float | None:
             except ValueError:
                 return None
     return None
+
+
+def _three_tables(engine: str, edit_person: int | None) -> list[Callable[[], Any]]:
+    """Sums by district, the same over ``age > 40``, then by district × sex, in ``engine``;
+    ``edit_person``'s income set to 0 before the third (None: no edit)."""
+    if engine == "duckdb":
+        con = _duckdb_people()
+        queries = ["SELECT district, sum(income) AS income FROM people GROUP BY district ORDER BY district",
+                   "SELECT district, sum(income) AS income FROM people WHERE age > 40 GROUP BY district "
+                   "ORDER BY district",
+                   "SELECT district, sex, sum(income) AS income FROM people GROUP BY district, sex ORDER BY 1, 2"]
+
+        def third() -> Any:
+            if edit_person is not None:
+                con.execute(f"UPDATE people SET income = 0 WHERE person = {edit_person}")
+            return con.sql(queries[2]).df()
+        return [lambda: con.sql(queries[0]).df(), lambda: con.sql(queries[1]).df(), third]
+    pl = pytest.importorskip("polars")
+    frame = pl.from_pandas(PEOPLE)
+    edited = frame if edit_person is None else frame.with_columns(
+        income=pl.when(pl.col("person") == edit_person).then(0.0).otherwise(pl.col("income")))
+
+    def sums(f: Any, keys: list[str]) -> Any:
+        query = (f.lazy() if engine == "lazy" else f).group_by(*keys).agg(pl.col("income").sum()).sort(keys)
+        return query.collect() if engine == "lazy" else query
+    return [lambda: sums(frame, ["district"]), lambda: sums(frame.filter(pl.col("age") > 40), ["district"]),
+            lambda: sums(edited, ["district", "sex"])]
+
+
+@pytest.mark.parametrize("engine", ["polars", "lazy", "duckdb"])
+def test_a_table_over_part_of_an_earlier_ones_rows_then_another(sess: Any, counted_in_engine: None,
+                                                                engine: str) -> None:
+    """Over-protection (red team, stop 55): sums by district, the same over ``age > 40``, then by
+    district × sex, no edit: the third was ``review`` for "values changed". The second table took
+    over part of each district's rows, and what was left kept the whole district's checksum,
+    which its rows could never add up to (``engine_values._merged``)."""
+    outs = [sess.publish(make()) for make in _three_tables(engine, None)]
+    assert not any("changed since an earlier table" in o.data["text/plain"] for o in outs), \
+        outs[-1].data["text/plain"]
+    assert all(_cleared(o) for o in outs), [_status(o) for o in outs]
+
+
+@pytest.mark.parametrize("engine", ["polars", "lazy", "duckdb"])
+@pytest.mark.parametrize("person", [1, 3], ids=["outside the filter", "inside the filter"])
+def test_an_edit_after_a_table_over_part_of_the_rows_is_seen(sess: Any, counted_in_engine: None, engine: str,
+                                                             person: int) -> None:
+    """The same three tables with one income of district A set to 0 before the third: of someone
+    the filtered table left out (the rest of A's checksum), or kept (its own): still seen."""
+    outs = [sess.publish(make()) for make in _three_tables(engine, person)]
+    assert _status(outs[-1]) == "review" and "changed since an earlier table" in outs[-1].data["text/plain"], \
+        outs[-1].data["text/plain"]

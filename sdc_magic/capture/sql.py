@@ -291,8 +291,23 @@ def analyse(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, flo
     """
     found = _analyse_one(node, synthetic)
     if found[1] == "custom":
-        return _composite(node, synthetic) or found
-    return found
+        found = _composite(node, synthetic) or found
+    return _named_by_expression(found, synthetic)
+
+
+def _named_by_expression(found: tuple[str | None, str, Any, float, float], synthetic: str
+                         ) -> tuple[str | None, str, Any, float, float]:
+    """A derived measure (``sum(income * 2)``'s ``income * 2``) named after its expression's text,
+    as indicators are: two tables aggregating the same expression share the column, and two
+    different ones never do. Named by position, ``sum(income::DOUBLE)`` then ``sum(income * 2)``
+    were the same variable whose values had "changed" (review, red team stop 55)."""
+    import hashlib
+
+    var, stat, column, a, b = found
+    if var is None or column is None or not str(var).startswith(synthetic):
+        return found
+    text = column.sql("duckdb")
+    return DERIVED + hashlib.blake2b(text.encode(), digest_size=6).hexdigest(), stat, column, a, b
 
 
 #: statistics that are one unit's value, whatever else a composite combines them with

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import contract
-from .sql import Plan
+from .sql import DERIVED, Plan
 
 
 @dataclass
@@ -35,6 +35,11 @@ class Lineage:
     identity: str = ""
     #: per variable, its value on each base row as an expression (what a table of its sums sums)
     values: dict[str, str] = field(default_factory=dict)
+    #: per derived measure (``sum(income * 2)``), the base columns its expression reads: a table of
+    #: its sums publishes a function of theirs, so their values are compared between tables too
+    #: (``linking.engine_values``: ``sum(income)``, an UPDATE of one income, then ``sum(income * 2) / 2``
+    #: gave his income by difference, both ``pass``; red team, stop 56)
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 #: the alias every lineage gives its base table, so that tables written ``FROM t``,
@@ -104,7 +109,19 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     # each variable's value per base row, as the table computes it (``linking.engine_values``)
     values = {v: rebased(node.copy()).sql("duckdb") for v, node in p.columns.items()
               if all(_identity(t) == identity for t in node.find_all(exp.Table))}
-    return Lineage(f"FROM {base.sql('duckdb')}", text, keys, identity, values)
+    sources = {v: _columns_read(p.columns[v], aliases) for v in values if str(v).startswith(DERIVED)}
+    for columns in sources.values():
+        for name in columns:
+            values.setdefault(name, rebased(exp.column(name)).sql("duckdb"))
+    return Lineage(f"FROM {base.sql('duckdb')}", text, keys, identity, values, sources)
+
+
+def _columns_read(node: Any, aliases: Any) -> tuple[str, ...]:
+    """The base relation's columns a derived measure's expression reads (``income * 2``: income)."""
+    from sqlglot import exp
+
+    return tuple(dict.fromkeys(str(c.name) for c in node.find_all(exp.Column)
+                               if (not c.table or c.table in aliases) and not _inner_scope(c, node)))
 
 
 def _identity(table: Any) -> str:

@@ -135,10 +135,20 @@ def after(states: dict[str, ValueState], parent: np.ndarray, tables: dict[str, t
 
 
 def _merged(earlier: ValueState, fresh: ValueState) -> ValueState:
-    """``fresh``'s anchors where it has some, ``earlier``'s elsewhere; unused checksums dropped."""
+    """``fresh``'s anchors where it has some, ``earlier``'s elsewhere; unused checksums dropped.
+
+    An earlier anchor that the new table covered in part keeps, as its checksum, that of its
+    rows the new table did not cover: its checksum minus those of its atoms the table took over
+    (mod 2⁶⁴, as they are summed). The new table was compared with the whole anchor first
+    (:func:`changed`), so they are the values the earlier table published. Kept whole, the
+    anchor's rows left could never add up to it: sums by district, the same over ``age > 40``,
+    then by district × sex, with no edit, was ``review`` for "values changed" (red team, stop 55)."""
     offset = len(earlier.published)
+    taken = (fresh.anchor >= 0) & (earlier.anchor >= 0)
+    remaining = np.asarray(earlier.published, dtype=np.uint64).copy()
+    np.subtract.at(remaining, earlier.anchor[taken], fresh.published[fresh.anchor[taken]])  # (wraps)
     anchor = np.where(fresh.anchor >= 0, fresh.anchor + offset, earlier.anchor)
-    checksums = np.concatenate([earlier.published, fresh.published])
+    checksums = np.concatenate([remaining, fresh.published])
     used, renumbered = np.unique(anchor[anchor >= 0], return_inverse=True)
     compact = np.full(len(anchor), -1, dtype=np.int64)
     compact[anchor >= 0] = renumbered

@@ -265,7 +265,9 @@ class Linker:
         :mod:`.engine_values`; most rows changed in no common way, or after a restart, :mod:`.edits`)."""
         if not d.edited:
             return None
-        names = ", ".join(repr(v) for v in d.edited)
+        # (a value the query computes, ``sum(income * 2)``, has an internal name: not shown)
+        names = ", ".join(dict.fromkeys("a value computed in the query" if str(v).startswith("__sdc_") else repr(v)
+                                        for v in d.edited))
         how = ("the engine cannot tell which rows changed" if isinstance(d.universe, EngineUniverse) else
                "most rows changed in no common way (not a rounding, unit change or shift), or after a restart "
                "only their fingerprints are kept")

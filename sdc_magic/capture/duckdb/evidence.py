@@ -487,6 +487,8 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     counted = contract.fact_names(0)["n"] if known else f"{contract.PREFIX}rows"
     summed = [v for v, st in pending.plan.measures.values() if st in ("sum", "mean") and v is not None
               and v in pending.lineage_variables]
+    # (a derived measure's sums are a function of the columns it reads: theirs compared too)
+    summed += [c for v in summed for c in pending.lineage.sources.get(v, ())]
     table = _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
                        facts, counted, summed=list(dict.fromkeys(summed)), variables=list(pending.variables))
     for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
