@@ -47,6 +47,11 @@ FRAME_LABELS = "sdc_magic.frame_labels"
 #: sees which rows it keeps, ``linking.masked``): never used to tell rows apart (two queries
 #: name different expressions alike)
 DERIVED_COLUMNS = "sdc_magic.derived_columns"
+#: ``DataFrame.attrs`` key of linking rows read out of a query (a CTE, a subquery in FROM, a
+#: view) rather than a table or a Python frame: the columns such a query computes (``income * 2
+#: AS i2``) are no content of the base's rows, and tell nothing of whether they are the people
+#: of earlier outputs (``linker.unidentified_note``)
+COMPUTED_SOURCE = "sdc_magic.computed_source"
 #: a column is read as a masked copy of another (``linking.masked.kept_against``; the engines'
 #: tests) when the rows where they differ hold at most this many values (one constant, or two:
 #: ``where(c, income, where(sex == "F", 1, 0))``) or are fewer than ``MASKED_FEW_ROWS`` (any values:

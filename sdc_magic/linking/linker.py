@@ -208,7 +208,9 @@ class Linker:
         if not earlier:
             return None  # (first: the content test below reads every row)
         content = [c for c in u.hashes if str(c) not in keys]
-        if content and u.n >= 2:
+        # (columns a CTE, subquery or view computes, ``income * 2 AS i2``, are any function of an
+        # earlier output's rows: they make no data set of its own; red team, stop 56)
+        if content and u.n >= 2 and not getattr(u, "computed_source", False):
             # other columns that tell rows apart make it a data set of its own; constant or
             # repeated ones (``1 AS one``, ``sex AS s2``, ``upper(sex)``: red team) do not
             combined = combine([u.hashes[c] for c in content])
@@ -216,7 +218,8 @@ class Linker:
                 return None
         names = ", ".join(list(dict.fromkeys(earlier))[-5:])
         how = "group the whole frame, e.g. df.groupby('sex').size() rather than df.sex.value_counts()" \
-            if _labelled(u) else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)"
+            if _labelled(u) else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)" \
+            " or a CTE or view that computes new columns"
         return (f"the rows behind this table carry only its own key column(s) ({', '.join(sorted(columns))}), so "
                 f"they cannot be matched with the rows of earlier outputs of the same column(s) ({names}): "
                 f"not compared with them (review; {how})")

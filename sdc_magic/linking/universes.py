@@ -91,6 +91,8 @@ class Universe:
             and self.labels is not None
         #: True when ``labels`` are the hashes of an earlier kernel's labels (:meth:`restore`)
         self.labels_hashed = False
+        #: rows read out of a query (``COMPUTED_SOURCE``): its columns do not make it a data set of its own
+        self.computed_source = bool(frame.attrs.get(row_limits.COMPUTED_SOURCE))
         self.hashes: dict[Hashable, np.ndarray] = {c: frame_hash(frame, c) for c in hashed_columns(frame)}
         self.key_columns: set[Hashable] = set(keys)
         self.row_atom = np.zeros(self.n, dtype=np.int32)
