@@ -208,9 +208,13 @@ class Linker:
         if not earlier:
             return None  # (first: the content test below reads every row)
         content = [c for c in u.hashes if str(c) not in keys]
-        # (columns a CTE, subquery or view computes, ``income * 2 AS i2``, are any function of an
-        # earlier output's rows: they make no data set of its own; red team, stop 56)
-        if content and u.n >= 2 and not getattr(u, "computed_source", False):
+        # columns a CTE, subquery or view computes (``income * 2 AS i2``) may be any function of
+        # another output's rows: on either side they make no data set of its own (red team, stop 56)
+        computed = [p.out_id for v in self.universes if v is not u and getattr(v, "computed_source", False)
+                    and columns <= set(map(str, v.hashes)) for p in v.populations]
+        if getattr(u, "computed_source", False) or computed:
+            return _computed_rows_note(columns, list(dict.fromkeys(earlier if u.computed_source else computed)))
+        if content and u.n >= 2:
             # other columns that tell rows apart make it a data set of its own; constant or
             # repeated ones (``1 AS one``, ``sex AS s2``, ``upper(sex)``: red team) do not
             combined = combine([u.hashes[c] for c in content])
@@ -218,8 +222,7 @@ class Linker:
                 return None
         names = ", ".join(list(dict.fromkeys(earlier))[-5:])
         how = "group the whole frame, e.g. df.groupby('sex').size() rather than df.sex.value_counts()" \
-            if _labelled(u) else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)" \
-            " or a CTE or view that computes new columns"
+            if _labelled(u) else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)"
         return (f"the rows behind this table carry only its own key column(s) ({', '.join(sorted(columns))}), so "
                 f"they cannot be matched with the rows of earlier outputs of the same column(s) ({names}): "
                 f"not compared with them (review; {how})")
@@ -538,6 +541,17 @@ def _labelled(u: Any) -> bool:
     from the frame it read (``rows.FRAME_LABELS``): counted as labels, a narrow DuckDB count beside
     a copy rebuilt from ``.values`` and shuffled was compared with nothing (red team of issue 22)."""
     return u.labels is not None and not getattr(u, "rowid_labels", False) and not getattr(u, "frame_labels", False)
+
+
+def _computed_rows_note(columns: set[str], earlier: list[str]) -> str:
+    """The ``review`` note of a table whose rows, or an earlier output's, come out of a CTE, a
+    subquery or a view that computes new columns: the two cannot be matched row by row."""
+    names = ", ".join(earlier[-5:])
+    return (f"the rows behind this table and those of earlier outputs with the same column(s) "
+            f"({', '.join(sorted(columns))}; {names}) cannot be matched: one of them is read out of a query (a CTE, "
+            "a subquery or a view) whose computed columns name nothing of the rows it reads: not compared with them "
+            "(review; compute the new columns in the aggregate itself, e.g. SELECT sex, sum(income * 2) FROM people, "
+            "or keep the table's own columns in the CTE)")
 
 
 def _identified_by(u: Any) -> str:

@@ -40,7 +40,7 @@ from ..sql import (
 from ..sql_lineage import Lineage, lineage, lineage_query, lineage_value_query
 from ..sql_rewrites import one_sided_figures
 from .arrow_rows import linking_frame
-from .python_frames import REGISTERED, TABLE, FrameRows
+from .python_frames import COMPUTED, REGISTERED, TABLE, FrameRows
 
 MAX_HASHED = 15  # source columns fingerprinted for linking (linking reads at most 16 columns)
 MARGIN = "Total"  # the pandas path's margin label inside the protection engine
@@ -82,6 +82,7 @@ class Pending:
     #: ``rows_raw``'s :data:`ROWID` then holds each row's position in it, or its table's ``rowid``
     frame_source: FrameRows | None = None
     catalog: Callable[[str], Any] | None = None  # binds a query as the user's was (asks the catalog at display)
+    names: Callable[[str], FrameRows | None] | None = None  # what a name reads, when known (python_frames)
 
 
 def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
@@ -160,7 +161,7 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
     if rows is None:
         notes.append(row_limits.unreadable_rows_note())
     pending = Pending(p, combined, facts, rows, out_cols, variables, unit, notes)
-    pending.catalog = run
+    pending.catalog, pending.names = run, lookup
     pending.rows_raw = rows_raw
     pending.frame_source = source if rows_raw is not None else None
     # counted in the engine: the table's rows (of one variable's statistics: its known rows), with
@@ -442,11 +443,13 @@ def _single_source(p: Plan, lookup: Callable[[str], FrameRows | None] | None) ->
     table = source.this if source is not None else None
     if not isinstance(table, sqlglot.exp.Table) or table.args.get("db") or table.args.get("catalog"):
         return None
-    return lookup(table.name)
+    found = lookup(table.name)
+    return None if found is not None and found.kind == COMPUTED else found
 
 
 def _read_out_of_a_query(pending: Pending) -> bool:
-    """Whether the table reads a CTE, a subquery in FROM or a view, not a table or a Python frame.
+    """Whether the table reads a CTE, a subquery or a view (in FROM or a JOIN), not only tables
+    and Python frames.
 
     Why (red team, stop 56): ``WITH t AS (SELECT sex, income * 2 AS i2 FROM people) SELECT sex,
     sum(i2) / 2 ...`` after the same sums over ``age < 80``: the rows, fingerprinted by ``sex`` and
@@ -459,19 +462,33 @@ def _read_out_of_a_query(pending: Pending) -> bool:
     if select.args.get("with") is not None or select.args.get("with_") is not None:
         return True
     source = select.args.get("from_") or select.args.get("from")
-    if source is None:
-        return False
-    if not isinstance(source.this, exp.Table):
+    read = [source.this] if source is not None else []
+    read += [j.this for j in select.args.get("joins") or []]
+    if any(not isinstance(r, exp.Table) for r in read):
         return True  # (a subquery)
-    if pending.catalog is None or not isinstance(source.this.this, exp.Identifier):
+    if any(isinstance(r.this, exp.Anonymous) for r in read):
+        return True  # (query('…'), a table macro: a query's rows; files and ranges have their own nodes)
+    tables = [r for r in read if isinstance(r.this, exp.Identifier)]
+    if pending.names is not None and any(_made_computed(pending.names, str(r.name)) for r in tables):
+        return True  # (a table made with computed columns, python_frames.COMPUTED)
+    names = sorted({str(r.name).lower().replace("'", "''") for r in tables})
+    if not names or pending.catalog is None:
         return False
-    name = str(source.this.name).replace("'", "''")
+    listed = ", ".join(f"'{n}'" for n in names)
     try:
         found = pending.catalog(f"SELECT count(*) AS n FROM duckdb_views() WHERE NOT internal "
-                                f"AND lower(view_name) = lower('{name}')").df()
+                                f"AND lower(view_name) IN ({listed})").df()
         return bool(int(found["n"].iloc[0]))
     except Exception:
         return True  # (not known: read as a query's rows, never as a data set of their own)
+
+
+def _made_computed(names: Callable[[str], FrameRows | None], name: str) -> bool:
+    try:
+        found = names(name)
+    except Exception:
+        return False
+    return found is not None and found.kind == COMPUTED
 
 
 def _as_remembered(source: FrameRows, checks: dict[str, pd.Series]) -> bool:

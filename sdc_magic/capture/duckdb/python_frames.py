@@ -37,6 +37,9 @@ MAX_NAMES = 256
 #: What a name of a query reads: a Python frame by a replacement scan, a frame registered on the
 #: connection, or a table copied from a frame.
 PYTHON, REGISTERED, TABLE = "python", "registered", "table"
+#: a table made by ``CREATE TABLE t AS SELECT`` with computed columns (``income * 2 AS i2``): its rows
+#: name nothing of the rows it was made from (``evidence.rows.COMPUTED_SOURCE``); no labels
+COMPUTED = "computed"
 
 _known = WeakTable(MAX_CONNECTIONS)  # connection -> {lower-case name: FrameRows}
 
@@ -174,9 +177,14 @@ def executed(con: Any, query: Any, lookup: Callable[[str], Any] | None) -> None:
         origin = resolve(con, source, lookup)
         _keep(con, table, origin.copied() if origin is not None else None)
         return
+    computed = _computed_table(query)
+    if computed is not None:
+        _keep(con, computed, FrameRows(COMPUTED, 0))
+        return
     if names and not re.match(r"\s*(select|with|from|pivot|summarize|describe|show|explain)\b", query, re.I):
         updated = _updated_table(query)
-        for name in [n for n in names if names[n].kind == TABLE and re.search(rf"\b{re.escape(n)}\b", query, re.I)]:
+        for name in [n for n in names if names[n].kind in (TABLE, COMPUTED)
+                     and re.search(rf"\b{re.escape(n)}\b", query, re.I)]:
             if name != updated:
                 names.pop(name, None)
 
@@ -238,3 +246,28 @@ def _copy_of(query: str) -> tuple[str, str] | None:
     if target.args.get("db") or target.args.get("catalog"):
         return None
     return target.name, source.this.name
+
+
+def _computed_table(query: str) -> str | None:
+    """The table ``CREATE [OR REPLACE] [TEMP] TABLE t AS <query>`` makes when the query computes a
+    column (anything but a plain column or ``*`` in its SELECT list: ``income * 2 AS i2``, an
+    aggregate, a UNION of such), else None. Red team (stop 56): its rows, fingerprinted by the
+    computed columns, were taken for other people than the table they were computed from."""
+    if not re.match(r"\s*create\b", query, re.I):
+        return None
+    try:
+        import sqlglot
+
+        tree = sqlglot.parse_one(query, read="duckdb")
+    except Exception:
+        return None
+    exp = sqlglot.exp
+    if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "TABLE":
+        return None
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    made = tree.expression
+    if not isinstance(target, exp.Table) or not isinstance(made, exp.Query):
+        return None
+    selects = list(made.find_all(exp.Select))
+    plain = all(isinstance(e.unalias(), exp.Column | exp.Star) for s in selects for e in s.expressions)
+    return None if plain and isinstance(made, exp.Select) else target.name
