@@ -176,6 +176,23 @@ def test_rows_read_as_values_and_rows_counted_in_the_engine_are_not_called_compa
     assert meta["status"] == "review" and "identified in different ways" in " ".join(meta["notes"])
 
 
+@pytest.mark.parametrize("then", ["a pandas table of another frame", "a pandas table of the same people"])
+def test_a_pandas_table_after_one_counted_in_the_engine_is_checked(con: Any, fresh: Any, in_engine: None,
+                                                                  then: str) -> None:
+    """Red team (stop 56, found through Spark): a table counted in DuckDB, then any pandas table
+    whose rows start a universe of their own, was withheld ("checking failed", AttributeError):
+    looking for a transformed copy (``universes._merge_transformed``) read the engine universe as
+    rows of values. Checked now: another frame's table as itself, the same people's ``review``."""
+    sess = fresh()
+    assert verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
+    table = pd.DataFrame({"region": ["N", "S"] * 20, "x": range(40)}).groupby("region").x.sum() \
+        if then.startswith("a pandas table of another") else PEOPLE[PEOPLE.district != "C"].groupby("sex").size()
+    out = sess.publish(table)
+    assert "checking failed" not in out.data["text/plain"], out.data["text/plain"]
+    expected = "pass" if then.startswith("a pandas table of another") else "review"
+    assert out.metadata["sdc_magic"]["status"] == expected, out.data["text/plain"]
+
+
 def test_a_join_beside_tables_counted_in_the_engine_is_review(con: Any, fresh: Any, in_engine: None) -> None:
     """An inner join may repeat rows: its rows are read (hashes), not counted by lineage."""
     con.execute("CREATE TABLE lookup AS SELECT * FROM (VALUES ('A', 'north'), ('B', 'south')) t(district, zone)")

@@ -891,9 +891,9 @@ def _merge_transformed(universes: list[Universe], u: Universe, frame: pd.DataFra
     numeric = [c for c in hashed_columns(frame) if pd.api.types.is_numeric_dtype(frame[c].dtype)]
     values: dict[Hashable, np.ndarray] = {}
     for other in list(universes):
-        if other is u or not other.populations or not other.published or other.labels is None \
-                or other.labels_hashed or len(other.hashes) != 1 or other.n > u.n:
-            continue
+        if other is u or getattr(other, "in_engine", False) or not other.populations or not other.published \
+                or other.labels is None or other.labels_hashed or len(other.hashes) != 1 or other.n > u.n:
+            continue  # (an engine universe's rows are not ours to read: a Spark count, then a pandas table)
         at = _positions(frame.index, other.labels)
         if at is None or (at < 0).any():
             continue
