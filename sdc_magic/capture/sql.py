@@ -29,6 +29,7 @@ from typing import Any
 from . import contract
 from .entries import MAGNITUDE_EVIDENCE
 from .sql_rewrites import all_but_filtered, constant, linear_sum, two_sided
+from .sql_rowids import CARRIED, carry_rowid
 
 MAX_SETS = 64  # CUBE over 6 keys; beyond that the evidence would dwarf the user's query
 
@@ -907,15 +908,19 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     if only_known is not None and only_known in p.columns:
         select = select.where(sqlglot.parse_one(f"{p.columns[only_known].sql('duckdb')} IS NOT NULL",
                                                 read="duckdb"), copy=False)
-    with_sql = ""
+    with_sql, ctes = "", None
     for name in ("with", "with_"):
         cte = select.args.get(name)
         if cte is not None:
-            with_sql = cte.sql("duckdb") + " "
+            with_sql, ctes = cte.sql("duckdb") + " ", cte
             select.set(name, None)
     source = select.args.get("from_") or select.args.get("from")  # (sqlglot's name for FROM changed)
-    if (rowid or positions is not None) and (with_sql or select.args.get("joins") or source is None
-                                             or not isinstance(source.this, sqlglot.exp.Table)):
+    # (out of a CTE or subquery that keeps the table's rows one for one: their rowids, sql_rowids)
+    carried = carry_rowid(select, ctes) if rowid and positions is None else None
+    if carried is not None and carried[0] is not None:
+        with_sql = carried[0].sql("duckdb") + " "
+    if (rowid or positions is not None) and carried is None and (
+            with_sql or select.args.get("joins") or source is None or not isinstance(source.this, sqlglot.exp.Table)):
         return None
     name_of_frame = None
     if positions is not None:
@@ -943,7 +948,8 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
     bare_keys = [n.unalias().name for n in p.key_nodes
                  if raw and isinstance(n.unalias(), sqlglot.exp.Column) and n.unalias().name == n.alias_or_name]
     if columns is None:
-        left_out = [*dict.fromkeys(bare_keys), *([POSITION] if positions is not None else [])]
+        left_out = [*dict.fromkeys(bare_keys), *([POSITION] if positions is not None else []),
+                    *([CARRIED] if carried is not None else [])]
         if left_out:
             quoted_keys = ", ".join('"' + c.replace('"', '""') + '"' for c in left_out)
             items.append(wrap.format(f"COLUMNS(* EXCLUDE ({quoted_keys}))") if not bare_keys
@@ -963,12 +969,15 @@ def rows_query(p: Plan, only_known: str | None = None, columns: list[str] | None
         # a table's rowids name its rows only: numbered in a range of their own per table name, so
         # that they never meet another table's rowids or pandas' labels (a narrow copy of the people
         # sorted by sex, read by rowid 0..72, was taken for the people in pandas' order: red team)
-        name = source.this.sql("duckdb").lower().encode()
-        items.append(f"rowid + {(zlib.crc32(name) & 0x7FFFFFFF) << 32} AS {ROWID}")
+        name = (carried[1] if carried is not None else source.this.sql("duckdb")).lower().encode()
+        read = "rowid" if carried is None else f'"{CARRIED}"' if not source.this.alias_or_name \
+            else f'{source.this.alias_or_name}."{CARRIED}"'
+        items.append(f"{read} + {(zlib.crc32(name) & 0x7FFFFFFF) << 32} AS {ROWID}")
     elif positions is not None:
         items.append(f"{POSITION} AS {ROWID}")
     if positions is not None or (rowid and rowid_check):
-        target = source.this.copy() if positions is None else name_of_frame
+        target = (sqlglot.exp.to_table(carried[1]) if carried is not None else source.this.copy()) \
+            if positions is None else name_of_frame
         target.set("alias", None)
         items += _catalog_checks(target, rowid)
     return f"{with_sql}SELECT {', '.join(items)} {text[len(head):]}"

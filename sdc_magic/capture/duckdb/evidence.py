@@ -39,6 +39,7 @@ from ..sql import (
 )
 from ..sql_lineage import Lineage, lineage, lineage_query, lineage_value_query
 from ..sql_rewrites import one_sided_figures
+from ..sql_rowids import carry_rowid
 from .arrow_rows import linking_frame
 from .python_frames import COMPUTED, REGISTERED, TABLE, FrameRows
 
@@ -437,10 +438,18 @@ def _single_source(p: Plan, lookup: Callable[[str], FrameRows | None] | None) ->
     pandas labels them, their rows are placed as a pandas table of the frame's are."""
     import sqlglot
 
-    if lookup is None or p.select.args.get("joins") or p.select.args.get("with") or p.select.args.get("with_"):
+    if lookup is None or p.select.args.get("joins"):
         return None
+    ctes = p.select.args.get("with") or p.select.args.get("with_")
     source = p.select.args.get("from_") or p.select.args.get("from")
     table = source.this if source is not None else None
+    if ctes is not None or isinstance(table, sqlglot.exp.Subquery):
+        # the table a CTE or subquery keeps the rows of, one for one (sql_rowids)
+        select = p.select.copy()
+        select.set("with", None)
+        select.set("with_", None)
+        carried = carry_rowid(select, ctes)
+        table = sqlglot.exp.to_table(carried[1]) if carried is not None else None
     if not isinstance(table, sqlglot.exp.Table) or table.args.get("db") or table.args.get("catalog"):
         return None
     found = lookup(table.name)
