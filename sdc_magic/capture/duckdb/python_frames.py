@@ -220,8 +220,9 @@ def resolver(con: Any, lookup: Callable[[str], Any] | None) -> Callable[[str], F
     return lambda name: resolve(con, name, lookup)
 
 
-def _copy_of(query: str) -> tuple[str, str] | None:
-    """(table, source) of ``CREATE [OR REPLACE] TABLE table AS SELECT * FROM source``, else None."""
+def _created_table(query: str) -> tuple[Any, Any] | None:
+    """(target table, the query that fills it) of ``CREATE [OR REPLACE] [TEMP] TABLE t AS <query>``
+    (sqlglot nodes), else None."""
     if not re.match(r"\s*create\b", query, re.I):
         return None
     try:
@@ -233,10 +234,20 @@ def _copy_of(query: str) -> tuple[str, str] | None:
     exp = sqlglot.exp
     if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "TABLE":
         return None
-    select, target = tree.expression, tree.this
-    target = target.this if isinstance(target, exp.Schema) else target
-    if not isinstance(select, exp.Select) or not isinstance(target, exp.Table):
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    if not isinstance(target, exp.Table) or not isinstance(tree.expression, exp.Query):
         return None
+    return target, tree.expression
+
+
+def _copy_of(query: str) -> tuple[str, str] | None:
+    """(table, source) of ``CREATE [OR REPLACE] TABLE table AS SELECT * FROM source``, else None."""
+    from sqlglot import exp
+
+    created = _created_table(query)
+    if created is None or not isinstance(created[1], exp.Select):
+        return None
+    target, select = created
     source = select.args.get("from_") or select.args.get("from")
     others = [a for a in ("where", "group", "having", "order", "limit", "offset", "qualify", "distinct",
                           "joins", "with", "with_") if select.args.get(a)]
@@ -253,21 +264,12 @@ def _computed_table(query: str) -> str | None:
     column (anything but a plain column or ``*`` in its SELECT list: ``income * 2 AS i2``, an
     aggregate, a UNION of such), else None. Red team (stop 56): its rows, fingerprinted by the
     computed columns, were taken for other people than the table they were computed from."""
-    if not re.match(r"\s*create\b", query, re.I):
-        return None
-    try:
-        import sqlglot
+    from sqlglot import exp
 
-        tree = sqlglot.parse_one(query, read="duckdb")
-    except Exception:
+    created = _created_table(query)
+    if created is None:
         return None
-    exp = sqlglot.exp
-    if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "TABLE":
-        return None
-    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-    made = tree.expression
-    if not isinstance(target, exp.Table) or not isinstance(made, exp.Query):
-        return None
+    target, made = created
     selects = list(made.find_all(exp.Select))
     plain = all(isinstance(e.unalias(), exp.Column | exp.Star) for s in selects for e in s.expressions)
     return None if plain and isinstance(made, exp.Select) else target.name
