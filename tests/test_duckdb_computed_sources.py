@@ -141,3 +141,16 @@ def test_a_query_keeping_the_tables_rows_one_for_one_is_compared(sess: Any, quer
     first = sess.publish(con.sql("SELECT sex, count(*) AS n FROM people GROUP BY sex ORDER BY sex").df())
     out = sess.publish(con.sql(query).df())
     assert [_status(first), _status(out)] == ["pass", "pass"], out.data["text/plain"]
+
+
+def test_a_query_over_another_table_with_a_key_of_the_same_name(sess: Any) -> None:
+    """Over-protection (census of stop 56): firms' owners by sex through a CTE computing turnover in
+    thousands, after the people by sex: another table's rows (their rowids say so), ``pass`` as the
+    same aggregate written without the CTE."""
+    con = _connection()
+    con.execute("CREATE TABLE firms AS SELECT CASE WHEN i % 2 = 0 THEN 'F' ELSE 'M' END AS owner_sex, "
+                "100.0 + i AS turnover FROM range(40) t(i)")
+    first = sess.publish(con.sql("SELECT sex, count(*) AS n FROM people GROUP BY sex ORDER BY sex").df())
+    out = sess.publish(con.sql("WITH f AS (SELECT owner_sex AS sex, turnover / 1000 AS k FROM firms) SELECT sex, "
+                               "avg(k) AS m FROM f GROUP BY sex ORDER BY sex").df())
+    assert [_status(first), _status(out)] == ["pass", "pass"], out.data["text/plain"]

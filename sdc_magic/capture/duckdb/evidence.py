@@ -400,8 +400,6 @@ class Recorder:
         derived = [c for c in rows.columns if str(c).startswith(DERIVED)]
         if derived:
             rows.attrs[row_limits.DERIVED_COLUMNS] = derived
-        if _read_out_of_a_query(pending):
-            rows.attrs[row_limits.COMPUTED_SOURCE] = True
         # rows are matched across tables by content, never by position (DuckDB's row order is
         # not a row identity): a non-unique index keeps linking from aligning them by label;
         # rows of one table are labelled by their rowid (confirmed by content like any labels)
@@ -417,6 +415,11 @@ class Recorder:
             rows.attrs[row_limits.ROWID_LABELS] = True
         else:
             rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
+        labelled = rows.attrs.get(row_limits.ROWID_LABELS) or rows.attrs.get(row_limits.FRAME_LABELS)
+        if _reads_a_made_table(pending) or (not labelled and _read_out_of_a_query(pending)):
+            # (labelled, they are a table's rows, carried through a CTE: sql_rowids; unless that
+            # table was made with computed columns)
+            rows.attrs[row_limits.COMPUTED_SOURCE] = True
         if pending.plan.having and shown is not None and keys:
             # HAVING drops groups: the table's population is the rows of the groups it shows
             # (a later total then differs from their sum by the dropped rows: differencing)
@@ -478,8 +481,8 @@ def _read_out_of_a_query(pending: Pending) -> bool:
     if any(isinstance(r.this, exp.Anonymous) for r in read):
         return True  # (query('…'), a table macro: a query's rows; files and ranges have their own nodes)
     tables = [r for r in read if isinstance(r.this, exp.Identifier)]
-    if pending.names is not None and any(_made_computed(pending.names, str(r.name)) for r in tables):
-        return True  # (a table made with computed columns, python_frames.COMPUTED)
+    if _reads_a_made_table(pending):
+        return True
     names = sorted({str(r.name).lower().replace("'", "''") for r in tables})
     if not names or pending.catalog is None:
         return False
@@ -492,12 +495,21 @@ def _read_out_of_a_query(pending: Pending) -> bool:
         return True  # (not known: read as a query's rows, never as a data set of their own)
 
 
-def _made_computed(names: Callable[[str], FrameRows | None], name: str) -> bool:
-    try:
-        found = names(name)
-    except Exception:
+def _reads_a_made_table(pending: Pending) -> bool:
+    """Whether the query reads, anywhere, a table made with computed columns (python_frames.COMPUTED)."""
+    from sqlglot import exp
+
+    if pending.names is None:
         return False
-    return found is not None and found.kind == COMPUTED
+    for table in pending.plan.select.find_all(exp.Table):
+        if isinstance(table.this, exp.Identifier):
+            try:
+                found = pending.names(str(table.name))
+            except Exception:
+                continue
+            if found is not None and found.kind == COMPUTED:
+                return True
+    return False
 
 
 def _as_remembered(source: FrameRows, checks: dict[str, pd.Series]) -> bool:

@@ -270,6 +270,8 @@ def _computed_table(query: str) -> str | None:
     if created is None:
         return None
     target, made = created
+    if not any(isinstance(t.this, exp.Identifier) for t in made.find_all(exp.Table)):
+        return None  # (made of no table's rows: range(), VALUES, literals)
     selects = list(made.find_all(exp.Select))
     plain = all(isinstance(e.unalias(), exp.Column | exp.Star) for s in selects for e in s.expressions)
     return None if plain and isinstance(made, exp.Select) else target.name
