@@ -154,3 +154,15 @@ def test_a_query_over_another_table_with_a_key_of_the_same_name(sess: Any) -> No
     out = sess.publish(con.sql("WITH f AS (SELECT owner_sex AS sex, turnover / 1000 AS k FROM firms) SELECT sex, "
                                "avg(k) AS m FROM f GROUP BY sex ORDER BY sex").df())
     assert [_status(first), _status(out)] == ["pass", "pass"], out.data["text/plain"]
+
+
+@pytest.mark.parametrize("column", ['"__sdc_base_rowid"', "rowid"])
+def test_a_column_of_the_users_under_the_carried_name_is_not_taken_for_the_rowid(column: str) -> None:
+    """Red team (helper-63): a CTE with a column of its own named like the carried rowid (or
+    ``rowid``) would have its values read as the rows' labels: no rowid is carried then."""
+    from sdc_magic.capture.sql import plan, rows_query
+
+    query = f"WITH a AS (SELECT sex, person * 3 AS {column} FROM people) SELECT sex, count(*) AS n FROM a GROUP BY sex"
+    assert rows_query(plan(query, ["sex", "n"]), raw=True, rowid=True) is None
+    plain = "WITH a AS (SELECT sex, person * 3 AS p3 FROM people) SELECT sex, count(*) AS n FROM a GROUP BY sex"
+    assert "__sdc_base_rowid" in rows_query(plan(plain, ["sex", "n"]), raw=True, rowid=True)

@@ -65,6 +65,8 @@ def _carried(body: Any, ctes: Any, depth: int = 0) -> str | None:
         return None
     if any(e.find(exp.Window, exp.AggFunc) is not None for e in body.expressions):
         return None  # (a window or an aggregate: not the rows one for one)
+    if any(e.alias_or_name.lower() in ("rowid", CARRIED.lower()) for e in body.expressions):
+        return None  # (a column of the user's under either name would be read instead: helper-63)
     inner = _cte(ctes, table.name) if not table.args.get("db") else None
     if inner is not None:  # (another CTE: its rows carry the base's rowid, if they can)
         base = _carried(inner.this, ctes, depth + 1)
