@@ -132,15 +132,18 @@ def test_a_table_made_of_the_rows_columns_is_not_computed(sess: Any) -> None:
     "SELECT sex, avg(y) AS m FROM b GROUP BY sex ORDER BY sex",
     "SELECT sex, avg(k) AS m FROM (SELECT sex, income / 1000 AS k FROM people WHERE age >= 18) GROUP BY sex "
     "ORDER BY sex"])
-def test_a_query_keeping_the_tables_rows_one_for_one_is_compared(sess: Any, query: str) -> None:
-    """Over-protection (census of stop 56: 15 of 137 honest tables ``review``): a CTE or subquery
-    computing a column over one table's rows, one for one, carries their ``rowid``
-    (``capture/sql_rowids.py``): its rows are the table's, compared with the earlier outputs, and
-    ``pass`` as the same table aggregated directly."""
+def test_a_query_keeping_the_tables_rows_one_for_one_is_compared(sess: Any, linked: str, query: str) -> None:
+    """Over-protection (census of stop 56: 15 of 137 honest tables ``review`` by rows; 14 of 20
+    counted in DuckDB, older): a CTE or subquery computing a column over one table's rows, one for
+    one, carries their ``rowid`` by rows (``capture/sql_rowids.py``) and is counted over the table
+    with the CTE's expressions put in, in the engine (``sql_lineage._unfolded``): compared with the
+    earlier outputs, and ``pass`` as the same table aggregated directly."""
     con = _connection()
     first = sess.publish(con.sql("SELECT sex, count(*) AS n FROM people GROUP BY sex ORDER BY sex").df())
     out = sess.publish(con.sql(query).df())
-    assert [_status(first), _status(out)] == ["pass", "pass"], out.data["text/plain"]
+    # (counted in the engine, nested CTEs are not put in yet: review, "identified in different ways")
+    nested = linked == "in DuckDB" and query.count(" AS (") > 1
+    assert [_status(first), _status(out)] == ["pass", "review" if nested else "pass"], out.data["text/plain"]
 
 
 def test_a_query_over_another_table_with_a_key_of_the_same_name(sess: Any) -> None:

@@ -65,6 +65,10 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     if any(True for _ in select.find_all(exp.Placeholder, exp.Parameter)) or volatile(select) \
             or BASE_ALIAS.lower() in select.sql("duckdb").lower():
         return None  # (a name of ours in the query: a subquery aliased so would capture the base's columns)
+    key_nodes, columns, unfolded = list(p.key_nodes), dict(p.columns), set()
+    found = _unfolded(select, key_nodes, columns)
+    if found is not None:  # (a CTE computing columns over one table's rows: its expressions put in)
+        select, key_nodes, columns, unfolded = found
     if select.args.get("qualify") is not None or select.args.get("distinct") is not None \
             or not _inline_cte(select):
         return None
@@ -84,13 +88,13 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     if where is not None:
         conditions.append(where.this)
     if only_known is not None:
-        if only_known not in p.columns:
+        if only_known not in columns:
             return None
-        conditions.append(exp.Not(this=exp.Is(this=p.columns[only_known].copy(), expression=exp.Null())))
+        conditions.append(exp.Not(this=exp.Is(this=columns[only_known].copy(), expression=exp.Null())))
     if flag is not None:
-        if flag not in p.columns:
+        if flag not in columns:
             return None
-        one = exp.EQ(this=exp.Cast(this=p.columns[flag].copy(), to=exp.DataType.build("DOUBLE")),
+        one = exp.EQ(this=exp.Cast(this=columns[flag].copy(), to=exp.DataType.build("DOUBLE")),
                      expression=exp.Cast(this=exp.Literal.string(repr(float(level))),
                                          to=exp.DataType.build("DOUBLE")))
         conditions.append(exp.Coalesce(this=one, expressions=[exp.false()]))
@@ -99,21 +103,90 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     # table selects move when that table changes, with every count the same (red team: a lookup
     # of 20 people, one man swapped for another, then everyone of the first 19: 10 − 9 = one man)
     identity = _identity(table)
-    readers = [*conditions, *(n.unalias() for n in p.key_nodes)]
+    readers = [*conditions, *(n.unalias() for n in key_nodes)]
     if any(_identity(t) != identity for node in readers for t in node.find_all(exp.Table)):
         return None
     text = " AND ".join(f"({rebased(c).sql('duckdb')})" for c in conditions) or "TRUE"
     base = table.copy()
     base.set("alias", exp.TableAlias(this=exp.to_identifier(BASE_ALIAS)))
-    keys = [rebased(n.unalias().copy()).sql("duckdb") for n in p.key_nodes]
+    keys = [rebased(n.unalias().copy()).sql("duckdb") for n in key_nodes]
     # each variable's value per base row, as the table computes it (``linking.engine_values``)
-    values = {v: rebased(node.copy()).sql("duckdb") for v, node in p.columns.items()
+    values = {v: rebased(node.copy()).sql("duckdb") for v, node in columns.items()
               if all(_identity(t) == identity for t in node.find_all(exp.Table))}
-    sources = {v: _columns_read(p.columns[v], aliases) for v in values if str(v).startswith(DERIVED)}
-    for columns in sources.values():
-        for name in columns:
+    sources = {v: _columns_read(columns[v], aliases) for v in values if str(v).startswith(DERIVED) or v in unfolded}
+    for read in sources.values():
+        for name in read:
             values.setdefault(name, rebased(exp.column(name)).sql("duckdb"))
     return Lineage(f"FROM {base.sql('duckdb')}", text, keys, identity, values, sources)
+
+
+def _unfolded(select: Any, key_nodes: list[Any], columns: dict[str, Any]
+              ) -> tuple[Any, list[Any], dict[str, Any], set[str]] | None:
+    """``select`` read from its one table when it reads a CTE computing columns over that table's
+    rows one for one (``WITH f AS (SELECT sector, turnover / 1000 AS k FROM firms WHERE …) SELECT
+    sector, avg(k) … FROM f``): the CTE's WHERE joins the query's, and its keys and variables are
+    the CTE's expressions (``k`` is ``(turnover / 1000)``); the variables so computed. None when
+    the query is not of that shape (:func:`_inline_cte` takes ``SELECT *`` CTEs).
+
+    Why (red team, stop 56): such a table counted in the engine was ``review`` beside every other
+    output of the table ("identified in different ways"), 14 of 20 honest CTE tables of a census
+    above ``IN_ENGINE_ROWS``; by rows the rowid is carried instead (``sql_rowids``)."""
+    from sqlglot import exp
+
+    with_ = select.args.get("with") or select.args.get("with_")
+    source = select.args.get("from") or select.args.get("from_")
+    if source is None or select.args.get("joins"):
+        return None
+    read = source.this
+    if with_ is None and isinstance(read, exp.Subquery) and not _renamed(read):
+        body = read.this  # (FROM (SELECT sector, turnover / 1000 AS k FROM firms WHERE …) x)
+    elif with_ is None or with_.args.get("recursive") or len(with_.expressions) != 1 or not isinstance(read, exp.Table):
+        return None
+    else:
+        cte = with_.expressions[0]
+        body = cte.this
+        reads = [t for t in select.find_all(exp.Table) if t.name == cte.alias_or_name and not t.args.get("db")]
+        if read.name != cte.alias_or_name or read.args.get("db") or reads != [read] \
+                or (cte.args.get("alias") is not None and cte.args["alias"].args.get("columns")):
+            return None
+    if not isinstance(body, exp.Select) or any(body.args.get(a) for a in (
+            "group", "having", "qualify", "distinct", "limit", "offset", "joins", "with", "with_", "sample")) \
+            or any(isinstance(e, exp.Star) or e.find(exp.Window, exp.AggFunc, exp.Subquery) is not None
+                   for e in body.expressions):
+        return None
+    inner = body.args.get("from") or body.args.get("from_")
+    table = inner.this if inner is not None else None
+    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier) or _renamed(table):
+        return None
+    mapping = {e.alias_or_name.lower(): e.unalias() for e in body.expressions}
+    outer = read.alias_or_name
+
+    def put_in(node: Any) -> Any:
+        node = node.copy()
+        for column in list(node.find_all(exp.Column)):
+            if column.table not in ("", outer) or _inner_scope(column, node):
+                continue
+            if column.name.lower() not in mapping:
+                return None  # (not a column of the CTE)
+            new = exp.Paren(this=mapping[column.name.lower()].copy())
+            if column is node:
+                return new
+            column.replace(new)
+        return node
+
+    keys = [put_in(n.unalias()) for n in key_nodes]
+    values = {v: put_in(node) for v, node in columns.items()}
+    where = select.args.get("where")
+    condition = put_in(where.this) if where is not None else None
+    if any(n is None for n in (*keys, *values.values())) or (where is not None and condition is None):
+        return None
+    unfolded = select.copy()
+    for arg in ("with", "with_"):
+        unfolded.set(arg, None)
+    unfolded.set("from" if select.args.get("from") is not None else "from_", exp.From(this=table.copy()))
+    conditions = [c for c in (body.args["where"].this if body.args.get("where") else None, condition) if c is not None]
+    unfolded.set("where", exp.Where(this=exp.and_(*conditions)) if conditions else None)
+    return unfolded, keys, values, {v for v, node in columns.items() if node.find(exp.Column) is not None}
 
 
 def _columns_read(node: Any, aliases: Any) -> tuple[str, ...]:
