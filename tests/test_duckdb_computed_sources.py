@@ -141,9 +141,55 @@ def test_a_query_keeping_the_tables_rows_one_for_one_is_compared(sess: Any, link
     con = _connection()
     first = sess.publish(con.sql("SELECT sex, count(*) AS n FROM people GROUP BY sex ORDER BY sex").df())
     out = sess.publish(con.sql(query).df())
-    # (counted in the engine, nested CTEs are not put in yet: review, "identified in different ways")
-    nested = linked == "in DuckDB" and query.count(" AS (") > 1
-    assert [_status(first), _status(out)] == ["pass", "review" if nested else "pass"], out.data["text/plain"]
+    # (counted in the engine, a CTE's computed variables are not put in: review, "identified in
+    # different ways"; see the test below for what is)
+    expected = "review" if linked == "in DuckDB" else "pass"
+    assert [_status(first), _status(out)] == ["pass", expected], out.data["text/plain"]
+
+
+@pytest.mark.parametrize("query", [
+    "WITH t AS (SELECT sex AS s, income AS pay FROM people WHERE age >= 18) SELECT s, sum(pay) AS m FROM t "
+    "GROUP BY s ORDER BY s",
+    "WITH t AS (SELECT sex, CASE WHEN age < 40 THEN 'young' ELSE 'older' END AS band, income FROM people) "
+    "SELECT band, sum(income) AS m FROM t GROUP BY band ORDER BY band",
+    "SELECT band, count(*) AS n FROM (SELECT CASE WHEN age < 40 THEN 'young' ELSE 'older' END AS band FROM people) "
+    "GROUP BY band ORDER BY band"])
+def test_counted_in_the_engine_a_cte_of_renamed_columns_and_computed_keys_is_compared(
+        sess: Any, monkeypatch: Any, query: str) -> None:
+    """Counted in DuckDB, a CTE or subquery renaming columns, filtering, or computing the keys
+    (bands) is counted over the table with its expressions put in (``sql_lineage._unfolded``):
+    compared with the table's other outputs and ``pass``, not ``review`` (helper-63: 14 of 20 honest
+    CTE tables were, against the same aggregate without the CTE)."""
+    from sdc_magic.evidence import rows as row_limits
+
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    con = _connection()
+    first = sess.publish(con.sql("SELECT sex, count(*) AS n FROM people GROUP BY sex ORDER BY sex").df())
+    out = sess.publish(con.sql(query).df())
+    assert [_status(first), _status(out)] == ["pass", "pass"], out.data["text/plain"]
+
+
+@pytest.mark.parametrize("second", [
+    # a masked copy computed in the CTE (helper-64's k1): the plain sum(CASE …) is blocked
+    "WITH f AS (SELECT sex, CASE WHEN age >= 80 THEN 0 ELSE income END AS inc FROM people) SELECT sex, "
+    "sum(inc) AS v FROM f GROUP BY sex ORDER BY sex",
+    # two columns of one name: DuckDB reads the first (helper-64's w1)
+    "WITH f AS (SELECT sex, income, age, CASE WHEN person = 2 THEN 999 ELSE 0 END AS age FROM people) "
+    "SELECT sex, sum(income) AS v FROM f WHERE age < 80 GROUP BY sex ORDER BY sex",
+    # a subquery in the outer WHERE reads the table's own columns, not the CTE's
+    "WITH f AS (SELECT sex, income, age + 100 AS age, person FROM people) SELECT sex, sum(income) AS v FROM f "
+    "WHERE person NOT IN (SELECT person FROM people WHERE age >= 80) GROUP BY sex ORDER BY sex"])
+def test_counted_in_the_engine_what_a_cte_cannot_be_put_in_for(sess: Any, monkeypatch: Any, second: str) -> None:
+    """Red team of the unfolding (helper-64): each of these, after the sums by sex, gave the two
+    people over 80 away at ``pass``/``pass`` counted in DuckDB; they are not put in (``review``)."""
+    from sdc_magic.evidence import rows as row_limits
+
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    con = _connection()
+    first = sess.publish(con.sql("SELECT sex, sum(income) AS v FROM people GROUP BY sex ORDER BY sex").df())
+    out = sess.publish(con.sql(second).df())
+    cleared = _status(out) in ("pass", "suppressed")
+    assert not (cleared and _men(out) not in ("✕", _men(first))), out.data["text/plain"]
 
 
 def test_a_query_over_another_table_with_a_key_of_the_same_name(sess: Any) -> None:
