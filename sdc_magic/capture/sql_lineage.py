@@ -122,11 +122,12 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
 
 def _unfolded(select: Any, key_nodes: list[Any], columns: dict[str, Any]
               ) -> tuple[Any, list[Any], dict[str, Any], set[str]] | None:
-    """``select`` read from its one table when it reads a CTE computing columns over that table's
-    rows one for one (``WITH f AS (SELECT sector, turnover / 1000 AS k FROM firms WHERE …) SELECT
-    sector, avg(k) … FROM f``): the CTE's WHERE joins the query's, and its keys and variables are
-    the CTE's expressions (``k`` is ``(turnover / 1000)``); the variables so computed. None when
-    the query is not of that shape (:func:`_inline_cte` takes ``SELECT *`` CTEs).
+    """``select`` read from its one table when it reads a CTE or subquery over that table's rows one
+    for one (``WITH f AS (SELECT region AS r, CASE WHEN age < 40 THEN 'young' ELSE 'older' END AS
+    band, turnover FROM firms WHERE …) SELECT band, sum(turnover) … FROM f``): the CTE's WHERE joins
+    the query's, its keys and conditions are the CTE's expressions, its variables the CTE's columns
+    as they are (renamed at most; a computed one is not put in, see below); the variables so read.
+    None when the query is not of that shape (:func:`_inline_cte` takes ``SELECT *`` CTEs).
 
     Why (red team, stop 56): such a table counted in the engine was ``review`` beside every other
     output of the table ("identified in different ways"), 14 of 20 honest CTE tables of a census
