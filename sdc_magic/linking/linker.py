@@ -212,14 +212,14 @@ class Linker:
         # another output's rows: on either side they make no data set of its own (red team, stop 56)
         computed = [p.out_id for v in self.universes if v is not u and getattr(v, "computed_source", False)
                     and columns <= set(map(str, v.hashes)) for p in v.populations]
-        if getattr(u, "computed_source", False) or computed:
-            return _computed_rows_note(columns, list(dict.fromkeys(earlier if u.computed_source else computed)))
         if content and u.n >= 2:
             # other columns that tell rows apart make it a data set of its own; constant or
             # repeated ones (``1 AS one``, ``sex AS s2``, ``upper(sex)``: red team) do not
             combined = combine([u.hashes[c] for c in content])
             if 2 * len(pd.unique(combined)) >= len(combined):
-                return None
+                if not (getattr(u, "computed_source", False) or computed):
+                    return None
+                return _computed_rows_note(columns, list(dict.fromkeys(earlier if u.computed_source else computed)))
         names = ", ".join(list(dict.fromkeys(earlier))[-5:])
         how = "group the whole frame, e.g. df.groupby('sex').size() rather than df.sex.value_counts()" \
             if _labelled(u) else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)"
