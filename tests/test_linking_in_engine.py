@@ -308,7 +308,9 @@ def test_a_unit_declared_reads_rows(con: Any, fresh: Any, in_engine: None) -> No
     ("with x as (select * from people), y as (select 1) select sex, count(*) n from x group by 1", False),
     # (a subquery computing columns over the rows one for one: its expressions put in, stop 56)
     ("select sex, count(*) n from (select sex, age + 1 as a from people) s group by 1", True),
-    ("select s, avg(a) m from (select sex as s, age + 1 as a from people where age > 3) group by 1", True),
+    ("select s, avg(a) m from (select sex as s, age as a from people where age > 3) group by 1", True),
+    # (a computed variable may be a masked copy the plan's analysis never sees: not put in)
+    ("select s, avg(a) m from (select sex as s, age + 1 as a from people where age > 3) group by 1", False),
     ("select sex, count(*) n from (select sex, count(*) over () as a from people) s group by 1", False),
     ("select sex, count(*) n from (select sex, a from (select sex, age as a from people)) s group by 1", False),
     ("select sex, count(*) n from (select * from people limit 10) s group by 1", False),
