@@ -219,7 +219,8 @@ class Linker:
             if 2 * len(pd.unique(combined)) >= len(combined):
                 if not (getattr(u, "computed_source", False) or computed):
                     return None
-                return _computed_rows_note(columns, list(dict.fromkeys(earlier if u.computed_source else computed)))
+                return _computed_rows_note(columns, list(dict.fromkeys(
+                    earlier if getattr(u, "computed_source", False) else computed)))
         names = ", ".join(list(dict.fromkeys(earlier))[-5:])
         how = "group the whole frame, e.g. df.groupby('sex').size() rather than df.sex.value_counts()" \
             if _labelled(u) else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)"

@@ -75,6 +75,7 @@ def save(path: Path, snapshot: Snapshot, unlinked: list[str] | None = None) -> N
                                  "key_columns": sorted((names[k] for k in u.key_columns if names[k] is not None),
                                                        key=str)}
         umeta["published"] = _save_published(path, u)
+        umeta["computed_source"] = bool(getattr(u, "computed_source", False))  # (rows out of a query: linker)
         arrays[f"u{ui}_row_atom"] = row_atom
 
         arrays[f"u{ui}_atom_size"] = atom_size
@@ -286,6 +287,7 @@ def load(path: Path) -> list[Universe]:
                                  atom_size=np.asarray(data[f"u{ui}_atom_size"], dtype=np.int64),
                                  label_hashes=label_hashes)
             _load_populations(f"u{ui}", um["populations"], data, u)
+            u.computed_source = bool(um.get("computed_source", False))
             u.published = _load_published(path, uid, n, um.get("published", []))
             u.published_saved = True
             out.append(u)

@@ -126,6 +126,7 @@ class Universe:
         u.labels_hashed = False
         u.rowid_labels = False  # (not saved: a later kernel's DuckDB rows are checked row by row again)
         u.frame_labels = False
+        u.computed_source = False  # (saved: persistence sets it)
         if label_hashes is not None and len(label_hashes) == n:
             restored = pd.Index(np.asarray(label_hashes, dtype=np.uint64))
             if restored.is_unique:
