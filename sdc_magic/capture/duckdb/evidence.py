@@ -480,10 +480,8 @@ def _read_out_of_a_query(pending: Pending) -> bool:
         return True  # (a subquery)
     if any(isinstance(r.this, exp.Anonymous) for r in read):
         return True  # (query('…'), a table macro: a query's rows; files and ranges have their own nodes)
-    tables = [r for r in read if isinstance(r.this, exp.Identifier)]
-    if _reads_a_made_table(pending):
-        return True
-    names = sorted({str(r.name).lower().replace("'", "''") for r in tables})
+    # (a table made with computed columns is asked by the caller: _reads_a_made_table)
+    names = sorted({str(r.name).lower().replace("'", "''") for r in read if isinstance(r.this, exp.Identifier)})
     if not names or pending.catalog is None:
         return False
     listed = ", ".join(f"'{n}'" for n in names)
