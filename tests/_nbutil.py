@@ -45,6 +45,12 @@ def venv_kernel_manager(root: Path, name: str = "python3") -> Any:
 
     A ``python3`` kernelspec elsewhere on the Jupyter path (system Python, user dir) could
     otherwise win; pinning ``kernel_dirs`` to a private directory rules that out.
+
+    The kernel talks over Unix sockets (``transport="ipc"``), not TCP ports: jupyter_client
+    picks a TCP port by binding and releasing it, so with two test workers and Spark's JVMs
+    starting at once another process could take the port before the kernel bound it (CI, stop
+    55: "Address already in use", two demo tests errored at set-up). A socket file in a folder
+    of this test's own cannot be taken by anyone else.
     """
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
@@ -60,7 +66,19 @@ def venv_kernel_manager(root: Path, name: str = "python3") -> Any:
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
     ksm = KernelSpecManager(kernel_dirs=[str(kernels)], ensure_native_kernel=False)
-    return KernelManager(kernel_name=name, kernel_spec_manager=ksm)
+    return KernelManager(kernel_name=name, kernel_spec_manager=ksm, **ipc_transport(root))
+
+
+def ipc_transport(root: Path) -> dict[str, str]:
+    """Keyword arguments that make a KernelManager use Unix sockets in the test's own folder,
+    or a short temporary one when that folder's path is long (a socket's path must stay under
+    ~100 bytes)."""
+    import tempfile
+
+    if os.name != "posix":
+        return {}
+    folder = str(root) if len(str(root)) < 70 else tempfile.mkdtemp(prefix="sdc-k-")
+    return {"transport": "ipc", "ip": os.path.join(folder, "kernel")}
 
 
 def execute_notebook(sources: list[str], workdir: Path, name: str = "snippets.ipynb",

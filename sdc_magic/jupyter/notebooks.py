@@ -10,6 +10,7 @@ Outputs without an ``sdc_magic`` record (prints, errors, images) are listed as
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -46,6 +47,26 @@ def kernel_spec_dir() -> Path:
     return root
 
 
+def _kernel_manager(specs: Path, sockets: str) -> Any:
+    """A kernel manager talking to the kernel over Unix sockets where there are any.
+
+    With TCP, jupyter_client picks a free port by binding and releasing it; another process
+    starting at the same moment (a second ``make demo`` notebook, a test worker, Spark's JVM)
+    can take it before the kernel binds it, and the run fails with "Address already in use". A
+    socket file in a private temporary folder cannot be taken. Windows keeps TCP.
+    """
+    import os
+
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    kernels = KernelSpecManager(kernel_dirs=[str(specs / "kernels")], ensure_native_kernel=False)
+    if os.name != "posix":
+        return KernelManager(kernel_name="sdc-python", kernel_spec_manager=kernels)
+    return KernelManager(kernel_name="sdc-python", kernel_spec_manager=kernels, transport="ipc",
+                         ip=os.path.join(sockets, "kernel"))
+
+
 def execute(path: Path | str, out: Path | str | None = None, timeout: int = 600,
             cwd: Path | str | None = None) -> nbformat.NotebookNode:
     """Run a notebook top to bottom in a kernel of this Python; save it to ``out``."""
@@ -56,9 +77,10 @@ def execute(path: Path | str, out: Path | str | None = None, timeout: int = 600,
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     specs = kernel_spec_dir()
+    sockets = tempfile.mkdtemp(prefix="sdc-k-")
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name="sdc-python", allow_errors=True, store_widget_state=True,
-        resources={"metadata": {"path": str(cwd or path.parent)}},
+        nb, km=_kernel_manager(specs, sockets), timeout=timeout, kernel_name="sdc-python", allow_errors=True,
+        store_widget_state=True, resources={"metadata": {"path": str(cwd or path.parent)}},
     )
     names = ("JUPYTER_PATH", "PYDEVD_DISABLE_FILE_VALIDATION", "SDC_MAGIC_LEDGER_DIR", "JPY_SESSION_NAME")
     saved = {k: os.environ.get(k) for k in names}
@@ -71,6 +93,8 @@ def execute(path: Path | str, out: Path | str | None = None, timeout: int = 600,
     try:
         client.execute()
     finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+        shutil.rmtree(specs, ignore_errors=True)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
