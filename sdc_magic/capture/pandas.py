@@ -26,6 +26,7 @@ from ..evidence import row_origins
 from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence, merged_sums
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
+from . import read_back
 from .column_rows import frame_of_rows
 from .contract import (
     mark_aggregate,
@@ -142,6 +143,8 @@ class Capture:
     def install(self) -> None:
         if self.installed:
             return
+        read_back.note_start()  # (files modified from now on were written during the session)
+        read_back.forget()  # (frames a session read back are none of the next one's)
         for cls in (DataFrameGroupBy, SeriesGroupBy):
             for name in GROUPBY_METHODS:
                 if hasattr(cls, name):
@@ -161,6 +164,9 @@ class Capture:
         self._patch(pd, "qcut", self._function_wrapper(pd.qcut, self._data_edges, aggregate=False))
         Derivations(self.registry, self._patch).install()
         SizeFilters(self.registry.failures, self._patch).install()
+        for name in read_back.PANDAS_READERS:
+            if callable(getattr(pd, name, None)):
+                self._patch(pd, name, read_back.reader_wrapper(getattr(pd, name)))
         self.installed = True
 
     def uninstall(self) -> None:

@@ -11,6 +11,7 @@ and read back by the next kernel.
 from __future__ import annotations
 
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -203,24 +204,25 @@ class Linker:
         # rows with labels of their own were compared by them with the universes that have labels
         # (an unrelated frame numbered alike); not with rows read from an engine, which have none
         # (a DuckDB count by sex outside C, then pandas' ``df.sex.value_counts()``: 37 − 35 = 2)
-        earlier = [p.out_id for v in self.universes if v is not u and columns <= set(map(str, v.hashes))
-                   and not (_labelled(u) and _labelled(v)) for p in v.populations]
+        # (rows read out of a file this session wrote are labelled anew by the reader: no labels)
+        earlier = [p.out_id for v in self.universes if v is not u and _holds(v, u, columns)
+                   and not (_labelled(u) and _labelled(v) and not _computed(u) and not _computed(v))
+                   for p in v.populations]
         if not earlier:
             return None  # (first: the content test below reads every row)
         content = [c for c in u.hashes if str(c) not in keys]
         # columns a CTE, subquery or view computes (``income * 2 AS i2``) may be any function of
         # another output's rows: on either side they make no data set of its own (red team, stop 56)
-        computed = [p.out_id for v in self.universes if v is not u and getattr(v, "computed_source", False)
-                    and columns <= set(map(str, v.hashes)) for p in v.populations]
+        computed = [p.out_id for v in self.universes if v is not u and _computed(v)
+                    and _holds(v, u, columns) for p in v.populations]
         if content and u.n >= 2:
             # other columns that tell rows apart make it a data set of its own; constant or
             # repeated ones (``1 AS one``, ``sex AS s2``, ``upper(sex)``: red team) do not
             combined = combine([u.hashes[c] for c in content])
             if 2 * len(pd.unique(combined)) >= len(combined):
-                if not (getattr(u, "computed_source", False) or computed):
+                if not (_computed(u) or computed):
                     return None
-                return _computed_rows_note(columns, list(dict.fromkeys(
-                    earlier if getattr(u, "computed_source", False) else computed)))
+                return _computed_rows_note(columns, list(dict.fromkeys(earlier if _computed(u) else computed)))
         names = ", ".join(list(dict.fromkeys(earlier))[-5:])
         how = "group the whole frame, e.g. df.groupby('sex').size() rather than df.sex.value_counts()" \
             if _labelled(u) else "compute it from the whole table, e.g. FROM d rather than FROM (SELECT sex FROM d)"
@@ -546,13 +548,48 @@ def _labelled(u: Any) -> bool:
 
 def _computed_rows_note(columns: set[str], earlier: list[str]) -> str:
     """The ``review`` note of a table whose rows, or an earlier output's, come out of a CTE, a
-    subquery or a view that computes new columns: the two cannot be matched row by row."""
+    subquery, a view or a file written during the session, with new columns: the two cannot be
+    matched row by row."""
     names = ", ".join(earlier[-5:])
     return (f"the rows behind this table and those of earlier outputs with the same column(s) "
             f"({', '.join(sorted(columns))}; {names}) cannot be matched: one of them is read out of a query (a CTE, "
-            "a subquery or a view) whose computed columns name nothing of the rows it reads: not compared with them "
-            "(review; compute the new columns in the aggregate itself, e.g. SELECT sex, sum(income * 2) FROM people, "
-            "or keep the table's own columns in the CTE)")
+            "a subquery or a view) or out of a file written during this session, whose computed columns name "
+            "nothing of the rows it reads: not compared with them (review; compute the new columns in the "
+            "aggregate itself, e.g. SELECT sex, sum(income * 2) FROM people, or keep the table's own columns in "
+            "the CTE or the file)")
+
+
+def _holds(v: Any, u: Any, columns: set[str]) -> bool:
+    """Whether universe ``v`` holds ``u``'s key ``columns``: by name, or, when either's rows are
+    read out of a query or a file (``computed_source``), a key of ``v`` holding every value of
+    each (a key renamed on the way: ``rename(columns={"sex": "gender"})`` after a file written
+    and read back was compared with nothing, both ``pass``; red team of stop 57)."""
+    if columns <= set(map(str, v.hashes)):
+        return True
+    if not (_computed(u) or _computed(v)):
+        return False
+    theirs = [_distinct(v, c) for c in v.key_columns if c in v.hashes]
+    return all(any(_distinct(u, c) <= values for values in theirs) for c in columns if c in u.hashes)
+
+
+#: per universe (weakly), per column: (rows, distinct fingerprints)
+_DISTINCT: weakref.WeakKeyDictionary[Any, dict[Any, tuple[int, frozenset]]] = weakref.WeakKeyDictionary()
+
+
+def _distinct(u: Any, column: Any) -> frozenset:
+    """The distinct fingerprints of a universe's column, kept with it while its rows are the same."""
+    kept = _DISTINCT.setdefault(u, {})
+    h = u.hashes[column]
+    hit = kept.get(column)
+    if hit is None or hit[0] != len(h):
+        hit = (len(h), frozenset(pd.unique(h).tolist()))
+        kept[column] = hit
+    return hit[1]
+
+
+def _computed(u: Any) -> bool:
+    """Whether a universe's rows are read out of a query or a file this session wrote (``computed_source``)."""
+    return bool(getattr(u, "computed_source", False))
 
 
 def _identified_by(u: Any) -> str:

@@ -33,6 +33,7 @@ from .atoms import refine
 from .edits import Published
 from .identity import MISSING, combine, frame_hash, hash_column, hash_labels, hashed_columns, with_rank
 from .names import output_order
+from .read_back import from_a_written_file, read_back_frame
 
 #: Universes a session keeps (the smallest goes first when a new one is needed); their bytes are
 #: bounded too (``linker.MAX_BYTES``). Was 4: a red team showed four other small data sets
@@ -92,8 +93,10 @@ class Universe:
         #: True when ``labels`` are the hashes of an earlier kernel's labels (:meth:`restore`)
         self.labels_hashed = False
         #: rows read out of a query (``COMPUTED_SOURCE``): its columns do not make it a data set of its own
-        self.computed_source = bool(frame.attrs.get(row_limits.COMPUTED_SOURCE))
         self.hashes: dict[Hashable, np.ndarray] = {c: frame_hash(frame, c) for c in hashed_columns(frame)}
+        #: ... or out of a file this session wrote (:mod:`.read_back`)
+        self.computed_source = bool(frame.attrs.get(row_limits.COMPUTED_SOURCE)) \
+            or from_a_written_file(self.hashes, self.n)
         self.key_columns: set[Hashable] = set(keys)
         self.row_atom = np.zeros(self.n, dtype=np.int32)
         self.atom_size = np.array([self.n], dtype=np.int64)
@@ -802,6 +805,11 @@ def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], check
     ``forgotten`` collects (output, columns) of the populations of a universe dropped to make room.
     """
     best: tuple[Universe, np.ndarray] | None = None
+    # rows out of a file this session wrote, numbered anew by the reader (0, 1, 2...): their labels name
+    # nobody (:mod:`.read_back`), they are placed only where their content tells them apart (labels
+    # the file kept, ``index_col`` or a pickle of filtered rows, are labels)
+    written = isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1 \
+        and read_back_frame(frame)
     for u in universes:
         cached = u.frames.get(id(frame))
         if cached is not None and cached[0]() is frame and len(cached[2]) == len(frame):
@@ -810,10 +818,12 @@ def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], check
         if pos is None:
             continue
         matched = int((pos >= 0).sum())
+        if written and not (matched and u.frame_tells_apart(frame, keys, pos)):
+            continue
         if matched and (matched >= 0.5 * len(frame) or matched >= 0.5 * u.n or u.frame_tells_apart(frame, keys, pos)):
             best = (u, pos)
             break
-    if best is None:
+    if best is None and not written:
         # Two filters of one frame that overlap only a little (districts A or C, then B
         # or C) are the same people where they overlap: rows found by their index labels
         # with their content agreeing (``_by_labels``) join that universe, however few.
@@ -825,7 +835,7 @@ def place(universes: list[Universe], frame: pd.DataFrame, keys: list[str], check
             if pos is not None and (pos >= 0).any():
                 best = (u, pos)
                 break
-    if best is None:
+    if best is None and not written:
         best = _by_transformed_labels(universes, frame)
     if best is None:
         if len(universes) >= MAX_UNIVERSES:

@@ -41,7 +41,7 @@ from ..sql_lineage import Lineage, lineage, lineage_query, lineage_value_query
 from ..sql_rewrites import one_sided_figures
 from ..sql_rowids import carry_rowid
 from .arrow_rows import linking_frame
-from .python_frames import COMPUTED, REGISTERED, TABLE, FrameRows
+from .python_frames import COMPUTED, REGISTERED, TABLE, FrameRows, reads_a_written_file
 
 MAX_HASHED = 15  # source columns fingerprinted for linking (linking reads at most 16 columns)
 MARGIN = "Total"  # the pandas path's margin label inside the protection engine
@@ -416,7 +416,8 @@ class Recorder:
         else:
             rows.index = pd.Index(np.zeros(len(rows), dtype=np.int8))
         labelled = rows.attrs.get(row_limits.ROWID_LABELS) or rows.attrs.get(row_limits.FRAME_LABELS)
-        if _reads_a_made_table(pending) or (not labelled and _read_out_of_a_query(pending)):
+        if _reads_a_made_table(pending) or reads_a_written_file(pending.plan.select) \
+                or (not labelled and _read_out_of_a_query(pending)):
             # (labelled, they are a table's rows, carried through a CTE: sql_rowids; unless that
             # table was made with computed columns)
             rows.attrs[row_limits.COMPUTED_SOURCE] = True

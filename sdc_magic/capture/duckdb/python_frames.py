@@ -27,6 +27,7 @@ import pandas as pd
 
 from ...evidence import row_origins
 from ...evidence.weak_table import WeakTable
+from .. import read_back
 from ..depth import passthrough
 
 #: Connections whose frames and tables are remembered at once.
@@ -171,6 +172,11 @@ def executed(con: Any, query: Any, lookup: Callable[[str], Any] | None) -> None:
     if not isinstance(query, str):
         return
     names = _known.get(con)
+    created = _created_table(query)
+    if created is not None and reads_a_written_file(created[1]):
+        # (a file this session wrote, even copied whole: its columns may be computed, :mod:`..read_back`)
+        _keep(con, created[0].name, FrameRows(COMPUTED, 0))
+        return
     copied = _copy_of(query)
     if copied is not None:
         table, source = copied
@@ -275,3 +281,18 @@ def _computed_table(query: str) -> str | None:
     selects = list(made.find_all(exp.Select))
     plain = all(isinstance(e.unalias(), exp.Column | exp.Star) for s in selects for e in s.expressions)
     return None if plain and isinstance(made, exp.Select) else target.name
+
+
+def reads_a_written_file(select: Any) -> bool:
+    """Whether the query reads, anywhere, a file this session wrote (:mod:`..read_back`):
+    ``FROM 'f.parquet'``, ``read_parquet('f')``, ``read_csv(['a.csv', 'b.csv'])``, a glob."""
+    from sqlglot import exp
+
+    for table in select.find_all(exp.Table):
+        if isinstance(table.this, exp.Identifier):
+            named = [str(table.name)] if table.this.args.get("quoted") else []
+        else:  # (a reading function: its file names are its text literals)
+            named = [str(lit.this) for lit in table.this.find_all(exp.Literal) if lit.is_string]
+        if named and read_back.written_this_session(named):
+            return True
+    return False

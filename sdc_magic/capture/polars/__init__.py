@@ -39,7 +39,7 @@ import pandas as pd
 from ...evidence import row_origins
 from ...evidence import rows as row_limits
 from ...evidence.in_engine import CountedBases
-from .. import contract
+from .. import contract, read_back
 from ..depth import depth as _depth
 from ..entries import MAGNITUDE_EVIDENCE
 from . import origins
@@ -146,6 +146,8 @@ class PolarsCapture:
         for name in origins.SCANS:
             if hasattr(pl, name):
                 self._patch(pl, name, functools.partial(self._scan, name=name))
+        for name in [n for n in read_back.POLARS_READERS if n in vars(pl)]:  # (files this session wrote)
+            self._patch(pl, name, read_back.reader_wrapper)
         self._patch(pl, "sql", self._sql)
         self._patch(pl, "from_pandas", origins.from_pandas_wrapper)
         self._patch(pl.DataFrame, "__init__", origins.frame_init_wrapper)
@@ -784,6 +786,7 @@ class PolarsCapture:
             if not _depth.value and not args:
                 with contextlib.suppress(Exception):
                     origins.remember_scan(result, name, source, kwargs)
+            read_back.remember(result, source)
             return result
         return scan
 
