@@ -54,10 +54,12 @@ def small_group_sizes_as_labels(entry: Entry, flat: Flat, ev: Any, rules: Rules)
 #: Protection rounds for a table of shares (each may add cells that a single hidden share needs).
 _SMALL_NUMBER_IN_LABEL = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+)(?=\s*(?:[\)\]]|\b))", re.IGNORECASE)
 #: a whole number standing on its own in a label ("C has 3 people", "C: 3"; not "v1" nor "2.5", nor
-#: a part of a date, range or time: "2024-03", "0-4", "10:30" are codes, not counts)
-_NUMBER_TOKEN = re.compile(r"(?<![\w.,])(?<!\d[-/:])(\d+)(?![\w]|[.,]\d|[-/:]\d)")
+#: a part of a date, range or time: "2024-03", "0-4", "10:30" are codes, not counts; nor the bound of
+#: an open range: "65+", "<5", ">= 80" are bands of a variable)
+_OPEN_RANGE = r"(?<![<>≤≥])(?<![<>]=)(?<![<>≤≥] )(?<![<>]= )"
+_NUMBER_TOKEN = re.compile(rf"(?<![\w.,])(?<!\d[-/:]){_OPEN_RANGE}(\d+)(?![\w+]|[.,]\d|[-/:]\d|\s*\+)")
 #: any number in a label, decimals included ("B (41.1%)"), dates, ranges and times left
-_ANY_NUMBER = re.compile(r"(?<![\w.,])(?<!\d[-/:])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d|[-/:]\d)")
+_ANY_NUMBER = re.compile(rf"(?<![\w.,])(?<!\d[-/:]){_OPEN_RANGE}(\d+(?:[.,]\d+)?)(?![\w+]|[.,]\d|[-/:]\d|\s*\+)")
 
 
 @own_work
@@ -177,14 +179,6 @@ def mask_numbers(text: str, numbers: set[float]) -> str:
 
 
 @own_work
-def data_label_units(resolved: Resolved, ev: Any,
-                     sizes: dict[str, tuple[set[int], set[int]]] | None = None) -> dict[str, set[int]]:
-    """For every text label of the captured table's own dimensions (values of the data), the
-    units of each cell carrying it and of all of them together (the group's size)."""
-    got = data_label_sizes(resolved, ev) if sizes is None else sizes
-    return {label: cells | group for label, (cells, group) in got.items()}
-
-
 @own_work
 def data_label_sizes(resolved: Resolved, ev: Any) -> dict[str, tuple[set[int], set[int]]]:
     """For every text label of the captured table's own dimensions, (units of each cell carrying
@@ -250,7 +244,7 @@ def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray,
         return set()
     rows = resolved.cell_rows if resolved.cell_rows is not None else flat.row_pos
     cols = resolved.cell_cols if resolved.cell_cols is not None else flat.col_pos
-    data = data_label_units(resolved, ev, sizes)
+    data = data_label_sizes(resolved, ev) if sizes is None else sizes
     labels: list[object] = [frame.index[i] for i in np.unique(np.asarray(rows)[hidden])]
     if isinstance(frame, pd.DataFrame):
         labels += [frame.columns[j] for j in np.unique(np.asarray(cols)[hidden])]
@@ -264,9 +258,14 @@ def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray,
                 out.update(("text", part, number) for number in _ANY_NUMBER.findall(part))
             else:
                 # a category of the data keeps its numbers, unless one is its own group's size
-                # ("B: 30" made a category beside B's hidden cell gives C = 73 - 40 - 30, red team)
-                out.update(("text", part, number) for number in _NUMBER_TOKEN.findall(part)
-                           if int(number) in data[part])
+                # ("B: 30" made a category beside B's hidden cell gives C = 73 - 40 - 30, red team),
+                # or one of its cells' written as a count ("C (2F)"); a bare number equal to one
+                # cell's count by chance ("Camp 3" beside a cell of 3) is the category's name,
+                # as in :func:`label_disclosure` (census of stop 57: "65+" beside a cell of 65)
+                cells, group = data[part]
+                written = set(_SMALL_NUMBER_IN_LABEL.findall(part))
+                out.update(("text", part, number) for number in dict.fromkeys([*written, *_NUMBER_TOKEN.findall(part)])
+                           if int(number) in (cells | group if number in written else group))
     return out
 
 
