@@ -171,7 +171,7 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
     # counts of a column beside others (its known rows), a condition's indicator; and means or
     # sums of a 0/1 flag (the flagged rows: told by the facts, see Recorder._rows).
     if unit is None and not stats & {"nunique", "count"} and not p.having \
-            and not any(v.startswith(INDICATOR) for v in p.columns):
+            and True:
         try:
             pending.lineage = lineage(p, only)
         except Exception:
@@ -805,4 +805,6 @@ def _mark_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None
         other = 0.0 if level == 1.0 else lo
         with np.errstate(invalid="ignore", divide="ignore"):
             facts[f"{p}chi_{i}"] = np.rint(np.where(n_ > 0, (s_ - other * n_) / (level - other), 0.0))
-    set_indicators(facts, ge, variables)
+    # a condition's indicator (``count(*) FILTER (WHERE c)``) is 1 where c holds and 0 elsewhere by
+    # construction, its ``ones`` counted by the engine at 1: linking counts its rows there too
+    set_indicators(facts, ge, variables, levels={v: (1.0, 0.0) for v in variables if v.startswith(INDICATOR)})
