@@ -166,12 +166,11 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
     pending.rows_raw = rows_raw
     pending.frame_source = source if rows_raw is not None else None
     # counted in the engine: the table's rows (of one variable's statistics: its known rows), with
-    # no unit and no HAVING. Other tables publish populations besides their rows that linking
-    # reads from the rows themselves, fetched up to MAX_LINKED_ROWS: distinct counts (units),
-    # counts of a column beside others (its known rows), a condition's indicator; and means or
-    # sums of a 0/1 flag (the flagged rows: told by the facts, see Recorder._rows).
-    if unit is None and not stats & {"nunique", "count"} and not p.having \
-            and True:
+    # no unit and no HAVING; a 0/1 flag's or a condition's indicator's sums and means add its
+    # flagged rows (a variant, see _counted_on_connection). Other tables publish populations
+    # besides their rows that linking reads from the rows themselves, fetched up to
+    # MAX_LINKED_ROWS: distinct counts (units), counts of a column beside others (its known rows).
+    if unit is None and not stats & {"nunique", "count"} and not p.having:
         try:
             pending.lineage = lineage(p, only)
         except Exception:
