@@ -859,7 +859,8 @@ class PolarsCapture:
         schema = df.collect_schema() if hasattr(df, "collect_schema") else df.schema
         self._register("pivot", df.lazy(), [*index, pl.col(on_col).cast(pl.String)], {}, keys,
                        {"": (var, stat)}, lambda m: (var, stat), result, schema, to_shown=to_shown,
-                       key_casts={on_col: pl.String}, labels=index)
+                       key_casts={on_col: pl.String}, labels=index,
+                       source=df if isinstance(df, pl.DataFrame) else None)  # (counted in polars when large)
 
     def _record_describe(self, obj: Any, result: Any) -> None:
         """Evidence of ``describe``: one group (the whole frame), per column its units, its
