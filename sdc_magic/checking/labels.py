@@ -54,12 +54,10 @@ def small_group_sizes_as_labels(entry: Entry, flat: Flat, ev: Any, rules: Rules)
 #: Protection rounds for a table of shares (each may add cells that a single hidden share needs).
 _SMALL_NUMBER_IN_LABEL = re.compile(r"(?:\bn\s*[=:]\s*|[\(\[]\s*)(\d+)(?=\s*(?:[\)\]]|\b))", re.IGNORECASE)
 #: a whole number standing on its own in a label ("C has 3 people", "C: 3"; not "v1" nor "2.5", nor
-#: a part of a date, range or time: "2024-03", "0-4", "10:30" are codes, not counts; nor the bound of
-#: an open range: "65+", "<5", ">= 80" are bands of a variable)
-_OPEN_RANGE = r"(?<![<>≤≥])(?<![<>]=)(?<![<>≤≥] )(?<![<>]= )"
-_NUMBER_TOKEN = re.compile(rf"(?<![\w.,])(?<!\d[-/:]){_OPEN_RANGE}(\d+)(?![\w+]|[.,]\d|[-/:]\d|\s*\+)")
+#: a part of a date, range or time: "2024-03", "0-4", "10:30" are codes, not counts)
+_NUMBER_TOKEN = re.compile(r"(?<![\w.,])(?<!\d[-/:])(\d+)(?![\w]|[.,]\d|[-/:]\d)")
 #: any number in a label, decimals included ("B (41.1%)"), dates, ranges and times left
-_ANY_NUMBER = re.compile(rf"(?<![\w.,])(?<!\d[-/:]){_OPEN_RANGE}(\d+(?:[.,]\d+)?)(?![\w+]|[.,]\d|[-/:]\d|\s*\+)")
+_ANY_NUMBER = re.compile(r"(?<![\w.,])(?<!\d[-/:])(\d+(?:[.,]\d+)?)(?![\w]|[.,]\d|[-/:]\d)")
 
 
 @own_work
@@ -245,6 +243,7 @@ def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray,
     rows = resolved.cell_rows if resolved.cell_rows is not None else flat.row_pos
     cols = resolved.cell_cols if resolved.cell_cols is not None else flat.col_pos
     data = data_label_sizes(resolved, ev) if sizes is None else sizes
+    hidden_units = _hidden_units_by_label(flat, ev, hidden)
     labels: list[object] = [frame.index[i] for i in np.unique(np.asarray(rows)[hidden])]
     if isinstance(frame, pd.DataFrame):
         labels += [frame.columns[j] for j in np.unique(np.asarray(cols)[hidden])]
@@ -258,14 +257,26 @@ def numbers_in_hidden_labels(resolved: Resolved, ev: Any, hidden: np.ndarray,
                 out.update(("text", part, number) for number in _ANY_NUMBER.findall(part))
             else:
                 # a category of the data keeps its numbers, unless one is its own group's size
-                # ("B: 30" made a category beside B's hidden cell gives C = 73 - 40 - 30, red team),
-                # or one of its cells' written as a count ("C (2F)"); a bare number equal to one
-                # cell's count by chance ("Camp 3" beside a cell of 3) is the category's name,
-                # as in :func:`label_disclosure` (census of stop 57: "65+" beside a cell of 65)
-                cells, group = data[part]
-                written = set(_SMALL_NUMBER_IN_LABEL.findall(part))
-                out.update(("text", part, number) for number in dict.fromkeys([*written, *_NUMBER_TOKEN.findall(part)])
-                           if int(number) in (cells | group if number in written else group))
+                # ("B: 30" made a category beside B's hidden cell gives C = 73 - 40 - 30, red team)
+                # or the count of one of its hidden cells ("B – 15 women" beside B·F's hidden 15);
+                # one equal to a cell it publishes tells nothing more (census of stop 57: "65+"
+                # beside a shown cell of 65 was drawn "✕+", the table review)
+                out.update(("text", part, number) for number in _NUMBER_TOKEN.findall(part)
+                           if int(number) in data[part][1] or int(number) in hidden_units.get(part, ()))
+    return out
+
+
+def _hidden_units_by_label(flat: Any, ev: Any, hidden: np.ndarray) -> dict[str, set[int]]:
+    """Per text label of the table's dimensions, the units of its hidden cells."""
+    units = np.asarray(ev.units, dtype=float)
+    at = np.flatnonzero(np.asarray(hidden, dtype=bool)[:len(units)] & np.isfinite(units))
+    out: dict[str, set[int]] = {}
+    for labels in flat.dims.values():
+        if len(labels) != len(units):
+            continue
+        for i in at.tolist():
+            if isinstance(labels[i], str):
+                out.setdefault(labels[i], set()).add(int(units[i]))
     return out
 
 
