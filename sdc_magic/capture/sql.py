@@ -30,6 +30,7 @@ from . import contract
 from .entries import MAGNITUDE_EVIDENCE
 from .sql_rewrites import all_but_filtered, constant, linear_sum, two_sided
 from .sql_rowids import CARRIED, carry_rowid
+from .sql_shares import plan_shares
 
 MAX_SETS = 64  # CUBE over 6 keys; beyond that the evidence would dwarf the user's query
 
@@ -65,6 +66,9 @@ class Plan:
     #: output column -> (a, b): the column shows ``a * aggregate + b`` (``count(*) * 2 + 1``,
     #: ``max(age) + 0``); absent when it shows the aggregate itself (or a ROUND / CAST of it)
     affine: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: output column -> the keys of its partition: the column shows a function of a count and its
+    #: sum over that partition (``count(*) / sum(count(*)) OVER (PARTITION BY a)``, :mod:`.sql_shares`)
+    shares: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def grouping(self) -> bool:
@@ -347,6 +351,8 @@ def _composite(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, 
     for var, stat, col, _a, _b in parts:
         if stat in _EXTREMES or stat.startswith("quantile") or stat == "median":
             return var, stat, col, 1.0, 0.0
+    if any(str(p[0]).startswith(INDICATOR) or p[1] == "count" for p in parts):
+        return None  # (a count of some of the rows: ``count_if(age > 100) + 0 * avg(x)`` showed 1, red team)
     magnitude = [p for p in parts if p[1] in MAGNITUDE_EVIDENCE and p[0] is not None
                  and not str(p[0]).startswith(INDICATOR)]
     if len({p[0] for p in magnitude}) != 1:
@@ -518,8 +524,8 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
     from sqlglot import exp
 
     group = select.args.get("group")
-    if select.find(exp.Window) is not None:
-        return None
+    if select.find(exp.Window) is not None and (group is None or select.args.get("qualify") is not None):
+        return None  # (windows: only shares of a count over the groups, sql_shares)
     if group is None and not _scalar_aggregate(select):
         return None
     if any(isinstance(t, exp.Pivot) for t in select.find_all(exp.Pivot)):
@@ -529,7 +535,11 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
         return None
     keys, key_nodes, measures, columns = [], [], {}, {}
     affine: dict[str, tuple[float, float]] = {}
+    shared: list[tuple[Any, str]] = []  # (projection, name) of the windows, planned once the keys are known
     for j, (p, name) in enumerate(zip(projections, out_cols, strict=True)):
+        if p.find(exp.Window) is not None:
+            shared.append((p, name))
+            continue
         if p.find(exp.AggFunc) is None:
             if p.find(exp.Grouping) is not None:
                 return None  # the user's own GROUPING() column: a label we do not model
@@ -542,6 +552,9 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
             affine[name] = (a, b)
         if var is not None and node is not None:
             columns.setdefault(var, node)
+    shares = plan_shares(shared, key_nodes, keys, lambda node: analyse(node, DERIVED), measures, columns)
+    if shares is None:
+        return None
     if group is not None and not keys and group.args.get("all") and not group.expressions:
         group = None  # GROUP BY ALL with nothing to group by: one group (as DuckDB computes it)
     if not measures or (group is not None and not keys):
@@ -550,12 +563,13 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
         # a scalar SELECT over a WHERE is one group (red team: count(*) + 100 of district C)
         return Plan(select, [], [], measures, columns, affine=affine)
     sets = _grouping_sets(group, key_nodes, keys)
-    if sets is False:
-        return None
+    if sets is False or (shares and sets[0] is not None):  # type: ignore[index]
+        return None  # (a window over grouping sets' rows sums margins and cells together)
     group_sets, group_text = sets  # type: ignore[misc]
     having = select.args.get("having")
     return Plan(select, keys, key_nodes, measures, columns, group_text=group_text, sets=group_sets,
-                having=having is not None, having_pins=having is not None and two_sided(having.this), affine=affine)
+                having=having is not None, having_pins=having is not None and two_sided(having.this), affine=affine,
+                shares=shares)
 
 
 def _scalar_aggregate(select: Any) -> bool:
