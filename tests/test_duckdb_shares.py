@@ -94,10 +94,22 @@ def test_the_shares_of_the_people_under_100_after_everyones_counts(sess: Any, li
     "SELECT sex, rank() OVER (ORDER BY count(*)) AS r FROM people GROUP BY sex ORDER BY sex",
     "SELECT district, count(*) / sum(count(*)) OVER () AS s FROM people GROUP BY ROLLUP (district) "
     "ORDER BY district",
+    # rows dropped after the windows (red team of 9b47a47: 40/73 and 30/73 shown, C = 3), a window
+    # inside a subquery
+    "SELECT district, 100.0 * count(*) / sum(count(*)) OVER () AS pct FROM people GROUP BY district "
+    "ORDER BY count(*) DESC LIMIT 2",
+    "SELECT district, 100.0 * count(*) / sum(count(*)) OVER () AS pct FROM people GROUP BY district "
+    "ORDER BY count(*) ASC OFFSET 1",
+    "SELECT district, 100.0 * count(*) / sum(count(*)) OVER () AS pct FROM people GROUP BY district "
+    "ORDER BY district FETCH FIRST 2 ROWS ONLY",
+    "SELECT DISTINCT ON (sex) sex, district, count(*) AS n, 100.0 * count(*) / sum(count(*)) OVER "
+    "(PARTITION BY sex) AS pct FROM people GROUP BY sex, district ORDER BY sex, n DESC",
+    "SELECT sex, count(*) AS n FROM (SELECT * FROM people QUALIFY row_number() OVER (ORDER BY age DESC) > 2) "
+    "GROUP BY sex ORDER BY sex",
 ])
 def test_other_windows_stay_untraced(sess: Any, query: str) -> None:
     out = sess.publish(_connection().sql(query))
-    assert _meta(out)["status"] != "pass", out.data["text/plain"]
+    assert _meta(out)["status"] not in ("pass", "suppressed"), out.data["text/plain"]
 
 
 def test_a_count_of_a_condition_inside_a_composite_is_not_its_magnitude(sess: Any) -> None:

@@ -552,7 +552,7 @@ def _select_plan(select: Any, out_cols: list[str]) -> Plan | None:
             affine[name] = (a, b)
         if var is not None and node is not None:
             columns.setdefault(var, node)
-    shares = plan_shares(shared, key_nodes, keys, lambda node: analyse(node, DERIVED), measures, columns)
+    shares = plan_shares(select, shared, key_nodes, keys, lambda node: analyse(node, DERIVED), measures, columns)
     if shares is None:
         return None
     if group is not None and not keys and group.args.get("all") and not group.expressions:
