@@ -233,3 +233,13 @@ def humanitarian_sessions() -> Any:
     yield make
     for s in reversed(made):  # (the last installed wraps the others: removed first)
         s.capture.uninstall()
+
+
+@pytest.fixture(params=["by rows", "in the engine"])
+def linked(request: Any, monkeypatch: Any) -> str:
+    """Run a test twice: linking by rows (every table under ``IN_ENGINE_ROWS``), then inside the
+    engine (DuckDB, polars: above it). A module may define its own."""
+    from sdc_magic.evidence import rows as row_limits
+
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10_000_000 if request.param == "by rows" else 10)
+    return request.param

@@ -1,6 +1,7 @@
-"""Shared pieces of the engine tests: a local Spark session and a count of polars' aggregations.
+"""Shared pieces of the engine tests: a local Spark session, a count of polars' aggregations, the
+red team's people in a DuckDB table.
 
-Not a test module (no ``test_`` prefix): the Spark and polars test files import it.
+Not a test module (no ``test_`` prefix): the Spark, polars and DuckDB test files import it.
 """
 
 from __future__ import annotations
@@ -58,3 +59,15 @@ def grouped_aggregations() -> Iterator[list[int]]:
         yield calls
     finally:
         pl.LazyFrame.collect = original
+
+
+
+def people_in_duckdb(people: Any) -> Any:
+    """A DuckDB connection with ``people`` (a pandas frame) copied into the table ``people``."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("frame", people)
+    con.execute("CREATE TABLE people AS SELECT * FROM frame")
+    con.unregister("frame")
+    return con

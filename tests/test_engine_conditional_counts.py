@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from engine_fixtures import people_in_duckdb
 from test_engines_redteam import PEOPLE
 
 duckdb = pytest.importorskip("duckdb")
@@ -33,20 +34,9 @@ UNDER_100 = {
 }
 
 
-@pytest.fixture(params=["by rows", "in DuckDB"])
-def linked(request: Any, monkeypatch: Any) -> str:
-    from sdc_magic.evidence import rows as row_limits
-
-    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10_000_000 if request.param == "by rows" else 10)
-    return request.param
-
 
 def _connection() -> Any:
-    con = duckdb.connect()
-    con.register("frame", PEOPLE)
-    con.execute("CREATE TABLE people AS SELECT * FROM frame")
-    con.unregister("frame")
-    return con
+    return people_in_duckdb(PEOPLE)
 
 
 def _status(out: Any) -> str:

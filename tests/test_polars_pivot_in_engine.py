@@ -21,13 +21,6 @@ from test_engines_redteam import PEOPLE
 pl = pytest.importorskip("polars")
 
 
-@pytest.fixture(params=["by rows", "in polars"])
-def linked(request: Any, monkeypatch: Any) -> str:
-    from sdc_magic.evidence import rows as row_limits
-
-    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10_000_000 if request.param == "by rows" else 10)
-    return request.param
-
 
 def _status(out: Any) -> str:
     return out.metadata["sdc_magic"]["status"]

@@ -10,8 +10,8 @@ per group, a function of the group's count ``n`` and its partition's total ``S``
 (a share, a percent, ``S - n``, rounded or cast). ``S`` is a margin of the table, which its
 protection takes as published; so such a cell tells nothing the count does not, once ``S`` is
 known. It is planned as the count itself (its facts, rules and protection are the count's), its
-cells hidden exactly where the count's would be: the evidence holds the count (:func:`counts_of`,
-``duckdb.evidence``) while the displayed share stays for matching.
+cells hidden exactly where the count's would be: the evidence holds the count
+(``duckdb.evidence._unwrap_values``) while the displayed share stays for matching.
 
 Not planned (untraced as before): other window functions, an ORDER BY or a frame in the window,
 a partition by anything but the table's keys, a window over another aggregate than the one
@@ -118,22 +118,3 @@ def _only_arithmetic(projection: Any, window: Any, aggregates: list[Any]) -> boo
         return all(walk(child) for child in node.iter_expressions())
 
     return walk(projection)
-
-
-def counts_of(entry: Any, shares: dict[str, tuple[str, ...]]) -> None:
-    """Give the rules and the protection model each share cell's count (its units), as
-    ``duckdb.evidence._unwrap_values`` gives a transformed count's; the displayed shares stay in
-    ``values2d`` for matching."""
-    import numpy as np
-
-    if not shares:
-        return
-    ev = entry.evidence
-    measures = np.asarray(entry.flat.measure).astype(str)
-    names = np.array([m.rsplit("|", 1)[-1] for m in measures], dtype=object)
-    value = np.asarray(ev.value, dtype=float).copy()
-    for name in shares:
-        sel = ((measures == name) | (names == name)) & np.isin(ev.stat.astype(str), list(SHARE_STATS))
-        if sel.any():
-            value[sel] = np.asarray(ev.units, dtype=float)[sel]
-    ev.value = value

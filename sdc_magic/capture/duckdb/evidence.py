@@ -40,7 +40,7 @@ from ..sql import (
 from ..sql_lineage import Lineage, lineage, lineage_query, lineage_value_query
 from ..sql_rewrites import one_sided_figures
 from ..sql_rowids import carry_rowid
-from ..sql_shares import counts_of
+from ..sql_shares import SHARE_STATS
 from .arrow_rows import linking_frame
 from .python_frames import COMPUTED, REGISTERED, TABLE, FrameRows, reads_a_written_file
 
@@ -240,8 +240,7 @@ class Recorder:
         entry = build_entry(self.registry.new_id(), "duckdb sql", flatten(shown), ge, keys, measure_of,
                             list(notes if notes is not None else pending.notes), rules.top_k, margin_label,
                             margin_evidence)
-        _unwrap_values(entry, pending.plan.affine)
-        counts_of(entry, pending.plan.shares)  # (a share of a count: checked as the count, sql_shares)
+        _unwrap_values(entry, pending.plan.affine, pending.plan.shares)
         _check_consistent(entry)
         entry.unit = rules.unit if ge.unit_column else None
         if rows is not None:
@@ -688,24 +687,31 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
 _VALUE_MODELLED = frozenset({"count", "size", "nunique", "proportion", "percent"})
 
 
-def _unwrap_values(entry: Any, affine: dict[str, tuple[float, float]]) -> None:
+def _unwrap_values(entry: Any, affine: dict[str, tuple[float, float]], shares: dict[str, tuple[str, ...]]) -> None:
     """Give the rules and the protection model the inner aggregate's values.
 
     A cell showing ``a * count + b`` is a count: the rules judge it by its facts (units), but
     the additive model and the distinct-count rule read the cell's value, and with b ≠ 0
     the displayed values do not add up (red team: ``count(*) * 2 + 1`` had no secondary
     suppression; C = 73 − 40 − 30). The value recorded for the check is ``(y − b) / a``,
-    rounded for counts; the displayed values stay in ``values2d`` for matching.
+    rounded for counts; the displayed values stay in ``values2d`` for matching. A share of a
+    count (``shares``, :mod:`..sql_shares`) is given the count itself: its units.
     """
-    if not affine:
+    if not affine and not shares:
         return
     ev = entry.evidence
     measures = np.asarray(entry.flat.measure).astype(str)
     names = np.array([m.rsplit("|", 1)[-1] for m in measures], dtype=object)
     value = np.asarray(ev.value, dtype=float).copy()
-    for name, (a, b) in affine.items():
-        sel = ((measures == name) | (names == name)) & np.isin(ev.stat.astype(str), list(_VALUE_MODELLED))
-        if sel.any():
+    for name in [*affine, *shares]:
+        stats = SHARE_STATS if name in shares else _VALUE_MODELLED
+        sel = ((measures == name) | (names == name)) & np.isin(ev.stat.astype(str), list(stats))
+        if not sel.any():
+            continue
+        if name in shares:
+            value[sel] = np.asarray(ev.units, dtype=float)[sel]
+        else:
+            a, b = affine[name]
             value[sel] = np.round((value[sel] - b) / a)
     ev.value = value
 
