@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import itertools
 import os
 import tempfile
 from collections import deque
@@ -37,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Frames read from files this session wrote, remembered for linking (the latest ones; each is kept
-#: until linking first reads it, then only its rows' fingerprints, 8 bytes a value)
+#: until linking first reads it, at the next table shown, then only its rows' fingerprints, 8 bytes
+#: a value: a frame the notebook let go of stays in memory until then)
 MAX_REMEMBERED = 64
 #: Frames of more rows are not remembered (linking reads at most this many rows anyway)
 MAX_REMEMBERED_ROWS = 5_000_000
@@ -115,11 +117,16 @@ def _local_paths(path: Any) -> Iterable[str]:
         yield path
 
 
+#: Files of a folder (a partitioned data set) looked at, at most
+MAX_FILES_LOOKED_AT = 10_000
+
+
 def _modified_since_start(path: str) -> bool:
     try:
         if os.path.isdir(path):
-            return any(_modified_since_start(os.path.join(root, f))
-                       for root, _, files in os.walk(path) for f in files[:1000])
+            files = (os.path.join(root, f) for root, _, names in os.walk(path) for f in names)
+            return any(os.stat(f).st_mtime_ns >= (_start_ns or 0)
+                       for f in itertools.islice(files, MAX_FILES_LOOKED_AT))
         return os.stat(path).st_mtime_ns >= (_start_ns or 0)
     except OSError:
         return False
