@@ -177,13 +177,13 @@ def executed(con: Any, query: Any, lookup: Callable[[str], Any] | None) -> None:
         # (a file this session wrote, even copied whole: its columns may be computed, :mod:`..read_back`)
         _keep(con, created[0].name, FrameRows(COMPUTED, 0))
         return
-    copied = _copy_of(query)
+    copied = _copy_of(created)
     if copied is not None:
         table, source = copied
         origin = resolve(con, source, lookup)
         _keep(con, table, origin.copied() if origin is not None else None)
         return
-    computed = _computed_table(query)
+    computed = _computed_table(created)
     if computed is not None:
         _keep(con, computed, FrameRows(COMPUTED, 0))
         return
@@ -246,11 +246,11 @@ def _created_table(query: str) -> tuple[Any, Any] | None:
     return target, tree.expression
 
 
-def _copy_of(query: str) -> tuple[str, str] | None:
-    """(table, source) of ``CREATE [OR REPLACE] TABLE table AS SELECT * FROM source``, else None."""
+def _copy_of(created: tuple[Any, Any] | None) -> tuple[str, str] | None:
+    """(table, source) of ``CREATE [OR REPLACE] TABLE table AS SELECT * FROM source`` (``created``:
+    what :func:`_created_table` read of the statement), else None."""
     from sqlglot import exp
 
-    created = _created_table(query)
     if created is None or not isinstance(created[1], exp.Select):
         return None
     target, select = created
@@ -265,14 +265,14 @@ def _copy_of(query: str) -> tuple[str, str] | None:
     return target.name, source.this.name
 
 
-def _computed_table(query: str) -> str | None:
-    """The table ``CREATE [OR REPLACE] [TEMP] TABLE t AS <query>`` makes when the query computes a
-    column (anything but a plain column or ``*`` in its SELECT list: ``income * 2 AS i2``, an
-    aggregate, a UNION of such), else None. Red team (stop 56): its rows, fingerprinted by the
-    computed columns, were taken for other people than the table they were computed from."""
+def _computed_table(created: tuple[Any, Any] | None) -> str | None:
+    """The table ``CREATE [OR REPLACE] [TEMP] TABLE t AS <query>`` (``created``, as for
+    :func:`_copy_of`) makes when the query computes a column (anything but a plain column or ``*``
+    in its SELECT list: ``income * 2 AS i2``, an aggregate, a UNION of such), else None. Red team
+    (stop 56): its rows, fingerprinted by the computed columns, were taken for other people than
+    the table they were computed from."""
     from sqlglot import exp
 
-    created = _created_table(query)
     if created is None:
         return None
     target, made = created
