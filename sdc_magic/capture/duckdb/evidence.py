@@ -10,6 +10,7 @@ engine-neutral evidence the rules read.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -189,21 +190,35 @@ def _calls_user_functions(select: Any, run: Callable[[str], Any]) -> bool:
     refilled in between, or one that answers otherwise inside linking's own query
     (``current_query()``) selected other rows of the same group sizes, and the two people over 100
     went unseen (``count_if(m(age))`` then ``WHERE age < 60 OR age > 100``: both ``pass``). What
-    a user's function computes is not in the query's text: such a table is read by rows.
-    Asked of the catalog (one query, only when the text calls a function sqlglot does not know);
-    an unanswered question counts as yes."""
+    a user's function computes is not in the query's text: such a table is read by rows. A
+    function is the user's when a fresh connection does not know it (the catalog calls a Python
+    UDF ``internal``, as its built-ins); asked only when the text calls a function sqlglot does
+    not know; an unanswered question counts as yes."""
     from sqlglot import exp
 
-    names = sorted({str(f.name).lower().replace("'", "''") for f in select.find_all(exp.Anonymous)})
+    names = {str(f.name).lower() for f in select.find_all(exp.Anonymous)}
     if not names:
         return False
-    listed = ", ".join(f"'{n}'" for n in names)
     try:
-        found = run(f"SELECT count(*) AS n FROM duckdb_functions() WHERE NOT internal "
-                    f"AND lower(function_name) IN ({listed})").df()
-        return bool(int(found["n"].iloc[0]))
+        return bool(names - _built_in_functions())
     except Exception:
         return True
+
+
+@functools.cache
+def _built_in_functions() -> frozenset[str]:
+    """The functions and macros a fresh DuckDB connection knows (once per process)."""
+    import duckdb
+
+    from ..depth import passthrough
+
+    with passthrough():
+        con = duckdb.connect()
+        try:
+            return frozenset(r[0] for r in con.execute(
+                "SELECT DISTINCT lower(function_name) FROM duckdb_functions()").fetchall())
+        finally:
+            con.close()
 
 
 class Recorder:
