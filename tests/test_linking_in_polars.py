@@ -174,11 +174,10 @@ def test_counted_in_polars_the_verdicts_are_those_of_the_rows(name: str, fresh: 
     lambda p: p.with_row_index().filter(F("index") > 3).group_by("sex").len(),
     lambda p: p.filter(district="A").group_by("sex").len(),  # keyword constraints
     lambda p: p.lazy().head(50).group_by("sex").len().collect(),
-    lambda p: p.group_by("sex").agg(F("household").n_unique()),  # distinct units
     lambda p: p.group_by("sex").agg(F("flag").mean(), (1 - F("flag")).mean().alias("no")),  # two indicators
     lambda p: p.group_by("sex").agg(pl.len(), F("income").count()),  # known rows beside all rows
     lambda p: p.group_by(F("age").rank() > 30).len(),  # a key that is not row-wise
-], ids=["window predicate", "window column", "head", "row index", "keyword filter", "lazy head", "n_unique",
+], ids=["window predicate", "window column", "head", "row index", "keyword filter", "lazy head",
         "two flags", "count of a column", "window key"])
 def test_what_is_not_written_over_the_frame_is_linked_by_its_rows(make: Any, fresh: Any, in_engine: None) -> None:
     sess = fresh()

@@ -119,8 +119,8 @@ def summed_flag(ge: Any, stats: set[str], variables: list[str]) -> str | None:
     (``linking/populations._restrict_to_variable``). An indicator is a variable the facts call one
     (every value at its group's minimum or maximum: ``VarEvidence.ones``, at ``VarEvidence.level``).
     Linking checks that each group has the rows the facts counted at that level
-    (``populations._groups_agree``) and, for a 0/1 flag, that each sum is that count
-    (``populations._counts_agree``). Only when the indicator's other value is 0 (``low``): the
+    (``in_engine.groups_agree``) and, for a 0/1 flag, that each sum is that count
+    (``in_engine.counts_agree``). Only when the indicator's other value is 0 (``low``): the
     sums of a 1/2 coding are n + n₂, the table's known rows and its flagged rows, two
     populations (the flagged ones a variant, :func:`flagged_variable`; red team: its sums
     outside C, then the flag's, gave C's one man back)."""

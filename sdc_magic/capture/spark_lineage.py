@@ -23,7 +23,7 @@ calls the same as the source (``sameSemantics``); otherwise the table is linked 
 The root is identified by Spark's semantic hash of its plan and its schema: the same relation
 read again (another ``spark.read`` of the same files, the same local data, after a restart) is
 the same base. A file rewritten between outputs keeps the identity; linking's count checks
-(``linking/in_engine.split``, ``populations._groups_agree``) find that the atoms no longer add up.
+(``linking/in_engine.split``, ``in_engine.groups_agree``) find that the atoms no longer add up.
 
 Spark Connect DataFrames have no analyzed plan on the client: their tables are linked by their
 rows (decided; see docs/engines.md).

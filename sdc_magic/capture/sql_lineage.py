@@ -361,3 +361,17 @@ def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str]
     return f"SELECT {', '.join(items)} {rows.base} GROUP BY ALL ORDER BY ALL"
 
 
+def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str) -> str:
+    """Per unit (each value of ``unit``; a row without one is a unit of its own), the sorted
+    positions, in :func:`lineage_query`'s order, of the combinations of ``expressions``' values its
+    rows fall in: per such set (``sig``), its units (``n``) and the most rows one has (``most``),
+    rows ``kind = 'unit'``; and per combination its rows (``kind = 'rows'``, the check that the
+    positions are those of the count). ``linking.engine_units`` reads it: no row, no unit's value."""
+    groups = ", ".join(f"{e} AS g{i}" for i, e in enumerate(expressions))
+    order = ", ".join(f"g{i}" for i in range(len(expressions)))
+    ranked = f"SELECT dense_rank() OVER (ORDER BY {order}) - 1 AS r, u FROM (SELECT {groups}, ({unit}) AS u {rows.base})"
+    units = "SELECT list_sort(list_distinct(list(r))) AS sig, count(*) AS rows FROM ranked WHERE u IS NOT NULL GROUP BY u"
+    return (f"WITH ranked AS ({ranked}), units AS ({units}) "
+            "SELECT 'unit' AS kind, sig, count(*) AS n, max(rows) AS most FROM units GROUP BY sig "
+            "UNION ALL SELECT 'unit', [r], count(*), 1 FROM ranked WHERE u IS NULL GROUP BY r "
+            "UNION ALL SELECT 'rows', [r], count(*), 0 FROM ranked GROUP BY r")

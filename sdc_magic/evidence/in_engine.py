@@ -60,6 +60,13 @@ class InEngineRows:
     #: row's value, as uint64 (``linking.engine_values``: values edited between two tables of sums)
     values: dict[str, str] = field(default_factory=dict)
     count_values: Callable[[list[str], list[str]], pd.DataFrame] | None = None
+    #: per variable whose distinct values the table counts, its expression over the base rows; and
+    #: ``count_units(expressions, unit)``: per set of combinations of the expressions' values that
+    #: one unit's rows fall in, its units (``linking.engine_units``: columns ``kind`` "unit", ``sig``
+    #: the combinations' positions in ``count``'s order, ``n`` units, ``most`` the most rows of one;
+    #: and per combination ``kind`` "rows", ``sig`` [its position], ``n`` its rows)
+    units: dict[str, str] = field(default_factory=dict)
+    count_units: Callable[[list[str], str], pd.DataFrame] | None = None
 
 
 class CountedBases:

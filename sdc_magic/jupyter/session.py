@@ -527,6 +527,11 @@ class Session:
             draft = self._audit_jointly(draft, checked, out_id)
             if draft is None:
                 return
+        uncounted = linker.units_note(draft)
+        if uncounted is not None:
+            checked.notes.append(uncounted)
+            if checked.status in ("pass", "suppressed"):
+                checked.status = "review"  # never cleared beside "not compared"
         draft.cleared = checked.status in ("pass", "suppressed")  # (what it shows: linking.edits)
         linker.commit(draft, settle=False)
         recorded = [draft]

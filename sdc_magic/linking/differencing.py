@@ -114,9 +114,18 @@ class _UnitGaps:
     def __init__(self, d: Draft, threshold: int) -> None:
         self.d = d
         self.threshold = threshold
-        self.hashes = d.universe.hashes[d.unit]
+        #: rows left in their engine: their units counted there (asked at the first candidate)
+        self.engine = d.engine_units
+        self.hashes = d.universe.hashes[d.unit] if self.engine is None else None
         self._csr: tuple[np.ndarray, np.ndarray] | None = None
-        self.most_rows = d.universe.most_rows_per_unit(d.unit)
+        self._most: int | None = None
+
+    @property
+    def most_rows(self) -> int:
+        if self._most is None:
+            self._most = self.engine.most_rows if self.engine is not None \
+                else self.d.universe.most_rows_per_unit(self.d.unit)
+        return self._most
 
     def _rows_of(self, atoms: np.ndarray) -> np.ndarray:
         if self._csr is None:
@@ -133,6 +142,8 @@ class _UnitGaps:
 
     def count(self, atoms: np.ndarray) -> int:
         """Distinct units among the rows of ``atoms`` (a row without a unit value counts as one)."""
+        if self.engine is not None:
+            return self.engine.count(atoms)
         values = self.hashes[self._rows_of(atoms)]
         known = values != MISSING
         return int(len(np.unique(values[known])) + (~known).sum())
@@ -142,6 +153,8 @@ class _UnitGaps:
         """Cells (new cells if ``forward``, else old level cells) whose row gap is at least the
         threshold but whose differing rows hold fewer than threshold units."""
         T = self.threshold
+        if self.engine is not None and not (((gap >= T) & (gap <= self.MAX_ROWS)).any() and self.engine.known):
+            return np.zeros(0, dtype=np.int64)  # (units the engine could not count: Linker.unit_note)
         # d differing rows hold at least d / (most rows of one unit) units: most gaps need no count
         cands = np.flatnonzero((gap >= T) & (gap <= self.MAX_ROWS) & (gap < T * self.most_rows)
                                )[: self.MAX_CANDIDATES]

@@ -123,6 +123,12 @@ class Split:
     values: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
     #: the variables whose values changed since the latest table of their sums (:mod:`.engine_values`)
     edited: tuple[str, ...] = ()
+    #: the expressions the engine grouped by, in order (``g0``, ``g1``, …), and per row of its count
+    #: (one combination of their values, in the engine's order), its new atom and its rows: what
+    #: distinct units are counted over (:mod:`.engine_units`)
+    expressions: tuple[str, ...] = ()
+    frame_atom: np.ndarray | None = None
+    frame_rows: np.ndarray | None = None
 
     def atoms(self, index: pd.Index, group_of: np.ndarray, group: np.ndarray) -> AtomKeys:
         """The new atoms once the table's groups are known: ``index`` the labels its groups were
@@ -168,10 +174,12 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     new_vars = [v for v in names if v not in u.values] if u.values else []
     value_expressions = [rows.values[v] for v in names] + [_zero_of(rows.values[v]) for v in new_vars]
     zeros_of = {v: len(names) + i for i, v in enumerate(new_vars)}  # (the column c<i> of each one's zeros)
+    in_engine_order = True
     if not earlier.recorded and rows.groups is not None and rows.total is not None \
             and len(set(mine[0]) | {mine[1]}) == len(expressions) and set(checked) <= set(rows.groups.columns):
         # the first table of a base: its own groups (and its values' checksums), one more count
-        frame = _from_groups(rows, mine, checked)
+        # (in an order of its own: no distinct units are counted over it, nothing is before it)
+        frame, in_engine_order = _from_groups(rows, mine, checked), False
         if not set(checked) <= set(frame.columns):  # (the engine's count decided: counted again with them)
             frame = rows.count_values(list(expressions), value_expressions)
     elif names:  # (a table of sums: its values' checksums per atom, in the same scan)
@@ -219,7 +227,7 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
             edited.append(var)  # (a copy of another variable, edited on some rows)
         values[var] = (rows.values[var], engine_values.summed_checksums(frame, j, which, len(first)))
     return Split(labels.iloc[first].reset_index(drop=True), inside[first], parent[first], size, earlier, rows,
-                 values, tuple(edited))
+                 values, tuple(edited), tuple(expressions), which if in_engine_order else None, n)
 
 
 def _zero_of(expression: str) -> str:
@@ -302,6 +310,73 @@ def one_atom_per_group(split: Split, ids: np.ndarray) -> tuple[Split, np.ndarray
         summed = np.zeros(len(first), dtype=np.uint64)
         np.add.at(summed, codes, np.asarray(checksums, dtype=np.uint64))  # (wraps around, as the engine's sums)
         values[var] = (expression, summed)
+    frame_atom = None if split.frame_atom is None else codes[split.frame_atom]
     merged = Split(split.labels.iloc[first].reset_index(drop=True), np.asarray(split.inside)[first],
-                   np.asarray(split.parent)[first], size, split.earlier, split.rows, values, split.edited)
+                   np.asarray(split.parent)[first], size, split.earlier, split.rows, values, split.edited,
+                   split.expressions, frame_atom, split.frame_rows)
     return merged, group[first].astype(np.int32)
+
+
+def counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray, flag_sums: bool = False) -> bool:
+    """Whether the rows the engine counted for linking are those the table counts.
+
+    The table's query and linking's count are two runs of its condition (DuckDB: the query's
+    text; polars: its steps replayed on the frame). Every count cell (``count(*)``) must show its
+    group's size (a condition that reads the query's own text selected other rows in each run,
+    red team: ``person <> 72 OR current_query() LIKE '%AS g0%'``: 35 men shown, 36 linked); every
+    cell with rows behind it must be a group the count found, and a statistic's known rows can
+    be no more than its group's (a polars step that read other rows than the ones its filter
+    kept, replayed on the whole frame, selected none: C's man at ``pass``, red team).
+    ``flag_sums``: the table's cells are sums of a 0/1 flag over the rows where it is 1 (the
+    count's rows): each sum must be its group's size, as a count.
+    """
+    ev = entry.evidence
+    inner = ~np.asarray(ev.is_margin, dtype=bool)
+    stat = np.asarray(ev.stat).astype(str)
+    is_size = (stat == "size") | ((stat == "sum") if flag_sums else False)
+    with np.errstate(invalid="ignore"):
+        value = np.asarray(ev.value, dtype=float)
+        units = np.asarray(ev.units, dtype=float)
+        behind = np.where(is_size, value, units) > 0
+    if (inner & behind & (group_of_entry < 0)).any():
+        return False
+    found = inner & (group_of_entry >= 0)
+    if not found.any():  # (no cell has rows behind it: nothing more to compare)
+        return True
+    counted = size[np.maximum(group_of_entry, 0)].astype(float)
+    sizes = found & is_size & ~np.isnan(value)
+    if not np.all(value[sizes] == counted[sizes]):
+        return False
+    known = found & ~is_size & ~np.isnan(units)
+    return bool(np.all(units[known] <= counted[known]))
+
+
+def groups_agree(rows: InEngineRows, split: Split) -> bool:
+    """Whether the engine's count gives the table's own groups (computed with the table, when the
+    engine gave them) the rows they had.
+
+    Why: linking's count runs the table's condition again over the base; when the base changed
+    since the table's rows were taken (a polars frame filtered, then its buffers changed through
+    pandas: red team, the two people over 100 top-coded to 99 and the filtered frame's incomes
+    cleared beside the whole) it selects other rows, and for sums the units alone do not show it.
+    Anything that cannot be compared counts as a disagreement (the table is then ``review``).
+    """
+    groups = rows.groups
+    keys = list(rows.keys)
+    if groups is None:
+        return True
+    try:
+        inside = np.asarray(split.inside, dtype=bool)
+        if not keys:  # (a table without keys: one group, its rows in all)
+            return int(np.asarray(split.atom_size)[inside].sum()) == int(groups["n"].sum())
+        counted = split.labels.loc[inside, keys].assign(__n=np.asarray(split.atom_size)[inside]) \
+            .groupby(keys, dropna=False, sort=False)["__n"].sum()
+        mine = groups.groupby(keys, dropna=False, sort=False)["n"].sum()
+        mine = mine[mine > 0]
+        counted = counted[counted > 0]
+        if len(mine) != len(counted):
+            return False
+        found = counted.reindex(mine.index)
+        return bool(np.array_equal(found.to_numpy(dtype=float), mine.to_numpy(dtype=float)))
+    except Exception:
+        return False

@@ -191,7 +191,13 @@ class JointAudit:
         # with a unit column declared, a group is also small when it holds few units (8 episode
         # rows of 2 people): distinct unit hashes per group of common cells
         self.unit_rows: tuple[np.ndarray, np.ndarray] | None = None
-        if d.unit is not None and d.units_against(self.tables[1:]) and d.unit in d.universe.hashes \
+        #: ... or, rows left in their engine, their units counted there: per atom, its common cell
+        self.unit_atoms: tuple[Any, np.ndarray] | None = None
+        if d.unit is not None and d.units_against(self.tables[1:]) and d.engine_units is not None:
+            cell_of = np.full(len(d.atom_size), -1, dtype=np.int64)
+            cell_of[atoms] = cell_of_atom
+            self.unit_atoms = (d.engine_units, cell_of)
+        elif d.unit is not None and d.units_against(self.tables[1:]) and d.unit in d.universe.hashes \
                 and len(d.universe.hashes[d.unit]) == len(d.new_row_atom):
             cell_of = np.full(len(d.atom_size), -1, dtype=np.int64)
             cell_of[atoms] = cell_of_atom
@@ -324,6 +330,12 @@ class JointAudit:
 
     def few_units(self, group_of_cell: np.ndarray, n_groups: int) -> np.ndarray:
         """Per group of common cells: True when it holds 1 .. threshold-1 distinct units."""
+        if self.unit_atoms is not None and n_groups:
+            units, cell_of = self.unit_atoms
+            if not units.known:  # (Linker.unit_note says so: the table is review)
+                return np.zeros(n_groups, dtype=bool)
+            found = units.per_group(np.where(cell_of >= 0, group_of_cell[np.maximum(cell_of, 0)], -1), n_groups)
+            return (found > 0) & (found < self.new.threshold)
         if self.unit_rows is None or not n_groups:
             return np.zeros(n_groups, dtype=bool)
         g = group_of_cell[self.unit_rows[0]]

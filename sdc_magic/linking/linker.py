@@ -24,6 +24,7 @@ from ..evidence import rows as row_limits
 from ..evidence.in_engine import InEngineRows
 from . import differencing, edits, engine_values, persistence
 from .differencing import variant_cells
+from .engine_units import unknown_note
 from .identity import combine, with_index_columns
 from .in_engine import EngineUniverse, Split, split
 from .in_engine import place as place_in_engine
@@ -284,6 +285,11 @@ class Linker:
                 f"column computed again, or a copy of another column that differs from it on some rows): the "
                 f"difference between the two tables tells the changed rows' values, "
                 f"and {how}: not compared (review)")
+
+    def units_note(self, d: Draft) -> str | None:
+        """Why a table of distinct counts left in its engine was not compared in distinct units
+        with earlier outputs counting the same column (:mod:`.engine_units`), when it was not."""
+        return unknown_note(d.engine_units)
 
     def across_engine_note(self, d: Draft) -> str | None:
         """Why a table is not called compared with outputs whose rows live elsewhere.

@@ -31,8 +31,9 @@ from ..evidence.flatten import canonical_labels
 from ..evidence.in_engine import InEngineRows
 from . import edits, masked
 from .atoms import refine, rows_in_order
+from .engine_units import EngineUnits, units_of_split
 from .identity import frame_hash, group_ids, key_hashes_from_groups, new_display
-from .in_engine import Split, one_atom_per_group
+from .in_engine import Split, counts_agree, groups_agree, one_atom_per_group
 from .names import cell_name
 from .universes import Universe
 
@@ -157,6 +158,8 @@ class Draft:
     edited: tuple[str, ...] = ()
     #: the output is cleared (``pass`` or ``suppressed``): what it shows is taken as shown
     cleared: bool = False
+    #: rows counted in their engine: the distinct units of the unit column there (:mod:`.engine_units`)
+    engine_units: EngineUnits | None = None
 
     def units_against(self, others: list[Population]) -> bool:
         """Whether differences with ``others`` are also counted in units (see :func:`distinct_counted`)."""
@@ -217,7 +220,7 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
                        tells=pop.tells, _levels=pop._levels)
     return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
                  base.display_group, base.display_margin, base.unit, base.unit_declared, base.values,
-                 base.engine_values, base.edited)
+                 base.engine_values, base.edited, engine_units=base.engine_units)
 
 
 def shown_groups(display_group: np.ndarray, n_groups: int, hidden_flat: np.ndarray | None
@@ -368,9 +371,9 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     # no cell is its count, its groups are checked against the facts alone)
     cells_counted = not (engine_rows.variant or (engine_rows.flag is not None and engine_rows.level != 1.0)) \
         if split is not None else False
-    if split is not None and not ((not cells_counted or _counts_agree(entry, group_of_entry, size,
+    if split is not None and not ((not cells_counted or counts_agree(entry, group_of_entry, size,
                                                                       engine_rows.flag is not None))
-                                  and _groups_agree(engine_rows, split)):
+                                  and groups_agree(engine_rows, split)):
         return None  # (not linked: the caller says so, and the table is review beside others)
     pop = Population(out_id="this table", title="", universe=universe, keys=tuple(keys), group=group,
                      labels=labels, size=size, published=np.zeros(n_groups, bool),
@@ -384,74 +387,13 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     declared = unit is not None
     if not declared:
         unit = counted
-    unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
+    units = units_of_split(split, counted) if split is not None and not declared else None
+    if units is not None:  # (rows in their engine: their distinct units counted there, when asked)
+        unit = counted
+    else:
+        unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
-                 declared, values, *engine_values)
-
-
-def _counts_agree(entry: Any, group_of_entry: np.ndarray, size: np.ndarray, flag_sums: bool = False) -> bool:
-    """Whether the rows the engine counted for linking are those the table counts.
-
-    The table's query and linking's count are two runs of its condition (DuckDB: the query's
-    text; polars: its steps replayed on the frame). Every count cell (``count(*)``) must show its
-    group's size (a condition that reads the query's own text selected other rows in each run,
-    red team: ``person <> 72 OR current_query() LIKE '%AS g0%'``: 35 men shown, 36 linked); every
-    cell with rows behind it must be a group the count found, and a statistic's known rows can
-    be no more than its group's (a polars step that read other rows than the ones its filter
-    kept, replayed on the whole frame, selected none: C's man at ``pass``, red team).
-    ``flag_sums``: the table's cells are sums of a 0/1 flag over the rows where it is 1 (the
-    count's rows): each sum must be its group's size, as a count.
-    """
-    ev = entry.evidence
-    inner = ~np.asarray(ev.is_margin, dtype=bool)
-    stat = np.asarray(ev.stat).astype(str)
-    is_size = (stat == "size") | ((stat == "sum") if flag_sums else False)
-    with np.errstate(invalid="ignore"):
-        value = np.asarray(ev.value, dtype=float)
-        units = np.asarray(ev.units, dtype=float)
-        behind = np.where(is_size, value, units) > 0
-    if (inner & behind & (group_of_entry < 0)).any():
-        return False
-    found = inner & (group_of_entry >= 0)
-    if not found.any():  # (no cell has rows behind it: nothing more to compare)
-        return True
-    counted = size[np.maximum(group_of_entry, 0)].astype(float)
-    sizes = found & is_size & ~np.isnan(value)
-    if not np.all(value[sizes] == counted[sizes]):
-        return False
-    known = found & ~is_size & ~np.isnan(units)
-    return bool(np.all(units[known] <= counted[known]))
-
-
-def _groups_agree(rows: InEngineRows, split: Split) -> bool:
-    """Whether the engine's count gives the table's own groups (computed with the table, when the
-    engine gave them) the rows they had.
-
-    Why: linking's count runs the table's condition again over the base; when the base changed
-    since the table's rows were taken (a polars frame filtered, then its buffers changed through
-    pandas: red team, the two people over 100 top-coded to 99 and the filtered frame's incomes
-    cleared beside the whole) it selects other rows, and for sums the units alone do not show it.
-    Anything that cannot be compared counts as a disagreement (the table is then ``review``).
-    """
-    groups = rows.groups
-    keys = list(rows.keys)
-    if groups is None:
-        return True
-    try:
-        inside = np.asarray(split.inside, dtype=bool)
-        if not keys:  # (a table without keys: one group, its rows in all)
-            return int(np.asarray(split.atom_size)[inside].sum()) == int(groups["n"].sum())
-        counted = split.labels.loc[inside, keys].assign(__n=np.asarray(split.atom_size)[inside]) \
-            .groupby(keys, dropna=False, sort=False)["__n"].sum()
-        mine = groups.groupby(keys, dropna=False, sort=False)["n"].sum()
-        mine = mine[mine > 0]
-        counted = counted[counted > 0]
-        if len(mine) != len(counted):
-            return False
-        found = counted.reindex(mine.index)
-        return bool(np.array_equal(found.to_numpy(dtype=float), mine.to_numpy(dtype=float)))
-    except Exception:
-        return False
+                 declared, values, *engine_values, engine_units=units)
 
 
 def distinct_counted(entry: Any) -> Hashable | None:

@@ -38,7 +38,7 @@ from ..sql import (
     plan,
     rows_query,
 )
-from ..sql_lineage import Lineage, lineage, lineage_query, lineage_value_query
+from ..sql_lineage import Lineage, lineage, lineage_query, lineage_unit_query, lineage_value_query
 from ..sql_rewrites import one_sided_figures
 from ..sql_rowids import carry_rowid
 from ..sql_shares import SHARE_STATS
@@ -172,7 +172,7 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
     # flagged rows (a variant, see _counted_on_connection). Other tables publish populations
     # besides their rows that linking reads from the rows themselves, fetched up to
     # MAX_LINKED_ROWS: distinct counts (units), counts of a column beside others (its known rows).
-    if unit is None and not stats & {"nunique", "count"} and not p.having:
+    if unit is None and "count" not in stats and not p.having:
         try:
             pending.lineage = None if _calls_user_functions(p.select, run) else lineage(p, only)
         except Exception:
@@ -599,8 +599,10 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
               and v in pending.lineage_variables]
     # (a derived measure's sums are a function of the columns it reads: theirs compared too)
     summed += [c for v in summed for c in pending.lineage.sources.get(v, ())]
+    distinct = [v for v, st in pending.plan.measures.values() if st == "nunique" and v is not None]
     table = _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
-                       facts, counted, summed=list(dict.fromkeys(summed)), variables=list(pending.variables))
+                       facts, counted, summed=list(dict.fromkeys(summed)), variables=list(pending.variables),
+                       distinct=distinct)
     for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
         # (its flagged rows and the others: more populations, see contract.flagged_variable)
         rows = _flag_lineage(pending, ge, flagged, value)
@@ -666,7 +668,8 @@ def _flag_lineage(pending: Pending, ge: Any, flag: str | None, value: float | No
 def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed: Any,
                facts: pd.DataFrame | None = None, counted: str = "", ones: np.ndarray | None = None,
                flag: str | None = None, variant: bool = False, level: float = 1.0,
-               summed: list[str] | None = None, variables: list[str] | None = None) -> InEngineRows:
+               summed: list[str] | None = None, variables: list[str] | None = None,
+               distinct: list[str] | None = None) -> InEngineRows:
     """The table's rows left on the connection: linking counts them there (see
     :mod:`sdc_magic.evidence.in_engine`): per combination of the session's keys and
     conditions, O(atoms) rows. ``facts``: the table's groups computed with the table, their
@@ -684,6 +687,9 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
     def total() -> int:
         return int(run(f"SELECT count(*) AS n {rows.base}").df()["n"].iloc[0])
 
+    def count_units(expressions: list[str], unit: str) -> pd.DataFrame:
+        return run(lineage_unit_query(rows, expressions, unit)).df()
+
     # (the variables of sums or means: their values on the base rows, as the table computes them)
     values = {v: rows.values[v] for v in summed or [] if v in rows.values}
     # (their checksums per group, computed with the table: ``sql.combined_query``)
@@ -694,7 +700,9 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
         groups = contract.counted_groups(facts, keys, counted != f"{contract.PREFIX}rows", ones, checksums)
     return InEngineRows("duckdb", rows.identity or rows.base, condition, list(rows.keys), list(keys), columns, count,
                         groups, total, flag, level=level, variant=variant, values=values,
-                        count_values=count_values if values else None)
+                        count_values=count_values if values else None,
+                        units={v: rows.values[v] for v in distinct or [] if v in rows.values},
+                        count_units=count_units)
 
 
 #: statistics whose displayed value the protection model takes as the cell's value (sums and

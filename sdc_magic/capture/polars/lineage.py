@@ -296,7 +296,7 @@ def scan_identity(name: str, source: Any, kwargs: dict) -> str:
     is another base). Raises for anything else (a URL, a buffer, a file gone): the table's rows
     are then read as before. What it cannot see (a file rewritten with the same size and its
     modification time put back) is left to the count's checks (``linking/in_engine.split``,
-    ``populations._groups_agree``)."""
+    ``in_engine.groups_agree``)."""
     import glob
     import os
 
@@ -400,9 +400,44 @@ def count_query(root: Any, expressions: list[str], values: list[str] | tuple[str
     return counted.to_pandas()
 
 
+def unit_query(root: Any, expressions: list[str], unit: str) -> pd.DataFrame:
+    """Per unit (each value of ``unit``; a row without one is a unit of its own), the sorted
+    positions, in :func:`count_query`'s order, of the combinations of ``expressions``' values its
+    rows fall in: per such set (``sig``), its units (``n``) and the most rows one has (``most``),
+    rows ``kind = "unit"``; and per combination its rows (``kind = "rows"``: the check that the
+    positions are those of the count). ``linking.engine_units`` reads it: no row, no unit's value."""
+    import inspect
+
+    import polars as pl
+
+    names = [f"g{i}" for i in range(len(expressions))]
+    by_steps: dict[str, list[tuple[str, Any]]] = {}
+    for name, text in zip([*names, "u"], [*expressions, unit], strict=True):
+        steps, expr = read(text)
+        by_steps.setdefault(json.dumps(steps, sort_keys=True), []).append((name, expr))
+    parts = [replay(root, json.loads(key)).with_columns([e.alias(n) for n, e in exprs]).select([n for n, _ in exprs])
+             for key, exprs in by_steps.items()]
+    both = (parts[0] if len(parts) == 1 else pl.concat(parts, how="horizontal")).lazy()
+    combos = both.group_by(names).agg(pl.len().alias("n")).sort(names, nulls_last=True).with_row_index("r")
+    equal = "nulls_equal" if "nulls_equal" in inspect.signature(pl.LazyFrame.join).parameters else "join_nulls"
+    ranked = both.join(combos.select([*names, "r"]), on=names, how="left", **{equal: True})
+    per_unit = ranked.filter(pl.col("u").is_not_null()).group_by("u") \
+        .agg(pl.col("r").unique().sort().alias("sig"), pl.len().alias("rows"))
+    signed = per_unit.group_by("sig").agg(pl.len().alias("n"), pl.col("rows").max().alias("most")).collect()
+    alone = ranked.filter(pl.col("u").is_null()).group_by("r").agg(pl.len().alias("n")).collect()
+    counted = combos.collect()
+    return pd.DataFrame({
+        "kind": ["unit"] * (signed.height + alone.height) + ["rows"] * counted.height,
+        "sig": [list(x) for x in signed["sig"].to_list()] + [[int(r)] for r in alone["r"].to_list()]
+        + [[int(r)] for r in counted["r"].to_list()],
+        "n": [*signed["n"].to_list(), *alone["n"].to_list(), *counted["n"].to_list()],
+        "most": [*signed["most"].to_list(), *([1] * alone.height), *([0] * counted.height)]})
+
+
 def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: str | None,
                    groups: pd.DataFrame | None, flag: str | None = None, variant: bool = False,
-                   level: float = 1.0, summed: list[str] | None = None) -> InEngineRows:
+                   level: float = 1.0, summed: list[str] | None = None,
+                   distinct: list[str] | None = None) -> InEngineRows:
     """The table's rows left in polars (see the module docstring). ``key_exprs``: one per key,
     over the root's columns; ``known``: the variable whose known rows the table covers (a table
     of one variable's statistics), or None; ``groups``: the table's own groups (its keys and
@@ -440,12 +475,16 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     def total() -> int:
         return _height(root)
 
+    def count_units(expressions: list[str], unit: str) -> pd.DataFrame:
+        return unit_query(root, expressions, unit)
+
     return InEngineRows("polars", identity(line.root), written(steps, condition),
                         [written(steps, e) for e in key_exprs],
                         list(keys), frozenset(str(c) for c in line.root.lazy().collect_schema().names()), count,
                         groups, total, None if variant else flag, level=level, variant=variant,
                         base_rows=int(root.height) if isinstance(root, pl.DataFrame) else None, values=values,
-                        count_values=count_values if values else None)
+                        count_values=count_values if values else None,
+                        units={v: written(steps, pl.col(v)) for v in distinct or []}, count_units=count_units)
 
 
 def _height(root: Any) -> int:
@@ -530,7 +569,7 @@ def key_expressions(by: list[Any], named_by: dict) -> list[Any] | None:
 
 #: Statistics whose table is not counted inside polars: each publishes another population
 #: than its rows (distinct units, non-null counts beside other statistics) or cannot be told.
-NOT_COUNTED = frozenset({"count", "nunique", "custom"})
+NOT_COUNTED = frozenset({"count", "custom"})
 
 
 def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
@@ -585,7 +624,8 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
         checksums = [order.index(v) for v in summed] if all(v in order for v in summed) else None
         table = in_engine_rows(line, keys, exprs, known,
                                contract.counted_groups(facts, keys, known is not None, checksums=checksums),
-                               summed=summed)
+                               summed=summed, distinct=sorted({v for v, st in resolved.values() if st == "nunique"
+                                                               and v is not None}))
         for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
             # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
             table.variants[key] = in_engine_rows(line, keys, exprs, None,

@@ -1,0 +1,147 @@
+"""Distinct units of rows left in their engine: counted per set of atoms without a row back.
+
+A table of distinct counts (``count(DISTINCT person)``) is linked in the distinct values of the
+column it counts against outputs counting the same column (``populations.distinct_counted``):
+episodes of two women in a group that three outputs separate together are a group of 2, not of
+8 rows. Over a row universe the unit column's row hashes answer "how many units hold a row in
+these atoms". An engine universe has no rows; its engine answers instead, in one aggregation
+(``InEngineRows.count_units``): per unit, the set of combinations of the session's key and
+condition expressions its rows fall in (its *signature*), and per signature the number of units
+and the most rows one of them has. O(signatures) rows come back, each a list of combinations
+and two numbers: no unit's value, no row. Every combination is an atom of the table's cut
+(``Split.frame_atom``), so the units in any set of atoms are the units of the signatures that
+meet it: exact, whatever units span.
+
+Asked only when needed (a distinct-count table beside an earlier one counting the same column),
+at most once per display. When the engine cannot answer, or returns more than
+:data:`MAX_SIGNATURES` signatures (a work budget, not a time), or its combinations do not hold the
+rows linking's count gave them (the base changed in between), the units are unknown and the table
+is ``review`` beside such outputs (``Linker.unit_note``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Signatures (distinct sets of atoms of one unit) read back at most (a fixed work budget).
+MAX_SIGNATURES = 200_000
+
+
+class EngineUnits:
+    """The distinct units of a draft's atoms, counted in the engine on first use."""
+
+    def __init__(self, count_units: Callable[[list[str], str], pd.DataFrame], expressions: list[str],
+                 unit: str, frame_atom: np.ndarray, frame_rows: np.ndarray, n_atoms: int) -> None:
+        self._count_units, self._expressions, self._unit = count_units, list(expressions), unit
+        self._frame_atom = np.asarray(frame_atom, dtype=np.int64)  # per combination, its atom
+        self._frame_rows = np.asarray(frame_rows, dtype=np.int64)  # per combination, its rows
+        self._n_atoms = n_atoms
+        self._read = False
+        self.problem: str | None = None
+        self._start = np.zeros(1, dtype=np.int64)  # signature s's atoms: _atom[_start[s]:_start[s+1]]
+        self._atom = np.zeros(0, dtype=np.int64)
+        self._units = np.zeros(0, dtype=np.int64)
+        self._most = 1
+
+    @property
+    def known(self) -> bool:
+        """Whether the engine told the units (asks it the first time)."""
+        self._load()
+        return self.problem is None
+
+    @property
+    def most_rows(self) -> int:
+        """The most rows one unit has in the base (a difference of d rows holds ≥ d / this units)."""
+        self._load()
+        return self._most
+
+    def count(self, atoms: np.ndarray) -> int:
+        """Distinct units with a row in ``atoms``."""
+        self._load()
+        member = np.zeros(self._n_atoms, dtype=bool)
+        member[np.asarray(atoms, dtype=np.int64)] = True
+        return int(self._units[self._meets(member)].sum())
+
+    def per_group(self, group_of_atom: np.ndarray, n_groups: int) -> np.ndarray:
+        """Per group (``group_of_atom``: each atom's group, -1 none), its distinct units."""
+        self._load()
+        if not n_groups or not len(self._atom):
+            return np.zeros(n_groups, dtype=np.int64)
+        sig = np.repeat(np.arange(len(self._units)), np.diff(self._start))
+        group = np.asarray(group_of_atom, dtype=np.int64)[self._atom]
+        keep = group >= 0
+        pairs = np.unique(np.column_stack([sig[keep], group[keep]]), axis=0)
+        return np.bincount(pairs[:, 1], weights=self._units[pairs[:, 0]], minlength=n_groups).astype(np.int64)
+
+    def _meets(self, member: np.ndarray) -> np.ndarray:
+        """Per signature: whether one of its atoms is marked in ``member``."""
+        if not len(self._atom):
+            return np.zeros(len(self._units), dtype=bool)
+        hits = np.concatenate([[0], np.cumsum(member[self._atom])])
+        return hits[self._start[1:]] > hits[self._start[:-1]]
+
+    def _ask_engine(self) -> pd.DataFrame:
+        """The engine's signatures (one aggregation; see ``InEngineRows.count_units``)."""
+        return self._count_units(self._expressions, self._unit)
+
+    def _load(self) -> None:
+        if self._read:
+            return
+        self._read = True
+        try:
+            found = self._ask_engine()
+        except Exception as exc:  # (the engine could not answer: the units are unknown)
+            self.problem = f"the engine could not count distinct units ({type(exc).__name__})"
+            return
+        self.problem = self._take(found)
+
+    def _take(self, found: pd.DataFrame) -> str | None:
+        """Read the engine's answer (columns ``kind``, ``sig``, ``n``, ``most``); why not, if not."""
+        kind = found["kind"].astype(str).to_numpy()
+        units = found[kind == "unit"]
+        if len(units) > MAX_SIGNATURES:
+            return f"more than {MAX_SIGNATURES:,} distinct sets of groups hold its units"
+        rows = found[kind == "rows"]
+        ranks = np.array([int(s[0]) for s in rows["sig"]], dtype=np.int64)
+        counted = np.zeros(len(self._frame_rows), dtype=np.int64)
+        if len(ranks) and (ranks.max() >= len(counted) or ranks.min() < 0):
+            return "the base's rows changed while linking counted them"
+        counted[ranks] = pd.to_numeric(rows["n"]).to_numpy(dtype=np.int64)
+        if not np.array_equal(counted, self._frame_rows):
+            return "the base's rows changed while linking counted them"
+        lists = [np.asarray(list(s), dtype=np.int64) for s in units["sig"]]
+        sizes = np.array([len(x) for x in lists], dtype=np.int64)
+        self._start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        combos = np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64)
+        if len(combos) and (combos.min() < 0 or combos.max() >= len(self._frame_atom)):
+            return "the base's rows changed while linking counted them"
+        self._atom = self._frame_atom[combos]
+        self._units = pd.to_numeric(units["n"]).to_numpy(dtype=np.int64)
+        most = pd.to_numeric(units["most"]).to_numpy(dtype=np.int64)
+        self._most = int(max(most.max(initial=1), 1))
+        return None
+
+
+def units_of_split(split: Any, unit: str | None) -> EngineUnits | None:
+    """The units of ``split``'s atoms in the values of ``unit`` (a column a table counts distinct
+    values of), when the engine can count them; else None."""
+    rows = split.rows
+    expression = rows.units.get(str(unit)) if unit is not None else None
+    if expression is None or rows.count_units is None or split.frame_atom is None:
+        return None
+    return EngineUnits(rows.count_units, list(split.expressions), expression, split.frame_atom,
+                       split.frame_rows, len(split.atom_size))
+
+
+def unknown_note(units: Any) -> str | None:
+    """Why distinct units could not be compared inside the engine (None: they were, or not asked)."""
+    problem = getattr(units, "problem", None)
+    if problem is None:
+        return None
+    return (f"distinct units not compared with earlier outputs counting the same column: {problem} "
+            "(review; differences between the tables may single out a few units)")
+
