@@ -144,7 +144,7 @@ def test_a_count_misplaced_by_the_engine_is_not_taken(con: Any, humanitarian_ses
 
     def shifted(self: Any) -> Any:
         found = real(self)
-        rows = found["kind"] == "rows"
+        rows = found["kind"] == 2
         found.loc[rows, "n"] = found.loc[rows, "n"].to_numpy()[::-1]
         return found
 

@@ -361,17 +361,26 @@ def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str]
     return f"SELECT {', '.join(items)} {rows.base} GROUP BY ALL ORDER BY ALL"
 
 
-def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str) -> str:
-    """Per unit (each value of ``unit``; a row without one is a unit of its own), the sorted
-    positions, in :func:`lineage_query`'s order, of the combinations of ``expressions``' values its
-    rows fall in: per such set (``sig``), its units (``n``) and the most rows one has (``most``),
-    rows ``kind = 'unit'``; and per combination its rows (``kind = 'rows'``, the check that the
-    positions are those of the count). ``linking.engine_units`` reads it: no row, no unit's value."""
-    groups = ", ".join(f"{e} AS g{i}" for i, e in enumerate(expressions))
-    order = ", ".join(f"g{i}" for i in range(len(expressions)))
-    ranked = f"SELECT dense_rank() OVER (ORDER BY {order}) - 1 AS r, u FROM (SELECT {groups}, ({unit}) AS u {rows.base})"
-    units = "SELECT list_sort(list_distinct(list(r))) AS sig, count(*) AS rows FROM ranked WHERE u IS NOT NULL GROUP BY u"
-    return (f"WITH ranked AS ({ranked}), units AS ({units}) "
-            "SELECT 'unit' AS kind, sig, count(*) AS n, max(rows) AS most FROM units GROUP BY sig "
-            "UNION ALL SELECT 'unit', [r], count(*), 1 FROM ranked WHERE u IS NULL GROUP BY r "
-            "UNION ALL SELECT 'rows', [r], count(*), 0 FROM ranked GROUP BY r")
+def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str, most_sets: int) -> str:
+    """Per unit (each value of ``unit``), the sorted positions in :func:`lineage_query`'s order of
+    the combinations of ``expressions``' values its rows fall in; per such set, its units and the
+    most rows one has; one row per (set, position), at most ``most_sets + 1`` sets (``kind`` 0:
+    ``s`` the set, ``r`` a position, ``n`` its units, ``most``). Rows without a unit are units of
+    their own (``kind`` 1: per position, ``n`` such rows); and per combination its rows (``kind``
+    2: the check that the positions are those of the count). ``linking.engine_units`` reads it: no
+    row, no unit's value. The positions come from the combinations themselves (a join on them, not
+    a sort of the rows)."""
+    names = [f"g{i}" for i in range(len(expressions))]
+    groups = ", ".join(f"{e} AS {n}" for e, n in zip(expressions, names, strict=True))
+    listed = ", ".join(names)
+    same = " AND ".join(f"b.{n} IS NOT DISTINCT FROM c.{n}" for n in names)
+    return (f"WITH b AS (SELECT {groups}, ({unit}) AS u {rows.base}), "
+            f"c AS (SELECT *, row_number() OVER (ORDER BY {listed}) - 1 AS r "
+            f"FROM (SELECT {listed}, count(*) AS n FROM b GROUP BY ALL)), "
+            f"ranked AS (SELECT c.r, b.u FROM b JOIN c ON {same}), "
+            "units AS (SELECT list_sort(list_distinct(list(r))) AS sig, count(*) AS rows FROM ranked "
+            "WHERE u IS NOT NULL GROUP BY u), "
+            "sets AS (SELECT sig, count(*) AS n, max(rows) AS most, row_number() OVER () - 1 AS s FROM units GROUP BY sig) "
+            f"SELECT 0 AS kind, s, unnest(sig) AS r, n, most FROM sets WHERE s <= {int(most_sets)} "
+            "UNION ALL SELECT 1, -1, r, count(*), 1 FROM ranked WHERE u IS NULL GROUP BY r "
+            "UNION ALL SELECT 2, -1, r, n, 0 FROM c")

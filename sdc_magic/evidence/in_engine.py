@@ -61,12 +61,13 @@ class InEngineRows:
     values: dict[str, str] = field(default_factory=dict)
     count_values: Callable[[list[str], list[str]], pd.DataFrame] | None = None
     #: per variable whose distinct values the table counts, its expression over the base rows; and
-    #: ``count_units(expressions, unit)``: per set of combinations of the expressions' values that
-    #: one unit's rows fall in, its units (``linking.engine_units``: columns ``kind`` "unit", ``sig``
-    #: the combinations' positions in ``count``'s order, ``n`` units, ``most`` the most rows of one;
-    #: and per combination ``kind`` "rows", ``sig`` [its position], ``n`` its rows)
+    #: ``count_units(expressions, unit, most_sets)``: per set of combinations of the expressions'
+    #: values that one unit's rows fall in, its units (``linking.engine_units``; integer columns:
+    #: ``kind`` 0 one row per (set ``s``, position ``r`` in ``count``'s order) with ``n`` its units
+    #: and ``most`` the most rows of one, at most ``most_sets + 1`` sets; ``kind`` 1 per position,
+    #: ``n`` rows without a unit; ``kind`` 2 per position, ``n`` its rows)
     units: dict[str, str] = field(default_factory=dict)
-    count_units: Callable[[list[str], str], pd.DataFrame] | None = None
+    count_units: Callable[[list[str], str, int], pd.DataFrame] | None = None
 
 
 class CountedBases:

@@ -7,8 +7,8 @@ episodes of two women in a group that three outputs separate together are a grou
 these atoms". An engine universe has no rows; its engine answers instead, in one aggregation
 (``InEngineRows.count_units``): per unit, the set of combinations of the session's key and
 condition expressions its rows fall in (its *signature*), and per signature the number of units
-and the most rows one of them has. O(signatures) rows come back, each a list of combinations
-and two numbers: no unit's value, no row. Every combination is an atom of the table's cut
+and the most rows one of them has. One row per (signature, combination) comes back, numbers
+only: no unit's value, no row. Every combination is an atom of the table's cut
 (``Split.frame_atom``), so the units in any set of atoms are the units of the signatures that
 meet it: exact, whatever units span.
 
@@ -34,7 +34,7 @@ MAX_SIGNATURES = 200_000
 class EngineUnits:
     """The distinct units of a draft's atoms, counted in the engine on first use."""
 
-    def __init__(self, count_units: Callable[[list[str], str], pd.DataFrame], expressions: list[str],
+    def __init__(self, count_units: Callable[[list[str], str, int], pd.DataFrame], expressions: list[str],
                  unit: str, frame_atom: np.ndarray, frame_rows: np.ndarray, n_atoms: int) -> None:
         self._count_units, self._expressions, self._unit = count_units, list(expressions), unit
         self._frame_atom = np.asarray(frame_atom, dtype=np.int64)  # per combination, its atom
@@ -71,11 +71,12 @@ class EngineUnits:
         self._load()
         if not n_groups or not len(self._atom):
             return np.zeros(n_groups, dtype=np.int64)
-        sig = np.repeat(np.arange(len(self._units)), np.diff(self._start))
+        sig = np.repeat(np.arange(len(self._units), dtype=np.int64), np.diff(self._start))
         group = np.asarray(group_of_atom, dtype=np.int64)[self._atom]
         keep = group >= 0
-        pairs = np.unique(np.column_stack([sig[keep], group[keep]]), axis=0)
-        return np.bincount(pairs[:, 1], weights=self._units[pairs[:, 0]], minlength=n_groups).astype(np.int64)
+        pairs = pd.unique(sig[keep] * n_groups + group[keep])  # (each set counted once per group; a hash, no sort)
+        return np.bincount(pairs % n_groups, weights=self._units[pairs // n_groups],
+                           minlength=n_groups).astype(np.int64)
 
     def _meets(self, member: np.ndarray) -> np.ndarray:
         """Per signature: whether one of its atoms is marked in ``member``."""
@@ -86,7 +87,7 @@ class EngineUnits:
 
     def _ask_engine(self) -> pd.DataFrame:
         """The engine's signatures (one aggregation; see ``InEngineRows.count_units``)."""
-        return self._count_units(self._expressions, self._unit)
+        return self._count_units(self._expressions, self._unit, MAX_SIGNATURES)
 
     def _load(self) -> None:
         if self._read:
@@ -100,29 +101,29 @@ class EngineUnits:
         self.problem = self._take(found)
 
     def _take(self, found: pd.DataFrame) -> str | None:
-        """Read the engine's answer (columns ``kind``, ``sig``, ``n``, ``most``); why not, if not."""
-        kind = found["kind"].astype(str).to_numpy()
-        units = found[kind == "unit"]
-        if len(units) > MAX_SIGNATURES:
-            return f"more than {MAX_SIGNATURES:,} distinct sets of groups hold its units"
-        rows = found[kind == "rows"]
-        ranks = np.array([int(s[0]) for s in rows["sig"]], dtype=np.int64)
+        """Read the engine's answer (``InEngineRows.count_units``); why not, if not."""
+        changed = "the base's rows changed while linking counted them"
+        kind = found["kind"].to_numpy(dtype=np.int64)
+        s, r = found["s"].to_numpy(dtype=np.int64), found["r"].to_numpy(dtype=np.int64)
+        n, most = found["n"].to_numpy(dtype=np.int64), found["most"].to_numpy(dtype=np.int64)
+        if len(r) and (r.min() < 0 or r.max() >= len(self._frame_rows)):
+            return changed
+        rows = kind == 2
         counted = np.zeros(len(self._frame_rows), dtype=np.int64)
-        if len(ranks) and (ranks.max() >= len(counted) or ranks.min() < 0):
-            return "the base's rows changed while linking counted them"
-        counted[ranks] = pd.to_numeric(rows["n"]).to_numpy(dtype=np.int64)
-        if not np.array_equal(counted, self._frame_rows):
-            return "the base's rows changed while linking counted them"
-        lists = [np.asarray(list(s), dtype=np.int64) for s in units["sig"]]
-        sizes = np.array([len(x) for x in lists], dtype=np.int64)
-        self._start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        combos = np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64)
-        if len(combos) and (combos.min() < 0 or combos.max() >= len(self._frame_atom)):
-            return "the base's rows changed while linking counted them"
-        self._atom = self._frame_atom[combos]
-        self._units = pd.to_numeric(units["n"]).to_numpy(dtype=np.int64)
-        most = pd.to_numeric(units["most"]).to_numpy(dtype=np.int64)
-        self._most = int(max(most.max(initial=1), 1))
+        counted[r[rows]] = n[rows]
+        if int(rows.sum()) != len(self._frame_rows) or not np.array_equal(counted, self._frame_rows):
+            return changed
+        sets = kind == 0
+        ids, first, inverse = np.unique(s[sets], return_index=True, return_inverse=True)
+        if len(ids) > MAX_SIGNATURES:
+            return f"more than {MAX_SIGNATURES:,} distinct sets of groups hold its units"
+        alone = kind == 1  # (rows without a unit: one set per position, each row a unit)
+        order = np.argsort(inverse, kind="stable")
+        sizes = np.bincount(inverse, minlength=len(ids))
+        self._start = np.concatenate([[0], np.cumsum(sizes), len(order) + np.arange(1, int(alone.sum()) + 1)])
+        self._atom = self._frame_atom[np.concatenate([r[sets][order], r[alone]])]
+        self._units = np.concatenate([n[sets][first], n[alone]]).astype(np.int64)
+        self._most = int(max(most[sets].max(initial=1), 1))
         return None
 
 

@@ -687,8 +687,8 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
     def total() -> int:
         return int(run(f"SELECT count(*) AS n {rows.base}").df()["n"].iloc[0])
 
-    def count_units(expressions: list[str], unit: str) -> pd.DataFrame:
-        return run(lineage_unit_query(rows, expressions, unit)).df()
+    def count_units(expressions: list[str], unit: str, most_sets: int) -> pd.DataFrame:
+        return pd.DataFrame(run(lineage_unit_query(rows, expressions, unit, most_sets)).fetchnumpy())
 
     # (the variables of sums or means: their values on the base rows, as the table computes them)
     values = {v: rows.values[v] for v in summed or [] if v in rows.values}

@@ -400,12 +400,10 @@ def count_query(root: Any, expressions: list[str], values: list[str] | tuple[str
     return counted.to_pandas()
 
 
-def unit_query(root: Any, expressions: list[str], unit: str) -> pd.DataFrame:
-    """Per unit (each value of ``unit``; a row without one is a unit of its own), the sorted
-    positions, in :func:`count_query`'s order, of the combinations of ``expressions``' values its
-    rows fall in: per such set (``sig``), its units (``n``) and the most rows one has (``most``),
-    rows ``kind = "unit"``; and per combination its rows (``kind = "rows"``: the check that the
-    positions are those of the count). ``linking.engine_units`` reads it: no row, no unit's value."""
+def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int) -> pd.DataFrame:
+    """Per unit (each value of ``unit``), the sorted positions in :func:`count_query`'s order of
+    the combinations of ``expressions``' values its rows fall in: the rows of
+    ``sql_lineage.lineage_unit_query`` (``kind``, ``s``, ``r``, ``n``, ``most``), from polars."""
     import inspect
 
     import polars as pl
@@ -421,17 +419,21 @@ def unit_query(root: Any, expressions: list[str], unit: str) -> pd.DataFrame:
     combos = both.group_by(names).agg(pl.len().alias("n")).sort(names, nulls_last=True).with_row_index("r")
     equal = "nulls_equal" if "nulls_equal" in inspect.signature(pl.LazyFrame.join).parameters else "join_nulls"
     ranked = both.join(combos.select([*names, "r"]), on=names, how="left", **{equal: True})
-    per_unit = ranked.filter(pl.col("u").is_not_null()).group_by("u") \
-        .agg(pl.col("r").unique().sort().alias("sig"), pl.len().alias("rows"))
-    signed = per_unit.group_by("sig").agg(pl.len().alias("n"), pl.col("rows").max().alias("most")).collect()
+    sets = ranked.filter(pl.col("u").is_not_null()).group_by("u") \
+        .agg(pl.col("r").unique().sort().alias("sig"), pl.len().alias("rows")) \
+        .group_by("sig").agg(pl.len().alias("n"), pl.col("rows").max().alias("most")) \
+        .head(most_sets + 1).with_row_index("s").explode("sig").rename({"sig": "r"}).collect()
     alone = ranked.filter(pl.col("u").is_null()).group_by("r").agg(pl.len().alias("n")).collect()
     counted = combos.collect()
-    return pd.DataFrame({
-        "kind": ["unit"] * (signed.height + alone.height) + ["rows"] * counted.height,
-        "sig": [list(x) for x in signed["sig"].to_list()] + [[int(r)] for r in alone["r"].to_list()]
-        + [[int(r)] for r in counted["r"].to_list()],
-        "n": [*signed["n"].to_list(), *alone["n"].to_list(), *counted["n"].to_list()],
-        "most": [*signed["most"].to_list(), *([1] * alone.height), *([0] * counted.height)]})
+
+    def part(kind: int, s: Any, r: Any, n: Any, most: Any) -> pd.DataFrame:
+        return pd.DataFrame({"kind": kind, "s": np.asarray(s, dtype=np.int64), "r": np.asarray(r, dtype=np.int64),
+                             "n": np.asarray(n, dtype=np.int64), "most": np.asarray(most, dtype=np.int64)})
+
+    return pd.concat([part(0, sets["s"], sets["r"], sets["n"], sets["most"]),
+                      part(1, np.full(alone.height, -1), alone["r"], alone["n"], np.ones(alone.height)),
+                      part(2, np.full(counted.height, -1), counted["r"], counted["n"], np.zeros(counted.height))],
+                     ignore_index=True)
 
 
 def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: str | None,
@@ -475,8 +477,8 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     def total() -> int:
         return _height(root)
 
-    def count_units(expressions: list[str], unit: str) -> pd.DataFrame:
-        return unit_query(root, expressions, unit)
+    def count_units(expressions: list[str], unit: str, most_sets: int) -> pd.DataFrame:
+        return unit_query(root, expressions, unit, most_sets)
 
     return InEngineRows("polars", identity(line.root), written(steps, condition),
                         [written(steps, e) for e in key_exprs],
