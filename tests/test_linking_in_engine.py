@@ -549,3 +549,20 @@ def test_a_two_valued_coding_is_counted_at_its_higher_value(query: str, con: Any
             assert isinstance(last_rows(sess), InEngineRows)
     assert verdicts[0] == verdicts[1]
     assert verdicts[0][0] != "review"
+
+
+def test_a_text_column_a_derived_sum_reads_is_counted_in_the_engine(con: Any, fresh: Any, monkeypatch: Any) -> None:
+    """A derived measure's sums compare the columns it reads between tables (``engine_values``),
+    text ones too: their zero was written ``district * 0``, which DuckDB cannot bind, and the
+    table was not linked ("its rows could not be counted in the engine": review, and every later
+    table with it). Verdicts are those of the rows."""
+    queries = ["select sex, sum(income) s from people group by 1 order by 1",
+               "select sex, sum(case when district = 'C' then 0 else income end) m from people group by 1 order by 1",
+               "select sex, count(*) n from people where age > 10 group by 1 order by 1"]
+    by_rows = fresh()
+    expected = [verdict(by_rows.publish(con.sql(q))) for q in queries]
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    counted = fresh()
+    outs = [counted.publish(con.sql(q)) for q in queries]
+    assert [verdict(o) for o in outs] == expected
+    assert not any("could not be counted" in n for o in outs for n in o.metadata["sdc_magic"]["notes"])

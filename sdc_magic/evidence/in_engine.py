@@ -60,6 +60,8 @@ class InEngineRows:
     #: row's value, as uint64 (``linking.engine_values``: values edited between two tables of sums)
     values: dict[str, str] = field(default_factory=dict)
     count_values: Callable[[list[str], list[str]], pd.DataFrame] | None = None
+    #: per value expression, the engine text of its zero (None: ``x * 0``, every value a number)
+    zero_of: Callable[[str], str] | None = None
     #: per variable whose distinct values the table counts, its expression over the base rows; and
     #: ``count_units(expressions, unit, most_sets)``: per set of combinations of the expressions'
     #: values that one unit's rows fall in, its units (``linking.engine_units``; integer columns:

@@ -172,7 +172,7 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     # a variable no table summed before, beside others that were: its zeros' checksums too (the same
     # scan), so that rows all zero in two variables are not taken for one copied (engine_values)
     new_vars = [v for v in names if v not in u.values] if u.values else []
-    value_expressions = [rows.values[v] for v in names] + [_zero_of(rows.values[v]) for v in new_vars]
+    value_expressions = [rows.values[v] for v in names] + [(rows.zero_of or _zero_of)(rows.values[v]) for v in new_vars]
     zeros_of = {v: len(names) + i for i, v in enumerate(new_vars)}  # (the column c<i> of each one's zeros)
     in_engine_order = True
     if not earlier.recorded and rows.groups is not None and rows.total is not None \

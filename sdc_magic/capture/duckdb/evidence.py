@@ -687,6 +687,15 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
     def total() -> int:
         return int(run(f"SELECT count(*) AS n {rows.base}").df()["n"].iloc[0])
 
+    def zero_of(expression: str) -> str:
+        """Zero in the type of ``expression`` (a number's ``x * 0``); a value that is no number
+        (a text column a derived measure reads: ``CASE district WHEN 'C' THEN 0 ELSE income END``)
+        has no zero, and is its own: never taken for a copy of a summed variable."""
+        kind = str(run(f"SELECT ({expression}) AS v {rows.base} LIMIT 0").types[0]).upper()
+        if kind.startswith(_NUMERIC_TYPES):
+            return f"(({expression}) * 0)"
+        return f"({expression})"
+
     def count_units(expressions: list[str], unit: str, most_sets: int) -> pd.DataFrame:
         return pd.DataFrame(run(lineage_unit_query(rows, expressions, unit, most_sets)).fetchnumpy())
 
@@ -700,7 +709,7 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
         groups = contract.counted_groups(facts, keys, counted != f"{contract.PREFIX}rows", ones, checksums)
     return InEngineRows("duckdb", rows.identity or rows.base, condition, list(rows.keys), list(keys), columns, count,
                         groups, total, flag, level=level, variant=variant, values=values,
-                        count_values=count_values if values else None,
+                        count_values=count_values if values else None, zero_of=zero_of,
                         units={v: rows.values[v] for v in distinct or [] if v in rows.values},
                         count_units=count_units)
 
