@@ -313,32 +313,21 @@ def read(text: str) -> tuple[list[dict], str]:
     return got["steps"], got["e"]
 
 
-def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list[str]], Any],
-                to_pandas: Callable[[Any], pd.DataFrame], values: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
-    """Rows of ``root`` per combination of the expressions' values: columns g0, g1, … and n,
-    sorted. One Spark job; one row per combination comes to the driver. ``values``: expressions
-    whose rows' values are summed as hashes per combination (c0, c1, …: the sum mod 2**64 of
-    ``xxhash64`` of each value, as uint64; ``linking.engine_values``), in the same job.
-
-    Spark frames have no row order to set replays side by side, so the outputs' steps are
-    replayed one after the other on one frame: the root's columns are carried under hidden
-    names, each output's steps start again from them, and its keys and condition are kept as
-    new columns. A filter only clears :data:`MARK`; a column made after it is made only on the
-    rows it keeps (``CASE WHEN mark``: on the others it could fail, e.g. a division by zero the
-    filter was there to avoid)."""
+def _side_by_side(root: Any, named: list[tuple[str, str]]) -> tuple[Any, dict[str, str]]:
+    """``root`` with each (name, expression) of ``named`` computed as its steps compute it, as a
+    column of a hidden name (the second value: per name, its column), every output's steps
+    replayed one after the other on one frame (see :func:`count_query`)."""
     from pyspark.sql import functions as F
 
-    names = [f"g{i}" for i in range(len(expressions))]
-    hashed = [f"v{j}" for j in range(len(values))]
-    inner = {n: f"{INTERNAL}{n}" for n in [*names, *hashed]}
+    inner = {n: f"{INTERNAL}{n}" for n, _ in named}
     by_steps: dict[str, list[tuple[str, str]]] = {}
-    for name, text in zip([*names, *hashed], [*expressions, *values], strict=True):
+    for name, text in named:
         steps, expr = read(text)
         by_steps.setdefault(json.dumps(steps, sort_keys=True), []).append((name, expr))
     # expressions after no step read the root's columns as they are (with the outputs' filters
     # written into their conditions, most of a session's): one select, no copies
     direct = [F.expr(e).alias(inner[n]) for n, e in by_steps.pop("[]", [])]
-    done = [inner[n] for n in [*names, *hashed] if n not in {m for exprs in by_steps.values() for m, _ in exprs}]
+    done = [inner[n] for n, _ in named if n not in {m for exprs in by_steps.values() for m, _ in exprs}]
     columns = list(dict.fromkeys(root.columns))  # (a column repeated by Spark under one name: once)
     hidden = [f"{INTERNAL}r{j}" for j in range(len(columns))]
     if not by_steps:
@@ -361,6 +350,73 @@ def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list
                 visible = [n for _, n in st["cols"]]
         frame = frame.select(*carry, *[F.expr(e).alias(inner[n]) for n, e in exprs])
         done += [inner[n] for n, _ in exprs]
+    return frame, inner
+
+
+def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, group_by: Callable[[Any, list[str]], Any],
+               to_pandas: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
+    """Per unit (each value of ``unit``), the positions in :func:`count_query`'s order of the
+    combinations of ``expressions``' values its rows fall in: the rows of
+    ``sql_lineage.lineage_unit_query`` (``kind``, ``s``, ``r``, ``n``, ``most``), from Spark. Two
+    jobs besides the count (the sets of at most ``most_sets + 1`` signatures, and the rows without
+    a unit); each combination comes back as its values and is placed by them, as the count's are."""
+    from pyspark.sql import functions as F
+
+    names = [f"g{i}" for i in range(len(expressions))]
+    frame, inner = _side_by_side(root, list(zip([*names, "u"], [*expressions, unit], strict=True)))
+    frame = frame.select(*[F.col(inner[n]).alias(n) for n in [*names, "u"]])
+    counted = count_query(root, expressions, group_by, to_pandas)
+    position = {_combination(row): i for i, row in enumerate(counted[names].itertuples(index=False, name=None))}
+    if len(position) != len(counted):
+        raise ValueError("combinations the count does not tell apart")  # (units unknown: review)
+    combo = F.struct(*[F.col(n) for n in names])
+    per_unit = group_by(frame.where(F.col("u").isNotNull()), ["u"]) \
+        .agg(F.array_sort(F.collect_set(combo)).alias("sig"), F.count(F.lit(1)).alias("rows"))
+    sets = group_by(per_unit, ["sig"]).agg(F.count(F.lit(1)).alias("n"), F.max("rows").alias("most")) \
+        .limit(most_sets + 1).withColumn("s", F.monotonically_increasing_id()) \
+        .select("s", F.explode("sig").alias("c"), "n", "most").select("s", "n", "most", *[F.col(f"c.{n}") for n in names])
+    found = to_pandas(sets)
+    alone = to_pandas(group_by(frame.where(F.col("u").isNull()), names).agg(F.count(F.lit(1)).alias("n")))
+
+    def at(frame_: pd.DataFrame) -> np.ndarray:
+        return np.array([position.get(_combination(t), -1) for t in frame_[names].itertuples(index=False, name=None)],
+                        dtype=np.int64)
+
+    def part(kind: int, s: Any, r: Any, n: Any, most: Any) -> pd.DataFrame:
+        return pd.DataFrame({"kind": kind, "s": np.asarray(s, dtype=np.int64), "r": np.asarray(r, dtype=np.int64),
+                             "n": np.asarray(n, dtype=np.int64), "most": np.asarray(most, dtype=np.int64)})
+
+    return pd.concat([part(0, found["s"], at(found), found["n"], found["most"]),
+                      part(1, np.full(len(alone), -1), at(alone), alone["n"], np.ones(len(alone))),
+                      part(2, np.full(len(counted), -1), np.arange(len(counted)), counted["n"], np.zeros(len(counted)))],
+                     ignore_index=True)
+
+
+def _combination(values: tuple) -> tuple:
+    """A combination of values as the count's order reads them (each value's text; missing as one)."""
+    return tuple("<missing>" if v is None or (isinstance(v, float) and v != v) or v is pd.NA or v is pd.NaT
+                 else repr(v) for v in values)
+
+
+def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list[str]], Any],
+                to_pandas: Callable[[Any], pd.DataFrame], values: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
+    """Rows of ``root`` per combination of the expressions' values: columns g0, g1, … and n,
+    sorted. One Spark job; one row per combination comes to the driver. ``values``: expressions
+    whose rows' values are summed as hashes per combination (c0, c1, …: the sum mod 2**64 of
+    ``xxhash64`` of each value, as uint64; ``linking.engine_values``), in the same job.
+
+    Spark frames have no row order to set replays side by side, so the outputs' steps are
+    replayed one after the other on one frame: the root's columns are carried under hidden
+    names, each output's steps start again from them, and its keys and condition are kept as
+    new columns. A filter only clears :data:`MARK`; a column made after it is made only on the
+    rows it keeps (``CASE WHEN mark``: on the others it could fail, e.g. a division by zero the
+    filter was there to avoid)."""
+    from pyspark.sql import functions as F
+
+    names = [f"g{i}" for i in range(len(expressions))]
+    hashed = [f"v{j}" for j in range(len(values))]
+    frame, inner = _side_by_side(root, list(zip([*names, *hashed], [*expressions, *values], strict=True)))
+
     def sums(column: Callable[[str], str]) -> list[Any]:
         return [F.expr(f"sum(CAST(xxhash64({column(h)}) AS DECIMAL(38, 0)))").alias(f"c{j}")
                 for j, h in enumerate(hashed)]
@@ -384,8 +440,9 @@ def _as_checksums(frame: pd.DataFrame, k: int) -> pd.DataFrame:
 
 
 #: Statistics whose table is not counted inside Spark: each publishes another population than
-#: its rows (distinct units, non-null counts beside other statistics) or cannot be told.
-NOT_COUNTED = frozenset({"count", "nunique", "custom"})
+#: its rows (non-null counts beside other statistics) or cannot be told. (Distinct counts are
+#: counted: their units too, :func:`unit_query`.)
+NOT_COUNTED = frozenset({"count", "custom"})
 
 
 def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str | None, str]], ge: Any,
@@ -432,9 +489,14 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             with quiet():
                 return count_query(root, expressions, group_by, to_pandas, values)
 
+        def count_units(expressions: list[str], unit: str, most_sets: int) -> pd.DataFrame:
+            with quiet():
+                return unit_query(root, expressions, unit, most_sets, group_by, to_pandas)
+
         # (the variables of sums or means: their values as the table's steps compute them)
         summed = sorted({v for v, st in measures.values() if st in ("sum", "mean") and v is not None})
         values = {v: written(steps, quoted(v)) for v in summed}
+        distinct = {v: written(steps, quoted(v)) for v, st in measures.values() if st == "nunique" and v is not None}
 
         def rows(extra: str | None, groups: pd.DataFrame | None, **kw: Any) -> InEngineRows:
             condition = " AND ".join([*tests, extra] if extra else tests) or "true"
@@ -457,7 +519,7 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                         level=level)
         table = rows(f"({quoted(known)} IS NOT NULL)" if known is not None else None,
                      contract.counted_groups(facts, keys, known is not None), values=values,
-                     count_values=count_values if values else None)
+                     count_values=count_values if values else None, units=distinct, count_units=count_units)
         for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
             # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
             test, _ = at_level(flagged, value)
