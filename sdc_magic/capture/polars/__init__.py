@@ -466,7 +466,7 @@ class PolarsCapture:
         if not isinstance(result, pl.DataFrame):
             return
         lf = frame.lazy()
-        positions = row_positions(frame)
+        positions = functools.partial(row_positions, frame)  # (asked only when its rows are read)
         keys = lf.group_by(*by, **named_by).agg([]).collect_schema().names() if by or named_by else []
         planned, multi = expression_plans(aggs, named, lf.collect_schema(), tuple(keys))
         out = {name: (p.var, p.stat) for name, p in planned.items()}

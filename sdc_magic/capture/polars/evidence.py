@@ -335,13 +335,13 @@ def linking_rows(lf: Any, by: list[Any], named_by: dict, keys: list[str],
     leave polars). Skipped above ``evidence.rows.MAX_FETCHED_ROWS`` rows (what leaves the
     engine for linking is bounded) and if anything fails: the table is then checked
     on its own. A table of one variable's statistics covers the rows where it is known.
-    ``positions``: where each row was in the frame it was taken from (:mod:`.origins`), which
+    ``positions``: (or a function giving them, asked only here) where each row was in the frame it was taken from (:mod:`.origins`), which
     labels the rows as pandas' index does, or their pandas labels (an Index: a frame from
     ``pl.from_pandas``); else they are labelled by their own positions.
     ``notes``: the table's notes, told why when there are no rows (linking reads the note:
     a table compared with nothing is not called cleared beside other outputs).
     """
-    rows = _linking_rows(lf, by, named_by, keys, resolved, n_rows, positions)
+    rows = _linking_rows(lf, by, named_by, keys, resolved, n_rows, positions() if callable(positions) else positions)
     if rows is None and notes is not None and n_rows > 0:
         from ...evidence import rows as row_limits
 

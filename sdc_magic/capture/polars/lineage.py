@@ -267,23 +267,31 @@ def row_positions(frame: Any) -> Any:
     of everyone was compared with nothing beside a count without C, and 37 − 35 gave C's two
     women (red team of issue 22: 8 of 2,000 seeded sessions). The steps since the root are
     replayed with their filters as a mark (:func:`replay`; run at display, as the extension's own
-    work), only when the root has pandas labels: other lazy frames keep their own positions."""
+    work). A root of polars' own (``pl.DataFrame(...)``, a file read) gives its positions, as an
+    eager filter's rows have (:func:`.origins.row_positions`): a lazy count of everyone, then of
+    A or C and of B or C over ``select("person", "sex", "district")`` (rows repeated, so content
+    placed none of the last) were compared with nothing, and 22 + 17 − 37 gave C's two women, all
+    ``pass`` (stop 58). A lazy scan keeps its own positions."""
     import polars as pl
 
     if not isinstance(frame, pl.LazyFrame):
         return origins.row_positions(frame)
-    if not origins.from_pandas(frame):
-        return None
     depth.value += 1
     try:
         line = lineage(frame)
         if line is None or not isinstance(line.root, pl.DataFrame):
             return None
-        labels = origins.row_labels(line.root)
-        if labels is None or not any(st["m"] == "filter" for st in line.steps):
+        labels = origins.row_labels(line.root) if origins.from_pandas(frame) else None
+        filtered = any(st["m"] == "filter" for st in line.steps)
+        if labels is not None and not filtered:
             return labels
-        kept = replay(line.root, line.steps).select(MARK).collect().get_column(MARK).to_numpy()
-        return labels.take(np.flatnonzero(kept))
+        if not filtered:  # (the root's rows in order: their own positions are the root's)
+            return origins.row_positions(line.root)
+        kept = np.flatnonzero(replay(line.root, line.steps).select(MARK).collect().get_column(MARK).to_numpy())
+        if labels is not None:
+            return labels.take(kept)
+        at = origins.row_positions(line.root)  # (the root's own rows in its first frame, if any)
+        return kept if at is None else np.asarray(at)[kept]
     except Exception:  # (a step that cannot be replayed: its rows are placed by content, as before)
         return None
     finally:
