@@ -677,6 +677,10 @@ class SparkCapture:
             rows = self._counted.keep(self._in_engine_rows(recipe, ge, None if truncated else facts), large)
         if rows is None:
             rows = self._linking_rows(recipe, n_rows)
+            if isinstance(rows, pd.DataFrame) and not large and recipe.unit is None and rules.unit is None \
+                    and not row_limits.told_apart_by_content(rows):  # (repeated rows: counted in Spark)
+                counted = self._counted.keep(self._in_engine_rows(recipe, ge, None if truncated else facts), True)
+                rows = counted if counted is not None else rows
         if rows is None:
             notes.append(row_limits.too_many_rows_note(row_limits.MAX_FETCHED_ROWS)
                          if n_rows > row_limits.MAX_FETCHED_ROWS else row_limits.unreadable_rows_note())

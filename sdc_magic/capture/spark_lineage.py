@@ -494,7 +494,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                 return unit_query(root, expressions, unit, most_sets, group_by, to_pandas)
 
         # (the variables of sums or means: their values as the table's steps compute them)
-        summed = sorted({v for v, st in measures.values() if st in ("sum", "mean") and v is not None})
+        # (a distinct count's column too: its values rewritten move units without moving rows)
+        summed = sorted({v for v, st in measures.values() if st in ("sum", "mean", "nunique") and v is not None})
         values = {v: written(steps, quoted(v)) for v in summed}
         distinct = {v: written(steps, quoted(v)) for v, st in measures.values() if st == "nunique" and v is not None}
 

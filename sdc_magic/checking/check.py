@@ -24,6 +24,7 @@ import pandas as pd
 from .. import rules as rules_mod
 from ..config import Rules
 from ..evidence.flatten import MISSING_LABEL, Flat, numeric
+from ..evidence.in_engine import InEngineRows, distinct_values
 from ..evidence.registry import Entry
 from ..rules import CellFacts, Reason
 from .grid import MARGINS, Outcome, protect_grid
@@ -231,11 +232,16 @@ def _distinct_counts_units(ev: Any, entry: Any, rules: Rules | None) -> np.ndarr
     frame = getattr(source, "frame", None) if source is not None else None
     if frame is None:
         frame = getattr(source, "rows", None)
-    if not isinstance(frame, pd.DataFrame):
-        return None
     out = np.ones(len(stat), dtype=bool)
     variables = np.asarray(ev.var, dtype=object)
     unit = rules.unit if rules is not None else None
+    if isinstance(frame, InEngineRows):  # (the rows left in their engine: asked there)
+        for var in {v for v in variables[distinct].tolist() if v is not None and v != "" and v != unit}:
+            if _categories_in_engine(ev, distinct & (variables == var), frame, var):
+                out[distinct & (variables == var)] = False
+        return out
+    if not isinstance(frame, pd.DataFrame):
+        return None
     for var in {v for v in variables[distinct].tolist() if v is not None and v != ""}:
         if var == unit or var not in frame.columns:
             continue
@@ -248,6 +254,24 @@ def _distinct_counts_units(ev: Any, entry: Any, rules: Rules | None) -> np.ndarr
         if categories:
             out[distinct & (variables == var)] = False
     return out
+
+
+def _categories_in_engine(ev: Any, cells: np.ndarray, rows: InEngineRows, var: Any) -> bool:
+    """Whether ``var`` is categorical (see :func:`_distinct_counts_units`) over rows left in their
+    engine. The table's cells bound it: its distinct values are at least the largest cell's and
+    at most their sum, over the cells' known rows; only between the two is the engine asked."""
+    inner = cells & ~np.asarray(ev.is_margin, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        values = np.nan_to_num(np.asarray(ev.value, dtype=float)[inner])
+        known = float(np.nan_to_num(np.asarray(ev.units, dtype=float)[inner]).sum())
+    if known <= 0:
+        return False
+    if values.sum() <= CATEGORY_SHARE * known:
+        return True
+    if values.max(initial=0) > CATEGORY_SHARE * known:
+        return False
+    counted = distinct_values(rows, str(var))
+    return counted is not None and counted[1] > 0 and counted[0] <= CATEGORY_SHARE * counted[1]
 
 
 def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],

@@ -8,6 +8,8 @@ attributes (``rows.MAX_LINKED_ROWS``) so a change applies to every reader.
 
 from __future__ import annotations
 
+from typing import Any
+
 #: source rows above which a table is not linked (its note says so, and every later table of the
 #: session is ``review``): the rows linking reads in Python, a pandas frame's own. Was 5,000,000
 #: until stop 55, which made every table after the first of a 10M-row pandas session ``review``
@@ -75,3 +77,24 @@ def too_many_rows_note(limit: int | None = None) -> str:
 def unreadable_rows_note() -> str:
     """The note of a table whose source rows could not be read for linking."""
     return f"{NOT_LINKED} (its source rows could not be read)"
+#: Frames from this many rows are matched by content only when most rows are distinct
+#: (``linking.universes``) ...
+MIN_RANKED_ROWS = 20
+#: ... at least this share of them (and columns tell rows apart when they tell this share apart)
+DISTINCT_SHARE = 0.95
+
+
+def told_apart_by_content(rows: Any) -> bool:
+    """Whether rows read as values (a frame) can be placed among earlier rows by their content:
+    fewer than :data:`MIN_RANKED_ROWS`, or at least :data:`DISTINCT_SHARE` of them distinct.
+
+    Why: rows without labels (Spark's) are placed by content only; a narrow frame
+    (``select("sex", "district")``) repeats its rows, content places none, and its table is
+    compared with nothing (everyone, A or C, B or C: C's two women by 22 + 17 − 37, all ``pass``,
+    stop 58). Such a table is counted in its engine instead, where rows need no content."""
+    import pandas as pd
+
+    if len(rows) < MIN_RANKED_ROWS:
+        return True
+    hashed = pd.util.hash_pandas_object(rows, index=False)
+    return bool(hashed.nunique() >= DISTINCT_SHARE * len(rows))

@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..evidence import row_origins
 from ..evidence import rows as row_limits
+from ..evidence.rows import DISTINCT_SHARE, MIN_RANKED_ROWS
 from . import edits, identity
 from .atoms import refine
 from .edits import Published
@@ -39,8 +40,6 @@ from .read_back import from_a_written_file, read_back_frame
 #: bounded too (``linker.MAX_BYTES``). Was 4: a red team showed four other small data sets
 #: between two tables of the same people, and the second was cleared without comparison.
 MAX_UNIVERSES = 12
-#: Frames from this many rows are matched by content only when most rows are distinct.
-MIN_RANKED_ROWS = 20
 #: A frame of repeated rows is matched as a sub-multiset (``Universe._by_multiset``) only when
 #: our rows repeat each content at most this often on average, and at most this share of its
 #: rows are not among ours.
@@ -48,7 +47,6 @@ MIN_RANKED_ROWS = 20
 #: many are found, each unique, over columns that tell this share of the rows apart on both sides
 #: (``Universe.tells_apart``)
 MIN_DISTINCT_MATCHES = 5
-DISTINCT_SHARE = 0.95
 MULTISET_MAX_REPEATS = 10
 MULTISET_NEW_SHARE = 0.02
 

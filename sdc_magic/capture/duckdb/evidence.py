@@ -600,6 +600,9 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     # (a derived measure's sums are a function of the columns it reads: theirs compared too)
     summed += [c for v in summed for c in pending.lineage.sources.get(v, ())]
     distinct = [v for v, st in pending.plan.measures.values() if st == "nunique" and v is not None]
+    # (a distinct count's column is compared between tables as a sum's values are: its values
+    # changed under earlier tables, a person's id rewritten, move units without moving rows)
+    summed += [v for v in distinct if v in pending.lineage_variables]
     table = _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
                        facts, counted, summed=list(dict.fromkeys(summed)), variables=list(pending.variables),
                        distinct=distinct)

@@ -629,7 +629,8 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             return in_engine_rows(line, keys, exprs, None,
                                   contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag,
                                   level=contract.level_of(ge, flag))
-        summed = sorted({v for v, st in resolved.values() if st in ("sum", "mean") and v is not None})
+        # (a distinct count's column too: its values rewritten move units without moving rows)
+        summed = sorted({v for v, st in resolved.values() if st in ("sum", "mean", "nunique") and v is not None})
         order = list(ge.variables)  # (the facts' checksums of the summed variables, computed with the table)
         checksums = [order.index(v) for v in summed] if all(v in order for v in summed) else None
         table = in_engine_rows(line, keys, exprs, known,
