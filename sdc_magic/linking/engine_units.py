@@ -66,6 +66,11 @@ class EngineUnits:
         member[np.asarray(atoms, dtype=np.int64)] = True
         return int(self._units[self._meets(member)].sum())
 
+    def apart(self, one: np.ndarray, other: np.ndarray) -> int:
+        """Units with a row in the atoms of ``one`` but none in ``other``'s, or the reverse."""
+        self._load()
+        return int(self._units[self._meets(np.asarray(one, bool)) ^ self._meets(np.asarray(other, bool))].sum())
+
     def per_group(self, group_of_atom: np.ndarray, n_groups: int) -> np.ndarray:
         """Per group (``group_of_atom``: each atom's group, -1 none), its distinct units."""
         self._load()
