@@ -7,6 +7,7 @@
     python benchmarks/engines.py --only polars
     python benchmarks/engines.py --rows 1e6 --session 40   # 40 related DuckDB tables in one session
     python benchmarks/engines.py --rows 1e7 --only pandas --session 10 [--linked-rows 5e7]
+    python benchmarks/engines.py --rows 1e6 --session 20 --distinct [--only polars]   # every 4th: distinct firms
 
 *plain*: the call, its result as the notebook gets it (DuckDB ``.df()``, a polars frame,
 a lazy query ``.collect()``) and the HTML IPython formats for it, without the extension.
@@ -130,6 +131,9 @@ def main() -> None:
                         help="this many related tables displayed in one session (filters, margins): DuckDB, "
                              "or polars with --only polars (eager, lazy and derived columns mixed), or pandas "
                              "with --only pandas")
+    parser.add_argument("--distinct", action="store_true",
+                        help="with --session (DuckDB, polars): every 4th table counts distinct firms "
+                             "(count(DISTINCT firm_id), n_unique), linked in units inside the engine")
     parser.add_argument("--linked-rows", type=float, default=0,
                         help="with --only pandas --session: link pandas frames of up to this many rows "
                              "(MAX_LINKED_ROWS; default: as shipped)")
@@ -154,11 +158,11 @@ def main() -> None:
 
     if args.session:
         if args.only == "polars":
-            polars_session(p, args.session)
+            polars_session(p, args.session, args.distinct)
         elif args.only == "pandas":
             pandas_session(data, args.session, int(args.linked_rows))
         else:
-            duckdb_session(con, args.session)
+            duckdb_session(con, args.session, args.distinct)
         return
     keys = ["region", "activity", "size"]
     q_count = "SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"
@@ -189,7 +193,7 @@ def main() -> None:
     table(results)
 
 
-def duckdb_session(con: Any, n: int) -> None:
+def duckdb_session(con: Any, n: int, distinct: bool = False) -> None:
     """``n`` related DuckDB tables in one session, as an analysis goes: filters of the same
     table, coarser groupings, a sum now and then. Per table, plain (the query and its HTML)
     and checked (the display with recording and linking on, in the one session) side by side;
@@ -203,6 +207,7 @@ def duckdb_session(con: Any, n: int) -> None:
     for i in range(n):
         keys, where = groupings[i % len(groupings)], filters[(i // len(groupings)) % len(filters)]
         stat = "sum(turnover) AS turnover" if i % 7 == 6 else "count(*) AS n"
+        stat = "count(DISTINCT firm_id) AS firms" if distinct and i % 4 == 3 else stat
         queries.append(f"SELECT {keys}, {stat} FROM t WHERE {where} GROUP BY ALL")
     sess = Session(rules=preset("insee"))
     sess.capture.install()
@@ -346,7 +351,7 @@ def _session_report(engine: str, makers: list[Callable[[], Any]], fetch: Callabl
           f"{ {s: by_rows.count(s) for s in dict.fromkeys(by_rows)} }; {same} of {n} the same", flush=True)
 
 
-def polars_session(p: Any, n: int) -> None:
+def polars_session(p: Any, n: int, distinct: bool = False) -> None:
     """``n`` related polars tables in one session, as :func:`duckdb_session`, written the ways a polars
     user writes them: eager and lazy, filters, a derived column now and then; then the same
     session with linking by rows (``IN_ENGINE_ROWS`` raised above the data) for the verdicts."""
@@ -361,6 +366,7 @@ def polars_session(p: Any, n: int) -> None:
     for i in range(n):
         keys, where = groupings[i % len(groupings)], filters[(i // len(groupings)) % len(filters)]
         agg = pl.col("turnover").sum() if i % 7 == 6 else pl.len()
+        agg = pl.col("firm_id").n_unique().alias("firms") if distinct and i % 4 == 3 else agg
         if i % 3 == 1:
             makers.append(lambda k=keys, w=where, a=agg: p.lazy().filter(w).group_by(k).agg(a).collect())
         elif i % 5 == 4:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 #: Signatures (distinct sets of atoms of one unit) read back at most (a fixed work budget).
-MAX_SIGNATURES = 200_000
+MAX_SIGNATURES = 1_000_000
 
 
 class EngineUnits:
@@ -46,6 +46,7 @@ class EngineUnits:
         self._atom = np.zeros(0, dtype=np.int64)
         self._units = np.zeros(0, dtype=np.int64)
         self._most = 1
+        self._by_atom: tuple[np.ndarray, np.ndarray] | None = None  # (per entry by atom: its set; atoms' starts)
 
     @property
     def known(self) -> bool:
@@ -67,9 +68,42 @@ class EngineUnits:
         return int(self._units[self._meets(member)].sum())
 
     def apart(self, one: np.ndarray, other: np.ndarray) -> int:
-        """Units with a row in the atoms of ``one`` but none in ``other``'s, or the reverse."""
+        """Units with a row in the atoms of ``one`` but none in ``other``'s, or the reverse.
+        (Asked per candidate cell of differencing: the sets meeting either side are looked up
+        by atom, so a cell costs its own atoms' entries, not every set's.)"""
         self._load()
-        return int(self._units[self._meets(np.asarray(one, bool)) ^ self._meets(np.asarray(other, bool))].sum())
+        mine, theirs = self._sets_meeting(np.asarray(one, bool)), self._sets_meeting(np.asarray(other, bool))
+        if not len(mine) + len(theirs):
+            return 0
+        side = self._scratch  # (per set: 1 on one side, 2 on the other, 3 both; zero again after)
+        side[mine] = 1
+        side[theirs] |= 2
+        touched = np.concatenate([mine, theirs])
+        lone = touched[(side[touched] == 1) | (side[touched] == 2)]
+        side[touched] = 0
+        # each set once (a set meets a side through several atoms): the last of its entries wins
+        last = self._last
+        at = np.arange(len(lone), dtype=np.int64)
+        last[lone] = at
+        return int(self._units[lone[last[lone] == at]].sum())
+
+    def _sets_meeting(self, member: np.ndarray) -> np.ndarray:
+        """The sets (with repeats) with an atom marked in ``member``, through the atoms' index."""
+        if self._by_atom is None:
+            order = np.argsort(self._atom, kind="stable")
+            starts = np.searchsorted(self._atom[order], np.arange(self._n_atoms + 1))
+            owner = np.repeat(np.arange(len(self._units), dtype=np.int64), np.diff(self._start))
+            self._by_atom = (owner[order], starts)
+            self._scratch = np.zeros(len(self._units), dtype=np.int8)
+            self._last = np.zeros(len(self._units), dtype=np.int64)
+        owner, starts = self._by_atom
+        atoms = np.flatnonzero(member)
+        lens = starts[atoms + 1] - starts[atoms]
+        total = int(lens.sum())
+        if not total:
+            return np.zeros(0, dtype=np.int64)
+        at = np.repeat(starts[atoms] - np.cumsum(lens) + lens, lens) + np.arange(total)
+        return owner[at]
 
     def per_group(self, group_of_atom: np.ndarray, n_groups: int) -> np.ndarray:
         """Per group (``group_of_atom``: each atom's group, -1 none), its distinct units."""
