@@ -331,3 +331,22 @@ def test_another_table_between_three_filters_leaves_units_counted(mode: str, bet
     assert everyone.get("F") is not None
     cleared = all(s in ("pass", "suppressed") for s in statuses)
     assert not (cleared and _recover(ac, bc, everyone, "F") == WOMEN_IN_C), statuses
+
+
+@pytest.mark.parametrize("mode", ["by rows", "in the engine"])
+def test_people_of_many_visits_are_units_not_categories(mode: str, humanitarian_sessions: Any,
+                                                        monkeypatch: Any) -> None:
+    """Three people of C with 30 visits each: 3 values in 90 rows read as a category (5 % share),
+    and distinct people of C by sex (2 women, 1 man) were ``pass`` (red team of stop 58). A
+    category's values recur across the table's groups; a unit belongs to one."""
+    visits = pd.DataFrame({"person": np.repeat([70, 71, 72], 30), "sex": np.repeat(["F", "F", "M"], 30),
+                           "district": "C"})
+    others = pd.DataFrame({"person": np.arange(70), "sex": np.where(np.arange(70) % 2, "M", "F"),
+                           "district": np.where(np.arange(70) < 40, "A", "B")})
+    con = _connection(pd.concat([others, visits], ignore_index=True))
+    if mode == "in the engine":
+        monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    out = humanitarian_sessions().publish(
+        con.sql("select sex, count(distinct person) n from ep where district = 'C' group by 1 order by 1"))
+    assert out.metadata["sdc_magic"]["status"] != "pass"
+    assert all(v is None for v in _totals(out).values()), _totals(out)

@@ -220,9 +220,12 @@ def _distinct_counts_units(ev: Any, entry: Any, rules: Rules | None) -> np.ndarr
     small cell); ``nunique`` of ``sex`` is 1 or 2 whatever the group's size, and hiding it
     as a small count blocked every such table (red team, DuckDB ``count(distinct sex)``).
     A variable is categorical when the source shows it, over all rows, with at most
-    ``CATEGORY_SHARE`` distinct values per known value, and it is not the declared unit
-    column; when the source is not at hand, the distinct count counts units (the stricter
-    reading). The cell's own units are judged by the threshold either way.
+    ``CATEGORY_SHARE`` distinct values per known value, its values recur across the table's
+    groups (the cells' distinct counts add up to at least twice its distinct values: a unit
+    belongs to a group, a category spans them; three people of 30 visits each were read as a
+    category, red team of stop 58), and it is not the declared unit column; when the source is
+    not at hand, the distinct count counts units (the stricter reading). The cell's own units are
+    judged by the threshold either way.
     """
     stat = np.asarray(ev.stat).astype(str)
     distinct = stat == "nunique"
@@ -248,7 +251,9 @@ def _distinct_counts_units(ev: Any, entry: Any, rules: Rules | None) -> np.ndarr
         try:
             col = frame[var]
             known = int(col.notna().sum())
-            categories = known > 0 and col.nunique(dropna=True) <= CATEGORY_SHARE * known
+            found = col.nunique(dropna=True)
+            categories = known > 0 and found <= CATEGORY_SHARE * known \
+                and _recurring(ev, distinct & (variables == var), found)
         except (TypeError, ValueError):
             continue
         if categories:
@@ -256,22 +261,29 @@ def _distinct_counts_units(ev: Any, entry: Any, rules: Rules | None) -> np.ndarr
     return out
 
 
+def _recurring(ev: Any, cells: np.ndarray, distinct: float) -> bool:
+    """Whether a variable's ``distinct`` values recur across the table's groups: its cells'
+    distinct counts (``cells``, margins aside) add up to at least twice as many."""
+    inner = cells & ~np.asarray(ev.is_margin, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        total = float(np.nan_to_num(np.asarray(ev.value, dtype=float)[inner]).sum())
+    return distinct > 0 and total >= 2 * distinct
+
+
 def _categories_in_engine(ev: Any, cells: np.ndarray, rows: InEngineRows, var: Any) -> bool:
     """Whether ``var`` is categorical (see :func:`_distinct_counts_units`) over rows left in their
     engine. The table's cells bound it: its distinct values are at least the largest cell's and
-    at most their sum, over the cells' known rows; only between the two is the engine asked."""
+    at most their sum, over the cells' known rows; only when they cannot decide is the engine asked."""
     inner = cells & ~np.asarray(ev.is_margin, dtype=bool)
     with np.errstate(invalid="ignore"):
         values = np.nan_to_num(np.asarray(ev.value, dtype=float)[inner])
         known = float(np.nan_to_num(np.asarray(ev.units, dtype=float)[inner]).sum())
-    if known <= 0:
-        return False
-    if values.sum() <= CATEGORY_SHARE * known:
-        return True
-    if values.max(initial=0) > CATEGORY_SHARE * known:
-        return False
+    largest = values.max(initial=0)
+    if known <= 0 or largest > CATEGORY_SHARE * known or values.sum() < 2 * largest:
+        return False  # (more values than a category has, or too few groups share them)
     counted = distinct_values(rows, str(var))
-    return counted is not None and counted[1] > 0 and counted[0] <= CATEGORY_SHARE * counted[1]
+    return counted is not None and counted[1] > 0 and counted[0] <= CATEGORY_SHARE * counted[1] \
+        and _recurring(ev, cells, counted[0])
 
 
 def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
