@@ -16,7 +16,7 @@ Asked only when needed (a distinct-count table beside an earlier one counting th
 at most once per display. When the engine cannot answer, or returns more than
 :data:`MAX_SIGNATURES` signatures (a work budget, not a time), or its combinations do not hold the
 rows linking's count gave them (the base changed in between), the units are unknown and the table
-is ``review`` beside such outputs (``Linker.unit_note``).
+is ``review`` beside such outputs (``Linker.units_note``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ class EngineUnits:
         self._units = np.zeros(0, dtype=np.int64)
         self._most = 1
         self._by_atom: tuple[np.ndarray, np.ndarray] | None = None  # (per entry by atom: its set; atoms' starts)
+        self._scratch = np.zeros(0, dtype=np.int8)  # (per set: its sides, see apart; sized with _by_atom)
+        self._last = np.zeros(0, dtype=np.int64)
 
     @property
     def known(self) -> bool:
