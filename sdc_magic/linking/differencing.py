@@ -124,6 +124,9 @@ class _UnitGaps:
         self.hashes = d.universe.hashes[d.unit] if self.engine is None else None
         self._csr: tuple[np.ndarray, np.ndarray] | None = None
         self._most: int | None = None
+        self._codes: np.ndarray | None = None  # (per universe row, its unit's number; -1 none: see apart)
+        self._side = np.zeros(0, dtype=np.int8)
+        self._last = np.zeros(0, dtype=np.int64)
 
     @property
     def most_rows(self) -> int:
@@ -160,10 +163,24 @@ class _UnitGaps:
         left were C's two women (red team of stop 58: 37 − 35 at ``pass``)."""
         if self.engine is not None:
             return self.engine.apart(one, other)
-        mine, theirs = (self.hashes[self._rows_of(np.flatnonzero(side))] for side in (one, other))
-        lone = self.hashes[self._rows_of(np.flatnonzero(one ^ other))]
-        alone = int((lone == MISSING).sum())  # (rows without a unit: each a unit of its own side)
-        return len(np.setxor1d(mine[mine != MISSING], theirs[theirs != MISSING])) + alone
+        if self._codes is None:  # (each unit a number, once: marks per call, no sort of the rows)
+            codes, uniques = pd.factorize(np.where(self.hashes == MISSING, 0, self.hashes))
+            self._codes = np.where(self.hashes == MISSING, -1, codes).astype(np.int64)
+            self._side = np.zeros(len(uniques), dtype=np.int8)
+            self._last = np.zeros(len(uniques), dtype=np.int64)
+        mine, theirs = (self._codes[self._rows_of(np.flatnonzero(side))] for side in (one, other))
+        lone_rows = self._codes[self._rows_of(np.flatnonzero(one ^ other))]
+        alone = int((lone_rows < 0).sum())  # (rows without a unit: each a unit of its own side)
+        mine, theirs = mine[mine >= 0], theirs[theirs >= 0]
+        side = self._side  # (per unit: 1 on one side, 2 on the other, 3 both; zero again after)
+        side[mine] = 1
+        side[theirs] |= 2
+        touched = np.concatenate([mine, theirs])
+        lone = touched[(side[touched] == 1) | (side[touched] == 2)]
+        side[touched] = 0
+        at = np.arange(len(lone), dtype=np.int64)
+        self._last[lone] = at  # (each unit once: the last of its entries)
+        return int((self._last[lone] == at).sum()) + alone
 
     def few(self, gap: np.ndarray, su: np.ndarray, bu: np.ndarray, old: Population, mapping: np.ndarray,
             forward: bool) -> np.ndarray:
