@@ -70,6 +70,9 @@ class InEngineRows:
     #: ``n`` rows without a unit; ``kind`` 2 per position, ``n`` its rows)
     units: dict[str, str] = field(default_factory=dict)
     count_units: Callable[[list[str], str, int], pd.DataFrame] | None = None
+    #: :func:`distinct_values` per variable, counted once (a display asks it for the rules and
+    #: again for the protection)
+    spread: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False)
 
 
 def distinct_values(rows: InEngineRows, variable: str) -> tuple[int, int] | None:
@@ -80,6 +83,12 @@ def distinct_values(rows: InEngineRows, variable: str) -> tuple[int, int] | None
     district)``: 1 to 5 whatever the group) from units (``count(DISTINCT person)``); with the rows
     in Python it reads them, with the rows left in the engine it asks this (red team of stop 58:
     such tables were blocked above ``IN_ENGINE_ROWS``, ``pass`` below)."""
+    if variable not in rows.spread:
+        rows.spread[variable] = _counted_values(rows, variable)
+    return rows.spread[variable]
+
+
+def _counted_values(rows: InEngineRows, variable: str) -> tuple[int, int] | None:
     expression = rows.units.get(variable)
     if expression is None or rows.count_units is None:
         return None

@@ -55,3 +55,34 @@ def rows_in_order(rows: np.ndarray, n: int) -> bool:
     """Whether ``rows`` (each row's universe row) is 0, 1, …, n − 1: a frame that is its universe's
     rows in order (its first table), whose grouping is the universe's without a scatter."""
     return len(rows) == n and (n == 0 or (int(rows[0]) == 0 and bool((np.diff(rows) == 1).all())))
+
+
+def by_atom(atom_of: np.ndarray, n_atoms: int) -> tuple[np.ndarray, np.ndarray]:
+    """An index of items by their atom (``atom_of``: each item's atom): (items ordered by atom,
+    where each atom's items start), for :func:`items_of`."""
+    order = np.argsort(atom_of, kind="stable")
+    return order, np.searchsorted(np.asarray(atom_of)[order], np.arange(n_atoms + 1))
+
+
+def items_of(index: tuple[np.ndarray, np.ndarray], atoms: np.ndarray) -> np.ndarray:
+    """The items (rows, entries) of ``atoms`` through an index made by :func:`by_atom`."""
+    order, starts = index
+    lens = starts[atoms + 1] - starts[atoms]
+    total = int(lens.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    return order[np.repeat(starts[atoms] - np.cumsum(lens) + lens, lens) + np.arange(total)]
+
+
+def on_one_side(mine: np.ndarray, theirs: np.ndarray, side: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """The ids (units, sets of atoms) found on one side only, each once, from two lists of ids
+    with repeats; ``side`` (int8, zero) and ``last`` (int64) are scratch arrays over every id,
+    zero again after. A mark per id and no sort: asked per candidate cell of differencing."""
+    side[mine] = 1
+    side[theirs] |= 2
+    touched = np.concatenate([mine, theirs])
+    lone = touched[(side[touched] == 1) | (side[touched] == 2)]
+    side[touched] = 0
+    at = np.arange(len(lone), dtype=np.int64)
+    last[lone] = at  # (each id once: the last of its entries)
+    return lone[last[lone] == at]

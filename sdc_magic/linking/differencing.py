@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .atoms import by_atom, items_of, on_one_side
 from .identity import MISSING
 from .names import cell_name, join_names
 from .populations import Draft, Population, publishes_variant
@@ -137,16 +138,8 @@ class _UnitGaps:
 
     def _rows_of(self, atoms: np.ndarray) -> np.ndarray:
         if self._csr is None:
-            order = np.argsort(self.d.new_row_atom, kind="stable")
-            starts = np.searchsorted(self.d.new_row_atom[order], np.arange(len(self.d.atom_size) + 1))
-            self._csr = (order, starts)
-        order, starts = self._csr
-        lens = starts[atoms + 1] - starts[atoms]
-        total = int(lens.sum())
-        if not total:
-            return np.zeros(0, dtype=np.int64)
-        offsets = np.repeat(starts[atoms] - np.cumsum(lens) + lens, lens) + np.arange(total)
-        return order[offsets]
+            self._csr = by_atom(self.d.new_row_atom, len(self.d.atom_size))
+        return items_of(self._csr, atoms)
 
     def count(self, atoms: np.ndarray) -> int:
         """Distinct units among the rows of ``atoms`` (a row without a unit value counts as one)."""
@@ -171,16 +164,7 @@ class _UnitGaps:
         mine, theirs = (self._codes[self._rows_of(np.flatnonzero(side))] for side in (one, other))
         lone_rows = self._codes[self._rows_of(np.flatnonzero(one ^ other))]
         alone = int((lone_rows < 0).sum())  # (rows without a unit: each a unit of its own side)
-        mine, theirs = mine[mine >= 0], theirs[theirs >= 0]
-        side = self._side  # (per unit: 1 on one side, 2 on the other, 3 both; zero again after)
-        side[mine] = 1
-        side[theirs] |= 2
-        touched = np.concatenate([mine, theirs])
-        lone = touched[(side[touched] == 1) | (side[touched] == 2)]
-        side[touched] = 0
-        at = np.arange(len(lone), dtype=np.int64)
-        self._last[lone] = at  # (each unit once: the last of its entries)
-        return int((self._last[lone] == at).sum()) + alone
+        return len(on_one_side(mine[mine >= 0], theirs[theirs >= 0], self._side, self._last)) + alone
 
     def few(self, gap: np.ndarray, su: np.ndarray, bu: np.ndarray, old: Population, mapping: np.ndarray,
             forward: bool) -> np.ndarray:

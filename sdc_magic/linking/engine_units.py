@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .atoms import by_atom, items_of, on_one_side
+
 #: Signatures (distinct sets of atoms of one unit) read back at most (a fixed work budget).
 MAX_SIGNATURES = 1_000_000
 
@@ -46,7 +48,8 @@ class EngineUnits:
         self._atom = np.zeros(0, dtype=np.int64)
         self._units = np.zeros(0, dtype=np.int64)
         self._most = 1
-        self._by_atom: tuple[np.ndarray, np.ndarray] | None = None  # (per entry by atom: its set; atoms' starts)
+        self._by_atom: tuple[np.ndarray, np.ndarray] | None = None  # (entries by atom, atoms' starts: atoms.by_atom)
+        self._owner = np.zeros(0, dtype=np.int64)  # (per entry, its set)
         self._scratch = np.zeros(0, dtype=np.int8)  # (per set: its sides, see apart; sized with _by_atom)
         self._last = np.zeros(0, dtype=np.int64)
 
@@ -75,47 +78,24 @@ class EngineUnits:
         by atom, so a cell costs its own atoms' entries, not every set's.)"""
         self._load()
         mine, theirs = self._sets_meeting(np.asarray(one, bool)), self._sets_meeting(np.asarray(other, bool))
-        if not len(mine) + len(theirs):
-            return 0
-        side = self._scratch  # (per set: 1 on one side, 2 on the other, 3 both; zero again after)
-        side[mine] = 1
-        side[theirs] |= 2
-        touched = np.concatenate([mine, theirs])
-        lone = touched[(side[touched] == 1) | (side[touched] == 2)]
-        side[touched] = 0
-        # each set once (a set meets a side through several atoms): the last of its entries wins
-        last = self._last
-        at = np.arange(len(lone), dtype=np.int64)
-        last[lone] = at
-        return int(self._units[lone[last[lone] == at]].sum())
+        return int(self._units[on_one_side(mine, theirs, self._scratch, self._last)].sum())
 
     def _sets_meeting(self, member: np.ndarray) -> np.ndarray:
         """The sets (with repeats) with an atom marked in ``member``, through the atoms' index."""
         if self._by_atom is None:
-            order = np.argsort(self._atom, kind="stable")
-            starts = np.searchsorted(self._atom[order], np.arange(self._n_atoms + 1))
-            owner = np.repeat(np.arange(len(self._units), dtype=np.int64), np.diff(self._start))
-            self._by_atom = (owner[order], starts)
+            self._by_atom = by_atom(self._atom, self._n_atoms)
             self._scratch = np.zeros(len(self._units), dtype=np.int8)
             self._last = np.zeros(len(self._units), dtype=np.int64)
-        owner, starts = self._by_atom
-        atoms = np.flatnonzero(member)
-        lens = starts[atoms + 1] - starts[atoms]
-        total = int(lens.sum())
-        if not total:
-            return np.zeros(0, dtype=np.int64)
-        at = np.repeat(starts[atoms] - np.cumsum(lens) + lens, lens) + np.arange(total)
-        return owner[at]
+        return self._owner[items_of(self._by_atom, np.flatnonzero(member))]
 
     def per_group(self, group_of_atom: np.ndarray, n_groups: int) -> np.ndarray:
         """Per group (``group_of_atom``: each atom's group, -1 none), its distinct units."""
         self._load()
         if not n_groups or not len(self._atom):
             return np.zeros(n_groups, dtype=np.int64)
-        sig = np.repeat(np.arange(len(self._units), dtype=np.int64), np.diff(self._start))
         group = np.asarray(group_of_atom, dtype=np.int64)[self._atom]
         keep = group >= 0
-        pairs = pd.unique(sig[keep] * n_groups + group[keep])  # (each set counted once per group; a hash, no sort)
+        pairs = pd.unique(self._owner[keep] * n_groups + group[keep])  # (each set counted once per group; a hash, no sort)
         return np.bincount(pairs % n_groups, weights=self._units[pairs // n_groups],
                            minlength=n_groups).astype(np.int64)
 
@@ -164,6 +144,7 @@ class EngineUnits:
         self._start = np.concatenate([[0], np.cumsum(sizes), len(order) + np.arange(1, int(alone.sum()) + 1)])
         self._atom = self._frame_atom[np.concatenate([r[sets][order], r[alone]])]
         self._units = np.concatenate([n[sets][first], n[alone]]).astype(np.int64)
+        self._owner = np.repeat(np.arange(len(self._units), dtype=np.int64), np.diff(self._start))
         self._most = int(max(most[sets].max(initial=1), 1))
         return None
 
