@@ -282,8 +282,11 @@ def _categories_in_engine(ev: Any, cells: np.ndarray, rows: InEngineRows, var: A
     if known <= 0 or largest > CATEGORY_SHARE * known or values.sum() < 2 * largest:
         return False  # (more values than a category has, or too few groups share them)
     counted = distinct_values(rows, str(var))
-    return counted is not None and counted[1] > 0 and counted[0] <= CATEGORY_SHARE * counted[1] \
-        and _recurring(ev, cells, counted[0])
+    if counted is None:
+        return False
+    found, known, found_in_base, known_in_base = counted
+    return known > 0 and found <= CATEGORY_SHARE * known and found_in_base <= CATEGORY_SHARE * known_in_base \
+        and _recurring(ev, cells, found)
 
 
 def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],

@@ -75,20 +75,23 @@ class InEngineRows:
     spread: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False)
 
 
-def distinct_values(rows: InEngineRows, variable: str) -> tuple[int, int] | None:
-    """(distinct known values of ``variable`` among the table's rows, its known rows), counted in
-    the engine (two aggregations, a few rows back), or None when the engine cannot tell.
+def distinct_values(rows: InEngineRows, variable: str) -> tuple[int, int, int, int] | None:
+    """(distinct known values of ``variable`` among the table's rows, its known rows there; the
+    same over every row of the base), counted in the engine (two aggregations, a few rows back),
+    or None when the engine cannot tell.
 
     What ``checking.check`` asks of a distinct count's source to tell categories (``count(DISTINCT
     district)``: 1 to 5 whatever the group) from units (``count(DISTINCT person)``); with the rows
     in Python it reads them, with the rows left in the engine it asks this (red team of stop 58:
-    such tables were blocked above ``IN_ENGINE_ROWS``, ``pass`` below)."""
+    such tables were blocked above ``IN_ENGINE_ROWS``, ``pass`` below). The base's spread too:
+    three people of 30 visits each are all of district C's people, and among C's rows alone they
+    look like a category (red team of stop 58, R2b)."""
     if variable not in rows.spread:
         rows.spread[variable] = _counted_values(rows, variable)
     return rows.spread[variable]
 
 
-def _counted_values(rows: InEngineRows, variable: str) -> tuple[int, int] | None:
+def _counted_values(rows: InEngineRows, variable: str) -> tuple[int, int, int, int] | None:
     expression = rows.units.get(variable)
     if expression is None or rows.count_units is None:
         return None
@@ -99,12 +102,16 @@ def _counted_values(rows: InEngineRows, variable: str) -> tuple[int, int] | None
         return None
     inside = {r for r, value in enumerate(combos["g0"].tolist()) if bool(value)}
     kind, s, r, n = (found[c].to_numpy() for c in ("kind", "s", "r", "n"))
-    sets = {int(s[i]): int(n[i]) for i in range(len(kind)) if kind[i] == 0 and int(r[i]) in inside}
-    rows_in = sum(int(n[i]) for i in range(len(kind)) if kind[i] == 2 and int(r[i]) in inside)
-    missing = sum(int(n[i]) for i in range(len(kind)) if kind[i] == 1 and int(r[i]) in inside)
-    if rows_in != int(pd.to_numeric(combos["n"]).to_numpy()[sorted(inside)].sum()):
+    sets = {int(s[i]): int(n[i]) for i in range(len(kind)) if kind[i] == 0}
+    sets_in = {int(s[i]): int(n[i]) for i in range(len(kind)) if kind[i] == 0 and int(r[i]) in inside}
+    rows_of = pd.to_numeric(combos["n"]).to_numpy()
+    counted = {int(r[i]): int(n[i]) for i in range(len(kind)) if kind[i] == 2}
+    missing = {int(r[i]): int(n[i]) for i in range(len(kind)) if kind[i] == 1}
+    if any(counted.get(i, 0) != int(rows_of[i]) for i in range(len(rows_of))):
         return None  # (the base changed between the two counts)
-    return sum(sets.values()), rows_in - missing
+    rows_in = sum(counted.get(i, 0) - missing.get(i, 0) for i in inside)
+    rows_all = sum(counted.values()) - sum(missing.values())
+    return sum(sets_in.values()), rows_in, sum(sets.values()), rows_all
 
 
 class CountedBases:
