@@ -74,15 +74,66 @@ def items_of(index: tuple[np.ndarray, np.ndarray], atoms: np.ndarray) -> np.ndar
     return order[np.repeat(starts[atoms] - np.cumsum(lens) + lens, lens) + np.arange(total)]
 
 
-def on_one_side(mine: np.ndarray, theirs: np.ndarray, side: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """The ids (units, sets of atoms) found on one side only, each once, from two lists of ids
-    with repeats; ``side`` (int8, zero) and ``last`` (int64) are scratch arrays over every id,
-    zero again after. A mark per id and no sort: asked per candidate cell of differencing."""
-    side[mine] = 1
-    side[theirs] |= 2
-    touched = np.concatenate([mine, theirs])
-    lone = touched[(side[touched] == 1) | (side[touched] == 2)]
-    side[touched] = 0
-    at = np.arange(len(lone), dtype=np.int64)
-    last[lone] = at  # (each id once: the last of its entries)
-    return lone[last[lone] == at]
+class SetsOfAtoms:
+    """Sets of atoms with a number of units each (a unit's rows, an engine's signature of units),
+    indexed both ways: the units on one side only of two sets of atoms, cheaply.
+
+    ``entry_set``, ``entry_atom``: the entries (a row of a unit, an atom of a signature), each
+    with its set and its atom; ``units``: per set, its units."""
+
+    #: Entries of the atoms that differ looked at first; their sets often answer already
+    FIRST_ENTRIES = 512
+
+    def __init__(self, entry_set: np.ndarray, entry_atom: np.ndarray, units: np.ndarray, n_atoms: int) -> None:
+        self.entry_set = np.asarray(entry_set, dtype=np.int64)
+        self.units = np.asarray(units, dtype=np.int64)
+        self.by_atom = by_atom(np.asarray(entry_atom, dtype=np.int64), n_atoms)
+        order, self.set_start = by_atom(self.entry_set, len(self.units))
+        self.set_atom = np.asarray(entry_atom, dtype=np.int64)[order]
+        self.work = 0  # entries looked at so far (a caller's work budget)
+
+    def apart(self, one: np.ndarray, other: np.ndarray, enough: int) -> int:
+        """Units of the sets with an atom in exactly one of ``one`` and ``other`` (per atom,
+        whether it is on that side), exact below ``enough``, else some number ≥ ``enough``.
+
+        Why this way: a set on one side only has an atom of that side that is not of the other,
+        so only the sets of the atoms that differ are candidates, each judged by its own atoms.
+        Differencing asks whether two tables differ by fewer than a threshold of units: the
+        first sets found often hold that many already (a cell against a margin: every unit
+        outside the cell), and the rest is not looked at. Gathering both sides per candidate
+        cell took 3-5 s in the last display of a 20-table polars session of distinct firms."""
+        one, other = np.asarray(one, bool), np.asarray(other, bool)
+        differ = np.flatnonzero(one ^ other)
+        starts = self.by_atom[1]
+        reach = np.cumsum(starts[differ + 1] - starts[differ])
+        split = int(np.searchsorted(reach, self.FIRST_ENTRIES)) + 1
+        found, seen = 0, np.zeros(0, dtype=np.int64)
+        for atoms in (differ[:split], differ[split:]):
+            if not len(atoms):
+                continue
+            entries = items_of(self.by_atom, atoms)
+            self.work += len(entries)
+            sets = pd.unique(self.entry_set[entries])
+            if len(seen):
+                sets = sets[~np.isin(sets, seen)]
+            lone = self._on_one_side(sets, one, other)
+            found += int(self.units[lone].sum())
+            if found >= enough:
+                break
+            seen = sets
+        return found
+
+    def _on_one_side(self, sets: np.ndarray, one: np.ndarray, other: np.ndarray) -> np.ndarray:
+        """Of ``sets``, those with an atom in exactly one of ``one`` and ``other``."""
+        sets = np.asarray(sets, dtype=np.int64)
+        lens = self.set_start[sets + 1] - self.set_start[sets]
+        total = int(lens.sum())
+        self.work += total
+        if not total:
+            return sets[:0]
+        entries = np.repeat(self.set_start[sets] - np.cumsum(lens) + lens, lens) + np.arange(total)
+        owner = np.repeat(np.arange(len(sets)), lens)
+        atoms = self.set_atom[entries]
+        meets_one = np.bincount(owner[one[atoms]], minlength=len(sets)) > 0
+        meets_other = np.bincount(owner[other[atoms]], minlength=len(sets)) > 0
+        return sets[meets_one ^ meets_other]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .atoms import by_atom, items_of, on_one_side
+from .atoms import SetsOfAtoms, by_atom, items_of
 from .identity import MISSING
 from .names import cell_name, join_names
 from .populations import Draft, Population, publishes_variant
@@ -111,11 +111,12 @@ class _UnitGaps:
     MAX_ROWS = 200_000
     #: Candidate cells recounted per comparison (cost bound; beyond, rows decide).
     MAX_CANDIDATES = 256
-    #: Rows of both sides looked at per comparison to count the units on one side only (a work
-    #: budget, rows of the candidate cells' two sides; beyond, the units of the rows that differ are
-    #: counted, as before stop 58: 20 tables of 1M rows, every 4th of distinct firms scattered over
-    #: the cells, took 8-19 s for the last display without it)
-    MAX_SIDE_ROWS = 4_000_000
+    #: Rows of units (or the engine's entries of sets of atoms) looked at per comparison to count
+    #: the units on one side only (a work budget, ``atoms.SetsOfAtoms.apart``;
+    #: beyond, the units of the rows that differ are counted, as before stop 58: 20 tables of 1M
+    #: rows, every 4th of distinct firms scattered over the cells, took 8-19 s for the last display
+    #: when both sides were gathered cell by cell without a budget)
+    MAX_APART_WORK = 4_000_000
 
     def __init__(self, d: Draft, threshold: int) -> None:
         self.d = d
@@ -126,8 +127,7 @@ class _UnitGaps:
         self._csr: tuple[np.ndarray, np.ndarray] | None = None
         self._most: int | None = None
         self._codes: np.ndarray | None = None  # (per universe row, its unit's number; -1 none: see apart)
-        self._side = np.zeros(0, dtype=np.int8)
-        self._last = np.zeros(0, dtype=np.int64)
+        self._units_sets: SetsOfAtoms | None = None  # (see _sets)
 
     @property
     def most_rows(self) -> int:
@@ -149,22 +149,26 @@ class _UnitGaps:
         known = values != MISSING
         return int(len(np.unique(values[known])) + (~known).sum())
 
-    def apart(self, one: np.ndarray, other: np.ndarray) -> int:
-        """Units with a row on one side only (``one``, ``other``: per atom, in that side): what
-        two tables of distinct units differ by. Not the units of the rows that differ: a woman of
-        A with an episode in C is in both everyone and everyone but C, and the 2 of 6 such units
-        left were C's two women (red team of stop 58: 37 − 35 at ``pass``)."""
+    def _sets(self) -> SetsOfAtoms:
+        """The engine's sets of atoms, or the universe's units as sets of their rows' atoms (a
+        row without a unit value a unit of its own)."""
         if self.engine is not None:
-            return self.engine.apart(one, other)
-        if self._codes is None:  # (each unit a number, once: marks per call, no sort of the rows)
+            return self.engine.sets()
+        if self._units_sets is None:
             codes, uniques = pd.factorize(np.where(self.hashes == MISSING, 0, self.hashes))
-            self._codes = np.where(self.hashes == MISSING, -1, codes).astype(np.int64)
-            self._side = np.zeros(len(uniques), dtype=np.int8)
-            self._last = np.zeros(len(uniques), dtype=np.int64)
-        mine, theirs = (self._codes[self._rows_of(np.flatnonzero(side))] for side in (one, other))
-        lone_rows = self._codes[self._rows_of(np.flatnonzero(one ^ other))]
-        alone = int((lone_rows < 0).sum())  # (rows without a unit: each a unit of its own side)
-        return len(on_one_side(mine[mine >= 0], theirs[theirs >= 0], self._side, self._last)) + alone
+            alone = self.hashes == MISSING
+            unit = np.where(alone, len(uniques) + np.cumsum(alone) - 1, codes).astype(np.int64)
+            self._units_sets = SetsOfAtoms(unit, self.d.new_row_atom, np.ones(len(uniques) + int(alone.sum())),
+                                           len(self.d.atom_size))
+        return self._units_sets
+
+    def apart(self, one: np.ndarray, other: np.ndarray) -> int:
+        """Units with a row on one side only (``one``, ``other``: per atom, in that side), exact
+        below the threshold: what two tables of distinct units differ by. Not the units of the
+        rows that differ: a woman of A with an episode in C is in both everyone and everyone but
+        C, and the 2 of 6 such units left were C's two women (red team of stop 58: 37 − 35 at
+        ``pass``)."""
+        return self._sets().apart(one, other, self.threshold)
 
     def few(self, gap: np.ndarray, su: np.ndarray, bu: np.ndarray, old: Population, mapping: np.ndarray,
             forward: bool) -> np.ndarray:
@@ -184,7 +188,7 @@ class _UnitGaps:
         cands = np.flatnonzero((gap >= T) & (gap <= self.MAX_ROWS) & pruned)[: self.MAX_CANDIDATES]
         if not len(cands):
             return np.zeros(0, dtype=np.int64)
-        budget = self.MAX_SIDE_ROWS
+        spent_before = self._sets().work if distinct else 0
         old_group = old.group[d.parent]
         old_level = np.where(old_group >= 0, mapping[np.maximum(old_group, 0)], -1)
         new_group = d.pop.group
@@ -196,9 +200,7 @@ class _UnitGaps:
             else:  # old cell c against the new cells it touches
                 in_old = old_level == c
                 in_new = np.isin(new_group, np.unique(bu[su == c]))
-            side_rows = int(d.atom_size[in_old | in_new].sum()) if distinct else 0
-            if distinct and side_rows <= budget:
-                budget -= side_rows
+            if distinct and self._sets().work - spent_before < self.MAX_APART_WORK:
                 n = self.apart(in_old, in_new)
             elif gap[c] < T * self.most_rows:
                 n = self.count(np.flatnonzero(in_old ^ in_new))

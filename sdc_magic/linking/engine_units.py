@@ -27,18 +27,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .atoms import by_atom, items_of, on_one_side
+from .atoms import SetsOfAtoms
 
 #: Signatures (distinct sets of atoms of one unit) read back at most (a fixed work budget).
 MAX_SIGNATURES = 1_000_000
+
+#: The engine's last answer in this display (base identity, expressions, unit) -> its rows:
+#: forgotten when a display starts or ends (:func:`new_display`), as the base may change between
+_asked: dict[tuple, pd.DataFrame] = {}
+
+
+def new_display() -> None:
+    """A display starts or ends: the engine's answers are asked again (the base may change)."""
+    _asked.clear()
 
 
 class EngineUnits:
     """The distinct units of a draft's atoms, counted in the engine on first use."""
 
     def __init__(self, count_units: Callable[[list[str], str, int], pd.DataFrame], expressions: list[str],
-                 unit: str, frame_atom: np.ndarray, frame_rows: np.ndarray, n_atoms: int) -> None:
+                 unit: str, frame_atom: np.ndarray, frame_rows: np.ndarray, n_atoms: int,
+                 base: str | None = None) -> None:
         self._count_units, self._expressions, self._unit = count_units, list(expressions), unit
+        self._base = base  # (the base rows' identity: one answer per display, see _asked)
         self._frame_atom = np.asarray(frame_atom, dtype=np.int64)  # per combination, its atom
         self._frame_rows = np.asarray(frame_rows, dtype=np.int64)  # per combination, its rows
         self._n_atoms = n_atoms
@@ -48,10 +59,8 @@ class EngineUnits:
         self._atom = np.zeros(0, dtype=np.int64)
         self._units = np.zeros(0, dtype=np.int64)
         self._most = 1
-        self._by_atom: tuple[np.ndarray, np.ndarray] | None = None  # (entries by atom, atoms' starts: atoms.by_atom)
         self._owner = np.zeros(0, dtype=np.int64)  # (per entry, its set)
-        self._scratch = np.zeros(0, dtype=np.int8)  # (per set: its sides, see apart; sized with _by_atom)
-        self._last = np.zeros(0, dtype=np.int64)
+        self._sets: SetsOfAtoms | None = None
 
     @property
     def known(self) -> bool:
@@ -72,21 +81,13 @@ class EngineUnits:
         member[np.asarray(atoms, dtype=np.int64)] = True
         return int(self._units[self._meets(member)].sum())
 
-    def apart(self, one: np.ndarray, other: np.ndarray) -> int:
-        """Units with a row in the atoms of ``one`` but none in ``other``'s, or the reverse.
-        (Asked per candidate cell of differencing: the sets meeting either side are looked up
-        by atom, so a cell costs its own atoms' entries, not every set's.)"""
+    def sets(self) -> SetsOfAtoms:
+        """The signatures as sets of atoms with their units (``atoms.SetsOfAtoms``: the units on
+        one side only of differencing's candidate cells)."""
         self._load()
-        mine, theirs = self._sets_meeting(np.asarray(one, bool)), self._sets_meeting(np.asarray(other, bool))
-        return int(self._units[on_one_side(mine, theirs, self._scratch, self._last)].sum())
-
-    def _sets_meeting(self, member: np.ndarray) -> np.ndarray:
-        """The sets (with repeats) with an atom marked in ``member``, through the atoms' index."""
-        if self._by_atom is None:
-            self._by_atom = by_atom(self._atom, self._n_atoms)
-            self._scratch = np.zeros(len(self._units), dtype=np.int8)
-            self._last = np.zeros(len(self._units), dtype=np.int64)
-        return self._owner[items_of(self._by_atom, np.flatnonzero(member))]
+        if self._sets is None:
+            self._sets = SetsOfAtoms(self._owner, self._atom, self._units, self._n_atoms)
+        return self._sets
 
     def per_group(self, group_of_atom: np.ndarray, n_groups: int) -> np.ndarray:
         """Per group (``group_of_atom``: each atom's group, -1 none), its distinct units."""
@@ -107,8 +108,17 @@ class EngineUnits:
         return hits[self._start[1:]] > hits[self._start[:-1]]
 
     def _ask_engine(self) -> pd.DataFrame:
-        """The engine's signatures (one aggregation; see ``InEngineRows.count_units``)."""
-        return self._count_units(self._expressions, self._unit, MAX_SIGNATURES)
+        """The engine's signatures (one aggregation; see ``InEngineRows.count_units``), asked once
+        per display for the same base, expressions and unit (a polars table and its variant
+        asked the same 0.4 s aggregation twice)."""
+        key = None if self._base is None else (self._base, tuple(self._expressions), self._unit)
+        if key is not None and key in _asked:
+            return _asked[key]
+        found = self._count_units(self._expressions, self._unit, MAX_SIGNATURES)
+        if key is not None:
+            _asked.clear()  # (one display asks about one base's units: the last answer is enough)
+            _asked[key] = found
+        return found
 
     def _load(self) -> None:
         if self._read:
@@ -157,7 +167,7 @@ def units_of_split(split: Any, unit: str | None) -> EngineUnits | None:
     if expression is None or rows.count_units is None or split.frame_atom is None:
         return None
     return EngineUnits(rows.count_units, list(split.expressions), expression, split.frame_atom,
-                       split.frame_rows, len(split.atom_size))
+                       split.frame_rows, len(split.atom_size), f"{rows.engine}:{rows.identity}")
 
 
 def unknown_note(units: Any) -> str | None:

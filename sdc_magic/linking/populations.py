@@ -29,7 +29,7 @@ from ..evidence import rows as row_limits
 from ..evidence.facts import indicator_column
 from ..evidence.flatten import canonical_labels
 from ..evidence.in_engine import InEngineRows
-from . import edits, masked
+from . import edits, engine_units, masked
 from .atoms import refine, rows_in_order
 from .engine_units import EngineUnits, units_of_split
 from .identity import frame_hash, group_ids, key_hashes_from_groups, new_display
@@ -182,6 +182,7 @@ _drafts: dict[tuple[int, Any], tuple[Any, Any, Draft]] = {}
 def clear_cache() -> None:
     _drafts.clear()
     new_display()
+    engine_units.new_display()
 
 
 def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndarray | None,
