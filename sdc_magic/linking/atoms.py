@@ -86,10 +86,11 @@ class SetsOfAtoms:
 
     def __init__(self, entry_set: np.ndarray, entry_atom: np.ndarray, units: np.ndarray, n_atoms: int) -> None:
         self.entry_set = np.asarray(entry_set, dtype=np.int64)
+        self.entry_atom = np.asarray(entry_atom, dtype=np.int64)
         self.units = np.asarray(units, dtype=np.int64)
-        self.by_atom = by_atom(np.asarray(entry_atom, dtype=np.int64), n_atoms)
+        self.by_atom = by_atom(self.entry_atom, n_atoms)
         order, self.set_start = by_atom(self.entry_set, len(self.units))
-        self.set_atom = np.asarray(entry_atom, dtype=np.int64)[order]
+        self.set_atom = self.entry_atom[order]
         self.work = 0  # entries looked at so far (a caller's work budget)
 
     def apart(self, one: np.ndarray, other: np.ndarray, enough: int) -> int:

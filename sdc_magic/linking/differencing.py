@@ -150,16 +150,9 @@ class _UnitGaps:
         return int(len(np.unique(values[known])) + (~known).sum())
 
     def _sets(self) -> SetsOfAtoms:
-        """The engine's sets of atoms, or the universe's units as sets of their rows' atoms (a
-        row without a unit value a unit of its own)."""
-        if self.engine is not None:
-            return self.engine.sets()
+        """The units of the draft's atoms (:func:`units_of`), made once per comparison."""
         if self._units_sets is None:
-            codes, uniques = pd.factorize(np.where(self.hashes == MISSING, 0, self.hashes))
-            alone = self.hashes == MISSING
-            unit = np.where(alone, len(uniques) + np.cumsum(alone) - 1, codes).astype(np.int64)
-            self._units_sets = SetsOfAtoms(unit, self.d.new_row_atom, np.ones(len(uniques) + int(alone.sum())),
-                                           len(self.d.atom_size))
+            self._units_sets = units_of(self.d)
         return self._units_sets
 
     def apart(self, one: np.ndarray, other: np.ndarray) -> int:
@@ -209,6 +202,19 @@ class _UnitGaps:
             if 0 < n < T:
                 out.append(int(c))
         return np.asarray(out, dtype=np.int64)
+
+
+def units_of(d: Draft) -> SetsOfAtoms:
+    """The distinct units of a draft's atoms as sets of atoms: the engine's signatures (rows
+    left in their engine), or each unit of the universe's rows with its rows' atoms (a row
+    without a unit value a unit of its own). For differencing and the joint audit in units."""
+    if d.engine_units is not None:
+        return d.engine_units.sets()
+    hashes = d.universe.hashes[d.unit]
+    codes, uniques = pd.factorize(np.where(hashes == MISSING, 0, hashes))
+    alone = hashes == MISSING
+    unit = np.where(alone, len(uniques) + np.cumsum(alone) - 1, codes).astype(np.int64)
+    return SetsOfAtoms(unit, d.new_row_atom, np.ones(len(uniques) + int(alone.sum())), len(d.atom_size))
 
 
 # ------------------------------------------------------------------ findings
