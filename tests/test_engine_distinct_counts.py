@@ -369,3 +369,25 @@ def test_people_of_many_visits_across_every_group_are_units_in_the_engine(humani
         con.sql("select kind, count(distinct person) n from ep where district = 'C' group by 1 order by 1"))
     assert out.metadata["sdc_magic"]["status"] != "pass"
     assert all(v is None for v in _totals(out, "kind").values()), _totals(out, "kind")
+
+
+@pytest.mark.parametrize("mode", ["by rows", "in the engine"])
+@pytest.mark.parametrize("count", ["len", "count"])
+def test_a_count_of_unique_values_is_a_distinct_count(mode: str, count: str, humanitarian_sessions: Any,
+                                                      monkeypatch: Any) -> None:
+    """polars ``pl.col("person").unique().len()`` was read as a count of rows: everyone, A or C,
+    B or C gave 22 + 17 − 37 = C's two women, all ``pass`` (red team of stop 58, F3g)."""
+    if mode == "in the engine":
+        monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    frame = pl.from_pandas(EP)
+    s = humanitarian_sessions()
+    outs = []
+    for where in (None, pl.col("district").is_in(["A", "C"]), pl.col("district").is_in(["B", "C"])):
+        x = frame if where is None else frame.filter(where)
+        unique = pl.col("person").unique()
+        outs.append(s.publish(x.group_by("sex").agg((unique.len() if count == "len" else unique.count()).alias("n"))
+                              .sort("sex")))
+    statuses = [o.metadata["sdc_magic"]["status"] for o in outs]
+    everyone, ac, bc = (_totals(o) for o in outs)
+    cleared = all(st in ("pass", "suppressed") for st in statuses)
+    assert not (cleared and _recover(ac, bc, everyone, "F") == WOMEN_IN_C), statuses
