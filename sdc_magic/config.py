@@ -64,6 +64,11 @@ class Rules:
         unit: the column identifying the statistical unit (person, household,
             enterprise). Frequencies then count distinct units, not rows, and
             magnitudes are summed per unit before dominance is judged.
+        categories: columns whose distinct counts count categories (villages, months), not
+            units: their ``nunique`` cells are not judged by the threshold. Without it the
+            data decide, over the table's rows and the frame they came from (a column with at
+            most 5 % distinct values that recur across the groups); a few people with many
+            visits look like a category, so the stricter reading wins when they disagree.
         dof: std / var cells need ``n - 1 >= dof`` (SACRO 10). ``None`` turns it off.
         extremes: min / max are individual values; ``"suppress"`` makes them
             primary, ``"allow"`` declares them structural (e.g. a legal maximum).
@@ -83,6 +88,7 @@ class Rules:
     p: float | None = None
     protection: float = 10.0
     unit: str | None = None
+    categories: tuple[str, ...] = ()
     dof: int | None = None
     extremes: str = "suppress"
     round_to: int | None = None
@@ -112,6 +118,7 @@ class Rules:
         out.pop("sources")
         out["dominance"] = list(self.dominance) if self.dominance else None
         out["structural_zeros"] = list(self.structural_zeros)
+        out["categories"] = list(self.categories)
         return out
 
     def describe(self) -> str:
@@ -129,6 +136,8 @@ class Rules:
             parts.append(f"dof {self.dof}")
         if self.round_to:
             parts.append(f"rounded to {self.round_to}")
+        if self.categories:
+            parts.append("categories " + ", ".join(self.categories))
         parts.append(f"protection {_fmt(self.protection)}%")
         return f"preset {self.preset}: " + ", ".join(parts)
 
@@ -181,6 +190,10 @@ def _validate(r: Rules) -> None:
         raise RulesError(f"cost must be one of {COSTS}, got {r.cost!r}")
     if r.unit is not None and not isinstance(r.unit, str):
         raise RulesError(f"unit must be a column name, got {r.unit!r}")
+    if not isinstance(r.categories, tuple) or not all(isinstance(c, str) and c for c in r.categories):
+        raise RulesError(f"categories must be column names (e.g. categories=village,month), got {r.categories!r}")
+    if r.unit is not None and r.unit in r.categories:
+        raise RulesError(f"categories cannot name the unit column {r.unit!r}: its distinct values are units")
 
 
 PRESETS: dict[str, Rules] = {
@@ -293,6 +306,12 @@ def parse_value(key: str, value: Any) -> Any:
     if key == "structural_zeros":
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(";") if v.strip())
+        return tuple(str(v) for v in value)
+    if key == "categories":
+        if value is None or (isinstance(value, str) and _parse_none(value)):
+            return ()
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.replace(";", ",").split(",") if v.strip())
         return tuple(str(v) for v in value)
     if key == "zeros":
         # zeros=allow | suppress | a list of structural zeros "A/x;B/y" (suppress the others)

@@ -29,6 +29,18 @@ MAX_COLUMNS = 64
 FrameFinder = Callable[..., "pd.DataFrame | None"]
 
 
+def largest_frame_holding(index: pd.Index, find: FrameFinder) -> pd.DataFrame | None:
+    """The largest frame of the user's holding every one of these labels (the frame a filter's
+    rows were selected from, when it is still in the namespace), or None. A scan of the
+    namespace's frames: asked only when a distinct count's column looks like a category among
+    the table's rows (``checking.categories``)."""
+    found = None
+    for frame in find(index, None, True):
+        if found is None or len(frame) > len(found):
+            found = frame
+    return found
+
+
 def frame_of_rows(s: pd.Series, find: FrameFinder) -> pd.DataFrame | None:
     """The frame of the user's (``find``: by the Series' labels; several frames may hold them, the
     first that ``s`` is a column or a function of a column of) whose rows ``s`` holds, with ``s`` as

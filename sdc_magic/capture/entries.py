@@ -33,6 +33,9 @@ class Source:
     ids: np.ndarray | None = None  # linking: the group id pandas gave each row of ``frame`` / ``rows`` (-1: dropped)
     index: pd.Index | None = None  # linking: the groups' labels for ``ids`` (pandas' result_index)
     rows: Any = None  # linking: the rows behind the table when ``frame`` is None (a Series or frame)
+    #: checking: a look-up (no argument) of the user's frame ``frame``'s rows were selected from, or
+    #: None (``checking.categories``: a column's spread over the whole frame, not one filter's rows)
+    base: Any = None
 
 
 def build_entry(entry_id: int, call: str, flat: Flat, ge: GroupEvidence, key_dims: list[str],

@@ -27,7 +27,7 @@ from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence, merged_
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
 from . import read_back
-from .column_rows import frame_of_rows
+from .column_rows import frame_of_rows, largest_frame_holding
 from .contract import (
     mark_aggregate,
     mark_selected_by_values,
@@ -300,6 +300,13 @@ class Capture:
         return wrapper
 
     # ------------------------------------------------------------ helpers
+    def _base_lookup(self, frame: Any) -> Any:
+        """A deferred look-up of the user's frame ``frame``'s rows were selected from (see
+        ``Source.base``), or None without a namespace to look in."""
+        if self.frame_finder is None or not isinstance(frame, pd.DataFrame):
+            return None
+        return functools.partial(largest_frame_holding, frame.index, self.frame_finder)
+
     def _unit_for(self, frame: pd.DataFrame | None, index: pd.Index | None, notes: list[str]) -> pd.Series | None:
         unit = self.rules().unit
         if unit is None:
@@ -418,7 +425,8 @@ class Capture:
                             unit_name=self.rules().unit if unit is not None else None, magnitudes=magnitudes)
         self._register(f"groupby.{name}", result, ge, key_dims, measure_of, notes,
                        source=Source(frame, key_dims, f"groupby.{name}", ids=ids, index=index,
-                                     rows=None if frame is not None else obj), flat_obj=flat_obj, flat=flat)
+                                     rows=None if frame is not None else obj, base=self._base_lookup(frame)),
+                       flat_obj=flat_obj, flat=flat)
 
     def _reaggregate(self, gb: Any, name: str, args: tuple, kwargs: dict, result: Any) -> bool:
         """A sum over cells of a captured count table is a count table too; over cells of a
@@ -715,7 +723,8 @@ class Capture:
 
         self._register("pivot_table", result, ge, [str(k) for k in keys], measure_of, notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
-                       source=Source(df, keys, "pivot_table", ids=grouping[0], index=grouping[1]))
+                       source=Source(df, keys, "pivot_table", ids=grouping[0], index=grouping[1],
+                                     base=self._base_lookup(df)))
 
 
 # ------------------------------------------------------------------ building entries

@@ -24,9 +24,9 @@ import pandas as pd
 from .. import rules as rules_mod
 from ..config import Rules
 from ..evidence.flatten import MISSING_LABEL, Flat, numeric
-from ..evidence.in_engine import InEngineRows, distinct_values
 from ..evidence.registry import Entry
 from ..rules import CellFacts, Reason
+from .categories import distinct_counts_units, with_categories_read
 from .grid import MARGINS, Outcome, protect_grid
 from .labels import (
     captured_categories,
@@ -205,88 +205,7 @@ def _facts(ev: Any, structural: np.ndarray, entry: Any = None, rules: Rules | No
     """The rules' view of captured evidence (one entry per cell)."""
     return CellFacts(stat=ev.stat, units=ev.units, total=ev.total, top=ev.top, negative=ev.negative,
                      total_abs=ev.total_abs, structural=structural, ones=getattr(ev, "ones", None),
-                     value=ev.value, counts_units=_distinct_counts_units(ev, entry, rules))
-
-
-#: A column with at most this share of distinct values among its known values is a
-#: categorical variable: a distinct count of it counts categories, not people.
-CATEGORY_SHARE = 0.05
-
-
-def _distinct_counts_units(ev: Any, entry: Any, rules: Rules | None) -> np.ndarray | None:
-    """Per cell, whether a distinct count counts units rather than categories.
-
-    ``nunique`` of ``household`` is a number of households (a count: 2 households is a
-    small cell); ``nunique`` of ``sex`` is 1 or 2 whatever the group's size, and hiding it
-    as a small count blocked every such table (red team, DuckDB ``count(distinct sex)``).
-    A variable is categorical when the source shows it, over all rows, with at most
-    ``CATEGORY_SHARE`` distinct values per known value, its values recur across the table's
-    groups (the cells' distinct counts add up to at least twice its distinct values: a unit
-    belongs to a group, a category spans them; three people of 30 visits each were read as a
-    category, red team of stop 58), and it is not the declared unit column; when the source is
-    not at hand, the distinct count counts units (the stricter reading). The cell's own units are
-    judged by the threshold either way.
-    """
-    stat = np.asarray(ev.stat).astype(str)
-    distinct = stat == "nunique"
-    if not distinct.any() or entry is None:
-        return None
-    source = getattr(entry, "source", None)
-    frame = getattr(source, "frame", None) if source is not None else None
-    if frame is None:
-        frame = getattr(source, "rows", None)
-    out = np.ones(len(stat), dtype=bool)
-    variables = np.asarray(ev.var, dtype=object)
-    unit = rules.unit if rules is not None else None
-    if isinstance(frame, InEngineRows):  # (the rows left in their engine: asked there)
-        for var in {v for v in variables[distinct].tolist() if v is not None and v != "" and v != unit}:
-            if _categories_in_engine(ev, distinct & (variables == var), frame, var):
-                out[distinct & (variables == var)] = False
-        return out
-    if not isinstance(frame, pd.DataFrame):
-        return None
-    for var in {v for v in variables[distinct].tolist() if v is not None and v != ""}:
-        if var == unit or var not in frame.columns:
-            continue
-        try:
-            col = frame[var]
-            known = int(col.notna().sum())
-            found = col.nunique(dropna=True)
-            categories = known > 0 and found <= CATEGORY_SHARE * known \
-                and _recurring(ev, distinct & (variables == var), found)
-        except (TypeError, ValueError):
-            continue
-        if categories:
-            out[distinct & (variables == var)] = False
-    return out
-
-
-def _recurring(ev: Any, cells: np.ndarray, distinct: float) -> bool:
-    """Whether a variable's ``distinct`` values recur across the table's groups: its cells'
-    distinct counts (``cells``, margins aside) add up to at least twice as many."""
-    inner = cells & ~np.asarray(ev.is_margin, dtype=bool)
-    with np.errstate(invalid="ignore"):
-        total = float(np.nan_to_num(np.asarray(ev.value, dtype=float)[inner]).sum())
-    return distinct > 0 and total >= 2 * distinct
-
-
-def _categories_in_engine(ev: Any, cells: np.ndarray, rows: InEngineRows, var: Any) -> bool:
-    """Whether ``var`` is categorical (see :func:`_distinct_counts_units`) over rows left in their
-    engine. The table's cells bound it: its distinct values are at least the largest cell's and
-    at most their sum, over the cells' known rows; only when they cannot decide is the engine asked."""
-    inner = cells & ~np.asarray(ev.is_margin, dtype=bool)
-    with np.errstate(invalid="ignore"):
-        values = np.nan_to_num(np.asarray(ev.value, dtype=float)[inner])
-        known = float(np.nan_to_num(np.asarray(ev.units, dtype=float)[inner]).sum())
-    largest = values.max(initial=0)
-    if known <= 0 or largest > CATEGORY_SHARE * known or values.sum() < 2 * largest:
-        return False  # (more values than a category has, or too few groups share them)
-    counted = distinct_values(rows, str(var))
-    if counted is None:
-        return False
-    found, known, found_in_base, known_in_base = counted
-    return known > 0 and found <= CATEGORY_SHARE * known and found_in_base <= CATEGORY_SHARE * known_in_base \
-        and _recurring(ev, cells, found)
+                     value=ev.value, counts_units=distinct_counts_units(ev, entry, rules))
 
 
 def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
@@ -300,6 +219,11 @@ def _check_table(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[
     primary = assessment.primary.copy()
     reasons = {i: list(rs) for i, rs in assessment.reasons.items()}
     notes = list(resolved.notes)
+    rules, read = with_categories_read(ev, facts.counts_units, rules)
+    if read:
+        notes.append(f"distinct counts of {', '.join(map(repr, read))} read as categories, not units (few values "
+                     "recurring across the groups): not judged by the threshold; declare unit= or categories= "
+                     "to decide otherwise")
 
     # Statistics Finland row rule over the displayed rows
     if rules.row_threshold is not None and resolved.cell_rows is not None:
@@ -762,7 +686,7 @@ def _protect_entry(entry: Entry, resolved: Resolved, primary_shown: np.ndarray, 
         stats = set(ev_all.stat[sel].astype(str).tolist())
         if not primary_all[sel].any():
             continue
-        counts_units = _distinct_counts_units(ev_all, entry, rules) if stats == {"nunique"} else None
+        counts_units = distinct_counts_units(ev_all, entry, rules) if stats == {"nunique"} else None
         distinct_units = stats == {"nunique"} and (counts_units is None or bool(counts_units[sel].all()))
         if not entry.dims or not (stats <= ADDITIVE_STATS or distinct_units):
             continue  # no linear relation links these cells: primary suppression suffices

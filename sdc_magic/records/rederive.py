@@ -34,6 +34,7 @@ def _rules_from(rules: dict[str, Any]) -> Rules:
     """The :class:`Rules` a certificate's rules stand for (``RulesError`` if the kernel would refuse them)."""
     values = dict(rules)
     values["structural_zeros"] = tuple(values.get("structural_zeros") or ())
+    values["categories"] = tuple(values.get("categories") or ())
     if isinstance(values.get("dominance"), list):
         values["dominance"] = tuple(values["dominance"])
     try:
@@ -62,7 +63,9 @@ def preset_problems(rules: Any) -> list[str]:
     if name.endswith(MODIFIED):
         return []  # changed in the session (%sdc rules): what they are is stated, and shown to the checker
     named = PRESETS[name].as_dict()
-    differ = sorted(k for k in named if k != "preset" and _normal(rules.get(k)) != _normal(named[k]))
+    # (``categories``: the columns whose distinct counts the check read, or the user declared, as
+    # categories; a statement about the data, not a setting of the preset: shown as stated)
+    differ = sorted(k for k in named if k not in ("preset", "categories") and _normal(rules.get(k)) != _normal(named[k]))
     if differ:
         return [f"rules: they say preset {name!r} but differ from its rules in "
                 + ", ".join(f"{k} ({rules.get(k)!r}, the preset: {named[k]!r})" for k in differ)]
