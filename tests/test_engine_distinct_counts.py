@@ -425,3 +425,27 @@ def _shown_cell(out: Any, row: str, column: str) -> float | None:
         frame = frame.set_index("sex")
     value = frame.loc[row, column]
     return None if str(value) == "✕" else float(value)
+
+
+@pytest.mark.parametrize("mode", ["by rows", "in the engine"])
+def test_rows_without_a_person_are_no_people(mode: str, humanitarian_sessions: Any, monkeypatch: Any) -> None:
+    """Ten episodes of C's women without a person id, beside C's two women: a distinct count
+    leaves them out, linking counted each as a unit (2 + 10), and everyone − everyone but C gave
+    37 − 35 = C's two women at ``pass``, ``pass`` in the engine (red team of stop 59, F1)."""
+    if mode == "in the engine":
+        monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    ep = EP.assign(district=EP.district.astype(object), sex=EP.sex.astype(object))
+    nameless = pd.DataFrame({"person": [None] * 10, "household": -1, "district": "C", "sex": "F", "age": 30,
+                             "flag": 0, "income": 12.0})
+    men = pd.DataFrame([{"person": 100 + i, "household": 100 + i, "district": "C", "sex": "M", "age": 40, "flag": 0,
+                         "income": 12.5} for i in range(4) for _ in range(2)])  # (C's men: not a small group)
+    data = pd.concat([ep, men, nameless], ignore_index=True)
+    data["person"] = data["person"].astype("Int64")
+    con = _connection(data)
+    q = "select sex, count(distinct person) as n, count(*) as r from ep {} group by 1 order by 1"
+    s = humanitarian_sessions()
+    outs = [s.publish(con.sql(q.format(w))) for w in ("", "where district <> 'C'")]
+    statuses = [o.metadata["sdc_magic"]["status"] for o in outs]
+    women = [_shown_cell(o, "F", "n") for o in outs]
+    cleared = all(st in ("pass", "suppressed") for st in statuses)
+    assert not (cleared and None not in women and women[0] - women[1] == WOMEN_IN_C), statuses

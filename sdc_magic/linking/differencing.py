@@ -147,7 +147,8 @@ class _UnitGaps:
             return self.engine.count(atoms)
         values = self.hashes[self._rows_of(atoms)]
         known = values != MISSING
-        return int(len(np.unique(values[known])) + (~known).sum())
+        # (a row without a unit value: anyone under a declared unit; left out of a distinct count)
+        return int(len(np.unique(values[known])) + ((~known).sum() if self.d.unit_declared else 0))
 
     def _sets(self) -> SetsOfAtoms:
         """The units of the draft's atoms (:func:`units_of`), made once per comparison."""
@@ -206,15 +207,18 @@ class _UnitGaps:
 
 def units_of(d: Draft) -> SetsOfAtoms:
     """The distinct units of a draft's atoms as sets of atoms: the engine's signatures (rows
-    left in their engine), or each unit of the universe's rows with its rows' atoms (a row
-    without a unit value a unit of its own). For differencing and the joint audit in units."""
+    left in their engine), or each unit of the universe's rows with its rows' atoms. A row
+    without a unit value is a set of its own: a unit when the unit was declared (it may be
+    anyone), none for a distinct count, which leaves it out (10 id-less episodes beside C's two
+    women made a group of 12; red team of stop 59). For differencing and the audit in units."""
     if d.engine_units is not None:
         return d.engine_units.sets()
     hashes = d.universe.hashes[d.unit]
     codes, uniques = pd.factorize(np.where(hashes == MISSING, 0, hashes))
     alone = hashes == MISSING
     unit = np.where(alone, len(uniques) + np.cumsum(alone) - 1, codes).astype(np.int64)
-    return SetsOfAtoms(unit, d.new_row_atom, np.ones(len(uniques) + int(alone.sum())), len(d.atom_size))
+    units = np.concatenate([np.ones(len(uniques)), np.full(int(alone.sum()), 1.0 if d.unit_declared else 0.0)])
+    return SetsOfAtoms(unit, d.new_row_atom, units, len(d.atom_size))
 
 
 # ------------------------------------------------------------------ findings

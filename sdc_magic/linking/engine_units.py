@@ -148,12 +148,15 @@ class EngineUnits:
         ids, first, inverse = np.unique(s[sets], return_index=True, return_inverse=True)
         if len(ids) > MAX_SIGNATURES:
             return f"more than {MAX_SIGNATURES:,} distinct sets of groups hold its units"
-        alone = kind == 1  # (rows without a unit: one set per position, each row a unit)
+        # rows without a unit: one set per position, of no unit (a distinct count leaves them out:
+        # counted as units, 10 id-less episodes beside C's two women made a group of 12, and
+        # 37 − 35 gave the two at pass; red team of stop 59)
+        alone = kind == 1
         order = np.argsort(inverse, kind="stable")
         sizes = np.bincount(inverse, minlength=len(ids))
         self._start = np.concatenate([[0], np.cumsum(sizes), len(order) + np.arange(1, int(alone.sum()) + 1)])
         self._atom = self._frame_atom[np.concatenate([r[sets][order], r[alone]])]
-        self._units = np.concatenate([n[sets][first], n[alone]]).astype(np.int64)
+        self._units = np.concatenate([n[sets][first], np.zeros(int(alone.sum()))]).astype(np.int64)
         self._owner = np.repeat(np.arange(len(self._units), dtype=np.int64), np.diff(self._start))
         self._most = int(max(most[sets].max(initial=1), 1))
         return None

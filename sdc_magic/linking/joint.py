@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..protect.lp import ITERATIONS_PER_SECOND, WorkLimit, work_done
+from .identity import MISSING
 from .joint_units import units_audit
 from .linker import Linker
 from .names import join_names
@@ -352,7 +353,10 @@ class JointAudit:
         if self.unit_rows is None or not n_groups:
             return np.zeros(n_groups, dtype=bool)
         g = group_of_cell[self.unit_rows[0]]
-        pairs = pd.DataFrame({"g": g, "u": self.unit_rows[1]}).drop_duplicates()
+        pairs = pd.DataFrame({"g": g, "u": self.unit_rows[1]})
+        if not self.d.unit_declared:  # (a distinct count leaves rows without a unit value out)
+            pairs = pairs[pairs["u"] != MISSING]
+        pairs = pairs.drop_duplicates()
         units = np.bincount(pairs["g"].to_numpy(dtype=np.int64), minlength=n_groups)
         return (units > 0) & (units < self.new.threshold)
 
