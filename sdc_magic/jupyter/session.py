@@ -523,7 +523,7 @@ class Session:
             checked.notes.append(unlinked)
             if checked.status in ("pass", "suppressed"):
                 checked.status = "review"  # never cleared beside "not compared"
-        if earlier:  # (hidden cells, or small groups of rows the outputs separate together)
+        if earlier or draft.audited_alone():  # (hidden cells, small groups the outputs separate together)
             draft = self._audit_jointly(draft, checked, out_id)
             if draft is None:
                 return

@@ -20,6 +20,7 @@ The modules, bottom up (each imports only those before it):
 * :mod:`.differencing` — cells a few units apart, unit gaps, cells public elsewhere;
 * :mod:`.persistence` — the memory saved beside the ledger, read after a kernel restart;
 * :mod:`.linker` — :class:`Linker`, the session's memory (bounded) tying these together;
+* :mod:`.joint_units` — the audit in units of distinct counts (classes of units as LP variables);
 * :mod:`.joint` — the joint audit.
 """
 

@@ -79,6 +79,11 @@ def _renumbered(codes: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return out
 
 
+def _marked(ids: set[int] | None, n: int) -> np.ndarray:
+    """The positions of ``ids`` below ``n`` (a level's hidden or withheld margins)."""
+    return np.asarray(sorted(i for i in (ids or ()) if 0 <= i < n), dtype=np.int64)
+
+
 class UnitsAudit:
     """One audit in units of a new table of distinct units and related earlier ones (see the
     module docstring)."""
@@ -117,6 +122,12 @@ class UnitsAudit:
             g = self.cell_group[t]
             for subset in pop.levels():
                 mapping, _, pub, _ = pop.level_facts(subset, published)
+                if subset != pop.keys:
+                    # a margin of distinct units is published only when shown: it is no sum of
+                    # the cells (cells then a total: A 30 + B 33 − 60 = 3 people in both)
+                    pub = np.full(len(pub), bool(pop.margins_public))
+                    pub[_marked(pop.hidden_model.get(subset), len(pub))] = False
+                    pub[_marked(pop.margins_hidden.get(subset), len(pub))] = False
                 level = np.where(g >= 0, mapping[np.maximum(g, 0)], -1)
                 ok = (level >= 0) & pub[np.maximum(level, 0)]
                 idx = np.flatnonzero(ok)
@@ -243,14 +254,25 @@ class UnitsAudit:
         return known
 
     def _groups_met(self, fines: np.ndarray, extra: set[int]) -> list[int]:
-        """The new table's published inner groups (``extra`` hidden) that the fine classes
-        ``fines`` meet, smallest first (its rows)."""
+        """The new table's published inner groups (``extra`` hidden) that can break the equations
+        pinning the fine classes ``fines``: those their units' rows fall in, smallest first (its
+        rows), then those sharing an earlier table's cell with them (three people of d299 that a
+        filter leaves out are in none of the new table's cells: the new d299 cell beside the old
+        one pins them; red team of stop 59), smallest first."""
         cells = self.fine_cell[np.isin(self.fine_of, fines)]
-        groups = np.unique(self.cell_group[0][cells])
         pop = self.d.pop
-        groups = [int(g) for g in groups.tolist()
-                  if g >= 0 and pop.published[g] and g not in extra and g not in self.hidden]
-        return sorted(groups, key=lambda g: (int(pop.size[g]), g))
+
+        def usable(groups: np.ndarray) -> list[int]:
+            found = [int(g) for g in np.unique(groups).tolist()
+                     if g >= 0 and pop.published[g] and g not in extra and g not in self.hidden]
+            return sorted(found, key=lambda g: (int(pop.size[g]), g))
+
+        direct = usable(self.cell_group[0][cells])
+        near = np.zeros(self.n_common, dtype=bool)
+        for t in range(1, len(self.tables)):
+            old = self.cell_group[t][cells]
+            near |= np.isin(self.cell_group[t], old[old >= 0])
+        return direct + [g for g in usable(self.cell_group[0][near]) if g not in direct]
 
     def _hide_more(self, bad: np.ndarray, klass: np.ndarray) -> tuple[list[int], list[np.ndarray]]:
         """Hide published cells of the new table (one per failing class and round) until no class
@@ -302,8 +324,8 @@ def units_audit(d: Draft, olds: list[Population], m: float, end: float, hidden: 
     if d.unit is None or d.unit_declared:
         return [], [], []
     olds = [t for t in olds if d.units_against([t])]
-    if not olds:
-        return [], [], []
+    if not olds and (d.display_margin is None or not len(d.display_margin)):
+        return [], [], []  # (alone, a table's cells are only its margins' parts when it shows them)
     if d.engine_units is not None and not d.engine_units.known:
         return [], [], []  # (the engine could not count them: Linker.units_note makes the table review)
     found = UnitsAudit(d, olds, units_of(d), m, end, hidden).run()

@@ -161,6 +161,13 @@ class Draft:
     #: rows counted in their engine: the distinct units of the unit column there (:mod:`.engine_units`)
     engine_units: EngineUnits | None = None
 
+    def audited_alone(self) -> bool:
+        """Whether the joint audit runs even without related earlier outputs: a table of distinct
+        units that shows its own margins (a ``ROLLUP``: A 30 + B 33 − total 60 = 3 people in
+        both, its margins being no sums of its cells; red team of stop 59)."""
+        return self.unit is not None and not self.unit_declared and self.display_margin is not None \
+            and bool(len(self.display_margin))
+
     def units_against(self, others: list[Population]) -> bool:
         """Whether differences with ``others`` are also counted in units (see :func:`distinct_counted`)."""
         if self.unit is None:
