@@ -96,3 +96,16 @@ def test_categories_are_parsed_and_never_the_unit() -> None:
     assert apply_settings(rules, {"categories": "none"}).categories == ()
     with pytest.raises(RulesError, match="unit column"):
         apply_settings(preset("humanitarian"), {"unit": "person", "categories": "person"})
+
+
+def test_a_placeholder_id_does_not_make_people_a_category(humanitarian_sessions: Any) -> None:
+    """Person 0 ("anonymous") on 2,000 rows put the frame's share of distinct people under 5 %:
+    C's 3 people by kind were ``pass`` (red team of stop 59, F5). A category's median value has
+    many rows too."""
+    ep = _visits()
+    anonymous = pd.DataFrame({"person": 0, "kind": np.where(np.arange(2000) % 2, "home", "clinic"),
+                              "district": np.where(np.arange(2000) % 2, "A", "B")})
+    ep = pd.concat([ep, anonymous], ignore_index=True)
+    s = _with_namespace(humanitarian_sessions(), ep=ep)
+    out = s.publish(ep[ep.district == "C"].groupby("kind").person.nunique())
+    assert out.metadata["sdc_magic"]["status"] != "pass"
