@@ -229,9 +229,10 @@ class UnitsAudit:
         wanted = np.asarray([c for c in bad.tolist() if c not in known], dtype=np.int64)
         added, still = self._hide_more(wanted, klass)
         if still:
-            cells = join_names([self.d.pop.name(g) for g in self._groups_met(np.concatenate(still), set())[:3]])
+            near = self._groups_met(np.concatenate(still), set())[:3]
+            where = f", e.g. of {join_names([self.d.pop.name(g) for g in near])}" if near else ""
             return added, [f"linked outputs leave a few distinct {self.d.unit} recoverable together "
-                           f"(units with rows in the same cells, e.g. of {cells})"], notes
+                           f"(units with rows in the same cells{where})"], notes
         return added, [], notes
 
     def _class_units(self, klass: np.ndarray) -> np.ndarray:
