@@ -80,9 +80,11 @@ def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = M
         added, problems, notes = _audit(d, linker, protection, max_tables, end, unproven,
                                         Siblings(siblings or [], hidden_flat))
         if not problems:  # (distinct units, in the units they count: 20 + 19 − 37 women with both)
-            olds = list(reversed(linker.related_besides_repeats(d)))[:max_tables]
-            more, problems, more_notes = units_audit(d, olds, protection / 100.0, end, set(added))
+            olds = list(reversed(linker.related_besides_repeats(d)))
+            more, problems, more_notes, not_proven = units_audit(d, olds, protection / 100.0, end, set(added),
+                                                                 max_tables)
             added, notes = added + [g for g in more if g not in added], notes + more_notes
+            unproven.extend(not_proven)
     except WorkLimit:
         return [], [], [], [f"the joint audit with earlier outputs used its whole work budget ({int(budget):,} "
                             "simplex iterations) before it could prove that they do not reveal a hidden cell "

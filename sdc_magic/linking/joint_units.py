@@ -316,18 +316,26 @@ class UnitsAudit:
         return [f for f, c in zip(targets, now, strict=True) if c in bad]
 
 
-def units_audit(d: Draft, olds: list[Population], m: float, end: float, hidden: set[int] | None = None
-                ) -> tuple[list[int], list[str], list[str]]:
-    """The audit in units of ``d`` with the related earlier ``olds`` (see the module docstring),
-    the new table's ``hidden`` groups hidden already: (groups of the new table to hide in
-    addition, problems, notes). Nothing when ``d`` counts no distinct units of a column those
-    tables count, or its units are too many classes."""
+def units_audit(d: Draft, olds: list[Population], m: float, end: float, hidden: set[int] | None = None,
+                max_tables: int = 8) -> tuple[list[int], list[str], list[str], list[str]]:
+    """The audit in units of ``d`` with the related earlier ``olds`` (newest first; see the module
+    docstring), the new table's ``hidden`` groups hidden already: (groups of the new table to hide
+    in addition, problems, notes, what could not be proven). The ``max_tables`` newest of the
+    tables counting the same column are taken (taken from all related outputs first, eight tables
+    of rows between two filters of people and everyone pushed the filters out; red team of stop
+    59). Nothing when ``d`` counts no distinct units of a column those tables count; units too
+    many classes to audit are said (the table is then ``review``: never cleared unaudited)."""
     if d.unit is None or d.unit_declared:
-        return [], [], []
-    olds = [t for t in olds if d.units_against([t])]
+        return [], [], [], []
+    olds = [t for t in olds if d.units_against([t])][:max_tables]
     if not olds and (d.display_margin is None or not len(d.display_margin)):
-        return [], [], []  # (alone, a table's cells are only its margins' parts when it shows them)
+        return [], [], [], []  # (alone, a table's cells are only its margins' parts when it shows them)
     if d.engine_units is not None and not d.engine_units.known:
-        return [], [], []  # (the engine could not count them: Linker.units_note makes the table review)
+        return [], [], [], []  # (the engine could not count them: Linker.units_note makes the table review)
     found = UnitsAudit(d, olds, units_of(d), m, end, hidden).run()
-    return found if found is not None else ([], [], [])
+    if found is None:
+        return [], [], [], [f"the distinct {d.unit} of this table and {len(olds)} earlier output(s) counting them were "
+                            f"not audited together: their units fall into more than {MAX_CLASSES:,} different sets "
+                            f"of cells, or more than {MAX_TARGETS:,} small ones (an output checker decides; "
+                            "fewer or coarser tables of distinct units can be audited)"]
+    return (*found, [])
