@@ -8,10 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import duckdb
 import numpy as np
+import pandas as pd
 
 from sdc_magic.jupyter.session import Session
 from sdc_magic.linking.in_engine import EngineUniverse
+
+
+def duckdb_table(data: pd.DataFrame) -> duckdb.DuckDBPyConnection:
+    """A new DuckDB connection holding ``data`` as the table ``ep`` (a table of the connection,
+    not a view of the frame: counted there as a user's own table is)."""
+    con = duckdb.connect()
+    con.register("src", data)
+    con.execute("CREATE TABLE ep AS SELECT * FROM src")
+    con.unregister("src")
+    return con
 
 
 def verdict(out: Any) -> tuple[str, tuple, tuple]:

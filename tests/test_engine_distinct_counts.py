@@ -23,7 +23,7 @@ import polars as pl
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from linking_checks import engine_universes, last_rows, verdict
+from linking_checks import duckdb_table, engine_universes, last_rows, verdict
 from test_engine_pushdown import DUCKDB_CONVERSIONS, counting
 from test_linking_distinct_units import EP, WOMEN_IN_C
 from test_redteam_round4 import _recover, _totals
@@ -35,11 +35,7 @@ from sdc_magic.linking import engine_units
 
 @pytest.fixture
 def con() -> duckdb.DuckDBPyConnection:
-    c = duckdb.connect()
-    c.register("src", EP.assign(district=EP.district.astype(object), sex=EP.sex.astype(object)))
-    c.execute("CREATE TABLE ep AS SELECT * FROM src")
-    c.unregister("src")
-    return c
+    return duckdb_table(EP.assign(district=EP.district.astype(object), sex=EP.sex.astype(object)))
 
 
 @pytest.fixture
@@ -261,10 +257,7 @@ def test_units_rewritten_between_tables_are_not_cleared_in_the_engine(edit: str,
                          "flag": i % 2, "income": 12.5 + i} for i in range(4) for _ in range(2)])
     data = pd.concat([EP.assign(district=EP.district.astype(object), sex=EP.sex.astype(object)), men],
                      ignore_index=True)
-    con = duckdb.connect()
-    con.register("src", data)
-    con.execute("CREATE TABLE ep AS SELECT * FROM src")
-    con.unregister("src")
+    con = duckdb_table(data)
     sess = humanitarian_sessions()
     first = sess.publish(con.sql(_q(PEOPLE_OF)))
     con.execute(edit)
@@ -281,14 +274,6 @@ def _with_men_of_c() -> pd.DataFrame:
                      ignore_index=True)
 
 
-def _connection(data: pd.DataFrame) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.register("src", data)
-    con.execute("CREATE TABLE ep AS SELECT * FROM src")
-    con.unregister("src")
-    return con
-
-
 def _women(out: Any) -> float | None:
     return _totals(out).get("F")
 
@@ -302,7 +287,7 @@ def test_women_of_a_with_an_episode_in_c_do_not_hide_c_s_two(mode: str, humanita
     only are the difference (``differencing._UnitGaps.apart``)."""
     data = _with_men_of_c()
     extra = data[(data.district == "A") & (data.sex == "F")].drop_duplicates("person").head(4).assign(district="C")
-    con = _connection(pd.concat([data, extra], ignore_index=True))
+    con = duckdb_table(pd.concat([data, extra], ignore_index=True))
     if mode == "in the engine":
         monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     sess = humanitarian_sessions()
@@ -343,7 +328,7 @@ def test_people_of_many_visits_are_units_not_categories(mode: str, humanitarian_
                            "district": "C"})
     others = pd.DataFrame({"person": np.arange(70), "sex": np.where(np.arange(70) % 2, "M", "F"),
                            "district": np.where(np.arange(70) < 40, "A", "B")})
-    con = _connection(pd.concat([others, visits], ignore_index=True))
+    con = duckdb_table(pd.concat([others, visits], ignore_index=True))
     if mode == "in the engine":
         monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     out = humanitarian_sessions().publish(
@@ -363,7 +348,7 @@ def test_people_of_many_visits_across_every_group_are_units_in_the_engine(humani
                            "district": "C"})
     others = pd.DataFrame({"person": np.arange(70), "kind": np.where(np.arange(70) % 2, "home", "clinic"),
                            "district": np.where(np.arange(70) < 40, "A", "B")})
-    con = _connection(pd.concat([others, visits], ignore_index=True))
+    con = duckdb_table(pd.concat([others, visits], ignore_index=True))
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     out = humanitarian_sessions().publish(
         con.sql("select kind, count(distinct person) n from ep where district = 'C' group by 1 order by 1"))
@@ -441,7 +426,7 @@ def test_rows_without_a_person_are_no_people(mode: str, humanitarian_sessions: A
                          "income": 12.5} for i in range(4) for _ in range(2)])  # (C's men: not a small group)
     data = pd.concat([ep, men, nameless], ignore_index=True)
     data["person"] = data["person"].astype("Int64")
-    con = _connection(data)
+    con = duckdb_table(data)
     q = "select sex, count(distinct person) as n, count(*) as r from ep {} group by 1 order by 1"
     s = humanitarian_sessions()
     outs = [s.publish(con.sql(q.format(w))) for w in ("", "where district <> 'C'")]

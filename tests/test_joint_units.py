@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from linking_checks import duckdb_table
 from test_linking_distinct_units import EP
 from test_redteam_round4 import _totals
 
@@ -45,18 +45,10 @@ BOTH = _both_sides()
 WOMEN_WITH_BOTH = int(BOTH[BOTH.sex == "F"].groupby("person").inc.nunique().eq(2).sum())
 
 
-def _duckdb(data: pd.DataFrame) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.register("src", data)
-    con.execute("CREATE TABLE ep AS SELECT * FROM src")
-    con.unregister("src")
-    return con
-
-
 def _sessions(kind: str) -> list[Any]:
     """Everyone, income above 15, at most 15: distinct people by sex, in ``kind``'s form."""
     if kind.startswith("duckdb"):
-        con = _duckdb(BOTH)
+        con = duckdb_table(BOTH)
         q = "select sex, count(distinct person) as n from ep {} group by 1 order by 1"
         return [lambda w=w: con.sql(q.format(w)) for w in ("", "where inc > 15", "where inc <= 15")]
     if kind == "polars":
@@ -89,7 +81,7 @@ def test_a_partition_of_people_hides_nothing_more(kind: str, humanitarian_sessio
     both sides), beside everyone: no small group of people is pinned, nothing is hidden."""
     if kind == "duckdb in the engine":
         monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
-        con = _duckdb(BOTH)
+        con = duckdb_table(BOTH)
         q = "select sex, count(distinct person) as n from ep {} group by 1 order by 1"
         makers = [lambda w=w: con.sql(q.format(w)) for w in ("", "where age < 50", "where age >= 50")]
     else:
@@ -162,7 +154,7 @@ def test_people_in_two_districts_are_not_recovered_from_a_total(mode: str, queri
     of stop 59, F3). Before, both were ``pass``."""
     if mode == "in the engine":
         monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
-    con = _duckdb(_movers())
+    con = duckdb_table(_movers())
     s = humanitarian_sessions()
     outs = [s.publish(con.sql(q)) for q in queries]
     text = " ".join(o.data["text/plain"] for o in outs)
@@ -182,7 +174,7 @@ def test_people_a_filter_leaves_out_of_one_cell_among_many_are_found(humanitaria
             visits = 6 if p < 6 else 1
             for v in range(visits):
                 rows.append({"person": person, "district": f"d{d:03d}", "visit": v if p < 6 else 0})
-    con = _duckdb(pd.DataFrame(rows))
+    con = duckdb_table(pd.DataFrame(rows))
     s = humanitarian_sessions()
     q = "select district, count(distinct person) as n from ep {} group by 1 order by 1"
     later = [s.publish(con.sql(q.format(w))) for w in ("", "where visit > 0")][-1]
