@@ -126,7 +126,6 @@ class _UnitGaps:
         self.hashes = d.universe.hashes[d.unit] if self.engine is None else None
         self._csr: tuple[np.ndarray, np.ndarray] | None = None
         self._most: int | None = None
-        self._codes: np.ndarray | None = None  # (per universe row, its unit's number; -1 none: see apart)
         self._units_sets: SetsOfAtoms | None = None  # (see _sets)
 
     @property

@@ -513,14 +513,9 @@ class JointAudit:
     def failing(self, found: dict[Target, tuple]) -> list[Target]:
         """Targets an attacker pins, bounds closer than the protection required, or an upper
         bound that proves a small group small (below the threshold)."""
-        m = self.m
-        bad = []
-        for (t, g), (lo, hi) in found.items():
-            v = self.size_of(t, g)
-            need_hi = max((1 + m) * v, self.reach if v > 0 else 0.0)
-            if hi - lo <= 1e-9 or lo > (1 - m) * v + 1e-9 or hi < need_hi - 1e-9:
-                bad.append((t, g))
-        return bad
+        from .joint_bounds import unprotected
+
+        return [(t, g) for (t, g), (lo, hi) in found.items() if unprotected(lo, hi, self.size_of(t, g), self.m, self.reach)]
 
 
 def _shown_together(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -45,6 +45,15 @@ SWEEP_MIN_PROVED = 2
 SWEEP_ROW_CELLS = 64
 
 
+def unprotected(lo: float, hi: float, value: float, m: float, reach: float) -> bool:
+    """Whether an attacker's bounds ``[lo; hi]`` of a group of ``value`` fail the requirement
+    :meth:`JointBounds.bounds` tries to meet: pinned, a lower bound above ``(1 - m)·value``, or
+    an upper bound short of ``max((1 + m)·value, reach)`` (a small group proved small). Shared by
+    the rows audit and the audit in units."""
+    need_hi = max((1 + m) * value, reach if value > 0 else 0.0)
+    return hi - lo <= 1e-9 or lo > (1 - m) * value + 1e-9 or hi < need_hi - 1e-9
+
+
 class JointBounds:
     """Attained and proved bounds of group sums over ``A·x = b, x ≥ 0``."""
 

@@ -108,11 +108,11 @@ class UnitsAudit:
         cell, uniques = pd.factorize(np.where(involved, code, -1))
         return np.where(involved, cell, -1).astype(np.int64), len(uniques)
 
-    def published_cells(self, extra: set[int], tables: list[int]) -> tuple[np.ndarray, np.ndarray, list]:
+    def published_cells(self, extra: set[int], tables: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
         """The published cells of ``tables`` (the new one with ``extra`` groups hidden, margins
-        included) over the common cells: (common cell, published cell) pairs, and per published
-        cell its (table, inner group; -1 a margin)."""
-        cc_of, pc_of, named = [], [], []
+        shown included) over the common cells: (common cell, published cell) pairs, and how many
+        published cells."""
+        cc_of, pc_of, n_published = [], [], 0
         for t in tables:
             pop = self.tables[t]
             published = None
@@ -134,14 +134,12 @@ class UnitsAudit:
                 if not len(idx):
                     continue
                 cells, inverse = np.unique(level[idx], return_inverse=True)
-                base = len(named)
-                inner = subset == pop.keys
-                named.extend((t, int(c) if inner else -1) for c in cells.tolist())
                 cc_of.append(idx)
-                pc_of.append(base + inverse)
+                pc_of.append(n_published + inverse)
+                n_published += len(cells)
         if not cc_of:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), named
-        return np.concatenate(cc_of), np.concatenate(pc_of).astype(np.int64), named
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+        return np.concatenate(cc_of), np.concatenate(pc_of).astype(np.int64), n_published
 
     def prepare(self) -> bool:
         """Group the units into classes over the common cells; False when there are too many."""
@@ -172,38 +170,35 @@ class UnitsAudit:
         """(A, b, per fine class its class): the published cells of ``tables`` (the new table
         with ``extra`` groups hidden) as equations over the classes (the fine classes grouped by
         the published cells they meet; -1: none)."""
-        cc, pc, named = self.published_cells(extra, tables)
+        cc, pc, n_published = self.published_cells(extra, tables)
         # per fine class, the published cells it meets (through its common cells)
         order = np.argsort(cc, kind="stable")
         starts = np.searchsorted(cc[order], np.arange(self.n_common + 1))
         lens = starts[self.fine_cell + 1] - starts[self.fine_cell]
         at = np.repeat(starts[self.fine_cell] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
-        n_pub = max(len(named), 1)
+        n_pub = max(n_published, 1)
         met = pd.unique(np.repeat(self.fine_of, lens) * n_pub + pc[order[at]])
         owner, cell = met // n_pub, met % n_pub
         klass = group_by_members(owner, cell, self.n_fine)
         n_classes = int(klass.max(initial=-1)) + 1
         units = np.bincount(klass[klass >= 0], weights=self.fine_units[klass >= 0], minlength=n_classes)
         pairs = pd.unique(klass[owner] * n_pub + cell)
-        A = sp.csr_matrix((np.ones(len(pairs)), (pairs % n_pub, pairs // n_pub)), shape=(len(named), n_classes))
+        A = sp.csr_matrix((np.ones(len(pairs)), (pairs % n_pub, pairs // n_pub)), shape=(n_published, n_classes))
         return A, np.asarray(A @ units).ravel(), klass
 
     # -------------------------------------------------------- the audit
     def failing(self, A: sp.csr_matrix, b: np.ndarray, targets: np.ndarray, units: np.ndarray) -> np.ndarray:
         """The target classes an attacker pins, bounds closer than the protection, or bounds below
         the threshold (the rule of :meth:`.joint.JointAudit.failing`)."""
-        from .joint_bounds import JointBounds
+        from .joint_bounds import JointBounds, unprotected
 
         if not len(targets):
             return targets
+        reach = float(self.threshold)
         found = JointBounds(A, b, self.end).bounds([np.array([c]) for c in targets.tolist()], units[targets],
-                                                   self.m, float(self.threshold))
-        bad = []
-        for c, (lo, hi) in zip(targets.tolist(), found, strict=True):
-            v = float(units[c])
-            need_hi = max((1 + self.m) * v, float(self.threshold) if v > 0 else 0.0)
-            if hi - lo <= 1e-9 or lo > (1 - self.m) * v + 1e-9 or hi < need_hi - 1e-9:
-                bad.append(c)
+                                                   self.m, reach)
+        bad = [c for c, (lo, hi) in zip(targets.tolist(), found, strict=True)
+               if unprotected(lo, hi, float(units[c]), self.m, reach)]
         return np.asarray(bad, dtype=np.int64)
 
     def run(self) -> tuple[list[int], list[str], list[str]] | None:
