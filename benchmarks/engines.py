@@ -8,6 +8,7 @@
     python benchmarks/engines.py --rows 1e6 --session 40   # 40 related DuckDB tables in one session
     python benchmarks/engines.py --rows 1e7 --only pandas --session 10 [--linked-rows 5e7]
     python benchmarks/engines.py --rows 1e6 --session 20 --distinct [--only polars]   # every 4th: distinct firms
+    python benchmarks/engines.py --rows 1e6 --session 20 --unit [--only polars]   # firms declared the unit
 
 *plain*: the call, its result as the notebook gets it (DuckDB ``.df()``, a polars frame,
 a lazy query ``.collect()``) and the HTML IPython formats for it, without the extension.
@@ -158,11 +159,11 @@ def main() -> None:
 
     if args.session:
         if args.only == "polars":
-            polars_session(p, args.session, args.distinct)
+            polars_session(p, args.session, args.distinct, "firm_id" if args.unit else None)
         elif args.only == "pandas":
             pandas_session(data, args.session, int(args.linked_rows))
         else:
-            duckdb_session(con, args.session, args.distinct)
+            duckdb_session(con, args.session, args.distinct, "firm_id" if args.unit else None)
         return
     keys = ["region", "activity", "size"]
     q_count = "SELECT region, activity, size, count(*) AS n FROM t GROUP BY ALL"
@@ -193,14 +194,12 @@ def main() -> None:
     table(results)
 
 
-def duckdb_session(con: Any, n: int, distinct: bool = False) -> None:
+def duckdb_session(con: Any, n: int, distinct: bool = False, unit: str | None = None) -> None:
     """``n`` related DuckDB tables in one session, as an analysis goes: filters of the same
     table, coarser groupings, a sum now and then. Per table, plain (the query and its HTML)
     and checked (the display with recording and linking on, in the one session) side by side;
-    what a user waits for as the session grows, and the verdicts."""
-    from sdc_magic.config import preset
-    from sdc_magic.jupyter.session import Session
-
+    what a user waits for as the session grows, and the verdicts (then linked by rows instead,
+    as :func:`_session_report` does for every engine). ``unit``: declared (``--unit``)."""
     groupings = ["region, activity, size", "region, size", "activity, size", "region", "region, activity"]
     filters = ["TRUE", "size <> 6", "activity <> 'a00'", "region <> 'r000'", "size < 5", "turnover > 1"]
     queries = []
@@ -209,29 +208,7 @@ def duckdb_session(con: Any, n: int, distinct: bool = False) -> None:
         stat = "sum(turnover) AS turnover" if i % 7 == 6 else "count(*) AS n"
         stat = "count(DISTINCT firm_id) AS firms" if distinct and i % 4 == 3 else stat
         queries.append(f"SELECT {keys}, {stat} FROM t WHERE {where} GROUP BY ALL")
-    sess = Session(rules=preset("insee"))
-    sess.capture.install()
-    ratios, statuses, checked_s = [], [], []
-    try:
-        for q in queries:
-            gc.collect()
-            t0 = time.perf_counter()
-            _formatted(con.sql(q).df())
-            plain = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            out = sess.publish(con.sql(q))
-            checked = time.perf_counter() - t0
-            ratios.append(checked / plain)
-            checked_s.append(checked)
-            statuses.append(out.metadata["sdc_magic"]["status"])
-    finally:
-        sess.capture.uninstall()
-    counts = {s: statuses.count(s) for s in dict.fromkeys(statuses)}
-    half = max(n // 2, 1)
-    print(f"DuckDB session of {n} tables: checked {statistics.median(checked_s):.3f} s median per display "
-          f"({statistics.median(ratios):.2f}x plain); first {checked_s[0]:.3f} s, last {checked_s[-1]:.3f} s; "
-          f"second half / first half {statistics.median(checked_s[half:]) / statistics.median(checked_s[:half]):.2f}; "
-          f"statuses {counts}", flush=True)
+    _session_report("DuckDB", [lambda q=q: con.sql(q) for q in queries], lambda r: r.df(), n, unit)
 
 
 def pandas_session(data: pd.DataFrame, n: int, linked_rows: int = 0) -> None:
@@ -308,9 +285,11 @@ def spark_session(sdf: Any, n: int) -> None:
     _session_report("Spark", makers, lambda t: t.toPandas(), n)
 
 
-def _session_report(engine: str, makers: list[Callable[[], Any]], fetch: Callable[[Any], Any], n: int) -> None:
+def _session_report(engine: str, makers: list[Callable[[], Any]], fetch: Callable[[Any], Any], n: int,
+                    unit: str | None = None) -> None:
     """Display the tables in one session, linked in the engine, then by rows: time per display
-    (plain: the same aggregation fetched and formatted), the curve, and the statuses compared."""
+    (plain: the same aggregation fetched and formatted), the curve, and the statuses compared.
+    ``unit``: the declared unit column (``--unit``), or None."""
     from sdc_magic.config import preset
     from sdc_magic.evidence import rows as row_limits
     from sdc_magic.jupyter.session import Session
@@ -319,6 +298,8 @@ def _session_report(engine: str, makers: list[Callable[[], Any]], fetch: Callabl
         saved = row_limits.IN_ENGINE_ROWS
         row_limits.IN_ENGINE_ROWS = limit
         sess = Session(rules=preset("insee"))
+        if unit is not None:
+            sess.set_rules(unit=unit)
         sess.capture.install()
         statuses, ratios, checked_s = [], [], []
         try:
@@ -351,7 +332,7 @@ def _session_report(engine: str, makers: list[Callable[[], Any]], fetch: Callabl
           f"{ {s: by_rows.count(s) for s in dict.fromkeys(by_rows)} }; {same} of {n} the same", flush=True)
 
 
-def polars_session(p: Any, n: int, distinct: bool = False) -> None:
+def polars_session(p: Any, n: int, distinct: bool = False, unit: str | None = None) -> None:
     """``n`` related polars tables in one session, as :func:`duckdb_session`, written the ways a polars
     user writes them: eager and lazy, filters, a derived column now and then; then the same
     session with linking by rows (``IN_ENGINE_ROWS`` raised above the data) for the verdicts."""
@@ -374,7 +355,7 @@ def polars_session(p: Any, n: int, distinct: bool = False) -> None:
                           .group_by([*k, "small"]).agg(a))
         else:
             makers.append(lambda k=keys, w=where, a=agg: p.filter(w).group_by(k).agg(a))
-    _session_report("polars", makers, lambda t: t.to_pandas(), n)
+    _session_report("polars", makers, lambda t: t.to_pandas(), n, unit)
 
 
 def table(results: list[tuple]) -> None:

@@ -279,12 +279,13 @@ def test_which_statistics_are_counted_in_the_engine(query: str, counted: bool, c
     assert counted or isinstance(rows, pd.DataFrame)
 
 
-def test_a_unit_declared_reads_rows(con: Any, fresh: Any, in_engine: None) -> None:
+def test_a_unit_declared_is_counted_in_duckdb(con: Any, fresh: Any, in_engine: None) -> None:
+    """Its units too (``tests/test_engine_declared_unit.py``); until stop 60 its rows were read."""
     sess = fresh()
     sess.set_rules(unit="person")
     sess.publish(con.sql("select sex, count(*) n from people group by 1"))
     entry = max(sess.registry.entries(), key=lambda e: e.id)
-    assert isinstance(entry.source.rows, pd.DataFrame)
+    assert isinstance(entry.source.rows, InEngineRows) and "person" in entry.source.rows.units
 
 
 @pytest.mark.parametrize(("query", "counted"), [
@@ -418,8 +419,8 @@ def test_rows_counted_for_linking_must_be_the_rows_the_table_counts(con: Any, fr
     sess = fresh()
     assert verdict(sess.publish(con.sql("select sex, count(*) n from people group by 1 order by 1")))[0] == "pass"
 
-    def everyone(p: Any, only: Any = None) -> Any:
-        found = sql_lineage.lineage(p, only)
+    def everyone(p: Any, only: Any = None, **kwargs: Any) -> Any:
+        found = sql_lineage.lineage(p, only, **kwargs)
         return None if found is None else sql_lineage.Lineage(found.base, "TRUE", found.keys, found.identity)
 
     monkeypatch.setattr(duckdb_evidence, "lineage", everyone)

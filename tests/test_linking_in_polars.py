@@ -185,11 +185,12 @@ def test_what_is_not_written_over_the_frame_is_linked_by_its_rows(make: Any, fre
     assert isinstance(last_rows(sess), pd.DataFrame)
 
 
-def test_a_unit_declared_reads_rows(fresh: Any, in_engine: None) -> None:
+def test_a_unit_declared_is_counted_in_polars(fresh: Any, in_engine: None) -> None:
+    """Its units too (``tests/test_engine_declared_unit.py``); until stop 60 its rows were read."""
     sess = fresh()
     sess.set_rules(unit="person")
     sess.publish(pl.from_pandas(PEOPLE).group_by("sex").len())
-    assert isinstance(last_rows(sess), pd.DataFrame)
+    assert isinstance(last_rows(sess), InEngineRows) and "person" in last_rows(sess).units
 
 
 def test_a_display_counted_in_polars_moves_only_cells_and_atoms(fresh: Any, in_engine: None) -> None:

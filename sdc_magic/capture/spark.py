@@ -672,12 +672,12 @@ class SparkCapture:
             if f"{contract.PREFIX}rows" in facts.columns else 0
         rows: Any = None
         large = n_rows > row_limits.IN_ENGINE_ROWS or truncated
-        if self._counted.worth_trying(large) and recipe.unit is None and rules.unit is None:
+        if self._counted.worth_trying(large) and (rules.unit is None or recipe.unit is not None):
             # no row leaves Spark (the groups of a truncated display are not all of the table's)
             rows = self._counted.keep(self._in_engine_rows(recipe, ge, None if truncated else facts), large)
         if rows is None:
             rows = self._linking_rows(recipe, n_rows)
-            if isinstance(rows, pd.DataFrame) and not large and recipe.unit is None and rules.unit is None \
+            if isinstance(rows, pd.DataFrame) and not large and (rules.unit is None or recipe.unit is not None) \
                     and not row_limits.told_apart_by_content(rows):  # (repeated rows: counted in Spark)
                 counted = self._counted.keep(self._in_engine_rows(recipe, ge, None if truncated else facts), True)
                 rows = counted if counted is not None else rows
@@ -707,7 +707,7 @@ class SparkCapture:
         def to_pandas(df: Any) -> pd.DataFrame:
             return converting(df)
 
-        return spark_lineage.in_engine_rows(src, keys, recipe.measures, ge, facts, group_by, to_pandas)
+        return spark_lineage.in_engine_rows(src, keys, recipe.measures, ge, facts, group_by, to_pandas, recipe.unit)
 
     def _linking_rows(self, recipe: Recipe, n_rows: int) -> pd.DataFrame | None:
         """The rows behind the table for linking (one job), or None (too many, or unreadable).

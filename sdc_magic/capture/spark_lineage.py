@@ -447,10 +447,10 @@ NOT_COUNTED = frozenset({"count", "custom"})
 
 def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str | None, str]], ge: Any,
                    facts: pd.DataFrame | None, group_by: Callable[[Any, list[str]], Any],
-                   to_pandas: Callable[[Any], pd.DataFrame]) -> InEngineRows | None:
+                   to_pandas: Callable[[Any], pd.DataFrame], unit: str | None = None) -> InEngineRows | None:
     """The rows of a Spark table over ``source`` (its keys as columns) left in Spark, or None
-    (linked by its rows). The caller decides by size and unit (no unit: distinct units are not
-    counted here). None also for statistics of :data:`NOT_COUNTED`, indicators the engine cannot
+    (linked by its rows). The caller decides by size. ``unit``: the declared unit column, whose
+    distinct values linking counts in Spark as a distinct count's (:func:`unit_query`). None also for statistics of :data:`NOT_COUNTED`, indicators the engine cannot
     count (``contract.flagged_variable``), a source that is not written (:func:`lineage`) and
     anything that fails. Sums of one indicator alone are its rows at its level; an indicator's mean
     (or sums beside others) publishes those rows besides the table's: one more population
@@ -463,10 +463,10 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             return None
         flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
         countable, flagged = contract.flagged_variable(ge, list(measures.values()))
-        if flag is None and not countable:
-            return None
+        if (flag is None and not countable) or (unit is not None and (flag is not None or flagged is not None)):
+            return None  # (with a unit, an indicator's facts count units at its level, not rows: by rows)
         names = {str(c).lower() for c in source.columns}  # (Spark reads names without case by default)
-        if not all(str(k).lower() in names for k in [*keys, *variables]):
+        if not all(str(k).lower() in names for k in [*keys, *variables, *([unit] if unit is not None else [])]):
             return None
         line = lineage(source)
         if line is None:
@@ -494,10 +494,13 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                 return unit_query(root, expressions, unit, most_sets, group_by, to_pandas)
 
         # (the variables of sums or means: their values as the table's steps compute them)
-        # (a distinct count's column too: its values rewritten move units without moving rows)
-        summed = sorted({v for v, st in measures.values() if st in ("sum", "mean", "nunique") and v is not None})
+        # (a distinct count's column too, and a declared unit: their values rewritten move units
+        # without moving rows)
+        counted = {v for v, st in measures.values() if st == "nunique" and v is not None} | \
+            ({unit} if unit is not None else set())
+        summed = sorted({v for v, st in measures.values() if st in ("sum", "mean") and v is not None} | counted)
         values = {v: written(steps, quoted(v)) for v in summed}
-        distinct = {v: written(steps, quoted(v)) for v, st in measures.values() if st == "nunique" and v is not None}
+        distinct = {v: written(steps, quoted(v)) for v in sorted(counted)}
 
         def rows(extra: str | None, groups: pd.DataFrame | None, **kw: Any) -> InEngineRows:
             condition = " AND ".join([*tests, extra] if extra else tests) or "true"
@@ -519,6 +522,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             return rows(test, contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag=flag,
                         level=level)
         table = rows(f"({quoted(known)} IS NOT NULL)" if known is not None else None,
+                     # (with a unit, the facts count a variable's known values in units: counted in Spark)
+                     None if unit is not None and known is not None else
                      contract.counted_groups(facts, keys, known is not None), values=values,
                      count_values=count_values if values else None, units=distinct, count_units=count_units)
         for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:

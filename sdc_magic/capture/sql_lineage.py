@@ -47,7 +47,8 @@ class Lineage:
 BASE_ALIAS = "_sdc_base"
 
 
-def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, level: float = 1.0) -> Lineage | None:
+def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, level: float = 1.0,
+            unit: str | None = None) -> Lineage | None:
     """The :class:`Lineage` of a planned table, or None when it cannot be written so.
 
     A table read from one relation (a table, view, file or Python frame: ``FROM t``) whose
@@ -57,7 +58,9 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     subqueries that compute columns, parameters (``?``, ``$name``), ``QUALIFY`` or ``DISTINCT``
     give None: linking reads such a table's rows instead. ``only_known``: as for :func:`rows_query`.
     ``flag``: the rows where this column is at ``level`` only (a table of an indicator's sums
-    counts them: 1 for a 0/1 flag, the higher value of a two-valued coding).
+    counts them: 1 for a 0/1 flag, the higher value of a two-valued coding). ``unit``: the declared
+    unit column, whose value per base row joins ``values`` when the query reads the base's columns
+    as they are (no common table expression computing them: there the name may be another column).
     """
     from sqlglot import exp
 
@@ -117,6 +120,8 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     for read in sources.values():
         for name in read:
             values.setdefault(name, rebased(exp.column(name)).sql("duckdb"))
+    if unit is not None and found is None:
+        values.setdefault(unit, rebased(exp.column(unit, quoted=True)).sql("duckdb"))
     return Lineage(f"FROM {base.sql('duckdb')}", text, keys, identity, values, sources)
 
 

@@ -47,8 +47,11 @@ class EngineUnits:
 
     def __init__(self, count_units: Callable[[list[str], str, int], pd.DataFrame], expressions: list[str],
                  unit: str, frame_atom: np.ndarray, frame_rows: np.ndarray, n_atoms: int,
-                 base: str | None = None) -> None:
+                 base: str | None = None, declared: bool = False) -> None:
         self._count_units, self._expressions, self._unit = count_units, list(expressions), unit
+        #: the unit was declared: the rows without its value are one unit together, as the table's
+        #: facts and linking by rows count them (a distinct count leaves them out)
+        self.declared = declared
         self._base = base  # (the base rows' identity: one answer per display, see _asked)
         self._frame_atom = np.asarray(frame_atom, dtype=np.int64)  # per combination, its atom
         self._frame_rows = np.asarray(frame_rows, dtype=np.int64)  # per combination, its rows
@@ -144,13 +147,21 @@ class EngineUnits:
         counted[r[rows]] = n[rows]
         if int(rows.sum()) != len(self._frame_rows) or not np.array_equal(counted, self._frame_rows):
             return changed
+        if self.declared and (kind == 1).any():
+            # (a declared unit: the rows without its value are one unit together, see below)
+            alone = kind == 1
+            s = np.where(alone, s.max(initial=-1) + 1, s)
+            most = np.where(alone, int(n[alone].sum()), most)
+            n = np.where(alone, 1, n)
+            kind = np.where(alone, 0, kind)
         sets = kind == 0
         ids, first, inverse = np.unique(s[sets], return_index=True, return_inverse=True)
         if len(ids) > MAX_SIGNATURES:
             return f"more than {MAX_SIGNATURES:,} distinct sets of groups hold its units"
         # rows without a unit: one set per position, of no unit (a distinct count leaves them out:
         # counted as units, 10 id-less episodes beside C's two women made a group of 12, and
-        # 37 − 35 gave the two at pass; red team of stop 59)
+        # 37 − 35 gave the two at pass; red team of stop 59); under a declared unit they are one
+        # unit, whose set is every position holding one of them (the facts' count, the rows' too)
         alone = kind == 1
         order = np.argsort(inverse, kind="stable")
         sizes = np.bincount(inverse, minlength=len(ids))
@@ -162,15 +173,15 @@ class EngineUnits:
         return None
 
 
-def units_of_split(split: Any, unit: str | None) -> EngineUnits | None:
+def units_of_split(split: Any, unit: Any, declared: bool = False) -> EngineUnits | None:
     """The units of ``split``'s atoms in the values of ``unit`` (a column a table counts distinct
-    values of), when the engine can count them; else None."""
+    values of, or the declared unit), when the engine can count them; else None."""
     rows = split.rows
     expression = rows.units.get(str(unit)) if unit is not None else None
     if expression is None or rows.count_units is None or split.frame_atom is None:
         return None
     return EngineUnits(rows.count_units, list(split.expressions), expression, split.frame_atom,
-                       split.frame_rows, len(split.atom_size), f"{rows.engine}:{rows.identity}")
+                       split.frame_rows, len(split.atom_size), f"{rows.engine}:{rows.identity}", declared)
 
 
 def unknown_note(units: Any) -> str | None:
@@ -178,6 +189,9 @@ def unknown_note(units: Any) -> str | None:
     problem = getattr(units, "problem", None)
     if problem is None:
         return None
+    if getattr(units, "declared", False):
+        return (f"units not compared with earlier outputs: {problem} (review; differences between the tables may "
+                "single out a few units)")
     return (f"distinct units not compared with earlier outputs counting the same column: {problem} "
             "(review; differences between the tables may single out a few units)")
 

@@ -395,10 +395,10 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     declared = unit is not None
     if not declared:
         unit = counted
-    units = units_of_split(split, counted) if split is not None and not declared else None
-    if units is not None:  # (rows in their engine: their distinct units counted there, when asked)
-        unit = counted
-    else:
+    # (rows in their engine: the distinct values of the declared unit, or of the column the table
+    # counts, counted there when asked)
+    units = units_of_split(split, unit, declared=declared) if split is not None else None
+    if units is None:
         unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
                  declared, values, *engine_values, engine_units=units)

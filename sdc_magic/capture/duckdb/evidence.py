@@ -167,14 +167,14 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
     pending.catalog, pending.names = run, lookup
     pending.rows_raw = rows_raw
     pending.frame_source = source if rows_raw is not None else None
-    # counted in the engine: the table's rows (of one variable's statistics: its known rows), with
-    # no unit and no HAVING; a 0/1 flag's or a condition's indicator's sums and means add its
-    # flagged rows (a variant, see _counted_on_connection). Other tables publish populations
-    # besides their rows that linking reads from the rows themselves, fetched up to
-    # MAX_LINKED_ROWS: distinct counts (units), counts of a column beside others (its known rows).
-    if unit is None and "count" not in stats and not p.having:
+    # counted in the engine: the table's rows (of one variable's statistics: its known rows), and
+    # with a unit declared its units; no HAVING; a 0/1 flag's or a condition's indicator's sums and
+    # means add its flagged rows (a variant, see _counted_on_connection). Other tables publish
+    # populations besides their rows that linking reads from the rows themselves, fetched up to
+    # MAX_LINKED_ROWS: counts of a column beside others (its known rows).
+    if "count" not in stats and not p.having:
         try:
-            pending.lineage = None if _calls_user_functions(p.select, run) else lineage(p, only)
+            pending.lineage = None if _calls_user_functions(p.select, run) else lineage(p, only, unit=unit)
         except Exception:
             pending.lineage = None  # (the rows are then fetched, up to MAX_LINKED_ROWS)
         pending.run = run
@@ -578,6 +578,12 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     flag = contract.summed_flag(ge, _stats(pending), list(pending.lineage_variables))
     countable, flagged = contract.flagged_variable(
         ge, [(v, s) for v, s in pending.plan.measures.values() if v is None or v in pending.lineage_variables])
+    unit = pending.unit
+    if unit is not None and (flag is not None or flagged is not None or pending.lineage is None
+                             or unit not in pending.lineage.values):
+        # (an indicator's facts count units at its level, not rows; a unit the lineage cannot
+        # write over the base: read by rows, never compared in rows alone)
+        return None
     flag_rows = _flag_lineage(pending, ge, flag)
     if flag_rows is not None:
         # (a table of an indicator's sums: its rows are those at its level)
@@ -603,9 +609,13 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     # (a distinct count's column is compared between tables as a sum's values are: its values
     # changed under earlier tables, a person's id rewritten, move units without moving rows)
     summed += [v for v in distinct if v in pending.lineage_variables]
+    if unit is not None:  # (the declared unit likewise; its units are counted as a distinct count's)
+        summed.append(unit)
+        distinct.append(unit)
     table = _in_engine(pending.lineage, pending.run, pending.plan.keys, pending.rows,  # no row leaves DuckDB
-                       facts, counted, summed=list(dict.fromkeys(summed)), variables=list(pending.variables),
-                       distinct=distinct)
+                       None if unit is not None and known else facts,  # (known values counted in units)
+                       counted, summed=list(dict.fromkeys(summed)), variables=list(pending.variables),
+                       distinct=list(dict.fromkeys(distinct)))
     for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
         # (its flagged rows and the others: more populations, see contract.flagged_variable)
         rows = _flag_lineage(pending, ge, flagged, value)

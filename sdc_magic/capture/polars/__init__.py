@@ -530,8 +530,8 @@ class PolarsCapture:
         rows = None
         n_rows = int(ge.rows.sum()) if ge.rows is not None else 0
         large = n_rows > row_limits.IN_ENGINE_ROWS
-        if link and source is not None and unit is None and self._counted.worth_trying(large, True):
-            rows = self._counted.keep(in_engine(source, by, named_by, keys, resolved, ge, facts, derived),
+        if link and source is not None and self._counted.worth_trying(large, True):
+            rows = self._counted.keep(in_engine(source, by, named_by, keys, resolved, ge, facts, derived, unit),
                                       large)  # no row leaves polars
         if link and rows is None:
             rows = linking_rows(lf, by, named_by, keys, resolved, n_rows, positions=positions, notes=notes)

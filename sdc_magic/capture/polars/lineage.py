@@ -584,11 +584,13 @@ NOT_COUNTED = frozenset({"count", "custom"})
 
 def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
               resolved: dict[str, tuple[str | None, str]], ge: Any, facts: pd.DataFrame | None,
-              derived: dict[str, Any] | None = None) -> InEngineRows | None:
+              derived: dict[str, Any] | None = None, unit: str | None = None) -> InEngineRows | None:
     """The rows of an eager table over ``source`` left in polars, or None (linked by its rows).
 
-    The caller decides by size and unit (no unit declared: distinct units are not counted
-    here). None also for statistics of :data:`NOT_COUNTED`, indicators the engine cannot count
+    The caller decides by size. ``unit``: the declared unit column, whose distinct values linking
+    counts in polars (``InEngineRows.units``, as for a distinct count's column; until stop 60 such
+    tables sent every row's keys and unit to Python below 5M rows and were not linked above).
+    None also for statistics of :data:`NOT_COUNTED`, indicators the engine cannot count
     (``contract.flagged_variable``; sums of one flag alone are its rows where it is 1, a flag's
     mean publishes those rows besides the table's: ``variants``), steps or keys that are not
     written over the root (:func:`lineage`, :func:`key_expressions`) and anything that fails.
@@ -601,8 +603,8 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
         return None
     flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
     countable, flagged = contract.flagged_variable(ge, list(resolved.values()))
-    if flag is None and not countable:
-        return None
+    if (flag is None and not countable) or (unit is not None and (flag is not None or flagged is not None)):
+        return None  # (with a unit, an indicator's facts count units at its level, not rows: by rows)
     try:
         line = lineage(source)
         exprs = key_expressions(by, named_by)
@@ -615,7 +617,7 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
                 return None
             line = Lineage(line.root, (*line.steps, made))
             schema |= set(derived)
-        if not all(v in schema for v in variables):
+        if not all(v in schema for v in variables) or (unit is not None and unit not in schema):
             # a variable made inside the aggregation (``col.filter(cond).sum()``, ``(col * 2).sum()``):
             # its rows are those of the derived column, which the rows path reads (red team: the
             # filter inside ``agg`` was lost here, C's man at ``pass``)
@@ -629,14 +631,17 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             return in_engine_rows(line, keys, exprs, None,
                                   contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag,
                                   level=contract.level_of(ge, flag))
-        # (a distinct count's column too: its values rewritten move units without moving rows)
-        summed = sorted({v for v, st in resolved.values() if st in ("sum", "mean", "nunique") and v is not None})
+        # (a distinct count's column too, and a declared unit: their values rewritten move units
+        # without moving rows)
+        distinct = {v for v, st in resolved.values() if st == "nunique" and v is not None} | \
+            ({unit} if unit is not None else set())
+        summed = sorted({v for v, st in resolved.values() if st in ("sum", "mean") and v is not None} | distinct)
         order = list(ge.variables)  # (the facts' checksums of the summed variables, computed with the table)
         checksums = [order.index(v) for v in summed] if all(v in order for v in summed) else None
-        table = in_engine_rows(line, keys, exprs, known,
-                               contract.counted_groups(facts, keys, known is not None, checksums=checksums),
-                               summed=summed, distinct=sorted({v for v, st in resolved.values() if st == "nunique"
-                                                               and v is not None}))
+        # (with a unit, the facts count a variable's known values in units, not rows: counted in polars)
+        groups = None if unit is not None and known is not None else \
+            contract.counted_groups(facts, keys, known is not None, checksums=checksums)
+        table = in_engine_rows(line, keys, exprs, known, groups, summed=summed, distinct=sorted(distinct))
         for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
             # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
             table.variants[key] = in_engine_rows(line, keys, exprs, None,
