@@ -365,6 +365,8 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, gro
     names = [f"g{i}" for i in range(len(expressions))]
     frame, inner = _side_by_side(root, list(zip([*names, "u"], [*expressions, unit], strict=True)))
     frame = frame.select(*[F.col(inner[n]).alias(n) for n in [*names, "u"]])
+    if dict(frame.dtypes).get("u") in ("float", "double"):  # (NaN is missing, as null: one unit, as by rows)
+        frame = frame.withColumn("u", F.when(F.isnan(F.col("u")), F.lit(None)).otherwise(F.col("u")))
     counted = count_query(root, expressions, group_by, to_pandas)
     position = {_combination(row): i for i, row in enumerate(counted[names].itertuples(index=False, name=None))}
     if len(position) != len(counted):
@@ -463,8 +465,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             return None
         flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
         countable, flagged = contract.flagged_variable(ge, list(measures.values()))
-        if (flag is None and not countable) or (unit is not None and (flag is not None or flagged is not None)):
-            return None  # (with a unit, an indicator's facts count units at its level, not rows: by rows)
+        if flag is None and not countable:
+            return None
         names = {str(c).lower() for c in source.columns}  # (Spark reads names without case by default)
         if not all(str(k).lower() in names for k in [*keys, *variables, *([unit] if unit is not None else [])]):
             return None
@@ -517,10 +519,13 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             assert level is not None  # (summed_flag and flagged_variable name indicators with a level)
             return f"coalesce(CAST({quoted(v)} AS DOUBLE) = CAST('{level!r}' AS DOUBLE), false)", level
 
+        # (with a unit, the facts count an indicator's units at its level, not its rows: Spark counts them)
+        unit_only = {"units": {unit: distinct[unit]}, "count_units": count_units} if unit is not None else {}
         if flag is not None:
             test, level = at_level(flag)
-            return rows(test, contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag=flag,
-                        level=level)
+            return rows(test, None if unit is not None else
+                        contract.counted_groups(facts, keys, False, ge.variables[flag].ones), flag=flag,
+                        level=level, **unit_only)
         table = rows(f"({quoted(known)} IS NOT NULL)" if known is not None else None,
                      # (with a unit, the facts count a variable's known values in units: counted in Spark)
                      None if unit is not None and known is not None else
@@ -529,8 +534,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
             # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
             test, _ = at_level(flagged, value)
-            table.variants[key] = rows(test, contract.counted_groups(facts, keys, False, ones), variant=True,
-                                       level=value)
+            table.variants[key] = rows(test, None if unit is not None else contract.counted_groups(facts, keys, False, ones),
+                                       variant=True, level=value, **unit_only)
         return table
     except Exception:
         return None

@@ -59,8 +59,8 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     give None: linking reads such a table's rows instead. ``only_known``: as for :func:`rows_query`.
     ``flag``: the rows where this column is at ``level`` only (a table of an indicator's sums
     counts them: 1 for a 0/1 flag, the higher value of a two-valued coding). ``unit``: the declared
-    unit column, whose value per base row joins ``values`` when the query reads the base's columns
-    as they are (no common table expression computing them: there the name may be another column).
+    unit column, whose value per base row joins ``values`` (through a CTE that keeps or renames it;
+    not one that computes it, whose table is then read by rows).
     """
     from sqlglot import exp
 
@@ -69,9 +69,16 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
             or BASE_ALIAS.lower() in select.sql("duckdb").lower():
         return None  # (a name of ours in the query: a subquery aliased so would capture the base's columns)
     key_nodes, columns, unfolded = list(p.key_nodes), dict(p.columns), set()
-    found = _unfolded(select, key_nodes, columns)
+    # (the declared unit through a CTE too: a column of it as it is, or renamed; else not written)
+    unit_key = f"{contract.PREFIX}unit"
+    found = _unfolded(select, key_nodes, {**columns, unit_key: exp.column(unit, quoted=True)}) \
+        if unit is not None else None
+    unit_node = None if found is None else found[2].pop(unit_key)
+    if found is None:
+        found = _unfolded(select, key_nodes, columns)
     if found is not None:  # (a CTE computing columns over one table's rows: its expressions put in)
         select, key_nodes, columns, unfolded = found
+        unfolded.discard(unit_key)
     if select.args.get("qualify") is not None or select.args.get("distinct") is not None \
             or not _inline_cte(select):
         return None
@@ -120,8 +127,8 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     for read in sources.values():
         for name in read:
             values.setdefault(name, rebased(exp.column(name)).sql("duckdb"))
-    if unit is not None and found is None:
-        values.setdefault(unit, rebased(exp.column(unit, quoted=True)).sql("duckdb"))
+    if unit is not None and (found is None or unit_node is not None):
+        values.setdefault(unit, rebased(exp.column(unit, quoted=True) if found is None else unit_node).sql("duckdb"))
     return Lineage(f"FROM {base.sql('duckdb')}", text, keys, identity, values, sources)
 
 

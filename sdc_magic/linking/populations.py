@@ -265,7 +265,9 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         if flagged is not None:  # (the rows at its indicator's level or other value: counted there too)
             engine_rows = engine_rows.variants.get(flagged) if isinstance(flagged, str) or _is_other(flagged) \
                 else None
-            if engine_rows is None or engine_rows.groups is None:
+            # (its groups, from the facts, check the engine's count; under a declared unit the facts
+            # count units, not rows: the engine's count is taken, as for the table's own cells)
+            if engine_rows is None or (engine_rows.groups is None and not engine_rows.units):
                 return None
         if not set(engine_rows.keys) <= set(entry.flat.dims):
             return None
@@ -398,6 +400,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     # (rows in their engine: the distinct values of the declared unit, or of the column the table
     # counts, counted there when asked)
     units = units_of_split(split, unit, declared=declared) if split is not None else None
+    if declared and split is not None and units is None:
+        return None  # (a declared unit the engine cannot count: not linked, review; never compared in rows)
     if units is None:
         unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,

@@ -579,16 +579,16 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     countable, flagged = contract.flagged_variable(
         ge, [(v, s) for v, s in pending.plan.measures.values() if v is None or v in pending.lineage_variables])
     unit = pending.unit
-    if unit is not None and (flag is not None or flagged is not None or pending.lineage is None
-                             or unit not in pending.lineage.values):
-        # (an indicator's facts count units at its level, not rows; a unit the lineage cannot
-        # write over the base: read by rows, never compared in rows alone)
-        return None
+    if unit is not None and (pending.lineage is None or unit not in pending.lineage.values):
+        return None  # (a unit the lineage cannot write over the base: read by rows, never compared in rows alone)
+    # (with a unit, the facts count an indicator's units at its level, not its rows: the engine counts them)
+    units = {"distinct": [unit]} if unit is not None else {}
     flag_rows = _flag_lineage(pending, ge, flag)
     if flag_rows is not None:
         # (a table of an indicator's sums: its rows are those at its level)
-        return _in_engine(flag_rows, pending.run, pending.plan.keys, pending.rows, facts,
-                          ones=ge.variables[flag].ones, flag=flag, level=contract.level_of(ge, flag))
+        return _in_engine(flag_rows, pending.run, pending.plan.keys, pending.rows, None if unit else facts,
+                          ones=None if unit else ge.variables[flag].ones, flag=flag, level=contract.level_of(ge, flag),
+                          **units)
     if pending.lineage is None or not countable:
         return None
     # (a table of one variable's statistics covers its known rows: their count per group)
@@ -621,8 +621,8 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
         rows = _flag_lineage(pending, ge, flagged, value)
         if rows is None:
             return None
-        table.variants[key] = _in_engine(rows, pending.run, pending.plan.keys, pending.rows, facts, ones=ones,
-                                         variant=True, level=value)
+        table.variants[key] = _in_engine(rows, pending.run, pending.plan.keys, pending.rows, None if unit else facts,
+                                         ones=None if unit else ones, variant=True, level=value, **units)
     return table
 
 
@@ -673,7 +673,7 @@ def _flag_lineage(pending: Pending, ge: Any, flag: str | None, value: float | No
     if level is None or pending.lineage is None:
         return None
     try:
-        return lineage(pending.plan, None, flag=flag, level=level)
+        return lineage(pending.plan, None, flag=flag, level=level, unit=pending.unit)
     except Exception:
         return None
 
@@ -710,6 +710,9 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
         return f"({expression})"
 
     def count_units(expressions: list[str], unit: str, most_sets: int) -> pd.DataFrame:
+        kind = str(run(f"SELECT ({unit}) AS v {rows.base} LIMIT 0").types[0]).upper()
+        if kind in ("FLOAT", "DOUBLE", "REAL"):  # (NaN is missing, as NULL: one unit with them, as by rows)
+            unit = f"(CASE WHEN isnan(({unit})) THEN NULL ELSE ({unit}) END)"
         return pd.DataFrame(run(lineage_unit_query(rows, expressions, unit, most_sets)).fetchnumpy())
 
     # (the variables of sums or means: their values on the base rows, as the table computes them)
