@@ -520,7 +520,9 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             return f"coalesce(CAST({quoted(v)} AS DOUBLE) = CAST('{level!r}' AS DOUBLE), false)", level
 
         # (with a unit, the facts count an indicator's units at its level, not its rows: Spark counts them)
-        unit_only = {"units": {unit: distinct[unit]}, "count_units": count_units} if unit is not None else {}
+        # (and its values compared between tables, as everywhere: ids rewritten between two tables)
+        unit_only = {"units": {unit: distinct[unit]}, "count_units": count_units, "values": {unit: values[unit]},
+                     "count_values": count_values} if unit is not None else {}
         if flag is not None:
             test, level = at_level(flag)
             return rows(test, None if unit is not None else

@@ -75,6 +75,8 @@ def joint_audit(d: Draft, linker: Linker, protection: float, max_tables: int = M
     machine's speed.
     """
     unproven: list[str] = []
+    if not len(d.pop.size):
+        return [], [], [], []  # (an output of no rows publishes nothing of any row: a flag's sums never at its level)
     end = work_done() + budget
     try:
         added, problems, notes = _audit(d, linker, protection, max_tables, end, unproven,

@@ -367,6 +367,11 @@ class Linker:
         u = d.universe
         if d.version != u.version:
             return  # the universe changed under the draft (should not happen within one display)
+        if not len(d.pop.size):
+            # an output of no rows (a flag's sums where it is never at its level) publishes nothing
+            # of any row: kept, its empty groups broke every later count of the base (red team of
+            # stop 60: every later table not linked, review; or withheld, blocked)
+            return
         u.row_atom = d.new_row_atom
         u.atom_size = d.atom_size
         for p in u.populations:

@@ -581,8 +581,10 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     unit = pending.unit
     if unit is not None and (pending.lineage is None or unit not in pending.lineage.values):
         return None  # (a unit the lineage cannot write over the base: read by rows, never compared in rows alone)
-    # (with a unit, the facts count an indicator's units at its level, not its rows: the engine counts them)
-    units = {"distinct": [unit]} if unit is not None else {}
+    # (with a unit, the facts count an indicator's units at its level, not its rows: the engine counts
+    # them; the unit's values are compared between tables as everywhere: ids rewritten between two
+    # tables of a flag's sums, or a CTE calling another column the unit, gave C's 3 women at pass)
+    units = {"distinct": [unit], "summed": [unit]} if unit is not None else {}
     flag_rows = _flag_lineage(pending, ge, flag)
     if flag_rows is not None:
         # (a table of an indicator's sums: its rows are those at its level)

@@ -646,7 +646,7 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
         if flag is not None:
             return in_engine_rows(line, keys, exprs, None,
                                   None if units else contract.counted_groups(facts, keys, False, ge.variables[flag].ones),
-                                  flag, level=contract.level_of(ge, flag), distinct=units)
+                                  flag, level=contract.level_of(ge, flag), distinct=units, summed=units)
         # (a distinct count's column too, and a declared unit: their values rewritten move units
         # without moving rows)
         distinct = {v for v, st in resolved.values() if st == "nunique" and v is not None} | \
@@ -662,7 +662,7 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
             table.variants[key] = in_engine_rows(line, keys, exprs, None,
                                                  None if units else contract.counted_groups(facts, keys, False, ones),
-                                                 flagged, variant=True, level=value, distinct=units)
+                                                 flagged, variant=True, level=value, distinct=units, summed=units)
         return table
     except Exception:  # (written by rows instead)
         return None
