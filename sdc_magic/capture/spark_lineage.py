@@ -452,9 +452,10 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                    to_pandas: Callable[[Any], pd.DataFrame], unit: str | None = None) -> InEngineRows | None:
     """The rows of a Spark table over ``source`` (its keys as columns) left in Spark, or None
     (linked by its rows). The caller decides by size. ``unit``: the declared unit column, whose
-    distinct values linking counts in Spark as a distinct count's (:func:`unit_query`). None also for statistics of :data:`NOT_COUNTED`, indicators the engine cannot
-    count (``contract.flagged_variable``), a source that is not written (:func:`lineage`) and
-    anything that fails. Sums of one indicator alone are its rows at its level; an indicator's mean
+    distinct values linking counts in Spark as a distinct count's (:func:`unit_query`). None also
+    for statistics of :data:`NOT_COUNTED`, indicators the engine cannot count
+    (``contract.flagged_variable``), a source that is not written (:func:`lineage`) and anything
+    that fails. Sums of one indicator alone are its rows at its level; an indicator's mean
     (or sums beside others) publishes those rows besides the table's: one more population
     (``variants``). ``group_by``/``to_pandas``: Spark's own methods, not the capture's wrappers
     (linking's count is not a table of the user's)."""

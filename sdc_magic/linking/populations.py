@@ -390,22 +390,32 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
                      hidden_shown=np.zeros(n_groups, bool), threshold=threshold,
                      margins_public=margins_public)
     display_margin = np.flatnonzero((positions >= 0) & margin[np.maximum(positions, 0)])
-    counted = distinct_counted(entry)
-    pop.counted = counted
+    pop.counted = distinct_counted(entry)
     pop.tells = measures_of(entry)
-    unit = getattr(entry, "unit", None)
-    declared = unit is not None
-    if not declared:
-        unit = counted
-    # (rows in their engine: the distinct values of the declared unit, or of the column the table
-    # counts, counted there when asked)
-    units = units_of_split(split, unit, declared=declared) if split is not None else None
-    if declared and split is not None and units is None:
+    found = _unit_of(entry, pop.counted, split, universe, frame)
+    if found is None:
         return None  # (a declared unit the engine cannot count: not linked, review; never compared in rows)
-    if units is None:
-        unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
+    unit, declared, units = found
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
                  declared, values, *engine_values, engine_units=units)
+
+
+def _unit_of(entry: Any, counted: Hashable | None, split: Split | None, universe: Any, frame: pd.DataFrame
+             ) -> tuple[Hashable | None, bool, EngineUnits | None] | None:
+    """(the unit a table is linked in, whether it was declared, its units counted in the engine):
+    the declared unit, else the column the table counts distinct values of (:func:`distinct_counted`);
+    for rows left in their engine, their units counted there when asked (``engine_units``), by rows
+    the universe's hashes of the column. None: a declared unit the engine cannot count (the table is
+    not linked, and review: never compared in rows)."""
+    unit = getattr(entry, "unit", None)
+    declared = unit is not None
+    unit = unit if declared else counted
+    units = units_of_split(split, unit, declared=declared) if split is not None else None
+    if declared and split is not None and units is None:
+        return None
+    if units is None:
+        unit = unit if unit is not None and len(universe.hashes.get(unit, ())) and unit in frame.columns else None
+    return unit, declared, units
 
 
 def distinct_counted(entry: Any) -> Hashable | None:
