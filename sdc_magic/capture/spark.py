@@ -672,12 +672,13 @@ class SparkCapture:
             if f"{contract.PREFIX}rows" in facts.columns else 0
         rows: Any = None
         large = n_rows > row_limits.IN_ENGINE_ROWS or truncated
-        if self._counted.worth_trying(large) and (rules.unit is None or recipe.unit is not None):
+        countable = rules.unit is None or recipe.unit is not None  # (a unit declared: found in the source)
+        if self._counted.worth_trying(large) and countable:
             # no row leaves Spark (the groups of a truncated display are not all of the table's)
             rows = self._counted.keep(self._in_engine_rows(recipe, ge, None if truncated else facts), large)
         if rows is None:
             rows = self._linking_rows(recipe, n_rows)
-            if isinstance(rows, pd.DataFrame) and not large and (rules.unit is None or recipe.unit is not None) \
+            if isinstance(rows, pd.DataFrame) and not large and countable \
                     and not row_limits.told_apart_by_content(rows):  # (repeated rows: counted in Spark)
                 counted = self._counted.keep(self._in_engine_rows(recipe, ge, None if truncated else facts), True)
                 rows = counted if counted is not None else rows

@@ -163,7 +163,8 @@ class EngineUnits:
         if int(rows.sum()) != len(self._frame_rows) or not np.array_equal(counted, self._frame_rows):
             return changed
         if self.declared and (kind == 1).any():
-            # (a declared unit: the rows without its value are one unit together, see below)
+            # under a declared unit the rows without its value are one unit together, whose set is
+            # every position holding one of them (the facts' count, the rows' hashes too)
             alone = kind == 1
             s = np.where(alone, s.max(initial=-1) + 1, s)
             most = np.where(alone, int(n[alone].sum()), most)
@@ -177,10 +178,9 @@ class EngineUnits:
                 if before is None or len(self._expressions) < len(before):
                     self._too_many[self._unit] = frozenset(self._expressions)
             return _too_many()
-        # rows without a unit: one set per position, of no unit (a distinct count leaves them out:
-        # counted as units, 10 id-less episodes beside C's two women made a group of 12, and
-        # 37 − 35 gave the two at pass; red team of stop 59); under a declared unit they are one
-        # unit, whose set is every position holding one of them (the facts' count, the rows' too)
+        # rows without a unit (of a distinct count): one set per position, of no unit (counted as
+        # units, 10 id-less episodes beside C's two women made a group of 12, and 37 − 35 gave the
+        # two at pass; red team of stop 59)
         alone = kind == 1
         order = np.argsort(inverse, kind="stable")
         sizes = np.bincount(inverse, minlength=len(ids))

@@ -201,7 +201,9 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
             u.stale = True  # rows under labels the output never counted
             return None
         # (an output of no rows, a flag's sums where it is never at its level, has no group: every
-        # row outside it; indexing its empty groups raised, and every later table was not linked)
+        # row outside it. Such outputs are no longer recorded (``Linker.commit``), but a linking
+        # memory saved before stop 60 may hold one: indexing its empty groups raised, and every
+        # later table was not linked)
         old[:, j] = np.where(inside, r.group_of[np.maximum(found, 0)], -1) if len(r.group_of) else -1
     if earlier.recorded:
         parent = np.asarray(earlier.index().get_indexer(_tuples(old)), dtype=np.int64)
