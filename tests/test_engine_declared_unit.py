@@ -247,19 +247,21 @@ def test_a_count_of_too_many_sets_is_not_asked_again(con: Any, humanitarian_sess
     asked: list[int] = []
     ask = engine_units.EngineUnits._ask_engine
 
-    def counted(self: Any) -> pd.DataFrame:
-        asked.append(1)
-        return ask(self)
+    def counted(self: Any, keep: Any = None) -> pd.DataFrame:
+        if keep is None or len(keep):  # (a count of sets; an empty keep asks the most rows of a unit only)
+            asked.append(1)
+        return ask(self, keep)
 
     monkeypatch.setattr(engine_units.EngineUnits, "_ask_engine", counted)
     sess = _session(humanitarian_sessions)
     outs, asks = [], []
-    for q in DUCKDB["three filters"]:
+    # (the third table's count finds the sets; shown again, its count is not asked)
+    for q in [*DUCKDB["three filters"], DUCKDB["three filters"][-1]]:
         before = len(asked)
         outs.append(sess.publish(con.sql(q)))
         asks.append(len(asked) - before)
-    assert asks[1:] == [1, 0]
-    for out in outs[1:]:
+    assert asks[2:] == [1, 0]
+    for out in outs[2:]:
         meta = out.metadata["sdc_magic"]
         assert meta["status"] == "review"
         assert any("units not compared" in n and "more than 1 distinct sets" in n for n in meta["notes"]), meta
@@ -380,3 +382,64 @@ def test_a_flag_s_sums_over_no_flagged_row_leave_later_tables_linked(humanitaria
         in_engine.set_rules(unit=unit)
         got, counted = _run(in_engine, tables)
         assert got == expected and all(counted), (unit, got, expected)
+
+
+def _firms(n: int = 4000, seed: int = 3) -> pl.DataFrame:
+    """Rows of firms of 1-6 rows each over region × size, a few regions rare (small atoms)."""
+    rng = np.random.default_rng(seed)
+    region = rng.choice(12, n, p=np.r_[np.full(10, 0.0989), 0.01, 0.001])
+    return pl.DataFrame({"region": [f"r{x:02d}" for x in region], "size": rng.integers(0, 3, n),
+                         "person": rng.integers(0, n // 3, n), "income": rng.lognormal(3, 1, n)})
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_only_small_atoms_units_are_asked_and_every_decision_is_the_full_answers(
+        engine: str, humanitarian_sessions: Any, monkeypatch: Any) -> None:
+    """Under a declared unit the engine is asked the units of the atoms of fewer than threshold ×
+    most rows only (``engine_units``: the answer is O(rows in small atoms), not O(units)). Every
+    "fewer than threshold units" the projection gives, for every atom and random unions of
+    atoms, per group too, is the full answer's; sets of small atoms are counted exactly."""
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    from sdc_magic.linking.engine_units import EngineUnits, units_of_split
+    from sdc_magic.linking.in_engine import split
+
+    frame = _firms()
+    sess = _session(humanitarian_sessions)
+    if engine == "duckdb":
+        c = duckdb.connect()
+        c.register("firms_frame", frame.to_arrow())
+        c.execute("create table firms as select * from firms_frame")
+        for where in ("", "where size <> 2", "where region <> 'r11'"):
+            sess.publish(c.sql(f"select region, count(*) n from firms {where} group by region order by region"))
+    else:
+        sess.publish(frame.group_by("region").len().sort("region"))
+        sess.publish(frame.filter(F("size") != 2).group_by("region").len().sort("region"))
+        sess.publish(frame.filter(F("region") != "r11").group_by("region").len().sort("region"))
+    assert isinstance(last_rows(sess), InEngineRows)
+    u = engine_universes(sess)[0]
+    entry = max(sess.registry.entries(), key=lambda e: e.id)
+    cut = split(u, entry.source.rows)
+    T = 5
+    cut_down = units_of_split(cut, "person", declared=True, threshold=T)
+    full = units_of_split(cut, "person", declared=True)
+    assert isinstance(cut_down, EngineUnits) and isinstance(full, EngineUnits)
+    assert cut_down.known and full.known and cut_down.most_rows == full.most_rows
+    # the projection asked about fewer sets than there are units
+    assert 0 < len(cut_down.sets().units) < len(full.sets().units)
+    atom_rows = np.bincount(cut.frame_atom, weights=cut.frame_rows, minlength=len(cut.atom_size))
+    small = np.flatnonzero((atom_rows > 0) & (atom_rows < T * full.most_rows))
+    assert len(small) and len(small) < len(cut.atom_size)
+    rng = np.random.default_rng(0)
+    n_atoms = len(cut.atom_size)
+    draws = [np.array([a]) for a in range(n_atoms)] + \
+        [rng.choice(n_atoms, rng.integers(2, 5), replace=False) for _ in range(300)] + \
+        [rng.choice(small, min(len(small), rng.integers(1, 4)), replace=False) for _ in range(100)]
+    for atoms in draws:
+        a, b = cut_down.count(atoms), full.count(atoms)
+        assert (0 < a < T) == (0 < b < T), (atoms, a, b)
+        if np.isin(atoms, small).all() or atom_rows[atoms].sum() == 0:
+            assert a == b, (atoms, a, b)
+    for _ in range(50):
+        group_of_atom = rng.integers(-1, 6, n_atoms)
+        a, b = cut_down.per_group(group_of_atom, 6), full.per_group(group_of_atom, 6)
+        assert np.array_equal((a > 0) & (a < T), (b > 0) & (b < T)), (a, b)

@@ -67,9 +67,12 @@ class InEngineRows:
     #: values that one unit's rows fall in, its units (``linking.engine_units``; integer columns:
     #: ``kind`` 0 one row per (set ``s``, position ``r`` in ``count``'s order) with ``n`` its units
     #: and ``most`` the most rows of one, at most ``most_sets + 1`` sets; ``kind`` 1 per position,
-    #: ``n`` rows without a unit; ``kind`` 2 per position, ``n`` its rows)
+    #: ``n`` rows without a unit; ``kind`` 2 per position, ``n`` its rows). An optional fourth
+    #: argument ``keep`` (positions) cuts the sets down to those positions, and ``kind`` 3 then
+    #: tells the units (``n``) and the most rows one has (``most``) over all; an engine may ignore
+    #: it and answer in full
     units: dict[str, str] = field(default_factory=dict)
-    count_units: Callable[[list[str], str, int], pd.DataFrame] | None = None
+    count_units: Callable[..., pd.DataFrame] | None = None
     #: :func:`distinct_values` per variable, counted once (a display asks it for the rules and
     #: again for the protection)
     spread: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False)

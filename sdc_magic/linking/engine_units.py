@@ -13,7 +13,18 @@ only: no unit's value, no row. Every combination is an atom of the table's cut
 meet it: exact, whatever units span.
 
 Asked only when needed (a distinct-count table beside an earlier one counting the same column),
-at most once per display. When the engine cannot answer, or returns more than
+at most once per display.
+
+Under a declared unit only the small atoms matter, so only they are asked about: a set of atoms
+of ``r`` rows holds at least ``r / most`` units (``most``: the most rows one unit has), so
+differencing and the joint audit, which look for sets of fewer than ``threshold`` units, need
+exact units only of sets of fewer than ``threshold × most`` rows, made of atoms of fewer rows.
+The engine is asked first for ``most`` (one aggregation, O(combinations) rows back), then for the
+units' sets cut down to those atoms (``keep``): units with no row there are left out. The answer
+is O(rows in small atoms), not O(units): 1M rows of 333,000 firms of 3 rows in 1,000 cells gave
+939,000 (set, combination) rows back, and give none when no atom is small. A set of atoms with
+an atom outside them is answered by its rows' bound, which is ``threshold`` or more: never
+"few", as the exact count would not be. When the engine cannot answer, or returns more than
 :data:`MAX_SIGNATURES` signatures (a work budget, not a time), or its combinations do not hold the
 rows linking's count gave them (the base changed in between), the units are unknown and the table
 is ``review`` beside such outputs (``Linker.units_note``).
@@ -21,6 +32,7 @@ is ``review`` beside such outputs (``Linker.units_note``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -52,8 +64,11 @@ class EngineUnits:
     def __init__(self, count_units: Callable[[list[str], str, int], pd.DataFrame], expressions: list[str],
                  unit: str, frame_atom: np.ndarray, frame_rows: np.ndarray, n_atoms: int,
                  base: str | None = None, declared: bool = False,
-                 too_many: dict[str, frozenset[str]] | None = None) -> None:
+                 too_many: dict[str, frozenset[str]] | None = None, threshold: int | None = None) -> None:
         self._count_units, self._expressions, self._unit = count_units, list(expressions), unit
+        #: under a declared unit, the threshold of the questions asked (see the module docstring):
+        #: the units of only the atoms of fewer than ``threshold × most`` rows are asked
+        self._threshold = threshold if declared and threshold is not None and threshold > 0 else None
         #: the unit was declared: the rows without its value are one unit together, as the table's
         #: facts and linking by rows count them (a distinct count leaves them out)
         self.declared = declared
@@ -71,6 +86,16 @@ class EngineUnits:
         self._most = 1
         self._owner = np.zeros(0, dtype=np.int64)  # (per entry, its set)
         self._sets: SetsOfAtoms | None = None
+        #: per atom its rows (the combinations' rows): the lower bound of a set's units (see count)
+        self._atom_rows = np.bincount(self._frame_atom, weights=self._frame_rows,
+                                      minlength=n_atoms).astype(np.int64)[:n_atoms] if len(self._frame_atom) \
+            else np.zeros(n_atoms, dtype=np.int64)
+
+    @property
+    def _memory_key(self) -> str:
+        """The too-many memory's key: the unit, and the threshold its atoms were cut at (a count
+        cut at one threshold says nothing of one cut at another)."""
+        return self._unit if self._threshold is None else f"{self._unit}\x00threshold {self._threshold}"
 
     @property
     def known(self) -> bool:
@@ -89,7 +114,16 @@ class EngineUnits:
         self._load()
         member = np.zeros(self._n_atoms, dtype=bool)
         member[np.asarray(atoms, dtype=np.int64)] = True
-        return int(self._units[self._meets(member)].sum())
+        found = int(self._units[self._meets(member)].sum())
+        return max(found, self._at_least(int(self._atom_rows[member].sum())))
+
+    def _at_least(self, rows: np.ndarray | int) -> np.ndarray | int:
+        """The fewest units ``rows`` rows can hold (``rows / most``, up): exact counts were asked
+        only of atoms of fewer rows than ``threshold × most`` (module docstring), and a set with
+        another atom has at least that many rows, hence this bound is ``threshold`` or more."""
+        if not self.declared:  # (a distinct count leaves rows without a unit out: no bound)
+            return rows * 0
+        return -(-rows // self._most)
 
     def sets(self) -> SetsOfAtoms:
         """The signatures as sets of atoms with their units (``atoms.SetsOfAtoms``: the units on
@@ -102,13 +136,18 @@ class EngineUnits:
     def per_group(self, group_of_atom: np.ndarray, n_groups: int) -> np.ndarray:
         """Per group (``group_of_atom``: each atom's group, -1 none), its distinct units."""
         self._load()
-        if not n_groups or not len(self._atom):
+        if not n_groups:
             return np.zeros(n_groups, dtype=np.int64)
-        group = np.asarray(group_of_atom, dtype=np.int64)[self._atom]
+        of_atom = np.asarray(group_of_atom, dtype=np.int64)[: self._n_atoms]
+        inside = of_atom >= 0
+        rows = np.bincount(of_atom[inside], weights=self._atom_rows[: len(of_atom)][inside],
+                           minlength=n_groups).astype(np.int64)
+        group = of_atom[self._atom]
         keep = group >= 0
         pairs = pd.unique(self._owner[keep] * n_groups + group[keep])  # (each set counted once per group; a hash, no sort)
-        return np.bincount(pairs % n_groups, weights=self._units[pairs // n_groups],
-                           minlength=n_groups).astype(np.int64)
+        found = np.bincount(pairs % n_groups, weights=self._units[pairs // n_groups],
+                            minlength=n_groups).astype(np.int64)
+        return np.maximum(found, self._at_least(rows))
 
     def _meets(self, member: np.ndarray) -> np.ndarray:
         """Per signature: whether one of its atoms is marked in ``member``."""
@@ -117,18 +156,37 @@ class EngineUnits:
         hits = np.concatenate([[0], np.cumsum(member[self._atom])])
         return hits[self._start[1:]] > hits[self._start[:-1]]
 
-    def _ask_engine(self) -> pd.DataFrame:
-        """The engine's signatures (one aggregation; see ``InEngineRows.count_units``), asked once
-        per display for the same base, expressions and unit (a polars table and its variant
-        asked the same 0.4 s aggregation twice)."""
-        key = None if self._base is None else (self._base, tuple(self._expressions), self._unit)
+    def _ask_engine(self, keep: np.ndarray | None = None) -> pd.DataFrame:
+        """The engine's signatures (one aggregation; see ``InEngineRows.count_units``), cut down to
+        the combinations ``keep`` (None: all), asked once per display for the same base,
+        expressions, unit and ``keep`` (a polars table and its variant asked the same 0.4 s
+        aggregation twice)."""
+        cut = None if keep is None else hashlib.blake2b(np.asarray(keep, dtype=np.int64).tobytes(),
+                                                        digest_size=16).hexdigest()
+        key = None if self._base is None else (self._base, tuple(self._expressions), self._unit, cut)
         if key is not None and key in _asked:
             return _asked[key]
-        found = self._count_units(self._expressions, self._unit, MAX_SIGNATURES)
+        found = self._count_units(self._expressions, self._unit, MAX_SIGNATURES, keep)
         if key is not None:
-            _asked.clear()  # (one display asks about one base's units: the last answer is enough)
+            if len(_asked) >= 2:
+                _asked.clear()  # (one display asks about one base's units: the last answers are enough)
             _asked[key] = found
         return found
+
+    def _small_combinations(self) -> np.ndarray | None:
+        """The combinations whose atom has fewer than ``threshold × most`` rows (module docstring),
+        ``most`` asked of the engine first; None when every combination's are (or no threshold)."""
+        if self._threshold is None or not len(self._frame_atom):
+            return None
+        first = self._ask_engine(np.zeros(0, dtype=np.int64))
+        kind = first["kind"].to_numpy(dtype=np.int64)
+        if not (kind == 3).any():
+            return None  # (an engine that answers everything at once: nothing to cut)
+        most = max(int(first["most"].to_numpy(dtype=np.int64)[kind == 3].max()),
+                   int(first["n"].to_numpy(dtype=np.int64)[kind == 1].sum()), 1)  # (id-less rows: one unit)
+        small = (self._atom_rows > 0) & (self._atom_rows < self._threshold * most)
+        keep = np.flatnonzero(small[self._frame_atom])
+        return None if len(keep) == len(self._frame_atom) else keep
 
     def _load(self) -> None:
         if self._read:
@@ -138,12 +196,13 @@ class EngineUnits:
         # least as many (a finer cut only splits a unit's set from another's): not asked again
         # (10M rows of 3.3M firms: 9.7 s per display for the same answer; the table is review
         # either way, never a verdict of its own)
-        found_before = None if self._too_many is None else self._too_many.get(self._unit)
+        found_before = None if self._too_many is None else self._too_many.get(self._memory_key)
         if found_before is not None and found_before <= set(self._expressions):
             self.problem = _too_many()
             return
         try:
-            found = self._ask_engine()
+            keep = self._small_combinations()
+            found = self._ask_engine(keep)
         except Exception as exc:  # (the engine could not answer: the units are unknown)
             self.problem = f"the engine could not count distinct units ({type(exc).__name__})"
             return
@@ -153,6 +212,11 @@ class EngineUnits:
         """Read the engine's answer (``InEngineRows.count_units``); why not, if not."""
         changed = "the base's rows changed while linking counted them"
         kind = found["kind"].to_numpy(dtype=np.int64)
+        # (kind 3: the most rows of one unit over every unit, from an engine asked about some
+        # combinations only; the sets' own ``most`` then covers only theirs)
+        most_all = int(found["most"].to_numpy(dtype=np.int64)[kind == 3].max(initial=0))
+        found = found[kind != 3]
+        kind = kind[kind != 3]
         s, r = found["s"].to_numpy(dtype=np.int64), found["r"].to_numpy(dtype=np.int64)
         n, most = found["n"].to_numpy(dtype=np.int64), found["most"].to_numpy(dtype=np.int64)
         if len(r) and (r.min() < 0 or r.max() >= len(self._frame_rows)):
@@ -174,9 +238,9 @@ class EngineUnits:
         ids, first, inverse = np.unique(s[sets], return_index=True, return_inverse=True)
         if len(ids) > MAX_SIGNATURES:
             if self._too_many is not None:
-                before = self._too_many.get(self._unit)
+                before = self._too_many.get(self._memory_key)
                 if before is None or len(self._expressions) < len(before):
-                    self._too_many[self._unit] = frozenset(self._expressions)
+                    self._too_many[self._memory_key] = frozenset(self._expressions)
             return _too_many()
         # rows without a unit (of a distinct count): one set per position, of no unit (counted as
         # units, 10 id-less episodes beside C's two women made a group of 12, and 37 − 35 gave the
@@ -188,20 +252,22 @@ class EngineUnits:
         self._atom = self._frame_atom[np.concatenate([r[sets][order], r[alone]])]
         self._units = np.concatenate([n[sets][first], np.zeros(int(alone.sum()))]).astype(np.int64)
         self._owner = np.repeat(np.arange(len(self._units), dtype=np.int64), np.diff(self._start))
-        self._most = int(max(most[sets].max(initial=1), 1))
+        self._most = int(max(most[sets].max(initial=1), most_all, 1))
         return None
 
 
-def units_of_split(split: Any, unit: Any, declared: bool = False) -> EngineUnits | None:
+def units_of_split(split: Any, unit: Any, declared: bool = False, threshold: int | None = None
+                   ) -> EngineUnits | None:
     """The units of ``split``'s atoms in the values of ``unit`` (a column a table counts distinct
-    values of, or the declared unit), when the engine can count them; else None."""
+    values of, or the declared unit), when the engine can count them; else None. ``threshold``:
+    the table's, under a declared unit (only the small atoms' units are then asked)."""
     rows = split.rows
     expression = rows.units.get(str(unit)) if unit is not None else None
     if expression is None or rows.count_units is None or split.frame_atom is None:
         return None
     return EngineUnits(rows.count_units, list(split.expressions), expression, split.frame_atom,
                        split.frame_rows, len(split.atom_size), f"{rows.engine}:{rows.identity}", declared,
-                       split.too_many_units)
+                       split.too_many_units, threshold)
 
 
 def unknown_note(units: Any) -> str | None:

@@ -392,7 +392,7 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     display_margin = np.flatnonzero((positions >= 0) & margin[np.maximum(positions, 0)])
     pop.counted = distinct_counted(entry)
     pop.tells = measures_of(entry)
-    found = _unit_of(entry, pop.counted, split, universe, frame)
+    found = _unit_of(entry, pop.counted, split, universe, frame, threshold)
     if found is None:
         return None  # (a declared unit the engine cannot count: not linked, review; never compared in rows)
     unit, declared, units = found
@@ -400,8 +400,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
                  declared, values, *engine_values, engine_units=units)
 
 
-def _unit_of(entry: Any, counted: Hashable | None, split: Split | None, universe: Any, frame: pd.DataFrame
-             ) -> tuple[Hashable | None, bool, EngineUnits | None] | None:
+def _unit_of(entry: Any, counted: Hashable | None, split: Split | None, universe: Any, frame: pd.DataFrame,
+             threshold: int | None = None) -> tuple[Hashable | None, bool, EngineUnits | None] | None:
     """(the unit a table is linked in, whether it was declared, its units counted in the engine):
     the declared unit, else the column the table counts distinct values of (:func:`distinct_counted`);
     for rows left in their engine, their units counted there when asked (``engine_units``), by rows
@@ -410,7 +410,7 @@ def _unit_of(entry: Any, counted: Hashable | None, split: Split | None, universe
     unit = getattr(entry, "unit", None)
     declared = unit is not None
     unit = unit if declared else counted
-    units = units_of_split(split, unit, declared=declared) if split is not None else None
+    units = units_of_split(split, unit, declared=declared, threshold=threshold) if split is not None else None
     if declared and split is not None and units is None:
         return None
     if units is None:

@@ -409,10 +409,12 @@ def count_query(root: Any, expressions: list[str], values: list[str] | tuple[str
     return counted.to_pandas()
 
 
-def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int) -> pd.DataFrame:
+def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, keep: Any = None) -> pd.DataFrame:
     """Per unit (each value of ``unit``), the sorted positions in :func:`count_query`'s order of
     the combinations of ``expressions``' values its rows fall in: the rows of
-    ``sql_lineage.lineage_unit_query`` (``kind``, ``s``, ``r``, ``n``, ``most``), from polars."""
+    ``sql_lineage.lineage_unit_query`` (``kind``, ``s``, ``r``, ``n``, ``most``), from polars;
+    ``keep``: the positions the sets are cut down to (None: all), with ``kind`` 3 (the units
+    and the most rows one has, over all)."""
     import inspect
 
     import polars as pl
@@ -430,9 +432,18 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int) -> 
     combos = both.group_by(names).agg(pl.len().alias("n")).sort(names, nulls_last=True).with_row_index("r")
     equal = "nulls_equal" if "nulls_equal" in inspect.signature(pl.LazyFrame.join).parameters else "join_nulls"
     ranked = both.join(combos.select([*names, "r"]), on=names, how="left", **{equal: True})
-    sets = ranked.filter(pl.col("u").is_not_null()).group_by("u") \
-        .agg(pl.col("r").unique().sort().alias("sig"), pl.len().alias("rows")) \
-        .group_by("sig").agg(pl.len().alias("n"), pl.col("rows").max().alias("most")) \
+    signature = pl.col("r") if keep is None else pl.col("r").filter(pl.col("r").is_in(list(map(int, keep))))
+    if keep is not None and not len(keep):  # (no set asked: each unit's rows only, no join, no list)
+        per_unit = both.filter(pl.col("u").is_not_null()).group_by("u").agg(pl.len().alias("rows"))
+        per_unit = per_unit.select(pl.lit([], dtype=pl.List(pl.UInt32)).alias("sig"), "rows")
+    else:
+        per_unit = ranked.filter(pl.col("u").is_not_null()).group_by("u") \
+            .agg(signature.unique().sort().alias("sig"), pl.len().alias("rows")).select("sig", "rows")
+    if keep is not None:  # (every unit's rows, then the sets of those with a row kept: one pass)
+        per_unit = per_unit.collect().lazy()
+        overall = per_unit.select(pl.len().alias("n"), pl.col("rows").max().fill_null(0).alias("most")).collect()
+        per_unit = per_unit.filter(pl.col("sig").list.len() > 0)
+    sets = per_unit.group_by("sig").agg(pl.len().alias("n"), pl.col("rows").max().alias("most")) \
         .head(most_sets + 1).with_row_index("s").explode("sig").rename({"sig": "r"}).collect()
     alone = ranked.filter(pl.col("u").is_null()).group_by("r").agg(pl.len().alias("n")).collect()
     counted = combos.collect()
@@ -443,7 +454,8 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int) -> 
 
     return pd.concat([part(0, sets["s"], sets["r"], sets["n"], sets["most"]),
                       part(1, np.full(alone.height, -1), alone["r"], alone["n"], np.ones(alone.height)),
-                      part(2, np.full(counted.height, -1), counted["r"], counted["n"], np.zeros(counted.height))],
+                      part(2, np.full(counted.height, -1), counted["r"], counted["n"], np.zeros(counted.height)),
+                      *([part(3, [-1], [-1], overall["n"], overall["most"])] if keep is not None else [])],
                      ignore_index=True)
 
 
@@ -488,8 +500,8 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     def total() -> int:
         return _height(root)
 
-    def count_units(expressions: list[str], unit: str, most_sets: int) -> pd.DataFrame:
-        return _ours(lambda: unit_query(root, expressions, unit, most_sets))
+    def count_units(expressions: list[str], unit: str, most_sets: int, keep: Any = None) -> pd.DataFrame:
+        return _ours(lambda: unit_query(root, expressions, unit, most_sets, keep))
 
     return InEngineRows("polars", identity(line.root), written(steps, condition),
                         [written(steps, e) for e in key_exprs],
