@@ -247,10 +247,9 @@ def test_a_count_of_too_many_sets_is_not_asked_again(con: Any, humanitarian_sess
     asked: list[int] = []
     ask = engine_units.EngineUnits._ask_engine
 
-    def counted(self: Any, keep: Any = None) -> pd.DataFrame:
-        if keep is None or len(keep):  # (a count of sets; an empty keep asks the most rows of a unit only)
-            asked.append(1)
-        return ask(self, keep)
+    def counted(self: Any) -> pd.DataFrame:
+        asked.append(1)
+        return ask(self)
 
     monkeypatch.setattr(engine_units.EngineUnits, "_ask_engine", counted)
     sess = _session(humanitarian_sessions)

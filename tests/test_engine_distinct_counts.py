@@ -139,8 +139,8 @@ def test_a_count_misplaced_by_the_engine_is_not_taken(con: Any, humanitarian_ses
     changed in between, or the two orders differ): the units are then unknown."""
     real = engine_units.EngineUnits._ask_engine
 
-    def shifted(self: Any, keep: Any = None) -> Any:
-        found = real(self, keep)
+    def shifted(self: Any) -> Any:
+        found = real(self)
         rows = found["kind"] == 2
         found.loc[rows, "n"] = found.loc[rows, "n"].to_numpy()[::-1]
         return found

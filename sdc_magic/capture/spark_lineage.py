@@ -492,8 +492,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             with quiet():
                 return count_query(root, expressions, group_by, to_pandas, values)
 
-        def count_units(expressions: list[str], unit: str, most_sets: int, keep: Any = None) -> pd.DataFrame:
-            # (``keep`` not used: Spark answers for every combination, as InEngineRows allows)
+        def count_units(expressions: list[str], unit: str, most_sets: int, small: Any = None) -> pd.DataFrame:
+            # (``small`` not used: Spark answers for every combination, as InEngineRows allows)
             with quiet():
                 return unit_query(root, expressions, unit, most_sets, group_by, to_pandas)
 

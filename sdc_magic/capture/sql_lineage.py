@@ -10,10 +10,10 @@ connection (:func:`lineage_query`), and no row leaves DuckDB.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..evidence.in_engine import SmallAtoms
 from . import contract
 from .sql import DERIVED, Plan
 
@@ -375,7 +375,7 @@ def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str]
 
 
 def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str, most_sets: int,
-                       keep: Sequence[int] | None = None) -> str:
+                       small: SmallAtoms | None = None) -> str:
     """Per unit (each value of ``unit``), the sorted positions in :func:`lineage_query`'s order of
     the combinations of ``expressions``' values its rows fall in; per such set, its units and the
     most rows one has; one row per (set, position), at most ``most_sets + 1`` sets (``kind`` 0:
@@ -385,36 +385,40 @@ def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str, most_se
     row, no unit's value. The positions come from the combinations themselves (a join on them, not
     a sort of the rows).
 
-    ``keep``: the positions the sets are cut down to (None: all); a unit with no row there is in
-    no set, and ``kind`` 3 tells the units with a value (``n``) and the most rows one has
-    (``most``), over all of them (``linking.engine_units``: only small atoms are asked about)."""
+    ``small`` (a declared unit): the sets are cut down to the positions of small atoms
+    (:class:`~sdc_magic.evidence.in_engine.SmallAtoms`), only the rows there joined, and ``kind``
+    3 tells the units (``n``) and the most rows one has (``most``, the rows without a unit one)."""
     names = [f"g{i}" for i in range(len(expressions))]
     groups = ", ".join(f"{e} AS {n}" for e, n in zip(expressions, names, strict=True))
     listed = ", ".join(names)
-    same = " AND ".join(f"b.{n} IS NOT DISTINCT FROM c.{n}" for n in names)
-    if keep is None:
-        kept, signature, some = "", "list(r)", ""
-    else:
-        positions = ", ".join(str(int(x)) for x in keep)
-        kept = f", k AS (SELECT unnest(CAST([{positions}] AS BIGINT[])) AS kr)"
-        signature, some = "list(r) FILTER (WHERE r IN (SELECT kr FROM k))", " WHERE len(sig) > 0"
-    tail = "" if keep is None else " UNION ALL SELECT 3, -1, -1, count(*), coalesce(max(rows), 0) FROM units"
-    if keep is not None and not len(keep):  # (no set asked: each unit's rows only, no join, no list)
-        return (f"WITH b AS (SELECT {groups}, ({unit}) AS u {rows.base}), "
-                f"c AS (SELECT *, row_number() OVER (ORDER BY {listed}) - 1 AS r "
-                f"FROM (SELECT {listed}, count(*) AS n FROM b GROUP BY ALL)), "
-                "units AS (SELECT count(*) AS rows FROM b WHERE u IS NOT NULL GROUP BY u) "
-                f"SELECT 1 AS kind, -1 AS s, c.r, count(*) AS n, 1 AS most FROM b JOIN c ON {same} "
-                "WHERE b.u IS NULL GROUP BY c.r "
-                f"UNION ALL SELECT 2, -1, r, n, 0 FROM c{tail}")
-    return (f"WITH b AS (SELECT {groups}, ({unit}) AS u {rows.base}), "
+
+    def same(other: str) -> str:
+        return " AND ".join(f"b.{n} IS NOT DISTINCT FROM {other}.{n}" for n in names)
+
+    head = (f"WITH b AS (SELECT {groups}, ({unit}) AS u {rows.base}), "
             f"c AS (SELECT *, row_number() OVER (ORDER BY {listed}) - 1 AS r "
-            f"FROM (SELECT {listed}, count(*) AS n FROM b GROUP BY ALL)){kept}, "
-            f"ranked AS (SELECT c.r, b.u FROM b JOIN c ON {same}), "
-            f"units AS (SELECT list_sort(list_distinct(coalesce({signature}, []))) AS sig, count(*) AS rows "
-            "FROM ranked WHERE u IS NOT NULL GROUP BY u), "
-            "sets AS (SELECT sig, count(*) AS n, max(rows) AS most, row_number() OVER () - 1 AS s FROM units"
-            f"{some} GROUP BY sig) "
+            f"FROM (SELECT {listed}, count(*) AS n FROM b GROUP BY ALL))")
+    alone = f"SELECT 1, -1, c.r, count(*), 1 FROM b JOIN c ON {same('c')} WHERE b.u IS NULL GROUP BY c.r"
+    if small is None:
+        return (f"{head}, ranked AS (SELECT c.r, b.u FROM b JOIN c ON {same('c')}), "
+                "units AS (SELECT list_sort(list_distinct(list(r))) AS sig, count(*) AS rows FROM ranked "
+                "WHERE u IS NOT NULL GROUP BY u), "
+                "sets AS (SELECT sig, count(*) AS n, max(rows) AS most, row_number() OVER () - 1 AS s FROM units "
+                "GROUP BY sig) "
+                f"SELECT 0 AS kind, s, unnest(sig) AS r, n, most FROM sets WHERE s <= {int(most_sets)} "
+                f"UNION ALL {alone} UNION ALL SELECT 2, -1, r, n, 0 FROM c")
+    atom_rows = ", ".join(str(int(x)) for x in small.rows)
+    return (f"{head}, "
+            "units AS (SELECT count(*) AS rows FROM b WHERE u IS NOT NULL GROUP BY u), "
+            "m AS (SELECT count(*) AS n, greatest(coalesce(max(rows), 0), "
+            "(SELECT count(*) FROM b WHERE u IS NULL), 1) AS most FROM units), "
+            f"a AS (SELECT unnest(CAST([{atom_rows}] AS BIGINT[])) AS ar, "
+            f"unnest(range({len(small.rows)})) AS r), "
+            "k AS (SELECT c.* FROM c JOIN a ON c.r = a.r "
+            f"WHERE a.ar > 0 AND a.ar < {int(small.threshold)} * (SELECT most FROM m)), "
+            f"kept AS (SELECT list_sort(list_distinct(list(k.r))) AS sig, count(*) AS rows FROM b JOIN k ON {same('k')} "
+            "WHERE b.u IS NOT NULL GROUP BY b.u), "
+            "sets AS (SELECT sig, count(*) AS n, max(rows) AS most, row_number() OVER () - 1 AS s FROM kept "
+            "GROUP BY sig) "
             f"SELECT 0 AS kind, s, unnest(sig) AS r, n, most FROM sets WHERE s <= {int(most_sets)} "
-            "UNION ALL SELECT 1, -1, r, count(*), 1 FROM ranked WHERE u IS NULL GROUP BY r "
-            f"UNION ALL SELECT 2, -1, r, n, 0 FROM c{tail}")
+            f"UNION ALL {alone} UNION ALL SELECT 2, -1, r, n, 0 FROM c UNION ALL SELECT 3, -1, -1, n, most FROM m")

@@ -19,9 +19,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import rows
+
+
+@dataclass(frozen=True)
+class SmallAtoms:
+    """What a count of units under a declared unit is cut down to (``linking.engine_units``).
+
+    ``rows``: per position of the count (a combination of the session's expressions), the rows of
+    the atom it belongs to. The engine keeps, in each unit's set, only the positions whose atom has
+    more than 0 and fewer than ``threshold × most`` rows, ``most`` being the most rows one unit
+    has (the rows without a unit are one unit together, as a declared unit counts them), and says
+    ``most`` (``kind`` 3): a set of atoms of ``r`` rows holds at least ``r / most`` units, so only
+    sets of such atoms can hold fewer than ``threshold``."""
+
+    rows: np.ndarray
+    threshold: int
 
 
 @dataclass
@@ -68,9 +84,9 @@ class InEngineRows:
     #: ``kind`` 0 one row per (set ``s``, position ``r`` in ``count``'s order) with ``n`` its units
     #: and ``most`` the most rows of one, at most ``most_sets + 1`` sets; ``kind`` 1 per position,
     #: ``n`` rows without a unit; ``kind`` 2 per position, ``n`` its rows). An optional fourth
-    #: argument ``keep`` (positions) cuts the sets down to those positions, and ``kind`` 3 then
-    #: tells the units (``n``) and the most rows one has (``most``) over all; an engine may ignore
-    #: it and answer in full
+    #: argument, :class:`SmallAtoms`, cuts the sets down to the positions of small atoms, and
+    #: ``kind`` 3 then tells the units (``n``) and the most rows one has (``most``); an engine may
+    #: ignore it and answer in full
     units: dict[str, str] = field(default_factory=dict)
     count_units: Callable[..., pd.DataFrame] | None = None
     #: :func:`distinct_values` per variable, counted once (a display asks it for the rules and

@@ -19,8 +19,9 @@ Under a declared unit only the small atoms matter, so only they are asked about:
 of ``r`` rows holds at least ``r / most`` units (``most``: the most rows one unit has), so
 differencing and the joint audit, which look for sets of fewer than ``threshold`` units, need
 exact units only of sets of fewer than ``threshold × most`` rows, made of atoms of fewer rows.
-The engine is asked first for ``most`` (one aggregation, O(combinations) rows back), then for the
-units' sets cut down to those atoms (``keep``): units with no row there are left out. The answer
+The engine finds ``most`` and cuts the units' sets down to those atoms in the same query
+(``InEngineRows.count_units`` with :class:`~sdc_magic.evidence.in_engine.SmallAtoms`): units with
+no row there are left out, and only the rows there are joined to their combination. The answer
 is O(rows in small atoms), not O(units): 1M rows of 333,000 firms of 3 rows in 1,000 cells gave
 939,000 (set, combination) rows back, and give none when no atom is small. A set of atoms with
 an atom outside them is answered by its rows' bound, which is ``threshold`` or more: never
@@ -39,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..evidence.in_engine import SmallAtoms
 from .atoms import SetsOfAtoms
 
 #: Signatures (distinct sets of atoms of one unit) read back at most (a fixed work budget).
@@ -156,37 +158,22 @@ class EngineUnits:
         hits = np.concatenate([[0], np.cumsum(member[self._atom])])
         return hits[self._start[1:]] > hits[self._start[:-1]]
 
-    def _ask_engine(self, keep: np.ndarray | None = None) -> pd.DataFrame:
-        """The engine's signatures (one aggregation; see ``InEngineRows.count_units``), cut down to
-        the combinations ``keep`` (None: all), asked once per display for the same base,
-        expressions, unit and ``keep`` (a polars table and its variant asked the same 0.4 s
-        aggregation twice)."""
-        cut = None if keep is None else hashlib.blake2b(np.asarray(keep, dtype=np.int64).tobytes(),
-                                                        digest_size=16).hexdigest()
+    def _ask_engine(self) -> pd.DataFrame:
+        """The engine's signatures (one aggregation; see ``InEngineRows.count_units``), under a
+        declared unit cut down to the small atoms (module docstring), asked once per display for
+        the same base, expressions, unit and cut (a polars table and its variant asked the same
+        0.4 s aggregation twice)."""
+        small = None if self._threshold is None else SmallAtoms(self._atom_rows[self._frame_atom], self._threshold)
+        cut = None if small is None else (small.threshold, hashlib.blake2b(small.rows.tobytes(),
+                                                                           digest_size=16).hexdigest())
         key = None if self._base is None else (self._base, tuple(self._expressions), self._unit, cut)
         if key is not None and key in _asked:
             return _asked[key]
-        found = self._count_units(self._expressions, self._unit, MAX_SIGNATURES, keep)
+        found = self._count_units(self._expressions, self._unit, MAX_SIGNATURES, *([small] if small else []))
         if key is not None:
-            if len(_asked) >= 2:
-                _asked.clear()  # (one display asks about one base's units: the last answers are enough)
+            _asked.clear()  # (one display asks about one base's units: the last answer is enough)
             _asked[key] = found
         return found
-
-    def _small_combinations(self) -> np.ndarray | None:
-        """The combinations whose atom has fewer than ``threshold × most`` rows (module docstring),
-        ``most`` asked of the engine first; None when every combination's are (or no threshold)."""
-        if self._threshold is None or not len(self._frame_atom):
-            return None
-        first = self._ask_engine(np.zeros(0, dtype=np.int64))
-        kind = first["kind"].to_numpy(dtype=np.int64)
-        if not (kind == 3).any():
-            return None  # (an engine that answers everything at once: nothing to cut)
-        most = max(int(first["most"].to_numpy(dtype=np.int64)[kind == 3].max()),
-                   int(first["n"].to_numpy(dtype=np.int64)[kind == 1].sum()), 1)  # (id-less rows: one unit)
-        small = (self._atom_rows > 0) & (self._atom_rows < self._threshold * most)
-        keep = np.flatnonzero(small[self._frame_atom])
-        return None if len(keep) == len(self._frame_atom) else keep
 
     def _load(self) -> None:
         if self._read:
@@ -201,8 +188,7 @@ class EngineUnits:
             self.problem = _too_many()
             return
         try:
-            keep = self._small_combinations()
-            found = self._ask_engine(keep)
+            found = self._ask_engine()
         except Exception as exc:  # (the engine could not answer: the units are unknown)
             self.problem = f"the engine could not count distinct units ({type(exc).__name__})"
             return

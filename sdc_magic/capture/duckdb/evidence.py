@@ -711,11 +711,11 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
             return f"(({expression}) * 0)"
         return f"({expression})"
 
-    def count_units(expressions: list[str], unit: str, most_sets: int, keep: Any = None) -> pd.DataFrame:
+    def count_units(expressions: list[str], unit: str, most_sets: int, small: Any = None) -> pd.DataFrame:
         kind = str(run(f"SELECT ({unit}) AS v {rows.base} LIMIT 0").types[0]).upper()
         if kind in ("FLOAT", "DOUBLE", "REAL"):  # (NaN is missing, as NULL: one unit with them, as by rows)
             unit = f"(CASE WHEN isnan(({unit})) THEN NULL ELSE ({unit}) END)"
-        return pd.DataFrame(run(lineage_unit_query(rows, expressions, unit, most_sets, keep)).fetchnumpy())
+        return pd.DataFrame(run(lineage_unit_query(rows, expressions, unit, most_sets, small)).fetchnumpy())
 
     # (the variables of sums or means: their values on the base rows, as the table computes them)
     values = {v: rows.values[v] for v in summed or [] if v in rows.values}

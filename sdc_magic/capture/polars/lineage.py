@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import InEngineRows
+from ...evidence.in_engine import InEngineRows, SmallAtoms
 from ...evidence.weak_table import WeakTable
 from .. import contract
 from ..depth import depth
@@ -409,12 +409,13 @@ def count_query(root: Any, expressions: list[str], values: list[str] | tuple[str
     return counted.to_pandas()
 
 
-def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, keep: Any = None) -> pd.DataFrame:
+def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, small: SmallAtoms | None = None
+               ) -> pd.DataFrame:
     """Per unit (each value of ``unit``), the sorted positions in :func:`count_query`'s order of
     the combinations of ``expressions``' values its rows fall in: the rows of
     ``sql_lineage.lineage_unit_query`` (``kind``, ``s``, ``r``, ``n``, ``most``), from polars;
-    ``keep``: the positions the sets are cut down to (None: all), with ``kind`` 3 (the units
-    and the most rows one has, over all)."""
+    ``small``: the sets cut down to the positions of small atoms, with ``kind`` 3 (the units and
+    the most rows one has, the rows without a unit one), only the rows there joined."""
     import inspect
 
     import polars as pl
@@ -430,23 +431,25 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, kee
     if both.collect_schema()["u"].is_float():  # (NaN is missing, as null: one unit with them, as by rows)
         both = both.with_columns(pl.col("u").fill_nan(None))
     combos = both.group_by(names).agg(pl.len().alias("n")).sort(names, nulls_last=True).with_row_index("r")
-    equal = "nulls_equal" if "nulls_equal" in inspect.signature(pl.LazyFrame.join).parameters else "join_nulls"
-    ranked = both.join(combos.select([*names, "r"]), on=names, how="left", **{equal: True})
-    signature = pl.col("r") if keep is None else pl.col("r").filter(pl.col("r").is_in(list(map(int, keep))))
-    if keep is not None and not len(keep):  # (no set asked: each unit's rows only, no join, no list)
-        per_unit = both.filter(pl.col("u").is_not_null()).group_by("u").agg(pl.len().alias("rows"))
-        per_unit = per_unit.select(pl.lit([], dtype=pl.List(pl.UInt32)).alias("sig"), "rows")
-    else:
-        per_unit = ranked.filter(pl.col("u").is_not_null()).group_by("u") \
-            .agg(signature.unique().sort().alias("sig"), pl.len().alias("rows")).select("sig", "rows")
-    if keep is not None:  # (every unit's rows, then the sets of those with a row kept: one pass)
-        per_unit = per_unit.collect().lazy()
-        overall = per_unit.select(pl.len().alias("n"), pl.col("rows").max().fill_null(0).alias("most")).collect()
-        per_unit = per_unit.filter(pl.col("sig").list.len() > 0)
-    sets = per_unit.group_by("sig").agg(pl.len().alias("n"), pl.col("rows").max().alias("most")) \
-        .head(most_sets + 1).with_row_index("s").explode("sig").rename({"sig": "r"}).collect()
-    alone = ranked.filter(pl.col("u").is_null()).group_by("r").agg(pl.len().alias("n")).collect()
     counted = combos.collect()
+    equal = {"nulls_equal" if "nulls_equal" in inspect.signature(pl.LazyFrame.join).parameters else "join_nulls": True}
+    alone = both.filter(pl.col("u").is_null()).join(counted.lazy().select([*names, "r"]), on=names, how="left",
+                                                    **equal).group_by("r").agg(pl.len().alias("n")).collect()
+    extra = []
+    kept = counted
+    if small is not None:  # (every unit's rows first: the most rows of one; then the small atoms' rows only)
+        overall = both.filter(pl.col("u").is_not_null()).group_by("u").agg(pl.len().alias("rows")) \
+            .select(pl.len().alias("n"), pl.col("rows").max().fill_null(0).alias("most")).collect()
+        most = max(int(overall["most"][0]), int(alone["n"].sum()), 1)
+        atom_rows = np.asarray(small.rows, dtype=np.int64)
+        positions = np.flatnonzero((atom_rows > 0) & (atom_rows < int(small.threshold) * most))
+        kept = counted.filter(pl.col("r").is_in(positions.tolist()))
+        extra.append((3, [-1], [-1], overall["n"], [most]))
+    sets = both.filter(pl.col("u").is_not_null()).join(kept.lazy().select([*names, "r"]), on=names, how="inner",
+                                                       **equal) \
+        .group_by("u").agg(pl.col("r").unique().sort().alias("sig"), pl.len().alias("rows")) \
+        .group_by("sig").agg(pl.len().alias("n"), pl.col("rows").max().alias("most")) \
+        .head(most_sets + 1).with_row_index("s").explode("sig").rename({"sig": "r"}).collect()
 
     def part(kind: int, s: Any, r: Any, n: Any, most: Any) -> pd.DataFrame:
         return pd.DataFrame({"kind": kind, "s": np.asarray(s, dtype=np.int64), "r": np.asarray(r, dtype=np.int64),
@@ -455,7 +458,7 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, kee
     return pd.concat([part(0, sets["s"], sets["r"], sets["n"], sets["most"]),
                       part(1, np.full(alone.height, -1), alone["r"], alone["n"], np.ones(alone.height)),
                       part(2, np.full(counted.height, -1), counted["r"], counted["n"], np.zeros(counted.height)),
-                      *([part(3, [-1], [-1], overall["n"], overall["most"])] if keep is not None else [])],
+                      *[part(*x) for x in extra]],
                      ignore_index=True)
 
 
@@ -500,8 +503,9 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
     def total() -> int:
         return _height(root)
 
-    def count_units(expressions: list[str], unit: str, most_sets: int, keep: Any = None) -> pd.DataFrame:
-        return _ours(lambda: unit_query(root, expressions, unit, most_sets, keep))
+    def count_units(expressions: list[str], unit: str, most_sets: int, small: SmallAtoms | None = None
+                    ) -> pd.DataFrame:
+        return _ours(lambda: unit_query(root, expressions, unit, most_sets, small))
 
     return InEngineRows("polars", identity(line.root), written(steps, condition),
                         [written(steps, e) for e in key_exprs],
