@@ -399,9 +399,6 @@ def test_only_small_atoms_units_are_asked_and_every_decision_is_the_full_answers
     "fewer than threshold units" the projection gives, for every atom and random unions of
     atoms, per group too, is the full answer's; sets of small atoms are counted exactly."""
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
-    from sdc_magic.linking.engine_units import EngineUnits, units_of_split
-    from sdc_magic.linking.in_engine import split
-
     frame = _firms()
     sess = _session(humanitarian_sessions)
     if engine == "duckdb":
@@ -414,11 +411,20 @@ def test_only_small_atoms_units_are_asked_and_every_decision_is_the_full_answers
         sess.publish(frame.group_by("region").len().sort("region"))
         sess.publish(frame.filter(F("size") != 2).group_by("region").len().sort("region"))
         sess.publish(frame.filter(F("region") != "r11").group_by("region").len().sort("region"))
+    assert_cut_decisions(sess)
+
+
+def assert_cut_decisions(sess: Any, T: int = 5) -> None:
+    """The last table's units under a declared unit, cut down to small atoms (``threshold=T``) and
+    in full: the same "0 < units < T" for every atom, random unions of atoms and groups; sets of
+    small atoms counted exactly; fewer sets asked (shared with the Spark tests)."""
+    from sdc_magic.linking.engine_units import EngineUnits, units_of_split
+    from sdc_magic.linking.in_engine import split
+
     assert isinstance(last_rows(sess), InEngineRows)
     u = engine_universes(sess)[0]
     entry = max(sess.registry.entries(), key=lambda e: e.id)
     cut = split(u, entry.source.rows)
-    T = 5
     cut_down = units_of_split(cut, "person", declared=True, threshold=T)
     full = units_of_split(cut, "person", declared=True)
     assert isinstance(cut_down, EngineUnits) and isinstance(full, EngineUnits)

@@ -268,6 +268,21 @@ def test_tables_of_a_declared_unit_get_the_verdicts_of_the_rows(name: str, spark
     assert all(counted), counted
 
 
+def test_only_small_atoms_units_come_to_the_driver(spark: Any, fresh: Any, in_engine: None) -> None:
+    """Under a declared unit Spark sends the sets of the units of small atoms only (two small jobs
+    more: the most rows of a unit, a hash per combination), and every decision is the full
+    answer's (``test_engine_declared_unit.assert_cut_decisions``)."""
+    from test_engine_declared_unit import _firms, assert_cut_decisions
+
+    firms = spark.createDataFrame(_firms().to_pandas())
+    sess = fresh()
+    sess.set_rules(unit="person")
+    sess.publish(_sorted(firms.groupBy("region").count()))
+    sess.publish(_sorted(firms.where(_c("size") != 2).groupBy("region").count()))
+    sess.publish(_sorted(firms.where(_c("region") != "r11").groupBy("region").count()))
+    assert_cut_decisions(sess)
+
+
 def test_a_display_counted_in_spark_moves_only_cells_and_atoms(spark: Any, fresh: Any, in_engine: None) -> None:
     """Spark's own conversions wrapped below the capture's: a display moves O(cells + atoms) rows
     to the driver, not the 73 source rows (the rows path moves every one)."""

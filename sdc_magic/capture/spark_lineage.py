@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..evidence.in_engine import InEngineRows
+from ..evidence.in_engine import InEngineRows, SmallAtoms
 from . import contract
 
 #: The mark of the rows a replay keeps (filters turned into a column, :func:`count_query`).
@@ -354,12 +354,17 @@ def _side_by_side(root: Any, named: list[tuple[str, str]]) -> tuple[Any, dict[st
 
 
 def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, group_by: Callable[[Any, list[str]], Any],
-               to_pandas: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
+               to_pandas: Callable[[Any], pd.DataFrame], small: SmallAtoms | None = None) -> pd.DataFrame:
     """Per unit (each value of ``unit``), the positions in :func:`count_query`'s order of the
     combinations of ``expressions``' values its rows fall in: the rows of
     ``sql_lineage.lineage_unit_query`` (``kind``, ``s``, ``r``, ``n``, ``most``), from Spark. Two
     jobs besides the count (the sets of at most ``most_sets + 1`` signatures, and the rows without
-    a unit); each combination comes back as its values and is placed by them, as the count's are."""
+    a unit); each combination comes back as its values and is placed by them, as the count's are.
+
+    ``small`` (a declared unit): two more small jobs, the most rows of one unit and, per
+    combination, a hash of its values; the sets are then made of the rows of small atoms only
+    (their combinations' hashes, a hash shared by a combination kept or not only adds rows whose
+    positions are exact too), and ``kind`` 3 tells the units and the most rows one has."""
     from pyspark.sql import functions as F
 
     names = [f"g{i}" for i in range(len(expressions))]
@@ -372,13 +377,33 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, gro
     if len(position) != len(counted):
         raise ValueError("combinations the count does not tell apart")  # (units unknown: review)
     combo = F.struct(*[F.col(n) for n in names])
-    per_unit = group_by(frame.where(F.col("u").isNotNull()), ["u"]) \
+    extra: list[tuple[Any, ...]] = []
+    rows_of_units = frame.where(F.col("u").isNotNull())
+    if small is not None:
+        hashed = F.xxhash64(*[F.col(n) for n in names])
+        per_combo = to_pandas(group_by(frame, names).agg(F.first(hashed).alias("h"),
+                                                         F.sum(F.col("u").isNull().cast("long")).alias("alone")))
+        overall = to_pandas(group_by(rows_of_units, ["u"]).agg(F.count(F.lit(1)).alias("rows"))
+                            .agg(F.count(F.lit(1)).alias("n"), F.max("rows").alias("most")))
+        top = overall["most"].iloc[0] if len(overall) else None
+        most = max(0 if top is None or pd.isna(top) else int(top), int(per_combo["alone"].sum()), 1)
+        atom_rows = np.asarray(small.rows, dtype=np.int64)
+        kept = np.zeros(len(counted), dtype=bool)
+        kept[np.flatnonzero((atom_rows > 0) & (atom_rows < int(small.threshold) * most))] = True
+        where = np.array([position.get(_combination(t), -1) for t in per_combo[names].itertuples(index=False, name=None)])
+        hashes = sorted({int(h) for h, w in zip(per_combo["h"], where, strict=True) if w >= 0 and kept[w]})
+        rows_of_units = rows_of_units.where(hashed.isin(hashes) if hashes else F.lit(False))
+        extra.append((3, [-1], [-1], [int(overall["n"].iloc[0]) if len(overall) else 0], [most]))
+    per_unit = group_by(rows_of_units, ["u"]) \
         .agg(F.array_sort(F.collect_set(combo)).alias("sig"), F.count(F.lit(1)).alias("rows"))
     sets = group_by(per_unit, ["sig"]).agg(F.count(F.lit(1)).alias("n"), F.max("rows").alias("most")) \
         .limit(most_sets + 1).withColumn("s", F.monotonically_increasing_id()) \
         .select("s", F.explode("sig").alias("c"), "n", "most").select("s", "n", "most", *[F.col(f"c.{n}") for n in names])
     found = to_pandas(sets)
-    alone = to_pandas(group_by(frame.where(F.col("u").isNull()), names).agg(F.count(F.lit(1)).alias("n")))
+    if small is not None:  # (the per-combination job counted them already)
+        alone = per_combo[per_combo["alone"] > 0].rename(columns={"alone": "n"})
+    else:
+        alone = to_pandas(group_by(frame.where(F.col("u").isNull()), names).agg(F.count(F.lit(1)).alias("n")))
 
     def at(frame_: pd.DataFrame) -> np.ndarray:
         return np.array([position.get(_combination(t), -1) for t in frame_[names].itertuples(index=False, name=None)],
@@ -390,7 +415,8 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, gro
 
     return pd.concat([part(0, found["s"], at(found), found["n"], found["most"]),
                       part(1, np.full(len(alone), -1), at(alone), alone["n"], np.ones(len(alone))),
-                      part(2, np.full(len(counted), -1), np.arange(len(counted)), counted["n"], np.zeros(len(counted)))],
+                      part(2, np.full(len(counted), -1), np.arange(len(counted)), counted["n"], np.zeros(len(counted))),
+                      *[part(*x) for x in extra]],
                      ignore_index=True)
 
 
@@ -492,10 +518,10 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             with quiet():
                 return count_query(root, expressions, group_by, to_pandas, values)
 
-        def count_units(expressions: list[str], unit: str, most_sets: int, small: Any = None) -> pd.DataFrame:
-            # (``small`` not used: Spark answers for every combination, as InEngineRows allows)
+        def count_units(expressions: list[str], unit: str, most_sets: int, small: SmallAtoms | None = None
+                        ) -> pd.DataFrame:
             with quiet():
-                return unit_query(root, expressions, unit, most_sets, group_by, to_pandas)
+                return unit_query(root, expressions, unit, most_sets, group_by, to_pandas, small)
 
         # (the variables of sums or means: their values as the table's steps compute them)
         # (a distinct count's column too, and a declared unit: their values rewritten move units
