@@ -364,7 +364,8 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, gro
     ``small`` (a declared unit): two more small jobs, the most rows of one unit and, per
     combination, a hash of its values; the sets are then made of the rows of small atoms only
     (their combinations' hashes, a hash shared by a combination kept or not only adds rows whose
-    positions are exact too), and ``kind`` 3 tells the units and the most rows one has."""
+    positions are exact too), and ``kind`` 3 tells the units with a value and the most rows one
+    has (``SmallAtoms.most``: the first job is not run)."""
     from pyspark.sql import functions as F
 
     names = [f"g{i}" for i in range(len(expressions))]
@@ -383,17 +384,22 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, gro
         hashed = F.xxhash64(*[F.col(n) for n in names])
         per_combo = to_pandas(group_by(frame, names).agg(F.first(hashed).alias("h"),
                                                          F.sum(F.col("u").isNull().cast("long")).alias("alone")))
-        overall = to_pandas(group_by(rows_of_units, ["u"]).agg(F.count(F.lit(1)).alias("rows"))
-                            .agg(F.count(F.lit(1)).alias("n"), F.max("rows").alias("most")))
-        top = overall["most"].iloc[0] if len(overall) else None
-        most = max(0 if top is None or pd.isna(top) else int(top), int(per_combo["alone"].sum()), 1)
+        if small.most is not None and small.units is not None:  # (told by an earlier count of the same rows)
+            units, top = int(small.units), int(small.most)
+        else:
+            overall = to_pandas(group_by(rows_of_units, ["u"]).agg(F.count(F.lit(1)).alias("rows"))
+                                .agg(F.count(F.lit(1)).alias("n"), F.max("rows").alias("most")))
+            found = overall["most"].iloc[0] if len(overall) else None
+            units = int(overall["n"].iloc[0]) if len(overall) else 0
+            top = 0 if found is None or pd.isna(found) else int(found)
+        most = max(top, int(per_combo["alone"].sum()), 1)
         atom_rows = np.asarray(small.rows, dtype=np.int64)
         kept = np.zeros(len(counted), dtype=bool)
         kept[np.flatnonzero((atom_rows > 0) & (atom_rows < int(small.threshold) * most))] = True
         where = np.array([position.get(_combination(t), -1) for t in per_combo[names].itertuples(index=False, name=None)])
         hashes = sorted({int(h) for h, w in zip(per_combo["h"], where, strict=True) if w >= 0 and kept[w]})
         rows_of_units = rows_of_units.where(hashed.isin(hashes) if hashes else F.lit(False))
-        extra.append((3, [-1], [-1], [int(overall["n"].iloc[0]) if len(overall) else 0], [most]))
+        extra.append((3, [-1], [-1], [units], [top]))
     per_unit = group_by(rows_of_units, ["u"]) \
         .agg(F.array_sort(F.collect_set(combo)).alias("sig"), F.count(F.lit(1)).alias("rows"))
     sets = group_by(per_unit, ["sig"]).agg(F.count(F.lit(1)).alias("n"), F.max("rows").alias("most")) \

@@ -387,7 +387,7 @@ def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str, most_se
 
     ``small`` (a declared unit): the sets are cut down to the positions of small atoms
     (:class:`~sdc_magic.evidence.in_engine.SmallAtoms`), only the rows there joined, and ``kind``
-    3 tells the units (``n``) and the most rows one has (``most``, the rows without a unit one)."""
+    3 tells the units with a value (``n``) and the most rows one has (``most``)."""
     names = [f"g{i}" for i in range(len(expressions))]
     groups = ", ".join(f"{e} AS {n}" for e, n in zip(expressions, names, strict=True))
     listed = ", ".join(names)
@@ -408,10 +408,15 @@ def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str, most_se
                 f"SELECT 0 AS kind, s, unnest(sig) AS r, n, most FROM sets WHERE s <= {int(most_sets)} "
                 f"UNION ALL {alone} UNION ALL SELECT 2, -1, r, n, 0 FROM c")
     atom_rows = ", ".join(str(int(x)) for x in small.rows)
-    return (f"{head}, "
-            "units AS (SELECT count(*) AS rows FROM b WHERE u IS NOT NULL GROUP BY u), "
-            "m AS (SELECT count(*) AS n, greatest(coalesce(max(rows), 0), "
-            "(SELECT count(*) FROM b WHERE u IS NULL), 1) AS most FROM units), "
+    alone_rows = "(SELECT count(*) FROM b WHERE u IS NULL)"
+    if small.most is not None and small.units is not None:  # (told by an earlier count of the same rows)
+        per_unit = (f"m AS (SELECT {int(small.units)} AS n, {int(small.most)} AS mu, "
+                    f"greatest({int(small.most)}, {alone_rows}, 1) AS most), ")
+    else:
+        per_unit = ("units AS (SELECT count(*) AS rows FROM b WHERE u IS NOT NULL GROUP BY u), "
+                    "m AS (SELECT count(*) AS n, coalesce(max(rows), 0) AS mu, "
+                    f"greatest(coalesce(max(rows), 0), {alone_rows}, 1) AS most FROM units), ")
+    return (f"{head}, {per_unit}"
             f"a AS (SELECT unnest(CAST([{atom_rows}] AS BIGINT[])) AS ar, "
             f"unnest(range({len(small.rows)})) AS r), "
             "k AS (SELECT c.* FROM c JOIN a ON c.r = a.r "
@@ -421,4 +426,4 @@ def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str, most_se
             "sets AS (SELECT sig, count(*) AS n, max(rows) AS most, row_number() OVER () - 1 AS s FROM kept "
             "GROUP BY sig) "
             f"SELECT 0 AS kind, s, unnest(sig) AS r, n, most FROM sets WHERE s <= {int(most_sets)} "
-            f"UNION ALL {alone} UNION ALL SELECT 2, -1, r, n, 0 FROM c UNION ALL SELECT 3, -1, -1, n, most FROM m")
+            f"UNION ALL {alone} UNION ALL SELECT 2, -1, r, n, 0 FROM c UNION ALL SELECT 3, -1, -1, n, mu FROM m")

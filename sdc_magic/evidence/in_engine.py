@@ -33,11 +33,15 @@ class SmallAtoms:
     the atom it belongs to. The engine keeps, in each unit's set, only the positions whose atom has
     more than 0 and fewer than ``threshold × most`` rows, ``most`` being the most rows one unit
     has (the rows without a unit are one unit together, as a declared unit counts them), and says
-    ``most`` (``kind`` 3): a set of atoms of ``r`` rows holds at least ``r / most`` units, so only
-    sets of such atoms can hold fewer than ``threshold``."""
+    the units with a value and the most rows one has (``kind`` 3): a set of atoms of ``r`` rows
+    holds at least ``r / most`` units, so only sets of such atoms can hold fewer than ``threshold``. ``most`` and ``units`` (the most rows of
+    one unit with a value, the units), when an earlier count over the same rows told them: the
+    engine does not count the rows per unit again."""
 
     rows: np.ndarray
     threshold: int
+    most: int | None = None
+    units: int | None = None
 
 
 @dataclass

@@ -32,6 +32,7 @@ import pandas as pd
 
 from ..evidence.in_engine import InEngineRows
 from . import engine_values
+from .engine_units import UnitsMemory
 from .engine_values import ValueState
 
 
@@ -80,9 +81,9 @@ class EngineUniverse:
         self.stale = False  # the base's rows changed under recorded outputs (see split)
         #: per variable, what the latest table of its sums published of it (:mod:`.engine_values`)
         self.values: dict[str, ValueState] = {}
-        #: per unit expression, the expressions of a count of its units that found too many sets
-        #: (:mod:`.engine_units`: not asked again over those expressions or more)
-        self.too_many_units: dict[str, frozenset[str]] = {}
+        #: what counts of units found over this base (:class:`.engine_units.UnitsMemory`: a count
+        #: that found too many sets, the most rows of one unit)
+        self.units_memory = UnitsMemory()
 
     @classmethod
     def restore(cls, identity: tuple[str, str], uid: str, n: int, columns: list[str], key_columns: set[Any],
@@ -97,7 +98,7 @@ class EngineUniverse:
         u.row_atom, u.atom_size = atoms, atom_size
         u.populations, u.version, u.frames = [], 0, {}
         u.hashes_saved, u.stale = True, False
-        u.values, u.too_many_units = {}, {}
+        u.values, u.units_memory = {}, UnitsMemory()
         return u
 
     @property
@@ -132,8 +133,8 @@ class Split:
     expressions: tuple[str, ...] = ()
     frame_atom: np.ndarray | None = None
     frame_rows: np.ndarray | None = None
-    #: the universe's ``too_many_units`` (shared: what a count of units found, kept for later tables)
-    too_many_units: dict[str, frozenset[str]] | None = None
+    #: the universe's ``units_memory`` (shared: what a count of units found, kept for later tables)
+    units_memory: UnitsMemory | None = None
 
     def atoms(self, index: pd.Index, group_of: np.ndarray, group: np.ndarray) -> AtomKeys:
         """The new atoms once the table's groups are known: ``index`` the labels its groups were
@@ -236,7 +237,7 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
             edited.append(var)  # (a copy of another variable, edited on some rows)
         values[var] = (rows.values[var], engine_values.summed_checksums(frame, j, which, len(first)))
     return Split(labels.iloc[first].reset_index(drop=True), inside[first], parent[first], size, earlier, rows,
-                 values, tuple(edited), tuple(expressions), which if in_engine_order else None, n, u.too_many_units)
+                 values, tuple(edited), tuple(expressions), which if in_engine_order else None, n, u.units_memory)
 
 
 def _zero_of(expression: str) -> str:
@@ -322,7 +323,7 @@ def one_atom_per_group(split: Split, ids: np.ndarray) -> tuple[Split, np.ndarray
     frame_atom = None if split.frame_atom is None else codes[split.frame_atom]
     merged = Split(split.labels.iloc[first].reset_index(drop=True), np.asarray(split.inside)[first],
                    np.asarray(split.parent)[first], size, split.earlier, split.rows, values, split.edited,
-                   split.expressions, frame_atom, split.frame_rows, split.too_many_units)
+                   split.expressions, frame_atom, split.frame_rows, split.units_memory)
     return merged, group[first].astype(np.int32)
 
 

@@ -414,8 +414,8 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, sma
     """Per unit (each value of ``unit``), the sorted positions in :func:`count_query`'s order of
     the combinations of ``expressions``' values its rows fall in: the rows of
     ``sql_lineage.lineage_unit_query`` (``kind``, ``s``, ``r``, ``n``, ``most``), from polars;
-    ``small``: the sets cut down to the positions of small atoms, with ``kind`` 3 (the units and
-    the most rows one has, the rows without a unit one), only the rows there joined."""
+    ``small``: the sets cut down to the positions of small atoms, with ``kind`` 3 (the units with
+    a value and the most rows one has), only the rows there joined."""
     import inspect
 
     import polars as pl
@@ -438,13 +438,17 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, sma
     extra = []
     kept = counted
     if small is not None:  # (every unit's rows first: the most rows of one; then the small atoms' rows only)
-        overall = both.filter(pl.col("u").is_not_null()).group_by("u").agg(pl.len().alias("rows")) \
-            .select(pl.len().alias("n"), pl.col("rows").max().fill_null(0).alias("most")).collect()
-        most = max(int(overall["most"][0]), int(alone["n"].sum()), 1)
+        if small.most is not None and small.units is not None:  # (told by an earlier count of the same rows)
+            units, top = int(small.units), int(small.most)
+        else:
+            overall = both.filter(pl.col("u").is_not_null()).group_by("u").agg(pl.len().alias("rows")) \
+                .select(pl.len().alias("n"), pl.col("rows").max().fill_null(0).alias("most")).collect()
+            units, top = int(overall["n"][0]), int(overall["most"][0])
+        most = max(top, int(alone["n"].sum()), 1)
         atom_rows = np.asarray(small.rows, dtype=np.int64)
         positions = np.flatnonzero((atom_rows > 0) & (atom_rows < int(small.threshold) * most))
         kept = counted.filter(pl.col("r").is_in(positions.tolist()))
-        extra.append((3, [-1], [-1], overall["n"], [most]))
+        extra.append((3, [-1], [-1], [units], [top]))
     sets = both.filter(pl.col("u").is_not_null()).join(kept.lazy().select([*names, "r"]), on=names, how="inner",
                                                        **equal) \
         .group_by("u").agg(pl.col("r").unique().sort().alias("sig"), pl.len().alias("rows")) \
