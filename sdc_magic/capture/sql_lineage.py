@@ -121,6 +121,14 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     base = table.copy()
     base.set("alias", exp.TableAlias(this=exp.to_identifier(BASE_ALIAS)))
     keys = [rebased(n.unalias().copy()).sql("duckdb") for n in key_nodes]
+    having = select.args.get("having")
+    if having is not None:
+        if any(_identity(t) != identity for t in having.find_all(exp.Table)):
+            return None  # (groups kept by a figure of another table move when it changes, as conditions do)
+        kept = _kept_groups(select, key_nodes, keys)
+        if kept is None:
+            return None
+        text = f"({text}) AND {kept}"
     # each variable's value per base row, as the table computes it (``linking.engine_values``)
     values = {v: rebased(node.copy()).sql("duckdb") for v, node in columns.items()
               if all(_identity(t) == identity for t in node.find_all(exp.Table))}
@@ -131,6 +139,37 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     if unit is not None and (found is None or unit_node is not None):
         values.setdefault(unit, rebased(exp.column(unit, quoted=True) if found is None else unit_node).sql("duckdb"))
     return Lineage(f"FROM {base.sql('duckdb')}", text, keys, identity, values, sources)
+
+
+def _kept_groups(select: Any, key_nodes: list[Any], keys: list[str]) -> str | None:
+    """The condition that a base row's group is one a ``HAVING`` keeps: its keys among those of the
+    query's own groups (the query itself, its keys added under names of ours, compared with
+    ``IS NOT DISTINCT FROM``: a group of missing keys is a group), evaluated per base row as any
+    condition reading the base is. None for a query whose groups shown depend on more than its
+    ``HAVING`` (``LIMIT``, ``OFFSET``, grouping sets), read by rows.
+
+    Why: a ``HAVING count(*) >= 5`` table (an analyst's own threshold) between tables counted in
+    the engine was ``review`` ("identified in different ways") where by rows it is linked as the
+    rows of the groups it shows (``_rows``)."""
+    from sqlglot import exp
+
+    if any(select.args.get(a) for a in ("limit", "offset")) or not keys:
+        return None
+    group = select.args.get("group")
+    if group is None or any(group.args.get(a) for a in ("rollup", "cube", "grouping_sets")) \
+            or any(isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets)) for e in group.expressions):
+        return None
+    inner = select.copy()
+    inner.set("order", None)
+    names = [f"{contract.PREFIX}k{i}" for i in range(len(key_nodes))]
+    inner.set("expressions", [*inner.expressions,
+                              *[exp.alias_(n.unalias().copy(), name) for n, name in zip(key_nodes, names, strict=True)]])
+    alias = f"{contract.PREFIX}having"
+    same = " AND ".join(f"{alias}.{name} IS NOT DISTINCT FROM ({key})" for name, key in zip(names, keys, strict=True))
+    # (only the keys of ours come out of the groups: a key read unqualified, ``district``, must
+    # find the base row's column, not a column of the groups of the same name)
+    return (f"EXISTS (SELECT 1 FROM (SELECT {', '.join(names)} FROM ({inner.sql('duckdb')})) AS {alias} "
+            f"WHERE {same})")
 
 
 def _unfolded(select: Any, key_nodes: list[Any], columns: dict[str, Any]

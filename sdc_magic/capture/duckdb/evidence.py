@@ -168,11 +168,13 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
     pending.rows_raw = rows_raw
     pending.frame_source = source if rows_raw is not None else None
     # counted in the engine: the table's rows (of one variable's statistics: its known rows), and
-    # with a unit declared its units; no HAVING; a 0/1 flag's or a condition's indicator's sums and
-    # means add its flagged rows (a variant, see _counted_on_connection). Other tables publish
-    # populations besides their rows that linking reads from the rows themselves, fetched up to
-    # MAX_LINKED_ROWS: counts of a column beside others (its known rows).
-    if "count" not in stats and not p.having:
+    # with a unit declared its units; with a HAVING the rows of the groups it keeps (not with grouping
+    # sets, whose totals hold dropped groups: sql_lineage._kept_groups); a 0/1 flag's or a condition's indicator's sums and
+    # means add its flagged rows (a variant, see _counted_on_connection); counts of one column
+    # alone (``count(income)``), its known rows. Other tables publish populations besides their
+    # rows that linking reads from the rows themselves, fetched up to MAX_LINKED_ROWS: counts of a
+    # column beside a count of rows (its known rows besides them).
+    if ("count" not in stats or only is not None) and not (p.having and p.grouping):
         try:
             pending.lineage = None if _calls_user_functions(p.select, run) else lineage(p, only, unit=unit)
         except Exception:
