@@ -133,3 +133,53 @@ def test_a_having_on_a_figure_of_another_table_is_read_by_rows(con: Any, humanit
     sess.publish(con.sql("select district, count(*) n from people group by 1 "
                          "having count(*) >= (select k from cut) order by 1"))
     assert not isinstance(last_rows(sess), InEngineRows)
+
+
+def _polars_people() -> Any:
+    import polars as pl
+
+    frame = pl.from_pandas(PEOPLE)
+    return frame.with_columns(inc=pl.when((pl.col("district") == "C") & (pl.col("sex") == "F"))
+                              .then(None).otherwise(pl.col("income")))
+
+
+def _polars_sessions() -> dict[str, list[Any]]:
+    import polars as pl
+
+    F = pl.col
+    by_sex = [lambda p: p.group_by("sex").len().sort("sex")]
+    known = [lambda p: p.group_by("sex").agg(F("inc").count()).sort("sex")]
+    return {
+        "everyone, then the counts of known incomes": by_sex + known,
+        "the counts of known incomes, then without C": known + [
+            lambda p: p.filter(F("district") != "C").group_by("sex").len().sort("sex")],
+        "a count and a sum of one column, then everyone": [
+            lambda p: p.group_by("sex").agg(F("inc").count().alias("n"), F("inc").sum().alias("s")).sort("sex")]
+        + by_sex,
+        "counts of known incomes by district, then by sex, then without C": [
+            lambda p: p.group_by("district").agg(F("inc").count()).sort("district")] + known + [
+            lambda p: p.filter(F("district") != "C").group_by("sex").agg(F("inc").count()).sort("sex")],
+    }
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("name", list(_polars_sessions()))
+def test_polars_counts_of_one_column_get_the_verdicts_of_the_same_sql(name: str, lazy: bool, con: Any,
+                                                                      humanitarian_sessions: Any,
+                                                                      monkeypatch: Any) -> None:
+    """polars ``agg(pl.col("inc").count())``: its known rows, counted in polars (eager and lazy),
+    with the verdicts of the same tables in SQL linked by rows. (polars by rows hides one cell
+    more in the first session: the men's 36, the same in both tables.)"""
+    frame = _polars_people()
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10**12)
+    sess = humanitarian_sessions()
+    expected = [verdict(sess.publish(con.sql(q)))[:2] for q in KNOWN_COUNTS[name]]
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    sess = humanitarian_sessions()
+    got, counted = [], []
+    for make in _polars_sessions()[name]:
+        table = make(frame.lazy()).collect() if lazy else make(frame)
+        got.append(verdict(sess.publish(table))[:2])
+        counted.append(isinstance(last_rows(sess), InEngineRows))
+    assert got == expected
+    assert all(counted), counted

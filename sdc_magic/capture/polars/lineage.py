@@ -612,7 +612,7 @@ def key_expressions(by: list[Any], named_by: dict) -> list[Any] | None:
 
 
 #: Statistics whose table is not counted inside polars: each publishes another population
-#: than its rows (distinct units, non-null counts beside other statistics) or cannot be told.
+#: than its rows (distinct units, non-null counts beside a count of rows) or cannot be told.
 NOT_COUNTED = frozenset({"count", "custom"})
 
 
@@ -633,7 +633,10 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
     """
     stats = {st for _, st in resolved.values()}
     variables = sorted({v for v, _ in resolved.values() if v is not None})
-    if stats & NOT_COUNTED or not resolved:
+    # (non-null counts of one column alone, or beside its other statistics: its known rows, the
+    # ``known`` condition below; beside ``len`` they are a population besides the rows)
+    alone = len(variables) == 1 and "size" not in stats
+    if stats & (NOT_COUNTED - ({"count"} if alone else set())) or not resolved:
         return None
     flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
     countable, flagged = contract.flagged_variable(ge, list(resolved.values()))
