@@ -51,6 +51,10 @@ SESSIONS = {
     "a HAVING that keeps every group, then a filter": [
         "select sex, count(*) n from people group by 1 having count(*) > 0 order by 1",
         "select sex, count(*) n from people where district <> 'C' group by 1 order by 1"],
+    "a HAVING over a CTE's column that is not the base's": [  # (C's ages are 0 in the CTE: C dropped)
+        _BY_SEX, "with f as (select district, sex, income, case when district = 'C' then 0 else age end as age "
+        "from people) select district, sum(income) s from f group by 1 having min(age) >= 18 order by 1",
+        "select sum(income) s from people"],
     "a HAVING with a LIMIT (read by rows)": [
         _BY_SEX, "select district, count(*) n from people group by 1 having count(*) >= 1 order by 2 desc limit 2",
         "select sex, count(*) n from people where district <> 'C' group by 1 order by 1"],

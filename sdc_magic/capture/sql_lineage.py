@@ -121,11 +121,13 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
     base = table.copy()
     base.set("alias", exp.TableAlias(this=exp.to_identifier(BASE_ALIAS)))
     keys = [rebased(n.unalias().copy()).sql("duckdb") for n in key_nodes]
-    having = select.args.get("having")
+    having = p.select.args.get("having")
     if having is not None:
         if any(_identity(t) != identity for t in having.find_all(exp.Table)):
             return None  # (groups kept by a figure of another table move when it changes, as conditions do)
-        kept = _kept_groups(select, key_nodes, keys)
+        # (the user's query as written: a CTE unfolded above keeps its HAVING and GROUP BY in the
+        # CTE's columns, which the base's raw columns of the same name are not)
+        kept = _kept_groups(p.select, list(p.key_nodes), keys)
         if kept is None:
             return None
         text = f"({text}) AND {kept}"
@@ -143,7 +145,8 @@ def lineage(p: Plan, only_known: str | None = None, flag: str | None = None, lev
 
 def _kept_groups(select: Any, key_nodes: list[Any], keys: list[str]) -> str | None:
     """The condition that a base row's group is one a ``HAVING`` keeps: its keys among those of the
-    query's own groups (the query itself, its keys added under names of ours, compared with
+    query's own groups (the user's query itself, its keys added under names of ours, compared with
+    the base row's ``keys``, the same expressions over the base, with
     ``IS NOT DISTINCT FROM``: a group of missing keys is a group), evaluated per base row as any
     condition reading the base is. None for a query whose groups shown depend on more than its
     ``HAVING`` (``LIMIT``, ``OFFSET``, grouping sets), read by rows.
