@@ -51,6 +51,7 @@ MAX_SIGNATURES = 1_000_000
 def _too_many() -> str:
     return f"more than {MAX_SIGNATURES:,} distinct sets of groups hold its units"
 
+
 @dataclass
 class UnitsMemory:
     """What counts of units found over one base, kept by its universe for later tables."""
@@ -220,8 +221,9 @@ class EngineUnits:
         """Read the engine's answer (``InEngineRows.count_units``); why not, if not."""
         changed = "the base's rows changed while linking counted them"
         kind = found["kind"].to_numpy(dtype=np.int64)
-        # (kind 3: the most rows of one unit over every unit, from an engine asked about some
-        # combinations only; the sets' own ``most`` then covers only theirs)
+        # (kind 3, from an engine that cut the sets down to small atoms: the units with a value and
+        # the most rows one has, over all of them; the sets' own ``most`` covers only theirs.
+        # Remembered with the base's fingerprint: UnitsMemory.most)
         most_all = int(found["most"].to_numpy(dtype=np.int64)[kind == 3].max(initial=0))
         if (kind == 3).any() and self._memory is not None and self._base_print is not None:
             self._memory.most[self._unit] = (self._base_print, most_all,
