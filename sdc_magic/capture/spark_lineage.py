@@ -384,18 +384,16 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, gro
         hashed = F.xxhash64(*[F.col(n) for n in names])
         per_combo = to_pandas(group_by(frame, names).agg(F.first(hashed).alias("h"),
                                                          F.sum(F.col("u").isNull().cast("long")).alias("alone")))
-        if small.most is not None and small.units is not None:  # (told by an earlier count of the same rows)
-            units, top = int(small.units), int(small.most)
-        else:
+        told = small.told()
+        if told is None:
             overall = to_pandas(group_by(rows_of_units, ["u"]).agg(F.count(F.lit(1)).alias("rows"))
                                 .agg(F.count(F.lit(1)).alias("n"), F.max("rows").alias("most")))
             found = overall["most"].iloc[0] if len(overall) else None
-            units = int(overall["n"].iloc[0]) if len(overall) else 0
-            top = 0 if found is None or pd.isna(found) else int(found)
-        most = max(top, int(per_combo["alone"].sum()), 1)
-        atom_rows = np.asarray(small.rows, dtype=np.int64)
+            told = (int(overall["n"].iloc[0]) if len(overall) else 0,
+                    0 if found is None or pd.isna(found) else int(found))
+        units, top = told
         kept = np.zeros(len(counted), dtype=bool)
-        kept[np.flatnonzero((atom_rows > 0) & (atom_rows < int(small.threshold) * most))] = True
+        kept[small.kept(top, int(per_combo["alone"].sum()))] = True
         where = np.array([position.get(_combination(t), -1) for t in per_combo[names].itertuples(index=False, name=None)])
         hashes = sorted({int(h) for h, w in zip(per_combo["h"], where, strict=True) if w >= 0 and kept[w]})
         rows_of_units = rows_of_units.where(hashed.isin(hashes) if hashes else F.lit(False))

@@ -451,9 +451,9 @@ def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str, most_se
                 f"UNION ALL {alone} UNION ALL SELECT 2, -1, r, n, 0 FROM c")
     atom_rows = ", ".join(str(int(x)) for x in small.rows)
     alone_rows = "(SELECT count(*) FROM b WHERE u IS NULL)"
-    if small.most is not None and small.units is not None:  # (told by an earlier count of the same rows)
-        per_unit = (f"m AS (SELECT {int(small.units)} AS n, {int(small.most)} AS mu, "
-                    f"greatest({int(small.most)}, {alone_rows}, 1) AS most), ")
+    told = small.told()
+    if told is not None:  # (told by an earlier count of the same rows)
+        per_unit = f"m AS (SELECT {told[0]} AS n, {told[1]} AS mu, greatest({told[1]}, {alone_rows}, 1) AS most), "
     else:
         per_unit = ("units AS (SELECT count(*) AS rows FROM b WHERE u IS NOT NULL GROUP BY u), "
                     "m AS (SELECT count(*) AS n, coalesce(max(rows), 0) AS mu, "

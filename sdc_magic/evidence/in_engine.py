@@ -34,14 +34,27 @@ class SmallAtoms:
     more than 0 and fewer than ``threshold × most`` rows, ``most`` being the most rows one unit
     has (the rows without a unit are one unit together, as a declared unit counts them), and says
     the units with a value and the most rows one has (``kind`` 3): a set of atoms of ``r`` rows
-    holds at least ``r / most`` units, so only sets of such atoms can hold fewer than ``threshold``. ``most`` and ``units`` (the most rows of
-    one unit with a value, the units), when an earlier count over the same rows told them: the
-    engine does not count the rows per unit again."""
+    holds at least ``r / most`` units, so only sets of such atoms can hold fewer than
+    ``threshold``. ``most`` and ``units`` (the most rows of one unit with a value, the units), when
+    an earlier count over the same rows told them: the engine does not count rows per unit again.
+    """
 
     rows: np.ndarray
     threshold: int
     most: int | None = None
     units: int | None = None
+
+    def told(self) -> tuple[int, int] | None:
+        """(units, the most rows of one) when an earlier count told them, else None."""
+        return None if self.most is None or self.units is None else (int(self.units), int(self.most))
+
+    def kept(self, most_with_a_value: int, rows_without: int) -> np.ndarray:
+        """The positions kept, given the most rows of one unit with a value and the rows without a
+        unit (one unit together): those of atoms of 0 < rows < threshold × most (the engines that
+        cut in Python; DuckDB says the same in SQL, ``sql_lineage.lineage_unit_query``)."""
+        most = max(int(most_with_a_value), int(rows_without), 1)
+        atom_rows = np.asarray(self.rows, dtype=np.int64)
+        return np.flatnonzero((atom_rows > 0) & (atom_rows < int(self.threshold) * most))
 
 
 @dataclass

@@ -192,7 +192,8 @@ class EngineUnits:
         key = None if self._base is None else (self._base, tuple(self._expressions), self._unit, cut)
         if key is not None and key in _asked:
             return _asked[key]
-        found = self._count_units(self._expressions, self._unit, MAX_SIGNATURES, *([small] if small else []))
+        found = self._count_units(self._expressions, self._unit, MAX_SIGNATURES,
+                                  *([small] if small is not None else []))
         if key is not None:
             _asked.clear()  # (one display asks about one base's units: the last answer is enough)
             _asked[key] = found

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import CountedBases, InEngineRows
+from ...evidence.in_engine import CountedBases, InEngineRows, SmallAtoms
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import (
@@ -168,12 +168,13 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
     pending.rows_raw = rows_raw
     pending.frame_source = source if rows_raw is not None else None
     # counted in the engine: the table's rows (of one variable's statistics: its known rows), and
-    # with a unit declared its units; with a HAVING the rows of the groups it keeps (not with grouping
-    # sets, whose totals hold dropped groups: sql_lineage._kept_groups); a 0/1 flag's or a condition's indicator's sums and
-    # means add its flagged rows (a variant, see _counted_on_connection); counts of one column
-    # alone (``count(income)``), its known rows. Other tables publish populations besides their
-    # rows that linking reads from the rows themselves, fetched up to MAX_LINKED_ROWS: counts of a
-    # column beside a count of rows (its known rows besides them).
+    # with a unit declared its units; with a HAVING the rows of the groups it keeps (not with
+    # grouping sets, whose totals hold dropped groups: sql_lineage._kept_groups); a 0/1 flag's or a
+    # condition's indicator's sums and means add its flagged rows (a variant, see
+    # _counted_on_connection); counts of one column alone (``count(income)``), its known rows. Other
+    # tables publish populations besides their rows that linking reads from the rows themselves,
+    # fetched up to MAX_LINKED_ROWS: counts of a column beside a count of rows (its known rows
+    # besides them).
     if ("count" not in stats or only is not None) and not (p.having and p.grouping):
         try:
             pending.lineage = None if _calls_user_functions(p.select, run) else lineage(p, only, unit=unit)
@@ -713,7 +714,8 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
             return f"(({expression}) * 0)"
         return f"({expression})"
 
-    def count_units(expressions: list[str], unit: str, most_sets: int, small: Any = None) -> pd.DataFrame:
+    def count_units(expressions: list[str], unit: str, most_sets: int, small: SmallAtoms | None = None
+                    ) -> pd.DataFrame:
         kind = str(run(f"SELECT ({unit}) AS v {rows.base} LIMIT 0").types[0]).upper()
         if kind in ("FLOAT", "DOUBLE", "REAL"):  # (NaN is missing, as NULL: one unit with them, as by rows)
             unit = f"(CASE WHEN isnan(({unit})) THEN NULL ELSE ({unit}) END)"

@@ -438,16 +438,13 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, sma
     extra = []
     kept = counted
     if small is not None:  # (every unit's rows first: the most rows of one; then the small atoms' rows only)
-        if small.most is not None and small.units is not None:  # (told by an earlier count of the same rows)
-            units, top = int(small.units), int(small.most)
-        else:
+        told = small.told()
+        if told is None:
             overall = both.filter(pl.col("u").is_not_null()).group_by("u").agg(pl.len().alias("rows")) \
                 .select(pl.len().alias("n"), pl.col("rows").max().fill_null(0).alias("most")).collect()
-            units, top = int(overall["n"][0]), int(overall["most"][0])
-        most = max(top, int(alone["n"].sum()), 1)
-        atom_rows = np.asarray(small.rows, dtype=np.int64)
-        positions = np.flatnonzero((atom_rows > 0) & (atom_rows < int(small.threshold) * most))
-        kept = counted.filter(pl.col("r").is_in(positions.tolist()))
+            told = int(overall["n"][0]), int(overall["most"][0])
+        units, top = told
+        kept = counted.filter(pl.col("r").is_in(small.kept(top, int(alone["n"].sum())).tolist()))
         extra.append((3, [-1], [-1], [units], [top]))
     sets = both.filter(pl.col("u").is_not_null()).join(kept.lazy().select([*names, "r"]), on=names, how="inner",
                                                        **equal) \
