@@ -131,6 +131,9 @@ def _stat(expr: Any, out_name: str) -> tuple[str | None, str]:
 
     m = _TEXT.match(str(expr))
     text = m.group(1) if m else str(expr)
+    # (Spark Connect writes ``count("*")`` as ``count(unresolvedstar())``: read as the ``count(*)`` it
+    # is; before, such a table was "row-level data", blocked)
+    text = text.replace("unresolvedstar()", "*")
     try:
         node = sqlglot.parse_one(text, read="spark")
     except Exception:

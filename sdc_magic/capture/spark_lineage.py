@@ -53,6 +53,8 @@ INTERNAL = "__sdc_"
 STEP_NODES = ("Filter", "Project")
 #: Steps followed from the aggregation down to the root.
 MAX_STEPS = 32
+#: The module of Spark Connect's classes
+CONNECT = "pyspark.sql.connect"
 
 #: Catalyst expressions that give each row a value from that row alone (simple class names).
 #: Others (``Rand``, ``MonotonicallyIncreasingID``, Python UDFs, subqueries, lambdas...) are not
@@ -126,9 +128,11 @@ def quiet() -> Iterator[None]:
 
 
 def _lineage(source: Any) -> Lineage | None:
+    if source.isStreaming:
+        return None
     jdf = getattr(source, "_jdf", None)
-    if jdf is None or source.isStreaming:
-        return None  # (Spark Connect: no plan on the client)
+    if jdf is None:
+        return _connect_lineage(source) if type(source).__module__.startswith(CONNECT) else None
     session = source.sparkSession
     node = jdf.queryExecution().analyzed()
     steps: list[dict] = []
@@ -155,6 +159,38 @@ def _lineage(source: Any) -> Lineage | None:
     digest.update(str(node.semanticHash()).encode())
     digest.update(repr([(f.name, f.dataType.simpleString()) for f in root.schema.fields]).encode())
     return Lineage(root, f"spark plan {digest.hexdigest()}", tuple(steps))
+
+
+def _connect_lineage(source: Any) -> Lineage | None:
+    """A Spark Connect DataFrame's root and steps, read from the client's plan
+    (:mod:`.spark_connect_plan`) and checked as a classic plan's are: the steps replayed on the
+    root are the source (``sameSemantics``, the server's analysis), the root identified by the
+    server's semantic hash of its plan and its schema."""
+    from .spark_connect_plan import steps_over_root
+
+    found = steps_over_root(source, MAX_STEPS)
+    if found is None:
+        return None
+    root, steps = found
+    names = list(root.columns)
+    if len({n.lower() for n in names}) != len(names) or any(n.startswith(INTERNAL) for n in names):
+        return None  # (names a replay cannot tell apart, or our own)
+    if not _plain_replay(root, steps).sameSemantics(source):
+        return None  # (the written steps are not the source: read by rows)
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(str(root.semanticHash()).encode())
+    digest.update(repr([(f.name, f.dataType.simpleString()) for f in root.schema.fields]).encode())
+    return Lineage(root, f"spark plan {digest.hexdigest()}", tuple(steps))
+
+
+def functions_of(frame: Any) -> Any:
+    """PySpark's functions for a DataFrame's flavour (Spark Connect's columns for a Connect frame,
+    whichever session the process made first)."""
+    if type(frame).__module__.startswith(CONNECT):
+        from pyspark.sql.connect.functions import builtin
+        return builtin
+    from pyspark.sql import functions
+    return functions
 
 
 def _cached(session: Any, plan: Any) -> bool:
@@ -288,7 +324,7 @@ def quoted(name: str) -> str:
 
 def _plain_replay(root: Any, steps: list[dict] | tuple[dict, ...]) -> Any:
     """The steps replayed as written (filters filter): to check they are the source."""
-    from pyspark.sql import functions as F
+    F = functions_of(root)
 
     frame = root
     for st in steps:
@@ -317,7 +353,7 @@ def _side_by_side(root: Any, named: list[tuple[str, str]]) -> tuple[Any, dict[st
     """``root`` with each (name, expression) of ``named`` computed as its steps compute it, as a
     column of a hidden name (the second value: per name, its column), every output's steps
     replayed one after the other on one frame (see :func:`count_query`)."""
-    from pyspark.sql import functions as F
+    F = functions_of(root)
 
     inner = {n: f"{INTERNAL}{n}" for n, _ in named}
     by_steps: dict[str, list[tuple[str, str]]] = {}
@@ -366,7 +402,7 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, gro
     (their combinations' hashes, a hash shared by a combination kept or not only adds rows whose
     positions are exact too), and ``kind`` 3 tells the units with a value and the most rows one
     has (``SmallAtoms.most``: the first job is not run)."""
-    from pyspark.sql import functions as F
+    F = functions_of(root)
 
     names = [f"g{i}" for i in range(len(expressions))]
     frame, inner = _side_by_side(root, list(zip([*names, "u"], [*expressions, unit], strict=True)))
@@ -443,7 +479,7 @@ def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list
     new columns. A filter only clears :data:`MARK`; a column made after it is made only on the
     rows it keeps (``CASE WHEN mark``: on the others it could fail, e.g. a division by zero the
     filter was there to avoid)."""
-    from pyspark.sql import functions as F
+    F = functions_of(root)
 
     names = [f"g{i}" for i in range(len(expressions))]
     hashed = [f"v{j}" for j in range(len(values))]
@@ -587,7 +623,7 @@ def masks_a_column(source: Any, variables: list[str], to_pandas: Callable[[Any],
     kept, which the engine does not count (its rows are read instead). One Spark job, one row to
     the driver. ``nulls_counted``: a copy missing where it masks is no such column (a table of one
     variable is counted over its known rows)."""
-    from pyspark.sql import functions as F
+    F = functions_of(source)
 
     types = {name: kind for name, kind in source.dtypes}
     numeric = [c for c, kind in types.items() if kind.startswith(_NUMERIC)]

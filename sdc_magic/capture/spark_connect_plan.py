@@ -1,0 +1,329 @@
+"""A Spark Connect DataFrame's rows written over the plan they come from (its root and steps).
+
+Why: a classic DataFrame carries its analyzed plan, which :mod:`.spark_lineage` reads into
+row-wise steps over a root so that linking counts the session's atoms inside Spark. A Spark
+Connect client has no analyzed plan, only the *unresolved* one it sends to the server
+(``DataFrame._plan``: ``Filter``, ``Project``, ``WithColumns`` … nodes over a relation, with
+expressions as trees of function names). Until stop 62 a Connect table was therefore linked by
+its rows: every source row's keys and hashes came to Python below 5M rows, and above that the
+table was not linked at all (``review`` beside any other output). Here the client plan is read
+the same way the classic one is:
+
+* Steps are ``Filter``, ``Project``, ``WithColumns``, ``Drop`` and ``WithColumnsRenamed`` nodes
+  whose expressions are *row-wise* by an allow-list of Spark SQL function names
+  (:data:`ROW_WISE_FUNCTIONS`, the functions of the classic ``ROW_WISE`` Catalyst classes);
+  each is written as the SQL text of the same step, the output columns' names taken from the
+  server (one analysis per node, no job).
+* The *root* is the first other node; its whole subtree must be made of leaves (a table or
+  files read, local data, a range) and the same row-wise nodes (:data:`ROOT_NODES`), so a
+  limit, a sample, a random value, a Python UDF, a join or an aggregate leave the table to the
+  rows path, as before.
+* Nothing written here is trusted: :mod:`.spark_lineage` replays the steps on the root and
+  keeps them only when the server calls the replay the same plan as the user's
+  (``sameSemantics``), and identifies the root by the server's semantic hash — the checks the
+  classic path makes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import re
+from typing import Any
+
+#: Plan nodes read as steps (anything else starts the root).
+STEP_NODES = frozenset({"Filter", "Project", "WithColumns", "Drop", "WithColumnsRenamed"})
+#: Plan nodes a root may hold: leaves whose rows are the same on every run, and row-wise steps.
+ROOT_NODES = frozenset({"Read", "DataSource", "LocalRelation", "CachedLocalRelation",
+                        "ChunkedCachedLocalRelation", "CachedRemoteRelation", "Range", "ToDF",
+                        "SubqueryAlias", *STEP_NODES})
+#: Plan nodes of a root looked at (a larger plan is linked by its rows).
+MAX_ROOT_NODES = 200
+
+#: Operators written infix (the client's function name, SQL's).
+INFIX = {"==": "=", "<=>": "<=>", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "+": "+",
+         "-": "-", "*": "*", "/": "/", "%": "%", "and": "AND", "or": "OR", "&": "&", "|": "|", "^": "^"}
+#: Spark SQL functions whose value on a row comes from that row alone (deterministic; the names
+#: of the classic path's ``ROW_WISE`` Catalyst expressions). Anything else is not written.
+ROW_WISE_FUNCTIONS = frozenset({
+    "not", "negative", "positive", "isnull", "isnotnull", "isnan", "in", "nanvl", "coalesce", "nullif",
+    "nvl", "nvl2", "ifnull", "if", "greatest", "least", "abs", "signum", "sign", "sqrt", "exp", "log",
+    "ln", "log10", "log2", "pow", "power", "round", "bround", "floor", "ceil", "ceiling", "pmod", "mod",
+    "div", "cbrt", "log1p", "expm1", "rint", "hypot", "degrees", "radians", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "bin", "conv", "bitwise_not", "~",
+    "shiftleft", "shiftright", "lower", "upper", "lcase", "ucase", "initcap", "substring", "substr",
+    "left", "right", "startswith", "endswith", "contains", "like", "ilike", "rlike", "length",
+    "char_length", "character_length", "trim", "ltrim", "rtrim", "btrim", "concat", "concat_ws",
+    "lpad", "rpad", "replace", "regexp_replace", "regexp_extract", "split", "element_at",
+    "substring_index", "instr", "locate", "year", "month", "day", "dayofmonth", "dayofweek",
+    "dayofyear", "weekofyear", "quarter", "hour", "minute", "second", "date_format", "to_date",
+    "to_timestamp", "datediff", "date_diff", "date_add", "date_sub", "trunc", "date_trunc", "hash",
+    "xxhash64", "format_string", "format_number", "hex", "sha1", "sha", "sha2", "md5", "crc32",
+    "ascii", "repeat", "reverse", "levenshtein", "soundex", "date_from_unix_date", "unix_date",
+    "from_unixtime", "to_unix_timestamp", "unix_timestamp", "make_date", "named_struct", "struct",
+    "array", "size", "array_contains", "timestamp_micros",
+})
+#: SQL text given by the analyst (``F.expr``, ``where("…")``) is parsed to check its functions:
+#: sqlglot's names of the row-wise ones that differ from Spark's.
+_SQLGLOT_NAMES = frozenset({"and", "or", "xor", "tsordsadd", "cast", "trycast", "case", "if", "in", "strposition", "dateadd", "datesub",
+                            "datediff", "timestrtotime", "strtodate", "strtotime", "tsordstodate",
+                            "timetostr", "unixtotime", "timetounix", "regexpextract", "regexpreplace",
+                            "regexplike", "regexpilike", "concatws", "splitpart", "arraycontains",
+                            "arraysize", "pad", "trim", "dayofweek", "dayofmonth", "dayofyear",
+                            "weekofyear", "substring", "struct", "array",
+                            "bitwisenot", "mod", "pow", "ln", "log", "sqrt", "round", "floor", "ceil",
+                            "abs", "sign", "exp", "lower", "upper", "initcap", "length", "concat",
+                            "coalesce", "nullif", "greatest", "least", "year", "month", "day", "quarter",
+                            "hour", "minute", "second", "md5", "sha", "sha2", "hex", "levenshtein",
+                            "soundex", "ascii", "repeat", "reverse", "startswith", "endswith",
+                            "contains", "left", "right", "todate", "totimestamp", "datetrunc",
+                            "timestamptrunc", "dateformat", "nvl2", "isnan", "unhex", "crc32",
+                            "formatstring", "numbertostr"})
+
+
+def steps_over_root(source: Any, max_steps: int) -> tuple[Any, list[dict]] | None:
+    """(the root as a Connect DataFrame, the steps from it in order) of a Spark Connect
+    DataFrame, written as :mod:`.spark_lineage` writes a classic plan's; None when the plan is
+    not written so (see the module docstring), or when more than ``max_steps`` steps are. May
+    raise (the caller catches)."""
+    from pyspark.sql.connect.dataframe import DataFrame
+
+    session = source.sparkSession
+    node = source._plan
+    steps: list[dict] = []
+    for _ in range(max_steps):
+        if type(node).__name__ not in STEP_NODES or getattr(node, "_references", None):
+            break
+        step = _step(node, session)
+        if step is None:
+            break  # (a step that is not written: the root starts here)
+        steps.append(step)
+        node = node._child
+    else:
+        return None
+    if not _repeatable(node, session):
+        return None
+    steps.reverse()
+    return DataFrame(node, session), steps
+
+
+def _columns_of(node: Any, session: Any) -> list[str]:
+    """The output columns' names of a plan node (one analysis on the server, no job)."""
+    from pyspark.sql.connect.dataframe import DataFrame
+
+    return list(DataFrame(node, session).columns)
+
+
+def _step(node: Any, session: Any) -> dict | None:
+    """The step a node stands for, in :mod:`.spark_lineage`'s form, or None (not written)."""
+    kind = type(node).__name__
+    if kind == "Filter":
+        written = expression_sql(node.filter._expr)
+        return None if written is None else {"m": "filter", "e": written}
+    out = _columns_of(node, session)
+    if len({n.lower() for n in out}) != len(out):
+        return None  # (a name given twice: a replay could not tell its columns apart)
+    inputs = {n.lower(): n for n in _columns_of(node._child, session)}
+    cols: list[list[str | None]]
+    if kind == "Project":
+        made = _projected(node._columns, list(inputs.values()))
+        if made is None or len(made) != len(out):
+            return None
+        cols = []
+        for (text, own), name in zip(made, out, strict=True):
+            if text is None and own is not None and own.lower() == name.lower() and name.lower() in inputs:
+                cols.append([None, name])
+            elif text is None:
+                return None
+            else:
+                cols.append([text, name])
+    elif kind == "WithColumns":
+        if node._metadata:
+            return None
+        new = {}
+        for name, column in zip(node._columnNames, node._columns, strict=True):
+            text = expression_sql(column._expr)
+            if text is None:
+                return None
+            new[str(name).lower()] = text
+        cols = [[new[n.lower()], n] if n.lower() in new else [None, n] for n in out]
+    elif kind == "Drop":
+        cols = [[None, n] for n in out]
+        if any(n.lower() not in inputs for n in out):
+            return None
+    else:  # WithColumnsRenamed
+        renamed = {str(new).lower(): str(old) for old, new in node._colsMap.items() if str(old).lower() in inputs}
+        cols = [[_quoted(inputs[renamed[n.lower()].lower()]), n] if n.lower() in renamed else [None, n] for n in out]
+        if any(e is None and n.lower() not in inputs for e, n in cols):
+            return None
+    return {"m": "select", "cols": cols}
+
+
+def _projected(columns: list[Any], inputs: list[str]) -> list[tuple[str | None, str | None]] | None:
+    """Per output column of a ``Project``: (its SQL, or None for a column kept as it is; the
+    column's own name when it reads one), the star expanded to the input's columns."""
+    from pyspark.sql.connect.expressions import ColumnAlias, ColumnReference, UnresolvedStar
+
+    made: list[tuple[str | None, str | None]] = []
+    for column in columns:
+        expr = getattr(column, "_expr", None)
+        if isinstance(expr, UnresolvedStar):
+            if getattr(expr, "_unparsed_target", None):
+                return None
+            made += [(None, n) for n in inputs]
+        elif isinstance(expr, ColumnReference):
+            name = _plain_name(expr._unparsed_identifier)
+            made.append((None, name) if name is not None else (expression_sql(expr), None))
+        elif isinstance(expr, ColumnAlias):
+            if len(expr._alias) != 1 or expr._metadata:
+                return None
+            made.append((expression_sql(expr._child), None))
+        else:
+            made.append((expression_sql(expr), None))
+    return made
+
+
+def _plain_name(identifier: str) -> str | None:
+    """A column reference's name when it is one plain name (no qualifier, no nested field)."""
+    if "." in identifier or "`" in identifier:
+        return None
+    return identifier
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def expression_sql(expr: Any) -> str | None:
+    """A client expression as Spark SQL text, or None when it is not row-wise (or not written)."""
+    from pyspark.sql.connect.expressions import (
+        CaseWhen,
+        CastExpression,
+        ColumnReference,
+        LiteralExpression,
+        SQLExpression,
+        UnresolvedFunction,
+    )
+
+    if isinstance(expr, ColumnReference):
+        if getattr(expr, "_is_metadata_column", False):
+            return None
+        identifier = expr._unparsed_identifier
+        return _quoted(identifier) if _plain_name(identifier) is not None else identifier
+    if isinstance(expr, LiteralExpression):
+        return _literal(expr._value, expr._dataType)
+    if isinstance(expr, SQLExpression):
+        return f"({expr._expr})" if _row_wise_text(expr._expr) else None
+    if isinstance(expr, CastExpression):
+        inner = expression_sql(expr._expr)
+        kind = expr._data_type if isinstance(expr._data_type, str) else expr._data_type.simpleString()
+        if inner is None or expr._eval_mode not in (None, "try") or not re.fullmatch(r"[\w(), <>:]+", kind):
+            return None
+        return f"{'TRY_CAST' if expr._eval_mode == 'try' else 'CAST'}({inner} AS {kind})"
+    if isinstance(expr, CaseWhen):
+        parts = []
+        for condition, value in expr._branches:
+            c, v = expression_sql(condition), expression_sql(value)
+            if c is None or v is None:
+                return None
+            parts.append(f"WHEN {c} THEN {v}")
+        other = "" if expr._else_value is None else expression_sql(expr._else_value)
+        if other is None:
+            return None
+        return "(CASE " + " ".join(parts) + (f" ELSE {other}" if other else "") + " END)"
+    if isinstance(expr, UnresolvedFunction):
+        return _function(expr)
+    return None
+
+
+def _function(expr: Any) -> str | None:
+    name, args = str(expr._name), [expression_sql(a) for a in expr._args]
+    if expr._is_distinct or any(a is None for a in args):
+        return None
+    if name in INFIX and len(args) == 2:
+        return f"({args[0]} {INFIX[name]} {args[1]})"
+    low = name.lower()
+    if low not in ROW_WISE_FUNCTIONS or not re.fullmatch(r"[a-z_][a-z0-9_]*|~", low):
+        return None
+    if low == "not" and len(args) == 1:
+        return f"(NOT {args[0]})"
+    if low in ("negative", "~") and len(args) == 1:
+        return f"({'-' if low == 'negative' else '~'} {args[0]})"
+    if low in ("isnull", "isnotnull") and len(args) == 1:
+        return f"({args[0]} IS {'NOT ' if low == 'isnotnull' else ''}NULL)"
+    if low == "in":
+        return f"({args[0]} IN ({', '.join(args[1:])}))" if len(args) > 1 else None
+    return f"{low}({', '.join(args)})"
+
+
+def _literal(value: Any, kind: Any) -> str | None:
+    """A literal as SQL of its exact type (a client literal carries its type)."""
+    from pyspark.sql import types as T
+
+    type_name = kind.simpleString()
+    if value is None:
+        return f"CAST(NULL AS {type_name})" if not isinstance(kind, T.NullType) else "NULL"
+    if isinstance(kind, T.BooleanType):
+        return "true" if value else "false"
+    if isinstance(kind, T.ByteType | T.ShortType | T.IntegerType | T.LongType):
+        # (SQL's typed literals: 1Y, 1S, 1, 1L; a CAST would be another plan than the client's)
+        suffix = {"tinyint": "Y", "smallint": "S", "int": "", "bigint": "L"}.get(type_name)
+        return None if suffix is None else f"{int(value)}{suffix}"
+    if isinstance(kind, T.FloatType | T.DoubleType):
+        v = float(value)
+        if isinstance(kind, T.DoubleType) and math.isfinite(v):
+            return f"{v!r}D"
+        text = repr(v) if math.isfinite(v) else {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(v)]
+        return f"CAST('{text}' AS {type_name})"
+    if isinstance(kind, T.DecimalType) and isinstance(value, decimal.Decimal):
+        return f"CAST('{value}' AS {type_name})"
+    if isinstance(kind, T.StringType) and isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(kind, T.DateType) and isinstance(value, int):
+        return f"date_from_unix_date({value})"  # (days since the epoch: exact, no time zone)
+    if isinstance(kind, T.TimestampType) and isinstance(value, int):
+        return f"timestamp_micros({value})"
+    if isinstance(kind, T.DateType | T.TimestampType) and isinstance(value, datetime.date):
+        return None
+    return None
+
+
+def _row_wise_text(text: str) -> bool:
+    """Whether SQL text of the analyst's (``F.expr``, ``where("…")``) calls row-wise functions
+    only: parsed with sqlglot (Spark's dialect); no query, window, lambda or other function."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except Exception:
+        return False
+    for node in tree.walk():
+        if isinstance(node, exp.Query | exp.Subquery | exp.Window | exp.Lambda | exp.Star | exp.AggFunc):
+            return False
+        if isinstance(node, exp.Func):
+            name = (node.name if isinstance(node, exp.Anonymous) else node.key).lower()
+            if name not in ROW_WISE_FUNCTIONS and name not in _SQLGLOT_NAMES:
+                return False
+    return True
+
+
+def _repeatable(root: Any, session: Any) -> bool:
+    """Whether the root's whole plan is made of :data:`ROOT_NODES` whose expressions are written
+    (row-wise): its rows are then the same on every run."""
+    stack, seen = [root], 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        kind = type(node).__name__
+        if seen > MAX_ROOT_NODES or kind not in ROOT_NODES or getattr(node, "_references", None):
+            return False
+        if kind in STEP_NODES and _step(node, session) is None:
+            return False
+        if kind == "Read" and getattr(node, "_is_streaming", None):
+            return False
+        child = getattr(node, "_child", None)
+        if child is not None:
+            stack.append(child)
+    return True
