@@ -4,6 +4,7 @@
     python benchmarks/engines.py --rows 1e7 --cells 10000   # 10M rows, 10,000-cell tables
     python benchmarks/engines.py --large    # 100M rows (DuckDB only; needs ~8 GB)
     python benchmarks/engines.py --spark --rows 1e6   # PySpark local[2] (Java 17), rows generated in Spark
+    python benchmarks/engines.py --spark --connect --rows 1e6   # the same through a local Spark Connect server
     python benchmarks/engines.py --only polars
     python benchmarks/engines.py --rows 1e6 --session 40   # 40 related DuckDB tables in one session
     python benchmarks/engines.py --rows 1e7 --only pandas --session 10 [--linked-rows 5e7]
@@ -82,9 +83,13 @@ def spark_main(args: Any) -> None:
 
     rows = int(args.rows)
     warnings.filterwarnings("ignore", category=FutureWarning)
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    builder = SparkSession.builder.remote("local[2]") if args.connect else SparkSession.builder.master("local[2]")
+    spark = (builder.config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "4").config("spark.driver.memory", "2g").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    if not args.connect:
+        spark.sparkContext.setLogLevel("ERROR")
+    else:  # (Connect's columns: pyspark.sql.functions follows the session made first)
+        from pyspark.sql.connect.functions import builtin as F
     n_region = max(round(args.cells / (20 * 6)), 1)
     sdf = spark.range(rows).select(
         F.format_string("r%03d", F.pmod(F.xxhash64("id", F.lit(1)), F.lit(n_region))).alias("region"),
@@ -97,7 +102,7 @@ def spark_main(args: Any) -> None:
     ).cache()
     t0 = time.perf_counter()
     sdf.count()
-    print(f"Spark {spark.version} local[2]: {rows:,} rows, {args.cells:,}-cell tables, generated and cached in "
+    print(f"Spark {spark.version} local[2]{' (Connect)' if args.connect else ''}: {rows:,} rows, {args.cells:,}-cell tables, generated and cached in "
           f"{time.perf_counter() - t0:.1f} s ({load()})")
     keys = ["region", "activity", "size"]
 
@@ -124,6 +129,7 @@ def main() -> None:
     parser.add_argument("--unit", action="store_true", help="declare the unit column (firm_id)")
     parser.add_argument("--large", action="store_true", help="100M rows (DuckDB only)")
     parser.add_argument("--spark", action="store_true", help="PySpark local[2] instead of polars and DuckDB")
+    parser.add_argument("--connect", action="store_true", help="with --spark: through a local Spark Connect server")
     parser.add_argument("--only", choices=["polars", "duckdb", "pandas"], help="one engine")
     parser.add_argument("--later", action="store_true",
                         help="a later table of a frame already displayed (its row fingerprints kept); "
@@ -267,8 +273,9 @@ def pandas_session(data: pd.DataFrame, n: int, linked_rows: int = 0) -> None:
 def spark_session(sdf: Any, n: int) -> None:
     """``n`` related Spark tables in one session, as :func:`polars_session` (filters, a derived
     column now and then, sums now and then), then the same session linked by rows."""
-    from pyspark.sql import functions as F
+    from sdc_magic.capture.spark_lineage import functions_of
 
+    F = functions_of(sdf)
     groupings = [["region", "activity", "size"], ["region", "size"], ["activity", "size"], ["region"],
                  ["region", "activity"]]
     filters = [F.lit(True), F.col("size") != 6, F.col("activity") != "a00", F.col("region") != "r000",

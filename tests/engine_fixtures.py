@@ -37,6 +37,24 @@ def local_spark(app: str) -> Iterator[Any]:
     session.stop()
 
 
+def run_spark_connect(script: str, timeout: int = 1200) -> Any:
+    """Run ``script`` in a child process that starts pyspark's local Spark Connect server.
+
+    Why a lock: the local server binds port 15002, so two such children (two test modules on two
+    pytest-xdist workers) cannot run at once; the second waits for the first."""
+    import fcntl
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with open(Path(tempfile.gettempdir()) / "sdc_magic-spark-connect.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @contextmanager
 def grouped_aggregations() -> Iterator[list[int]]:
     """Count the grouped aggregations polars' own ``LazyFrame.collect`` runs (wrapped below the

@@ -339,10 +339,13 @@ def test_spark_connect_tables_are_checked_with_evidence() -> None:
     """A local Spark Connect server (pyspark's own, in a child process: it cannot share this
     process's classic session) — the same recipes work through Connect's functions."""
     import json
-    import subprocess
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from engine_fixtures import run_spark_connect
 
     pytest.importorskip("grpc", reason="Spark Connect needs grpcio (pip install sdc-magic[spark])")
-    proc = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], capture_output=True, text=True, timeout=600)
+    proc = run_spark_connect(CONNECT_SCRIPT, timeout=600)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert line is not None, proc.stderr[-3000:]
     out = json.loads(line[len("RESULT "):])

@@ -12,7 +12,6 @@ rows to the driver.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from engine_fixtures import require_spark
+from engine_fixtures import require_spark, run_spark_connect
 
 require_spark()
 pytestmark = pytest.mark.spark
@@ -173,7 +172,7 @@ spark.stop()
 def connect() -> dict[str, Any]:
     pytest.importorskip("grpc", reason="Spark Connect needs grpcio (pip install sdc-magic[spark])")
     script = f"TESTS = {str(Path(__file__).parent)!r}\n" + CHILD
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=1200)
+    proc = run_spark_connect(script)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert line is not None, proc.stderr[-4000:]
     out = json.loads(line[len("RESULT "):])

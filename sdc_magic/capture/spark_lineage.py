@@ -25,8 +25,9 @@ read again (another ``spark.read`` of the same files, the same local data, after
 the same base. A file rewritten between outputs keeps the identity; linking's count checks
 (``linking/in_engine.split``, ``in_engine.groups_agree``) find that the atoms no longer add up.
 
-Spark Connect DataFrames have no analyzed plan on the client: their tables are linked by their
-rows (decided; see docs/engines.md).
+Spark Connect DataFrames have no analyzed plan on the client: the unresolved plan it holds is
+read into the same steps (:mod:`.spark_connect_plan`) and checked the same way
+(:func:`_connect_lineage`).
 """
 
 from __future__ import annotations

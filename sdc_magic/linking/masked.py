@@ -132,7 +132,7 @@ def kept_in_universes(universes: list[Universe], frame: pd.DataFrame, var: Hasha
         pos = u.rows_of_labels(frame.index)
         if pos is None or not len(pos) or (pos < 0).any():
             continue
-        hx = hash_column(frame[var]) if hx is None else hx
+        hx = frame_hash(frame, var) if hx is None else hx  # (cached: the table's next test reads it too)
         found = best_kept(hx, {c: h[pos] for c, h in u.hashes.items() if c not in u.key_columns})
         if found is not None:
             return found
