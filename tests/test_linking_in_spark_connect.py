@@ -91,6 +91,24 @@ for name, makes in T.UNIT_SESSIONS.items():
     counted, _ = run(makes, episodes, unit="person")
     out["units"][name] = plain({"rows": rows, "counted": counted})
 
+# roots over a join and over an aggregate (people with their households' region; households)
+homes = T.PEOPLE.drop_duplicates("household")[["household"]].assign(
+    rural=lambda h: (h["household"] % 3 == 0).astype(int))
+joined = people.join(spark.createDataFrame(homes), "household")
+households = people.groupBy("household", "district").agg(F.count("*").alias("size"), F.max("age").alias("oldest"))
+roots = {
+    "a join": (joined, [lambda p: p.groupBy("sex").count(),
+                        lambda p: p.filter(F.col("district") != "C").groupBy("sex").count(),
+                        lambda p: p.filter(F.col("rural") == 1).groupBy("district").count()]),
+    "an aggregate": (households, [lambda p: p.groupBy("district").count(),
+                                  lambda p: p.filter(F.col("oldest") < 100).groupBy("district").count()]),
+}
+out["roots"] = {}
+for name, (frame, makes) in roots.items():
+    rows, _ = run(makes, frame, in_engine=False)
+    counted, _ = run(makes, frame)
+    out["roots"][name] = plain({"rows": rows, "counted": counted})
+
 # what leaves Spark: Connect's own conversions wrapped below the capture's
 row_limits.IN_ENGINE_ROWS = 10
 with counting(type(people), T.SPARK_CONVERSIONS) as moved:
@@ -137,7 +155,18 @@ not_written = {
     "a limit": people.limit(50),
     "a window": T._window(people),
     "a subquery in SQL text": people.filter("age > (SELECT avg(age) FROM VALUES (1) AS t(age))"),
+    "a distinct on some columns": people.dropDuplicates(["household"]).filter(F.col("age") > 3),
+    "an aggregate of the first rows": people.groupBy("household").agg(F.first("age").alias("a")),
 }
+people.sample(0.5, seed=1).createOrReplaceTempView("sampled")
+people.withColumn("r", F.rand(seed=1)).createOrReplaceTempView("randomised")
+people.createOrReplaceTempView("everyone")
+not_written["a view of a sample"] = spark.table("sampled").filter(F.col("age") > 3)
+not_written["a view of a random value"] = spark.table("randomised")
+out["written"] = {name: spark_lineage.lineage(frame) is not None for name, frame in
+                  {"a view": spark.table("everyone").filter(F.col("age") > 3), "a join": joined,
+                   "an aggregate": households, "a distinct": people.distinct(),
+                   "a union": people.union(people).filter(F.col("age") > 3)}.items()}
 out["not_written"] = {k: spark_lineage.lineage(v) is None for k, v in not_written.items()}
 line = spark_lineage.lineage(people.filter(F.col("age") > 3).withColumn("band", F.col("age") / 10)
                              .where("district <> 'C'").drop("flag").withColumnRenamed("sex", "gender")
@@ -194,6 +223,13 @@ def test_connect_tables_counted_in_spark_get_the_verdicts_of_the_rows(name: str,
     assert got["universes"] == 1
 
 
+def test_connect_roots_over_a_join_or_an_aggregate_get_the_verdicts_of_the_rows(connect: dict[str, Any]) -> None:
+    for name, got in connect["roots"].items():
+        assert [v[:2] for v in got["counted"]] == [v[:2] for v in got["rows"]], name
+        assert all(v[2] for v in got["counted"]), name
+        assert any(v[0] in ("blocked", "suppressed") for v in got["counted"]), name
+
+
 def test_connect_tables_of_a_declared_unit_get_the_verdicts_of_the_rows(connect: dict[str, Any]) -> None:
     for name, got in connect["units"].items():
         assert [v[:2] for v in got["counted"]] == [v[:2] for v in got["rows"]], name
@@ -218,4 +254,5 @@ def test_connect_roots_are_identified_by_the_servers_semantic_hash(connect: dict
 
 def test_connect_steps_that_are_not_row_wise_are_not_written(connect: dict[str, Any]) -> None:
     assert connect["not_written"] == {k: True for k in connect["not_written"]}
+    assert connect["written"] == {k: True for k in connect["written"]}
     assert connect["steps"] == ["filter", "select", "filter", "select", "select", "select", "select"]

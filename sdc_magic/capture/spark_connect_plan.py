@@ -14,10 +14,11 @@ the same way the classic one is:
   (:data:`ROW_WISE_FUNCTIONS`, the functions of the classic ``ROW_WISE`` Catalyst classes);
   each is written as the SQL text of the same step, the output columns' names taken from the
   server (one analysis per node, no job).
-* The *root* is the first other node; its whole subtree must be made of leaves (a table or
-  files read, local data, a range) and the same row-wise nodes (:data:`ROOT_NODES`), so a
-  limit, a sample, a random value, a Python UDF, a join or an aggregate leave the table to the
-  rows path, as before.
+* The *root* is the first other node; its whole plan must be made of leaves (a table or files
+  read, local data, a range), the same row-wise nodes, and joins, aggregates, unions and
+  distincts whose expressions are deterministic (:data:`ROOT_NODES`); the server's analyzed plan
+  of it must show no limit, sample, Python or random value (:data:`UNREPEATABLE_TEXT`: a view
+  read by name hides its plan from the client). Otherwise the table goes the rows path.
 * Nothing written here is trusted: :mod:`.spark_lineage` replays the steps on the root and
   keeps them only when the server calls the replay the same plan as the user's
   (``sameSemantics``), and identifies the root by the server's semantic hash — the checks the
@@ -34,10 +35,28 @@ from typing import Any
 
 #: Plan nodes read as steps (anything else starts the root).
 STEP_NODES = frozenset({"Filter", "Project", "WithColumns", "Drop", "WithColumnsRenamed"})
-#: Plan nodes a root may hold: leaves whose rows are the same on every run, and row-wise steps.
+#: Plan nodes a root may hold: leaves whose rows are the same on every run, row-wise steps, and
+#: nodes whose rows are the same on every run when their expressions are deterministic (checked
+#: by :func:`_deterministic`: a join, an aggregate, a union, a distinct over every column) or that
+#: only order or place rows (a sort, a hint, a repartition).
 ROOT_NODES = frozenset({"Read", "DataSource", "LocalRelation", "CachedLocalRelation",
                         "ChunkedCachedLocalRelation", "CachedRemoteRelation", "Range", "ToDF",
-                        "SubqueryAlias", *STEP_NODES})
+                        "SubqueryAlias", "Join", "Aggregate", "SetOperation", "Deduplicate", "Sort",
+                        "Hint", "Repartition", "RepartitionByExpression", *STEP_NODES})
+#: Aggregate functions whose result does not depend on the rows' order (``first``, ``collect_list``,
+#: ``max_by`` on ties do; a root holding one is linked by its rows).
+DETERMINISTIC_AGGREGATES = frozenset({"sum", "count", "avg", "mean", "min", "max", "stddev", "stddev_samp",
+                                      "stddev_pop", "variance", "var_samp", "var_pop", "bool_and", "bool_or",
+                                      "every", "some", "any", "count_if"})
+#: What the server's analyzed plan of a root must not show (a view read by name hides its plan from
+#: the client: ``df.sample(0.5).createOrReplaceTempView("v")`` then ``spark.table("v")``): the
+#: classic path's unrepeatable nodes, Python, and functions whose value changes from run to run.
+UNREPEATABLE_TEXT = re.compile(
+    r"\b(?:Sample|GlobalLimit|LocalLimit|Limit|Tail|Offset|CollectLimit|GlobalLimitAndOffset|RebalancePartitions)\b"
+    r"|Python|Pandas|InArrow|BatchEval|ArrowEval"
+    r"|\b(?:rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id|input_file_name"
+    r"|input_file_block_start|input_file_block_length|current_timestamp|current_date|now|localtimestamp"
+    r"|randstr|uniform|reflect|java_method|try_reflect)\s*\(", re.IGNORECASE)
 #: Plan nodes of a root looked at (a larger plan is linked by its rows).
 MAX_ROOT_NODES = 200
 
@@ -310,8 +329,11 @@ def _row_wise_text(text: str) -> bool:
 
 
 def _repeatable(root: Any, session: Any) -> bool:
-    """Whether the root's whole plan is made of :data:`ROOT_NODES` whose expressions are written
-    (row-wise): its rows are then the same on every run."""
+    """Whether the root's rows are the same on every run: its whole plan made of :data:`ROOT_NODES`
+    with deterministic expressions (the client's plan), and nothing of :data:`UNREPEATABLE_TEXT`
+    in the server's analyzed plan of it (views read by name included)."""
+    from pyspark.sql.connect.dataframe import DataFrame
+
     stack, seen = [root], 0
     while stack:
         node = stack.pop()
@@ -319,11 +341,57 @@ def _repeatable(root: Any, session: Any) -> bool:
         kind = type(node).__name__
         if seen > MAX_ROOT_NODES or kind not in ROOT_NODES or getattr(node, "_references", None):
             return False
-        if kind in STEP_NODES and _step(node, session) is None:
+        if not _node_deterministic(node, kind, session):
             return False
-        if kind == "Read" and getattr(node, "_is_streaming", None):
-            return False
-        child = getattr(node, "_child", None)
-        if child is not None:
-            stack.append(child)
+        stack.extend(c for c in (getattr(node, "_child", None), getattr(node, "left", None),
+                                 getattr(node, "right", None), getattr(node, "other", None)) if c is not None)
+    text = DataFrame(root, session)._explain_string(extended=True)
+    analyzed = text.split("== Analyzed Logical Plan ==", 1)[-1].split("== Optimized Logical Plan ==", 1)[0]
+    return "== Analyzed Logical Plan ==" in text and UNREPEATABLE_TEXT.search(analyzed) is None
+
+
+def _node_deterministic(node: Any, kind: str, session: Any) -> bool:
+    """Whether one node of a root keeps the same rows on every run (see :data:`ROOT_NODES`)."""
+    if kind in STEP_NODES:
+        return _step(node, session) is not None
+    if kind == "Read":
+        return not getattr(node, "_is_streaming", None)
+    if kind == "Join":
+        on = node.on if isinstance(node.on, list) else [node.on]
+        return all(isinstance(c, str) or c is None or _deterministic(c._expr) for c in on)
+    if kind == "Aggregate":
+        return node._group_type in ("groupby", "rollup", "cube") and node._pivot_col is None \
+            and all(_deterministic(c._expr) for c in [*node._grouping_cols, *node._aggregate_cols])
+    if kind == "Deduplicate":  # (a subset of columns keeps any one row of each duplicate)
+        return bool(node.all_columns_as_keys) and not node.within_watermark
+    if kind == "SetOperation":
+        return node.other is not None
     return True
+
+
+def _deterministic(expr: Any) -> bool:
+    """Whether an expression's value does not change from one run to the next: row-wise ones
+    (:func:`expression_sql`) and :data:`DETERMINISTIC_AGGREGATES` of them."""
+    from pyspark.sql.connect.expressions import (
+        CaseWhen,
+        CastExpression,
+        ColumnAlias,
+        UnresolvedFunction,
+        UnresolvedStar,
+    )
+
+    if isinstance(expr, UnresolvedFunction):
+        name = str(expr._name)
+        known = name in INFIX or name.lower() in ROW_WISE_FUNCTIONS or name.lower() in DETERMINISTIC_AGGREGATES
+        return known and all(_deterministic(a) for a in expr._args)
+    if isinstance(expr, ColumnAlias):
+        return _deterministic(expr._child)
+    if isinstance(expr, CastExpression):
+        return _deterministic(expr._expr)
+    if isinstance(expr, CaseWhen):
+        parts = [x for branch in expr._branches for x in branch] + \
+            ([] if expr._else_value is None else [expr._else_value])
+        return all(_deterministic(x) for x in parts)
+    if isinstance(expr, UnresolvedStar):
+        return True
+    return expression_sql(expr) is not None
