@@ -130,10 +130,10 @@ def _stat(expr: Any, out_name: str) -> tuple[str | None, str]:
     from .sql import stat_of
 
     m = _TEXT.match(str(expr))
-    text = m.group(1) if m else str(expr)
     # (Spark Connect writes ``count("*")`` as ``count(unresolvedstar())``: read as the ``count(*)`` it
-    # is; before, such a table was "row-level data", blocked)
-    text = text.replace("unresolvedstar()", "*")
+    # is, from the expression's tree — a column *named* ``unresolvedstar()`` is no star, red team;
+    # before, such a table was "row-level data", blocked)
+    text = "count(*)" if _connect_count_star(expr) else m.group(1) if m else str(expr)
     try:
         node = sqlglot.parse_one(text, read="spark")
     except Exception:
@@ -143,6 +143,20 @@ def _stat(expr: Any, out_name: str) -> tuple[str | None, str]:
         # Spark prints count(DISTINCT x) as count(x) once aliased: ambiguous, so not a plain count
         return var, "nunique" if out_name.lower().startswith("count(distinct") else "custom"
     return var, stat
+
+
+def _connect_count_star(column: Any) -> bool:
+    """Whether a Spark Connect column is ``count(*)`` (possibly aliased), read from its tree."""
+    expr = getattr(column, "_expr", None)
+    if expr is None or not type(expr).__module__.startswith(_CONNECT):
+        return False
+    from pyspark.sql.connect.expressions import ColumnAlias, UnresolvedFunction, UnresolvedStar
+
+    while isinstance(expr, ColumnAlias):
+        expr = expr._child
+    return (isinstance(expr, UnresolvedFunction) and str(expr._name).lower() == "count" and not expr._is_distinct
+            and len(expr._args) == 1 and isinstance(expr._args[0], UnresolvedStar)
+            and not getattr(expr._args[0], "_unparsed_target", None))
 
 
 def spark_form(df: Any, limit: int | None) -> pd.DataFrame | None:

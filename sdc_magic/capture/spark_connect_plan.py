@@ -31,17 +31,19 @@ import datetime
 import decimal
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 #: Plan nodes read as steps (anything else starts the root).
-STEP_NODES = frozenset({"Filter", "Project", "WithColumns", "Drop", "WithColumnsRenamed"})
+STEP_NODES = frozenset({"Filter", "Project", "WithColumns", "Drop", "WithColumnsRenamed", "ToDF"})
+#: Leaves: a table or files read, local data, a range (``ToDF`` right over one names local data).
+LEAVES = frozenset({"Read", "DataSource", "LocalRelation", "CachedLocalRelation", "ChunkedCachedLocalRelation",
+                    "CachedRemoteRelation", "Range"})
 #: Plan nodes a root may hold: leaves whose rows are the same on every run, row-wise steps, and
 #: nodes whose rows are the same on every run when their expressions are deterministic (checked
 #: by :func:`_deterministic`: a join, an aggregate, a union, a distinct over every column) or that
 #: only order or place rows (a sort, a hint, a repartition).
-ROOT_NODES = frozenset({"Read", "DataSource", "LocalRelation", "CachedLocalRelation",
-                        "ChunkedCachedLocalRelation", "CachedRemoteRelation", "Range", "ToDF",
-                        "SubqueryAlias", "Join", "Aggregate", "SetOperation", "Deduplicate", "Sort",
+ROOT_NODES = frozenset({*LEAVES, "SubqueryAlias", "Join", "Aggregate", "SetOperation", "Deduplicate", "Sort",
                         "Hint", "Repartition", "RepartitionByExpression", *STEP_NODES})
 #: Aggregate functions whose result does not depend on the rows' order (``first``, ``collect_list``,
 #: ``max_by`` on ties do; a root holding one is linked by its rows).
@@ -105,47 +107,101 @@ def steps_over_root(source: Any, max_steps: int) -> tuple[Any, list[dict]] | Non
     """(the root as a Connect DataFrame, the steps from it in order) of a Spark Connect
     DataFrame, written as :mod:`.spark_lineage` writes a classic plan's; None when the plan is
     not written so (see the module docstring), or when more than ``max_steps`` steps are. May
-    raise (the caller catches)."""
+    raise (the caller catches).
+
+    A node's output names are derived from its input's where Spark's rule is plain (a filter
+    keeps them, ``withColumn`` replaces a name or appends one, a rename, a drop of names,
+    ``toDF``), else asked of the server (an analysis of the plan up to it: 60 ms at 30 steps); the
+    derived names of the whole chain must be the source's, else every node is asked. A chain
+    longer than ``max_steps`` is refused before anything is asked (red team: a 150-step chain
+    took 18 s to be refused; a 30-step one 2.3 s to be read, one analysis per node)."""
     from pyspark.sql.connect.dataframe import DataFrame
 
     session = source.sparkSession
-    node = source._plan
-    steps: list[dict] = []
-    for _ in range(max_steps):
-        if type(node).__name__ not in STEP_NODES or getattr(node, "_references", None):
-            break
-        step = _step(node, session)
-        if step is None:
-            break  # (a step that is not written: the root starts here)
-        steps.append(step)
-        node = node._child
-    else:
+    chain, node = 0, source._plan
+    while type(node).__name__ in STEP_NODES and chain <= max_steps:
+        chain, node = chain + 1, node._child
+    if chain > max_steps:
         return None
-    if not _repeatable(node, session):
+    for derive in (True, False):
+        known: dict[int, list[str]] = {}
+
+        def columns(of: Any, derive: bool = derive, known: dict[int, list[str]] = known) -> list[str]:
+            if id(of) not in known:
+                found = _derived_columns(of, columns) if derive else None
+                known[id(of)] = found if found is not None else list(DataFrame(of, session).columns)
+            return known[id(of)]
+
+        node = source._plan
+        steps: list[dict] = []
+        while type(node).__name__ in STEP_NODES and not getattr(node, "_references", None):
+            step = _step(node, columns)
+            if step is None:
+                break  # (a step that is not written: the root starts here)
+            steps.append(step)
+            node = node._child
+        if not derive or not steps or columns(source._plan) == list(source.columns):
+            break
+    if not _repeatable(node, session, columns):
         return None
     steps.reverse()
     return DataFrame(node, session), steps
 
 
-def _columns_of(node: Any, session: Any) -> list[str]:
-    """The output columns' names of a plan node (one analysis on the server, no job)."""
-    from pyspark.sql.connect.dataframe import DataFrame
+def _derived_columns(node: Any, columns: Callable[[Any], list[str]]) -> list[str] | None:
+    """A node's output names from its input's, where Spark's rule is plain; None: ask the server
+    (a name matching another in case only, a drop of a column object, any other node)."""
+    kind = type(node).__name__
+    if kind in ("Filter", "Sort", "Hint", "Repartition", "RepartitionByExpression"):
+        return columns(node._child)
+    if kind not in ("WithColumns", "WithColumnsRenamed", "Drop", "ToDF"):
+        return None
+    given = columns(node._child)
+    if len({n.lower() for n in given}) != len(given):
+        return None
+    lower = {n.lower(): n for n in given}
+    if kind == "ToDF":
+        out = [str(n) for n in node._cols]
+        return out if len(out) == len(given) else None
+    if kind == "Drop":
+        names = [c for c in node._columns]
+        if not all(isinstance(c, str) for c in names) or any(c.lower() in lower and c not in given for c in names):
+            return None
+        return [n for n in given if n not in set(names)]
+    pairs = list(node._colsMap.items()) if kind == "WithColumnsRenamed" else \
+        [(str(n), str(n)) for n in node._columnNames]
+    if any(old.lower() in lower and old not in given for old, _ in pairs):
+        return None
+    out = list(given)
+    for old, new in pairs:
+        if kind == "WithColumns":
+            if new not in out:
+                out.append(new)
+        elif old in out:
+            out[out.index(old)] = new
+    return out if len({n.lower() for n in out}) == len(out) else None
 
-    return list(DataFrame(node, session).columns)
 
-
-def _step(node: Any, session: Any) -> dict | None:
-    """The step a node stands for, in :mod:`.spark_lineage`'s form, or None (not written)."""
+def _step(node: Any, columns: Callable[[Any], list[str]]) -> dict | None:
+    """The step a node stands for, in :mod:`.spark_lineage`'s form, or None (not written);
+    ``columns``: a node's output names."""
     kind = type(node).__name__
     if kind == "Filter":
         written = expression_sql(node.filter._expr)
         return None if written is None else {"m": "filter", "e": written}
-    out = _columns_of(node, session)
+    if kind == "ToDF" and type(node._child).__name__ in LEAVES:
+        return None  # (local data named: the root itself)
+    out = columns(node)
     if len({n.lower() for n in out}) != len(out):
         return None  # (a name given twice: a replay could not tell its columns apart)
-    inputs = {n.lower(): n for n in _columns_of(node._child, session)}
+    given = columns(node._child)
+    inputs = {n.lower(): n for n in given}
     cols: list[list[str | None]]
-    if kind == "Project":
+    if kind == "ToDF":  # (every column renamed in order: a renamed copy is the same rows, red team)
+        if len(given) != len(out) or len(inputs) != len(given):
+            return None
+        cols = [[None, n] if n == old else [_quoted(old), n] for old, n in zip(given, out, strict=True)]
+    elif kind == "Project":
         made = _projected(node._columns, list(inputs.values()))
         if made is None or len(made) != len(out):
             return None
@@ -263,8 +319,8 @@ def _function(expr: Any) -> str | None:
     if name in INFIX and len(args) == 2:
         return f"({args[0]} {INFIX[name]} {args[1]})"
     low = name.lower()
-    if low not in ROW_WISE_FUNCTIONS or not re.fullmatch(r"[a-z_][a-z0-9_]*|~", low):
-        return None
+    if low not in ROW_WISE_FUNCTIONS or not re.fullmatch(r"[a-z_][a-z0-9_]*|~", low) or not args:
+        return None  # (with no argument some read the clock: ``unix_timestamp()``, red team)
     if low == "not" and len(args) == 1:
         return f"(NOT {args[0]})"
     if low in ("negative", "~") and len(args) == 1:
@@ -299,12 +355,13 @@ def _literal(value: Any, kind: Any) -> str | None:
         return f"CAST('{value}' AS {type_name})"
     if isinstance(kind, T.StringType) and isinstance(value, str):
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    # (the client keeps dates as days and timestamps as microseconds since the epoch: written as
+    # SQL's typed literals, a timestamp with its UTC offset, so that no session time zone moves it)
     if isinstance(kind, T.DateType) and isinstance(value, int):
-        return f"date_from_unix_date({value})"  # (days since the epoch: exact, no time zone)
+        return f"DATE '{(datetime.date(1970, 1, 1) + datetime.timedelta(days=value)).isoformat()}'"
     if isinstance(kind, T.TimestampType) and isinstance(value, int):
-        return f"timestamp_micros({value})"
-    if isinstance(kind, T.DateType | T.TimestampType) and isinstance(value, datetime.date):
-        return None
+        moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(microseconds=value)
+        return f"TIMESTAMP '{moment.isoformat(sep=' ')}'"
     return None
 
 
@@ -328,7 +385,7 @@ def _row_wise_text(text: str) -> bool:
     return True
 
 
-def _repeatable(root: Any, session: Any) -> bool:
+def _repeatable(root: Any, session: Any, columns: Callable[[Any], list[str]]) -> bool:
     """Whether the root's rows are the same on every run: its whole plan made of :data:`ROOT_NODES`
     with deterministic expressions (the client's plan), and nothing of :data:`UNREPEATABLE_TEXT`
     in the server's analyzed plan of it (views read by name included)."""
@@ -341,7 +398,7 @@ def _repeatable(root: Any, session: Any) -> bool:
         kind = type(node).__name__
         if seen > MAX_ROOT_NODES or kind not in ROOT_NODES or getattr(node, "_references", None):
             return False
-        if not _node_deterministic(node, kind, session):
+        if not _node_deterministic(node, kind, columns):
             return False
         stack.extend(c for c in (getattr(node, "_child", None), getattr(node, "left", None),
                                  getattr(node, "right", None), getattr(node, "other", None)) if c is not None)
@@ -350,10 +407,12 @@ def _repeatable(root: Any, session: Any) -> bool:
     return "== Analyzed Logical Plan ==" in text and UNREPEATABLE_TEXT.search(analyzed) is None
 
 
-def _node_deterministic(node: Any, kind: str, session: Any) -> bool:
+def _node_deterministic(node: Any, kind: str, columns: Callable[[Any], list[str]]) -> bool:
     """Whether one node of a root keeps the same rows on every run (see :data:`ROOT_NODES`)."""
+    if kind == "ToDF":
+        return True  # (names only)
     if kind in STEP_NODES:
-        return _step(node, session) is not None
+        return _step(node, columns) is not None
     if kind == "Read":
         return not getattr(node, "_is_streaming", None)
     if kind == "Join":

@@ -129,11 +129,11 @@ def quiet() -> Iterator[None]:
 
 
 def _lineage(source: Any) -> Lineage | None:
+    jdf = getattr(source, "_jdf", None)
+    if jdf is None:  # (Connect: a streaming read is no root there; ``isStreaming`` would ask the server)
+        return _connect_lineage(source) if type(source).__module__.startswith(CONNECT) else None
     if source.isStreaming:
         return None
-    jdf = getattr(source, "_jdf", None)
-    if jdf is None:
-        return _connect_lineage(source) if type(source).__module__.startswith(CONNECT) else None
     session = source.sparkSession
     node = jdf.queryExecution().analyzed()
     steps: list[dict] = []
