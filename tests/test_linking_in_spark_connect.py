@@ -109,6 +109,20 @@ for name, (frame, makes) in roots.items():
     counted, _ = run(makes, frame)
     out["roots"][name] = plain({"rows": rows, "counted": counted})
 
+# red team (helper-79): a renamed copy (toDF) is the same rows, compared; a column *named*
+# unresolvedstar() counts its known values, not every row
+upper = [lambda p: p.groupBy("sex").count(),
+         lambda p: p.toDF(*[c.upper() for c in p.columns]).filter(F.col("DISTRICT") != "C").groupBy("SEX").count()]
+out["renamed copy"] = plain(run(upper, people)[0])
+named = people.withColumn("unresolvedstar()", F.when(F.col("district") == "C", F.lit(1)))
+out["named star"] = plain(run([lambda p: p.groupBy("sex").agg(F.count(F.col("unresolvedstar()")))], named)[0])
+import datetime
+dated = people.withColumn("seen", F.to_date(F.lit("2020-01-01")) + F.col("age").cast("int"))
+out["typed literals"] = [
+    spark_lineage.lineage(dated.filter(F.col("seen") >= F.lit(datetime.date(2020, 2, 1)))) is not None,
+    spark_lineage.lineage(dated.withColumn("at", F.col("seen").cast("timestamp"))
+                          .filter(F.col("at") < F.lit(datetime.datetime(2020, 3, 1, 12, 30)))) is not None]
+
 # what leaves Spark: Connect's own conversions wrapped below the capture's
 row_limits.IN_ENGINE_ROWS = 10
 with counting(type(people), T.SPARK_CONVERSIONS) as moved:
@@ -157,6 +171,7 @@ not_written = {
     "a subquery in SQL text": people.filter("age > (SELECT avg(age) FROM VALUES (1) AS t(age))"),
     "a distinct on some columns": people.dropDuplicates(["household"]).filter(F.col("age") > 3),
     "an aggregate of the first rows": people.groupBy("household").agg(F.first("age").alias("a")),
+    "the clock": people.withColumn("t", F.unix_timestamp()).filter(F.col("age") > 3),
 }
 people.sample(0.5, seed=1).createOrReplaceTempView("sampled")
 people.withColumn("r", F.rand(seed=1)).createOrReplaceTempView("randomised")
@@ -228,6 +243,20 @@ def test_connect_roots_over_a_join_or_an_aggregate_get_the_verdicts_of_the_rows(
         assert [v[:2] for v in got["counted"]] == [v[:2] for v in got["rows"]], name
         assert all(v[2] for v in got["counted"]), name
         assert any(v[0] in ("blocked", "suppressed") for v in got["counted"]), name
+
+
+def test_a_connect_copy_renamed_or_counting_a_column_named_like_a_star_is_not_cleared(
+        connect: dict[str, Any]) -> None:
+    """Red team (helper-79): ``toDF`` of new names is a rename step over the same root (C's
+    people by subtraction: blocked); ``count(col("unresolvedstar()"))`` counts that column's known
+    values (C's three: blocked), not every row."""
+    assert [v[0] for v in connect["renamed copy"]] == ["pass", "blocked"]
+    assert all(v[2] for v in connect["renamed copy"])
+    assert connect["named star"][0][0] == "blocked"
+
+
+def test_connect_dates_and_timestamps_are_written_as_typed_literals(connect: dict[str, Any]) -> None:
+    assert connect["typed literals"] == [True, True]
 
 
 def test_connect_tables_of_a_declared_unit_get_the_verdicts_of_the_rows(connect: dict[str, Any]) -> None:
