@@ -14,7 +14,8 @@ the same way the classic one is:
   (:data:`ROW_WISE_FUNCTIONS`, the functions of the classic ``ROW_WISE`` Catalyst classes);
   each is written as the SQL text of the same step, the output columns' names taken from the
   server (one analysis per node, no job).
-* The *root* is the first other node; its whole plan must be made of leaves (a table or files
+* The *root* is the first other node, or the first cached one (``storageLevel``: the count then
+  reads the cache, as in the classic path); its whole plan must be made of leaves (a table or files
   read, local data, a range), the same row-wise nodes, and joins, aggregates, unions and
   distincts whose expressions are deterministic (:data:`ROOT_NODES`); the server's analyzed plan
   of it must show no limit, sample, Python or random value (:data:`UNREPEATABLE_TEXT`: a view
