@@ -187,6 +187,10 @@ line = spark_lineage.lineage(people.filter(F.col("age") > 3).withColumn("band", 
                              .where("district <> 'C'").drop("flag").withColumnRenamed("sex", "gender")
                              .select("*", F.upper("district").alias("d")).select("gender", "d", "age"))
 out["steps"] = None if line is None else [st["m"] for st in line.steps]
+banded = people.withColumn("band", F.col("age") / 10).cache()  # (a cached plan is a root: the count reads it)
+line = spark_lineage.lineage(banded.filter(F.col("band") > 3))
+out["cached"] = None if line is None else [[st["m"] for st in line.steps], "band" in line.root.columns]
+banded.unpersist()
 
 # after a restart, outputs counted in Spark are compared (steps, keys and atoms saved beside the ledger)
 from sdc_magic.records.ledger import Ledger
@@ -284,4 +288,5 @@ def test_connect_roots_are_identified_by_the_servers_semantic_hash(connect: dict
 def test_connect_steps_that_are_not_row_wise_are_not_written(connect: dict[str, Any]) -> None:
     assert connect["not_written"] == {k: True for k in connect["not_written"]}
     assert connect["written"] == {k: True for k in connect["written"]}
+    assert connect["cached"] == [["filter"], True]
     assert connect["steps"] == ["filter", "select", "filter", "select", "select", "select", "select"]
