@@ -487,8 +487,12 @@ def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list
     frame, inner = _side_by_side(root, list(zip([*names, *hashed], [*expressions, *values], strict=True)))
 
     def sums(column: Callable[[str], str]) -> list[Any]:
-        return [F.expr(f"sum(CAST(xxhash64({column(h)}) AS DECIMAL(38, 0)))").alias(f"c{j}")
-                for j, h in enumerate(hashed)]
+        # (each hash as its two 32-bit halves, summed as BIGINT: exact below 2**31 rows per atom, and
+        # the halves recombined mod 2**64 are the sum of the hashes; a DECIMAL(38) sum of the hashes
+        # gave the same numbers at 3-4 times the cost, 0.2-0.3 s of a 1M-row display)
+        return [part for j, h in enumerate(hashed) for part in (
+            F.expr(f"sum(xxhash64({column(h)}) & 4294967295)").alias(f"c{j}_lo"),
+            F.expr(f"sum(xxhash64({column(h)}) >> 32)").alias(f"c{j}_hi"))]
 
     if not names:
         out = to_pandas((frame if hashed else root).select(F.count(F.lit(1)).alias("n"), *sums(inner.get)))
@@ -501,10 +505,12 @@ def count_query(root: Any, expressions: list[str], group_by: Callable[[Any, list
 
 
 def _as_checksums(frame: pd.DataFrame, k: int) -> pd.DataFrame:
-    """The columns c0 … c{k-1} (exact sums of signed hashes) as uint64, mod 2**64."""
+    """The columns c0 … c{k-1}: the sums of the signed hashes mod 2**64 as uint64, from the sums of
+    their low (unsigned) and high (signed) 32-bit halves (``hash = hi * 2**32 + lo``)."""
     for j in range(k):
-        column = frame[f"c{j}"]
-        frame[f"c{j}"] = np.array([int(x) % (1 << 64) for x in column], dtype=np.uint64)
+        lo, hi = frame.pop(f"c{j}_lo"), frame.pop(f"c{j}_hi")
+        frame[f"c{j}"] = np.array([(0 if pd.isna(a) else int(a)) + ((0 if pd.isna(b) else int(b)) << 32) & ((1 << 64) - 1)
+                                   for a, b in zip(lo, hi, strict=True)], dtype=np.uint64)
     return frame
 
 
