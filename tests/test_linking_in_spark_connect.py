@@ -155,6 +155,10 @@ two = spark_lineage.lineage(spark.read.parquet(path))
 three = spark_lineage.lineage(spark.createDataFrame(T.PEOPLE.copy()))
 four = spark_lineage.lineage(spark.createDataFrame(T.PEOPLE.assign(age=T.PEOPLE["age"] + 1)))
 base = spark_lineage.lineage(people)
+read_upper = [lambda p: p.groupBy("sex").count(),
+              lambda p: p.toDF(*[c.upper() for c in p.columns]).filter(F.col("DISTRICT") != "C")
+              .groupBy("SEX").count()]
+out["renamed read"] = plain(run(read_upper, spark.read.parquet(path))[0])
 out["identity"] = [one is not None and two is not None and one.identity == two.identity,
                    base is not None and three is not None and base.identity == three.identity,
                    four is not None and base is not None and four.identity != base.identity]
@@ -257,6 +261,7 @@ def test_a_connect_copy_renamed_or_counting_a_column_named_like_a_star_is_not_cl
     assert [v[0] for v in connect["renamed copy"]] == ["pass", "blocked"]
     assert all(v[2] for v in connect["renamed copy"])
     assert connect["named star"][0][0] == "blocked"
+    assert [v[0] for v in connect["renamed read"]] == ["pass", "blocked"]  # (toDF over a file read, helper-80)
 
 
 def test_connect_dates_and_timestamps_are_written_as_typed_literals(connect: dict[str, Any]) -> None:

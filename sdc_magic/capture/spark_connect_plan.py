@@ -37,7 +37,9 @@ from typing import Any
 
 #: Plan nodes read as steps (anything else starts the root).
 STEP_NODES = frozenset({"Filter", "Project", "WithColumns", "Drop", "WithColumnsRenamed", "ToDF"})
-#: Leaves: a table or files read, local data, a range (``ToDF`` right over one names local data).
+#: Local data (``createDataFrame``): ``ToDF`` right over it names its columns, part of the root.
+LOCAL_DATA = frozenset({"LocalRelation", "CachedLocalRelation", "ChunkedCachedLocalRelation"})
+#: Leaves: a table or files read, local data, a range.
 LEAVES = frozenset({"Read", "DataSource", "LocalRelation", "CachedLocalRelation", "ChunkedCachedLocalRelation",
                     "CachedRemoteRelation", "Range"})
 #: Plan nodes a root may hold: leaves whose rows are the same on every run, row-wise steps, and
@@ -202,8 +204,8 @@ def _step(node: Any, columns: Callable[[Any], list[str]]) -> dict | None:
     if kind == "Filter":
         written = expression_sql(node.filter._expr)
         return None if written is None else {"m": "filter", "e": written}
-    if kind == "ToDF" and type(node._child).__name__ in LEAVES:
-        return None  # (local data named: the root itself)
+    if kind == "ToDF" and type(node._child).__name__ in LOCAL_DATA:
+        return None  # (local data named: the root itself; over a read, a renamed copy: a step, red team)
     out = columns(node)
     if len({n.lower() for n in out}) != len(out):
         return None  # (a name given twice: a replay could not tell its columns apart)
