@@ -37,17 +37,18 @@ from typing import Any
 
 #: Plan nodes read as steps (anything else starts the root).
 STEP_NODES = frozenset({"Filter", "Project", "WithColumns", "Drop", "WithColumnsRenamed", "ToDF"})
-#: Local data (``createDataFrame``): ``ToDF`` right over it names its columns, part of the root.
-LOCAL_DATA = frozenset({"LocalRelation", "CachedLocalRelation", "ChunkedCachedLocalRelation"})
 #: Leaves: a table or files read, local data, a range.
 LEAVES = frozenset({"Read", "DataSource", "LocalRelation", "CachedLocalRelation", "ChunkedCachedLocalRelation",
                     "CachedRemoteRelation", "Range"})
 #: Plan nodes a root may hold: leaves whose rows are the same on every run, row-wise steps, and
 #: nodes whose rows are the same on every run when their expressions are deterministic (checked
-#: by :func:`_deterministic`: a join, an aggregate, a union, a distinct over every column) or that
-#: only order or place rows (a sort, a hint, a repartition).
-ROOT_NODES = frozenset({*LEAVES, "SubqueryAlias", "Join", "Aggregate", "SetOperation", "Deduplicate", "Sort",
-                        "Hint", "Repartition", "RepartitionByExpression", *STEP_NODES})
+#: by :func:`_deterministic`: an aggregate, a distinct over every column) or that only order or
+#: place rows (a sort, a hint, a repartition).
+#: (Not joins or unions: a union of a frame with a tagged copy of itself, or a join that repeats
+#: people, puts the same person in two rows of one base, which a count of rows cannot tell — red team
+#: helper-80: two tables over the two copies passed where linking by rows blocks; they go by rows.)
+ROOT_NODES = frozenset({*LEAVES, "SubqueryAlias", "Aggregate", "Deduplicate", "Sort", "Hint", "Repartition",
+                        "RepartitionByExpression", *STEP_NODES})
 #: Aggregate functions whose result does not depend on the rows' order (``first``, ``collect_list``,
 #: ``max_by`` on ties do; a root holding one is linked by its rows).
 DETERMINISTIC_AGGREGATES = frozenset({"sum", "count", "avg", "mean", "min", "max", "stddev", "stddev_samp",
@@ -61,7 +62,20 @@ UNREPEATABLE_TEXT = re.compile(
     r"|Python|Pandas|InArrow|BatchEval|ArrowEval"
     r"|\b(?:rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id|input_file_name"
     r"|input_file_block_start|input_file_block_length|current_timestamp|current_date|now|localtimestamp"
-    r"|randstr|uniform|reflect|java_method|try_reflect)\s*\(", re.IGNORECASE)
+    r"|randstr|uniform|reflect|java_method|try_reflect|first|first_value|last|last_value|any_value"
+    r"|collect_list|collect_set|array_agg|row_number|rank|dense_rank|percent_rank|ntile|lag|lead|nth_value"
+    r"|current_timezone|current_user|user|session_user|current_database|current_schema|current_catalog"
+    r"|udf|pandas_udf)\s*\(|<lambda>|more fields|more characters|truncated|\bvariable\b|session\.",
+    re.IGNORECASE)
+#: Plan nodes the server's analyzed plan of a root may show (the first word of each line; a view's
+#: plan is read there only): anything else — a window, a generator, a deduplication of some
+#: columns, a join the client did not show — leaves the table to the rows path.
+ANALYZED_NODES = frozenset({"Project", "Filter", "SubqueryAlias", "View", "LocalRelation", "Relation",
+                            "LogicalRDD", "Range", "Aggregate", "Distinct", "Sort", "Repartition",
+                            "RepartitionByExpression", "ResolvedHint"})
+#: Analyses a reading may ask of the server (each costs more on a deeper plan: 95 selects under a
+#: distinct took 73 s, red team); a plan needing more is linked by its rows.
+MAX_ANALYSES = 40
 #: Plan nodes of a root looked at (a larger plan is linked by its rows).
 MAX_ROOT_NODES = 200
 
@@ -126,13 +140,19 @@ def steps_over_root(source: Any, max_steps: int) -> tuple[Any, list[dict]] | Non
         chain, node = chain + 1, node._child
     if chain > max_steps:
         return None
+    asked = [0]
     for derive in (True, False):
         known: dict[int, list[str]] = {}
 
         def columns(of: Any, derive: bool = derive, known: dict[int, list[str]] = known) -> list[str]:
             if id(of) not in known:
                 found = _derived_columns(of, columns) if derive else None
-                known[id(of)] = found if found is not None else list(DataFrame(of, session).columns)
+                if found is None:
+                    asked[0] += 1
+                    if asked[0] > MAX_ANALYSES:  # (the caller reads this as "not written": by rows)
+                        raise RuntimeError("a plan too long to read on the client")
+                    found = list(DataFrame(of, session).columns)
+                known[id(of)] = found
             return known[id(of)]
 
         node = source._plan
@@ -204,15 +224,16 @@ def _step(node: Any, columns: Callable[[Any], list[str]]) -> dict | None:
     if kind == "Filter":
         written = expression_sql(node.filter._expr)
         return None if written is None else {"m": "filter", "e": written}
-    if kind == "ToDF" and type(node._child).__name__ in LOCAL_DATA:
-        return None  # (local data named: the root itself; over a read, a renamed copy: a step, red team)
     out = columns(node)
     if len({n.lower() for n in out}) != len(out):
         return None  # (a name given twice: a replay could not tell its columns apart)
     given = columns(node._child)
     inputs = {n.lower(): n for n in given}
     cols: list[list[str | None]]
-    if kind == "ToDF":  # (every column renamed in order: a renamed copy is the same rows, red team)
+    if kind == "ToDF":
+        # (every column renamed in order: a renamed copy is the same rows, red team; also the names
+        # ``createDataFrame`` gives local data, whose root's columns are then ``_0, _1, …``: a pandas
+        # frame renamed and sent again is the same base)
         if len(given) != len(out) or len(inputs) != len(given):
             return None
         cols = [[None, n] if n == old else [_quoted(old), n] for old, n in zip(given, out, strict=True)]
@@ -418,8 +439,12 @@ def _repeatable(root: Any, session: Any, columns: Callable[[Any], list[str]]) ->
         stack.extend(c for c in (getattr(node, "_child", None), getattr(node, "left", None),
                                  getattr(node, "right", None), getattr(node, "other", None)) if c is not None)
     text = DataFrame(root, session)._explain_string(extended=True)
-    analyzed = text.split("== Analyzed Logical Plan ==", 1)[-1].split("== Optimized Logical Plan ==", 1)[0]
-    return "== Analyzed Logical Plan ==" in text and UNREPEATABLE_TEXT.search(analyzed) is None
+    if "== Analyzed Logical Plan ==" not in text:
+        return False
+    analyzed = text.split("== Analyzed Logical Plan ==", 1)[1].split("== Optimized Logical Plan ==", 1)[0]
+    lines = [line for line in analyzed.splitlines() if line.strip()][1:]  # (the first: the output's names)
+    nodes = {m.group(1) for line in lines if (m := re.match(r"[\s:+\-]*(\w+)", line))}
+    return bool(lines) and nodes <= ANALYZED_NODES and UNREPEATABLE_TEXT.search(analyzed) is None
 
 
 def _node_deterministic(node: Any, kind: str, columns: Callable[[Any], list[str]]) -> bool:
