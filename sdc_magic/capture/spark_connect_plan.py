@@ -16,10 +16,11 @@ the same way the classic one is:
   server (one analysis per node, no job).
 * The *root* is the first other node, or the first cached one (``storageLevel``: the count then
   reads the cache, as in the classic path); its whole plan must be made of leaves (a table or files
-  read, local data, a range), the same row-wise nodes, and joins, aggregates, unions and
-  distincts whose expressions are deterministic (:data:`ROOT_NODES`); the server's analyzed plan
-  of it must show no limit, sample, Python or random value (:data:`UNREPEATABLE_TEXT`: a view
-  read by name hides its plan from the client). Otherwise the table goes the rows path.
+  read, local data, a range), the same row-wise nodes, and aggregates whose expressions are
+  deterministic (:data:`ROOT_NODES`; not joins or unions, which may put a person in two rows);
+  the server's analyzed plan of it may hold only :data:`ANALYZED_NODES` and nothing of
+  :data:`UNREPEATABLE_TEXT` (a view read by name hides its plan from the client). Otherwise the
+  table goes the rows path.
 * Nothing written here is trusted: :mod:`.spark_lineage` replays the steps on the root and
   keeps them only when the server calls the replay the same plan as the user's
   (``sameSemantics``), and identifies the root by the server's semantic hash — the checks the
