@@ -209,6 +209,21 @@ def test_steps_that_are_not_row_wise_are_not_written(spark: Any, people: Any) ->
         adults.unpersist()
 
 
+def test_a_union_or_a_join_is_no_root_their_rows_are_read(people: Any, fresh: Any, in_engine: None) -> None:
+    """Red team (helper-80): a union of the frame with a tagged copy of itself puts each person in
+    two rows of one root; counted there, the second copy's table outside C passed (37 - 35, 36 - 35:
+    C by subtraction). Unions, joins and explodes leave a table to the rows path, which blocks it."""
+    F = _F()
+    tagged = people.withColumn("m", F.lit(0)).union(people.withColumn("m", F.lit(1)))
+    sess = fresh()
+    assert verdict(sess.publish(_sorted(tagged.filter(F.col("m") == 0).groupBy("sex").count())))[0] == "pass"
+    out = sess.publish(_sorted(tagged.filter((F.col("m") == 1) & (F.col("district") != "C")).groupBy("sex").count()))
+    assert out.metadata["sdc_magic"]["status"] == "blocked"
+    assert isinstance(last_rows(sess), pd.DataFrame)
+    years = people.crossJoin(people.sparkSession.range(2).withColumnRenamed("id", "year"))
+    assert spark_lineage.lineage(tagged) is None and spark_lineage.lineage(years) is None
+
+
 def test_a_window_is_a_root_of_its_own_and_named_beside_the_others(people: Any, fresh: Any, in_engine: None) -> None:
     """A filter reading a window sees every row: the window's plan is the root (its steps above
     are replayed on it), another base than the DataFrame's; a table over it, beside a table of
