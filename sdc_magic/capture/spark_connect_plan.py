@@ -39,7 +39,8 @@ from typing import Any
 #: Plan nodes read as steps (anything else starts the root).
 STEP_NODES = frozenset({"Filter", "Project", "WithColumns", "Drop", "WithColumnsRenamed", "ToDF"})
 #: Leaves: a table or files read, local data, a range.
-LEAVES = frozenset({"Read", "DataSource", "LocalRelation", "CachedLocalRelation", "ChunkedCachedLocalRelation",
+LEAVES = frozenset({"Read", "DataSource", "LocalRelation", "CachedLocalRelation",
+                    "ChunkedCachedLocalRelation",
                     "CachedRemoteRelation", "Range"})
 #: Plan nodes a root may hold: leaves whose rows are the same on every run, row-wise steps, and
 #: nodes whose rows are the same on every run when their expressions are deterministic (checked
@@ -59,7 +60,8 @@ DETERMINISTIC_AGGREGATES = frozenset({"sum", "count", "avg", "mean", "min", "max
 #: the client: ``df.sample(0.5).createOrReplaceTempView("v")`` then ``spark.table("v")``): the
 #: classic path's unrepeatable nodes, Python, and functions whose value changes from run to run.
 UNREPEATABLE_TEXT = re.compile(
-    r"\b(?:Sample|GlobalLimit|LocalLimit|Limit|Tail|Offset|CollectLimit|GlobalLimitAndOffset|RebalancePartitions)\b"
+    r"\b(?:Sample|GlobalLimit|LocalLimit|Limit|Tail|Offset|CollectLimit|GlobalLimitAndOffset"
+    r"|RebalancePartitions)\b"
     r"|Python|Pandas|InArrow|BatchEval|ArrowEval"
     r"|\b(?:rand|randn|random|uuid|shuffle|monotonically_increasing_id|spark_partition_id|input_file_name"
     r"|input_file_block_start|input_file_block_length|current_timestamp|current_date|now|localtimestamp"
@@ -105,8 +107,9 @@ ROW_WISE_FUNCTIONS = frozenset({
 })
 #: SQL text given by the analyst (``F.expr``, ``where("…")``) is parsed to check its functions:
 #: sqlglot's names of the row-wise ones that differ from Spark's.
-_SQLGLOT_NAMES = frozenset({"and", "or", "xor", "tsordsadd", "cast", "trycast", "case", "if", "in", "strposition", "dateadd", "datesub",
-                            "datediff", "timestrtotime", "strtodate", "strtotime", "tsordstodate",
+_SQLGLOT_NAMES = frozenset({"and", "or", "xor", "tsordsadd", "cast", "trycast", "case", "if", "in",
+                            "strposition", "dateadd", "datesub", "datediff", "timestrtotime",
+                            "strtodate", "strtotime", "tsordstodate",
                             "timetostr", "unixtotime", "timetounix", "regexpextract", "regexpreplace",
                             "regexplike", "regexpilike", "concatws", "splitpart", "arraycontains",
                             "arraysize", "pad", "trim", "dayofweek", "dayofmonth", "dayofyear",
@@ -201,7 +204,8 @@ def _derived_columns(node: Any, columns: Callable[[Any], list[str]]) -> list[str
         return out if len(out) == len(given) else None
     if kind == "Drop":
         names = [c for c in node._columns]
-        if not all(isinstance(c, str) for c in names) or any(c.lower() in lower and c not in given for c in names):
+        if not all(isinstance(c, str) for c in names) \
+                or any(c.lower() in lower and c not in given for c in names):
             return None
         return [n for n in given if n not in set(names)]
     pairs = list(node._colsMap.items()) if kind == "WithColumnsRenamed" else \
@@ -265,8 +269,10 @@ def _step(node: Any, columns: Callable[[Any], list[str]]) -> dict | None:
         if any(n.lower() not in inputs for n in out):
             return None
     else:  # WithColumnsRenamed
-        renamed = {str(new).lower(): str(old) for old, new in node._colsMap.items() if str(old).lower() in inputs}
-        cols = [[_quoted(inputs[renamed[n.lower()].lower()]), n] if n.lower() in renamed else [None, n] for n in out]
+        renamed = {str(new).lower(): str(old) for old, new in node._colsMap.items()
+                   if str(old).lower() in inputs}
+        cols = [[_quoted(inputs[renamed[n.lower()].lower()]), n] if n.lower() in renamed else [None, n]
+                for n in out]
         if any(e is None and n.lower() not in inputs for e, n in cols):
             return None
     return {"m": "select", "cols": cols}
@@ -386,7 +392,8 @@ def _literal(value: Any, kind: Any) -> str | None:
         v = float(value)
         if isinstance(kind, T.DoubleType) and math.isfinite(v):
             return f"{v!r}D"
-        text = repr(v) if math.isfinite(v) else {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(v)]
+        named = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+        text = repr(v) if math.isfinite(v) else named[repr(v)]
         return f"CAST('{text}' AS {type_name})"
     if isinstance(kind, T.DecimalType) and isinstance(value, decimal.Decimal):
         return f"CAST('{value}' AS {type_name})"
@@ -482,7 +489,8 @@ def _deterministic(expr: Any) -> bool:
 
     if isinstance(expr, UnresolvedFunction):
         name = str(expr._name)
-        known = name in INFIX or name.lower() in ROW_WISE_FUNCTIONS or name.lower() in DETERMINISTIC_AGGREGATES
+        known = name in INFIX or name.lower() in ROW_WISE_FUNCTIONS \
+            or name.lower() in DETERMINISTIC_AGGREGATES
         return known and all(_deterministic(a) for a in expr._args)
     if isinstance(expr, ColumnAlias):
         return _deterministic(expr._child)

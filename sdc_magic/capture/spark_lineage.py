@@ -230,7 +230,8 @@ def _repeatable(plan: Any) -> bool:
         node = stack.pop()
         seen += 1
         kind = node.getClass().getSimpleName()
-        if seen > MAX_ROOT_NODES or kind in UNREPEATABLE or kind in ROW_REPEATING or any(w in kind for w in PYTHON):
+        if seen > MAX_ROOT_NODES or kind in UNREPEATABLE or kind in ROW_REPEATING \
+                or any(w in kind for w in PYTHON):
             return False
         expressions = node.expressions()
         for i in range(expressions.size()):
