@@ -155,12 +155,7 @@ def _lineage(source: Any) -> Lineage | None:
     if not _distinct_names(node) or any(n.startswith(INTERNAL) for n in names):
         return None  # (names a replay cannot tell apart, or our own)
     steps.reverse()
-    if not _plain_replay(root, steps).sameSemantics(source):
-        return None  # (the written steps are not the source: read by rows)
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(str(node.semanticHash()).encode())
-    digest.update(repr([(f.name, f.dataType.simpleString()) for f in root.schema.fields]).encode())
-    return Lineage(root, f"spark plan {digest.hexdigest()}", tuple(steps))
+    return _replayed(source, root, steps, node.semanticHash)
 
 
 def _connect_lineage(source: Any) -> Lineage | None:
@@ -177,10 +172,17 @@ def _connect_lineage(source: Any) -> Lineage | None:
     names = list(root.columns)
     if len({n.lower() for n in names}) != len(names) or any(n.startswith(INTERNAL) for n in names):
         return None  # (names a replay cannot tell apart, or our own)
+    return _replayed(source, root, steps, root.semanticHash)
+
+
+def _replayed(source: Any, root: Any, steps: list[dict], semantic_hash: Callable[[], Any]) -> Lineage | None:
+    """The lineage when the steps replayed on the root are the source (``sameSemantics``), the
+    root identified by Spark's semantic hash of its plan (asked only then) and its schema; else
+    None (by rows). The classic and the Connect path share it."""
     if not _plain_replay(root, steps).sameSemantics(source):
-        return None  # (the written steps are not the source: read by rows)
+        return None
     digest = hashlib.blake2b(digest_size=16)
-    digest.update(str(root.semanticHash()).encode())
+    digest.update(str(semantic_hash()).encode())
     digest.update(repr([(f.name, f.dataType.simpleString()) for f in root.schema.fields]).encode())
     return Lineage(root, f"spark plan {digest.hexdigest()}", tuple(steps))
 
