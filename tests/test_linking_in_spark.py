@@ -120,6 +120,11 @@ SESSIONS = {
         lambda p: p.groupBy("sex").agg(_F().avg("flag")),
         lambda p: p.filter(_c("district") != "C").groupBy("sex").agg(_F().avg("flag")),
         lambda p: p.groupBy("district").count()],
+    # two indicators side by side whose flagged rows overlap (a flag and the people of 40 or more)
+    "two flags' means side by side, then the flagged rows without C": [
+        lambda p: p.withColumn("old", (_c("age") >= 40).cast("int")).groupBy("sex")
+        .agg(_F().count("*").alias("n"), _F().avg("flag"), _F().avg("old")),
+        lambda p: p.filter((_c("flag") == 1) & (_c("district") != "C")).groupBy("sex").count()],
     "sums of one variable": [lambda p: p.groupBy("sex").agg(_F().sum("income")),
                              lambda p: p.filter(_c("district") != "C").groupBy("sex").agg(_F().sum("income"))],
     "counts beside means, then a filter": [

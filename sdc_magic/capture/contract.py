@@ -38,6 +38,7 @@ import pandas as pd
 from ..evidence import rows as row_limits
 from ..evidence.facts import GroupEvidence, VarEvidence
 from ..evidence.flatten import canonical_labels, flatten
+from ..evidence.in_engine import MAX_INDICATORS
 from ..evidence.registry import Registry
 from ..evidence.weak_table import WeakTable
 from .entries import Source, build_entry
@@ -122,14 +123,14 @@ def summed_flag(ge: Any, stats: set[str], variables: list[str]) -> str | None:
     (``in_engine.groups_agree``) and, for a 0/1 flag, that each sum is that count
     (``in_engine.counts_agree``). Only when the indicator's other value is 0 (``low``): the
     sums of a 1/2 coding are n + n₂, the table's known rows and its flagged rows, two
-    populations (the flagged ones a variant, :func:`flagged_variable`; red team: its sums
+    populations (the flagged ones a variant, :func:`flagged_variables`; red team: its sums
     outside C, then the flag's, gave C's one man back)."""
     if stats != {"sum"} or len(variables) != 1:
         return None
     (var,) = variables
     found = getattr(ge, "variables", {}).get(var)
     if flag_level(ge, var) is None or getattr(found, "low", None) != 0.0:
-        return None  # (a 1/2 coding's sums add every known row in: two populations, see flagged_variable)
+        return None  # (a 1/2 coding's sums add every known row in: two populations, see flagged_variables)
     return var
 
 
@@ -148,14 +149,18 @@ def other_ones(ge: Any, var: Any) -> tuple[float, np.ndarray] | None:
     return float(low), np.maximum(np.asarray(found.units, dtype=np.int64) - np.asarray(found.ones, dtype=np.int64), 0)
 
 
-def variant_populations(ge: Any, flagged: str) -> list[tuple[Any, float, np.ndarray]]:
-    """The populations an indicator's mean (or its sums beside others) publishes besides the
-    table's rows, as (key in ``InEngineRows.variants``, the value its rows have, per group its
-    rows): the rows at its level, and those at its other value. One list for every engine, so
-    each counts the same populations as ``linking.populations.indicator_variables`` by rows.
-    ``flagged``: as :func:`flagged_variable` names it (it has both)."""
-    low, others = other_ones(ge, flagged)  # type: ignore[misc]  # (checked by flagged_variable)
-    return [(flagged, level_of(ge, flagged), ge.variables[flagged].ones), (("other", flagged), low, others)]
+def variant_populations(ge: Any, flagged: list[str]) -> list[tuple[Any, str, float, np.ndarray]]:
+    """The populations indicators' means (or their sums beside others) publish besides the table's
+    rows, as (key in ``InEngineRows.variants``, the indicator, the value its rows have, per group
+    its rows): for each indicator the rows at its level, and those at its other value. One list
+    for every engine, so each counts the same populations as
+    ``linking.populations.indicator_variables`` by rows. ``flagged``: as :func:`flagged_variables`
+    names them (each has both)."""
+    out: list[tuple[Any, str, float, np.ndarray]] = []
+    for flag in flagged:
+        low, others = other_ones(ge, flag)  # type: ignore[misc]  # (checked by flagged_variables)
+        out += [(flag, flag, level_of(ge, flag), ge.variables[flag].ones), (("other", flag), flag, low, others)]
+    return out
 
 
 def level_of(ge: Any, var: Any) -> float:
@@ -176,31 +181,34 @@ def flag_level(ge: Any, var: Any) -> float | None:
     return float(level) if level is not None and np.isfinite(level) else None
 
 
-def flagged_variable(ge: Any, measures: list[tuple[str | None, str]]) -> tuple[bool, str | None]:
-    """(whether a table can be counted in an engine as far as its indicators go, the indicator whose
-    flagged rows it publishes besides its own).
+def flagged_variables(ge: Any, measures: list[tuple[str | None, str]]) -> tuple[bool, list[str]]:
+    """(whether a table can be counted in an engine as far as its indicators go, the indicators whose
+    flagged rows it publishes besides its own, in the order of its measures).
 
     A mean of an indicator (or its sum beside other statistics) publishes the rows where it is 1
-    (``linking.populations.indicator_variables``): an engine counts them as a second population
-    (``InEngineRows.variants``). One such indicator, with means and sums only; a table of two
-    (their flagged rows side by side are one more population), or of an indicator's other
-    statistics, is read by rows. Variables the evidence does not know: not counted."""
+    (``linking.populations.indicator_variables``): an engine counts them as one more population,
+    and the rows at the indicator's other value as another (``InEngineRows.variants``). Means and
+    sums only, of at most :data:`~sdc_magic.evidence.in_engine.MAX_INDICATORS` indicators (as by
+    rows); an indicator's other statistics are read by rows, as are variables the evidence does not
+    know. Two or more side by side are counted only where the engine finds a row at two of their
+    levels (:func:`~sdc_magic.evidence.in_engine.indicators_overlap`, each engine's capture): by
+    rows, disjoint indicators make one more population over (group, indicator), which an engine
+    does not count (a table of them is read by rows)."""
     found = getattr(ge, "variables", {})
-    flags = set()
+    flags: list[str] = []
     for v, _ in measures:
         if v is None:
             continue
         if v not in found:
-            return False, None
+            return False, []
         if getattr(found[v], "ones", None) is not None:
             if flag_level(ge, v) is None or other_ones(ge, v) is None:
-                return False, None
-            flags.add(v)
-    if not flags:
-        return True, None
-    if len(flags) > 1 or {st for v, st in measures if v in flags} - {"mean", "sum"}:
-        return False, None
-    return True, next(iter(flags))
+                return False, []
+            if v not in flags:
+                flags.append(v)
+    if len(flags) > MAX_INDICATORS or {st for v, st in measures if v in flags} - {"mean", "sum"}:
+        return False, []
+    return True, flags
 
 
 def group_evidence_from_facts(facts: pd.DataFrame, keys: list[str], variables: list[Any], k: int,

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..evidence.in_engine import InEngineRows, SmallAtoms
+from ..evidence.in_engine import InEngineRows, SmallAtoms, indicators_overlap
 from . import contract
 
 #: The mark of the rows a replay keeps (filters turned into a column, :func:`count_query`).
@@ -536,7 +536,7 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
     (linked by its rows). The caller decides by size. ``unit``: the declared unit column, whose
     distinct values linking counts in Spark as a distinct count's (:func:`unit_query`). None also
     for statistics of :data:`NOT_COUNTED`, indicators the engine cannot count
-    (``contract.flagged_variable``), a source that is not written (:func:`lineage`) and anything
+    (``contract.flagged_variables``), a source that is not written (:func:`lineage`) and anything
     that fails. Sums of one indicator alone are its rows at its level; an indicator's mean
     (or sums beside others) publishes those rows besides the table's: one more population
     (``variants``). ``group_by``/``to_pandas``: Spark's own methods, not the capture's wrappers
@@ -547,7 +547,7 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         if stats & NOT_COUNTED or not measures:
             return None
         flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
-        countable, flagged = contract.flagged_variable(ge, list(measures.values()))
+        countable, flagged = contract.flagged_variables(ge, list(measures.values()))
         if flag is None and not countable:
             return None
         names = {str(c).lower() for c in source.columns}  # (Spark reads names without case by default)
@@ -600,7 +600,7 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
 
         def at_level(v: str, level: float | None = None) -> tuple[str, float]:
             level = contract.flag_level(ge, v) if level is None else level
-            assert level is not None  # (summed_flag and flagged_variable name indicators with a level)
+            assert level is not None  # (summed_flag and flagged_variables name indicators with a level)
             return f"coalesce(CAST({quoted(v)} AS DOUBLE) = CAST('{level!r}' AS DOUBLE), false)", level
 
         # (with a unit, the facts count an indicator's units at its level, not its rows: Spark counts them)
@@ -617,11 +617,13 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                      None if unit is not None and known is not None else
                      contract.counted_groups(facts, keys, known is not None), values=values,
                      count_values=count_values if values else None, units=distinct, count_units=count_units)
-        for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
-            # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
-            test, _ = at_level(flagged, value)
+        for key, flag_name, value, ones in contract.variant_populations(ge, flagged):
+            # (its flagged rows and the others: more populations, see ``contract.flagged_variables``)
+            test, _ = at_level(flag_name, value)
             table.variants[key] = rows(test, None if unit is not None else contract.counted_groups(facts, keys, False, ones),
                                        variant=True, level=value, **unit_only)
+        if len(flagged) > 1 and indicators_overlap(table.variants, flagged) is not True:
+            return None  # (disjoint indicators side by side are one more population: read by rows)
         return table
     except Exception:
         return None

@@ -111,6 +111,36 @@ class InEngineRows:
     spread: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False)
 
 
+#: Indicators of one table whose rows are linked (each is two or three populations, every one
+#: drafted and compared at each display): by rows a table with more is ``review``
+#: (``linking.populations.indicators_left_out``), and an engine counts no more side by side
+#: (``capture.contract.flagged_variables``: such a table is read by rows).
+MAX_INDICATORS = 12
+
+
+def indicators_overlap(variants: dict[Any, InEngineRows], flags: list[Any]) -> bool | None:
+    """Whether some row of a table is at the levels of two of its indicators ``flags`` at once
+    (their populations in ``variants``), counted in the engine: one aggregation over the base, a
+    row per combination of the indicators' conditions back. None when the engine cannot tell.
+
+    Why: side by side, indicators whose flagged rows never meet add up (the shares of districts A
+    and B beside each other, against a total elsewhere, give C's): by rows they make one more
+    population over (group, indicator) (``linking.populations.indicator_variables``), which an
+    engine does not count, so only overlapping ones (two flags of the same people, "resolved" and
+    "urgent") are counted in the engine; by rows, overlapping ones make no such population either.
+    """
+    try:
+        populations = [variants[f] for f in flags]
+        counted = populations[0].count([p.condition for p in populations])
+    except Exception:
+        return None
+    if "n" not in counted.columns or any(f"g{j}" not in counted.columns for j in range(len(populations))):
+        return None
+    rows = pd.to_numeric(counted["n"], errors="coerce").fillna(0).to_numpy()
+    at = np.array([[bool(v) for v in counted[f"g{j}"].tolist()] for j in range(len(populations))], dtype=bool)
+    return bool(((at.sum(axis=0) >= 2) & (rows > 0)).any())
+
+
 def distinct_values(rows: InEngineRows, variable: str) -> tuple[int, int, int, int] | None:
     """(distinct known values of ``variable`` among the table's rows, its known rows there; the
     same over every row of the base), counted in the engine (two aggregations, a few rows back),

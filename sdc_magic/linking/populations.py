@@ -28,7 +28,7 @@ from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.facts import indicator_column
 from ..evidence.flatten import canonical_labels
-from ..evidence.in_engine import InEngineRows
+from ..evidence.in_engine import MAX_INDICATORS, InEngineRows
 from . import edits, engine_units, masked
 from .atoms import refine, rows_in_order
 from .engine_units import EngineUnits, units_of_split
@@ -791,11 +791,6 @@ def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float, n
         return None
     values, found = got
     return values == found[0], found[1], values == found[1]
-
-
-#: Indicators of one table whose rows are linked (each is two or three populations, every one
-#: drafted and compared at each display); a table with more is ``review`` (:func:`indicators_left_out`)
-MAX_INDICATORS = 12
 
 
 def indicators_left_out(entry: Any) -> list[Any]:

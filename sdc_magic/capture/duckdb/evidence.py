@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import CountedBases, InEngineRows, SmallAtoms
+from ...evidence.in_engine import CountedBases, InEngineRows, SmallAtoms, indicators_overlap
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import (
@@ -579,7 +579,7 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
     if pending.run is None:
         return None
     flag = contract.summed_flag(ge, _stats(pending), list(pending.lineage_variables))
-    countable, flagged = contract.flagged_variable(
+    countable, flagged = contract.flagged_variables(
         ge, [(v, s) for v, s in pending.plan.measures.values() if v is None or v in pending.lineage_variables])
     unit = pending.unit
     if unit is not None and (pending.lineage is None or unit not in pending.lineage.values):
@@ -621,13 +621,15 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
                        None if unit is not None and known else facts,  # (known values counted in units)
                        counted, summed=list(dict.fromkeys(summed)), variables=list(pending.variables),
                        distinct=list(dict.fromkeys(distinct)))
-    for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
-        # (its flagged rows and the others: more populations, see contract.flagged_variable)
-        rows = _flag_lineage(pending, ge, flagged, value)
+    for key, flag_name, value, ones in contract.variant_populations(ge, flagged):
+        # (its flagged rows and the others: more populations, see contract.flagged_variables)
+        rows = _flag_lineage(pending, ge, flag_name, value)
         if rows is None:
             return None
         table.variants[key] = _in_engine(rows, pending.run, pending.plan.keys, pending.rows, None if unit else facts,
                                          ones=None if unit else ones, variant=True, level=value, **units)
+    if len(flagged) > 1 and indicators_overlap(table.variants, flagged) is not True:
+        return None  # (disjoint indicators side by side are one more population: read by rows)
     return table
 
 

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import InEngineRows, SmallAtoms
+from ...evidence.in_engine import InEngineRows, SmallAtoms, indicators_overlap
 from ...evidence.weak_table import WeakTable
 from .. import contract
 from ..depth import depth
@@ -622,7 +622,7 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
     counts in polars (``InEngineRows.units``, as for a distinct count's column; until stop 60 such
     tables sent every row's keys and unit to Python below 5M rows and were not linked above).
     None also for statistics of :data:`NOT_COUNTED`, indicators the engine cannot count
-    (``contract.flagged_variable``; sums of one flag alone are its rows where it is 1, a flag's
+    (``contract.flagged_variables``; sums of one flag alone are its rows where it is 1, a flag's
     mean publishes those rows besides the table's: ``variants``), steps or keys that are not
     written over the root (:func:`lineage`, :func:`key_expressions`) and anything that fails.
     ``derived``: variables made inside the aggregation (``col.filter(cond).sum()``: the column
@@ -636,7 +636,7 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
     if stats & (NOT_COUNTED - ({"count"} if alone else set())) or not resolved:
         return None
     flag = contract.summed_flag(ge, stats, variables)  # (its table counts the rows where it is 1)
-    countable, flagged = contract.flagged_variable(ge, list(resolved.values()))
+    countable, flagged = contract.flagged_variables(ge, list(resolved.values()))
     if flag is None and not countable:
         return None
     # (with a unit, the facts count an indicator's units at its level, not its rows: polars counts them)
@@ -678,11 +678,13 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
         groups = None if unit is not None and known is not None else \
             contract.counted_groups(facts, keys, known is not None, checksums=checksums)
         table = in_engine_rows(line, keys, exprs, known, groups, summed=summed, distinct=sorted(distinct))
-        for key, value, ones in contract.variant_populations(ge, flagged) if flagged is not None else []:
-            # (its flagged rows and the others: more populations, see ``contract.flagged_variable``)
+        for key, flag_name, value, ones in contract.variant_populations(ge, flagged):
+            # (its flagged rows and the others: more populations, see ``contract.flagged_variables``)
             table.variants[key] = in_engine_rows(line, keys, exprs, None,
                                                  None if units else contract.counted_groups(facts, keys, False, ones),
-                                                 flagged, variant=True, level=value, distinct=units, summed=units)
+                                                 flag_name, variant=True, level=value, distinct=units, summed=units)
+        if len(flagged) > 1 and indicators_overlap(table.variants, flagged) is not True:
+            return None  # (disjoint indicators side by side are one more population: read by rows)
         return table
     except Exception:  # (written by rows instead)
         return None
