@@ -137,6 +137,19 @@ SESSIONS = {
         "select sex, count(*) n, avg(flag) a, avg((age >= 40)::int) b, avg((income > 15)::int) c from people "
         "group by 1 order by 1",
         "select sex, count(*) n from people where income > 15 and district <> 'C' group by 1 order by 1"],
+    # disjoint indicators side by side: one more population over (group, indicator), counted in
+    # DuckDB too (the conditional counts of a pivot written with FILTER, shares of districts)
+    "a pivot written with FILTER, then totals by sex": [
+        "select district, count(*) filter (where sex = 'F') f, count(*) filter (where sex = 'M') m from people "
+        "group by 1 order by 1",
+        "select sex, count(*) n from people group by 1 order by 1"],
+    "totals by sex, then a pivot written with FILTER without C": [
+        "select sex, count(*) n from people group by 1 order by 1",
+        "select district, count(*) filter (where sex = 'F') f, count(*) filter (where sex = 'M') m from people "
+        "where district <> 'C' group by 1 order by 1"],
+    "sums of districts A and B by flag, then by flag": [
+        "select flag, sum((district = 'A')::int) a, sum((district = 'B')::int) b from people group by 1 order by 1",
+        "select flag, count(*) n from people group by 1 order by 1"],
     "pivot": [
         "select sex, count(*) n from people group by 1 order by 1",
         "pivot (select * from people where district <> 'C') on sex using count(*) group by district order by 1"],
@@ -278,7 +291,7 @@ def test_linking_in_the_engine_has_no_row_limit(con: Any, fresh: Any, in_engine:
     ("select sex, sum(income) s from people group by 1", True),  # the rows where income is known
     ("select sex, count(*) n, avg(age) a from people group by 1", True),  # (age is no 0/1 flag)
     ("select sex, count(*) n, avg(flag) a from people group by 1", True),  # and its flagged rows: a variant
-    ("select sex, avg(flag) a, avg(1 - flag) b from people group by 1", False),  # two disjoint indicators
+    ("select sex, avg(flag) a, avg(1 - flag) b from people group by 1", True),  # two disjoint indicators
     ("select sex, avg(flag) a, avg((age >= 40)::int) b from people group by 1", True),  # two that overlap
     ("select sex, count(*) n, count(income) k from people group by 1", False),  # and the rows where it is known
     ("select sex, sum(flag) f from people group by 1", True),  # a 0/1 flag's sums: its rows where it is 1
@@ -519,15 +532,17 @@ def test_indicators_side_by_side_leave_later_tables_compared(con: Any, fresh: An
     """Two rates side by side (a case management report's "resolved" and "aged 40 or more") are
     counted in DuckDB, each indicator's rows two more populations. Read by rows until stop 63, that
     table and every later one sharing a column were ``review`` ("identified in different ways"):
-    4 of 8 tables of a plain indicator session. Disjoint indicators (a flag and its complement) are
-    still read by rows (one more population over group and indicator, which the engine does not
-    count; ``evidence.in_engine.indicators_overlap``)."""
+    4 of 8 tables of a plain indicator session. Disjoint indicators (a pivot written with ``FILTER``,
+    shares of categories) make one more population over (group, indicator), counted there too."""
     sess = fresh()
     statuses = [sess.publish(con.sql(q)).metadata["sdc_magic"]["status"] for q in [
         "select district, count(*) n from people group by 1 order by 1",
         "select district, count(*) n, avg(flag) r from people group by 1 order by 1",
         "select district, avg(flag) r, avg((age >= 40)::int) o from people group by 1 order by 1",
         "select district, sum(flag) f, sum((age >= 40)::int) o from people group by 1 order by 1",
+        "select district, count(*) filter (where sex = 'F') f, count(*) filter (where sex = 'M') m from people "
+        "group by 1 order by 1",
+        "select district, avg((age < 30)::int) y, avg((age >= 60)::int) o from people group by 1 order by 1",
         "select district, count(*) n, avg(age) a from people group by 1 order by 1",
         "select district, count(*) n from people where age >= 18 group by 1 order by 1"]]
     assert "review" not in statuses, statuses

@@ -102,3 +102,45 @@ def test_overlapping_conditions_are_not_summed() -> None:
         assert X not in shown.to_numpy().ravel().tolist()
     finally:
         s.capture.uninstall()
+
+
+def _flags_a_and_b(engine: str):
+    """A and B side by side as sums of 0/1 flags (polars counts ``col.filter(c).count()``, the rows
+    where a column is known, by rows: ``_a_and_b``)."""
+    if engine == "polars":
+        return P.group_by("sex").agg((pl.col("district") == "A").sum().alias("a"),
+                                     (pl.col("district") == "B").sum().alias("b")).sort("sex")
+    return _a_and_b(engine)
+
+
+def _total(engine: str):
+    if engine == "polars":
+        return P.group_by("sex").agg(pl.len().alias("n")).sort("sex")
+    return duckdb.sql("select sex, count(*) n from df group by sex order by 1")
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("order", ["total first", "total after"])
+def test_counted_in_the_engine_two_conditional_counts_against_a_total(engine: str, order: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same, every table counted in the engine (stop 63): disjoint conditions side by side are
+    one population over (sex, condition) there too (``InEngineRows.variants[("combined", …)]``);
+    until then such a table was read by rows and, beside tables counted in the engine, ``review``."""
+    from linking_checks import engine_universes, last_rows
+
+    from sdc_magic.evidence import rows as row_limits
+    from sdc_magic.evidence.in_engine import InEngineRows
+
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    try:
+        outs = {}
+        for name in (["total", "ab"] if order == "total first" else ["ab", "total"]):
+            outs[name] = s.publish(_total(engine) if name == "total" else _flags_a_and_b(engine))
+            assert isinstance(last_rows(s), InEngineRows), f"{name} not counted in {engine}"
+        assert len(engine_universes(s)) == 1
+        assert _recovered(_frame(outs["total"])["n"], _frame(outs["ab"])) is None
+        assert "review" not in {o.metadata["sdc_magic"]["status"] for o in outs.values()}
+    finally:
+        s.capture.uninstall()

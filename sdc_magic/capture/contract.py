@@ -38,7 +38,7 @@ import pandas as pd
 from ..evidence import rows as row_limits
 from ..evidence.facts import GroupEvidence, VarEvidence
 from ..evidence.flatten import canonical_labels, flatten
-from ..evidence.in_engine import MAX_INDICATORS
+from ..evidence.in_engine import MAX_INDICATORS, VARIANT_KEY
 from ..evidence.registry import Registry
 from ..evidence.weak_table import WeakTable
 from .entries import Source, build_entry
@@ -161,6 +161,22 @@ def variant_populations(ge: Any, flagged: list[str]) -> list[tuple[Any, str, flo
         low, others = other_ones(ge, flag)  # type: ignore[misc]  # (checked by flagged_variables)
         out += [(flag, flag, level_of(ge, flag), ge.variables[flag].ones), (("other", flag), flag, low, others)]
     return out
+
+
+def combined_groups(ge: Any, facts: pd.DataFrame | None, keys: list[str], flagged: list[str]
+                    ) -> pd.DataFrame | None:
+    """Disjoint indicators side by side as one population's groups (``InEngineRows.variants[
+    ("combined", indicators)]``): per group of the table and indicator (``VARIANT_KEY``: its
+    position in ``flagged``) the rows at its level, from the facts computed with the table; what
+    linking checks the engine's count of that population against. None without them."""
+    parts = []
+    for j, flag in enumerate(flagged):
+        found = counted_groups(facts, keys, False, ge.variables[flag].ones)
+        if found is None:
+            return None
+        parts.append(found[[*keys, "n"]].assign(**{VARIANT_KEY: j}))
+    out = pd.concat(parts, ignore_index=True)[[*keys, VARIANT_KEY, "n"]]
+    return out[out["n"] > 0].reset_index(drop=True)
 
 
 def level_of(ge: Any, var: Any) -> float:

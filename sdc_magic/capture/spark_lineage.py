@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..evidence.in_engine import InEngineRows, SmallAtoms, indicators_overlap
+from ..evidence.in_engine import VARIANT_KEY, InEngineRows, SmallAtoms, indicators_overlap
 from . import contract
 
 #: The mark of the rows a replay keeps (filters turned into a column, :func:`count_query`).
@@ -588,14 +588,17 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
         values = {v: written(steps, quoted(v)) for v in summed}
         distinct = {v: written(steps, quoted(v)) for v in sorted(counted)}
 
-        def rows(extra: str | None, groups: pd.DataFrame | None, **kw: Any) -> InEngineRows:
+        def rows(extra: str | None, groups: pd.DataFrame | None, which: str | None = None, **kw: Any
+                 ) -> InEngineRows:
             condition = " AND ".join([*tests, extra] if extra else tests) or "true"
             if steps:
                 condition = f"CASE WHEN {quoted(MARK)} THEN ({condition}) ELSE false END"
             every_row = not steps and not extra and not tests and groups is not None
             total = (lambda: int(groups["n"].sum())) if every_row else None  # (the table's rows are the root's)
+            # (``which``: the key of disjoint indicators side by side, the position of each row's one)
             return InEngineRows("spark", line.identity, written(steps, condition),
-                                [written(steps, quoted(k)) for k in keys], list(keys),
+                                [written(steps, quoted(k)) for k in keys] + ([written(steps, which)] if which else []),
+                                list(keys) + ([VARIANT_KEY] if which else []),
                                 frozenset(str(c) for c in root.columns), count, groups, total, **kw)
 
         def at_level(v: str, level: float | None = None) -> tuple[str, float]:
@@ -622,8 +625,17 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             test, _ = at_level(flag_name, value)
             table.variants[key] = rows(test, None if unit is not None else contract.counted_groups(facts, keys, False, ones),
                                        variant=True, level=value, **unit_only)
-        if len(flagged) > 1 and indicators_overlap(table.variants, flagged) is not True:
-            return None  # (disjoint indicators side by side are one more population: read by rows)
+        if len(flagged) > 1:
+            overlap = indicators_overlap(table.variants, flagged)
+            if overlap is None:
+                return None  # (read by rows)
+            if not overlap:  # (disjoint: one more population, over (group, indicator))
+                at = [at_level(v)[0] for v in flagged]
+                which = "CAST(CASE " + " ".join(f"WHEN {t} THEN {j}" for j, t in enumerate(at)) + " END AS BIGINT)"
+                table.variants[("combined", tuple(flagged))] = rows(
+                    "(" + " OR ".join(at) + ")",
+                    None if unit is not None else contract.combined_groups(ge, facts, keys, flagged), which,
+                    variant=True, **unit_only)
         return table
     except Exception:
         return None

@@ -15,7 +15,7 @@ import pandas as pd
 from ..config import Rules
 
 #: Margins may be hidden when the pattern needs it (as in tau-Argus); a later output that
-#: publishes such a margin is made to hide it too (see record_hidden_margins in sdc_magic/linking/populations.py).
+#: publishes such a margin is made to hide it too (see record_hidden_margins in sdc_magic/linking/hidden_cells.py).
 MARGINS = "hideable"
 
 

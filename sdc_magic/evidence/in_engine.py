@@ -81,7 +81,10 @@ class InEngineRows:
     level: float = 1.0
     #: per indicator whose mean (or sum beside other statistics) the table shows, the rows at its
     #: level (key: the variable) and those at its other value (key: ``("other", variable)``):
-    #: two more populations the table publishes (``linking.populations.indicator_variables``)
+    #: two more populations the table publishes (``linking.populations.indicator_variables``);
+    #: indicators side by side whose rows never meet, one more: their rows as one population over
+    #: (group, indicator) (key ``("combined", indicators)``, its keys the table's and
+    #: :data:`VARIANT_KEY`)
     variants: dict[Any, InEngineRows] = field(default_factory=dict)
     #: this is such a population: its groups (``ones``) are checked, not the table's cells
     variant: bool = False
@@ -116,6 +119,10 @@ class InEngineRows:
 #: (``linking.populations.indicators_left_out``), and an engine counts no more side by side
 #: (``capture.contract.flagged_variables``: such a table is read by rows).
 MAX_INDICATORS = 12
+#: The key an engine's population of disjoint indicators side by side adds to the table's keys
+#: (``InEngineRows.variants[("combined", indicators)]``): per row, the position of the indicator
+#: at its level (0, 1, …), as linking by rows numbers them (``linking.populations``).
+VARIANT_KEY = "__sdc_variant"
 
 
 def indicators_overlap(variants: dict[Any, InEngineRows], flags: list[Any]) -> bool | None:

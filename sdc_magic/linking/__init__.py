@@ -29,14 +29,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .differencing import variant_cells
+from .hidden_cells import record_hidden_margins, record_hidden_model
 from .linker import Linker
 from .populations import (
     MAX_INDICATORS,
     clear_cache,
     indicator_variables,
     indicators_left_out,
-    record_hidden_margins,
-    record_hidden_model,
 )
 
 __all__ = [

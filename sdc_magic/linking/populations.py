@@ -9,7 +9,7 @@ source (a re-aggregation of a count table covers the rows of the cells it adds).
 
 One output can publish more than one population: a mean or sum of a 0/1 flag beside a
 count publishes the flagged rows too (:func:`indicator_variables`). And what the
-protection of an output hid (:func:`record_hidden_model`, :func:`record_hidden_margins`)
+protection of an output hid (:mod:`.hidden_cells`)
 is remembered, so that a later output does not publish the same rows.
 """
 
@@ -28,7 +28,7 @@ from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.facts import indicator_column
 from ..evidence.flatten import canonical_labels
-from ..evidence.in_engine import MAX_INDICATORS, InEngineRows
+from ..evidence.in_engine import MAX_INDICATORS, VARIANT_KEY, InEngineRows
 from . import edits, engine_units, masked
 from .atoms import refine, rows_in_order
 from .engine_units import EngineUnits, units_of_split
@@ -254,6 +254,69 @@ def hide_in_recorded(d: Draft, hidden_flat: np.ndarray) -> None:
     d.pop.hidden_shown = d.pop.hidden_shown | hidden_shown
 
 
+@dataclass
+class _EngineGroups:
+    """A table's rows counted in their engine (:func:`_counted_in_engine`): the atoms' cut, the
+    group of each of its rows, and how the output is recorded."""
+
+    rows: InEngineRows
+    universe: Any
+    split: Split
+    frame: pd.DataFrame  # the engine's labels, one row per (atom, label)
+    keys: list[str]  # the table's keys
+    ids: np.ndarray  # per row of ``frame``, its group (-1: outside the table)
+    index: pd.Index  # the groups' labels (the table's keys)
+    combined: list[Any] | None  # disjoint indicators side by side: the indicators
+    recorded_as: tuple[pd.Index, np.ndarray] | None  # (the engine's labels, their groups) for them
+
+
+def _counted_in_engine(place: Placer, entry: Any, engine_rows: InEngineRows, flagged: Any) -> _EngineGroups | None:
+    """The groups of a table (or of the population ``flagged`` it publishes) whose rows stay in
+    their engine, cut into the universe's atoms there; None when they cannot be counted."""
+    if flagged is not None:  # (the rows at its indicator's level or other value: counted there too)
+        found = engine_rows.variants.get(flagged) \
+            if isinstance(flagged, str) or _is_other(flagged) or _is_combined(flagged) else None
+        # (its groups, from the facts, check the engine's count; under a declared unit the facts
+        # count units, not rows: the engine's count is taken, as for the table's own cells)
+        if found is None or (found.groups is None and not found.units):
+            return None
+        engine_rows = found
+    # (disjoint indicators side by side: one population over (group, indicator), the engine's
+    # key VARIANT_KEY telling each row's indicator, as by rows in :func:`_population_rows`)
+    combined = list(flagged[1]) if _is_combined(flagged) else None
+    keys = [k for k in engine_rows.keys if k != VARIANT_KEY] if combined is not None else list(engine_rows.keys)
+    if not set(keys) <= set(entry.flat.dims) or (combined is not None and VARIANT_KEY not in engine_rows.keys):
+        return None
+    placed_in_engine = place(engine_rows, engine_rows.keys)
+    if placed_in_engine is None:
+        return None
+    universe, split = placed_in_engine
+    frame = split.labels
+    # the groups are those of the rows in the table only: a label seen only outside it would be
+    # a group of no rows that no cell shows, and every margin holding it would count as
+    # unpublished (differencing at coarser levels missed: 4 cells found by rows, 1 here)
+    inside = np.flatnonzero(split.inside)
+    ids = np.full(len(frame), -1, dtype=np.int64)
+    if keys:
+        ids_in, index = _compute_group_ids(frame.iloc[inside].reset_index(drop=True), keys)
+        ids[inside] = ids_in
+    else:
+        ids[inside], index = 0, pd.Index(["all"])
+    recorded_as = None
+    if combined is not None:
+        member = pd.to_numeric(frame[VARIANT_KEY].iloc[inside], errors="coerce").to_numpy(dtype=float)
+        if not np.isin(member, np.arange(len(combined))).all():
+            return None  # (a row at no indicator's level inside: not the population asked for)
+        ids[inside] = ids[inside] * len(combined) + member.astype(np.int64)
+        # (the engine's labels include each row's indicator: the output is recorded under them,
+        # each label's group that of its (group, indicator))
+        ids_all, index_all = _compute_group_ids(frame.iloc[inside].reset_index(drop=True), list(engine_rows.keys))
+        group_of_label = np.full(len(index_all), -1, dtype=np.int64)
+        group_of_label[ids_all] = ids[inside]
+        recorded_as = (index_all, group_of_label)
+    return _EngineGroups(engine_rows, universe, split, frame, keys, ids, index, combined, recorded_as)
+
+
 def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int, flagged: Any = None,
                 kept_elsewhere: KeptElsewhere | None = None) -> Draft | None:
     """The rows and groups of a displayed table, placed in a universe (what it publishes is
@@ -262,32 +325,14 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     split: Split | None = None
     if isinstance(engine_rows, InEngineRows):
         # the rows stay in the engine: its atoms are counted there, one row per atom comes back
-        if flagged is not None:  # (the rows at its indicator's level or other value: counted there too)
-            engine_rows = engine_rows.variants.get(flagged) if isinstance(flagged, str) or _is_other(flagged) \
-                else None
-            # (its groups, from the facts, check the engine's count; under a declared unit the facts
-            # count units, not rows: the engine's count is taken, as for the table's own cells)
-            if engine_rows is None or (engine_rows.groups is None and not engine_rows.units):
-                return None
-        if not set(engine_rows.keys) <= set(entry.flat.dims):
+        counted = _counted_in_engine(place, entry, engine_rows, flagged)
+        if counted is None:
             return None
-        placed_in_engine = place(engine_rows, engine_rows.keys)
-        if placed_in_engine is None:
-            return None
-        universe, split = placed_in_engine
-        frame, keys = split.labels, list(engine_rows.keys)
-        # the groups are those of the rows in the table only: a label seen only outside it would be
-        # a group of no rows that no cell shows, and every margin holding it would count as
-        # unpublished (differencing at coarser levels missed: 4 cells found by rows, 1 here)
-        inside = np.flatnonzero(split.inside)
-        ids = np.full(len(frame), -1, dtype=np.int64)
-        if keys:
-            ids_in, index = _compute_group_ids(frame.iloc[inside].reset_index(drop=True), keys)
-            ids[inside] = ids_in
-        else:
-            ids[inside], index = 0, pd.Index(["all"])
-        combined = None
+        engine_rows, universe, split = counted.rows, counted.universe, counted.split
+        frame, keys, ids, index = counted.frame, counted.keys, counted.ids, counted.index
+        combined, recorded_as = counted.combined, counted.recorded_as
     else:
+        recorded_as = None
         grouped = _grouped_rows(entry)
         if grouped is None:
             return None
@@ -348,6 +393,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
         split, group = one_atom_per_group(split, ids)
         parent, atom_size = split.parent, split.atom_size
         engine_values = (split.values, split.edited)
+        if recorded_as is not None:  # (disjoint indicators side by side: labels with each row's indicator)
+            index, group_of = recorded_as[0], np.where(recorded_as[1] >= 0, group_of[recorded_as[1]], -1)
         codes = split.atoms(index, group_of, group)
     else:
         placed_keys = [k for k in keys if k != "__variant"]
@@ -744,6 +791,12 @@ def _is_kept(variant: Any) -> bool:
     return isinstance(variant, tuple) and variant[:1] == ("kept",)
 
 
+def _is_combined(variant: Any) -> bool:
+    """Whether ``variant`` is disjoint indicators side by side as one population
+    (``("combined", variants)``, see :func:`indicator_variables`)."""
+    return isinstance(variant, tuple) and variant[:1] == ("combined",)
+
+
 def _is_other(variant: Any) -> bool:
     """Whether ``variant`` is the rows at an indicator's other value (``("other", var)``)."""
     return isinstance(variant, tuple) and variant[:1] == ("other",)
@@ -895,74 +948,3 @@ def _indicators(entry: Any) -> list[Any]:
         except (TypeError, ValueError):
             continue
     return out
-
-
-# ------------------------------------------------------------------ what protection hid
-def record_hidden_model(pop: Population, models: list[dict[str, Any]]) -> None:
-    """Remember which cells — inner or margins — the protection of this output hid.
-
-    A later output whose cell has exactly the rows of one of them must hide it too: the
-    pattern that protects this output relied on it staying hidden.
-    """
-    keys = list(pop.keys)
-    for model in models:
-        cells = model["cells"]
-        columns = dict(zip(model["dims"], model.get("columns", model["dims"]), strict=True))
-        if not set(keys) <= set(columns):
-            continue
-        hidden = cells[cells["status"].isin(["primary", "secondary"])]
-        if hidden.empty:
-            continue
-        labels = {k: hidden[columns[k]].astype(object).to_numpy() for k in keys}
-        # canonical text of every label, once per column (one call per cell cost 0.7 s
-        # on a 2,400-cell pattern)
-        texts = {k: np.array([str(v) for v in canonical_labels(labels[k])], dtype=object) for k in keys}
-        fixed_mask = np.stack([labels[k] != "Total" for k in keys], axis=1) if keys else np.zeros((len(hidden), 0), bool)
-        for pattern in {tuple(row) for row in fixed_mask.tolist()}:
-            subset = tuple(k for k, f in zip(keys, pattern, strict=True) if f)
-            rows = np.flatnonzero((fixed_mask == np.array(pattern, dtype=bool)).all(axis=1))
-            level_labels = pop.level(subset)[1]
-            if subset:
-                lookup = {tuple(map(str, lab)): i for i, lab in enumerate(level_labels)}
-                groups = set()
-                for r in rows.tolist():
-                    key = tuple(texts[k][r] for k in subset)
-                    g = lookup.get(key)
-                    if g is not None:
-                        groups.add(g)
-            else:
-                groups = {0}
-            if groups:
-                pop.hidden_model.setdefault(subset, set()).update(groups)
-
-
-def record_hidden_margins(d: Draft, entry: Any, positions: np.ndarray, hidden_flat: np.ndarray) -> None:
-    """Remember the displayed margins (``margins=True``) the display hides.
-
-    The protection model may publish a margin that the display then hides (a margin
-    made of exactly the rows of a cell hidden elsewhere, a differencing margin): without
-    this, the linking model took every displayed margin as published, and the joint
-    audit derived from a hidden total the count of the few rows a filter left out.
-    """
-    label = getattr(entry, "margin_label", None)
-    if label is None or d.display_margin is None or not len(d.display_margin):
-        return
-    pop = d.pop
-    keys = list(pop.keys)
-    flat = entry.flat
-    if not set(keys) <= set(flat.dims):
-        return
-    hidden = np.asarray(hidden_flat, dtype=bool)
-    for i in d.display_margin.tolist():
-        if i >= len(hidden) or not hidden[i]:
-            continue
-        cell = int(positions[i])
-        values = {k: flat.dims[k][cell] for k in keys}
-        subset = tuple(k for k in keys if not (isinstance(values[k], str) and values[k] == label))
-        if subset == tuple(keys):
-            continue
-        wanted = tuple(str(canonical_labels(np.array([values[k]], dtype=object))[0]) for k in subset)
-        for g, lab in enumerate(pop.level(subset)[1]):
-            if tuple(str(v) for v in lab) == wanted:
-                pop.margins_hidden.setdefault(subset, set()).add(g)
-                break

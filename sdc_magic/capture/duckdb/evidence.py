@@ -10,6 +10,7 @@ engine-neutral evidence the rules read.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import CountedBases, InEngineRows, SmallAtoms, indicators_overlap
+from ...evidence.in_engine import VARIANT_KEY, CountedBases, InEngineRows, SmallAtoms, indicators_overlap
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import (
@@ -628,9 +629,34 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
             return None
         table.variants[key] = _in_engine(rows, pending.run, pending.plan.keys, pending.rows, None if unit else facts,
                                          ones=None if unit else ones, variant=True, level=value, **units)
-    if len(flagged) > 1 and indicators_overlap(table.variants, flagged) is not True:
-        return None  # (disjoint indicators side by side are one more population: read by rows)
+    if len(flagged) > 1:
+        overlap = indicators_overlap(table.variants, flagged)
+        side = None if overlap is not False else \
+            _side_by_side(pending, ge, flagged, table, None if unit else facts, units)
+        if overlap is None or (overlap is False and side is None):
+            return None  # (read by rows)
+        if side is not None:  # (disjoint: one more population, over (group, indicator))
+            table.variants[("combined", tuple(flagged))] = side
     return table
+
+
+def _side_by_side(pending: Pending, ge: Any, flagged: list[str], table: InEngineRows, facts: pd.DataFrame | None,
+                  units: dict[str, Any]) -> InEngineRows | None:
+    """Disjoint indicators side by side as one population on the connection: the rows at any of
+    their levels, keyed by the table's keys and which indicator's (``VARIANT_KEY``, its position in
+    ``flagged``), as linking by rows counts them (``linking.populations.indicator_variables``)."""
+    lines = [_flag_lineage(pending, ge, flag) for flag in flagged]
+    if any(line is None for line in lines):
+        return None
+    conditions = [f"COALESCE(({line.condition}), FALSE)" for line in lines]  # type: ignore[union-attr]
+    which = " ".join(f"WHEN {c} THEN {j}" for j, c in enumerate(conditions))
+    first = lines[0]
+    assert first is not None
+    line = dataclasses.replace(first, condition=" OR ".join(f"({c})" for c in conditions),
+                               keys=[*first.keys, f"CAST((CASE {which} END) AS BIGINT)"])
+    rows = _in_engine(line, pending.run, [*pending.plan.keys, VARIANT_KEY], pending.rows, variant=True, **units)
+    groups = contract.combined_groups(ge, facts, list(pending.plan.keys), flagged) if facts is not None else None
+    return dataclasses.replace(rows, groups=groups, columns=table.columns)
 
 
 _NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import InEngineRows, SmallAtoms, indicators_overlap
+from ...evidence.in_engine import VARIANT_KEY, InEngineRows, SmallAtoms, indicators_overlap
 from ...evidence.weak_table import WeakTable
 from .. import contract
 from ..depth import depth
@@ -466,13 +466,15 @@ def unit_query(root: Any, expressions: list[str], unit: str, most_sets: int, sma
 def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: str | None,
                    groups: pd.DataFrame | None, flag: str | None = None, variant: bool = False,
                    level: float = 1.0, summed: list[str] | None = None,
-                   distinct: list[str] | None = None) -> InEngineRows:
+                   distinct: list[str] | None = None, side_by_side: list[tuple[str, float]] | None = None
+                   ) -> InEngineRows:
     """The table's rows left in polars (see the module docstring). ``key_exprs``: one per key,
     over the root's columns; ``known``: the variable whose known rows the table covers (a table
     of one variable's statistics), or None; ``groups``: the table's own groups (its keys and
     ``n`` rows each), computed with the table; ``flag``: the rows where this indicator is at its
     ``level`` only (a table of its sums, or with ``variant`` the flagged rows a table publishes
-    besides its own).
+    besides its own); ``side_by_side``: (indicator, level) pairs, the rows at any of those levels
+    (disjoint indicators side by side as one population, :func:`at_levels`).
     The root is held as long as the table's evidence
     is: a notebook displays ``pl.read_parquet(...).filter(...).group_by(...).len()`` after the
     frame read is gone, and the rows path held a frame of the source rows' values as long (a
@@ -488,6 +490,8 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
         condition = condition & p.fill_null(False)
     if flag is not None:  # (a table of the flag's sums: its rows are those at its level)
         condition = condition & (pl.col(flag).cast(pl.Float64) == float(level)).fill_null(False)
+    elif side_by_side:
+        condition = condition & pl.any_horizontal(at_levels(side_by_side))
     elif known is not None:
         condition = condition & pl.col(known).is_not_null()
     root = line.root
@@ -515,6 +519,25 @@ def in_engine_rows(line: Lineage, keys: list[str], key_exprs: list[Any], known: 
                         base_rows=int(root.height) if isinstance(root, pl.DataFrame) else None, values=values,
                         count_values=count_values if values else None,
                         units={v: written(steps, pl.col(v)) for v in distinct or []}, count_units=count_units)
+
+
+def at_levels(indicators: list[tuple[str, float]]) -> list[Any]:
+    """Per (indicator, level), whether a row is at that level (never null)."""
+    import polars as pl
+
+    return [(pl.col(v).cast(pl.Float64) == float(level)).fill_null(False) for v, level in indicators]
+
+
+def which_indicator(indicators: list[tuple[str, float]]) -> Any:
+    """The position of the indicator at its level on each row (null at none): the key of disjoint
+    indicators side by side (``VARIANT_KEY``)."""
+    import polars as pl
+
+    tests = at_levels(indicators)
+    chain = pl.when(tests[0]).then(pl.lit(0, dtype=pl.Int64))
+    for j, test in enumerate(tests[1:], start=1):
+        chain = chain.when(test).then(pl.lit(j, dtype=pl.Int64))
+    return chain.otherwise(pl.lit(None, dtype=pl.Int64))
 
 
 def _ours(query: Callable[[], pd.DataFrame]) -> pd.DataFrame:
@@ -683,8 +706,16 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             table.variants[key] = in_engine_rows(line, keys, exprs, None,
                                                  None if units else contract.counted_groups(facts, keys, False, ones),
                                                  flag_name, variant=True, level=value, distinct=units, summed=units)
-        if len(flagged) > 1 and indicators_overlap(table.variants, flagged) is not True:
-            return None  # (disjoint indicators side by side are one more population: read by rows)
+        if len(flagged) > 1:
+            overlap = indicators_overlap(table.variants, flagged)
+            if overlap is None:
+                return None  # (read by rows)
+            if not overlap:  # (disjoint: one more population, over (group, indicator))
+                levels = [(v, contract.level_of(ge, v)) for v in flagged]
+                table.variants[("combined", tuple(flagged))] = in_engine_rows(
+                    line, [*keys, VARIANT_KEY], [*exprs, which_indicator(levels)], None,
+                    None if units else contract.combined_groups(ge, facts, keys, flagged), variant=True,
+                    distinct=units, summed=units, side_by_side=levels)
         return table
     except Exception:  # (written by rows instead)
         return None
