@@ -228,11 +228,15 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     first = np.flatnonzero(np.diff(np.maximum.accumulate(which), prepend=-1) > 0)
     size = np.bincount(which, weights=n, minlength=len(first)).astype(np.int64)
     values, edited = {}, []
+    # (an indicator whose flagged rows the table publishes as populations is compared by them, not
+    # tested as a copy: on atoms earlier indicators' rows cut, two 0/1 flags that are 1 on every
+    # row agree, and a count by sex's flag was called an edited copy of an earlier rate, review)
+    linked_as_rows = {k for k in rows.variants if isinstance(k, str)} | ({rows.flag} if rows.flag else set())
     for j, var in enumerate(names):
         state = u.values.get(var)
         if state is not None and engine_values.changed(state, frame, j, parent, inside):
             edited.append(var)
-        elif var in zeros_of and f"c{zeros_of[var]}" in frame.columns \
+        elif var in zeros_of and f"c{zeros_of[var]}" in frame.columns and var not in linked_as_rows \
                 and engine_values.breaks_a_copy(u.values, frame, j, zeros_of[var], parent, inside, n):
             edited.append(var)  # (a copy of another variable, edited on some rows)
         values[var] = (rows.values[var], engine_values.summed_checksums(frame, j, which, len(first)))
