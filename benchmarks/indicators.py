@@ -12,7 +12,7 @@ publish``, recording and linking on): 12 tables of counts and the means of two f
 districts of 3.6 % each and three small ones (2.7 %, 0.1 %, 0.02 %). ``--root`` runs another
 checkout of the package too (its own process), interleaved with this one, for before/after.
 
-Run: ``.venv/bin/python benchmarks/indicators.py [--rows 2e5] [--engines pandas,duckdb] [--root PATH]``
+Run: ``.venv/bin/python benchmarks/indicators.py [--rows 2e5] [--engines pandas,duckdb,polars] [--root PATH]``
 Not a test: it prints CPU per display and the statuses; it never fails.
 """
 
@@ -44,12 +44,19 @@ s = Session(rules=preset("humanitarian")); s.capture.install()
 if {engine!r} == "duckdb":
     import duckdb
     con = duckdb.connect(); con.register("src", df); con.execute("create table d as select * from src")
+if {engine!r} == "polars":
+    import polars as pl
+    p = pl.from_pandas(df)
 out = []
 for i in range(12):
     lo = (i * 7) % 90
     if {engine!r} == "pandas":
         sub = df[df.age >= lo] if i % 3 else df
         table = lambda: sub.groupby(["district", "sex"]).agg(n=("age", "size"), f=("flag", "mean"), o=("other", "mean"))
+    elif {engine!r} == "polars":
+        sub = p.filter(pl.col("age") >= lo) if i % 3 else p
+        table = lambda: sub.group_by("district", "sex").agg(pl.len().alias("n"), pl.col("flag").mean(),
+                                                            pl.col("other").mean()).sort("district", "sex")
     else:
         cond = f"where age >= {{lo}}" if i % 3 else ""
         table = lambda: con.sql(f"select district, sex, count(*) n, avg(flag) f, avg(other) o from d {{cond}} "
@@ -80,7 +87,7 @@ def report(label: str, displays: list[list]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=float, default=2e5)
-    parser.add_argument("--engines", default="pandas,duckdb")
+    parser.add_argument("--engines", default="pandas,duckdb,polars")
     parser.add_argument("--root", type=Path, default=None, help="another checkout, measured beside this one")
     args = parser.parse_args()
     for engine in args.engines.split(","):

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..evidence.in_engine import VARIANT_KEY, InEngineRows, SmallAtoms, indicators_overlap
+from ..evidence.in_engine import VARIANT_KEY, InEngineRows, SmallAtoms, indicators_overlap, link_family
 from . import contract
 
 #: The mark of the rows a replay keeps (filters turned into a column, :func:`count_query`).
@@ -636,7 +636,7 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                     "(" + " OR ".join(at) + ")",
                     None if unit is not None else contract.combined_groups(ge, facts, keys, flagged), which,
                     variant=True, **unit_only)
-        return table
+        return link_family(table)
     except Exception:
         return None
 

@@ -112,6 +112,18 @@ class InEngineRows:
     #: :func:`distinct_values` per variable, counted once (a display asks it for the rules and
     #: again for the protection)
     spread: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False)
+    #: the populations one table publishes (its rows and its variants, :func:`link_family`): linking
+    #: counts them all in one aggregation per display (``linking.in_engine.split``)
+    family: list[InEngineRows] = field(default_factory=list, repr=False, compare=False)
+
+
+def link_family(table: InEngineRows) -> InEngineRows:
+    """Tell a table's rows and its variants that they are one table's populations (``family``);
+    returns ``table``."""
+    members = [table, *table.variants.values()]
+    for member in members:
+        member.family = members
+    return table
 
 
 #: Indicators of one table whose rows are linked (each is two or three populations, every one

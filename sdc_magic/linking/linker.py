@@ -458,7 +458,7 @@ class Linker:
             u.row_atom, u.atom_size, u.version, u.populations = saved[:4]
             for p, group in saved[4]:
                 p.group = group
-            clear_cache()  # drafts made during the trial describe atoms that no longer exist
+            clear_cache(display_ends=False)  # drafts made during the trial describe atoms that no longer exist
         return out
 
     def _drop_duplicates(self, u: Universe, newest: Population) -> None:

@@ -29,7 +29,7 @@ from ..evidence import rows as row_limits
 from ..evidence.facts import indicator_column
 from ..evidence.flatten import canonical_labels
 from ..evidence.in_engine import MAX_INDICATORS, VARIANT_KEY, InEngineRows
-from . import edits, engine_units, masked
+from . import edits, engine_units, in_engine, masked
 from .atoms import refine, rows_in_order
 from .engine_units import EngineUnits, units_of_split
 from .identity import frame_hash, group_ids, key_hashes_from_groups, new_display
@@ -186,10 +186,15 @@ def same_column(a: Hashable | None, b: Hashable | None) -> bool:
 _drafts: dict[tuple[int, Any], tuple[Any, Any, Draft]] = {}
 
 
-def clear_cache() -> None:
+def clear_cache(display_ends: bool = True) -> None:
+    """Forget this display's drafts; with ``display_ends`` (a display starts or ends) the engines'
+    counts of its populations too (``in_engine.new_display``: the base may change between displays;
+    a trial within one display, ``Linker.within_table``, keeps them)."""
     _drafts.clear()
     new_display()
     engine_units.new_display()
+    if display_ends:
+        in_engine.new_display()
 
 
 def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndarray | None,

@@ -21,7 +21,14 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import VARIANT_KEY, CountedBases, InEngineRows, SmallAtoms, indicators_overlap
+from ...evidence.in_engine import (
+    VARIANT_KEY,
+    CountedBases,
+    InEngineRows,
+    SmallAtoms,
+    indicators_overlap,
+    link_family,
+)
 from .. import contract
 from ..entries import MAGNITUDE_EVIDENCE
 from ..sql import (
@@ -637,7 +644,7 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
             return None  # (read by rows)
         if side is not None:  # (disjoint: one more population, over (group, indicator))
             table.variants[("combined", tuple(flagged))] = side
-    return table
+    return link_family(table)
 
 
 def _side_by_side(pending: Pending, ge: Any, flagged: list[str], table: InEngineRows, facts: pd.DataFrame | None,

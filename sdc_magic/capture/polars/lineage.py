@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import VARIANT_KEY, InEngineRows, SmallAtoms, indicators_overlap
+from ...evidence.in_engine import VARIANT_KEY, InEngineRows, SmallAtoms, indicators_overlap, link_family
 from ...evidence.weak_table import WeakTable
 from .. import contract
 from ..depth import depth
@@ -716,6 +716,6 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
                     line, [*keys, VARIANT_KEY], [*exprs, which_indicator(levels)], None,
                     None if units else contract.combined_groups(ge, facts, keys, flagged), variant=True,
                     distinct=units, summed=units, side_by_side=levels)
-        return table
+        return link_family(table)
     except Exception:  # (written by rows instead)
         return None
