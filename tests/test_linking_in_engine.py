@@ -688,8 +688,11 @@ def test_a_tables_populations_are_counted_in_one_scan(query: str, con: Any, fres
             m.setattr(duckdb_evidence, "lineage_query", lambda *a: counts.append("atoms") or original(*a))
             m.setattr(duckdb_evidence, "lineage_value_query", lambda *a: counts.append("atoms") or with_values(*a))
             if not joint:  # (each population counted apart, as before: the reference verdict)
-                m.setattr(linking_in_engine, "_joint_count",
-                          lambda u, rows, e, v: rows.family[0].count_values(list(e), v) if v else rows.count(list(e)))
+                def apart(u: Any, rows: Any, e: list[str], v: list[str]) -> Any:
+                    frame = rows.family[0].count_values(list(e), v) if v else rows.count(list(e))
+                    return linking_in_engine._Joint(frame, list(e), tuple(v))
+
+                m.setattr(linking_in_engine, "_joint_count", apart)
             sess = fresh()
             sess.publish(con.sql("select district, count(*) n from people where age < 100 group by 1 order by 1"))
             counts.clear()
@@ -702,3 +705,24 @@ def test_a_tables_populations_are_counted_in_one_scan(query: str, con: Any, fres
     overlap = 1 if "avg((age" in query or "filter" in query else 0
     assert len(scans) == 1 + overlap, scans
     assert len(scans_apart) > len(scans)
+
+
+@pytest.mark.parametrize("collide", [False, True], ids=["mixed", "every mix colliding"])
+def test_rows_are_grouped_and_matched_exactly(collide: bool, monkeypatch: Any) -> None:
+    """The splits' grouping of a count's rows and the match of atoms' group ids are by a 64-bit mix
+    of each row, checked row by row: a collision (forced here) falls back to an exact comparison,
+    so no two atoms are ever merged by a hash."""
+    from sdc_magic.linking import in_engine as linking_in_engine
+
+    if collide:
+        monkeypatch.setattr(linking_in_engine, "_mixed", lambda codes: np.zeros(len(codes), dtype=np.uint64))
+    rng = np.random.default_rng(3)
+    codes = rng.integers(-1, 4, size=(500, 6))
+    first, which = linking_in_engine._row_groups(codes)
+    assert (codes == codes[first[which]]).all()  # every row in its group is equal to its first
+    assert len(first) == len(np.unique(codes, axis=0)) and (np.diff(first) > 0).all()
+    table = np.unique(codes, axis=0)[::-1]
+    rows = np.vstack([codes, rng.integers(5, 9, size=(20, 6))])  # 20 rows no atom has
+    found = linking_in_engine._rows_in(table, rows)
+    expected = pd.MultiIndex.from_arrays(list(table.T)).get_indexer(pd.MultiIndex.from_arrays(list(rows.T)))
+    assert (found == expected).all() and (found[-20:] == -1).all()

@@ -144,3 +144,116 @@ def test_counted_in_the_engine_two_conditional_counts_against_a_total(engine: st
         assert "review" not in {o.metadata["sdc_magic"]["status"] for o in outs.values()}
     finally:
         s.capture.uninstall()
+
+
+def _shown_c(out) -> list[int] | None:
+    """C's women and men by subtraction from n and the shares of A and B, None when a cell is hidden."""
+    shown = protected_frame(out.checked)
+    n, a, b = shown["n"].tolist(), shown["a"].tolist(), shown["b"].tolist()
+    if X in n + a + b:
+        return None
+    return [round(nn - nn * aa - nn * bb) for nn, aa, bb in zip(n, a, b, strict=True)]
+
+
+@pytest.mark.parametrize("constant", ["(age > 200)", "(age >= 18)"], ids=["never set", "always set"])
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_a_constant_indicator_beside_disjoint_ones_keeps_them_compared(engine: str, constant: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team of stop 63 (helper-81): n, the shares of A and of B and a flag's mean by sex,
+    counted in the engine, with one more indicator that is constant over the rows (``avg(flag)``
+    under ``WHERE flag = 1`` is one). Its population had no group, the first count of the base was
+    asked for column names, failed, and the base's record was let go mid-display: the table was
+    ``pass`` with C = 37 − 20 − 15 = 2 women and 36 − 20 − 15 = 1 man."""
+    from sdc_magic.evidence import rows as row_limits
+
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    try:
+        if engine == "duckdb":
+            con = duckdb.connect()
+            con.register("src", df)
+            con.execute("CREATE TABLE people AS SELECT * FROM src")
+            q = con.sql("select sex, count(*) n, avg((district = 'A')::int) a, avg((district = 'B')::int) b, "
+                        f"avg(flag) f, avg({constant}::int) z from people group by 1 order by 1")
+        else:
+            test = pl.col("age") > 200 if constant == "(age > 200)" else pl.col("age") >= 18
+            q = P.group_by("sex").agg(pl.len().alias("n"), (pl.col("district") == "A").cast(pl.Int64).mean().alias("a"),
+                                      (pl.col("district") == "B").cast(pl.Int64).mean().alias("b"),
+                                      pl.col("flag").mean().alias("f"), test.cast(pl.Int64).mean().alias("z")).sort("sex")
+        out = s.publish(q)
+        assert _shown_c(out) is None, out.metadata["sdc_magic"]["status"]
+    finally:
+        s.capture.uninstall()
+
+
+def test_a_population_that_cannot_be_counted_leaves_the_table_review(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever makes a population of a table counted in the engine fail (here: every first count
+    of a base), the table is not cleared as if its populations had been compared side by side."""
+    from sdc_magic.evidence import rows as row_limits
+    from sdc_magic.linking import in_engine as linking_in_engine
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the engine is gone")
+
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    monkeypatch.setattr(linking_in_engine, "_from_groups", broken)
+    con = duckdb.connect()
+    con.register("src", df)
+    con.execute("CREATE TABLE people AS SELECT * FROM src")
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    try:
+        out = s.publish(con.sql("select sex, count(*) n, avg((district = 'A')::int) a, avg((district = 'B')::int) b, "
+                                "avg(flag) f from people group by 1 order by 1"))
+        assert _shown_c(out) is None or out.metadata["sdc_magic"]["status"] in ("review", "blocked")
+    finally:
+        s.capture.uninstall()
+
+
+@pytest.mark.parametrize("path", ["by rows", "in the engine"])
+@pytest.mark.parametrize("engine", ["duckdb", "polars", "pandas"])
+def test_a_flag_beside_a_partition_keeps_the_partition_summed(engine: str, path: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team of stop 63 (helper-81), on both paths before: A under 50, A over 50 and B beside the
+    count, with a flag that overlaps them. One population over every indicator was no partition, so
+    none was linked: n − a1 − a2 − b = 37 − 8 − 12 − 15 = C's 2 women (36 − 11 − 9 − 15: 1 man) at
+    ``pass``. Each largest set of indicators whose rows never meet is now one population."""
+    from sdc_magic.evidence import rows as row_limits
+
+    if path == "in the engine":
+        if engine == "pandas":
+            pytest.skip("pandas rows are always read")
+        monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    try:
+        if engine == "duckdb":
+            con = duckdb.connect()
+            con.register("src", df)
+            con.execute("CREATE TABLE people AS SELECT * FROM src")
+            q = con.sql("select sex, count(*) n, sum((district = 'A' and age < 50)::int) a1, "
+                        "sum((district = 'A' and age >= 50)::int) a2, sum((district = 'B')::int) b, sum(flag) f "
+                        "from people group by 1 order by 1")
+        elif engine == "polars":
+            F = pl.col
+            q = P.group_by("sex").agg(pl.len().alias("n"),
+                                      ((F("district") == "A") & (F("age") < 50)).cast(pl.Int64).sum().alias("a1"),
+                                      ((F("district") == "A") & (F("age") >= 50)).cast(pl.Int64).sum().alias("a2"),
+                                      (F("district") == "B").cast(pl.Int64).sum().alias("b"),
+                                      F("flag").sum().alias("f")).sort("sex")
+        else:
+            q = df.assign(a1=(df.district == "A") & (df.age < 50), a2=(df.district == "A") & (df.age >= 50),
+                          b=df.district == "B").groupby("sex").agg(n=("a1", "size"), a1=("a1", "sum"),
+                                                                    a2=("a2", "sum"), b=("b", "sum"), f=("flag", "sum"))
+        out = s.publish(q)
+        shown = protected_frame(out.checked)
+        if "sex" in shown.columns:
+            shown = shown.set_index("sex")
+        cells = [shown.loc[x, c] for x in ("F", "M") for c in ("n", "a1", "a2", "b")]
+        recovered = None if X in cells else \
+            [int(shown.loc[x, "n"]) - int(shown.loc[x, "a1"]) - int(shown.loc[x, "a2"]) - int(shown.loc[x, "b"])
+             for x in ("F", "M")]
+        assert recovered is None, (out.metadata["sdc_magic"]["status"], recovered)
+    finally:
+        s.capture.uninstall()

@@ -206,10 +206,9 @@ def flagged_variables(ge: Any, measures: list[tuple[str | None, str]]) -> tuple[
     and the rows at the indicator's other value as another (``InEngineRows.variants``). Means and
     sums only, of at most :data:`~sdc_magic.evidence.in_engine.MAX_INDICATORS` indicators (as by
     rows); an indicator's other statistics are read by rows, as are variables the evidence does not
-    know. Two or more side by side are counted only where the engine finds a row at two of their
-    levels (:func:`~sdc_magic.evidence.in_engine.indicators_overlap`, each engine's capture): by
-    rows, disjoint indicators make one more population over (group, indicator), which an engine
-    does not count (a table of them is read by rows)."""
+    know. Side by side, each largest set of them whose rows never meet is one more population over
+    (group, indicator), as by rows (:func:`~sdc_magic.evidence.in_engine.indicator_overlaps` and
+    :func:`~sdc_magic.evidence.in_engine.disjoint_sets`, each engine's capture)."""
     found = getattr(ge, "variables", {})
     flags: list[str] = []
     for v, _ in measures:

@@ -44,7 +44,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..evidence.in_engine import VARIANT_KEY, InEngineRows, SmallAtoms, indicators_overlap, link_family
+from ..evidence.in_engine import (
+    VARIANT_KEY,
+    InEngineRows,
+    SmallAtoms,
+    disjoint_sets,
+    indicator_overlaps,
+    link_family,
+)
 from . import contract
 
 #: The mark of the rows a replay keeps (filters turned into a column, :func:`count_query`).
@@ -626,15 +633,17 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             table.variants[key] = rows(test, None if unit is not None else contract.counted_groups(facts, keys, False, ones),
                                        variant=True, level=value, **unit_only)
         if len(flagged) > 1:
-            overlap = indicators_overlap(table.variants, flagged)
-            if overlap is None:
+            overlaps = indicator_overlaps(table.variants, flagged)
+            sets = None if overlaps is None else disjoint_sets(overlaps)
+            if sets is None:
                 return None  # (read by rows)
-            if not overlap:  # (disjoint: one more population, over (group, indicator))
-                at = [at_level(v)[0] for v in flagged]
+            for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
+                chosen = [flagged[i] for i in members]
+                at = [at_level(v)[0] for v in chosen]
                 which = "CAST(CASE " + " ".join(f"WHEN {t} THEN {j}" for j, t in enumerate(at)) + " END AS BIGINT)"
-                table.variants[("combined", tuple(flagged))] = rows(
+                table.variants[("combined", tuple(chosen))] = rows(
                     "(" + " OR ".join(at) + ")",
-                    None if unit is not None else contract.combined_groups(ge, facts, keys, flagged), which,
+                    None if unit is not None else contract.combined_groups(ge, facts, keys, chosen), which,
                     variant=True, **unit_only)
         return link_family(table)
     except Exception:

@@ -137,17 +137,21 @@ MAX_INDICATORS = 12
 VARIANT_KEY = "__sdc_variant"
 
 
-def indicators_overlap(variants: dict[Any, InEngineRows], flags: list[Any]) -> bool | None:
-    """Whether some row of a table is at the levels of two of its indicators ``flags`` at once
-    (their populations in ``variants``), counted in the engine: one aggregation over the base, a
-    row per combination of the indicators' conditions back. None when the engine cannot tell.
+#: Sets of indicators side by side whose flagged rows never meet, each one more population
+#: (``variants[("combined", …)]``, :func:`disjoint_sets`): a table with more is read by rows (the
+#: engines) or ``review`` (by rows: ``linking.populations.indicators_left_out``).
+MAX_DISJOINT_SETS = 4
+
+
+def indicator_overlaps(variants: dict[Any, InEngineRows], flags: list[Any]) -> np.ndarray | None:
+    """Per pair of a table's indicators ``flags`` (their populations in ``variants``), whether some
+    row is at both their levels, counted in the engine: one aggregation over the base, a row per
+    combination of the indicators' conditions back. None when the engine cannot tell.
 
     Why: side by side, indicators whose flagged rows never meet add up (the shares of districts A
-    and B beside each other, against a total elsewhere, give C's): by rows they make one more
-    population over (group, indicator) (``linking.populations.indicator_variables``), which an
-    engine does not count, so only overlapping ones (two flags of the same people, "resolved" and
-    "urgent") are counted in the engine; by rows, overlapping ones make no such population either.
-    """
+    and B beside the count, or A under 50, A over 50 and B: n − a1 − a2 − b gives C's people):
+    each set of such indicators is one more population over (group, indicator)
+    (:func:`disjoint_sets`), as linking by rows counts them (``linking.populations``)."""
     try:
         populations = [variants[f] for f in flags]
         counted = populations[0].count([p.condition for p in populations])
@@ -155,9 +159,38 @@ def indicators_overlap(variants: dict[Any, InEngineRows], flags: list[Any]) -> b
         return None
     if "n" not in counted.columns or any(f"g{j}" not in counted.columns for j in range(len(populations))):
         return None
-    rows = pd.to_numeric(counted["n"], errors="coerce").fillna(0).to_numpy()
+    rows = pd.to_numeric(counted["n"], errors="coerce").fillna(0).to_numpy() > 0
     at = np.array([[bool(v) for v in counted[f"g{j}"].tolist()] for j in range(len(populations))], dtype=bool)
-    return bool(((at.sum(axis=0) >= 2) & (rows > 0)).any())
+    at = at[:, rows].astype(np.int64)
+    return (at @ at.T) > 0
+
+
+def disjoint_sets(overlaps: np.ndarray) -> list[tuple[int, ...]] | None:
+    """The largest sets (two or more) of indicators no two of which overlap (``overlaps``: per pair,
+    whether a row is at both levels), in index order; None when there are more than
+    :data:`MAX_DISJOINT_SETS` (maximal cliques of the "never meet" graph, Bron–Kerbosch with a pivot).
+
+    Why every such set and not one: a flag beside A under 50, A over 50 and B overlaps them, and
+    one set of every indicator was no partition, so none was counted, by rows or in an engine:
+    37 − 8 − 12 − 15 = C's 2 women at ``pass`` (red team of stop 63)."""
+    k = len(overlaps)
+    apart = [{j for j in range(k) if j != i and not overlaps[i, j]} for i in range(k)]
+    found: list[tuple[int, ...]] = []
+
+    def grow(clique: set[int], candidates: set[int], excluded: set[int]) -> None:
+        if not candidates and not excluded:
+            if len(clique) >= 2:
+                found.append(tuple(sorted(clique)))
+            return
+        pivot = max(candidates | excluded, key=lambda v: (len(apart[v] & candidates), -v))
+        for v in sorted(candidates - apart[pivot]):
+            grow(clique | {v}, candidates & apart[v], excluded & apart[v])
+            candidates = candidates - {v}
+            excluded = excluded | {v}
+
+    grow(set(), set(range(k)), set())
+    found.sort()
+    return None if len(found) > MAX_DISJOINT_SETS else found
 
 
 def distinct_values(rows: InEngineRows, variable: str) -> tuple[int, int, int, int] | None:

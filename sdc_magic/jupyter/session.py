@@ -609,6 +609,11 @@ class Session:
                                  f"{MAX_INDICATORS} indicators are): an output checker decides, or show fewer")
             if checked.status in ("pass", "suppressed"):
                 checked.status = "review"  # never cleared beside "not compared"
+        unchecked = linker.side_by_side_unchecked(checked.entry)
+        if unchecked is not None:
+            checked.notes.append(unchecked)
+            if checked.status in ("pass", "suppressed"):
+                checked.status = "review"  # never cleared beside "not compared"
         done: set[Any] = set()  # variants recorded
         for flagged in indicator_variables(checked.entry):
             # the flagged rows a mean (or sum) of an indicator publishes: a second population

@@ -34,6 +34,7 @@ from ..evidence.in_engine import InEngineRows
 from . import engine_values
 from .engine_units import UnitsMemory
 from .engine_values import ValueState
+from .identity import combine
 
 
 @dataclass(frozen=True)
@@ -181,18 +182,18 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     value_expressions = [rows.values[v] for v in names] + [(rows.zero_of or _zero_of)(rows.values[v]) for v in new_vars]
     zeros_of = {v: len(names) + i for i, v in enumerate(new_vars)}  # (the column c<i> of each one's zeros)
     in_engine_order = True
+    joint: _Joint | None = None
     if not earlier.recorded and rows.groups is not None and rows.total is not None \
             and len(set(mine[0]) | {mine[1]}) == len(expressions) and set(checked) <= set(rows.groups.columns):
         # the first table of a base: its own groups (and its values' checksums), one more count
         # (in an order of its own: no distinct units are counted over it, nothing is before it)
-        frame, in_engine_order = _from_groups(rows, mine, checked), False
+        frame, in_engine_order = _from_groups(rows, mine, expressions, checked), False
         if not set(checked) <= set(frame.columns):  # (the engine's count decided: counted again with them)
             frame = rows.count_values(list(expressions), value_expressions)
     elif len(rows.family) > 1 and not any(m.units for m in rows.family):
         # (one of a table's populations: all of them counted in one scan per display, see _joint_count)
-        frame, in_engine_order = _joint_count(u, rows, expressions, value_expressions if names else []), False
-        if names and not set(checked) <= set(frame.columns):  # (another scan's values: counted with them)
-            frame = rows.count_values(list(expressions), value_expressions)
+        joint, in_engine_order = _joint_count(u, rows, expressions, value_expressions if names else []), False
+        frame, rep = _marginal(joint.frame, joint.every, expressions, len(value_expressions) if names else 0)
     elif names:  # (a table of sums: its values' checksums per atom, in the same scan)
         frame = rows.count_values(list(expressions), value_expressions)
     else:
@@ -201,8 +202,11 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
     old = np.zeros((len(frame), len(wanted)), dtype=np.int64)
     for j, ((keys, cond), r) in enumerate(zip(wanted, earlier.recorded, strict=True)):
         inside = frame[cond].to_numpy(dtype=bool)
-        found = np.asarray(_missing_as_nan(r.index).get_indexer(_labels(frame, keys, r.index)), dtype=np.int64) \
-            if keys else np.zeros(len(frame), dtype=np.int64)
+        if joint is not None:  # (looked up once per display over the table's count, see _Joint)
+            found = joint.found(r)[rep]
+        else:
+            found = np.asarray(_missing_as_nan(r.index).get_indexer(_labels(frame, keys, r.index)), dtype=np.int64) \
+                if keys else np.zeros(len(frame), dtype=np.int64)
         if (inside & (found < 0)).any():
             u.stale = True  # rows under labels the output never counted
             return None
@@ -212,7 +216,7 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
         # later table was not linked)
         old[:, j] = np.where(inside, r.group_of[np.maximum(found, 0)], -1) if len(r.group_of) else -1
     if earlier.recorded:
-        parent = np.asarray(earlier.index().get_indexer(_tuples(old)), dtype=np.int64)
+        parent = _rows_in(earlier.groups, old)
         sizes = np.bincount(np.maximum(parent, 0), weights=n, minlength=u.n_atoms).astype(np.int64)
         if (parent < 0).any() or not np.array_equal(sizes, u.atom_size):
             u.stale = True
@@ -249,9 +253,9 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
                  values, tuple(edited), tuple(expressions), which if in_engine_order else None, n, u.units_memory)
 
 
-#: This display's counts of tables' populations (:func:`_joint_count`): universe -> [(expressions,
-#: value expressions, frame)]; forgotten when a display starts or ends (:func:`new_display`).
-_joint: dict[str, list[tuple[tuple[str, ...], tuple[str, ...], pd.DataFrame]]] = {}
+#: This display's counts of tables' populations (:func:`_joint_count`), per universe; forgotten
+#: when a display starts or ends (:func:`new_display`).
+_joint: dict[str, list[_Joint]] = {}
 
 
 def new_display() -> None:
@@ -259,9 +263,38 @@ def new_display() -> None:
     _joint.clear()
 
 
-def _joint_count(u: EngineUniverse, rows: InEngineRows, expressions: list[str], values: list[str]) -> pd.DataFrame:
-    """``rows.count(expressions)`` (``count_values`` with ``values``), from one count per display of
-    every population of ``rows``' table (``InEngineRows.family``) with the universe's outputs.
+@dataclass
+class _Joint:
+    """One count of a table's populations (:func:`_joint_count`), and what splits derive from it.
+
+    ``frame`` counts the base rows per combination of ``every`` (columns g<i>) with the checksums of
+    ``values`` (c<j>). A split over some of those expressions gets the sums of its rows
+    (:func:`_marginal`), and where each of them falls in a recorded output is looked up once per
+    display over ``frame`` (:meth:`found`): each split looked up every recorded output's labels in
+    its own frame, 0.5 s of a display after 11 tables of two rates (45 outputs, 14 splits)."""
+
+    frame: pd.DataFrame
+    every: list[str]
+    values: tuple[str, ...]
+    memo: dict[int, tuple[Recorded, np.ndarray]] = field(default_factory=dict)
+
+    def found(self, r: Recorded) -> np.ndarray:
+        """Per row of ``frame``, its label's position in ``r.index`` (-1: none); a split's rows take
+        their representatives' (:func:`_marginal`)."""
+        hit = self.memo.get(id(r))
+        if hit is None or hit[0] is not r:
+            columns = [f"g{self.every.index(k)}" for k in r.keys]
+            at = np.asarray(_missing_as_nan(r.index).get_indexer(_labels(self.frame, columns, r.index)),
+                            dtype=np.int64) if columns else np.zeros(len(self.frame), dtype=np.int64)
+            hit = (r, at)
+            self.memo[id(r)] = hit
+        return hit[1]
+
+
+def _joint_count(u: EngineUniverse, rows: InEngineRows, expressions: list[str], values: list[str]) -> _Joint:
+    """The count a split of ``rows`` over ``expressions`` (with ``values``' checksums) derives its
+    frame from: one count per display of every population of ``rows``' table
+    (``InEngineRows.family``) with the universe's outputs.
 
     Why: a table of two rates publishes five populations (its rows, each indicator's rows at its
     level and at its other value), each split from the atoms two or three times as the display
@@ -269,14 +302,14 @@ def _joint_count(u: EngineUniverse, rows: InEngineRows, expressions: list[str], 
     DuckDB. The first asks the engine for every expression its siblings need as well, with the
     table's values' checksums; the others are sums of that count's rows over their own expressions
     (the rows of each combination of fewer expressions are the sums over the rest; checksums mod
-    2**64, as the engine sums them). A request for other values' checksums than those counted gets
-    a frame without them (the caller counts again). The rows come back in another order than the
-    engine's (``in_engine_order`` False: no units are counted over such a split, the family has none).
+    2**64, as the engine sums them). A request for other values' checksums is counted apart. The
+    rows come back in another order than the engine's (``in_engine_order`` False: no units are
+    counted over such a split, the family has none).
     """
     wanted = set(expressions)
-    for have, counted_values, frame in _joint.get(u.uid, []):
-        if wanted <= set(have) and (not values or list(counted_values) == list(values)):
-            return _marginal(frame, list(have), expressions, len(values))
+    for joint in _joint.get(u.uid, []):
+        if wanted <= set(joint.every) and (not values or list(joint.values) == list(values)):
+            return joint
     every = list(expressions)
     for member in rows.family:
         for e in (*member.key_expressions, member.condition):
@@ -285,12 +318,12 @@ def _joint_count(u: EngineUniverse, rows: InEngineRows, expressions: list[str], 
     counter = rows
     if not values:  # (a sibling's: with the table's values, counted by the table over the same base)
         values, counter = _table_values(u, rows.family[0]), rows.family[0]
-    frame = counter.count_values(every, values) if values and counter.count_values is not None else \
-        rows.count(every)
     if not (values and counter.count_values is not None):
         values = []
-    _joint.setdefault(u.uid, []).append((tuple(every), tuple(values), frame))
-    return _marginal(frame, every, expressions, len(values))
+    frame = counter.count_values(every, values) if values else rows.count(every)
+    joint = _Joint(frame, every, tuple(values))
+    _joint.setdefault(u.uid, []).append(joint)
+    return joint
 
 
 def _table_values(u: EngineUniverse, table: InEngineRows) -> list[str]:
@@ -303,23 +336,19 @@ def _table_values(u: EngineUniverse, table: InEngineRows) -> list[str]:
     return [table.values[v] for v in names] + [(table.zero_of or _zero_of)(table.values[v]) for v in new_vars]
 
 
-def _marginal(frame: pd.DataFrame, have: list[str], expressions: list[str], n_values: int) -> pd.DataFrame:
+def _marginal(frame: pd.DataFrame, have: list[str], expressions: list[str], n_values: int
+              ) -> tuple[pd.DataFrame, np.ndarray]:
     """The count over ``expressions`` (columns g0, g1, … in their order, ``n``, c0 … c{n_values-1})
     from ``frame``, a count over ``have`` ⊇ them (its columns g<i> in ``have``'s order; the
-    checksums of no value when ``n_values`` is 0)."""
+    checksums of no value when ``n_values`` is 0), and per row of it a row of ``frame`` it sums
+    (every such row has its labels)."""
     columns = [f"g{have.index(e)}" for e in expressions]
     if columns == [f"g{i}" for i in range(len(have))]:
         out = frame[[*columns, "n", *[f"c{j}" for j in range(n_values)]]]
-        return out.reset_index(drop=True)
+        return out.reset_index(drop=True), np.arange(len(frame), dtype=np.int64)
     codes = np.column_stack([pd.factorize(frame[c], use_na_sentinel=False)[0] for c in columns]) if columns \
         else np.zeros((len(frame), 1), dtype=np.int64)
-    _, first, which = np.unique(codes, axis=0, return_index=True, return_inverse=True)
-    which = np.asarray(which).reshape(-1)
-    order = np.argsort(first, kind="stable")  # (groups in the order of their first row)
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    which = rank[which]
-    first = first[order]
+    first, which = _row_groups(codes)
     out = frame.iloc[first][columns].reset_index(drop=True)
     out.columns = pd.Index([f"g{i}" for i in range(len(columns))])
     out["n"] = np.bincount(which, weights=pd.to_numeric(frame["n"]).to_numpy(dtype=np.float64),
@@ -328,7 +357,7 @@ def _marginal(frame: pd.DataFrame, have: list[str], expressions: list[str], n_va
         summed = np.zeros(len(first), dtype=np.uint64)
         np.add.at(summed, which, frame[f"c{j}"].to_numpy().astype(np.uint64))  # (wraps around, as the engine's sums)
         out[f"c{j}"] = summed
-    return out
+    return out, first.astype(np.int64)
 
 
 def _zero_of(expression: str) -> str:
@@ -342,18 +371,22 @@ def _zero_of(expression: str) -> str:
     return f"(({expression}) * 0)"
 
 
-def _from_groups(rows: InEngineRows, mine: tuple[list[str], str], checked: list[str] | None = None) -> pd.DataFrame:
+def _from_groups(rows: InEngineRows, mine: tuple[list[str], str], expressions: list[str],
+                 checked: list[str] | None = None) -> pd.DataFrame:
     """The count of a fresh universe from the table's own groups (computed with the table) and
     the base's row count: its groups in the table, the rest outside. Saves a scan of the base for
     the first table of each (at 10M rows, 0.13–0.2 s). The groups' sizes must add up to no more
-    than the base's rows; if not, the engine's count decides."""
+    than the base's rows; if not, or when the table has no group (an indicator never at its
+    level), the engine's count of ``expressions`` decides (``mine``: their columns g<i>; until stop
+    63 the engine was asked for the columns' names, which failed, and the base's record was let
+    go in the middle of a display: red team, a constant indicator beside disjoint ones, ``pass``)."""
     assert rows.groups is not None and rows.total is not None
     keys, cond = mine
     inside = rows.groups.rename(columns=dict(zip(rows.keys, keys, strict=True)))
     inside[cond] = True
     outside_n = rows.total() - int(inside["n"].sum())
     if outside_n < 0:
-        return rows.count([*keys, cond])
+        return rows.count(list(expressions))
     checked = list(checked or [])
     frame = inside[[*keys, cond, "n", *checked]]
     if outside_n and len(inside):
@@ -362,7 +395,7 @@ def _from_groups(rows: InEngineRows, mine: tuple[list[str], str], checked: list[
                            | {c: np.zeros(1, dtype=np.uint64) for c in checked})
         frame = pd.concat([frame, out], ignore_index=True)
     elif outside_n:
-        return rows.count([*keys, cond])
+        return rows.count(list(expressions))
     # a fixed order (as the engine's count is sorted): by each column's text, column after column
     # (one factorization per column: joining every row's reprs cost 70 ms for 1,000 groups)
     codes = [pd.factorize(frame[c].astype(object).map(repr), sort=True)[0] for c in [*keys, cond]]
@@ -384,6 +417,47 @@ def _missing_as_nan(index: pd.Index) -> pd.Index:
     if isinstance(index, pd.MultiIndex) or index.dtype != object or not index.hasnans:
         return index
     return pd.Index(pd.Series(index, dtype=object).where(pd.notna(index), np.nan), name=index.name)
+
+
+def _mixed(codes: np.ndarray) -> np.ndarray:
+    """A 64-bit mix of each row of a matrix of ints (equal rows, equal mixes; the callers check
+    that rows with equal mixes are equal)."""
+    return combine([codes[:, j].astype(np.uint64) for j in range(codes.shape[1])])
+
+
+def _row_groups(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the first row of each group, per row its group) for the equal rows of ``codes`` (ints),
+    groups numbered in the order of their first row. By each row's mix, checked: rows of one mix
+    that differ (a 64-bit collision) are told apart by sorting them instead."""
+    which = pd.factorize(_mixed(codes))[0]
+    which = np.asarray(which, dtype=np.int64)
+    first = np.unique(which, return_index=True)[1].astype(np.int64)
+    if bool((codes == codes[first[which]]).all()):
+        return first, which
+    _, first, which = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    which = np.asarray(which).reshape(-1)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return first[order].astype(np.int64), rank[which]
+
+
+def _rows_in(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per row of ``rows``, the position of the equal row of ``table`` (rows of group ids, those of
+    ``table`` all different), -1 where none is: what ``_tuples(table).get_indexer(_tuples(rows))``
+    gives, without a tuple per row (0.2 s of a display after 11 tables of two rates). By each
+    row's mix, every match checked; a collision falls back to the tuples."""
+    exact = np.asarray(_tuples(table).get_indexer(_tuples(rows)), dtype=np.int64) \
+        if table.shape[1] == 0 else None
+    if exact is not None:
+        return exact
+    mixes = pd.Index(_mixed(table))
+    if mixes.is_unique:
+        position = np.asarray(mixes.get_indexer(_mixed(rows)), dtype=np.int64)
+        matched = position >= 0
+        if bool((table[position[matched]] == rows[matched]).all()):
+            return position
+    return np.asarray(_tuples(table).get_indexer(_tuples(rows)), dtype=np.int64)
 
 
 def _tuples(groups: np.ndarray) -> pd.Index:

@@ -60,6 +60,9 @@ class Linker:
         self.unlinked: list[str] = []
         #: the memories of the folder's other notebooks (:mod:`.siblings`), read before each table
         self.siblings = Siblings()
+        #: tables counted in an engine whose populations :meth:`within_table` could not all compare
+        #: (id of the entry; this display's, see :meth:`side_by_side_unchecked`)
+        self._unchecked_side_by_side: set[int] = set()
 
     # list-like view of the populations (newest last)
     def _all(self) -> list[Population]:
@@ -378,7 +381,10 @@ class Linker:
             p.group = p.group[d.parent]
         u.populations.append(d.pop)
         u.version += 1
-        if record and isinstance(u, EngineUniverse):
+        if isinstance(u, EngineUniverse):
+            # (in a trial too, restored after it: the values' anchors follow the atoms' cut; left
+            # behind, the next split of the trial indexed them with the new atoms and failed, and a
+            # table's population went uncompared with the others it publishes side by side)
             u.values = engine_values.after(u.values, d.parent, d.engine_values, d.edited, d.pop.group >= 0)
         if not record or not settle:
             return
@@ -436,11 +442,20 @@ class Linker:
         indicator, then the table's own rows) is compared with those drafted before it, as a
         later output would be; the universe is restored afterwards, so nothing is recorded.
         """
+        # (a table counted in an engine drafts every population it publishes in one universe; one
+        # that could not be, or landed in another, left the table uncompared side by side: red team,
+        # a failed count let the base's record go mid-display, and the table passed, C's people
+        # showing by subtraction. Its caller then makes the table review, see side_by_side_unchecked)
+        in_engine = isinstance(getattr(getattr(entry, "source", None), "rows", None), InEngineRows)
+        self._unchecked_side_by_side.discard(id(entry))
         first = self.draft("this table", title, entry, positions, None, threshold, flagged=variants[0])
         if first is None:
+            if in_engine:
+                self._unchecked_side_by_side.add(id(entry))
             return {}
         u = first.universe
-        saved = (u.row_atom, u.atom_size, u.version, u.populations, [(p, p.group) for p in u.populations])
+        saved = (u.row_atom, u.atom_size, u.version, u.populations, [(p, p.group) for p in u.populations],
+                 getattr(u, "values", None))
         out: dict[int, list[Any]] = {}
         try:
             u.populations = []  # only this table's populations take part
@@ -448,6 +463,8 @@ class Linker:
                 d = first if n == 0 else self.draft("this table", title, entry, positions, None, threshold,
                                                     flagged=variant)
                 if d is None or d.universe is not u:
+                    if in_engine:
+                        self._unchecked_side_by_side.add(id(entry))
                     continue
                 if u.populations:
                     found = self.differencing_reasons(d, positions)
@@ -458,8 +475,19 @@ class Linker:
             u.row_atom, u.atom_size, u.version, u.populations = saved[:4]
             for p, group in saved[4]:
                 p.group = group
+            if isinstance(u, EngineUniverse):
+                u.values = saved[5]
             clear_cache(display_ends=False)  # drafts made during the trial describe atoms that no longer exist
         return out
+
+    def side_by_side_unchecked(self, entry: Any) -> str | None:
+        """A note when :meth:`within_table` could not compare every population of ``entry`` (a
+        table counted in an engine) with the others it publishes side by side; the caller makes
+        the table ``review``."""
+        if id(entry) not in self._unchecked_side_by_side:
+            return None
+        return ("the populations this table publishes side by side (its rows, its indicators' rows) "
+                "could not all be counted in the engine and compared with each other: review")
 
     def _drop_duplicates(self, u: Universe, newest: Population) -> None:
         """The same table displayed again replaces its earlier record (it publishes nothing new)."""

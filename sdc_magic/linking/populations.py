@@ -28,7 +28,7 @@ from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.facts import indicator_column
 from ..evidence.flatten import canonical_labels
-from ..evidence.in_engine import MAX_INDICATORS, VARIANT_KEY, InEngineRows
+from ..evidence.in_engine import MAX_INDICATORS, VARIANT_KEY, InEngineRows, disjoint_sets
 from . import edits, engine_units, in_engine, masked
 from .atoms import refine, rows_in_order
 from .engine_units import EngineUnits, units_of_split
@@ -191,6 +191,7 @@ def clear_cache(display_ends: bool = True) -> None:
     counts of its populations too (``in_engine.new_display``: the base may change between displays;
     a trial within one display, ``Linker.within_table``, keeps them)."""
     _drafts.clear()
+    _disjoint.clear()
     new_display()
     engine_units.new_display()
     if display_ends:
@@ -852,8 +853,39 @@ def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float, n
 
 
 def indicators_left_out(entry: Any) -> list[Any]:
-    """The indicators of a table beyond :data:`MAX_INDICATORS`, whose rows are not linked."""
-    return _indicators(entry)[MAX_INDICATORS:]
+    """The indicators of a table beyond :data:`MAX_INDICATORS`, whose rows are not linked (and,
+    when its indicators make more sets whose rows never meet than are linked, those sets)."""
+    found = _indicators(entry)
+    too_many = len(found) >= 2 and _disjoint_sets(entry, found[:MAX_INDICATORS]) is None
+    return found[MAX_INDICATORS:] + (["its indicators' sets whose rows never meet"] if too_many else [])
+
+
+#: This display's sets of a table's indicators whose rows never meet (:func:`_disjoint_sets`), by entry.
+_disjoint: dict[int, tuple[Any, list[tuple[Any, ...]] | None]] = {}
+
+
+def _disjoint_sets(entry: Any, indicators: list[Any]) -> list[tuple[Any, ...]] | None:
+    """The largest sets of ``indicators`` (two or more) whose rows never meet in the table's rows,
+    each one population over (group, indicator) (``evidence.in_engine.disjoint_sets``; the engines
+    count the same); None when there are too many to link. An indicator whose rows cannot be told
+    meets every other (no set holds it)."""
+    cached = _disjoint.get(id(entry))
+    if cached is not None and cached[0] is entry:
+        return cached[1]
+    source = getattr(entry, "source", None)
+    frame = None if source is None else (source.frame if source.frame is not None else getattr(source, "rows", None))
+    masks = [_variant_rows(frame, v) if isinstance(frame, pd.DataFrame) else None for v in indicators]
+    k = len(indicators)
+    overlaps = np.ones((k, k), dtype=bool)
+    for i in range(k):
+        for j in range(i + 1, k):
+            mi, mj = masks[i], masks[j]
+            if mi is not None and mj is not None:
+                overlaps[i, j] = overlaps[j, i] = bool((mi & mj).any())
+    sets = disjoint_sets(overlaps)
+    found = None if sets is None else [tuple(indicators[i] for i in members) for members in sets]
+    _disjoint[id(entry)] = (entry, found)
+    return found
 
 
 def indicator_variables(entry: Any) -> list[Any]:
@@ -871,16 +903,19 @@ def indicator_variables(entry: Any) -> list[Any]:
     source = getattr(entry, "source", None)
     if isinstance(getattr(source, "rows", None), InEngineRows):
         return list(source.rows.variants)  # (made by the engine's capture, counted there)
-    out = _indicators(entry)[:MAX_INDICATORS]
-    if len(out) >= 2:
+    indicators = _indicators(entry)[:MAX_INDICATORS]
+    out = list(indicators)
+    if len(indicators) >= 2:
         # side by side, disjoint variants add up (district A and B beside each other: their sum
-        # against a total published elsewhere gives C); one population over (group, variant)
-        out.append(("combined", tuple(out)))
+        # against a total published elsewhere gives C); one population over (group, variant) for
+        # each largest set of them whose rows never meet (one that overlaps, a flag beside a
+        # partition of A under 50, A over 50 and B, dropped the set of all: C at pass, red team)
+        out += [("combined", members) for members in _disjoint_sets(entry, indicators) or []]
     # the rows at each indicator's other value are published too: the table's (known) rows less
     # the flagged ones (red team: a count of the unflagged by sex, then a count and avg(flag)
     # outside C: 23 - 22 = C's one unflagged woman; and a 1 = yes / 2 = no coding's flagged
     # rows are those at 1, its "other" value)
-    out += [("other", v) for v in out if not isinstance(v, tuple)]
+    out += [("other", v) for v in indicators if not isinstance(v, tuple)]
     # the sums of a masked copy beside other columns: the rows where it kept its values (they
     # overlap the indicators', so they are no part of the combined population above); two or more
     # side by side are one more (kept in A, kept in B, beside the income: total - A - B = C, red team)

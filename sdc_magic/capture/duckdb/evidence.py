@@ -26,7 +26,8 @@ from ...evidence.in_engine import (
     CountedBases,
     InEngineRows,
     SmallAtoms,
-    indicators_overlap,
+    disjoint_sets,
+    indicator_overlaps,
     link_family,
 )
 from .. import contract
@@ -637,13 +638,16 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
         table.variants[key] = _in_engine(rows, pending.run, pending.plan.keys, pending.rows, None if unit else facts,
                                          ones=None if unit else ones, variant=True, level=value, **units)
     if len(flagged) > 1:
-        overlap = indicators_overlap(table.variants, flagged)
-        side = None if overlap is not False else \
-            _side_by_side(pending, ge, flagged, table, None if unit else facts, units)
-        if overlap is None or (overlap is False and side is None):
+        overlaps = indicator_overlaps(table.variants, flagged)
+        sets = None if overlaps is None else disjoint_sets(overlaps)
+        if sets is None:
             return None  # (read by rows)
-        if side is not None:  # (disjoint: one more population, over (group, indicator))
-            table.variants[("combined", tuple(flagged))] = side
+        for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
+            chosen = [flagged[i] for i in members]
+            side = _side_by_side(pending, ge, chosen, table, None if unit else facts, units)
+            if side is None:
+                return None
+            table.variants[("combined", tuple(chosen))] = side
     return link_family(table)
 
 

@@ -42,7 +42,14 @@ import numpy as np
 import pandas as pd
 
 from ...evidence import rows as row_limits
-from ...evidence.in_engine import VARIANT_KEY, InEngineRows, SmallAtoms, indicators_overlap, link_family
+from ...evidence.in_engine import (
+    VARIANT_KEY,
+    InEngineRows,
+    SmallAtoms,
+    disjoint_sets,
+    indicator_overlaps,
+    link_family,
+)
 from ...evidence.weak_table import WeakTable
 from .. import contract
 from ..depth import depth
@@ -707,14 +714,16 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
                                                  None if units else contract.counted_groups(facts, keys, False, ones),
                                                  flag_name, variant=True, level=value, distinct=units, summed=units)
         if len(flagged) > 1:
-            overlap = indicators_overlap(table.variants, flagged)
-            if overlap is None:
+            overlaps = indicator_overlaps(table.variants, flagged)
+            sets = None if overlaps is None else disjoint_sets(overlaps)
+            if sets is None:
                 return None  # (read by rows)
-            if not overlap:  # (disjoint: one more population, over (group, indicator))
-                levels = [(v, contract.level_of(ge, v)) for v in flagged]
-                table.variants[("combined", tuple(flagged))] = in_engine_rows(
+            for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
+                chosen = [flagged[i] for i in members]
+                levels = [(v, contract.level_of(ge, v)) for v in chosen]
+                table.variants[("combined", tuple(chosen))] = in_engine_rows(
                     line, [*keys, VARIANT_KEY], [*exprs, which_indicator(levels)], None,
-                    None if units else contract.combined_groups(ge, facts, keys, flagged), variant=True,
+                    None if units else contract.combined_groups(ge, facts, keys, chosen), variant=True,
                     distinct=units, summed=units, side_by_side=levels)
         return link_family(table)
     except Exception:  # (written by rows instead)
