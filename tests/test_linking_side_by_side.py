@@ -257,3 +257,97 @@ def test_a_flag_beside_a_partition_keeps_the_partition_summed(engine: str, path:
         assert recovered is None, (out.metadata["sdc_magic"]["status"], recovered)
     finally:
         s.capture.uninstall()
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_more_sets_of_disjoint_indicators_than_are_linked_leave_the_table_review(
+        engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team of stop 63 (helper-82): five complementary pairs side by side are five sets whose
+    rows never meet, one more than are linked (``MAX_DISJOINT_SETS``); the engine's capture gave
+    the table up to be read by rows, and above ``MAX_FETCHED_ROWS`` (5.1M rows) it was not linked
+    at all: ``pass``, n − a − b = C's people. It is counted in the engine, and ``review``."""
+    from sdc_magic.evidence import rows as row_limits
+    from sdc_magic.evidence.in_engine import MAX_DISJOINT_SETS
+
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    tests = ["(age >= 40)", "(flag = 1)", "(income > 15)", "(person % 2 = 0)", "(household % 3 = 0)"]
+    assert len(tests) > MAX_DISJOINT_SETS
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    try:
+        if engine == "duckdb":
+            con = duckdb.connect()
+            con.register("src", df)
+            con.execute("CREATE TABLE people AS SELECT * FROM src")
+            pairs = "".join(f", sum({t}::int) y{i}, sum((NOT {t})::int) n{i}" for i, t in enumerate(tests))
+            q = con.sql(f"select sex, count(*) n{pairs} from people group by 1 order by 1")
+        else:
+            F = pl.col
+            made = [F("age") >= 40, F("flag") == 1, F("income") > 15, F("person") % 2 == 0, F("household") % 3 == 0]
+            aggs = [pl.len().alias("n")] + [x for i, t in enumerate(made) for x in
+                                             (t.cast(pl.Int64).sum().alias(f"y{i}"), (~t).cast(pl.Int64).sum().alias(f"n{i}"))]
+            q = P.group_by("sex").agg(aggs).sort("sex")
+        out = s.publish(q)
+        assert out.metadata["sdc_magic"]["status"] in ("review", "blocked"), out.metadata["sdc_magic"]
+    finally:
+        s.capture.uninstall()
+
+
+@pytest.mark.parametrize("path", ["by rows", "in the engine"])
+def test_a_wide_source_keeps_its_columns_side_by_side_compared(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team of stop 63 (helper-82): a DuckDB table of 14 columns, n and the counts of A and B by
+    sex. More than ``MAX_HASHED`` columns of its rows were read, the derived measures' columns
+    among them, and their hashes asked of the source by name failed: the table was not linked, its
+    columns side by side uncompared, ``pass`` with n − a − b = C's 2 women and 1 man."""
+    from sdc_magic.evidence import rows as row_limits
+
+    if path == "in the engine":
+        monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    data = df.copy()
+    for j in range(7):
+        data[f"x{j}"] = data["age"] + j
+    con = duckdb.connect()
+    con.register("src", data)
+    con.execute("CREATE TABLE people AS SELECT * FROM src")
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    try:
+        out = s.publish(con.sql("select sex, count(*) n, sum((district = 'A')::int) a, sum((district = 'B')::int) b "
+                                "from people group by 1 order by 1"))
+        shown = _frame(out)
+        assert _recovered(shown["n"], shown) is None, out.metadata["sdc_magic"]["status"]
+    finally:
+        s.capture.uninstall()
+
+
+@pytest.mark.parametrize("path", ["by rows", "in the engine"])
+def test_a_table_of_many_populations_does_not_push_an_earlier_total_out_of_the_audit(
+        path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team of stop 63 (helper-82): the joint audit took the eight newest related populations,
+    and one table of n and four rates publishes nine: the first table (23 people under 40) fell
+    out, and 23 + 27 + 23 − 70 = C's 3 people at ``pass``. It takes the eight newest outputs."""
+    import numpy as np
+
+    from sdc_magic.evidence import rows as row_limits
+
+    if path == "in the engine":
+        monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
+    data = df.copy()
+    data["urgent"] = np.random.default_rng(5).integers(0, 2, len(data))
+    con = duckdb.connect()
+    con.register("src", data)
+    con.execute("CREATE TABLE people AS SELECT * FROM src")
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    try:
+        outs = [s.publish(con.sql(q)) for q in (
+            "select count(*) n from people where age < 40",
+            "select sex, count(*) n, avg(flag) f, avg(urgent) u, avg((income > 15)::int) i, avg((age >= 60)::int) o "
+            "from people where age >= 40 group by 1 order by 1",
+            "select count(*) n from people where district in ('A', 'B')")]
+        values = [protected_frame(o.checked)["n"].tolist() for o in outs]
+        shown = X not in [v for vs in values for v in vs]
+        assert not shown or sum(values[0]) + sum(values[1]) - sum(values[2]) != 3, \
+            [o.metadata["sdc_magic"]["status"] for o in outs]
+    finally:
+        s.capture.uninstall()

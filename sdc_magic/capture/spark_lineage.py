@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ..evidence.in_engine import (
+    SETS_LEFT_OUT,
     VARIANT_KEY,
     InEngineRows,
     SmallAtoms,
@@ -634,9 +635,12 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                                        variant=True, level=value, **unit_only)
         if len(flagged) > 1:
             overlaps = indicator_overlaps(table.variants, flagged)
-            sets = None if overlaps is None else disjoint_sets(overlaps)
-            if sets is None:
+            if overlaps is None:
                 return None  # (read by rows)
+            sets = disjoint_sets(overlaps)
+            if sets is None:  # (too many sets to link: counted here, the table review, saying so)
+                table.left_out.append(SETS_LEFT_OUT)
+                sets = []
             for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
                 chosen = [flagged[i] for i in members]
                 at = [at_level(v)[0] for v in chosen]

@@ -115,6 +115,10 @@ class InEngineRows:
     #: the populations one table publishes (its rows and its variants, :func:`link_family`): linking
     #: counts them all in one aggregation per display (``linking.in_engine.split``)
     family: list[InEngineRows] = field(default_factory=list, repr=False, compare=False)
+    #: what the table publishes that is not among its populations (more sets of indicators whose rows
+    #: never meet than :data:`MAX_DISJOINT_SETS`): the table is ``review``, saying so
+    #: (``linking.populations.indicators_left_out``)
+    left_out: list[str] = field(default_factory=list)
 
 
 def link_family(table: InEngineRows) -> InEngineRows:
@@ -126,6 +130,8 @@ def link_family(table: InEngineRows) -> InEngineRows:
     return table
 
 
+#: What a table with too many sets of indicators whose rows never meet leaves uncompared (a note).
+SETS_LEFT_OUT = "its indicators' sets whose rows never meet"
 #: Indicators of one table whose rows are linked (each is two or three populations, every one
 #: drafted and compared at each display): by rows a table with more is ``review``
 #: (``linking.populations.indicators_left_out``), and an engine counts no more side by side
@@ -138,8 +144,8 @@ VARIANT_KEY = "__sdc_variant"
 
 
 #: Sets of indicators side by side whose flagged rows never meet, each one more population
-#: (``variants[("combined", …)]``, :func:`disjoint_sets`): a table with more is read by rows (the
-#: engines) or ``review`` (by rows: ``linking.populations.indicators_left_out``).
+#: (``variants[("combined", …)]``, :func:`disjoint_sets`): a table with more is ``review``, its sets
+#: not compared (``InEngineRows.left_out``; by rows ``linking.populations.indicators_left_out``).
 MAX_DISJOINT_SETS = 4
 
 

@@ -322,7 +322,9 @@ def units_audit(d: Draft, olds: list[Population], m: float, end: float, hidden: 
     many classes to audit are said (the table is then ``review``: never cleared unaudited)."""
     if d.unit is None or d.unit_declared:
         return [], [], [], []
-    olds = [t for t in olds if d.units_against([t])][:max_tables]
+    olds = [t for t in olds if d.units_against([t])]
+    newest = list(dict.fromkeys(t.out_id for t in olds))[:max_tables]  # (outputs, not populations: joint.py)
+    olds = [t for t in olds if t.out_id in set(newest)]
     if not olds and (d.display_margin is None or not len(d.display_margin)):
         return [], [], [], []  # (alone, a table's cells are only its margins' parts when it shows them)
     if d.engine_units is not None and not d.engine_units.known:

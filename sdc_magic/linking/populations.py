@@ -28,7 +28,7 @@ from ..evidence import row_origins
 from ..evidence import rows as row_limits
 from ..evidence.facts import indicator_column
 from ..evidence.flatten import canonical_labels
-from ..evidence.in_engine import MAX_INDICATORS, VARIANT_KEY, InEngineRows, disjoint_sets
+from ..evidence.in_engine import MAX_INDICATORS, SETS_LEFT_OUT, VARIANT_KEY, InEngineRows, disjoint_sets
 from . import edits, engine_units, in_engine, masked
 from .atoms import refine, rows_in_order
 from .engine_units import EngineUnits, units_of_split
@@ -855,9 +855,12 @@ def _indicator_rows(frame: pd.DataFrame, var: Any) -> tuple[np.ndarray, float, n
 def indicators_left_out(entry: Any) -> list[Any]:
     """The indicators of a table beyond :data:`MAX_INDICATORS`, whose rows are not linked (and,
     when its indicators make more sets whose rows never meet than are linked, those sets)."""
+    rows = getattr(getattr(entry, "source", None), "rows", None)
+    if isinstance(rows, InEngineRows):
+        return list(rows.left_out)  # (the engine's capture decided, see InEngineRows.left_out)
     found = _indicators(entry)
     too_many = len(found) >= 2 and _disjoint_sets(entry, found[:MAX_INDICATORS]) is None
-    return found[MAX_INDICATORS:] + (["its indicators' sets whose rows never meet"] if too_many else [])
+    return found[MAX_INDICATORS:] + ([SETS_LEFT_OUT] if too_many else [])
 
 
 #: This display's sets of a table's indicators whose rows never meet (:func:`_disjoint_sets`), by entry.

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ...evidence import rows as row_limits
 from ...evidence.in_engine import (
+    SETS_LEFT_OUT,
     VARIANT_KEY,
     CountedBases,
     InEngineRows,
@@ -143,7 +144,10 @@ def prepare(rules: Any, rel: Any, query: str, run: Callable[[str], Any],
     try:
         text = rows_query(p, only)
         rows = run(text) if text is not None else None
-        hashed = [c for c in list(rows.columns)[len(p.keys):] if not str(c).startswith(INDICATOR)] \
+        # (the source's columns: a derived measure's or a condition's indicator column is no column of
+        # the source, and asked by name its hash failed, the table went unlinked and its columns side
+        # by side uncompared: n − a − b gave C's people at pass, red team of stop 63)
+        hashed = [c for c in list(rows.columns)[len(p.keys):] if not str(c).startswith((INDICATOR, DERIVED))] \
             if rows is not None else []
         if len(hashed) > MAX_HASHED:  # binding only: nothing ran yet
             once = [c for c in dict.fromkeys(hashed) if hashed.count(c) == 1][:MAX_HASHED]
@@ -639,9 +643,12 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
                                          ones=None if unit else ones, variant=True, level=value, **units)
     if len(flagged) > 1:
         overlaps = indicator_overlaps(table.variants, flagged)
-        sets = None if overlaps is None else disjoint_sets(overlaps)
-        if sets is None:
+        if overlaps is None:
             return None  # (read by rows)
+        sets = disjoint_sets(overlaps)
+        if sets is None:  # (too many sets to link: counted here, the table review, saying so)
+            table.left_out.append(SETS_LEFT_OUT)
+            sets = []
         for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
             chosen = [flagged[i] for i in members]
             side = _side_by_side(pending, ge, chosen, table, None if unit else facts, units)

@@ -43,6 +43,7 @@ import pandas as pd
 
 from ...evidence import rows as row_limits
 from ...evidence.in_engine import (
+    SETS_LEFT_OUT,
     VARIANT_KEY,
     InEngineRows,
     SmallAtoms,
@@ -715,9 +716,12 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
                                                  flag_name, variant=True, level=value, distinct=units, summed=units)
         if len(flagged) > 1:
             overlaps = indicator_overlaps(table.variants, flagged)
-            sets = None if overlaps is None else disjoint_sets(overlaps)
-            if sets is None:
+            if overlaps is None:
                 return None  # (read by rows)
+            sets = disjoint_sets(overlaps)
+            if sets is None:  # (too many sets to link: counted here, the table review, saying so)
+                table.left_out.append(SETS_LEFT_OUT)
+                sets = []
             for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
                 chosen = [flagged[i] for i in members]
                 levels = [(v, contract.level_of(ge, v)) for v in chosen]
