@@ -635,10 +635,8 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
                                        variant=True, level=value, **unit_only)
         if len(flagged) > 1:
             overlaps = indicator_overlaps(table.variants, flagged)
-            if overlaps is None:
-                return None  # (read by rows)
-            sets = disjoint_sets(overlaps)
-            if sets is None:  # (too many sets to link: counted here, the table review, saying so)
+            sets = None if overlaps is None else disjoint_sets(overlaps)
+            if sets is None:  # (too many sets to link, or the engine could not tell: counted here, review)
                 table.left_out.append(SETS_LEFT_OUT)
                 sets = []
             for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))

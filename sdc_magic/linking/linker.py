@@ -60,9 +60,10 @@ class Linker:
         self.unlinked: list[str] = []
         #: the memories of the folder's other notebooks (:mod:`.siblings`), read before each table
         self.siblings = Siblings()
-        #: tables counted in an engine whose populations :meth:`within_table` could not all compare
-        #: (id of the entry; this display's, see :meth:`side_by_side_unchecked`)
-        self._unchecked_side_by_side: set[int] = set()
+        #: the table counted in an engine whose populations :meth:`within_table` could not all compare
+        #: (this display's, by id with the entry itself: an id alone may be a collected entry's; see
+        #: :meth:`side_by_side_unchecked`)
+        self._unchecked_side_by_side: dict[int, Any] = {}
 
     # list-like view of the populations (newest last)
     def _all(self) -> list[Population]:
@@ -447,11 +448,11 @@ class Linker:
         # a failed count let the base's record go mid-display, and the table passed, C's people
         # showing by subtraction. Its caller then makes the table review, see side_by_side_unchecked)
         in_engine = isinstance(getattr(getattr(entry, "source", None), "rows", None), InEngineRows)
-        self._unchecked_side_by_side.discard(id(entry))
+        self._unchecked_side_by_side = {}  # (one table per display: only this one's is kept)
         first = self.draft("this table", title, entry, positions, None, threshold, flagged=variants[0])
         if first is None:
             if in_engine:
-                self._unchecked_side_by_side.add(id(entry))
+                self._unchecked_side_by_side[id(entry)] = entry
             return {}
         u = first.universe
         saved = (u.row_atom, u.atom_size, u.version, u.populations, [(p, p.group) for p in u.populations],
@@ -464,7 +465,7 @@ class Linker:
                                                     flagged=variant)
                 if d is None or d.universe is not u:
                     if in_engine:
-                        self._unchecked_side_by_side.add(id(entry))
+                        self._unchecked_side_by_side[id(entry)] = entry
                     continue
                 if u.populations:
                     found = self.differencing_reasons(d, positions)
@@ -484,7 +485,7 @@ class Linker:
         """A note when :meth:`within_table` could not compare every population of ``entry`` (a
         table counted in an engine) with the others it publishes side by side; the caller makes
         the table ``review``."""
-        if id(entry) not in self._unchecked_side_by_side:
+        if self._unchecked_side_by_side.get(id(entry)) is not entry:
             return None
         return ("the populations this table publishes side by side (its rows, its indicators' rows) "
                 "could not all be counted in the engine and compared with each other: review")

@@ -643,17 +643,16 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
                                          ones=None if unit else ones, variant=True, level=value, **units)
     if len(flagged) > 1:
         overlaps = indicator_overlaps(table.variants, flagged)
-        if overlaps is None:
-            return None  # (read by rows)
-        sets = disjoint_sets(overlaps)
-        if sets is None:  # (too many sets to link: counted here, the table review, saying so)
+        sets = None if overlaps is None else disjoint_sets(overlaps)
+        if sets is None:  # (too many sets to link, or the engine could not tell: counted here, review)
             table.left_out.append(SETS_LEFT_OUT)
             sets = []
         for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
             chosen = [flagged[i] for i in members]
             side = _side_by_side(pending, ge, chosen, table, None if unit else facts, units)
-            if side is None:
-                return None
+            if side is None:  # (not written on the connection: counted without it, review)
+                table.left_out.append(SETS_LEFT_OUT)
+                continue
             table.variants[("combined", tuple(chosen))] = side
     return link_family(table)
 

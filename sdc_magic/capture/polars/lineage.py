@@ -716,10 +716,8 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
                                                  flag_name, variant=True, level=value, distinct=units, summed=units)
         if len(flagged) > 1:
             overlaps = indicator_overlaps(table.variants, flagged)
-            if overlaps is None:
-                return None  # (read by rows)
-            sets = disjoint_sets(overlaps)
-            if sets is None:  # (too many sets to link: counted here, the table review, saying so)
+            sets = None if overlaps is None else disjoint_sets(overlaps)
+            if sets is None:  # (too many sets to link, or the engine could not tell: counted here, review)
                 table.left_out.append(SETS_LEFT_OUT)
                 sets = []
             for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
