@@ -45,12 +45,10 @@ import numpy as np
 import pandas as pd
 
 from ..evidence.in_engine import (
-    SETS_LEFT_OUT,
     VARIANT_KEY,
     InEngineRows,
     SmallAtoms,
-    disjoint_sets,
-    indicator_overlaps,
+    indicator_sets,
     link_family,
 )
 from . import contract
@@ -633,20 +631,13 @@ def in_engine_rows(source: Any, keys: list[str], measures: dict[str, tuple[str |
             test, _ = at_level(flag_name, value)
             table.variants[key] = rows(test, None if unit is not None else contract.counted_groups(facts, keys, False, ones),
                                        variant=True, level=value, **unit_only)
-        if len(flagged) > 1:
-            overlaps = indicator_overlaps(table.variants, flagged)
-            sets = None if overlaps is None else disjoint_sets(overlaps)
-            if sets is None:  # (too many sets to link, or the engine could not tell: counted here, review)
-                table.left_out.append(SETS_LEFT_OUT)
-                sets = []
-            for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
-                chosen = [flagged[i] for i in members]
-                at = [at_level(v)[0] for v in chosen]
-                which = "CAST(CASE " + " ".join(f"WHEN {t} THEN {j}" for j, t in enumerate(at)) + " END AS BIGINT)"
-                table.variants[("combined", tuple(chosen))] = rows(
-                    "(" + " OR ".join(at) + ")",
-                    None if unit is not None else contract.combined_groups(ge, facts, keys, chosen), which,
-                    variant=True, **unit_only)
+        for chosen in indicator_sets(table, flagged):  # (rows never meeting: one population over (group, indicator))
+            at = [at_level(v)[0] for v in chosen]
+            which = "CAST(CASE " + " ".join(f"WHEN {t} THEN {j}" for j, t in enumerate(at)) + " END AS BIGINT)"
+            table.variants[("combined", tuple(chosen))] = rows(
+                "(" + " OR ".join(at) + ")",
+                None if unit is not None else contract.combined_groups(ge, facts, keys, chosen), which,
+                variant=True, **unit_only)
         return link_family(table)
     except Exception:
         return None

@@ -199,6 +199,22 @@ def disjoint_sets(overlaps: np.ndarray) -> list[tuple[int, ...]] | None:
     return None if len(found) > MAX_DISJOINT_SETS else found
 
 
+def indicator_sets(table: InEngineRows, flags: list[Any]) -> list[list[Any]]:
+    """The sets of ``flags`` (indicators side by side, their populations in ``table.variants``) each
+    engine counts as one more population over (group, indicator): those whose rows never meet
+    (:func:`indicator_overlaps`, :func:`disjoint_sets`). When there are too many, or the engine
+    cannot tell, none: the table stays counted in the engine and ``review`` (``table.left_out``).
+    One step for DuckDB, polars and Spark; each writes the population its own way."""
+    if len(flags) < 2:
+        return []
+    overlaps = indicator_overlaps(table.variants, flags)
+    sets = None if overlaps is None else disjoint_sets(overlaps)
+    if sets is None:
+        table.left_out.append(SETS_LEFT_OUT)
+        return []
+    return [[flags[i] for i in members] for members in sets]
+
+
 def distinct_values(rows: InEngineRows, variable: str) -> tuple[int, int, int, int] | None:
     """(distinct known values of ``variable`` among the table's rows, its known rows there; the
     same over every row of the base), counted in the engine (two aggregations, a few rows back),

@@ -27,8 +27,7 @@ from ...evidence.in_engine import (
     CountedBases,
     InEngineRows,
     SmallAtoms,
-    disjoint_sets,
-    indicator_overlaps,
+    indicator_sets,
     link_family,
 )
 from .. import contract
@@ -641,19 +640,12 @@ def _counted_on_connection(pending: Pending, facts: pd.DataFrame, ge: Any) -> In
             return None
         table.variants[key] = _in_engine(rows, pending.run, pending.plan.keys, pending.rows, None if unit else facts,
                                          ones=None if unit else ones, variant=True, level=value, **units)
-    if len(flagged) > 1:
-        overlaps = indicator_overlaps(table.variants, flagged)
-        sets = None if overlaps is None else disjoint_sets(overlaps)
-        if sets is None:  # (too many sets to link, or the engine could not tell: counted here, review)
+    for chosen in indicator_sets(table, flagged):  # (rows never meeting: one population over (group, indicator))
+        side = _side_by_side(pending, ge, chosen, table, None if unit else facts, units)
+        if side is None:  # (not written on the connection: counted without it, review)
             table.left_out.append(SETS_LEFT_OUT)
-            sets = []
-        for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
-            chosen = [flagged[i] for i in members]
-            side = _side_by_side(pending, ge, chosen, table, None if unit else facts, units)
-            if side is None:  # (not written on the connection: counted without it, review)
-                table.left_out.append(SETS_LEFT_OUT)
-                continue
-            table.variants[("combined", tuple(chosen))] = side
+            continue
+        table.variants[("combined", tuple(chosen))] = side
     return link_family(table)
 
 

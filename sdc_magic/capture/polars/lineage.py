@@ -43,12 +43,10 @@ import pandas as pd
 
 from ...evidence import rows as row_limits
 from ...evidence.in_engine import (
-    SETS_LEFT_OUT,
     VARIANT_KEY,
     InEngineRows,
     SmallAtoms,
-    disjoint_sets,
-    indicator_overlaps,
+    indicator_sets,
     link_family,
 )
 from ...evidence.weak_table import WeakTable
@@ -714,19 +712,12 @@ def in_engine(source: Any, by: list[Any], named_by: dict, keys: list[str],
             table.variants[key] = in_engine_rows(line, keys, exprs, None,
                                                  None if units else contract.counted_groups(facts, keys, False, ones),
                                                  flag_name, variant=True, level=value, distinct=units, summed=units)
-        if len(flagged) > 1:
-            overlaps = indicator_overlaps(table.variants, flagged)
-            sets = None if overlaps is None else disjoint_sets(overlaps)
-            if sets is None:  # (too many sets to link, or the engine could not tell: counted here, review)
-                table.left_out.append(SETS_LEFT_OUT)
-                sets = []
-            for members in sets:  # (indicators whose rows never meet: one more population, over (group, indicator))
-                chosen = [flagged[i] for i in members]
-                levels = [(v, contract.level_of(ge, v)) for v in chosen]
-                table.variants[("combined", tuple(chosen))] = in_engine_rows(
-                    line, [*keys, VARIANT_KEY], [*exprs, which_indicator(levels)], None,
-                    None if units else contract.combined_groups(ge, facts, keys, chosen), variant=True,
-                    distinct=units, summed=units, side_by_side=levels)
+        for chosen in indicator_sets(table, flagged):  # (rows never meeting: one population over (group, indicator))
+            levels = [(v, contract.level_of(ge, v)) for v in chosen]
+            table.variants[("combined", tuple(chosen))] = in_engine_rows(
+                line, [*keys, VARIANT_KEY], [*exprs, which_indicator(levels)], None,
+                None if units else contract.combined_groups(ge, facts, keys, chosen), variant=True,
+                distinct=units, summed=units, side_by_side=levels)
         return link_family(table)
     except Exception:  # (written by rows instead)
         return None
