@@ -726,3 +726,28 @@ def test_rows_are_grouped_and_matched_exactly(collide: bool, monkeypatch: Any) -
     found = linking_in_engine._rows_in(table, rows)
     expected = pd.MultiIndex.from_arrays(list(table.T)).get_indexer(pd.MultiIndex.from_arrays(list(rows.T)))
     assert (found == expected).all() and (found[-20:] == -1).all()
+
+
+@pytest.mark.parametrize("collide", [False, True], ids=["mixed", "every mix colliding"])
+def test_a_count_s_rows_find_an_output_s_groups_by_their_distinct_labels(collide: bool, monkeypatch: Any) -> None:
+    """``LabelLookup`` looks up each distinct label of a count's key columns once; every row gets
+    the position the whole-frame lookup gave (missing labels as None or NaN, one and two keys,
+    labels the output never had), with or without colliding mixes."""
+    from sdc_magic.linking import in_engine as linking_in_engine
+
+    if collide:
+        monkeypatch.setattr(linking_in_engine, "_mixed", lambda codes: np.zeros(len(codes), dtype=np.uint64))
+    rng = np.random.default_rng(5)
+    n = 400
+    frame = pd.DataFrame({"g0": rng.choice(np.array(["A", "B", None, "C"], dtype=object), n),
+                          "g1": rng.choice([1.0, 2.0, np.nan], n), "g2": rng.choice([True, False], n)})
+    one = pd.Index(["B", "A", np.nan], dtype=object)
+    two = pd.MultiIndex.from_tuples([("A", 1.0), ("C", np.nan), ("B", 2.0), (None, 1.0), ("A", 2.0)])
+    lookup = linking_in_engine.LabelLookup(frame)
+    for columns, index in ((["g0"], one), (["g0", "g1"], two), (["g2"], pd.Index([True]))):
+        expected = linking_in_engine._missing_as_nan(index).get_indexer(
+            linking_in_engine._labels(frame, columns, index))
+        got = lookup.positions(columns, index)
+        assert (got == expected).all(), columns
+        assert (got >= 0).any() and (got < 0).any()
+    assert (lookup.positions([], one) == 0).all()

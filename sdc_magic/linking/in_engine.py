@@ -200,13 +200,14 @@ def split(u: EngineUniverse, rows: InEngineRows) -> Split | None:
         frame = rows.count(list(expressions))
     n = pd.to_numeric(frame["n"]).to_numpy(dtype=np.int64)
     old = np.zeros((len(frame), len(wanted)), dtype=np.int64)
+    lookup = LabelLookup(frame) if joint is None else None
     for j, ((keys, cond), r) in enumerate(zip(wanted, earlier.recorded, strict=True)):
         inside = frame[cond].to_numpy(dtype=bool)
         if joint is not None:  # (looked up once per display over the table's count, see _Joint)
             found = joint.found(r)[rep]
         else:
-            found = np.asarray(_missing_as_nan(r.index).get_indexer(_labels(frame, keys, r.index)), dtype=np.int64) \
-                if keys else np.zeros(len(frame), dtype=np.int64)
+            assert lookup is not None
+            found = lookup.positions(keys, r.index)
         if (inside & (found < 0)).any():
             u.stale = True  # rows under labels the output never counted
             return None
@@ -277,18 +278,46 @@ class _Joint:
     every: list[str]
     values: tuple[str, ...]
     memo: dict[int, tuple[Recorded, np.ndarray]] = field(default_factory=dict)
+    labels: LabelLookup | None = None
 
     def found(self, r: Recorded) -> np.ndarray:
         """Per row of ``frame``, its label's position in ``r.index`` (-1: none); a split's rows take
         their representatives' (:func:`_marginal`)."""
         hit = self.memo.get(id(r))
         if hit is None or hit[0] is not r:
-            columns = [f"g{self.every.index(k)}" for k in r.keys]
-            at = np.asarray(_missing_as_nan(r.index).get_indexer(_labels(self.frame, columns, r.index)),
-                            dtype=np.int64) if columns else np.zeros(len(self.frame), dtype=np.int64)
-            hit = (r, at)
+            if self.labels is None:
+                self.labels = LabelLookup(self.frame)
+            hit = (r, self.labels.positions([f"g{self.every.index(k)}" for k in r.keys], r.index))
             self.memo[id(r)] = hit
         return hit[1]
+
+
+class LabelLookup:
+    """Where the rows of a count fall in recorded outputs' groups, by their distinct labels.
+
+    Why: the count of a session's atoms has thousands of rows and the outputs' keys take a few
+    dozen distinct labels; each recorded output's groups were looked up for every row (a
+    MultiIndex of the whole count per output: 0.4 of a 1 s display after 30 tables of two rates,
+    95 outputs). The rows of each set of key columns are grouped once (their distinct labels,
+    checked 64-bit mixes of the columns' codes), each output looks up the distinct labels only.
+    """
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self._groups: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+    def positions(self, columns: list[str], index: pd.Index) -> np.ndarray:
+        """Per row of the count, its labels' position in ``index`` (-1: none)."""
+        if not columns:
+            return np.zeros(len(self.frame), dtype=np.int64)
+        key = tuple(columns)
+        if key not in self._groups:
+            codes = np.column_stack([pd.factorize(self.frame[c], use_na_sentinel=False)[0] for c in columns])
+            self._groups[key] = _row_groups(codes)
+        first, which = self._groups[key]
+        distinct = self.frame.iloc[first]
+        at = np.asarray(_missing_as_nan(index).get_indexer(_labels(distinct, columns, index)), dtype=np.int64)
+        return at[which]
 
 
 def _joint_count(u: EngineUniverse, rows: InEngineRows, expressions: list[str], values: list[str]) -> _Joint:
