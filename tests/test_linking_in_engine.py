@@ -751,3 +751,24 @@ def test_a_count_s_rows_find_an_output_s_groups_by_their_distinct_labels(collide
         assert (got == expected).all(), columns
         assert (got >= 0).any() and (got < 0).any()
     assert (lookup.positions([], one) == 0).all()
+
+
+def test_a_display_s_marginals_of_its_count_are_those_computed_afresh() -> None:
+    """``_Joint.marginal`` keeps the count's column codes and row groups for the display; each
+    marginal (any subset and order of expressions, with checksums) equals ``_marginal`` afresh."""
+    from sdc_magic.linking import in_engine as linking_in_engine
+
+    rng = np.random.default_rng(9)
+    n = 300
+    frame = pd.DataFrame({"g0": rng.choice(["A", "B", None], n), "g1": rng.choice([True, False], n),
+                          "g2": rng.integers(0, 4, n), "n": rng.integers(1, 50, n),
+                          "c0": rng.integers(0, 2**63, n, dtype=np.uint64)})
+    every = ["district", "age >= 30", "band"]
+    joint = linking_in_engine._Joint(frame, every, ("v",))
+    for expressions, k in ((["district"], 1), (["band", "district"], 1), (["age >= 30"], 0), ([], 1),
+                           (["district"], 0), (every, 1), (["band", "district"], 1)):
+        got, rep = joint.marginal(expressions, k)
+        want, want_rep = linking_in_engine._marginal(frame, every, expressions, k)
+        pd.testing.assert_frame_equal(got, want)
+        assert (rep == want_rep).all()
+    assert joint.groups  # (kept)
