@@ -138,3 +138,43 @@ def test_redundant_equations_keep_exact_verdicts_and_every_solve_is_a_warm_simpl
     exact = _exact_verdicts(A, b, members, values, 0.1)
     assert (got == exact).all() and exact.any() and not exact.all()
     assert interior and not any(interior), interior
+
+
+def test_a_cell_in_no_equation_is_unbounded_without_an_lp_and_a_false_infeasible_is_solved_again(monkeypatch) -> None:
+    """A target holding a cell that no published cell holds can be any count: its upper bound is
+    infinite (no LP). And a warm simplex that answers "infeasible" (the system always has the true
+    counts as a solution; HiGHS did so in 0 iterations after a long session, red team of stop 64,
+    and the cell was taken as pinned: the table blocked) is solved again from no basis."""
+    import highspy
+
+    from sdc_magic.linking import joint_bounds
+
+    A, b, x, published = _system(4, (6, 5, 4), 0.5)
+    loose = np.array([3.0, 2.0])  # two more cells, in no equation
+    A2 = sp.hstack([A, sp.csr_matrix((A.shape[0], 2))]).tocsr()
+    x2 = np.concatenate([x, loose])
+    hidden = np.flatnonzero(~published & (x > 0))
+    members = [np.array([j]) for j in hidden] + [np.array([len(x)]), np.array([hidden[0], len(x) + 1])]
+    values = np.array([x2[mm].sum() for mm in members])
+    exact = _exact_verdicts(A2, b, members, values, 0.1)
+    engine = JointBounds(A2, b)
+    found = engine.bounds(members, values, 0.1)
+    assert found[-2][1] == np.inf and found[-1][1] == np.inf
+    assert np.flatnonzero(engine.unconstrained()).tolist() == [len(x), len(x) + 1]
+    assert (_verdicts(found, values, 0.1) == exact).all()
+
+    real_run = joint_bounds.run_robust
+    lies = [1]
+
+    def run(h):
+        status = real_run(h)
+        if status == highspy.HighsModelStatus.kOptimal and lies:
+            lies.pop()
+            return highspy.HighsModelStatus.kInfeasible  # (as HiGHS did after a warm start)
+        return status
+
+    monkeypatch.setattr(joint_bounds, "run_robust", run)
+    cost = np.zeros(A2.shape[1])
+    cost[hidden[0]] = -1.0
+    status, point = JointBounds(A2, b)._solve(cost)
+    assert not lies and status == "optimal" and point is not None

@@ -96,6 +96,15 @@ class JointBounds:
             pass_lp(self.h, A, np.zeros(nf), np.zeros(nf), np.full(nf, np.inf), rhs[rows], rhs[rows])
         return self.h
 
+    def unconstrained(self) -> np.ndarray:
+        """Per cell: not pinned and in no equation with any other unknown (no published cell holds
+        it): an attacker can put any count there, so a target holding one is unbounded above."""
+        A = sp.csc_matrix(self.A[:, self.free])
+        loose = np.zeros(self.n, dtype=bool)
+        if len(self.free):
+            loose[self.free] = np.diff(A.indptr) == 0
+        return loose
+
     def _solve(self, cost: np.ndarray) -> tuple[str, np.ndarray | None]:
         """Minimise ``cost·x``: ("optimal", x), ("unbounded", None) or ("failed", None).
 
@@ -117,6 +126,14 @@ class JointBounds:
             set_budget(self.end - work_done())  # one long LP cannot pass the budget either
         try:
             status = run_robust(h)
+            if status == highspy.HighsModelStatus.kInfeasible:
+                # the system always has a solution (the true counts): "infeasible" after a warm
+                # start is HiGHS's mistake (seen in 0 iterations, maximising a cell of no equation,
+                # red team of stop 64), and read as "failed" it pinned the cell and blocked the
+                # table. Solved again from no basis.
+                h.clearSolver()
+                status = run_robust(h)
+                self.lps += 1
         finally:
             set_budget(np.inf)
             h.changeColsCost(len(idx), idx, np.zeros(len(idx)))
@@ -189,12 +206,17 @@ class JointBounds:
             np.maximum(hi, s, out=hi)
 
         def reached() -> np.ndarray:
-            return (lo <= want_lo) & (hi >= want_hi) & (hi - lo > 1e-9)
+            return (lo <= want_lo) & (hi >= want_hi) & (hi > lo + 1e-9)
 
         for x in self.points:
             take(x)
         exact_lo = np.full(nt, np.nan)
         exact_hi = np.full(nt, np.nan)
+        loose = self.unconstrained()
+        if loose.any():  # (no LP: its upper bound is infinite)
+            unbounded = np.asarray(T[:, np.flatnonzero(loose)].sum(axis=1)).ravel() > 0
+            exact_hi[unbounded] = np.inf
+            hi[unbounded] = np.inf
         # sweeps: open targets pushed down together, then up (weights 1/v: small cells count
         # as much), at most one target per equation in a round (two targets of one equation
         # compete for the same room: pushed together, few reach their requirement)
