@@ -7,12 +7,13 @@ This measures what that costs a user, display by display, and counts the verdict
 protection is a defect too: before 2026-12-04, 4 of these 12 tables were blocked whole).
 
 Each engine runs in a fresh Python process, the session shown as a notebook would (``Session.
-publish``, recording and linking on): 12 tables of counts and the means of two flags (30 % and
+publish``, recording and linking on): 12 tables (``--tables``) of counts and the means of two flags (30 % and
 10 % of the rows) by district × sex, every third over all rows, the others over ``age >= lo``;
 districts of 3.6 % each and three small ones (2.7 %, 0.1 %, 0.02 %). ``--root`` runs another
 checkout of the package too (its own process), interleaved with this one, for before/after.
 
-Run: ``.venv/bin/python benchmarks/indicators.py [--rows 2e5] [--engines pandas,duckdb,polars] [--root PATH]``
+Run: ``.venv/bin/python benchmarks/indicators.py [--rows 2e5] [--engines pandas,duckdb,polars] [--root PATH]
+[--tables 12]``
 Not a test: it prints CPU per display and the statuses; it never fails.
 """
 
@@ -48,7 +49,7 @@ if {engine!r} == "polars":
     import polars as pl
     p = pl.from_pandas(df)
 out = []
-for i in range(12):
+for i in range({tables}):
     lo = (i * 7) % 90
     if {engine!r} == "pandas":
         sub = df[df.age >= lo] if i % 3 else df
@@ -69,8 +70,8 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def run(root: Path, engine: str, rows: int) -> list[list]:
-    code = RUNNER.format(root=str(root), cwd=tempfile.mkdtemp(), rows=rows, engine=engine)
+def run(root: Path, engine: str, rows: int, tables: int = 12) -> list[list]:
+    code = RUNNER.format(root=str(root), cwd=tempfile.mkdtemp(), rows=rows, engine=engine, tables=tables)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     line = next(x for x in reversed(done.stdout.splitlines()) if x.startswith("RESULT "))
     return json.loads(line[len("RESULT "):])
@@ -89,11 +90,12 @@ def main() -> None:
     parser.add_argument("--rows", type=float, default=2e5)
     parser.add_argument("--engines", default="pandas,duckdb,polars")
     parser.add_argument("--root", type=Path, default=None, help="another checkout, measured beside this one")
+    parser.add_argument("--tables", type=int, default=12, help="tables in the session (the curve of a long one)")
     args = parser.parse_args()
     for engine in args.engines.split(","):
         roots = [("this checkout", ROOT)] + ([(f"--root {args.root}", args.root)] if args.root else [])
         for label, root in roots:
-            report(f"{engine}, {label}", run(root, engine, int(args.rows)))
+            report(f"{engine}, {label}", run(root, engine, int(args.rows), args.tables))
 
 
 if __name__ == "__main__":
