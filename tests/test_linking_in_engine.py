@@ -771,4 +771,4 @@ def test_a_display_s_marginals_of_its_count_are_those_computed_afresh() -> None:
         want, want_rep = linking_in_engine._marginal(frame, every, expressions, k)
         pd.testing.assert_frame_equal(got, want)
         assert (rep == want_rep).all()
-    assert joint.groups  # (kept)
+    assert joint.labels._groups  # (kept)

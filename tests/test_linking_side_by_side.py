@@ -36,6 +36,14 @@ def _frame(out) -> pd.DataFrame:
     return frame.set_index("sex") if "sex" in frame.columns else frame
 
 
+def _people(data: pd.DataFrame | None = None):
+    """A DuckDB connection with ``data`` (the 73 people by default) as the table ``people``."""
+    con = duckdb.connect()
+    con.register("src", df if data is None else data)
+    con.execute("CREATE TABLE people AS SELECT * FROM src")
+    return con
+
+
 def _a_and_b(engine: str):
     if engine == "polars":
         return P.group_by("sex").agg(pl.col("person").filter(pl.col("district") == "A").count().alias("a"),
@@ -171,9 +179,7 @@ def test_a_constant_indicator_beside_disjoint_ones_keeps_them_compared(engine: s
     s.capture.install()
     try:
         if engine == "duckdb":
-            con = duckdb.connect()
-            con.register("src", df)
-            con.execute("CREATE TABLE people AS SELECT * FROM src")
+            con = _people()
             q = con.sql("select sex, count(*) n, avg((district = 'A')::int) a, avg((district = 'B')::int) b, "
                         f"avg(flag) f, avg({constant}::int) z from people group by 1 order by 1")
         else:
@@ -198,9 +204,7 @@ def test_a_population_that_cannot_be_counted_leaves_the_table_review(monkeypatch
 
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     monkeypatch.setattr(linking_in_engine, "_from_groups", broken)
-    con = duckdb.connect()
-    con.register("src", df)
-    con.execute("CREATE TABLE people AS SELECT * FROM src")
+    con = _people()
     s = Session(rules=preset("humanitarian"))
     s.capture.install()
     try:
@@ -228,9 +232,7 @@ def test_a_flag_beside_a_partition_keeps_the_partition_summed(engine: str, path:
     s.capture.install()
     try:
         if engine == "duckdb":
-            con = duckdb.connect()
-            con.register("src", df)
-            con.execute("CREATE TABLE people AS SELECT * FROM src")
+            con = _people()
             q = con.sql("select sex, count(*) n, sum((district = 'A' and age < 50)::int) a1, "
                         "sum((district = 'A' and age >= 50)::int) a2, sum((district = 'B')::int) b, sum(flag) f "
                         "from people group by 1 order by 1")
@@ -246,9 +248,7 @@ def test_a_flag_beside_a_partition_keeps_the_partition_summed(engine: str, path:
                           b=df.district == "B").groupby("sex").agg(n=("a1", "size"), a1=("a1", "sum"),
                                                                     a2=("a2", "sum"), b=("b", "sum"), f=("flag", "sum"))
         out = s.publish(q)
-        shown = protected_frame(out.checked)
-        if "sex" in shown.columns:
-            shown = shown.set_index("sex")
+        shown = _frame(out)
         cells = [shown.loc[x, c] for x in ("F", "M") for c in ("n", "a1", "a2", "b")]
         recovered = None if X in cells else \
             [int(shown.loc[x, "n"]) - int(shown.loc[x, "a1"]) - int(shown.loc[x, "a2"]) - int(shown.loc[x, "b"])
@@ -275,9 +275,7 @@ def test_more_sets_of_disjoint_indicators_than_are_linked_leave_the_table_review
     s.capture.install()
     try:
         if engine == "duckdb":
-            con = duckdb.connect()
-            con.register("src", df)
-            con.execute("CREATE TABLE people AS SELECT * FROM src")
+            con = _people()
             pairs = "".join(f", sum({t}::int) y{i}, sum((NOT {t})::int) n{i}" for i, t in enumerate(tests))
             q = con.sql(f"select sex, count(*) n{pairs} from people group by 1 order by 1")
         else:
@@ -305,9 +303,7 @@ def test_a_wide_source_keeps_its_columns_side_by_side_compared(path: str, monkey
     data = df.copy()
     for j in range(7):
         data[f"x{j}"] = data["age"] + j
-    con = duckdb.connect()
-    con.register("src", data)
-    con.execute("CREATE TABLE people AS SELECT * FROM src")
+    con = _people(data)
     s = Session(rules=preset("humanitarian"))
     s.capture.install()
     try:
@@ -333,9 +329,7 @@ def test_a_table_of_many_populations_does_not_push_an_earlier_total_out_of_the_a
         monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)
     data = df.copy()
     data["urgent"] = np.random.default_rng(5).integers(0, 2, len(data))
-    con = duckdb.connect()
-    con.register("src", data)
-    con.execute("CREATE TABLE people AS SELECT * FROM src")
+    con = _people(data)
     s = Session(rules=preset("humanitarian"))
     s.capture.install()
     try:

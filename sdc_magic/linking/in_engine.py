@@ -278,35 +278,25 @@ class _Joint:
     every: list[str]
     values: tuple[str, ...]
     memo: dict[int, tuple[Recorded, np.ndarray]] = field(default_factory=dict)
-    labels: LabelLookup | None = None
-    #: per column g<i>, its codes (``pd.factorize``); per tuple of expressions, the groups of
-    #: ``frame``'s rows (:func:`_row_groups`): a display splits its table's populations 14 times
-    #: over mostly the same expressions, and factorizing the count's columns again for each was
-    #: a third of the splits' time after 30 tables of two rates
-    codes: dict[str, np.ndarray] = field(default_factory=dict)
-    groups: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    #: the count's rows grouped by their labels, kept for the display: a display splits its table's
+    #: populations 14 times over mostly the same expressions, and factorizing the count's columns
+    #: again for each was a third of the splits' time after 30 tables of two rates
+    labels: LabelLookup = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.labels = LabelLookup(self.frame)
 
     def marginal(self, expressions: list[str], n_values: int) -> tuple[pd.DataFrame, np.ndarray]:
-        """:func:`_marginal` of this count, its columns' codes and rows' groups kept for the display."""
-        key = tuple(expressions)
-        if key not in self.groups and [f"g{self.every.index(e)}" for e in expressions] != \
-                [f"g{i}" for i in range(len(self.every))]:
-            columns = [f"g{self.every.index(e)}" for e in expressions]
-            for c in columns:
-                if c not in self.codes:
-                    self.codes[c] = pd.factorize(self.frame[c], use_na_sentinel=False)[0]
-            codes = np.column_stack([self.codes[c] for c in columns]) if columns \
-                else np.zeros((len(self.frame), 1), dtype=np.int64)
-            self.groups[key] = _row_groups(codes)
-        return _marginal(self.frame, self.every, expressions, n_values, self.groups.get(key))
+        """:func:`_marginal` of this count, its rows' groups kept for the display."""
+        columns = [f"g{self.every.index(e)}" for e in expressions]
+        whole = columns == [f"g{i}" for i in range(len(self.every))]  # (no grouping: the count itself)
+        return _marginal(self.frame, self.every, expressions, n_values, None if whole else self.labels.groups(columns))
 
     def found(self, r: Recorded) -> np.ndarray:
         """Per row of ``frame``, its label's position in ``r.index`` (-1: none); a split's rows take
         their representatives' (:func:`_marginal`)."""
         hit = self.memo.get(id(r))
         if hit is None or hit[0] is not r:
-            if self.labels is None:
-                self.labels = LabelLookup(self.frame)
             hit = (r, self.labels.positions([f"g{self.every.index(k)}" for k in r.keys], r.index))
             self.memo[id(r)] = hit
         return hit[1]
@@ -324,18 +314,29 @@ class LabelLookup:
 
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
+        self._codes: dict[str, np.ndarray] = {}
         self._groups: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._distinct: dict[tuple[tuple[str, ...], bool], pd.Index] = {}
+
+    def groups(self, columns: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`_row_groups` of the count's rows by ``columns`` (no column: one group), each
+        column factorized once."""
+        key = tuple(columns)
+        if key not in self._groups:
+            for c in columns:
+                if c not in self._codes:
+                    self._codes[c] = pd.factorize(self.frame[c], use_na_sentinel=False)[0]
+            codes = np.column_stack([self._codes[c] for c in columns]) if columns \
+                else np.zeros((len(self.frame), 1), dtype=np.int64)
+            self._groups[key] = _row_groups(codes)
+        return self._groups[key]
 
     def positions(self, columns: list[str], index: pd.Index) -> np.ndarray:
         """Per row of the count, its labels' position in ``index`` (-1: none)."""
         if not columns:
             return np.zeros(len(self.frame), dtype=np.int64)
         key = tuple(columns)
-        if key not in self._groups:
-            codes = np.column_stack([pd.factorize(self.frame[c], use_na_sentinel=False)[0] for c in columns])
-            self._groups[key] = _row_groups(codes)
-        first, which = self._groups[key]
+        first, which = self.groups(columns)
         like = (key, isinstance(index, pd.MultiIndex))  # (what _labels reads of the index)
         if like not in self._distinct:
             self._distinct[like] = _labels(self.frame.iloc[first], columns, index)
@@ -399,11 +400,7 @@ def _marginal(frame: pd.DataFrame, have: list[str], expressions: list[str], n_va
     if columns == [f"g{i}" for i in range(len(have))]:
         out = frame[[*columns, "n", *[f"c{j}" for j in range(n_values)]]]
         return out.reset_index(drop=True), np.arange(len(frame), dtype=np.int64)
-    if groups is None:
-        codes = np.column_stack([pd.factorize(frame[c], use_na_sentinel=False)[0] for c in columns]) if columns \
-            else np.zeros((len(frame), 1), dtype=np.int64)
-        groups = _row_groups(codes)
-    first, which = groups
+    first, which = LabelLookup(frame).groups(columns) if groups is None else groups
     out = frame.iloc[first][columns].reset_index(drop=True)
     out.columns = pd.Index([f"g{i}" for i in range(len(columns))])
     out["n"] = np.bincount(which, weights=pd.to_numeric(frame["n"]).to_numpy(dtype=np.float64),
