@@ -27,34 +27,12 @@ import pandas as pd
 
 from .atoms import SetsOfAtoms, by_atom, items_of
 from .identity import MISSING
+from .level_pairs import LevelPairs, cross, draft_pairs, level_pairs, pair_keys
 from .names import cell_name, join_names
 from .populations import Draft, Population, publishes_variant
 
 
 # ------------------------------------------------------------------ pairs of groups
-def _cross(a: np.ndarray, na: int, b: np.ndarray, nb: int, w: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The non-empty pairs (a, b) with their summed weights (-1: outside that table; both -1 dropped)."""
-    code = (a.astype(np.int64) + 1) * (nb + 1) + (b.astype(np.int64) + 1)
-    span = (na + 1) * (nb + 1)
-    if span <= max(4 * len(code), 1 << 16):
-        counts = np.bincount(code, weights=w, minlength=span)
-        counts[0] = 0
-        nz = np.flatnonzero(counts)
-        return nz // (nb + 1) - 1, nz % (nb + 1) - 1, counts[nz].astype(np.int64)
-    codes, uniq = pd.factorize(code)
-    counts = np.bincount(codes, weights=w, minlength=len(uniq))
-    keep = (uniq != 0) & (counts > 0)
-    uniq, counts = uniq[keep], counts[keep]
-    return uniq // (nb + 1) - 1, uniq % (nb + 1) - 1, counts.astype(np.int64)
-
-
-def _pairs(d: Draft, old: Population) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(old group, new group, rows) for every pair of groups sharing rows, or lying outside
-    the other table (-1), from the refined atoms."""
-    return _cross(old.group[d.parent], len(old.labels), d.pop.group, len(d.pop.labels), d.atom_size)
-
-
 def _gaps(xu: np.ndarray, yu: np.ndarray, ww: np.ndarray, size_x: np.ndarray, size_y: np.ndarray,
           pub_x: np.ndarray, ny: int) -> tuple[np.ndarray, np.ndarray]:
     """For each y, how far it is from the sum of the published x cells it touches.
@@ -263,9 +241,9 @@ class _Findings:
     def result(self) -> dict[str, Any]:
         return {"hits": self.hits, "derivable": self.derivable, "margins": self.margins}
 
-    def compare(self, old: Population) -> None:
-        """The new table against every level of ``old``."""
-        a, b, w = _pairs(self.d, old)
+    def compare(self, old: Population, only: set[tuple[str, ...]] | None = None) -> None:
+        """The new table against every level of ``old`` (``only``: those levels, see :meth:`screen`)."""
+        a, b, w = draft_pairs(self.d, old)
         if not len(a):
             return
         self.units = self.all_units if self.d.units_against([old]) else None
@@ -273,12 +251,14 @@ class _Findings:
         # a new cell (or margin) against them is already checked against the cells themselves
         fully = bool(old.published.all()) and not old.hidden_model and not old.hidden_shown.any()
         for subset in old.levels():
+            if only is not None and subset not in only:
+                continue
             coarse = subset != old.keys
             mapping, sizes, pub, hidden = old.level_facts(subset)
             if subset == old.keys:
                 su, bu, ww = a, b, w
             else:
-                su, bu, ww = _cross(np.where(a >= 0, mapping[np.maximum(a, 0)], -1), len(sizes), b, self.nb, w)
+                su, bu, ww = cross(np.where(a >= 0, mapping[np.maximum(a, 0)], -1), len(sizes), b, self.nb, w)
             inside = (su >= 0) & (bu >= 0)
             level = _OldLevel(old, subset, mapping, sizes, pub, hidden, su[inside], bu[inside], ww[inside])
             self._forward(level, skip=fully and coarse)
@@ -287,6 +267,45 @@ class _Findings:
                 self._new_margins(level)
             if hidden.any():
                 self._hidden_cells(level)
+
+    def screen(self, lp: LevelPairs) -> np.ndarray:
+        """Per level of ``lp``: whether :meth:`compare` could find anything there; and the groups
+        derivable from all of them (``self.derivable``), all levels at once.
+
+        Why: asked level by level, a display of a long session paid for ~600 levels of which a
+        handful hold a hit (see :mod:`.level_pairs`). Each test below is the condition under which
+        ``_forward``, ``_reverse``, ``_new_margins`` or ``_hidden_cells`` adds a hit or a margin, or
+        a weaker one, so comparing only the flagged levels gives the same findings. Not for a draft
+        counted in units (its unit gaps are found by comparison only).
+        """
+        T, nb, su, bu, ww = self.T, self.nb, lp.su, lp.bu, lp.ww
+        flagged = np.zeros(len(lp.level_old), dtype=bool)
+        level = lp.cell_level[su]
+        kept = ~lp.level_skip[level]  # forward and margins: levels that _forward/_new_margins compare
+        # _forward: a new cell against the sum of an old level's published cells it touches
+        key, key_level, key_group = pair_keys(level[kept], bu[kept], nb)
+        x, w = su[kept], ww[kept]
+        size_y = self.new.size[key_group]
+        gap, exact = _gaps(x, key, w, lp.sizes, size_y, lp.pub, len(key_level))
+        self.derivable[key_group[exact]] = True
+        near = ((gap > 0) & (gap < T)) | _two_sided(x, key, w, lp.sizes, size_y, lp.pub, len(key_level), T)
+        flagged[key_level[near & self.candidate[key_group]]] = True
+        # _reverse: an old published cell against the sum of the new cells it touches
+        rgap, _ = _gaps(bu, su, ww, self.new.size, lp.sizes, self.candidate, lp.n_cells)
+        flagged[lp.cell_level[(rgap > 0) & (rgap < T) & lp.pub]] = True
+        # _hidden_cells: a cell an earlier output hid, here with exactly its rows
+        flagged[level[(ww == self.new.size[bu]) & (ww == lp.sizes[su]) & lp.hidden[su]]] = True
+        # _new_margins: the new table's margins against the old cells (and their hidden cells)
+        shown_margins = self.d.display_margin is not None and len(self.d.display_margin) > 0
+        for _nsub, nmap, _nlabels, nsizes, npub in self.new_levels:
+            xu, yu, xw = cross(su[kept], lp.n_cells, nmap[bu[kept]], len(nsizes), ww[kept])
+            mkey, mlevel, mgroup = pair_keys(lp.cell_level[xu], yu, len(nsizes))
+            msize = nsizes[mgroup]
+            mgap, _ = _gaps(xu, mkey, xw, lp.sizes, msize, lp.pub, len(mlevel))
+            close = ((mgap > 0) & (mgap < T)) | _two_sided(xu, mkey, xw, lp.sizes, msize, lp.pub, len(mlevel), T)
+            flagged[mlevel[close & (npub[mgroup] | shown_margins)]] = True
+            flagged[lp.cell_level[xu[(xw == nsizes[yu]) & (xw == lp.sizes[xu]) & lp.hidden[xu]]]] = True
+        return flagged
 
     def _forward(self, lv: _OldLevel, skip: bool) -> None:
         """A new cell against the sum of the old published cells it touches."""
@@ -323,7 +342,7 @@ class _Findings:
         new, old, subset, sizes, hidden = self.new, lv.old, lv.subset, lv.sizes, lv.hidden
         candidate, hits = self.candidate, self.hits
         for nsub, nmap, nlabels, nsizes, npub in self.new_levels:
-            xu, yu, xw = _cross(lv.su, len(sizes), nmap[lv.bu], len(nlabels), lv.ww)
+            xu, yu, xw = cross(lv.su, len(sizes), nmap[lv.bu], len(nlabels), lv.ww)
             inner = (xu >= 0) & (yu >= 0)
             mgap, _ = _gaps(xu[inner], yu[inner], xw[inner], sizes, nsizes, lv.pub, len(nlabels))
             # (a margin differing from the old cells by a few rows on each side: _two_sided)
@@ -377,8 +396,15 @@ def findings(d: Draft, related: list[Population]) -> dict[str, Any]:
     group, "margins": [(level, margin, message)]}``.
     """
     found = _Findings(d)
-    for old in reversed(related):
-        found.compare(old)
+    olds = list(reversed(related))
+    if d.unit is not None or not olds:
+        for old in olds:
+            found.compare(old)
+        return found.result()
+    lp = level_pairs(d, olds)
+    flagged = found.screen(lp)
+    for o in np.unique(lp.level_old[flagged]).tolist():
+        found.compare(olds[o], lp.subsets_of(o, flagged))
     return found.result()
 
 
@@ -427,20 +453,18 @@ def published_elsewhere(d: Draft, related: list[Population], measure: tuple[str,
         measure in o.tells if measure is not None else new.tells is None or new.tells <= o.tells)]
     if not olds:
         return out
+    lp = level_pairs(d, olds)
     for subset in new.levels():
         mapping, labels = new.level(subset)
         nsizes = np.bincount(mapping, weights=new.size, minlength=len(labels)).astype(np.int64)
-        level_group = np.where(new.group >= 0, mapping[np.maximum(new.group, 0)], -1)
+        # (old level cell, new level cell) pairs, keyed per old level: a new cell is public when,
+        # at some old level, one published cell touches it and they hold the same rows
+        su, yu, ww = cross(lp.su, lp.n_cells, mapping[lp.bu], len(labels), lp.ww)
+        key, _, key_group = pair_keys(lp.cell_level[su], yu, len(labels))
+        one = np.bincount(key, minlength=len(key_group)) == 1
+        same = _gaps(su, key, ww, lp.sizes, nsizes[key_group], lp.pub, len(key_group))[1] & one
         public = np.zeros(len(labels), dtype=bool)
-        for old in olds:
-            aa, bb, w = _cross(old.group[d.parent], len(old.labels), level_group, len(labels), d.atom_size)
-            for osub in old.levels():
-                omap, osizes, opub, _ = old.level_facts(osub)
-                s_ = np.where(aa >= 0, omap[np.maximum(aa, 0)], -1)
-                su, bu, ww = _cross(s_, len(osizes), bb, len(labels), w)
-                inside = (su >= 0) & (bu >= 0)
-                one = np.bincount(bu[inside], minlength=len(labels)) == 1
-                public |= _gaps(su[inside], bu[inside], ww[inside], osizes, nsizes, opub, len(labels))[1] & one
+        public[key_group[same]] = True
         if public.any():
             out[subset] = {tuple(labels[g]) for g in np.flatnonzero(public)}
     return out
