@@ -497,14 +497,12 @@ def test_the_first_table_of_a_base_needs_no_count_of_its_own(con: Any, fresh: An
                                                             monkeypatch: Any) -> None:
     """Its groups and their rows come with the table's own evidence; the base's rows outside it
     are one ``count(*)``. Later tables count the atoms (one GROUP BY each)."""
-    from sdc_magic.capture.duckdb import evidence as duckdb_evidence
+    from sdc_magic.capture.duckdb import grouping
 
     counts: list[str] = []
-    original, with_values = duckdb_evidence.lineage_query, duckdb_evidence.lineage_value_query
-    monkeypatch.setattr(duckdb_evidence, "lineage_query", lambda *a: counts.append("atoms") or original(*a))
-    # (a table of sums counts its atoms with its values' checksums: linking.engine_values)
-    monkeypatch.setattr(duckdb_evidence, "lineage_value_query",
-                        lambda *a: counts.append("atoms") or with_values(*a))
+    # (every count of atoms, a table of sums' with its values' checksums: linking.engine_values)
+    original = grouping.counted
+    monkeypatch.setattr(grouping, "counted", lambda *a: counts.append("atoms") or original(*a))
     sess = fresh()
     first = sess.publish(con.sql("select sex, count(*) n from people where age < 100 group by 1 order by 1"))
     assert first.metadata["sdc_magic"]["status"] == "pass" and counts == []
@@ -678,15 +676,14 @@ def test_a_tables_populations_are_counted_in_one_scan(query: str, con: Any, fres
     times in a display (drafted, audited, recorded): 8–17 scans of the base until stop 63 (1.2 s of
     a display at 1M rows). Now one count of every expression they need, summed down for each (and
     one more to tell whether two indicators' rows meet); the same verdict as counting each apart."""
-    from sdc_magic.capture.duckdb import evidence as duckdb_evidence
+    from sdc_magic.capture.duckdb import grouping
     from sdc_magic.linking import in_engine as linking_in_engine
 
     def run(joint: bool) -> tuple[Any, list[str]]:
         counts: list[str] = []
-        original, with_values = duckdb_evidence.lineage_query, duckdb_evidence.lineage_value_query
+        original = grouping.counted
         with monkeypatch.context() as m:
-            m.setattr(duckdb_evidence, "lineage_query", lambda *a: counts.append("atoms") or original(*a))
-            m.setattr(duckdb_evidence, "lineage_value_query", lambda *a: counts.append("atoms") or with_values(*a))
+            m.setattr(grouping, "counted", lambda *a: counts.append("atoms") or original(*a))
             if not joint:  # (each population counted apart, as before: the reference verdict)
                 def apart(u: Any, rows: Any, e: list[str], v: list[str]) -> Any:
                     frame = rows.family[0].count_values(list(e), v) if v else rows.count(list(e))

@@ -400,20 +400,65 @@ def volatile(node: Any) -> bool:
     return False
 
 
-def lineage_query(rows: Lineage, expressions: list[str]) -> str:
+def lineage_query(rows: Lineage, expressions: list[str], first_by: list[str] | None = None) -> str:
     """The count of base rows (``n``) of every combination of ``expressions``' values (``g0``, …),
     in a fixed order (a parallel ``GROUP BY`` returns its groups in any order: the groups' order
-    is part of what linking records, and a verdict must not depend on a thread's timing)."""
-    return lineage_value_query(rows, expressions, [])
+    is part of what linking records, and a verdict must not depend on a thread's timing).
+    ``first_by``: see :func:`lineage_value_query`."""
+    return lineage_value_query(rows, expressions, [], first_by)
 
 
-def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str]) -> str:
+def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str],
+                        first_by: list[str] | None = None) -> str:
     """:func:`lineage_query` with, per expression of ``values``, the sum (mod 2**64) of a hash of
     each row's value (``c0``, …, UBIGINT): what a table of sums published, compared where the
-    data live (``linking.engine_values``)."""
-    items = [f"{e} AS g{i}" for i, e in enumerate(expressions)] + ["count(*) AS n"]
-    items += [f"{contract.checksum_sql(v)} AS c{j}" for j, v in enumerate(values)]
-    return f"SELECT {', '.join(items)} {rows.base} GROUP BY ALL ORDER BY ALL"
+    data live (``linking.engine_values``).
+
+    ``first_by``: the base columns every expression reads (:func:`columns_read`). The rows are
+    then grouped by them first, their hashes summed there, and the expressions computed on those
+    groups: the same result, row for row and type for type. Why: a long session asks one count
+    of ~100 conditions (five populations per table), and a ``GROUP BY`` of 107 columns over 1M
+    rows cost 0.30 CPU s a display, 0.08 grouped by the five columns they read (stop 65)."""
+    groups = [f"{e} AS g{i}" for i, e in enumerate(expressions)]
+    if not first_by:
+        items = groups + ["count(*) AS n"] + [f"{contract.checksum_sql(v)} AS c{j}" for j, v in enumerate(values)]
+        return f"SELECT {', '.join(items)} {rows.base} GROUP BY ALL ORDER BY ALL"
+    inner = [quoted(c) for c in first_by] + ["count(*) AS n"]
+    inner += [f"sum(hash({v})::HUGEINT) AS c{j}" for j, v in enumerate(values)]
+    outer = groups + ["sum(n)::BIGINT AS n"]
+    outer += [f"(sum(c{j}) % 18446744073709551616)::UBIGINT AS c{j}" for j in range(len(values))]
+    return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} {rows.base} GROUP BY ALL) "
+            f"AS {BASE_ALIAS} GROUP BY ALL ORDER BY ALL")
+
+
+def quoted(name: str) -> str:
+    """A column's name as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def columns_read(expressions: list[str]) -> list[str] | None:
+    """The base columns ``expressions`` read, when each is a function of the values of those
+    columns on one row (what grouping by them first needs, see :func:`lineage_value_query`); None
+    when one may be something else or cannot be told: a subquery, an aggregate or window, a
+    lambda's variable, a column of another relation, a volatile function, or text that does not
+    parse."""
+    import sqlglot
+    from sqlglot import exp
+
+    names: dict[str, str] = {}
+    for expression in expressions:
+        try:
+            node = sqlglot.parse_one(expression, read="duckdb")
+        except Exception:  # (any text the parser refuses: counted the direct way)
+            return None
+        if node is None or volatile(node) or any(node.find_all(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
+                                                                exp.Lambda, exp.Star, exp.Placeholder)):
+            return None
+        for column in node.find_all(exp.Column):
+            if column.table not in ("", BASE_ALIAS) or column.args.get("db") or not column.name:
+                return None
+            names.setdefault(column.name.lower(), column.name)
+    return list(names.values())
 
 
 def lineage_unit_query(rows: Lineage, expressions: list[str], unit: str, most_sets: int,

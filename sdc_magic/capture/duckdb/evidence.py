@@ -47,10 +47,11 @@ from ..sql import (
     plan,
     rows_query,
 )
-from ..sql_lineage import Lineage, lineage, lineage_query, lineage_unit_query, lineage_value_query
+from ..sql_lineage import Lineage, lineage, lineage_unit_query
 from ..sql_rewrites import one_sided_figures
 from ..sql_rowids import carry_rowid
 from ..sql_shares import SHARE_STATS
+from . import grouping
 from .arrow_rows import linking_frame
 from .python_frames import COMPUTED, REGISTERED, TABLE, FrameRows, reads_a_written_file
 
@@ -734,10 +735,10 @@ def _in_engine(rows: Lineage, run: Callable[[str], Any], keys: list[str], hashed
     columns = frozenset(str(c) for c in list(hashed.columns)[len(keys):]) if hashed is not None else frozenset()
 
     def count(expressions: list[str]) -> pd.DataFrame:
-        return run(lineage_query(rows, expressions)).df()
+        return grouping.counted(run, rows, expressions, [])
 
     def count_values(expressions: list[str], values: list[str]) -> pd.DataFrame:
-        return run(lineage_value_query(rows, expressions, values)).df()
+        return grouping.counted(run, rows, expressions, values)
 
     def total() -> int:
         return int(run(f"SELECT count(*) AS n {rows.base}").df()["n"].iloc[0])

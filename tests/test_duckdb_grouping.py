@@ -1,0 +1,138 @@
+"""Linking's DuckDB count grouped first by the columns its expressions read (``capture/duckdb/grouping``)
+gives the count of the direct ``GROUP BY``, row for row and type for type, and is used only when
+that is certain and pays."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_magic.capture.duckdb import grouping
+from sdc_magic.capture.sql_lineage import Lineage, columns_read, lineage_value_query
+from sdc_magic.config import preset
+from sdc_magic.evidence import rows as row_limits
+from sdc_magic.jupyter.session import Session
+
+BASE = Lineage(base="FROM people AS _sdc_base", condition="TRUE", keys=[])
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    rng = np.random.default_rng(4)
+    n = 20_000
+    df = pd.DataFrame({
+        "district": rng.choice(["A", "B", "C", None], n), "sex": rng.choice(["F", "M"], n),
+        "age": pd.array(np.where(rng.random(n) < 0.02, None, rng.integers(0, 100, n)), dtype="Int64"),
+        "flag": rng.integers(0, 2, n), "income": rng.lognormal(5, 1, n),
+        "day": pd.Timestamp("2026-01-01") + pd.to_timedelta(rng.integers(0, 30, n), unit="D"),
+    })
+    c = duckdb.connect()
+    c.register("src", df)
+    c.execute("CREATE TABLE people AS SELECT * FROM src")
+    grouping._kinds.clear()
+    grouping._distinct.clear()
+    grouping._rows.clear()
+    return c
+
+
+def _expressions(rng: np.random.Generator, k: int) -> list[str]:
+    pool = ["district", "sex", "_sdc_base.sex", "COALESCE((age >= {a}), FALSE)", "COALESCE((age < {a} AND flag = 1), FALSE)",
+            "CASE WHEN age IS NULL THEN 'none' WHEN age < {a} THEN 'young' ELSE 'old' END",
+            "COALESCE((district = 'B' OR sex = 'F'), FALSE)", "age // 10", "day < DATE '2026-01-{d:02d}'",
+            "COALESCE(CAST(flag AS DOUBLE) = CAST('1.0' AS DOUBLE), FALSE)", "TRUE"]
+    return [pool[int(rng.integers(0, len(pool)))].format(a=int(rng.integers(0, 100)), d=int(rng.integers(1, 29)))
+            for _ in range(k)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_grouped_first_is_the_direct_count(con: duckdb.DuckDBPyConnection, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    expressions = _expressions(rng, int(rng.integers(2, 30)))
+    values = [["flag"], ["income"], ["flag", "CASE WHEN sex = 'F' THEN income ELSE 0 END"], []][seed % 4]
+    first = columns_read(expressions)
+    assert first is not None
+    direct = con.sql(lineage_value_query(BASE, expressions, values)).df()
+    grouped = con.sql(lineage_value_query(BASE, expressions, values, first)).df()
+    pd.testing.assert_frame_equal(grouped, direct, check_exact=True)
+
+
+def test_an_empty_selection_counts_no_group(con: duckdb.DuckDBPyConnection) -> None:
+    empty = Lineage(base="FROM (SELECT * FROM people WHERE FALSE) AS _sdc_base", condition="TRUE", keys=[])
+    expressions = ["sex", "COALESCE((age > 3), FALSE)"]
+    direct = con.sql(lineage_value_query(empty, expressions, ["flag"])).df()
+    grouped = con.sql(lineage_value_query(empty, expressions, ["flag"], ["sex", "age"])).df()
+    assert len(direct) == 0
+    pd.testing.assert_frame_equal(grouped, direct)
+
+
+@pytest.mark.parametrize("expression", [
+    "list_transform([age], x -> x + 1)[1] > 3",  # a lambda's variable is no column
+    "age > (SELECT avg(age) FROM people)",  # a subquery
+    "random() < 0.5",  # volatile
+    "other.age > 3",  # another relation's column
+    "s.field = 1",  # a struct's field
+    "count(*) > 1",  # an aggregate
+    "row_number() OVER () > 3",  # a window
+    "age >>>> 3 (",  # does not parse
+])
+def test_what_is_not_a_function_of_the_row_is_never_grouped_first(expression: str) -> None:
+    assert columns_read(["sex", expression]) is None
+
+
+def test_columns_read_names_each_column_once() -> None:
+    read = columns_read(["sex", "_sdc_base.SEX", "COALESCE((age >= 3) AND flag = 1, FALSE)"])
+    assert read is not None and sorted(read) == ["age", "flag", "sex"]
+
+
+def test_grouped_first_only_when_it_is_exact_and_pays(con: duckdb.DuckDBPyConnection,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    run = con.sql
+    many = [f"COALESCE((age >= {a}), FALSE)" for a in range(20)] + ["sex", "district"]
+    assert sorted(grouping.first_by(run, BASE, many) or []) == ["age", "district", "sex"]
+    assert grouping.first_by(run, BASE, many[:5]) is None  # few expressions: one GROUP BY as fast
+    floats = [f"COALESCE((income >= {a}), FALSE)" for a in range(20)]
+    assert grouping.first_by(run, BASE, floats) is None  # a float column: -0.0 and 0.0 one group
+    lambdas = [f"list_transform([age], x -> x + {a})[1] > 3" for a in range(20)]
+    assert grouping.first_by(run, BASE, lambdas) is None
+    monkeypatch.setattr(grouping, "MOST_COMBINATIONS", 100)  # age × sex × district has more
+    assert grouping.first_by(run, BASE, many) is None
+    got = grouping.counted(run, BASE, many, ["flag"])
+    pd.testing.assert_frame_equal(got, con.sql(lineage_value_query(BASE, many, ["flag"])).df())
+
+
+def _rates_session(first_from: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", first_from)
+    monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)  # (counted on the connection)
+    grouping._kinds.clear()
+    grouping._distinct.clear()
+    rng = np.random.default_rng(11)
+    n = 30_000
+    df = pd.DataFrame({"district": rng.choice([f"D{i}" for i in range(8)], n, p=[0.16] * 6 + [0.035, 0.005]),
+                       "sex": rng.choice(["F", "M"], n), "age": rng.integers(0, 100, n),
+                       "flag": (rng.random(n) < 0.3).astype(int)})
+    con = duckdb.connect()
+    con.register("src", df)
+    con.execute("CREATE TABLE d AS SELECT * FROM src")
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    out = []
+    try:
+        for i in range(8):
+            cond = f"WHERE age >= {(i * 13) % 90}" if i % 3 else ""
+            shown = s.publish(con.sql(f"SELECT district, sex, count(*) n, avg(flag) f FROM d {cond} "
+                                      "GROUP BY ALL ORDER BY ALL"))
+            out.append((shown.metadata["sdc_magic"]["status"], shown.data.get("text/plain", "")))
+    finally:
+        s.capture.uninstall()
+    return out
+
+
+def test_a_session_is_checked_the_same_grouped_first_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[bool] = []
+    real = grouping.first_by
+    monkeypatch.setattr(grouping, "first_by", lambda *a: calls.append(bool(r := real(*a))) or r)
+    grouped = _rates_session(1, monkeypatch)
+    assert any(calls)  # (the counts were grouped first)
+    assert grouped == _rates_session(10**9, monkeypatch)
