@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from sdc_magic.capture.duckdb import grouping
-from sdc_magic.capture.sql_lineage import Lineage, columns_read, lineage_value_query
+from sdc_magic.capture.sql_lineage import Lineage, columns_read, first_grouping, lineage_value_query
 from sdc_magic.config import preset
 from sdc_magic.evidence import rows as row_limits
 from sdc_magic.jupyter.session import Session
@@ -47,11 +47,14 @@ def _expressions(rng: np.random.Generator, k: int) -> list[str]:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_grouped_first_is_the_direct_count(con: duckdb.DuckDBPyConnection, seed: int) -> None:
+def test_grouped_first_is_the_direct_count(con: duckdb.DuckDBPyConnection, seed: int,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
+    monkeypatch.setattr(grouping, "MOST_SHARE_OF_ROWS", 100.0)  # (any number of combinations)
     rng = np.random.default_rng(seed)
     expressions = _expressions(rng, int(rng.integers(2, 30)))
     values = [["flag"], ["income"], ["flag", "CASE WHEN sex = 'F' THEN income ELSE 0 END"], []][seed % 4]
-    first = columns_read(expressions)
+    first = grouping.first_by(con.sql, BASE, expressions)
     assert first is not None
     direct = con.sql(lineage_value_query(BASE, expressions, values)).df()
     grouped = con.sql(lineage_value_query(BASE, expressions, values, first)).df()
@@ -62,7 +65,8 @@ def test_an_empty_selection_counts_no_group(con: duckdb.DuckDBPyConnection) -> N
     empty = Lineage(base="FROM (SELECT * FROM people WHERE FALSE) AS _sdc_base", condition="TRUE", keys=[])
     expressions = ["sex", "COALESCE((age > 3), FALSE)"]
     direct = con.sql(lineage_value_query(empty, expressions, ["flag"])).df()
-    grouped = con.sql(lineage_value_query(empty, expressions, ["flag"], ["sex", "age"])).df()
+    grouped = con.sql(lineage_value_query(empty, expressions, ["flag"], [first_grouping("sex", True),
+                                                                          first_grouping("age", False)])).df()
     assert len(direct) == 0
     pd.testing.assert_frame_equal(grouped, direct)
 
@@ -90,7 +94,8 @@ def test_grouped_first_only_when_it_is_exact_and_pays(con: duckdb.DuckDBPyConnec
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     run = con.sql
     many = [f"COALESCE((age >= {a}), FALSE)" for a in range(20)] + ["sex", "district"]
-    assert sorted(grouping.first_by(run, BASE, many) or []) == ["age", "district", "sex"]
+    assert sorted(key for _, key in grouping.first_by(run, BASE, many) or []) == [
+        '"age"', '"district"::BLOB', '"sex"::BLOB']
     assert grouping.first_by(run, BASE, many[:5]) is None  # few expressions: one GROUP BY as fast
     floats = [f"COALESCE((income >= {a}), FALSE)" for a in range(20)]
     assert grouping.first_by(run, BASE, floats) is None  # a float column: -0.0 and 0.0 one group
@@ -100,6 +105,27 @@ def test_grouped_first_only_when_it_is_exact_and_pays(con: duckdb.DuckDBPyConnec
     assert grouping.first_by(run, BASE, many) is None
     got = grouping.counted(run, BASE, many, ["flag"])
     pd.testing.assert_frame_equal(got, con.sql(lineage_value_query(BASE, many, ["flag"])).df())
+
+
+@pytest.mark.parametrize("collated", ["column", "connection"])
+def test_text_under_a_collation_is_grouped_by_its_bytes(collated: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under NOCASE 'A' and 'a' are one group: grouped first by the column, ``ascii(s)`` would have
+    counted both as one letter; by its bytes, and compared as the column compares (``s = 'a'``)."""
+    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
+    c = duckdb.connect()
+    if collated == "connection":
+        c.execute("PRAGMA default_collation = 'nocase'")
+    c.execute(f"CREATE TABLE t (s VARCHAR {'COLLATE NOCASE' if collated == 'column' else ''}, k INTEGER)")
+    c.execute("INSERT INTO t SELECT CASE WHEN i % 3 = 0 THEN 'A' ELSE 'a' END, i % 7 FROM range(3000) r(i)")
+    base = Lineage(base="FROM t AS _sdc_base", condition="TRUE", keys=[])
+    grouping._kinds.clear()
+    for expressions in (["ascii(s)", "COALESCE(s = 'a', FALSE)", "k"], ["ascii(s)", "upper(s)", "s", "k % 2"]):
+        first = grouping.first_by(c.sql, base, expressions)
+        assert first is not None
+        direct = c.sql(lineage_value_query(base, expressions, ["k"])).df()
+        pd.testing.assert_frame_equal(c.sql(lineage_value_query(base, expressions, ["k"], first)).df(), direct)
+    assert set(direct["g0"]) <= {65, 97}
+    assert set(c.sql(lineage_value_query(base, ["ascii(s)", "k"], [])).df()["g0"]) == {65, 97}
 
 
 def _rates_session(first_from: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:

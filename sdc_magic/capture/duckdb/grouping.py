@@ -22,16 +22,19 @@ from typing import Any
 
 import pandas as pd
 
-from ..sql_lineage import Lineage, columns_read, lineage_value_query, quoted
+from ..sql_lineage import Lineage, columns_read, first_grouping, lineage_value_query, quoted
 
 #: Grouped first only from this many expressions on: below, one ``GROUP BY`` costs as much.
 FIRST_FROM_EXPRESSIONS = 12
 #: ... and when the columns read have at most this many combinations (the product of their
-#: distinct values, one more each for NULL), and at most a quarter of the base's rows.
+#: distinct values, one more each for NULL), and at most this share of the base's rows.
 MOST_COMBINATIONS = 200_000
-#: Types grouped first (exact equality of values is equality of groups).
-_EXACT_TYPES = ("BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-                "UINTEGER", "UBIGINT", "UHUGEINT", "VARCHAR", "DATE", "TIMESTAMP", "TIME", "DECIMAL", "ENUM", "UUID")
+MOST_SHARE_OF_ROWS = 0.25
+#: Types grouped first: one group holds one value (text: one sequence of bytes, see
+#: ``sql_lineage.first_grouping``); no float (``-0.0`` and ``0.0`` are one group), nothing nested.
+_EXACT_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                          "UINTEGER", "UBIGINT", "UHUGEINT", "VARCHAR", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_S",
+                          "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMP WITH TIME ZONE", "DECIMAL", "ENUM", "UUID"})
 #: What is kept of each base (at most this many entries, then forgotten): its columns' types, its
 #: rows, and the approximate distinct values of the columns asked about.
 MAX_KEPT = 4096
@@ -42,8 +45,9 @@ _distinct: dict[tuple[str, str], int] = {}
 Run = Callable[[str], Any]
 
 
-def first_by(run: Run, rows: Lineage, expressions: list[str]) -> list[str] | None:
-    """The columns to group ``rows``' base by first for a count over ``expressions``, or None."""
+def first_by(run: Run, rows: Lineage, expressions: list[str]) -> list[tuple[str, str]] | None:
+    """How to group ``rows``' base first for a count over ``expressions`` (per column read, its
+    select item and grouping key), or None."""
     if len(expressions) < FIRST_FROM_EXPRESSIONS:
         return None
     columns = columns_read(expressions)
@@ -61,10 +65,13 @@ def first_by(run: Run, rows: Lineage, expressions: list[str]) -> list[str] | Non
             _count_distinct(run, base, missing)
     except Exception:  # (a base the engine cannot describe: counted the direct way)
         return None
-    if not all(kinds[c.lower()].upper().startswith(_EXACT_TYPES) for c in columns):
+    types = [kinds[c.lower()].upper() for c in columns]
+    if not all("[" not in t and t.split("(")[0].strip() in _EXACT_TYPES for t in types):
         return None
     combinations = math.prod(_distinct[(base, c.lower())] + 1 for c in columns)
-    return columns if combinations <= min(MOST_COMBINATIONS, _rows[base] / 4) else None
+    if combinations > min(MOST_COMBINATIONS, MOST_SHARE_OF_ROWS * _rows[base]):
+        return None
+    return [first_grouping(c, t == "VARCHAR") for c, t in zip(columns, types, strict=True)]
 
 
 def _describe(run: Run, base: str) -> None:
