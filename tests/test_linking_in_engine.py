@@ -769,3 +769,41 @@ def test_a_display_s_marginals_of_its_count_are_those_computed_afresh() -> None:
         pd.testing.assert_frame_equal(got, want)
         assert (rep == want_rep).all()
     assert joint.labels._groups  # (kept)
+
+
+def test_a_display_s_atoms_of_its_count_are_those_of_each_split() -> None:
+    """``_Joint.atoms``: each recorded output's group and the atom of every row of the display's count,
+    once; a split's rows take their representatives'. Equal to each split's own lookup, and None
+    (the universe stale) where a row inside an output shows a label it never counted."""
+    from sdc_magic.linking import in_engine as linking_in_engine
+
+    rng = np.random.default_rng(12)
+    n = 400
+    frame = pd.DataFrame({"g0": rng.choice(["A", "B", "C", None], n), "g1": rng.choice([True, False], n),
+                          "g2": rng.choice([True, False], n), "g3": rng.integers(0, 3, n), "g4": rng.choice(["F", "M"], n),
+                          "n": rng.integers(1, 50, n)})
+    every = ["district", "age >= 30", "flag = 1", "band", "sex"]
+    recorded = (linking_in_engine.Recorded(("district",), "age >= 30", pd.Index(["A", "B", "C", np.nan]),
+                                           np.array([0, 1, 2, -1])),
+                linking_in_engine.Recorded(("band",), "flag = 1", pd.Index([0, 1, 2]), np.array([0, 0, 1])))
+    whole = linking_in_engine._groups_in_recorded(frame, ["g1", "g2"], linking_in_engine.LabelLookup(frame),
+                                                  [["g0"], ["g3"]], linking_in_engine.AtomKeys(np.zeros((0, 2)), recorded))
+    assert whole is not None
+    earlier = linking_in_engine.AtomKeys(np.unique(whole, axis=0), recorded)
+    joint = linking_in_engine._Joint(frame, every, ())
+    for expressions in (every, ["band", "flag = 1", "district", "age >= 30"], ["age >= 30", "district", "flag = 1", "band",
+                                                                               "sex"]):
+        split, rep = joint.marginal(expressions, 0)
+        columns = {e: f"g{i}" for i, e in enumerate(expressions)}
+        old = linking_in_engine._groups_in_recorded(split, [columns["age >= 30"], columns["flag = 1"]],
+                                                    linking_in_engine.LabelLookup(split),
+                                                    [[columns["district"]], [columns["band"]]], earlier)
+        assert old is not None
+        want = linking_in_engine._rows_in(earlier.groups, old)
+        atoms = joint.atoms(earlier)
+        assert atoms is not None and (atoms[rep] == want).all() and (want >= 0).all()
+    assert linking_in_engine._Joint(frame, every, ()).atoms(linking_in_engine.AtomKeys(np.zeros((1, 0)), ())).tolist() \
+        == [0] * n
+    shrunk = (linking_in_engine.Recorded(("district",), "age >= 30", pd.Index(["A", "B", np.nan]), np.array([0, 1, -1])),)
+    stale = linking_in_engine.AtomKeys(np.zeros((1, 1)), shrunk)
+    assert linking_in_engine._Joint(frame, every, ()).atoms(stale) is None  # (C's rows: a label never counted)
