@@ -425,10 +425,13 @@ def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str]
     if not first_by:
         items = groups + ["count(*) AS n"] + [f"{contract.checksum_sql(v)} AS c{j}" for j, v in enumerate(values)]
         return f"SELECT {', '.join(items)} {rows.base} GROUP BY ALL ORDER BY ALL"
-    inner = [item for item, _ in first_by] + ["count(*) AS n"]
-    inner += [f"sum(hash({v})::HUGEINT) AS c{j}" for j, v in enumerate(values)]
-    outer = groups + ["sum(n)::BIGINT AS n"]
-    outer += [f"(sum(c{j}) % 18446744073709551616)::UBIGINT AS c{j}" for j in range(len(values))]
+    # (the first grouping's own sums under names no base column has: ``grouping.first_by`` refuses
+    # columns named ``_sdc_…``; a column ``n`` beside ``count(*) AS n`` was renamed by DuckDB, and
+    # ``sum(n)`` summed the column: red team, stop 65)
+    inner = [item for item, _ in first_by] + ["count(*) AS _sdc_n"]
+    inner += [f"sum(hash({v})::HUGEINT) AS _sdc_c{j}" for j, v in enumerate(values)]
+    outer = groups + ["sum(_sdc_n)::BIGINT AS n"]
+    outer += [f"(sum(_sdc_c{j}) % 18446744073709551616)::UBIGINT AS c{j}" for j in range(len(values))]
     keys = ", ".join(key for _, key in first_by)
     return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} {rows.base} GROUP BY {keys}) "
             f"AS {BASE_ALIAS} GROUP BY ALL ORDER BY ALL")
@@ -436,11 +439,12 @@ def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str]
 
 def first_grouping(column: str, text: bool) -> tuple[str, str]:
     """The select item and the grouping key of ``column`` grouped first. A text column is grouped
-    by its bytes and keeps its type: under a collation (``VARCHAR COLLATE NOCASE``, or the
-    connection's default) ``'A'`` and ``'a'`` are one group, which ``ascii(s)`` tells apart, while
-    ``s = 'a'`` must still compare as the column does."""
+    by its bytes (``encode``: UTF-8, no escapes read; ``::BLOB`` failed on 'Île' and took '\\x41'
+    for 'A', red team of stop 65) and keeps its type: under a collation (``VARCHAR COLLATE
+    NOCASE``, or the connection's default) ``'A'`` and ``'a'`` are one group, which ``ascii(s)``
+    tells apart, while ``s = 'a'`` must still compare as the column does."""
     name = quoted(column)
-    return (f"any_value({name}) AS {name}", f"{name}::BLOB") if text else (name, name)
+    return (f"any_value({name}) AS {name}", f"encode({name})") if text else (name, name)
 
 
 def quoted(name: str) -> str:
@@ -475,8 +479,11 @@ def _columns_of(expression: str) -> tuple[str, ...] | None:
         node = sqlglot.parse_one(expression, read="duckdb")
     except Exception:  # (any text the parser refuses: counted the direct way)
         return None
+    # (a function sqlglot does not know may be one of DuckDB's aggregates, ``fsum(x)``; and
+    # ``COLUMNS(...)`` reads columns by a pattern: never grouped first)
     if node is None or volatile(node) or any(node.find_all(exp.Subquery, exp.Select, exp.AggFunc, exp.Window,
-                                                            exp.Lambda, exp.Star, exp.Placeholder)):
+                                                            exp.Lambda, exp.Star, exp.Placeholder, exp.Anonymous,
+                                                            exp.Columns)):
         return None
     names = []
     for column in node.find_all(exp.Column):

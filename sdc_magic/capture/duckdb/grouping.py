@@ -35,14 +35,24 @@ MOST_SHARE_OF_ROWS = 0.25
 _EXACT_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                           "UINTEGER", "UBIGINT", "UHUGEINT", "VARCHAR", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_S",
                           "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMP WITH TIME ZONE", "DECIMAL", "ENUM", "UUID"})
-#: What is kept of each base (at most this many entries, then forgotten): its columns' types, its
-#: rows, and the approximate distinct values of the columns asked about.
+#: What is kept of each base (at most this many entries, then forgotten): its rows and the
+#: approximate distinct values of the columns asked about, with their types. Only the decision
+#: whether grouping first pays reads them; the columns' types are asked at every count (no row
+#: read: a table replaced by another of the same name, or another connection's, has others).
 MAX_KEPT = 4096
-_kinds: dict[str, dict[str, str]] = {}
 _rows: dict[str, int] = {}
-_distinct: dict[tuple[str, str], int] = {}
+_distinct: dict[tuple[str, str, str], int] = {}
 
 Run = Callable[[str], Any]
+
+#: Whether a text column compares values equal that differ in bytes (a collation: ``NOCASE``,
+#: ``NOACCENT``): its groups are then labelled by one of their spellings, which one depending on the
+#: order rows are met, and a count grouped first could label 'a' what the table and the direct
+#: count labelled 'A' (red team, stop 65). Such a column is never grouped first; nor is text under
+#: the connection's default collation. (An ICU collation that merges other spellings is not probed.)
+_COLLATED = ("bool_or(({s} = lower({s}) AND encode({s}) <> encode(lower({s}))) OR ({s} = upper({s}) AND "
+             "encode({s}) <> encode(upper({s}))) OR ({s} = strip_accents({s}) AND encode({s}) <> "
+             "encode(strip_accents({s}))))")
 
 
 def first_by(run: Run, rows: Lineage, expressions: list[str]) -> list[tuple[str, str]] | None:
@@ -51,45 +61,43 @@ def first_by(run: Run, rows: Lineage, expressions: list[str]) -> list[tuple[str,
     if len(expressions) < FIRST_FROM_EXPRESSIONS:
         return None
     columns = columns_read(expressions)
-    if not columns:
-        return None
+    if not columns or any(c.lower().startswith("_sdc_") for c in columns):
+        return None  # (``_sdc_…``: the names of the first grouping's own sums)
     base = rows.base
     try:
-        if base not in _kinds:
-            _describe(run, base)
-        kinds = _kinds[base]
+        relation = run(f"SELECT * {base} LIMIT 0")
+        kinds = {str(c).lower(): str(t).upper() for c, t in zip(relation.columns, relation.types, strict=True)}
         if not all(c.lower() in kinds for c in columns):
             return None  # (a name that is no column of the base: a lambda's variable, a struct's field)
-        missing = [c for c in columns if (base, c.lower()) not in _distinct]
+        types = [kinds[c.lower()] for c in columns]
+        if not all("[" not in t and t.split("(")[0].strip() in _EXACT_TYPES for t in types):
+            return None
+        keys = [(base, c.lower(), t) for c, t in zip(columns, types, strict=True)]
+        if len(_distinct) > MAX_KEPT:
+            _distinct.clear()
+            _rows.clear()
+        if base not in _rows:
+            _rows[base] = int(run(f"SELECT count(*) AS n {base}").df()["n"].iloc[0])
+        texts = "VARCHAR" in types
+        if texts and str(run("SELECT current_setting('default_collation') AS c").df()["c"].iloc[0]):
+            return None  # (text compared under a collation: see _COLLATED)
+        missing = [c for c, key in zip(columns, keys, strict=True) if key not in _distinct]
         if missing:
-            _count_distinct(run, base, missing)
+            items = [f"approx_count_distinct({quoted(c)}) AS d{i}" for i, c in enumerate(missing)]
+            items += [f"{_COLLATED.format(s=quoted(c))} AS x{i}" for i, c in enumerate(missing)
+                      if kinds[c.lower()] == "VARCHAR"]
+            counts = run(f"SELECT {', '.join(items)} {base}").df().iloc[0]
+            for i, c in enumerate(missing):
+                collated = f"x{i}" in counts.index and bool(counts[f"x{i}"])
+                _distinct[(base, c.lower(), kinds[c.lower()])] = -1 if collated else int(counts[f"d{i}"])
     except Exception:  # (a base the engine cannot describe: counted the direct way)
         return None
-    types = [kinds[c.lower()].upper() for c in columns]
-    if not all("[" not in t and t.split("(")[0].strip() in _EXACT_TYPES for t in types):
+    if any(_distinct[key] < 0 for key in keys):
         return None
-    combinations = math.prod(_distinct[(base, c.lower())] + 1 for c in columns)
+    combinations = math.prod(_distinct[key] + 1 for key in keys)
     if combinations > min(MOST_COMBINATIONS, MOST_SHARE_OF_ROWS * _rows[base]):
         return None
     return [first_grouping(c, t == "VARCHAR") for c, t in zip(columns, types, strict=True)]
-
-
-def _describe(run: Run, base: str) -> None:
-    """The base's columns and their types (no row read), and its rows."""
-    if len(_distinct) > MAX_KEPT or len(_kinds) > MAX_KEPT:
-        _distinct.clear()
-        _kinds.clear()
-        _rows.clear()
-    relation = run(f"SELECT * {base} LIMIT 0")
-    _kinds[base] = {str(c).lower(): str(t) for c, t in zip(relation.columns, relation.types, strict=True)}
-    _rows[base] = int(run(f"SELECT count(*) AS n {base}").df()["n"].iloc[0])
-
-
-def _count_distinct(run: Run, base: str, columns: list[str]) -> None:
-    items = [f"approx_count_distinct({quoted(c)}) AS d{i}" for i, c in enumerate(columns)]
-    counts = run(f"SELECT {', '.join(items)} {base}").df().iloc[0]
-    for i, c in enumerate(columns):
-        _distinct[(base, c.lower())] = int(counts[f"d{i}"])
 
 
 def counted(run: Run, rows: Lineage, expressions: list[str], values: list[str]) -> pd.DataFrame:
