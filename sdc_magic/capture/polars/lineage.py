@@ -52,7 +52,7 @@ from ...evidence.in_engine import (
 from ...evidence.weak_table import WeakTable
 from .. import contract
 from ..depth import depth
-from . import origins
+from . import grouping, origins
 
 #: Root frames whose identity is remembered at once (the newest).
 MAX_IDENTITIES = 64
@@ -404,6 +404,13 @@ def count_query(root: Any, expressions: list[str], values: list[str] | tuple[str
     for name, text in zip([*names, *hashed], [*expressions, *values], strict=True):
         steps, expr = read(text)
         by_steps.setdefault(json.dumps(steps, sort_keys=True), []).append((name, expr))
+    if len(by_steps) == 1 and names:  # (one replay: grouped first by the columns read, when that pays)
+        (key, exprs), = by_steps.items()
+        frame = replay(root, json.loads(key)).lazy()
+        first = grouping.first_by(frame, identity(root), key, [e for n, e in exprs if n in names])
+        if first:
+            return grouping.grouped_count(frame, first, [(n, e) for n, e in exprs if n in names],
+                                          [(n, e) for n, e in exprs if n not in names]).to_pandas()
     # (with_columns, then select: a literal expression is one value per row, not one row)
     parts = [replay(root, json.loads(key)).with_columns([e.alias(n) for n, e in exprs]).select([n for n, _ in exprs])
              for key, exprs in by_steps.items()]
