@@ -120,3 +120,24 @@ def test_a_session_is_checked_the_same_grouped_first_or_not(monkeypatch: pytest.
     assert any(calls)  # (the counts were grouped first)
     assert grouped == _rates_session(10**9, monkeypatch)
     assert {status for status, _ in grouped} >= {"suppressed"}
+
+
+def test_a_panic_of_polars_falls_back_to_the_direct_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team, stop 65: a Decimal column times a null literal is typed Decimal but holds other data;
+    ``approx_n_unique`` over it panicked (a ``BaseException``, not caught by ``except Exception``) and
+    the display raised. Now the direct count decides."""
+    root = pl.DataFrame({"dec": pl.Series([1, 2, 3, 4]).cast(pl.Decimal(10, 2)), "i": [0, 1, 0, 1]})
+    steps = [lineage.written_step("with_columns", (), {"k": pl.col("dec") * pl.lit(None)})]
+    exprs = [lineage.written(steps, e) for e in [pl.col("k"), pl.col("i")] + [pl.col("i") > j for j in range(10)]]
+    grouping._distinct.clear()
+    grouping._rows.clear()
+    grouped = lineage.count_query(root, exprs)
+    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 10**9)
+    pd.testing.assert_frame_equal(grouped, lineage.count_query(root, exprs))
+
+
+def test_a_series_literal_is_not_elementwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Series literal lines up with the rows by position: grouped first it would not."""
+    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
+    root = pl.DataFrame({"i": [j % 3 for j in range(100)]})
+    assert grouping.first_by(root.lazy(), "id", "[]", [pl.col("i") + pl.lit(pl.Series(range(100)))]) is None

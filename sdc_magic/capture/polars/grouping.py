@@ -48,8 +48,8 @@ def _elementwise(node: Any) -> bool:
         return False
     if kind == "Column":
         return isinstance(body, str)
-    if kind == "Literal":
-        return True
+    if kind == "Literal":  # (a Series literal lines up with the rows by position: not elementwise here)
+        return not (isinstance(body, dict) and "Series" in body)
     if kind == "BinaryExpr":
         return _elementwise(body.get("left")) and _elementwise(body.get("right"))
     if kind == "Cast":
@@ -70,6 +70,14 @@ def _elementwise(node: Any) -> bool:
         if boolean not in _BOOLEAN:
             return False
     return _elementwise(body.get("input"))
+
+
+def failures() -> tuple[type[BaseException], ...]:
+    """What a polars query may raise: its errors, and its panics (a ``BaseException``: a column whose
+    data is not of the type polars reports made ``approx_n_unique`` panic, red team of stop 65)."""
+    import polars as pl
+
+    return (Exception, pl.exceptions.PanicException)
 
 
 def columns_read(exprs: list[Any]) -> list[str] | None:
@@ -113,7 +121,7 @@ def first_by(frame: Any, identity: str, steps_key: str, exprs: list[Any]) -> lis
             _rows[(identity, steps_key)] = int(got["__n"][0])
             for i, c in enumerate(missing):
                 _distinct[keys[c]] = int(got[f"d{i}"][0])
-    except Exception:  # (a frame polars cannot describe: the direct count)
+    except failures():  # (a frame polars cannot describe, or panics on: the direct count)
         return None
     combinations = math.prod(_distinct[keys[c]] + 1 for c in columns)
     if combinations > min(MOST_COMBINATIONS, MOST_SHARE_OF_ROWS * _rows[(identity, steps_key)]):
