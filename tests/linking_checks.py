@@ -57,3 +57,42 @@ def decisions(sess: Session, tables: list[Any]) -> list[tuple[str, int]]:
     finally:
         sess.capture.uninstall()
     return out
+
+
+def grouped_first_changes_nothing(grouping: Any, session: Any, monkeypatch: Any) -> list[tuple[str, str]]:
+    """Run ``session(first_from)`` (a list of (status, text) per display) with an engine's counts
+    grouped first from one expression on (``grouping``: ``capture/duckdb/grouping`` or
+    ``capture/polars/grouping``), and never; assert some count was grouped first and every display
+    is the same both ways. Returns the displays."""
+    calls: list[bool] = []
+    real = grouping.first_by
+    monkeypatch.setattr(grouping, "first_by", lambda *a: calls.append(bool(r := real(*a))) or r)
+    grouped = session(1)
+    assert any(calls)  # (the counts were grouped first)
+    assert grouped == session(10**9)
+    return grouped
+
+
+def rates_people(n: int = 30_000, seed: int = 11) -> pd.DataFrame:
+    """People by district (two small ones), sex, age and a 0/1 flag: tables of a rate by district ×
+    sex over ``age >= k`` get small cells to hide."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"district": rng.choice([f"D{i}" for i in range(8)], n, p=[0.16] * 6 + [0.035, 0.005]),
+                         "sex": rng.choice(["F", "M"], n), "age": rng.integers(0, 100, n),
+                         "flag": (rng.random(n) < 0.3).astype(int)})
+
+
+def published(tables: list[Any]) -> list[tuple[str, str]]:
+    """Each table (a function making it) shown in one new session: its status and text."""
+    from sdc_magic.config import preset
+
+    s = Session(rules=preset("humanitarian"))
+    s.capture.install()
+    out = []
+    try:
+        for table in tables:
+            shown = s.publish(table())
+            out.append((shown.metadata["sdc_magic"]["status"], shown.data.get("text/plain", "")))
+    finally:
+        s.capture.uninstall()
+    return out
