@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from linking_checks import grouped_first_changes_nothing, published, rates_people
 
+from sdc_magic.capture import grouping_rule
 from sdc_magic.capture.duckdb import grouping
 from sdc_magic.capture.sql_lineage import Lineage, columns_read, first_grouping, lineage_value_query
 from sdc_magic.evidence import rows as row_limits
@@ -47,8 +48,8 @@ def _expressions(rng: np.random.Generator, k: int) -> list[str]:
 @pytest.mark.parametrize("seed", range(8))
 def test_grouped_first_is_the_direct_count(con: duckdb.DuckDBPyConnection, seed: int,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
-    monkeypatch.setattr(grouping, "MOST_SHARE_OF_ROWS", 100.0)  # (any number of combinations)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 1)
+    monkeypatch.setattr(grouping_rule, "MOST_SHARE_OF_ROWS", 100.0)  # (any number of combinations)
     rng = np.random.default_rng(seed)
     expressions = _expressions(rng, int(rng.integers(2, 30)))
     values = [["flag"], ["income"], ["flag", "CASE WHEN sex = 'F' THEN income ELSE 0 END"], []][seed % 4]
@@ -101,7 +102,7 @@ def test_grouped_first_only_when_it_is_exact_and_pays(con: duckdb.DuckDBPyConnec
     assert grouping.first_by(run, BASE, floats) is None  # a float column: -0.0 and 0.0 one group
     lambdas = [f"list_transform([age], x -> x + {a})[1] > 3" for a in range(20)]
     assert grouping.first_by(run, BASE, lambdas) is None
-    monkeypatch.setattr(grouping, "MOST_COMBINATIONS", 100)  # age × sex × district has more
+    monkeypatch.setattr(grouping_rule, "MOST_COMBINATIONS", 100)  # age × sex × district has more
     assert grouping.first_by(run, BASE, many) is None
     got = grouping.counted(run, BASE, many, ["flag"])
     pd.testing.assert_frame_equal(got, con.sql(lineage_value_query(BASE, many, ["flag"])).df())
@@ -112,7 +113,7 @@ def test_text_under_a_collation_is_never_grouped_first(collated: str, monkeypatc
     """Under NOCASE 'A' and 'a' are one group, labelled by whichever spelling is met first: a count
     grouped first could label it otherwise than the table did. Such text is not grouped first; were
     it, it is grouped by its bytes and keeps its collation (``first_grouping``): the same counts."""
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 1)
     c = duckdb.connect()
     if collated == "connection":
         c.execute("PRAGMA default_collation = 'nocase'")
@@ -133,8 +134,8 @@ def test_text_under_a_collation_is_never_grouped_first(collated: str, monkeypatc
 def test_text_is_grouped_by_its_bytes_in_a_transaction(monkeypatch: pytest.MonkeyPatch) -> None:
     """Red team, stop 65: ``s::BLOB`` failed on 'Île' (inside the user's transaction, which it
     aborted: their INSERT lost) and read '\\x41' as 'A'. ``encode`` takes the UTF-8 bytes."""
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
-    monkeypatch.setattr(grouping, "MOST_SHARE_OF_ROWS", 100.0)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 1)
+    monkeypatch.setattr(grouping_rule, "MOST_SHARE_OF_ROWS", 100.0)
     c = duckdb.connect()
     c.execute("CREATE TABLE t AS SELECT CASE i % 4 WHEN 0 THEN 'Île' WHEN 1 THEN 'A' WHEN 2 THEN '\\x41' "
               "ELSE 'C:\\dir' END AS s, i % 5 AS k FROM range(400) r(i)")
@@ -156,8 +157,8 @@ def test_text_is_grouped_by_its_bytes_in_a_transaction(monkeypatch: pytest.Monke
 def test_a_column_named_like_the_count_s_own_sums(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Red team, stop 65: a base column ``n`` beside the first grouping's ``count(*) AS n`` was renamed
     by DuckDB and ``sum(n)`` summed the column's values (3 rows counted for 300)."""
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
-    monkeypatch.setattr(grouping, "MOST_SHARE_OF_ROWS", 100.0)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 1)
+    monkeypatch.setattr(grouping_rule, "MOST_SHARE_OF_ROWS", 100.0)
     c = duckdb.connect()
     c.execute(f'CREATE TABLE t AS SELECT i % 3 AS "{name}", i % 2 AS k FROM range(300) r(i)')
     base = Lineage(base="FROM t AS _sdc_base", condition="TRUE", keys=[])
@@ -177,8 +178,8 @@ def test_a_column_named_like_the_count_s_own_sums(name: str, monkeypatch: pytest
 def test_a_table_replaced_by_another_of_its_name_is_described_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The columns' types are asked at every count: a table recreated with a collated text column
     where an integer was is not grouped first by what was kept of the integer."""
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
-    monkeypatch.setattr(grouping, "MOST_SHARE_OF_ROWS", 100.0)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 1)
+    monkeypatch.setattr(grouping_rule, "MOST_SHARE_OF_ROWS", 100.0)
     c = duckdb.connect()
     c.execute("CREATE TABLE q AS SELECT i % 3 AS s FROM range(300) r(i)")
     base = Lineage(base="FROM q AS _sdc_base", condition="TRUE", keys=[])
@@ -189,7 +190,7 @@ def test_a_table_replaced_by_another_of_its_name_is_described_again(monkeypatch:
 
 
 def _rates_session(first_from: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", first_from)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", first_from)
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)  # (counted on the connection)
     grouping._distinct.clear()
     grouping._rows.clear()

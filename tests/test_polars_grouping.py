@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from linking_checks import grouped_first_changes_nothing, published, rates_people
 
+from sdc_magic.capture import grouping_rule
 from sdc_magic.capture.polars import grouping, lineage
 from sdc_magic.evidence import rows as row_limits
 
@@ -45,18 +46,18 @@ def _expressions(rng: np.random.Generator, k: int) -> list[Any]:
 
 @pytest.mark.parametrize("seed", range(8))
 def test_grouped_first_is_the_direct_count(frame: pl.DataFrame, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grouping, "MOST_SHARE_OF_ROWS", 100.0)  # (any number of combinations)
-    monkeypatch.setattr(grouping, "MOST_COMBINATIONS", 10**9)
+    monkeypatch.setattr(grouping_rule, "MOST_SHARE_OF_ROWS", 100.0)  # (any number of combinations)
+    monkeypatch.setattr(grouping_rule, "MOST_COMBINATIONS", 10**9)
     rng = np.random.default_rng(seed)
     expressions = [lineage.written([], e) for e in _expressions(rng, int(rng.integers(2, 30)))]
     values = [[], [lineage.written([], pl.col("flag"))], [lineage.written([], pl.col("income")),
                                                            lineage.written([], pl.col("n") * 2)]][seed % 3]
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 10**9)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 10**9)
     direct = lineage.count_query(frame, expressions, values)
     used: list[Any] = []
     real = grouping.first_by
     monkeypatch.setattr(grouping, "first_by", lambda *a: used.append(r := real(*a)) or r)
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 1)
     grouped = lineage.count_query(frame, expressions, values)
     assert used and used[0]
     pd.testing.assert_frame_equal(grouped, direct, check_exact=True)
@@ -74,8 +75,8 @@ def test_grouped_first_is_the_direct_count(frame: pl.DataFrame, seed: int, monke
 ])
 def test_what_is_not_elementwise_is_never_grouped_first(frame: pl.DataFrame, expression: Any,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
-    monkeypatch.setattr(grouping, "MOST_SHARE_OF_ROWS", 100.0)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 1)
+    monkeypatch.setattr(grouping_rule, "MOST_SHARE_OF_ROWS", 100.0)
     assert grouping.first_by(frame.lazy(), "id", "[]", [pl.col("sex"), expression]) is None
 
 
@@ -88,7 +89,7 @@ def test_grouped_first_only_when_it_pays(frame: pl.DataFrame) -> None:
 
 
 def _rates_session(first_from: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", first_from)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", first_from)
     monkeypatch.setattr(row_limits, "IN_ENGINE_ROWS", 10)  # (counted in polars)
     grouping._distinct.clear()
     grouping._rows.clear()
@@ -117,12 +118,12 @@ def test_a_panic_of_polars_falls_back_to_the_direct_count(monkeypatch: pytest.Mo
     grouping._distinct.clear()
     grouping._rows.clear()
     grouped = lineage.count_query(root, exprs)
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 10**9)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 10**9)
     pd.testing.assert_frame_equal(grouped, lineage.count_query(root, exprs))
 
 
 def test_a_series_literal_is_not_elementwise(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Series literal lines up with the rows by position: grouped first it would not."""
-    monkeypatch.setattr(grouping, "FIRST_FROM_EXPRESSIONS", 1)
+    monkeypatch.setattr(grouping_rule, "FIRST_FROM_EXPRESSIONS", 1)
     root = pl.DataFrame({"i": [j % 3 for j in range(100)]})
     assert grouping.first_by(root.lazy(), "id", "[]", [pl.col("i") + pl.lit(pl.Series(range(100)))]) is None

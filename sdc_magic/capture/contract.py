@@ -71,6 +71,11 @@ def checksum_sql(expression: str, known_only: bool = False) -> str:
     summed = f"sum(hash({expression})::HUGEINT)"
     if known_only:
         summed = f"coalesce({summed} FILTER (WHERE ({expression}) IS NOT NULL), 0)"
+    return wrapped(summed)
+
+
+def wrapped(summed: str) -> str:
+    """A sum of 64-bit hashes taken mod 2**64, as UBIGINT (how every checksum is told)."""
     return f"({summed} % 18446744073709551616)::UBIGINT"
 
 

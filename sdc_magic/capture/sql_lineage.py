@@ -431,7 +431,7 @@ def lineage_value_query(rows: Lineage, expressions: list[str], values: list[str]
     inner = [item for item, _ in first_by] + ["count(*) AS _sdc_n"]
     inner += [f"sum(hash({v})::HUGEINT) AS _sdc_c{j}" for j, v in enumerate(values)]
     outer = groups + ["sum(_sdc_n)::BIGINT AS n"]
-    outer += [f"(sum(_sdc_c{j}) % 18446744073709551616)::UBIGINT AS c{j}" for j in range(len(values))]
+    outer += [f"{contract.wrapped(f'sum(_sdc_c{j})')} AS c{j}" for j in range(len(values))]
     keys = ", ".join(key for _, key in first_by)
     return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} {rows.base} GROUP BY {keys}) "
             f"AS {BASE_ALIAS} GROUP BY ALL ORDER BY ALL")

@@ -16,30 +16,23 @@ first grouping the engine refuses is counted the direct way.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
+from .. import grouping_rule
 from ..sql_lineage import Lineage, columns_read, first_grouping, lineage_value_query, quoted
 
-#: Grouped first only from this many expressions on: below, one ``GROUP BY`` costs as much.
-FIRST_FROM_EXPRESSIONS = 12
-#: ... and when the columns read have at most this many combinations (the product of their
-#: distinct values, one more each for NULL), and at most this share of the base's rows.
-MOST_COMBINATIONS = 200_000
-MOST_SHARE_OF_ROWS = 0.25
 #: Types grouped first: one group holds one value (text: one sequence of bytes, see
 #: ``sql_lineage.first_grouping``); no float (``-0.0`` and ``0.0`` are one group), nothing nested.
 _EXACT_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                           "UINTEGER", "UBIGINT", "UHUGEINT", "VARCHAR", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_S",
                           "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMP WITH TIME ZONE", "DECIMAL", "ENUM", "UUID"})
-#: What is kept of each base (at most this many entries, then forgotten): its rows and the
+#: What is kept of each base (at most ``grouping_rule.MAX_KEPT`` entries, then forgotten): its rows and the
 #: approximate distinct values of the columns asked about, with their types. Only the decision
 #: whether grouping first pays reads them; the columns' types are asked at every count (no row
 #: read: a table replaced by another of the same name, or another connection's, has others).
-MAX_KEPT = 4096
 _rows: dict[str, int] = {}
 _distinct: dict[tuple[str, str, str], int] = {}
 
@@ -58,7 +51,7 @@ _COLLATED = ("bool_or(({s} = lower({s}) AND encode({s}) <> encode(lower({s}))) O
 def first_by(run: Run, rows: Lineage, expressions: list[str]) -> list[tuple[str, str]] | None:
     """How to group ``rows``' base first for a count over ``expressions`` (per column read, its
     select item and grouping key), or None."""
-    if len(expressions) < FIRST_FROM_EXPRESSIONS:
+    if not grouping_rule.worth_asking(len(expressions)):
         return None
     columns = columns_read(expressions)
     if not columns or any(c.lower().startswith("_sdc_") for c in columns):
@@ -73,7 +66,7 @@ def first_by(run: Run, rows: Lineage, expressions: list[str]) -> list[tuple[str,
         if not all("[" not in t and t.split("(")[0].strip() in _EXACT_TYPES for t in types):
             return None
         keys = [(base, c.lower(), t) for c, t in zip(columns, types, strict=True)]
-        if len(_distinct) > MAX_KEPT:
+        if len(_distinct) > grouping_rule.MAX_KEPT:
             _distinct.clear()
             _rows.clear()
         if base not in _rows:
@@ -94,8 +87,7 @@ def first_by(run: Run, rows: Lineage, expressions: list[str]) -> list[tuple[str,
         return None
     if any(_distinct[key] < 0 for key in keys):
         return None
-    combinations = math.prod(_distinct[key] + 1 for key in keys)
-    if combinations > min(MOST_COMBINATIONS, MOST_SHARE_OF_ROWS * _rows[base]):
+    if not grouping_rule.pays([_distinct[key] for key in keys], _rows[base]):
         return None
     return [first_grouping(c, t == "VARCHAR") for c, t in zip(columns, types, strict=True)]
 

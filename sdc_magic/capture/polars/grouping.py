@@ -10,21 +10,18 @@ Only when the result is the same frame: every expression is elementwise, told fr
 serialized tree against a list of node kinds known to compute one value per row from that row
 (anything else, or a tree this polars writes otherwise, is counted the direct way); the columns
 read are of types whose equal values are one group (no float: ``-0.0`` and ``0.0``; nothing
-nested); their approximate distinct counts multiply to at most :data:`MOST_COMBINATIONS` and a
-quarter of the rows (asked once per root, its steps and column, kept by the root's content
+nested); their approximate distinct counts multiply to at most the bound of
+``capture/grouping_rule.py`` (asked once per root, its steps and column, kept by the root's content
 identity).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
-#: Grouped first only from this many expressions on (below, one group_by costs as much).
-FIRST_FROM_EXPRESSIONS = 12
-MOST_COMBINATIONS = 200_000
-MOST_SHARE_OF_ROWS = 0.25
+from .. import grouping_rule
+
 #: Tree nodes computing one value per row from that row (polars' serialized JSON).
 _ELEMENTWISE = frozenset({"Column", "Literal", "BinaryExpr", "Cast", "Ternary", "Function", "Alias"})
 #: ... and of ``Function``, these functions (a plain name, or the one key of a mapping).
@@ -32,7 +29,6 @@ _FUNCTIONS = frozenset({"FillNull", "Boolean"})
 _BOOLEAN = frozenset({"IsNull", "IsNotNull", "Not", "IsIn", "AllHorizontal", "AnyHorizontal", "IsBetween"})
 #: Types grouped first (one group holds one value).
 _EXACT = ("Int", "UInt", "Boolean", "String", "Date", "Datetime", "Time", "Categorical", "Enum", "Decimal")
-MAX_KEPT = 4096
 _distinct: dict[tuple[str, str, str, str], int] = {}
 _rows: dict[tuple[str, str], int] = {}
 
@@ -98,7 +94,7 @@ def first_by(frame: Any, identity: str, steps_key: str, exprs: list[Any]) -> lis
     """The columns of ``frame`` (the root through its steps, lazy) to group by first, or None."""
     import polars as pl
 
-    if len(exprs) < FIRST_FROM_EXPRESSIONS:
+    if not grouping_rule.worth_asking(len(exprs)):
         return None
     columns = columns_read(exprs)
     if not columns or any(c.startswith("_sdc_") for c in columns):
@@ -110,7 +106,7 @@ def first_by(frame: Any, identity: str, steps_key: str, exprs: list[Any]) -> lis
         types = {c: str(schema[c]) for c in columns}
         if not all(t.startswith(_EXACT) for t in types.values()):
             return None
-        if len(_distinct) > MAX_KEPT:
+        if len(_distinct) > grouping_rule.MAX_KEPT:
             _distinct.clear()
             _rows.clear()
         keys = {c: (identity, steps_key, c, types[c]) for c in columns}
@@ -123,8 +119,7 @@ def first_by(frame: Any, identity: str, steps_key: str, exprs: list[Any]) -> lis
                 _distinct[keys[c]] = int(got[f"d{i}"][0])
     except failures():  # (a frame polars cannot describe, or panics on: the direct count)
         return None
-    combinations = math.prod(_distinct[keys[c]] + 1 for c in columns)
-    if combinations > min(MOST_COMBINATIONS, MOST_SHARE_OF_ROWS * _rows[(identity, steps_key)]):
+    if not grouping_rule.pays([_distinct[keys[c]] for c in columns], _rows[(identity, steps_key)]):
         return None
     return columns
 
