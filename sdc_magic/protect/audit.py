@@ -534,14 +534,23 @@ class _Audit:
         self.pool.append(flow)
         self.absorb(len(self.pool) - 1)
 
-    def rescued(self, r: int, L: np.ndarray, U: np.ndarray, avoid: int = -1) -> bool:
-        """A pool certificate scaled to requirement r (under ranges L, U); added to the pool."""
+    def rescued(self, r: int, L: np.ndarray, U: np.ndarray, avoid: int = -1, amt: float | None = None) -> bool:
+        """A pool certificate scaled to requirement r (under ranges L, U); added to the pool.
+
+        ``amt``: the amount to reach when it is not r's level: against an insider who is the
+        primary's largest contributor, the reduced level (:meth:`Problem.insider_amount`).
+        Scaled to the full level instead, the certificate the repair's cover found for that
+        reduced level left the insider's room and was never taken up, so the cheap audit
+        reported the same failure round after round ("repair made no progress", a 5-key table
+        of sums withheld whole by the red team of stop 65).
+        """
         k = int(self.req_k[r])
+        level = float(self.req_a[r]) if amt is None else float(amt)
         for fi in self.touching.get(k, [])[-20:]:
             f = self.pool[fi]
             if avoid >= 0 and avoid in self.viol(fi):
                 continue
-            g = rescale(f, k, int(self.req_s[r]), float(self.req_a[r]), L, U)
+            g = rescale(f, k, int(self.req_s[r]), level, L, U)
             if g is not None:
                 self.keep(g)
                 return True
@@ -850,7 +859,7 @@ class _Audit:
         if amt <= 0:
             blocked[r].discard(s)
             return True
-        if self.rescued(r, *caps, avoid=int(s)):
+        if self.rescued(r, *caps, avoid=int(s), amt=amt):
             self.narrow(len(self.pool) - 1)
             blocked[r].discard(s)
             return True
