@@ -39,3 +39,24 @@ def displayed_pivot(frame: pd.DataFrame, value: str) -> Any:
         return s.publish(frame.pivot_table(index="r", columns="c", values=value, aggfunc="sum", margins=True))
     finally:
         s.capture.uninstall()
+
+
+def people_of_red_team_21() -> pd.DataFrame:
+    """The 1,500 people of the red team's session 21 (stop 65): eight districts, three tiny."""
+    rng = np.random.default_rng(21)
+    n = 1500
+    districts = [f"D{i}" for i in range(8)]
+    df = pd.DataFrame({
+        "district": rng.choice(districts, n, p=[0.25, 0.2, 0.2, 0.15, 0.1, 0.07, 0.02, 0.01]),
+        "sex": rng.choice(["F", "M"], n),
+        "age": rng.integers(0, 100, n),
+        "edu": rng.choice(["none", "primary", "secondary", "tertiary"], n, p=[0.03, 0.4, 0.4, 0.17]),
+        "flag": (rng.random(n) < 0.2).astype(int),
+        "income": rng.lognormal(5, 1, n).round(),
+        "hh": rng.integers(0, n // 3, n),
+    })
+    df.loc[rng.choice(n, 3, replace=False), "district"] = "D8"
+    region = {"D0": "R1", "D1": "R1", "D2": "R1", "D3": "R2", "D4": "R2", "D5": "R2", "D6": "R3", "D7": "R3"}
+    df["region"] = df.district.map(region).fillna("R3")
+    df["band"] = pd.cut(df.age, [-1, 17, 59, 120], labels=["child", "adult", "older"]).astype(str)
+    return df

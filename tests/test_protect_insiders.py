@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from table_fixtures import people_of_red_team_21
 
 from sdc_magic.config import Rules
 from sdc_magic.protect import audit, protect
@@ -172,28 +173,8 @@ def _status_ds(res) -> dict[tuple[str, str], str]:
     return {(d, s): st for d, s, st in zip(res.cells.d, res.cells.s, res.cells.status, strict=True)}
 
 
-def _people_of_red_team_21() -> pd.DataFrame:
-    """The 1,500 people of the red team's session 21 (stop 65): eight districts, three tiny."""
-    rng = np.random.default_rng(21)
-    n = 1500
-    districts = [f"D{i}" for i in range(8)]
-    df = pd.DataFrame({
-        "district": rng.choice(districts, n, p=[0.25, 0.2, 0.2, 0.15, 0.1, 0.07, 0.02, 0.01]),
-        "sex": rng.choice(["F", "M"], n),
-        "age": rng.integers(0, 100, n),
-        "edu": rng.choice(["none", "primary", "secondary", "tertiary"], n, p=[0.03, 0.4, 0.4, 0.17]),
-        "flag": (rng.random(n) < 0.2).astype(int),
-        "income": rng.lognormal(5, 1, n).round(),
-        "hh": rng.integers(0, n // 3, n),
-    })
-    df.loc[rng.choice(n, 3, replace=False), "district"] = "D8"
-    region = {"D0": "R1", "D1": "R1", "D2": "R1", "D3": "R2", "D4": "R2", "D5": "R2", "D6": "R3", "D7": "R3"}
-    df["region"] = df.district.map(region).fillna("R3")
-    df["band"] = pd.cut(df.age, [-1, 17, 59, 120], labels=["child", "adult", "older"]).astype(str)
-    return df
-
-
-def test_a_reduced_level_certificate_found_by_the_cover_is_taken_up_by_the_cheap_audit(sdc) -> None:
+def test_a_reduced_level_certificate_found_by_the_cover_is_taken_up_by_the_cheap_audit(
+        sdc, monkeypatch: pytest.MonkeyPatch) -> None:
     """A 5-key table of sums was withheld whole: "repair made no progress" (red team, stop 65).
 
     Against an insider who is the primary's largest contributor the level is the reduced one
@@ -203,7 +184,12 @@ def test_a_reduced_level_certificate_found_by_the_cover_is_taken_up_by_the_cheap
     insider's room, and reported the same failures round after round. Rescaled to the level
     the insider is held to, the certificate is taken up; the final audit is exact.
     """
-    sdc.ns["df"] = _people_of_red_team_21()
+    from sdc_magic.checking import nested_keys
+
+    # the model as it was then: region a dimension of its own beside the district (folded into a
+    # hierarchy since, the pattern has fewer than 600 hidden cells and the cheap audit is not run)
+    monkeypatch.setattr(nested_keys, "plan", lambda cells, dims: None)
+    sdc.ns["df"] = people_of_red_team_21()
     meta = sdc.run("df[df.age != 43].groupby(['district', 'edu', 'sex', 'band', 'region'])['income'].sum()").meta
     assert meta["status"] == "suppressed", meta.get("notes")
     assert meta["method"].startswith("heuristic+repair"), meta["method"]

@@ -15,6 +15,7 @@ audited interval of each hidden cell, and the output's status:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..config import Rules
 from ..evidence.flatten import MISSING_LABEL, Flat, numeric
 from ..evidence.registry import Entry
 from ..rules import CellFacts, Reason
+from . import nested_keys
 from .categories import distinct_counts_units, with_categories_read
 from .grid import MARGINS, Outcome, protect_grid
 from .labels import (
@@ -873,10 +875,20 @@ def _call_protect(protect: Any, cells: pd.DataFrame, internal: list[str], top: l
                   kwargs: dict[str, Any], frequency: bool = False) -> Any:
     import warnings
 
+    nesting = nested_keys.plan(cells, internal)
+    collapsed = nested_keys.collapse(cells, internal, nesting) if nesting is not None else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return protect(cells, dims=internal, value="value", units="value" if frequency else "units", top=top,
-                       rules=rules, primary="primary", margins=MARGINS, **kwargs)
+        if nesting is None or collapsed is None:
+            return protect(cells, dims=internal, value="value", units="value" if frequency else "units", top=top,
+                           rules=rules, primary="primary", margins=MARGINS, **kwargs)
+        # keys that nest (district within region): one dimension with a hierarchy, the same
+        # equations without the copies of every cell (see nested_keys)
+        folded, kept = collapsed
+        result = protect(folded, dims=kept, value="value", units="value" if frequency else "units", top=top,
+                         rules=rules, primary="primary", margins=MARGINS,
+                         hierarchies={nesting.child: nesting.hierarchy()}, **kwargs)
+    return dataclasses.replace(result, cells=nested_keys.expand(result.cells, nesting, internal))
 
 
 def _map_protection(entry: Entry, sel: np.ndarray, margin: np.ndarray, dims: list[str], internal: list[str],
