@@ -41,10 +41,9 @@ def displayed_pivot(frame: pd.DataFrame, value: str) -> Any:
         s.capture.uninstall()
 
 
-def people_of_red_team_21() -> pd.DataFrame:
-    """The 1,500 people of the red team's session 21 (stop 65): eight districts, three tiny."""
-    rng = np.random.default_rng(21)
-    n = 1500
+def red_team_people(seed: int, n: int = 1500) -> pd.DataFrame:
+    """The people of a red team's random session (stop 65): eight districts, three tiny."""
+    rng = np.random.default_rng(seed)
     districts = [f"D{i}" for i in range(8)]
     df = pd.DataFrame({
         "district": rng.choice(districts, n, p=[0.25, 0.2, 0.2, 0.15, 0.1, 0.07, 0.02, 0.01]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from table_fixtures import people_of_red_team_21
+from table_fixtures import red_team_people
 
 from sdc_magic.checking import nested_keys
 from sdc_magic.checking.check import _call_protect
@@ -148,7 +148,7 @@ def test_the_red_teams_five_key_table_is_folded(sdc, monkeypatch: pytest.MonkeyP
         return got
 
     monkeypatch.setattr(nested_keys, "plan", spy)
-    sdc.ns["df"] = people_of_red_team_21()
+    sdc.ns["df"] = red_team_people(21)
     meta = sdc.run("df[df.age != 43].groupby(['district', 'edu', 'sex', 'band', 'region'])['income'].sum()").meta
     assert meta["status"] == "suppressed", meta.get("notes")
     assert any(p is not None and len(p.parents) == 1 for p in plans)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from table_fixtures import people_of_red_team_21
+from table_fixtures import red_team_people
 
 from sdc_magic.config import Rules
 from sdc_magic.protect import audit, protect
@@ -189,7 +189,7 @@ def test_a_reduced_level_certificate_found_by_the_cover_is_taken_up_by_the_cheap
     # the model as it was then: region a dimension of its own beside the district (folded into a
     # hierarchy since, the pattern has fewer than 600 hidden cells and the cheap audit is not run)
     monkeypatch.setattr(nested_keys, "plan", lambda cells, dims: None)
-    sdc.ns["df"] = people_of_red_team_21()
+    sdc.ns["df"] = red_team_people(21)
     meta = sdc.run("df[df.age != 43].groupby(['district', 'edu', 'sex', 'band', 'region'])['income'].sum()").meta
     assert meta["status"] == "suppressed", meta.get("notes")
     assert meta["method"].startswith("heuristic+repair"), meta["method"]

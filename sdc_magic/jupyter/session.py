@@ -37,7 +37,7 @@ from ..outputs.render import (
     render_placeholder,
     render_plain,
 )
-from ..protect import certificate, patterns
+from ..protect import UNPROTECTABLE, certificate, patterns
 from ..records import signing
 from ..records.export import table_csv
 from ..records.ledger import Ledger, OutputRecord
@@ -486,7 +486,7 @@ class Session:
         from ..linking import record_hidden_margins, record_hidden_model
 
         pinned = getattr(self, "_public_given", False) and checked.kind == "table" and checked.status == "blocked" \
-            and any(n.startswith("No suppression pattern can protect") for n in checked.notes)
+            and any(UNPROTECTABLE in n for n in checked.notes)
         self._public_given = False
         if pinned:
             # the cells earlier outputs published pin some small cells: those are public knowledge

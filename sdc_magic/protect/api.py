@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..config import COSTS, Rules
 from ..rules import CellFacts, assess
-from . import patterns
+from . import UNPROTECTABLE, patterns
 from .attacker_intervals import intervals
 from .audit import Problem, ProgressFn, Ticker, WorkLimit, certify
 from .heuristic import Infeasible, cleanup, repair
@@ -897,7 +897,7 @@ def _explain(failures: list[tuple[int, int]], P: Problem, labels: pd.DataFrame, 
     parts = parts[:5]
     hint = (" Margins are treated as published (margins='published'), so they cannot be hidden."
             if margins == "published" else "")
-    return ("No suppression pattern can protect " + "; ".join(parts) + more
+    return (UNPROTECTABLE + " " + "; ".join(parts) + more
             + ": whatever else is hidden, the published margins and a-priori bounds pin these cells "
               "within their protection interval. Every cell is hidden; aggregate the table instead."
             + hint)
