@@ -37,7 +37,8 @@ from ..outputs.render import (
     render_placeholder,
     render_plain,
 )
-from ..protect import UNPROTECTABLE, certificate, patterns
+from ..protect import certificate, patterns
+from ..protect.messages import UNPROTECTABLE
 from ..records import signing
 from ..records.export import table_csv
 from ..records.ledger import Ledger, OutputRecord

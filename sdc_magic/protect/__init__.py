@@ -27,11 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["UNPROTECTABLE", "Protection", "audit", "protect", "protection_levels"]
-
-#: How the message of a table no pattern can protect begins (the session looks for it in a
-#: table's notes, where one measure's message may follow another's: see ``Session._link``).
-UNPROTECTABLE = "No suppression pattern can protect"
+__all__ = ["Protection", "audit", "protect", "protection_levels"]
 
 if TYPE_CHECKING:
     from .api import Protection, audit, protect

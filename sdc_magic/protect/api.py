@@ -19,13 +19,14 @@ import pandas as pd
 
 from ..config import COSTS, Rules
 from ..rules import CellFacts, assess
-from . import UNPROTECTABLE, patterns
+from . import patterns
 from .attacker_intervals import intervals
 from .audit import Problem, ProgressFn, Ticker, WorkLimit, certify
 from .heuristic import Infeasible, cleanup, repair
 from .levels import protection_levels, resolution_of
 from .local import Boxes
 from .lp import ITERATIONS_PER_SECOND, Flow, set_budget, work_done
+from .messages import UNPROTECTABLE
 from .model import TOTAL, TableModel, build_dimension, build_model, merged_top, sorted_labels
 
 #: Tables with at most this many cells (margins included) get the optimal MIP under
