@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..evidence.flatten import canonical_labels
+from .margin_groups import displayed_margin_groups
 from .populations import Draft, Population
 
 
@@ -65,22 +66,8 @@ def record_hidden_margins(d: Draft, entry: Any, positions: np.ndarray, hidden_fl
     label = getattr(entry, "margin_label", None)
     if label is None or d.display_margin is None or not len(d.display_margin):
         return
-    pop = d.pop
-    keys = list(pop.keys)
-    flat = entry.flat
-    if not set(keys) <= set(flat.dims):
-        return
     hidden = np.asarray(hidden_flat, dtype=bool)
-    for i in d.display_margin.tolist():
-        if i >= len(hidden) or not hidden[i]:
-            continue
-        cell = int(positions[i])
-        values = {k: flat.dims[k][cell] for k in keys}
-        subset = tuple(k for k in keys if not (isinstance(values[k], str) and values[k] == label))
-        if subset == tuple(keys):
-            continue
-        wanted = tuple(str(canonical_labels(np.array([values[k]], dtype=object))[0]) for k in subset)
-        for g, lab in enumerate(pop.level(subset)[1]):
-            if tuple(str(v) for v in lab) == wanted:
-                pop.margins_hidden.setdefault(subset, set()).add(g)
-                break
+    groups = displayed_margin_groups(d.pop, entry.flat, positions, d.display_margin, label)
+    for i, at in zip(d.display_margin.tolist(), groups, strict=True):
+        if i < len(hidden) and hidden[i] and at is not None:
+            d.pop.margins_hidden.setdefault(at[0], set()).add(at[1])

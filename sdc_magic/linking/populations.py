@@ -34,6 +34,7 @@ from .atoms import refine, rows_in_order
 from .engine_units import EngineUnits, units_of_split
 from .identity import frame_hash, group_ids, key_hashes_from_groups, new_display
 from .in_engine import Split, counts_agree, groups_agree, one_atom_per_group
+from .margin_groups import displayed_margin_groups
 from .names import cell_name
 from .universes import Universe
 
@@ -160,6 +161,8 @@ class Draft:
     cleared: bool = False
     #: rows counted in their engine: the distinct units of the unit column there (:mod:`.engine_units`)
     engine_units: EngineUnits | None = None
+    #: per displayed margin, its (level, group) here (:mod:`.margin_groups`; None: not told)
+    display_margin_groups: list[tuple[tuple[str, ...], int] | None] | None = None
 
     def audited_alone(self) -> bool:
         """Whether the joint audit runs even without related earlier outputs: a table of distinct
@@ -234,7 +237,8 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
                        tells=pop.tells, _levels=pop._levels)
     return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
                  base.display_group, base.display_margin, base.unit, base.unit_declared, base.values,
-                 base.engine_values, base.edited, engine_units=base.engine_units)
+                 base.engine_values, base.edited, engine_units=base.engine_units,
+                 display_margin_groups=base.display_margin_groups)
 
 
 def shown_groups(display_group: np.ndarray, n_groups: int, hidden_flat: np.ndarray | None
@@ -449,8 +453,10 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
     if found is None:
         return None  # (a declared unit the engine cannot count: not linked, review; never compared in rows)
     unit, declared, units = found
+    groups = displayed_margin_groups(pop, entry.flat, positions, display_margin, getattr(entry, "margin_label", None)) \
+        if len(display_margin) else []
     return Draft(pop, universe, universe.version, codes, parent, atom_size, display_group, display_margin, unit,
-                 declared, values, *engine_values, engine_units=units)
+                 declared, values, *engine_values, engine_units=units, display_margin_groups=groups)
 
 
 def _unit_of(entry: Any, counted: Hashable | None, split: Split | None, universe: Any, frame: pd.DataFrame,
