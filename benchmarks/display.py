@@ -18,6 +18,8 @@ Scenarios (targets from issue 21):
 * ``4way-sums``: sums of a 15 × 12 × 8 × 7 table (13,186 cells with margins) of 500,000 rows
   whose rare label makes 75 primaries, ``%sdc preset insee``: no target; until stop 53 its
   protection spent the whole work budget (186 s) and hid every cell;
+* ``nested-sums``: income sums of 1,500 people by five keys, one of which (region) the district
+  decides (the red team's table of stop 66): no target; withheld until stop 66, then 8 CPU s;
 * ``session-40``: 40 related tables on 1M rows (filters and margins): per-display CPU of the
   1st and 40th (flat curve: 40th ≤ 2× 1st), statuses; none blocked.
 
@@ -75,6 +77,20 @@ SETUP = {
     """,
 }
 SETUP["crosstab-again"] = SETUP["skewed-sacro"]
+SETUP["nested-sums"] = """
+    import numpy as np, pandas as pd
+    rng = np.random.default_rng(21)
+    n = 1500
+    df = pd.DataFrame({"district": rng.choice([f"D{i}" for i in range(8)], n, p=[0.25, 0.2, 0.2, 0.15, 0.1, 0.07, 0.02, 0.01]),
+                       "sex": rng.choice(["F", "M"], n), "age": rng.integers(0, 100, n),
+                       "edu": rng.choice(["none", "primary", "secondary", "tertiary"], n, p=[0.03, 0.4, 0.4, 0.17]),
+                       "flag": (rng.random(n) < 0.2).astype(int), "income": rng.lognormal(5, 1, n).round(),
+                       "hh": rng.integers(0, n // 3, n)})
+    df.loc[rng.choice(n, 3, replace=False), "district"] = "D8"
+    df["region"] = df.district.map({"D0": "R1", "D1": "R1", "D2": "R1", "D3": "R2", "D4": "R2", "D5": "R2",
+                                    "D6": "R3", "D7": "R3"}).fillna("R3")
+    df["band"] = pd.cut(df.age, [-1, 17, 59, 120], labels=["child", "adult", "older"]).astype(str)
+"""
 SETUP["4way-sums"] = """
     import numpy as np, pandas as pd
     rng = np.random.default_rng(9)
@@ -90,6 +106,7 @@ CELL = {
     "skewed-sacro": 'pd.crosstab([df.a, df.b], df.c, values=df.v, aggfunc="mean")',
     "crosstab-again": 'pd.crosstab([df.a, df.b], df.c, values=df.v * 2, aggfunc="mean")',
     "4way-sums": 'df.groupby(["a", "b", "c", "d"])["v"].sum()',
+    "nested-sums": "df[df.age != 43].groupby(['district', 'edu', 'sex', 'band', 'region'])['income'].sum()",
 }
 #: cells displayed (not timed) after the extension is loaded and before the timed cell
 BEFORE = {"crosstab-again": 'pd.crosstab([df.a, df.b], df.c, values=df.v, aggfunc="mean")'}
