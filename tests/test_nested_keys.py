@@ -152,3 +152,25 @@ def test_the_red_teams_five_key_table_is_folded(sdc, monkeypatch: pytest.MonkeyP
     meta = sdc.run("df[df.age != 43].groupby(['district', 'edu', 'sex', 'band', 'region'])['income'].sum()").meta
     assert meta["status"] == "suppressed", meta.get("notes")
     assert any(p is not None and len(p.parents) == 1 for p in plans)
+
+
+def test_unhashable_labels_keep_the_model() -> None:
+    cells, dims = _cells(5)
+    cells["_dim1"] = [[r] for r in cells["_dim1"]]  # a region label that is a list
+    assert nested_keys.plan(cells, dims) is None
+
+
+def test_a_protector_returning_another_kind_of_result_gets_its_cells_written_back() -> None:
+    """``check`` takes the caller's protector: its result need not be the engine's dataclass."""
+    cells, dims = _cells(6)
+
+    class Result:
+        def __init__(self, cells: pd.DataFrame) -> None:
+            self.cells = cells
+
+    def fake(folded: pd.DataFrame, **kwargs) -> Result:
+        assert kwargs["dims"] == ["_dim0", "_dim2"] and "_dim0" in kwargs["hierarchies"]
+        return Result(folded.assign(status="safe"))
+
+    out = _call_protect(fake, cells, dims, None, Rules(), {}, frequency=True)
+    assert isinstance(out, Result) and list(out.cells.columns[:3]) == dims and len(out.cells) == 2 * len(cells)

@@ -875,7 +875,8 @@ def _call_protect(protect: Any, cells: pd.DataFrame, internal: list[str], top: l
                   kwargs: dict[str, Any], frequency: bool = False) -> Any:
     import warnings
 
-    nesting = nested_keys.plan(cells, internal)
+    # (a caller's own hierarchies are never folded into: the display path declares none)
+    nesting = nested_keys.plan(cells, internal) if "hierarchies" not in kwargs else None
     collapsed = nested_keys.collapse(cells, internal, nesting) if nesting is not None else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -888,7 +889,11 @@ def _call_protect(protect: Any, cells: pd.DataFrame, internal: list[str], top: l
         result = protect(folded, dims=kept, value="value", units="value" if frequency else "units", top=top,
                          rules=rules, primary="primary", margins=MARGINS,
                          hierarchies={nesting.child: nesting.hierarchy()}, **kwargs)
-    return dataclasses.replace(result, cells=nested_keys.expand(result.cells, nesting, internal))
+    cells_back = nested_keys.expand(result.cells, nesting, internal)
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return dataclasses.replace(result, cells=cells_back)
+    result.cells = cells_back  # (a protector of the caller's that returns another kind of result)
+    return result
 
 
 def _map_protection(entry: Entry, sel: np.ndarray, margin: np.ndarray, dims: list[str], internal: list[str],

@@ -72,8 +72,16 @@ def plan(cells: pd.DataFrame, dims: list[str]) -> Nesting | None:
     """The nesting to collapse in ``cells`` (the protection's input), or None.
 
     One chain per call: the key with the most labels among those that decide another key,
-    and every key it decides, which must nest in one another.
+    and every key it decides, which must nest in one another. Labels that cannot be told
+    apart by hashing (unhashable ones) leave the model as it is.
     """
+    try:
+        return _plan(cells, dims)
+    except TypeError:
+        return None
+
+
+def _plan(cells: pd.DataFrame, dims: list[str]) -> Nesting | None:
     if len(dims) < 2 or not len(cells):
         return None
     totals = np.column_stack([_is_total(cells[d].to_numpy(dtype=object)) for d in dims])
