@@ -59,7 +59,11 @@ class Nesting:
 
 
 def _is_total(values: np.ndarray) -> np.ndarray:
-    return np.array([isinstance(v, str) and v == TOTAL for v in values.tolist()], dtype=bool)
+    """The margin marks of one dimension column (one comparison per distinct label, not per cell:
+    this runs for every protected table)."""
+    codes, uniques = pd.factorize(values)
+    marks = np.array([isinstance(v, str) and v == TOTAL for v in uniques.tolist()] + [False], dtype=bool)
+    return marks[codes]
 
 
 def _determines(child: np.ndarray, parent: np.ndarray) -> bool:

@@ -24,6 +24,8 @@ def displayed_margin_groups(pop: Any, flat: Any, positions: np.ndarray, display_
     if label is None or not set(keys) <= set(flat.dims):
         return [None] * len(display_margin)
     out: list[tuple[tuple[str, ...], int] | None] = []
+    # per level, its groups by their labels' text (the first group of a text, as a scan found it)
+    lookups: dict[tuple[str, ...], dict[tuple[str, ...], int]] = {}
     for i in np.asarray(display_margin).tolist():
         cell = int(positions[i])
         values = {k: flat.dims[k][cell] for k in keys}
@@ -31,11 +33,11 @@ def displayed_margin_groups(pop: Any, flat: Any, positions: np.ndarray, display_
         if subset == tuple(keys):
             out.append(None)
             continue
+        if subset not in lookups:
+            lookups[subset] = {}
+            for g, lab in enumerate(pop.level(subset)[1]):
+                lookups[subset].setdefault(tuple(str(v) for v in lab), g)
         wanted = tuple(str(canonical_labels(np.array([values[k]], dtype=object))[0]) for k in subset)
-        found = None
-        for g, lab in enumerate(pop.level(subset)[1]):
-            if tuple(str(v) for v in lab) == wanted:
-                found = (subset, g)
-                break
-        out.append(found)
+        g = lookups[subset].get(wanted)
+        out.append(None if g is None else (subset, g))
     return out
