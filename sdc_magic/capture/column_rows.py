@@ -13,7 +13,7 @@ people apart), the Series standing in for its column.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,43 @@ def frame_of_rows(s: pd.Series, find: FrameFinder) -> pd.DataFrame | None:
         rows = _rows_of(s, frame)
         if rows is not None:
             return rows
+    return None
+
+
+def unit_of_rows(series: Iterable[pd.Series], index: pd.Index, unit: str, find: FrameFinder) -> pd.Series | None:
+    """The declared unit column at the labels ``index``, read from the user's frame that one of
+    ``series`` (the table's key columns) was taken from, or None.
+
+    Why (over-protection, stop 67): ``pd.crosstab(df[df.age > 20].sex, df[df.age > 20].edu)`` and
+    ``df[df.age > 30].edu.value_counts()`` with ``unit=hh`` went to ``review`` ("unit column not
+    found"): the filtered frame is no variable, and only a frame with the very same labels was
+    looked for. A key column found in a frame with the unit column (equal values, or a function of
+    a column, at the same labels: :func:`frame_of_rows`) ties the rows to that frame; a Series of
+    fewer than ``MIN_REPEATS`` rows could match a frame by chance and is not used.
+
+    Every frame of the user's with the unit column that the Series fits is read: if two give
+    different units at these rows (``other = df.assign(hh=...)``), which one the table came from
+    is unknown and None is returned (the rows are counted as units and the table goes to review)."""
+    for s in series:
+        if not isinstance(s, pd.Series) or s.name is None or len(s) < MIN_REPEATS:
+            continue
+        units: list[pd.Series] = []
+        for whole in find(s.index, unit, True):
+            frame = whole if len(whole) == len(s) else whole.loc[s.index]
+            rows = _rows_of(s, frame)
+            found = None if rows is None else rows[unit]
+            if isinstance(found, pd.Series):
+                units.append(found)
+        if not units:
+            continue
+        if any(not u.equals(units[0]) for u in units[1:]):
+            return None
+        found = units[0]
+        if found.index.equals(index):
+            return found
+        if not found.index.is_unique or not bool(index.isin(found.index).all()):
+            continue
+        return found.reindex(index)
     return None
 
 

@@ -27,7 +27,7 @@ from ..evidence.facts import GroupEvidence, VarEvidence, group_evidence, merged_
 from ..evidence.flatten import Flat, flatten
 from ..evidence.registry import Registry
 from . import read_back
-from .column_rows import frame_of_rows, largest_frame_holding
+from .column_rows import frame_of_rows, largest_frame_holding, unit_of_rows
 from .contract import (
     mark_aggregate,
     mark_selected_by_values,
@@ -307,7 +307,11 @@ class Capture:
             return None
         return functools.partial(largest_frame_holding, frame.index, self.frame_finder)
 
-    def _unit_for(self, frame: pd.DataFrame | None, index: pd.Index | None, notes: list[str]) -> pd.Series | None:
+    def _unit_for(self, frame: pd.DataFrame | None, index: pd.Index | None, notes: list[str],
+                  keys: Iterable[Any] = ()) -> pd.Series | None:
+        """The declared unit column at the table's rows: the frame's own, a frame of the user's with
+        the same labels, or the frame one of the key columns ``keys`` (or the frame's first
+        columns) was filtered from (``column_rows.unit_of_rows``); else None and a note."""
         unit = self.rules().unit
         if unit is None:
             return None
@@ -317,6 +321,11 @@ class Capture:
             found = self.frame_finder(index, unit)
             if found is not None:
                 return found[unit].reindex(index) if not found.index.equals(index) else found[unit]
+            if frame is not None and frame.columns.is_unique:
+                keys = [frame[c] for c in frame.columns[:3]]
+            found_unit = unit_of_rows(keys, index, unit, self.frame_finder)
+            if found_unit is not None:
+                return found_unit
         notes.append(f"unit column {unit!r} not found for this table: rows counted as units")
         return None
 
@@ -533,7 +542,7 @@ class Capture:
         bins = kwargs.get("bins", args[3] if len(args) > 3 else None)
         notes: list[str] = []
         name = s.name if s.name is not None else "index"
-        unit = self._unit_for(None, s.index, notes)
+        unit = self._unit_for(None, s.index, notes, [s])
         if bins is not None:
             # binned counts (issue 23): the groups are the intervals pandas cuts the values into
             # (its own cut, include_lowest as value_counts does), so the table has evidence and
@@ -652,7 +661,7 @@ class Capture:
         if chosen is not None:  # (columns of rows kept by their groups' sizes: capture/size_filters.py)
             mark_selected_by_values(tmp, chosen)
         notes: list[str] = []
-        unit = self._unit_for(None, tmp.index, notes)
+        unit = self._unit_for(None, tmp.index, notes, [a for a in data.values() if isinstance(a, pd.Series)])
         variables = ["__values__"] if values is not None else []
         magnitudes = {"__values__"} if values is not None and stat_name(aggfunc) in MAGNITUDE_EVIDENCE else set()
         grouping = grouping_of(tmp, names, dropna, True)
