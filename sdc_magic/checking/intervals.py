@@ -30,7 +30,7 @@ def settle_intervals(checked: Checked) -> Checked:
         # total shown as 35 tells it is 37; its certificate states what the rounded figures allow)
         checked.intervals = {}
         return checked
-    pinned_primary = 0
+    pinned: list[tuple[int, int]] = []
     for rc, (lo, hi) in list(checked.intervals.items()):
         r, c = rc
         if not checked.hidden[r, c]:
@@ -39,12 +39,40 @@ def settle_intervals(checked: Checked) -> Checked:
         if np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 1e-9 * max(1.0, abs(lo)):
             del checked.intervals[rc]
             if any(x.rule != "secondary" for x in checked.reasons.get(rc, [])):
-                pinned_primary += 1
+                pinned.append(rc)
+    pinned_primary = len(_pinned_by_shown_cells(checked, pinned)) if pinned else 0
     if pinned_primary and checked.status in ("pass", "suppressed"):
         checked.status = "review"
         checked.notes.append(PINNED_NOTE.format(n=pinned_primary))
     _state_published_intervals_only(checked)
     return checked
+
+
+def _pinned_by_shown_cells(checked: Checked, pinned: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The hidden primaries among ``pinned`` (exact in the protection's intervals, which assume
+    every margin known) that the displayed cells pin too, in some protection model: a primary
+    pinned only by a margin the table does not show (C's flag sum of 0) is not determined by what
+    is published, and linking checks each later output that would publish that margin."""
+    from ..protect.certificate import shown_cells_pin
+
+    positions = checked.entry_positions
+    if positions is None or checked.cell_rows is None or checked.cell_cols is None or not checked.models:
+        return pinned
+    at = np.asarray(positions)
+    entry_of = {(int(checked.cell_rows[i]), int(checked.cell_cols[i])): int(at[i]) for i in np.flatnonzero(at >= 0)}
+    displayed = set(entry_of.values())
+    wanted = {rc: entry_of[rc] for rc in pinned if rc in entry_of}
+    if len(wanted) < len(pinned):
+        return pinned  # (a cell the mapping does not know: kept as pinned, fail closed)
+    still: set[tuple[int, int]] = set()
+    seen: set[tuple[int, int]] = set()
+    for model in checked.models:
+        rows_of = model.get("entry_rows") or {}
+        rows = {rows_of[e]: rc for rc, e in wanted.items() if e in rows_of}
+        if rows:
+            seen |= set(rows.values())
+            still |= {rows[k] for k in shown_cells_pin(model, displayed, set(rows))}
+    return [rc for rc in pinned if rc in still or rc not in seen]  # (in no model: kept, fail closed)
 
 
 #: statistics whose cells the protection's intervals bound (a mean's cell is bounded as a sum)

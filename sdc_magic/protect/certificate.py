@@ -178,6 +178,28 @@ def finalise(checked: Any) -> int:
     return changed_total
 
 
+def shown_cells_pin(model: dict[str, Any], displayed: set[int] | None, rows: set[int]) -> set[int]:
+    """Which of the model's hidden cells ``rows`` the cells the table displays (``displayed``: its
+    entry positions) determine exactly, once the margins it does not show are unknown.
+
+    Why (over-protection, stop 67): the protection assumes every margin known, so a hidden cell a
+    margin of 0 pins (C's 2 men, none flagged, beside C's 10 women) read as "determined exactly"
+    and sent a table of flag means that shows no margin to review. Two LPs per such cell: asked
+    only for the hidden primaries the protection's own intervals pin (rare)."""
+    cells = unpublished_margins(model, displayed)
+    if not rows or not (cells["status"].to_numpy(dtype=object) == UNPUBLISHED).any():
+        return set(rows)  # (no margin unshown: the protection's intervals are the published ones)
+    columns = list(model.get("columns", model["dims"]))
+    table = {"dims": list(columns), "cells": [
+        {"labels": [str(v) for v in rec], "status": st, "value": val}
+        for rec, st, val in zip(cells[columns].itertuples(index=False), cells["status"].to_numpy(dtype=object),
+                                cells["value"].to_numpy(dtype=float), strict=True)]}
+    found = intervals_from_published(table, only=set(rows))
+    return {k for k in rows
+            if k in found and np.isfinite(found[k][0]) and np.isfinite(found[k][1])
+            and found[k][1] - found[k][0] <= 1e-9 * max(1.0, abs(found[k][0]))}
+
+
 #: a margin of the protection model that the table does not show: no value in the certificate
 UNPUBLISHED = "unpublished"
 
@@ -398,8 +420,9 @@ def cell_relations(labels: list[list[Any]], dims: int) -> tuple[list[int], list[
     return inner, margins
 
 
-def intervals_from_published(table: dict[str, Any]) -> dict[int, tuple[float, float]]:
-    """The attacker's interval of every hidden cell, from the published cells alone."""
+def intervals_from_published(table: dict[str, Any], only: set[int] | None = None) -> dict[int, tuple[float, float]]:
+    """The attacker's interval of every hidden cell (or of the hidden cells ``only``), from the
+    published cells alone."""
     from scipy.optimize import linprog
     from scipy.sparse import lil_matrix
 
@@ -432,7 +455,7 @@ def intervals_from_published(table: dict[str, Any]) -> dict[int, tuple[float, fl
         eq = {"A_eq": A, "b_eq": b} if len(rows) else {}
     bounds = list(zip(fixed_lb, fixed_ub, strict=True))
     out: dict[int, tuple[float, float]] = {}
-    targets = [k for k, c in enumerate(cells) if c["status"] != "safe"]
+    targets = [k for k, c in enumerate(cells) if c["status"] != "safe" and (only is None or k in only)]
     parts_of = dict(margins)
     for k in targets:
         c = np.zeros(n)
