@@ -153,6 +153,11 @@ def _letters(k: int) -> str:
     return out
 
 
+#: displayed margins the joint audit tries to show again, one audit each, after hiding them all
+#: (``Session._audit_without_margins``; a count, not a time: the same pattern on any machine)
+MAX_MARGINS_SHOWN_AGAIN = 24
+
+
 class Session:
     """Rules, registry, capture wrappers and the output record of one kernel."""
 
@@ -553,6 +558,10 @@ class Session:
         linker = self._linker()
         added, problems, notes, unproven = joint_audit(draft, linker, self.rules.protection, siblings=recorded,
                                                        hidden_flat=checked.hidden_flat)
+        if problems and not recorded:
+            retried = self._audit_without_margins(draft, checked, out_id, flagged)
+            if retried is not None:
+                draft, (added, problems, notes, unproven) = retried
         checked.notes.extend(notes)
         if unproven and checked.status in ("pass", "suppressed"):
             checked.status = "review"  # never cleared beside "not audited" (issue 21)
@@ -590,8 +599,66 @@ class Session:
         hidden_model = draft.pop.hidden_model
         draft = self._draft(checked.entry, checked.entry_positions, checked.hidden_flat, out_id, flagged)
         if draft is not None:
+            from ..linking import record_hidden_margins
+
             draft.pop.hidden_model = hidden_model
+            record_hidden_margins(draft, checked.entry, checked.entry_positions, checked.hidden_flat)
         return draft
+
+    def _audit_without_margins(self, draft: Any, checked: Checked, out_id: str, flagged: Any
+                               ) -> tuple[Any, tuple[list[int], list[str], list[str], list[str]]] | None:
+        """The joint audit once more with the displayed margins hidden (then shown again one by one
+        while it still passes); on success the margins left hidden are hidden in ``checked`` and
+        the draft and audit result of that pattern returned, else None (the table is blocked).
+
+        Why (over-protection, stop 67): the joint audit hides more *inner* cells only, and a
+        crosstab with margins after two filters (districts A or C, B or C, by sex) was blocked
+        whole: its sex margins give C's women as F(A, C) + F(B, C) − F, whatever inner cell is
+        hidden. Hiding the margin (and, as the audit decides, an inner cell it would be the sum of)
+        protects them; the audit's LP proves it as for any pattern."""
+        from ..linking import joint_audit, record_hidden_margins, record_hidden_model
+        from ..rules import Reason
+
+        margins = draft.display_margin
+        if margins is None or not len(margins):
+            return None
+        margins = [int(i) for i in margins if 0 <= int(i) < len(checked.hidden_flat) and not checked.hidden_flat[int(i)]]
+        if not margins:
+            return None
+        linker = self._linker()
+
+        def audit(hide: list[int]) -> tuple[Any, tuple] | None:
+            hidden_flat = np.asarray(checked.hidden_flat, dtype=bool).copy()
+            hidden_flat[hide] = True
+            trial = self._draft(checked.entry, checked.entry_positions, hidden_flat, out_id, flagged)
+            if trial is None:
+                return None
+            record_hidden_model(trial.pop, checked.models)
+            record_hidden_margins(trial, checked.entry, checked.entry_positions, hidden_flat)
+            found = joint_audit(trial, linker, self.rules.protection, hidden_flat=hidden_flat)
+            return None if found[1] else (trial, found)
+
+        best = audit(margins)
+        if best is None:
+            return None
+        hide = list(margins)
+        for i in margins[:MAX_MARGINS_SHOWN_AGAIN]:  # (show again each margin the pattern does not need)
+            fewer = [j for j in hide if j != i]
+            found = audit(fewer)
+            if found is not None:
+                hide, best = fewer, found
+        for i in hide:
+            r, c = int(checked.cell_rows[i]), int(checked.cell_cols[i])
+            checked.hidden[r, c] = True
+            checked.hidden_flat[i] = True
+            checked.secondary_count += 1
+            checked.reasons.setdefault((r, c), []).append(Reason(
+                "secondary", "margin hidden so that cells hidden here or in earlier outputs cannot be recovered "
+                "from the two together"))
+        if hide and checked.status == "pass":
+            checked.status = "suppressed"
+        best[1][2].append(f"{len(hide)} margin(s) hidden after a joint audit with earlier outputs")
+        return best
 
     def _link_indicator_rows(self, out_id: str, checked: Checked, linker: Any, recorded: list[Any]) -> None:
         """Record the rows an indicator's means or sums publish (its flagged rows, its other rows,
