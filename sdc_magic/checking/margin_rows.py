@@ -83,7 +83,11 @@ def with_public_cells(cells: pd.DataFrame, internal: list[str], dims: list[str],
             key = label if len(cols) > 1 else (label[0] if cols else None)
             if cols and key not in sums.index:
                 continue
-            total = sums.loc[key] if cols else sums.iloc[0]
+            # (by position: ``.loc[True]`` is refused on an index of labels that are not all
+            # booleans, and a region True beside earlier outputs' region 1.0 made checking fail)
+            total = sums.iloc[sums.index.get_loc(key)] if cols else sums.iloc[0]
+            if isinstance(total, pd.DataFrame):
+                continue  # (labels equal across types, True and 1, grouped apart: no one margin)
             row = {c: "Total" for c in internal}
             for d, value in zip(subset, label, strict=True):
                 row[internal[position[d]]] = value
