@@ -77,7 +77,8 @@ def test_distinct_units_for_counts(capture) -> None:
     # without a way to find the frame behind the Series, rows are counted and the table says so
     assert "unit column 'firm' not found" in registry.match(flatten(table), table).entry.notes[0]
     capture_obj = capture[2]
-    capture_obj.frame_finder = lambda index, unit: df  # in IPython: the user's namespace is searched
+    # in IPython the user's namespace is searched (``every``: every frame the keys could come from)
+    capture_obj.frame_finder = lambda index, unit, every=False: [df] if every else df
     table = pd.crosstab(df.region, df.kind)
     ev = _evidence(registry, table)
     flat = flatten(table)

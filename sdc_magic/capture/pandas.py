@@ -127,6 +127,10 @@ def _lists_only(result: pd.DataFrame | pd.Series) -> bool:
     return all(c.dtype == object and all(isinstance(v, listy) for v in c.iloc[:8]) for c in columns)
 
 
+#: columns of a frame without the unit column compared with the user's frames (``_unit_for``)
+MAX_KEYS_COMPARED = 16
+
+
 class Capture:
     """Installs and removes the wrappers; records evidence into a :class:`Registry`."""
 
@@ -309,20 +313,17 @@ class Capture:
 
     def _unit_for(self, frame: pd.DataFrame | None, index: pd.Index | None, notes: list[str],
                   keys: Iterable[Any] = ()) -> pd.Series | None:
-        """The declared unit column at the table's rows: the frame's own, a frame of the user's with
-        the same labels, or the frame one of the key columns ``keys`` (or the frame's first
-        columns) was filtered from (``column_rows.unit_of_rows``); else None and a note."""
+        """The declared unit column at the table's rows: the frame's own, or that of the user's
+        frame the key columns ``keys`` (or the frame's columns) fit, at the same labels or a
+        filter of it (``column_rows.unit_of_rows``); else None and a note."""
         unit = self.rules().unit
         if unit is None:
             return None
         if frame is not None and unit in frame.columns:
             return frame[unit]
         if index is not None and self.frame_finder is not None:
-            found = self.frame_finder(index, unit)
-            if found is not None:
-                return found[unit].reindex(index) if not found.index.equals(index) else found[unit]
-            if frame is not None and frame.columns.is_unique:
-                keys = [frame[c] for c in frame.columns[:3]]
+            if frame is not None:
+                keys = [frame[c] for c in frame.columns[~frame.columns.duplicated(keep=False)][:MAX_KEYS_COMPARED]]
             found_unit = unit_of_rows(keys, index, unit, self.frame_finder)
             if found_unit is not None:
                 return found_unit

@@ -13,6 +13,7 @@ pandas and IPython exactly.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -32,20 +33,32 @@ from .session import Session, in_internal_work, remove_added_filters
 TYPES = (*table_types(), *display_types())  # engine types by "module.Class" name
 
 _installed: dict[str, Any] = {}
+#: items of a dict, list or tuple of the namespace looked at for frames (``_frame_finder``)
+MAX_HELD = 64
 
 
 def _frame_finder(ip: Any) -> Any:
-    def find(index: pd.Index, unit: str | None, every: bool = False) -> Any:
+    def find(index: pd.Index, unit: str | None, every: bool | str = False) -> Any:
         """A frame of the user's with this index (and column ``unit``, unless None), or None;
         ``every``: the list of every frame with this index, then of every one whose (unique) index
-        holds all these labels (a filter of it), nearest first."""
-        frames = [v for v in list(ip.user_ns.values())
-                  if isinstance(v, pd.DataFrame) and (unit is None or unit in v.columns)]
+        holds all these labels (a filter of it), nearest first; ``every="any"`` (a unit column
+        looked for, ``capture.column_rows.unit_of_rows``): also frames held in a dict, list or
+        tuple of the namespace, and frames with duplicate labels holding these (which cannot be
+        aligned, so the caller knows a source it cannot read exists)."""
+        values = list(ip.user_ns.values())
+        if every == "any":
+            values += [x for v in values if isinstance(v, dict | list | tuple) and len(v) <= MAX_HELD
+                       for x in (v.values() if isinstance(v, dict) else v)]
+        frames = [v for v in values if isinstance(v, pd.DataFrame) and (unit is None or unit in v.columns)]
         same = [v for v in frames
                 if v.index is index or (len(v.index) == len(index) and v.index.equals(index))]
         if not every:
             return same[0] if same else None
-        return _every_frame(index, frames, same)
+        found = _every_frame(index, frames, same)
+        if every != "any":
+            return found
+        return itertools.chain(found, (v for v in frames if len(v.index) > len(index) and not v.index.is_unique
+                                       and bool(index.isin(v.index).all())))
 
     return find
 
