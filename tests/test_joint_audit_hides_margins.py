@@ -107,3 +107,19 @@ def test_later_outputs_do_not_give_back_what_the_hidden_margins_protect(sdc) -> 
     for sex in "FM":
         lo, hi = _attacker_bounds([*FIRST, CROSSTAB, *LATER], "C", sex)
         assert hi - lo >= 1 and hi >= 5, (sex, lo, hi)
+
+
+@pytest.mark.parametrize("selection", ['t["All"]', 't.loc["F"]', 't.loc["M"]', 't["adult"]', 't.T'])
+def test_a_selection_of_the_table_hides_what_the_joint_audit_hid(sdc, selection: str) -> None:
+    """helper-90 (red team of this stop): ``t["All"]`` of the crosstab was ``review`` with nothing
+    hidden, showing F 614 and M 589 (C's 2 women, 1 man by the subtraction above): a selection
+    inherited the table's own protection, recomputed, which knows nothing of the cells the joint
+    audit hid (``Entry.displayed_hidden`` now carries the displayed decision)."""
+    sdc.run(SETUP)
+    for code in FIRST:
+        sdc.run(code)
+    assert sdc.run("t = " + CROSSTAB + "\nt").outputs[-1][1]["sdc_magic"]["status"] == "suppressed"
+    ran = sdc.run(selection)
+    text = ran.outputs[-1][0]["text/plain"].split("\nsdc_magic:")[0]
+    numbers = {int(x) for x in text.replace("\n", " ").split() if x.isdigit()}
+    assert not numbers & {614, 589, 1203, 192, 195, 196}, text

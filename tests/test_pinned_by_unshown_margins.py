@@ -6,8 +6,9 @@ group and sex, group C's 10 women and 2 men have no flag: with C's flag total (0
 men are pinned at 0 whatever is hidden, and the table went to ``review`` with the note "determined
 exactly by the cells shown" though it shows no margin: 12 of 842 random tables (stops 65/66).
 The pin is now asked of the displayed cells (``protect.certificate.shown_cells_pin``, two LPs per
-such cell); a table that shows the margin stays in review, and later outputs that publish a
-margin are checked with this one by linking.
+such cell); a table that shows the margin stays in review. A margin that pins every cell
+whatever is hidden tells them by itself when shown later (C's mean of 0.0), and is judged by its
+own rules; sums of a group of 2 people stay hidden (the last test).
 """
 
 from __future__ import annotations

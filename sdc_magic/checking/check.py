@@ -397,9 +397,11 @@ def _finish(resolved: Resolved, rules: Rules, shape: tuple[int, int], status: st
 
 
 def hidden_cells_of_entry(entry: Any, rules: Rules, protector: Any = None) -> np.ndarray:
-    """Per cell of a captured entry, hidden or not when the entry is protected on its own
-    (a derived table without evidence inherits these, see :mod:`derived`). Fails closed:
-    if checking the entry raises, every cell counts as hidden."""
+    """Per cell of a captured entry, hidden or not when the entry is protected on its own, or
+    hidden by a display of it (``Entry.displayed_hidden``: red team of stop 67, ``t["All"]`` of a
+    crosstab whose margins the joint audit hid showed them); a derived table without evidence
+    inherits these, see :mod:`derived`. Fails closed: if checking the entry raises, every cell
+    counts as hidden."""
     from ..evidence.registry import Match
 
     flat = entry.flat
@@ -408,9 +410,13 @@ def hidden_cells_of_entry(entry: Any, rules: Rules, protector: Any = None) -> np
         resolved = Resolved("table", frame, flat, match=Match(entry, np.arange(len(flat)), "identity"),
                             evidence=entry.evidence, cell_rows=flat.row_pos, cell_cols=flat.col_pos)
         checked = _check_table(resolved, rules, protector, flat.shape)
-        return np.asarray(checked.hidden[flat.row_pos, flat.col_pos], dtype=bool)
+        hidden = np.asarray(checked.hidden[flat.row_pos, flat.col_pos], dtype=bool)
     except Exception:  # fail closed: a parent we cannot judge hides all it has
         return np.ones(len(flat), dtype=bool)
+    shown_hidden = entry.displayed_hidden
+    if shown_hidden is not None and len(shown_hidden) == len(hidden):
+        hidden = hidden | shown_hidden  # (what its displays hid beyond its own protection: linking)
+    return hidden
 
 
 def _check_unverified(resolved: Resolved, rules: Rules, protector: Any, shape: tuple[int, int],
@@ -548,7 +554,16 @@ def _dependent_cells(source: Any, resolved: Resolved, registry: Any, rules: Rule
         checked = check(leaf, registry, rules, protector)
         if checked.status == "blocked":
             return None
-        return np.asarray(checked.hidden, dtype=bool)
+        hidden = np.asarray(checked.hidden, dtype=bool).copy()
+        # ... and what its displays hid beyond that (the joint audit's cells: red team of stop 67)
+        shown = None if checked.entry is None else checked.entry.displayed_hidden
+        at = checked.entry_positions
+        if shown is not None and at is not None and checked.cell_rows is not None and checked.cell_cols is not None:
+            at = np.asarray(at)
+            idx = np.flatnonzero((at >= 0) & (at < len(shown)))
+            idx = idx[shown[at[idx]]]
+            hidden[np.asarray(checked.cell_rows)[idx], np.asarray(checked.cell_cols)[idx]] = True
+        return hidden
 
     def describe(leaf: Any) -> str:
         entry = registry.by_object(leaf)

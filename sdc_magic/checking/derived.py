@@ -196,3 +196,27 @@ def _parent_hidden(entry: Any, rules: Any, hidden_of: HiddenOf) -> tuple[frozens
         _cache.pop(next(iter(_cache)))
     _cache[id(entry)] = (entry, rules, *out)
     return out
+
+
+def remember_displayed_hidden(checked: Any) -> None:
+    """Mark on the displayed table's entry the cells its final decision hides (all of them when
+    it is blocked), so that a selection or a function of the table object hides them too
+    (``Entry.displayed_hidden``): the table's own protection recomputed for the parent does not
+    know the cells the joint audit with earlier outputs hid."""
+    entry = getattr(checked, "entry", None)
+    positions = getattr(checked, "entry_positions", None)
+    if entry is None or getattr(checked, "kind", None) != "table":
+        return
+    n = len(entry.flat)
+    marked = np.zeros(n, dtype=bool) if entry.displayed_hidden is None or len(entry.displayed_hidden) != n \
+        else entry.displayed_hidden.copy()
+    if checked.status == "blocked":
+        marked[:] = True
+    elif positions is not None and getattr(checked, "hidden_flat", None) is not None:
+        at = np.asarray(positions)
+        hidden = np.asarray(checked.hidden_flat, dtype=bool)
+        if len(at) == len(hidden):
+            chosen = at[hidden & (at >= 0)]
+            marked[chosen[chosen < n]] = True
+    entry.displayed_hidden = marked
+

@@ -52,7 +52,10 @@ def _pinned_by_shown_cells(checked: Checked, pinned: list[tuple[int, int]]) -> l
     """The hidden primaries among ``pinned`` (exact in the protection's intervals, which assume
     every margin known) that the displayed cells pin too, in some protection model: a primary
     pinned only by a margin the table does not show (C's flag sum of 0) is not determined by what
-    is published, and linking checks each later output that would publish that margin."""
+    is published. A margin that pins every cell whatever is hidden tells them by itself when it
+    is shown later (C's mean flag of 0.0 over 12 people: all of them unflagged, which the rules
+    allow; a total of 2 people is that table's own small cell), so the later output is judged by
+    its own rules; helper-90 (stop 67) found no count or sum recovered this way."""
     from ..protect.certificate import shown_cells_pin
 
     positions = checked.entry_positions

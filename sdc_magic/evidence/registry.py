@@ -106,6 +106,10 @@ class Entry:
     normalized: tuple[str, ...] | None = None
     #: dimensions whose labels are group sizes (counts), with the column they count groups of
     size_labels: dict[str, Hashable] | None = None
+    #: per cell, hidden by a display of this table (its final decision: the joint audit with
+    #: earlier outputs included; every cell when blocked), the union over its displays; a derived
+    #: table inherits these beside the table's own protection (``checking.derived``)
+    displayed_hidden: np.ndarray | None = None
 
 
 @dataclass

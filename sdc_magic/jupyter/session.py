@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..capture import Capture
 from ..checking.check import Checked, check
+from ..checking.derived import remember_displayed_hidden
 from ..checking.intervals import settle_intervals
 from ..checking.revealed import RevealedSides
 from ..config import Rules, apply_settings, load_rules, preset
@@ -246,6 +247,7 @@ class Session:
                 certificate.finalise(checked)  # models, intervals and display: one final decision
                 self.decisions.remember(self._decision_key, out_id, checked)
             settle_intervals(checked)  # what the record may state of hidden cells, after every decision
+            remember_displayed_hidden(checked)  # a selection of the table object hides them too
             if checked.kind == "row-level" and self.microdata is not None:
                 self._microdata_check(checked)
             checked.notes.extend(self.ledger.take_warnings())  # e.g. persistence off: said once, inline
