@@ -123,3 +123,31 @@ def test_a_selection_of_the_table_hides_what_the_joint_audit_hid(sdc, selection:
     text = ran.outputs[-1][0]["text/plain"].split("\nsdc_magic:")[0]
     numbers = {int(x) for x in text.replace("\n", " ").split() if x.isdigit()}
     assert not numbers & {614, 589, 1203, 192, 195, 196}, text
+
+
+def test_a_rebuild_of_the_table_looked_up_before_its_display_hides_what_it_hid(sdc) -> None:
+    """helper-91: a numpy rebuild of one of t's columns before t is shown cached t's hidden cells
+    (none of its own); t's display then hid its margins, and the same rebuild of the All column
+    showed F 614 and M 589 from the stale look-up."""
+    sdc.run(SETUP)
+    for code in FIRST:
+        sdc.run(code)
+    sdc.run("t = " + CROSSTAB)
+    sdc.run('pd.Series(t.to_numpy()[:, 1], index=t.index, name="child")')
+    assert sdc.run("t").outputs[-1][1]["sdc_magic"]["status"] == "suppressed"
+    ran = sdc.run('pd.Series(t["All"].to_numpy(), index=t.index, name="All")')
+    text = ran.outputs[-1][0]["text/plain"].split("\nsdc_magic:")[0]
+    assert not {int(x) for x in text.split() if x.isdigit()} & {614, 589, 1203}, text
+
+
+def test_a_blocked_selection_marks_only_the_cells_it_displayed(sdc) -> None:
+    """helper-91 (over-protection): after ``t[["All"]]`` was blocked, every cell of t counted as
+    hidden, and ``t["child"]`` — shown by t itself — was hidden whole."""
+    sdc.run(SETUP)
+    for code in FIRST:
+        sdc.run(code)
+    sdc.run("t = " + CROSSTAB)
+    assert sdc.run('t[["All"]]').outputs[-1][1]["sdc_magic"]["status"] == "blocked"
+    sdc.run("t")
+    text = sdc.run('t["child"]').outputs[-1][0]["text/plain"].split("\nsdc_magic:")[0]
+    assert "226" in text and "190" in text, text

@@ -269,6 +269,11 @@ class Derivations:
                 # compares the table's values) goes into the recipe, so the selection is recomputed
                 # with the hidden cells moved (red team: a function's mask could not be replayed)
                 key = key(obj)
+            if getattr(indexer, "axis", None) == 1 and isinstance(obj, pd.DataFrame):
+                # ``t.loc(axis=1)[key]`` (pandas' own ``filter(like=...)``): the same selection as
+                # ``t.loc[:, key]``, which the recipe replays (helper-91: it replayed ``t.loc[key]``
+                # on the rows and raised IndexError in the user's code)
+                key = (slice(None), key)
             return derived(obj, key)
 
         wrapper.__sdc_magic_wrapper__ = True  # type: ignore[attr-defined]

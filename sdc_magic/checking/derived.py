@@ -35,7 +35,7 @@ MAX_PARENTS = 32
 MAX_PROTECTED_PARENT_CELLS = 5_000
 #: Protected parents remembered (per entry object).
 _CACHE_SIZE = 16
-_cache: dict[int, tuple[Any, Any, frozenset[tuple], np.ndarray]] = {}
+_cache: dict[int, tuple[Any, Any, frozenset[tuple], np.ndarray, int | None]] = {}
 
 
 @dataclass
@@ -177,7 +177,11 @@ def _parent_hidden(entry: Any, rules: Any, hidden_of: HiddenOf) -> tuple[frozens
     """The parent's hidden cells, protected on its own: their label keys (with every partial
     key a derived table of fewer dimensions would use) and their values."""
     cached = _cache.get(id(entry))
-    if cached is not None and cached[0] is entry and cached[1] is rules:
+    marks = entry.displayed_hidden
+    # (a display marks more cells after the look-up: helper-91, a parent looked up before its
+    # display kept its old answer and a rebuild of its hidden margin showed 614)
+    stamp = None if marks is None else int(np.count_nonzero(marks))
+    if cached is not None and cached[0] is entry and cached[1] is rules and cached[4] == stamp:
         return cached[2], cached[3]
     hidden = hidden_of(entry, len(entry.flat) <= MAX_PROTECTED_PARENT_CELLS)
     pnames = list(entry.flat.dim_names)
@@ -194,13 +198,13 @@ def _parent_hidden(entry: Any, rules: Any, hidden_of: HiddenOf) -> tuple[frozens
     out = (frozenset(keys), np.unique(hidden_values))
     if len(_cache) >= _CACHE_SIZE:
         _cache.pop(next(iter(_cache)))
-    _cache[id(entry)] = (entry, rules, *out)
+    _cache[id(entry)] = (entry, rules, *out, stamp)
     return out
 
 
 def remember_displayed_hidden(checked: Any) -> None:
-    """Mark on the displayed table's entry the cells its final decision hides (all of them when
-    it is blocked), so that a selection or a function of the table object hides them too
+    """Mark on the displayed table's entry the cells its final decision hides (every cell it
+    displays when it is blocked), so that a selection or a function of the table object hides them too
     (``Entry.displayed_hidden``): the table's own protection recomputed for the parent does not
     know the cells the joint audit with earlier outputs hid."""
     entry = getattr(checked, "entry", None)
@@ -210,7 +214,12 @@ def remember_displayed_hidden(checked: Any) -> None:
     n = len(entry.flat)
     marked = np.zeros(n, dtype=bool) if entry.displayed_hidden is None or len(entry.displayed_hidden) != n \
         else entry.displayed_hidden.copy()
-    if checked.status == "blocked":
+    if positions is not None and checked.status == "blocked":
+        # (the cells it displayed: a blocked selection of two cells hid nothing else of its parent,
+        # which its other displays judge; helper-91)
+        at = np.asarray(positions)
+        marked[at[(at >= 0) & (at < n)]] = True
+    elif checked.status == "blocked":
         marked[:] = True
     elif positions is not None and getattr(checked, "hidden_flat", None) is not None:
         at = np.asarray(positions)
