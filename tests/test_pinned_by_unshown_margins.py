@@ -81,3 +81,21 @@ def test_a_sum_pinned_by_an_unshown_margin_stays_protected_when_the_margins_foll
     # no difference of two published figures (nor one figure) is C's men's 12,000
     assert 12000.0 not in values
     assert not any(abs(a - b) == 12000.0 for a in values for b in values)
+
+
+def test_the_published_cells_question_fails_closed(monkeypatch) -> None:
+    """``shown_cells_pin`` directly: a primary free once the unshown total is unknown is not pinned;
+    when the attacker's LP fails (no interval), the cell stays pinned (nothing was proven)."""
+    import numpy as np
+    import pandas as pd
+
+    from sdc_magic.protect import certificate
+
+    cells = pd.DataFrame({"_dim0": ["A", "B", "Total"], "value": [2.0, 0.0, 2.0],
+                          "status": ["primary", "secondary", "safe"], "lower": [2.0, 0.0, np.nan],
+                          "upper": [2.0, 0.0, np.nan]})
+    model = {"dims": ["g"], "columns": ["_dim0"], "cells": cells, "entry_rows": {0: 0, 1: 1}}
+    assert certificate.shown_cells_pin(model, {0, 1}, {0}) == set()  # the total of 2 is not shown
+    monkeypatch.setattr(certificate, "intervals_from_published",
+                        lambda table, only=None: {k: (float("nan"), float("nan")) for k in only})
+    assert certificate.shown_cells_pin(model, {0, 1}, {0}) == {0}

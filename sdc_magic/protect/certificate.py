@@ -195,9 +195,14 @@ def shown_cells_pin(model: dict[str, Any], displayed: set[int] | None, rows: set
         for rec, st, val in zip(cells[columns].itertuples(index=False), cells["status"].to_numpy(dtype=object),
                                 cells["value"].to_numpy(dtype=float), strict=True)]}
     found = intervals_from_published(table, only=set(rows))
-    return {k for k in rows
-            if k in found and np.isfinite(found[k][0]) and np.isfinite(found[k][1])
-            and found[k][1] - found[k][0] <= 1e-9 * max(1.0, abs(found[k][0]))}
+
+    def pinned(k: int) -> bool:
+        lo, hi = found.get(k, (math.nan, math.nan))
+        if math.isnan(lo) or math.isnan(hi):
+            return True  # (the attacker's LP failed: nothing proven, kept as pinned)
+        return math.isfinite(hi) and hi - lo <= 1e-9 * max(1.0, abs(lo))
+
+    return {k for k in rows if pinned(k)}
 
 
 #: a margin of the protection model that the table does not show: no value in the certificate
