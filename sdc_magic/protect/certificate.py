@@ -117,13 +117,18 @@ def _rounded(value: Any, base: int) -> Any:
     return int(np.round(f / base) * base)
 
 
-def recompute_intervals(cells: pd.DataFrame, columns: list[str], status: np.ndarray) -> pd.DataFrame:
-    """A copy of a protection model's cells with ``status`` and the attacker intervals of
-    every hidden cell recomputed from what that status leaves published."""
-    table = {"dims": list(columns), "cells": [
+def _attacker_table(cells: pd.DataFrame, columns: list[str], status: Any) -> dict[str, Any]:
+    """A protection model's cells as the table :func:`intervals_from_published` reads, with ``status``."""
+    return {"dims": list(columns), "cells": [
         {"labels": [str(v) for v in rec], "status": st, "value": val}
         for rec, st, val in zip(cells[list(columns)].itertuples(index=False), status,
                                 cells["value"].to_numpy(dtype=float), strict=True)]}
+
+
+def recompute_intervals(cells: pd.DataFrame, columns: list[str], status: np.ndarray) -> pd.DataFrame:
+    """A copy of a protection model's cells with ``status`` and the attacker intervals of
+    every hidden cell recomputed from what that status leaves published."""
+    table = _attacker_table(cells, columns, status)
     lower = cells["lower"].to_numpy(dtype=float).copy()
     upper = cells["upper"].to_numpy(dtype=float).copy()
     for k, (lo, hi) in intervals_from_published(table).items():
@@ -190,10 +195,7 @@ def shown_cells_pin(model: dict[str, Any], displayed: set[int] | None, rows: set
     if not rows or not (cells["status"].to_numpy(dtype=object) == UNPUBLISHED).any():
         return set(rows)  # (no margin unshown: the protection's intervals are the published ones)
     columns = list(model.get("columns", model["dims"]))
-    table = {"dims": list(columns), "cells": [
-        {"labels": [str(v) for v in rec], "status": st, "value": val}
-        for rec, st, val in zip(cells[columns].itertuples(index=False), cells["status"].to_numpy(dtype=object),
-                                cells["value"].to_numpy(dtype=float), strict=True)]}
+    table = _attacker_table(cells, columns, cells["status"].to_numpy(dtype=object))
     found = intervals_from_published(table, only=set(rows))
 
     def pinned(k: int) -> bool:
