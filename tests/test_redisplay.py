@@ -183,3 +183,44 @@ def test_a_polars_table_computed_again_is_shown_again_on_every_run(session, monk
         assert "shown again" in out.data["text/plain"], out.data["text/plain"]
         assert out.metadata["sdc_magic"]["status"] == first.metadata["sdc_magic"]["status"]
         assert np.array_equal(out.checked.hidden, first.checked.hidden)
+
+
+def test_sums_added_in_another_order_are_the_same_table(session, monkeypatch) -> None:
+    """An engine may add a cell's rows in another order on each run (polars 2.2's group sums moved
+    the last bit between two calls: 296.64 then 296.63999999999993), and the same table computed
+    again was decided afresh (CI, stop 67).  Floats are compared to a relative 1e-9, apart from
+    the digest; a change of a cent is still a new table."""
+    from test_engines_redteam import PEOPLE
+
+    from sdc_magic.jupyter import decisions
+
+    real = decisions.decision_key
+    nudge = {"by": 0.0}
+
+    def nudged(rules, entry, positions, frame, notes, draft):
+        total = np.asarray(entry.evidence.total, dtype=float)
+        entry.evidence.total = total * (1.0 + nudge["by"])
+        return real(rules, entry, positions, frame, notes, draft)
+
+    monkeypatch.setattr("sdc_magic.jupyter.session.decision_key", nudged)
+    first = session.publish(PEOPLE.groupby(["district", "sex"]).income.sum())
+    nudge["by"] = 4 * np.finfo(float).eps
+    again = session.publish(PEOPLE.groupby(["district", "sex"]).income.sum())
+    assert "shown again" not in first.data["text/plain"]
+    assert "shown again" in again.data["text/plain"], again.data["text/plain"]
+    assert np.array_equal(_hidden(again), _hidden(first))
+    nudge["by"] = 1e-6
+    other = session.publish(PEOPLE.groupby(["district", "sex"]).income.sum())
+    assert "shown again" not in other.data["text/plain"]
+
+
+def test_a_float_column_within_the_tolerance_only_is_shown_again() -> None:
+    """The kept floats decide with the digest: equal digests with floats 1e-6 apart do not match."""
+    from sdc_magic.jupyter.decisions import DecisionKey
+
+    kept = DecisionKey("d", (np.array([296.64, np.nan, 18.05]),))
+    assert kept.matches(DecisionKey("d", (np.array([296.63999999999993, np.nan, 18.05]),)))
+    assert not kept.matches(DecisionKey("d", (np.array([296.64 * (1 + 1e-6), np.nan, 18.05]),)))
+    assert not kept.matches(DecisionKey("d", (np.array([296.64, 0.0, 18.05]),)))
+    assert not kept.matches(DecisionKey("e", (np.array([296.64, np.nan, 18.05]),)))
+    assert not kept.matches(DecisionKey("d", (np.array([296.64, np.nan]),)))

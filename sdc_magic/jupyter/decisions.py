@@ -19,6 +19,13 @@ after it was audited against it.  So its decision is reused as it is, with a not
   draft (linking off, or a source linking cannot place) there is no reuse: the
   protection cache of :mod:`sdc_magic.protect` still makes the protection itself free.
 
+Floating-point values (sums, means, largest contributions; a displayed float column) are
+compared apart, to a relative :data:`FLOAT_RTOL`: an engine may add the same rows in
+another order on each run (polars 2.2's group sums differ in the last bit between two
+calls), and the same table computed again was not recognised as shown again.  The
+exact parts make the digest; the floats are kept beside the decision and compared on
+recall, so no rounding boundary can split two runs of one table.
+
 The memory holds at most :data:`MAX_DECISIONS` decisions (the newest), copies of the
 frames and masks only: never the source data.
 """
@@ -28,6 +35,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,11 +47,38 @@ from ..checking.check import Checked
 MAX_DECISIONS = 32
 #: Tables larger than this are not kept (the copy would cost more than it saves).
 MAX_CELLS_KEPT = 200_000
+#: Floats of a table shown again may differ from the earlier ones by this much, relatively
+#: (an engine's order of addition moves the last bits; no rule decides at 1e-9 of a value).
+FLOAT_RTOL = 1e-9
 
 
-def _update_array(h: Any, values: Any) -> None:
+@dataclass(frozen=True)
+class DecisionKey:
+    """Under what a decision is kept: the digest of the exact parts, and the floats beside it."""
+
+    digest: str
+    floats: tuple[np.ndarray, ...]
+
+    def matches(self, other: DecisionKey) -> bool:
+        """The same digest, and every float within :data:`FLOAT_RTOL` (NaN where NaN)."""
+        if self.digest != other.digest or len(self.floats) != len(other.floats):
+            return False
+        return all(a.shape == b.shape and bool(np.allclose(a, b, rtol=FLOAT_RTOL, atol=0.0, equal_nan=True))
+                   for a, b in zip(self.floats, other.floats, strict=True))
+
+
+def _is_float(arr: np.ndarray) -> bool:
+    return arr.dtype.kind in "fc"
+
+
+def _update_array(h: Any, values: Any, floats: list[np.ndarray] | None = None) -> None:
+    """Hash ``values``; floats go to ``floats`` (compared apart) when given, only their shape hashed."""
     arr = np.asarray(values)
-    if arr.dtype == object or arr.dtype.kind in "USO":
+    if floats is not None and _is_float(arr):
+        h.update(str(arr.dtype).encode())
+        h.update(repr(arr.shape).encode())
+        floats.append(np.array(arr, copy=True))
+    elif arr.dtype == object or arr.dtype.kind in "USO":
         h.update(repr(arr.tolist()).encode())
     else:
         h.update(str(arr.dtype).encode())
@@ -51,8 +86,9 @@ def _update_array(h: Any, values: Any) -> None:
         h.update(np.ascontiguousarray(arr).tobytes())
 
 
-def _update_frame(h: Any, frame: pd.DataFrame | pd.Series) -> bool:
-    """Hash what a display shows of ``frame``; False when it cannot be hashed (no reuse)."""
+def _update_frame(h: Any, frame: pd.DataFrame | pd.Series, floats: list[np.ndarray]) -> bool:
+    """Hash what a display shows of ``frame`` (float columns to ``floats``); False when it cannot
+    be hashed (no reuse)."""
     try:
         h.update(type(frame).__name__.encode())
         h.update(repr(list(frame.index.names)).encode())
@@ -63,20 +99,25 @@ def _update_frame(h: Any, frame: pd.DataFrame | pd.Series) -> bool:
         else:
             h.update(repr(frame.name).encode())
             h.update(str(frame.dtype).encode())
-        h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
-        if isinstance(frame, pd.DataFrame):
-            for j in range(frame.shape[1]):  # (the row hashes combine columns; keep each one too)
-                h.update(pd.util.hash_pandas_object(frame.iloc[:, j], index=False).to_numpy().tobytes())
+        h.update(pd.util.hash_pandas_object(frame.index).to_numpy().tobytes())
+        columns = [frame.iloc[:, j] for j in range(frame.shape[1])] if isinstance(frame, pd.DataFrame) else [frame]
+        for column in columns:
+            if isinstance(column.dtype, np.dtype) and column.dtype.kind in "fc":
+                h.update(b"float column")
+                floats.append(column.to_numpy(copy=True))
+            else:
+                h.update(pd.util.hash_pandas_object(column, index=False).to_numpy().tobytes())
     except (TypeError, ValueError):
         return False
     return True
 
 
 def decision_key(rules: Any, entry: Any, positions: np.ndarray, frame: pd.DataFrame | pd.Series,
-                 notes: list[str], draft: Any) -> str | None:
+                 notes: list[str], draft: Any) -> DecisionKey | None:
     """The fingerprint under which a decision may be reused, or None (never reused)."""
     if draft is None or entry is None or getattr(draft, "pop", None) is None:
         return None
+    floats: list[np.ndarray] = []
     h = hashlib.sha256()
     h.update(repr(sorted(rules.as_dict().items(), key=lambda kv: kv[0])).encode())
     h.update(repr((entry.call, tuple(entry.dims), entry.margin_label, entry.unit)).encode())
@@ -91,12 +132,12 @@ def decision_key(rules: Any, entry: Any, positions: np.ndarray, frame: pd.DataFr
         h.update(name.encode())
         if value is not None:
             arr = np.asarray(value)
-            _update_array(h, arr[order] if arr.ndim and len(arr) == len(order) else arr)
+            _update_array(h, arr[order] if arr.ndim and len(arr) == len(order) else arr, floats)
     positions = np.asarray(positions)
     _update_array(h, np.where(positions >= 0, rank[np.clip(positions, 0, max(len(rank) - 1, 0))], -1)
                   if len(rank) else positions)
     h.update(repr(list(notes)).encode())
-    if not _update_frame(h, frame):
+    if not _update_frame(h, frame, floats):
         return None
     pop = draft.pop
     h.update(str(getattr(draft.universe, "uid", id(draft.universe))).encode())
@@ -116,7 +157,7 @@ def decision_key(rules: Any, entry: Any, positions: np.ndarray, frame: pd.DataFr
         h.update(repr((getattr(rows, "condition", None), getattr(rows, "key_expressions", None))).encode())
         _update_array(h, np.asarray(pop.size)[group_order] if len(group_order) else np.asarray(pop.size))
     h.update(repr([pop.labels[g] for g in group_order]).encode())
-    return h.hexdigest()
+    return DecisionKey(h.hexdigest(), tuple(floats))
 
 
 def _cell_order(entry: Any) -> np.ndarray:
@@ -133,7 +174,7 @@ class DecisionMemory:
     """The decisions of this session's tables by :func:`decision_key` (newest kept)."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[str, tuple[str, Checked]] = OrderedDict()
+        self._kept: OrderedDict[str, tuple[DecisionKey, str, Checked]] = OrderedDict()
 
     def clear(self) -> None:
         self._kept.clear()
@@ -141,12 +182,14 @@ class DecisionMemory:
     def __len__(self) -> int:
         return len(self._kept)
 
-    def recall(self, key: str | None, entry: Any) -> Checked | None:
+    def recall(self, key: DecisionKey | None, entry: Any) -> Checked | None:
         """A copy of the decision kept under ``key`` (bound to ``entry``), or None."""
-        if key is None or key not in self._kept:
+        if key is None or key.digest not in self._kept:
             return None
-        self._kept.move_to_end(key)
-        out_id, kept = self._kept[key]
+        kept_key, out_id, kept = self._kept[key.digest]
+        if not kept_key.matches(key):
+            return None
+        self._kept.move_to_end(key.digest)
         checked = _copy(kept)
         checked.entry = entry
         checked.reused_from = out_id  # type: ignore[attr-defined]
@@ -154,14 +197,14 @@ class DecisionMemory:
                              "(showing it again publishes nothing new)")
         return checked
 
-    def remember(self, key: str | None, out_id: str, checked: Checked) -> None:
+    def remember(self, key: DecisionKey | None, out_id: str, checked: Checked) -> None:
         """Keep the final decision of a displayed table under ``key``."""
         if key is None or checked.kind != "table" or checked.hidden.size > MAX_CELLS_KEPT:
             return
         kept = _copy(checked)
         kept.entry = None  # (never the source data: the entry holds a recipe to recompute groupings)
-        self._kept[key] = (out_id, kept)
-        self._kept.move_to_end(key)
+        self._kept[key.digest] = (key, out_id, kept)
+        self._kept.move_to_end(key.digest)
         while len(self._kept) > MAX_DECISIONS:
             self._kept.popitem(last=False)
 

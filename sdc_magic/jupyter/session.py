@@ -43,7 +43,7 @@ from ..protect.messages import UNPROTECTABLE
 from ..records import signing
 from ..records.export import table_csv
 from ..records.ledger import Ledger, OutputRecord
-from .decisions import DecisionMemory, decision_key
+from .decisions import DecisionKey, DecisionMemory, decision_key
 from .tracebacks import safe_format_exc
 
 METADATA_SCHEMA = 1
@@ -180,7 +180,7 @@ class Session:
         self.protector: Any = None
         self.decisions = DecisionMemory()  # the same table shown again: the same decision
         self.revealed = RevealedSides()  # what selections by value told of hidden cells, output after output
-        self._decision_key: str | None = None
+        self._decision_key: DecisionKey | None = None
 
     # ------------------------------------------------------------ rules
     def set_rules(self, **settings: Any) -> Rules:
