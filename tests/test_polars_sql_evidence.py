@@ -152,9 +152,27 @@ def test_the_users_polars_result_is_untouched(sess: Session, p: Any) -> None:
         plain = p.sql(query)
     finally:
         sess.capture.install()
-    assert with_ext.equals(plain) and p.equals(before)
+    assert _same_up_to_the_order_of_addition(with_ext, plain) and p.equals(before)
     sess.publish(with_ext)
-    assert with_ext.equals(plain)
+    assert _same_up_to_the_order_of_addition(with_ext, plain)
+
+
+def _same_up_to_the_order_of_addition(left: Any, right: Any) -> bool:
+    """Equal frames, floats to a relative 1e-12: polars 2.2 adds a group's rows in another order
+    on each call (plain ``avg(income)`` gave 3 different last bits in 20 runs), so two plain runs
+    of the query are not ``equals`` either (CI, stop 67)."""
+    import numpy as np
+
+    if left.columns != right.columns or left.dtypes != right.dtypes or left.shape != right.shape:
+        return False
+    for name, dtype in zip(left.columns, left.dtypes, strict=True):
+        a, b = left[name].to_numpy(), right[name].to_numpy()
+        if dtype.is_float():
+            if not np.allclose(a, b, rtol=1e-12, atol=0.0, equal_nan=True):
+                return False
+        elif not left[name].equals(right[name]):
+            return False
+    return True
 
 
 @pytest.mark.parametrize("query", [
