@@ -104,6 +104,9 @@ class Entry:
     #: shares (``normalize=``): the dimensions within each combination of which the cells sum
     #: to 1, ``()`` for the whole table; those sums are published (as 1) whatever is hidden
     normalized: tuple[str, ...] | None = None
+    #: groups (of its dimensions) whose totals the output tells besides its cells: the partitions
+    #: of a DuckDB share window beside its count (``count(*) / sum(count(*)) OVER (PARTITION BY a)``)
+    totals_shown: tuple[tuple[str, ...], ...] = ()
     #: dimensions whose labels are group sizes (counts), with the column they count groups of
     size_labels: dict[str, Hashable] | None = None
     #: per cell, hidden by a display of this table (its final decision: the joint audit with

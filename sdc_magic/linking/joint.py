@@ -543,7 +543,9 @@ def _candidate(members: np.ndarray, tables: list[Population], cell_group: list[n
     First the new cells that share rows with it (smallest first); otherwise those that
     share a published constraint with it — a cell or margin of any table containing its
     rows, smallest constraint first (hiding the complement of a hidden cell within its
-    total). Cells public elsewhere are never chosen: hiding them protects nothing.
+    total). Cells public elsewhere are never chosen: hiding them protects nothing, unless the
+    new table shows shares (a share's count public elsewhere still tells its group's total:
+    :mod:`.share_totals`).
     ``hideable``: the new table's groups whose hiding hides rows of the given common cells
     (through the output's other populations too, see :class:`Siblings`).
     """
@@ -551,7 +553,7 @@ def _candidate(members: np.ndarray, tables: list[Population], cell_group: list[n
 
     def usable(groups: np.ndarray) -> list[int]:
         return [int(x) for x in np.unique(groups) if x >= 0 and new.published[x] and x not in extra
-                and not derivable[x]]
+                and (not derivable[x] or bool(new.totals_of))]
 
     near = usable(hideable(members))
     if near:

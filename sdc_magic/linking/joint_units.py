@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from . import share_totals
 from .atoms import SetsOfAtoms
 from .differencing import units_of
 from .names import join_names
@@ -128,6 +129,8 @@ class UnitsAudit:
                     pub = np.full(len(pub), bool(pop.margins_public))
                     pub[_marked(pop.hidden_model.get(subset), len(pub))] = False
                     pub[_marked(pop.margins_hidden.get(subset), len(pub))] = False
+                    if pop.totals_of:  # (told by shares whatever is hidden: :mod:`.share_totals`)
+                        pub |= share_totals.told(pop, subset, pop.published if published is None else published)
                 level = np.where(g >= 0, mapping[np.maximum(g, 0)], -1)
                 ok = (level >= 0) & pub[np.maximum(level, 0)]
                 idx = np.flatnonzero(ok)

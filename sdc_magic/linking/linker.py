@@ -429,6 +429,7 @@ class Linker:
                 p.hidden_model = {}
                 p.margins_hidden = {}
                 p.margins_public = False
+                p.totals_of = ()
                 p.universe.version += 1
         self.save()
 
@@ -673,7 +674,8 @@ def _same_table(earlier: Population, d: Draft) -> bool:
     new = d.pop
     if earlier.keys != new.keys or len(earlier.labels) != len(new.labels) or not np.array_equal(earlier.size, new.size):
         return False
-    if earlier.margins_public != new.margins_public or earlier.title != new.title:
+    if earlier.margins_public != new.margins_public or earlier.title != new.title \
+            or earlier.totals_of != new.totals_of:
         return False  # (the title names the statistic: counts, then means of the same groups, differ)
     try:
         return bool(np.array_equal(earlier.group[d.parent], new.group))

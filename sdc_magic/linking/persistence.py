@@ -131,7 +131,7 @@ def _save_populations(prefix: str, populations: list[tuple[Population, np.ndarra
         arrays[f"{prefix}_p{pi}_hidden"] = p.hidden_shown
         out.append({
             "out_id": p.out_id, "title": p.title, "keys": list(p.keys), "threshold": p.threshold,
-            "margins_public": p.margins_public, "labels": [[_json_label(v) for v in lab] for lab in p.labels],
+            "margins_public": p.margins_public, "totals_of": [list(t) for t in p.totals_of], "labels": [[_json_label(v) for v in lab] for lab in p.labels],
             "counted": None if p.counted is None else str(p.counted),
             "tells": None if p.tells is None else sorted([list(m) for m in p.tells]),
             "hidden_model": [[list(k), sorted(int(x) for x in v)] for k, v in p.hidden_model.items()],
@@ -151,6 +151,7 @@ def _load_populations(prefix: str, metas: list[dict[str, Any]], data: Any, u: An
             threshold=int(pm["threshold"]), margins_public=bool(pm["margins_public"]),
             hidden_model={tuple(k): set(v) for k, v in pm["hidden_model"]},
             margins_hidden={tuple(k): set(v) for k, v in pm.get("margins_hidden", [])},
+            totals_of=tuple(tuple(t) for t in pm.get("totals_of", [])),
             counted=pm.get("counted"),
             tells=None if pm.get("tells") is None else frozenset(tuple(m) for m in pm["tells"])))
 

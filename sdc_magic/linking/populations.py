@@ -29,7 +29,7 @@ from ..evidence import rows as row_limits
 from ..evidence.facts import indicator_column
 from ..evidence.flatten import canonical_labels
 from ..evidence.in_engine import MAX_INDICATORS, SETS_LEFT_OUT, VARIANT_KEY, InEngineRows, disjoint_sets
-from . import edits, engine_units, in_engine, masked
+from . import edits, engine_units, in_engine, masked, share_totals
 from .atoms import refine, rows_in_order
 from .engine_units import EngineUnits, units_of_split
 from .identity import frame_hash, group_ids, key_hashes_from_groups, new_display
@@ -73,6 +73,8 @@ class Population:
     counted: Hashable | None = None
     tells: frozenset[tuple[str, str]] | None = None  # :func:`measures_of` (None: unknown, all)
     foreign: str | None = None  # the folder's other notebook whose output this is (:mod:`.siblings`)
+    #: levels whose totals its shares tell, shown or not (:mod:`.share_totals`)
+    totals_of: tuple[tuple[str, ...], ...] = ()
     _levels: dict[tuple[str, ...], tuple[np.ndarray, list[tuple]]] = field(default_factory=dict, repr=False)
 
     def nbytes(self) -> int:
@@ -83,8 +85,7 @@ class Population:
 
     def level(self, subset: tuple[str, ...]) -> tuple[np.ndarray, list[tuple]]:
         """Per group, its group at the coarser level ``subset`` of keys; and those groups' labels."""
-        hit = self._levels.get(subset)
-        if hit is not None:
+        if (hit := self._levels.get(subset)) is not None:
             return hit
         if subset == self.keys:
             hit = (np.arange(len(self.labels), dtype=np.int64), list(self.labels))
@@ -106,24 +107,22 @@ class Population:
         k = len(self.keys)
         if k <= MAX_LEVEL_KEYS:
             return [s for size in range(k, -1, -1) for s in itertools.combinations(self.keys, size)]
-        return [self.keys, ()]
+        return [self.keys, *[t for t in self.totals_of if t not in (self.keys, ())], ()]
 
     def level_facts(self, subset: tuple[str, ...], published: np.ndarray | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(group → level group, level sizes, level published, level hidden) at ``subset``.
-
-        A margin is published when every cell in it is, or when the table displayed its
-        margins and its protection did not hide this one.
-        """
+        """(group → level group, level sizes, level published, level hidden) at ``subset``. A margin
+        is published when every cell in it is, when its shares tell it (:mod:`.share_totals`), or
+        when the table displayed its margins and its protection did not hide this one."""
         published = self.published if published is None else published
-        mapping, labels = self.level(subset)
-        n = len(labels)
+        mapping, n = self.level(subset)[0], len(self.level(subset)[1])
         sizes = np.bincount(mapping, weights=self.size, minlength=n).astype(np.int64)
         if subset == self.keys:
             return mapping, sizes, published.copy(), self.hidden_shown | _flags(self.hidden_model.get(subset), n)
         all_pub = np.bincount(mapping, weights=~published, minlength=n) == 0
         hidden = _flags(self.hidden_model.get(subset), n)
-        published = all_pub | (self.margins_public & ~hidden & ~_flags(self.margins_hidden.get(subset), n))
+        told = share_totals.told(self, subset, published) if self.totals_of else False
+        published = all_pub | told | (self.margins_public & ~hidden & ~_flags(self.margins_hidden.get(subset), n))
         return mapping, sizes, published, hidden
 
 
@@ -234,7 +233,7 @@ def draft(place: Placer, out_id: str, title: str, entry: Any, positions: np.ndar
     fresh = Population(out_id=out_id, title=title, universe=pop.universe, keys=pop.keys, group=pop.group,
                        labels=pop.labels, size=pop.size, published=published, hidden_shown=hidden_shown,
                        threshold=threshold, margins_public=pop.margins_public, counted=pop.counted,
-                       tells=pop.tells, _levels=pop._levels)
+                       tells=pop.tells, totals_of=pop.totals_of, _levels=pop._levels)
     return Draft(fresh, base.universe, base.version, base.new_row_atom, base.parent, base.atom_size,
                  base.display_group, base.display_margin, base.unit, base.unit_declared, base.values,
                  base.engine_values, base.edited, engine_units=base.engine_units,
@@ -447,6 +446,8 @@ def _base_draft(place: Placer, entry: Any, positions: np.ndarray, threshold: int
                      hidden_shown=np.zeros(n_groups, bool), threshold=threshold,
                      margins_public=margins_public)
     display_margin = np.flatnonzero((positions >= 0) & margin[np.maximum(positions, 0)])
+    pop.totals_of, all_told = share_totals.levels_told(entry, pop.keys)
+    pop.margins_public = pop.margins_public or all_told
     pop.counted = distinct_counted(entry)
     pop.tells = measures_of(entry)
     found = _unit_of(entry, pop.counted, split, universe, frame, threshold)

@@ -272,6 +272,7 @@ class Recorder:
                             list(notes if notes is not None else pending.notes), rules.top_k, margin_label,
                             margin_evidence)
         _unwrap_values(entry, pending.plan.affine, pending.plan.shares)
+        entry.totals_shown = tuple(dict.fromkeys(pending.plan.shares.values()))  # (linking: share_totals)
         _check_consistent(entry)
         entry.unit = rules.unit if ge.unit_column else None
         if rows is not None:

@@ -922,9 +922,11 @@ class PolarsCapture:
         stat = "proportion" if kwargs.get("normalize") else "count"
         resolved = {c: (None, stat) for c in count_col}
         parent = origins.frame_of(s)  # (a column of a frame: its rows are the frame's, labelled alike)
-        self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
-                       lambda m: (None, stat), result, frame.schema,
-                       positions=origins.row_positions(parent) if parent is not None else None)
+        entry = self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
+                               lambda m: (None, stat), result, frame.schema,
+                               positions=origins.row_positions(parent) if parent is not None else None)
+        if entry is not None and kwargs.get("normalize"):
+            entry.normalized = ()  # (shares of the whole: they sum to 1, and tell its total)
 
 
 #: pl.concat of aggregates of different grouping levels (groups, and a total row made apart)
