@@ -154,3 +154,74 @@ def test_linking_levels_told_by_shares() -> None:
         == ((("sex", "band"),), False)
     assert levels_told(SimpleNamespace(normalized=("region",)), ("sex", "band")) == ((), True)
     assert levels_told(SimpleNamespace(normalized=None), ("sex",)) == ((), False)
+
+
+# ---- the red team of the change (helper-92, stop 68)
+def _pairs_told(counts, shares, cells) -> set[int]:
+    """Totals ``count / share`` of the given (row, column) cells shown in both displays."""
+    out = set()
+    for row, col in cells:
+        n, s = _shown(counts, row, col), _shown(shares, row, col)
+        if n is not None and s:
+            out.add(round(n / s))
+    return out
+
+
+@pytest.mark.parametrize("call", [
+    'pd.crosstab(df.sex, df.band, normalize=True)',  # (True == 1 was read as "columns")
+    'pd.crosstab(df.sex, df.band, normalize="all", margins=True)',  # (its All row: 416 / 0.345802)
+    'pd.crosstab(df.sex, df.band, normalize=True, margins=True)',
+])
+def test_shares_of_the_whole_do_not_give_the_grand_total_back(session, call) -> None:
+    df = _people()
+    _filters(session, df)  # (A or C: 603 people, B or C: 603; everyone is 1,203: C = 3)
+    counts = session.publish(pd.crosstab(df.sex, df.band, margins=True))
+    shares = session.publish(eval(call, {"pd": pd, "df": df}))
+    cells = [(r, c) for r in ("F", "M", "All") for c in (*BANDS, "All")
+             if r in shares.checked.frame.index and c in shares.checked.frame.columns and (r, c) != ("All", "All")]
+    assert 1203 not in _pairs_told(counts, shares, cells), shares.data["text/plain"]
+
+
+def test_shares_of_a_crosstab_of_values_are_shares_too(session) -> None:
+    df = _people().assign(one=1)
+    _filters(session, df)
+    counts = session.publish(pd.crosstab(df.sex, df.band, margins=True))
+    shares = session.publish(pd.crosstab(df.sex, df.band, values=df.one, aggfunc="sum", normalize="index"))
+    for sex, total in TRUE_TOTALS.items():
+        assert total not in _pairs_told(counts, shares, [(sex, b) for b in BANDS]), shares.data["text/plain"]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_a_sum_over_the_count_is_a_share(session, engine) -> None:
+    """``sum(child) / count(*)`` by sex was checked as the sum of ``child`` and passed whole:
+    226 / 0.368078 = 614 (red team of stop 68). It is planned as the flag's mean."""
+    df = _people().assign(child=lambda d: (d.band == "child").astype(int))
+    _filters(session, df)
+    counts = session.publish(pd.crosstab(df.sex, df.band, margins=True))  # (children shown, sex totals hidden)
+    if engine == "duckdb":
+        duckdb = pytest.importorskip("duckdb")
+        out = session.publish(duckdb.sql("select sex, sum(child) / count(*) p from df group by sex order by 1").df())
+        values = dict(zip(out.checked.frame["sex"], out.checked.frame["p"], strict=True))
+        hidden = dict(zip(out.checked.frame["sex"], out.checked.hidden[:, 1], strict=True))
+    else:
+        pl = pytest.importorskip("polars")
+        frame = pl.from_pandas(df)
+        out = session.publish(frame.group_by("sex").agg((pl.col("child").sum() / pl.len()).alias("p")).sort("sex"))
+        values = dict(zip(out.checked.frame["sex"], out.checked.frame["p"], strict=True))
+        hidden = dict(zip(out.checked.frame["sex"], out.checked.hidden[:, 1], strict=True))
+    for sex, total in TRUE_TOTALS.items():
+        children = _shown(counts, sex, "child")
+        assert children is not None, counts.data["text/plain"]
+        assert hidden[sex] or round(children / values[sex]) != total, out.data["text/plain"]
+
+
+def test_counts_then_their_row_shares_hide_the_same_cells(session) -> None:
+    """Over-protection the change first made (helper-92, O1): a crosstab's counts, then its row
+    shares, were two tables; the shares' differencing made the counts' secondaries primary and
+    the shares were blocked whole. They are the same table again (the joint audit still compares
+    what the shares tell besides)."""
+    df = _people()
+    counts = session.publish(pd.crosstab(df.district, df.sex))
+    shares = session.publish(pd.crosstab(df.district, df.sex, normalize="index"))
+    assert counts.metadata["sdc_magic"]["status"] == shares.metadata["sdc_magic"]["status"] == "suppressed"
+    assert np.array_equal(counts.checked.hidden, shares.checked.hidden)

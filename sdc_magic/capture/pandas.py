@@ -680,8 +680,7 @@ class Capture:
         self._register("crosstab", result, ge, names, lambda m: (var, stat), notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
                        source=Source(tmp, names, "crosstab", ids=grouping[0], index=grouping[1]),
-                       normalized=_normalized_over(normalize, names[:len(row_names)], names[len(row_names):])
-                       if values is None else None)
+                       normalized=_normalized_over(normalize, names[:len(row_names)], names[len(row_names):]))
 
     def _pivot_function(self, args: tuple, kwargs: dict, result: Any) -> None:
         kwargs = dict(kwargs)
@@ -953,8 +952,12 @@ def _pivot_measures(value_cols: list[Any], aggfunc: Any) -> Callable[[str], tupl
 
 def _normalized_over(normalize: Any, rows: list[str], columns: list[str]) -> tuple[str, ...] | None:
     """The dimensions a crosstab's shares sum to 1 within (see ``Entry.normalized``)."""
-    if normalize is False or normalize is None:
+    if normalize is None:
         return None
+    if isinstance(normalize, (bool, np.bool_)):  # (before the numbers: True == 1 was read as "columns")
+        return () if normalize else None
+    if normalize == "all":
+        return ()
     if normalize in ("index", 0):
         return tuple(rows)
     if normalize in ("columns", 1):

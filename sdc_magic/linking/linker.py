@@ -663,19 +663,21 @@ def _repeats(earlier: Population, d: Draft) -> bool:
     return (_same_table(earlier, d) and np.array_equal(earlier.published, new.published)
             and np.array_equal(earlier.hidden_shown, new.hidden_shown)
             and earlier.hidden_model == new.hidden_model and earlier.margins_hidden == new.margins_hidden
-            and earlier.threshold == new.threshold
+            and earlier.threshold == new.threshold and earlier.totals_of == new.totals_of
             and ((earlier.counted is None and new.counted is None) or same_column(earlier.counted, new.counted)))
 
 
 def _same_table(earlier: Population, d: Draft) -> bool:
     """Whether an earlier population is this draft's table again: same keys, same groups of rows,
     the same margins shown (a crosstab with its margins after its groupby is another output: it
-    publishes the margins, and the groupby's hidden cells must stay hidden in it)."""
+    publishes the margins, and the groupby's hidden cells must stay hidden in it). Its shares
+    are the same table (a crosstab's counts, then its row shares: the shares' differencing with
+    the counts made the counts' secondaries primary, and the shares were blocked whole, red team
+    of stop 68); what the shares tell besides is compared by the joint audit (:func:`_repeats`)."""
     new = d.pop
     if earlier.keys != new.keys or len(earlier.labels) != len(new.labels) or not np.array_equal(earlier.size, new.size):
         return False
-    if earlier.margins_public != new.margins_public or earlier.title != new.title \
-            or earlier.totals_of != new.totals_of:
+    if earlier.margins_public != new.margins_public or earlier.title != new.title:
         return False  # (the title names the statistic: counts, then means of the same groups, differ)
     try:
         return bool(np.array_equal(earlier.group[d.parent], new.group))

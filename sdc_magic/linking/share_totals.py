@@ -46,9 +46,12 @@ def levels_told(entry: Any, keys: tuple[str, ...]) -> tuple[tuple[tuple[str, ...
 def told(pop: Any, subset: tuple[str, ...], published: np.ndarray) -> np.ndarray:
     """Per group of ``pop``'s level ``subset``: whether its total is told by the shares, i.e.
     every group of a shares level inside it shows a cell of some rows (a share of 0 tells no
-    total)."""
+    total); the grand total also when a displayed margin of some rows is shown (``margins=True``:
+    the All row of ``normalize="all"`` shows 416 / 1203, and 416 is public)."""
     mapping, labels = pop.level(subset)
     out = np.zeros(len(labels), dtype=bool)
+    if not subset and _a_margin_shown(pop):
+        out[:] = True
     shown = np.asarray(published, dtype=bool) & (np.asarray(pop.size) > 0)
     for within in pop.totals_of:
         if not set(subset) <= set(within):
@@ -57,3 +60,23 @@ def told(pop: Any, subset: tuple[str, ...], published: np.ndarray) -> np.ndarray
         fine_told = np.bincount(fine, weights=shown, minlength=len(fine_labels)) > 0
         out |= np.bincount(mapping, weights=~fine_told[fine], minlength=len(labels)) == 0
     return out
+
+
+def _a_margin_shown(pop: Any) -> bool:
+    """Whether the table displays a margin of some rows that its display did not hide (a share of
+    a margin tells the grand total it is a share of: red team of stop 68)."""
+    if not pop.margins_public:
+        return False
+    for level in pop.levels():
+        if level in (pop.keys, ()):
+            continue
+        mapping, labels = pop.level(level)
+        sizes = np.bincount(mapping, weights=pop.size, minlength=len(labels))
+        shown = sizes > 0
+        for hidden in (pop.hidden_model.get(level), pop.margins_hidden.get(level)):
+            for g in hidden or ():
+                if 0 <= g < len(shown):
+                    shown[g] = False
+        if shown.any():
+            return True
+    return False

@@ -451,8 +451,10 @@ def _composite(node: Any) -> Plan | None:
     ``sum / count``), planned by its most revealing part, as for DuckDB: an extreme (or a
     median) makes it that unit's value; else one magnitude variable (sum, mean, std of x,
     with any counts) makes it that variable's statistic, checked with its dominance and
-    protected through its totals. Counts only, two magnitude variables, or a part we cannot
-    plan: None (a custom statistic, at review)."""
+    protected through its totals; a sum beside the group's count, its mean (``sum / len``: a
+    flag's share, which tells the group's count beside the flagged rows', red team of stop 68).
+    Counts only, two magnitude variables, or a part we cannot plan: None (a custom statistic,
+    at review)."""
     outer: list[Any] = []
     if not _outer_aggregates(node, outer) or len(outer) < 2:
         return None
@@ -475,6 +477,8 @@ def _composite(node: Any) -> Plan | None:
     if len({p.var for p in magnitude}) != 1:
         return None
     first = magnitude[0]
+    if first.stat == "sum" and any(p is not None and p.stat == "size" for p in parts):
+        return Plan(first.var, "mean", first.derived)  # (a sum beside the group's count: its mean)
     return Plan(first.var, first.stat, first.derived)
 
 
