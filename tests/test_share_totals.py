@@ -169,6 +169,7 @@ def _pairs_told(counts, shares, cells) -> set[int]:
 
 @pytest.mark.parametrize("call", [
     'pd.crosstab(df.sex, df.band, normalize=True)',  # (True == 1 was read as "columns")
+    'pd.crosstab(df.band, df.sex, normalize=np.True_).T',  # (pandas: a numpy bool is an axis, np.True_ the columns)
     'pd.crosstab(df.sex, df.band, normalize="all", margins=True)',  # (its All row: 416 / 0.345802)
     'pd.crosstab(df.sex, df.band, normalize=True, margins=True)',
 ])
@@ -176,42 +177,57 @@ def test_shares_of_the_whole_do_not_give_the_grand_total_back(session, call) -> 
     df = _people()
     _filters(session, df)  # (A or C: 603 people, B or C: 603; everyone is 1,203: C = 3)
     counts = session.publish(pd.crosstab(df.sex, df.band, margins=True))
-    shares = session.publish(eval(call, {"pd": pd, "df": df}))
+    shares = session.publish(eval(call, {"pd": pd, "np": np, "df": df}))
     cells = [(r, c) for r in ("F", "M", "All") for c in (*BANDS, "All")
              if r in shares.checked.frame.index and c in shares.checked.frame.columns and (r, c) != ("All", "All")]
     assert 1203 not in _pairs_told(counts, shares, cells), shares.data["text/plain"]
 
 
-def test_shares_of_a_crosstab_of_values_are_shares_too(session) -> None:
+@pytest.mark.parametrize("call", [
+    'pd.crosstab(df.sex, df.band, values=df.one, aggfunc="sum", normalize="index")',
+    'pd.crosstab(df.sex, df.band, normalize=np.False_)',  # (pandas: np.False_ is the rows' axis)
+])
+def test_row_shares_in_other_words(session, call) -> None:
     df = _people().assign(one=1)
     _filters(session, df)
     counts = session.publish(pd.crosstab(df.sex, df.band, margins=True))
-    shares = session.publish(pd.crosstab(df.sex, df.band, values=df.one, aggfunc="sum", normalize="index"))
+    shares = session.publish(eval(call, {"pd": pd, "np": np, "df": df}))
     for sex, total in TRUE_TOTALS.items():
         assert total not in _pairs_told(counts, shares, [(sex, b) for b in BANDS]), shares.data["text/plain"]
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "polars"])
-def test_a_sum_over_the_count_is_a_share(session, engine) -> None:
+@pytest.mark.parametrize("engine", ["duckdb", "polars", "polars count"])
+@pytest.mark.parametrize("missing", [False, True])
+def test_a_sum_over_the_count_is_a_share(session, engine, missing) -> None:
     """``sum(child) / count(*)`` by sex was checked as the sum of ``child`` and passed whole:
-    226 / 0.368078 = 614 (red team of stop 68). It is planned as the flag's mean."""
-    df = _people().assign(child=lambda d: (d.band == "child").astype(int))
+    226 / 0.368078 = 614 (red team of stop 68). It is planned as the mean over every row of the
+    group, a missing value counting 0 (``missing``: the flag unknown for 6 people of district A,
+    which the mean of ``child`` leaves out while ``count(*)`` does not: helper-93); polars
+    ``sum() / count()`` of the flag is its mean (it passed as a sum)."""
+    df = _people().assign(child=lambda d: (d.band == "child").astype(float))
+    if missing:
+        df.loc[df.index[(df.district == "A") & (df.band == "adult")][:6], "child"] = np.nan
     _filters(session, df)
     counts = session.publish(pd.crosstab(df.sex, df.band, margins=True))  # (children shown, sex totals hidden)
     if engine == "duckdb":
         duckdb = pytest.importorskip("duckdb")
-        out = session.publish(duckdb.sql("select sex, sum(child) / count(*) p from df group by sex order by 1").df())
+        con = duckdb.connect()
+        con.register("people", df)
+        out = session.publish(con.sql("select sex, sum(child) / count(*) p from people group by sex order by 1").df())
         values = dict(zip(out.checked.frame["sex"], out.checked.frame["p"], strict=True))
         hidden = dict(zip(out.checked.frame["sex"], out.checked.hidden[:, 1], strict=True))
     else:
         pl = pytest.importorskip("polars")
-        frame = pl.from_pandas(df)
-        out = session.publish(frame.group_by("sex").agg((pl.col("child").sum() / pl.len()).alias("p")).sort("sex"))
+        frame = pl.from_pandas(df, nan_to_null=True)
+        over = pl.len() if engine == "polars" else pl.col("child").count()
+        out = session.publish(frame.group_by("sex").agg((pl.col("child").sum() / over).alias("p")).sort("sex"))
         values = dict(zip(out.checked.frame["sex"], out.checked.frame["p"], strict=True))
         hidden = dict(zip(out.checked.frame["sex"], out.checked.hidden[:, 1], strict=True))
     for sex, total in TRUE_TOTALS.items():
         children = _shown(counts, sex, "child")
         assert children is not None, counts.data["text/plain"]
+        # (polars ``sum / count`` with flags missing is their mean over the known ones: n / share is
+        # then the count of known flags, 584 men of 589, which gives no small group here)
         assert hidden[sex] or round(children / values[sex]) != total, out.data["text/plain"]
 
 

@@ -680,7 +680,8 @@ class Capture:
         self._register("crosstab", result, ge, names, lambda m: (var, stat), notes,
                        margin_label=margins_name if margins else None, margin_evidence=margin_evidence,
                        source=Source(tmp, names, "crosstab", ids=grouping[0], index=grouping[1]),
-                       normalized=_normalized_over(normalize, names[:len(row_names)], names[len(row_names):]))
+                       normalized=_normalized_over(normalize, names[:len(row_names)], names[len(row_names):])
+                       if values is None or stat in ("sum", "count", "size") else None)  # (shares of means: no total)
 
     def _pivot_function(self, args: tuple, kwargs: dict, result: Any) -> None:
         kwargs = dict(kwargs)
@@ -952,11 +953,11 @@ def _pivot_measures(value_cols: list[Any], aggfunc: Any) -> Callable[[str], tupl
 
 def _normalized_over(normalize: Any, rows: list[str], columns: list[str]) -> tuple[str, ...] | None:
     """The dimensions a crosstab's shares sum to 1 within (see ``Entry.normalized``)."""
-    if normalize is None:
+    # (as pandas reads it: a Python bool first, True == 1 was read as "columns"; a numpy bool is an
+    # axis, np.False_ the rows, np.True_ the columns; red team of stop 68)
+    if normalize is False or normalize is None:
         return None
-    if isinstance(normalize, (bool, np.bool_)):  # (before the numbers: True == 1 was read as "columns")
-        return () if normalize else None
-    if normalize == "all":
+    if normalize is True or (isinstance(normalize, str) and normalize == "all"):
         return ()
     if normalize in ("index", 0):
         return tuple(rows)

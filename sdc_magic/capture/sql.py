@@ -326,11 +326,10 @@ def _composite(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, 
     is the sum, and showed a dominant firm's turnover at review): an extreme (max, min,
     first, ...) makes it one unit's value; else one magnitude variable (sum, mean, std of x,
     with any counts) makes it that variable's statistic, checked with its dominance and
-    protected through its totals; a sum beside the group's count, its mean (red team of stop
-    68: ``sum(child) / count(*)`` by sex was checked as the sum and passed whole, and 226 / 0.368
-    gave the women's total, 614). Counts only, two magnitude variables, a subquery, or a part we
-    cannot read: None (a custom statistic, at review).
-    """
+    protected through its totals; a sum beside the group's count, the mean over every row, a
+    missing value counting 0 (``sum(child) / count(*)`` passed as a sum: 226 / 0.368 = 614, red
+    team of stop 68). Counts only, two magnitude variables, a subquery, or a part we cannot
+    read: None (a custom statistic, at review)."""
     from sqlglot import exp
 
     if node.find(exp.Subquery, exp.Window) is not None:
@@ -360,8 +359,8 @@ def _composite(node: Any, synthetic: str) -> tuple[str | None, str, Any, float, 
     if len({p[0] for p in magnitude}) != 1:
         return None
     var, stat, col, _a, _b = magnitude[0]
-    if stat == "sum" and any(p[1] == "size" for p in parts):
-        stat = "mean"  # (a sum with the group's count: ``sum(flag) / count(*)`` is the flag's mean)
+    if stat == "sum" and col is not None and any(p[1] == "size" for p in parts):
+        return synthetic, "mean", exp.Coalesce(this=col.copy(), expressions=[exp.Literal.number(0)]), 1.0, 0.0
     return var, stat, col, 1.0, 0.0
 
 

@@ -19,12 +19,13 @@ after it was audited against it.  So its decision is reused as it is, with a not
   draft (linking off, or a source linking cannot place) there is no reuse: the
   protection cache of :mod:`sdc_magic.protect` still makes the protection itself free.
 
-Floating-point values (sums, means, largest contributions; a displayed float column) are
-compared apart, to a relative :data:`FLOAT_RTOL`: an engine may add the same rows in
-another order on each run (polars 2.2's group sums differ in the last bit between two
-calls), and the same table computed again was not recognised as shown again.  The
-exact parts make the digest; the floats are kept beside the decision and compared on
-recall, so no rounding boundary can split two runs of one table.
+The evidence's floating-point values (sums, means, largest contributions) are compared
+apart, to a relative :data:`FLOAT_RTOL`: an engine may add the same rows in another order
+on each run (polars 2.2's evidence sums differ in the last bit between two calls while the
+displayed sums do not), and the same table computed again was not recognised as shown
+again.  The exact parts make the digest; the floats are kept beside the decision and
+compared on recall, so no rounding boundary can split two runs of one table.  What the
+display shows is compared bit for bit: a reused decision shows the earlier figures.
 
 The memory holds at most :data:`MAX_DECISIONS` decisions (the newest), copies of the
 frames and masks only: never the source data.
@@ -86,9 +87,10 @@ def _update_array(h: Any, values: Any, floats: list[np.ndarray] | None = None) -
         h.update(np.ascontiguousarray(arr).tobytes())
 
 
-def _update_frame(h: Any, frame: pd.DataFrame | pd.Series, floats: list[np.ndarray]) -> bool:
-    """Hash what a display shows of ``frame`` (float columns to ``floats``); False when it cannot
-    be hashed (no reuse)."""
+def _update_frame(h: Any, frame: pd.DataFrame | pd.Series) -> bool:
+    """Hash what a display shows of ``frame``, bit for bit (floats too: a reused decision shows the
+    earlier display's figures, which must be the user's; red team of stop 68: ``sum(big) + 5000``
+    took the decision of ``sum(big)`` and showed its figures); False when it cannot be hashed."""
     try:
         h.update(type(frame).__name__.encode())
         h.update(repr(list(frame.index.names)).encode())
@@ -99,14 +101,10 @@ def _update_frame(h: Any, frame: pd.DataFrame | pd.Series, floats: list[np.ndarr
         else:
             h.update(repr(frame.name).encode())
             h.update(str(frame.dtype).encode())
-        h.update(pd.util.hash_pandas_object(frame.index).to_numpy().tobytes())
-        columns = [frame.iloc[:, j] for j in range(frame.shape[1])] if isinstance(frame, pd.DataFrame) else [frame]
-        for column in columns:
-            if isinstance(column.dtype, np.dtype) and column.dtype.kind in "fc":
-                h.update(b"float column")
-                floats.append(column.to_numpy(copy=True))
-            else:
-                h.update(pd.util.hash_pandas_object(column, index=False).to_numpy().tobytes())
+        h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+        if isinstance(frame, pd.DataFrame):
+            for j in range(frame.shape[1]):  # (the row hashes combine columns; keep each one too)
+                h.update(pd.util.hash_pandas_object(frame.iloc[:, j], index=False).to_numpy().tobytes())
     except (TypeError, ValueError):
         return False
     return True
@@ -137,7 +135,7 @@ def decision_key(rules: Any, entry: Any, positions: np.ndarray, frame: pd.DataFr
     _update_array(h, np.where(positions >= 0, rank[np.clip(positions, 0, max(len(rank) - 1, 0))], -1)
                   if len(rank) else positions)
     h.update(repr(list(notes)).encode())
-    if not _update_frame(h, frame, floats):
+    if not _update_frame(h, frame):
         return None
     pop = draft.pop
     h.update(str(getattr(draft.universe, "uid", id(draft.universe))).encode())

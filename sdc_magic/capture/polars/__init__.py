@@ -917,10 +917,8 @@ class PolarsCapture:
         if not isinstance(result, pl.DataFrame):
             return
         name = s.name or ""
-        frame = s.to_frame(name)
-        count_col = [c for c in result.columns if c != name]
-        stat = "proportion" if kwargs.get("normalize") else "count"
-        resolved = {c: (None, stat) for c in count_col}
+        frame, stat = s.to_frame(name), "proportion" if kwargs.get("normalize") else "count"
+        resolved = {c: (None, stat) for c in result.columns if c != name}
         parent = origins.frame_of(s)  # (a column of a frame: its rows are the frame's, labelled alike)
         entry = self._register("Series.value_counts", frame.lazy(), [name], {}, [name], resolved,
                                lambda m: (None, stat), result, frame.schema,

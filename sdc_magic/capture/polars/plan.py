@@ -477,8 +477,16 @@ def _composite(node: Any) -> Plan | None:
     if len({p.var for p in magnitude}) != 1:
         return None
     first = magnitude[0]
-    if first.stat == "sum" and any(p is not None and p.stat == "size" for p in parts):
-        return Plan(first.var, "mean", first.derived)  # (a sum beside the group's count: its mean)
+    counts = [p for p in parts if p is not None and p.stat in ("size", "count")]
+    if first.stat == "sum" and counts and all(p.stat == "count" and p.var == first.var for p in counts):
+        return Plan(first.var, "mean", first.derived)  # (``sum / count`` of x is its mean)
+    if first.stat == "sum" and counts:
+        # a sum beside the group's count (``sum(flag) / len()``): the mean over every row, a missing
+        # value counting 0 (a flag's share told the group's total: 226 / 0.368 = 614, stop 68)
+        import polars as pl
+
+        filled = (first.derived if first.derived is not None else pl.col(str(first.var))).fill_null(0)
+        return Plan(str(filled), "mean", derived=filled)
     return Plan(first.var, first.stat, first.derived)
 
 
