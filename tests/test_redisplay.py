@@ -219,6 +219,7 @@ def test_a_float_column_within_the_tolerance_only_is_shown_again() -> None:
     from sdc_magic.jupyter.decisions import DecisionKey
 
     kept = DecisionKey("d", (np.array([296.64, np.nan, 18.05]),))
+    assert "296" not in repr(kept)  # (the evidence's floats, hidden cells' too, stay out of any repr)
     assert kept.matches(DecisionKey("d", (np.array([296.63999999999993, np.nan, 18.05]),)))
     assert not kept.matches(DecisionKey("d", (np.array([296.64 * (1 + 1e-6), np.nan, 18.05]),)))
     assert not kept.matches(DecisionKey("d", (np.array([296.64, 0.0, 18.05]),)))

@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,8 @@ class DecisionKey:
     """Under what a decision is kept: the digest of the exact parts, and the floats beside it."""
 
     digest: str
-    floats: tuple[np.ndarray, ...]
+    #: (the evidence's floats, hidden cells' included: kept out of any repr or log line)
+    floats: tuple[np.ndarray, ...] = field(repr=False)
 
     def matches(self, other: DecisionKey) -> bool:
         """The same digest, and every float within :data:`FLOAT_RTOL` (NaN where NaN)."""
@@ -68,14 +69,10 @@ class DecisionKey:
                    for a, b in zip(self.floats, other.floats, strict=True))
 
 
-def _is_float(arr: np.ndarray) -> bool:
-    return arr.dtype.kind in "fc"
-
-
 def _update_array(h: Any, values: Any, floats: list[np.ndarray] | None = None) -> None:
     """Hash ``values``; floats go to ``floats`` (compared apart) when given, only their shape hashed."""
     arr = np.asarray(values)
-    if floats is not None and _is_float(arr):
+    if floats is not None and arr.dtype.kind in "fc":
         h.update(str(arr.dtype).encode())
         h.update(repr(arr.shape).encode())
         floats.append(np.array(arr, copy=True))

@@ -115,7 +115,8 @@ class Population:
         is published when every cell in it is, when its shares tell it (:mod:`.share_totals`), or
         when the table displayed its margins and its protection did not hide this one."""
         published = self.published if published is None else published
-        mapping, n = self.level(subset)[0], len(self.level(subset)[1])
+        mapping, labels = self.level(subset)
+        n = len(labels)
         sizes = np.bincount(mapping, weights=self.size, minlength=n).astype(np.int64)
         if subset == self.keys:
             return mapping, sizes, published.copy(), self.hidden_shown | _flags(self.hidden_model.get(subset), n)
@@ -128,9 +129,7 @@ class Population:
 
 def _flags(ids: set[int] | None, n: int) -> np.ndarray:
     out = np.zeros(n, dtype=bool)
-    if ids:
-        arr = np.fromiter((i for i in ids if 0 <= i < n), dtype=np.int64)
-        out[arr] = True
+    out[np.fromiter((i for i in ids or () if 0 <= i < n), dtype=np.int64)] = True
     return out
 
 
