@@ -40,7 +40,7 @@ from .labels import (
     numbers_in_unverified_labels,
     small_group_sizes_as_labels,
 )
-from .margin_rows import escape_total, with_primary_margins, with_public_cells
+from .margin_rows import escape_total, with_primary_margins, with_public_cells, without_empty_cells
 from .resolve import Resolved, resolve, unwrap
 from .row_order import settle_row_order
 from .selection import (
@@ -746,7 +746,7 @@ def _protect_measure(entry: Entry, sel: np.ndarray, primary_all: np.ndarray, rul
     ev = entry.evidence
     dims = list(entry.dims)
     margin = ev.is_margin[sel]
-    inner = _in_label_order(entry, sel[~margin], dims)
+    inner = without_empty_cells(_in_label_order(entry, sel[~margin], dims), ev.units, primary_all)
     stat = set(ev.stat[sel].astype(str).tolist())
     if stat <= {"proportion", "percent"}:
         value = ev.units[inner]
