@@ -100,6 +100,9 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
                     res.cell_rows = inner.row_pos
                     res.cell_cols = np.asarray(value_cols)[inner.col_pos]
                     return res
+    wide = _columns_of_one_dimension(obj, registry, origin)
+    if wide is not None:
+        return wide
     windows = _row_windows(obj)
     if windows is not None:  # rows with their groups' counts or means beside them: those withheld
         return Resolved("row-level", obj, flat, untraced=windows)
@@ -110,6 +113,68 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
     if _looks_row_level(obj, registry):
         return Resolved("row-level", obj, flat)
     return Resolved("unverified", obj, flat)
+
+
+def _columns_of_one_dimension(obj: pd.DataFrame | pd.Series, registry: Registry, origin: int | None
+                              ) -> Resolved | None:
+    """A wide frame whose unnamed columns are the values of a table's one remaining dimension,
+    its other dimensions the index or label columns: DuckDB's ``PIVOT t ON sex USING count(*)
+    GROUP BY region`` as ``.df()`` gives it (``region | F | M``, a column suffix ``_n`` for
+    ``USING count(*) AS n``). Matched as the table it is, that dimension named.
+
+    Why (red team of stop 69): that frame was registered as one table per column (F, M), so it
+    was protected column by column, without the region totals, and not linked: R1's F 3 and
+    R3's F 2 hidden alone, then the region sizes (``pass``) gave them back, 12 − 9 and 9 − 7.
+    Matched so, it is protected and linked as the same figures in the relation's own layout are.
+    """
+    if not isinstance(obj, pd.DataFrame) or isinstance(obj.columns, pd.MultiIndex) or obj.columns.name is not None \
+            or not obj.columns.is_unique:
+        return None
+    indexed_by = {str(n) for n in obj.index.names if n is not None}
+    for entry in registry.entries():
+        dims = [str(d) for d in entry.dims]
+        keys = [c for c in obj.columns if str(c) in dims]
+        missing = [d for d in dims if d not in {str(k) for k in keys} | indexed_by]
+        rest = [c for c in obj.columns if c not in keys]
+        if len(missing) != 1 or not rest or (keys and indexed_by):
+            continue
+        labels = _column_labels(rest, entry.flat.dims.get(missing[0]))
+        if labels is None:
+            continue
+        try:
+            indexed = obj.set_index(keys) if keys else obj
+        except (KeyError, ValueError, TypeError):
+            continue
+        named = indexed[rest].copy(deep=False) if keys else indexed[rest]
+        named.columns = pd.Index(labels, dtype=object, name=missing[0])
+        inner = flatten(named)
+        match = registry.match(inner, None, origin)
+        if match is None or match.how == AMBIGUOUS:
+            continue
+        res = _resolved_table(named, inner, match)
+        res.frame = obj
+        res.cell_rows = inner.row_pos
+        res.cell_cols = np.asarray([obj.columns.get_loc(c) for c in rest], dtype=np.int64)[inner.col_pos]
+        return res
+    return None
+
+
+def _column_labels(columns: list, values: np.ndarray | None) -> list | None:
+    """The dimension's labels the columns name (by their text; one suffix ``_x`` common to every
+    column dropped when only then they do), or None."""
+    if values is None:
+        return None
+    by_text: dict[str, object] = {}
+    for v in pd.unique(pd.Series(values, dtype=object)):
+        by_text.setdefault(str(v), v)
+    texts = [str(c) for c in columns]
+    if all(t in by_text for t in texts):
+        return [by_text[t] for t in texts]
+    suffixes = {t.rsplit("_", 1)[1] for t in texts if "_" in t}
+    if len(suffixes) != 1 or not all("_" in t for t in texts):
+        return None
+    stripped = [t.rsplit("_", 1)[0] for t in texts]
+    return [by_text[t] for t in stripped] if all(t in by_text for t in stripped) else None
 
 
 def _aggregate_without_evidence(obj: pd.DataFrame | pd.Series, flat: Flat) -> Resolved:

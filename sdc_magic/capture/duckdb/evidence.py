@@ -356,10 +356,9 @@ class Recorder:
         ge = self._evidence(pending, facts, keys)
         rows = self._rows(pending, facts, ge=ge)
         self._register(pending, shown, ge, keys, lambda _m: (var, stat), rows)
-        # DuckDB's own frame (fetched): value columns unnamed, one measure per column
-        wide = contract.keyed(user.copy(), row_keys)
-        ge_wide, measure_of = _wide_evidence(ge, wide, row_keys, var, stat, suffix)
-        self._register(pending, wide, ge_wide, row_keys, measure_of, None)
+        # (DuckDB's own frame, its value columns unnamed, is matched to this table with the ON
+        # column named: checking/resolve. It was registered as one table per column, protected
+        # without the row totals and not linked: red team of stop 69)
         return shown
 
     def _pivot_several(self, pending: Pending, user: pd.DataFrame, facts: pd.DataFrame) -> pd.DataFrame:
@@ -846,19 +845,12 @@ def _margin_label(user: pd.DataFrame, keys: list[str], flags: np.ndarray) -> str
     return MARGIN + "\u2009(margin)"
 
 
-def _wide_evidence(ge: Any, wide: pd.DataFrame, row_keys: list[str], var: str | None, stat: str,
-                   suffix: str = "") -> tuple[Any, Callable[[str], tuple[str | None, str]]]:
-    """Evidence of DuckDB's wide PIVOT frame: one measure per value column, each its own
-    variable whose facts are those of the (row keys, column) cell."""
-    per_column = {c: (str(c)[:-len(suffix)] if suffix and str(c).endswith(suffix) else str(c), var, stat)
-                  for c in wide.columns}
-    return _wide_evidence_columns(ge, wide, row_keys, per_column)
-
-
 def _wide_evidence_columns(ge: Any, wide: pd.DataFrame, row_keys: list[str],
                            per_column: dict[Any, tuple[str, str | None, str]]
                            ) -> tuple[Any, Callable[[str], tuple[str | None, str]]]:
-    """As :func:`_wide_evidence`, each column given as (ON value, variable, statistic)."""
+    """Evidence of DuckDB's wide frame of a PIVOT of several aggregates: one measure per value
+    column, given as (ON value, variable, statistic), whose facts are those of its (row keys,
+    value) cell."""
     from ...evidence.facts import GroupEvidence, VarEvidence
     from ...evidence.flatten import canonical_labels
 
