@@ -119,8 +119,9 @@ def _columns_of_one_dimension(obj: pd.DataFrame | pd.Series, registry: Registry,
                               ) -> Resolved | None:
     """A wide frame whose unnamed columns are the values of a table's one remaining dimension,
     its other dimensions the index or label columns: DuckDB's ``PIVOT t ON sex USING count(*)
-    GROUP BY region`` as ``.df()`` gives it (``region | F | M``, a column suffix ``_n`` for
-    ``USING count(*) AS n``). Matched as the table it is, that dimension named.
+    GROUP BY region`` as ``.df()`` gives it (``region | F | M``; ``F_n | M_n`` for ``USING
+    count(*) AS n``; ``F_n | F_s | M_n | M_s`` for ``USING count(*) AS n, sum(v) AS s``, the
+    aggregate a measure). Matched as the table it is, that dimension named.
 
     Why (red team of stop 69): that frame was registered as one table per column (F, M), so it
     was protected column by column, without the region totals, and not linked: R1's F 3 and
@@ -131,6 +132,9 @@ def _columns_of_one_dimension(obj: pd.DataFrame | pd.Series, registry: Registry,
             or not obj.columns.is_unique:
         return None
     indexed_by = {str(n) for n in obj.index.names if n is not None}
+    # (each way of naming the columns is matched once, against every table: one try per table
+    # was a match over every table each, 36 s for a frame matching none of 150; helper-95)
+    tried: set[tuple] = set()
     for entry in registry.entries():
         dims = [str(d) for d in entry.dims]
         keys = [c for c in obj.columns if str(c) in dims]
@@ -138,43 +142,51 @@ def _columns_of_one_dimension(obj: pd.DataFrame | pd.Series, registry: Registry,
         rest = [c for c in obj.columns if c not in keys]
         if len(missing) != 1 or not rest or (keys and indexed_by):
             continue
-        labels = _column_labels(rest, entry.flat.dims.get(missing[0]))
-        if labels is None:
-            continue
         try:
             indexed = obj.set_index(keys) if keys else obj
         except (KeyError, ValueError, TypeError):
             continue
-        named = indexed[rest].copy(deep=False) if keys else indexed[rest]
-        named.columns = pd.Index(labels, dtype=object, name=missing[0])
-        inner = flatten(named)
-        match = registry.match(inner, None, origin)
-        if match is None or match.how == AMBIGUOUS:
-            continue
-        res = _resolved_table(named, inner, match)
-        res.frame = obj
-        res.cell_rows = inner.row_pos
-        res.cell_cols = np.asarray([obj.columns.get_loc(c) for c in rest], dtype=np.int64)[inner.col_pos]
-        return res
+        for columns in _column_layouts(rest, entry.flat.dims.get(missing[0]), missing[0]):
+            layout = (tuple(map(str, keys)), missing[0], tuple(repr(c) for c in columns))
+            if layout in tried:
+                continue
+            tried.add(layout)
+            named = indexed[rest].copy(deep=False)
+            named.columns = columns
+            inner = flatten(named)
+            match = registry.match(inner, None, origin)
+            if match is None or match.how == AMBIGUOUS:
+                continue
+            res = _resolved_table(named, inner, match)
+            res.frame = obj
+            res.cell_rows = inner.row_pos
+            res.cell_cols = np.asarray([obj.columns.get_loc(c) for c in rest], dtype=np.int64)[inner.col_pos]
+            return res
     return None
 
 
-def _column_labels(columns: list, values: np.ndarray | None) -> list | None:
-    """The dimension's labels the columns name (by their text; one suffix ``_x`` common to every
-    column dropped when only then they do), or None."""
+def _column_layouts(columns: list, values: np.ndarray | None, dim: str) -> list[pd.Index]:
+    """The ways ``columns`` can name the dimension ``dim``'s labels (by their text): as they are;
+    one suffix ``_x`` common to every column dropped; or each ``<label>_<aggregate>`` split into
+    the label and the aggregate, a second (measure) level."""
     if values is None:
-        return None
+        return []
     by_text: dict[str, object] = {}
     for v in pd.unique(pd.Series(values, dtype=object)):
         by_text.setdefault(str(v), v)
     texts = [str(c) for c in columns]
     if all(t in by_text for t in texts):
-        return [by_text[t] for t in texts]
-    suffixes = {t.rsplit("_", 1)[1] for t in texts if "_" in t}
-    if len(suffixes) != 1 or not all("_" in t for t in texts):
-        return None
-    stripped = [t.rsplit("_", 1)[0] for t in texts]
-    return [by_text[t] for t in stripped] if all(t in by_text for t in stripped) else None
+        return [pd.Index([by_text[t] for t in texts], dtype=object, name=dim)]
+    if not all("_" in t for t in texts):
+        return []
+    split = [t.rsplit("_", 1) for t in texts]
+    if not all(head in by_text for head, _ in split):
+        return []
+    layouts = []
+    if len({tail for _, tail in split}) == 1:
+        layouts.append(pd.Index([by_text[head] for head, _ in split], dtype=object, name=dim))
+    layouts.append(pd.MultiIndex.from_tuples([(by_text[head], tail) for head, tail in split], names=[dim, None]))
+    return layouts
 
 
 def _aggregate_without_evidence(obj: pd.DataFrame | pd.Series, flat: Flat) -> Resolved:

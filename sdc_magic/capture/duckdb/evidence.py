@@ -366,10 +366,9 @@ class Recorder:
         rule (red team: count(*) AS n, sum(income) AS s was unverified and showed the one man
         of C's income).
 
-        Displayed as DuckDB lays it out (columns "<value>_<alias>", each its own measure with
-        the facts of its (row, value) cell: protected column by column, not linked); the same
-        table with two column levels, the ON column (a dimension) and the aggregate (the
-        measure), is registered too, with its rows for linking, for pandas reshapes of it.
+        Registered with two column levels, the ON column (a dimension) and the aggregate (the
+        measure), with its rows for linking; displayed as DuckDB lays it out (columns
+        "<value>_<alias>"), which is matched to it (:mod:`sdc_magic.checking.resolve`).
         """
         p = pending.plan
         assert p.pivot is not None
@@ -392,11 +391,9 @@ class Recorder:
             return by_alias.get(str(m).rsplit("|", 1)[-1], (None, "custom"))
 
         self._register(pending, shown, ge, p.keys, measure_of, rows)
-        # DuckDB's own frame (fetched): one measure per column, the facts of its (row, value) cell
-        per_column = {c: (value, *by_alias[alias]) for c, (value, alias) in split.items()}
-        ge_wide, wide_measure = _wide_evidence_columns(ge, wide, row_keys, per_column)
-        self._register(pending, wide, ge_wide, row_keys, wide_measure, None,
-                       notes=[*pending.notes, "a PIVOT of several aggregates is not linked with other tables"])
+        # (DuckDB's own frame, "<value>_<alias>" columns, is matched to this table, the ON column
+        # named and the aggregate a measure: checking/resolve. It was registered as one table per
+        # column, protected without the row totals and not linked: red team of stop 69)
         return wide
 
     def _rows(self, pending: Pending, facts: pd.DataFrame, shown: pd.DataFrame | None = None, ge: Any = None
@@ -843,51 +840,6 @@ def _margin_label(user: pd.DataFrame, keys: list[str], flags: np.ndarray) -> str
         if label not in real:
             return label
     return MARGIN + "\u2009(margin)"
-
-
-def _wide_evidence_columns(ge: Any, wide: pd.DataFrame, row_keys: list[str],
-                           per_column: dict[Any, tuple[str, str | None, str]]
-                           ) -> tuple[Any, Callable[[str], tuple[str | None, str]]]:
-    """Evidence of DuckDB's wide frame of a PIVOT of several aggregates: one measure per value
-    column, given as (ON value, variable, statistic), whose facts are those of its (row keys,
-    value) cell."""
-    from ...evidence.facts import GroupEvidence, VarEvidence
-    from ...evidence.flatten import canonical_labels
-
-    index = wide.index
-    n_keys = len(row_keys)
-    canon_rows = [canonical_labels(index.get_level_values(i) if isinstance(index, pd.MultiIndex) else index)
-                  for i in range(n_keys)]
-    long_index = ge.index
-    variables: dict[Any, VarEvidence] = {}
-    stats: dict[str, str] = {}
-    width = ge.variables[next(iter(ge.variables))].top.shape[1] if ge.variables else 1
-    for c in wide.columns:
-        value, var, stat = per_column[c]
-        arrays = [*canon_rows, np.full(len(index), value, dtype=object)]
-        pos = long_index.get_indexer(pd.MultiIndex.from_arrays(arrays))
-        taken = ge.take(pos, pd.RangeIndex(len(pos)))
-        if var is not None and var in taken.variables:
-            variables[str(c)] = taken.variables[var]
-        else:
-            units = taken.units
-            variables[str(c)] = VarEvidence(units=units, total=np.full(len(pos), np.nan),
-                                            total_abs=np.full(len(pos), np.nan),
-                                            negative=np.zeros(len(pos), dtype=bool),
-                                            top=np.full((len(pos), width), np.nan))
-        # a count(*) cell counts its rows: as a count of the column's own "variable"
-        stats[str(c)] = "count" if stat == "size" else stat
-    if n_keys > 1:
-        ev_index = pd.MultiIndex.from_arrays(canon_rows, names=row_keys)
-    else:
-        ev_index = pd.Index(canon_rows[0], dtype=object, name=row_keys[0])
-    units = np.zeros(len(index), dtype=np.int64)
-    out = GroupEvidence(index=ev_index, units=units, variables=variables, unit_column=ge.unit_column, rows=None)
-
-    def measure_of(m: str) -> tuple[str | None, str]:
-        return (str(m), stats[str(m)]) if str(m) in variables else (None, "custom")
-
-    return out, measure_of
 
 
 def _mark_indicators(facts: pd.DataFrame, ge: Any, variables: list[str]) -> None:
