@@ -402,6 +402,8 @@ def build(out_id: str, checked: Any, csv_name: str, digest: str) -> dict[str, An
             "attacker; the intervals stated here follow from the published cells alone (a margin the table "
             "does not show is 'unpublished')",
             "inner cells are non-negative",
+            "a combination of the dimensions that no row falls in (an empty cell, shown as 0 or missing, or "
+            "left out) is a known zero: never hidden to protect another cell",
             "a unit that alone makes up a hidden cell knows its value (singleton attack)"
             if rules.get("singletons", True) else "singleton attack not modelled",
         ],
