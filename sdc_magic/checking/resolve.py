@@ -142,14 +142,18 @@ def _columns_of_one_dimension(obj: pd.DataFrame | pd.Series, registry: Registry,
         rest = [c for c in obj.columns if c not in keys]
         if len(missing) != 1 or not rest or (keys and indexed_by):
             continue
+        # (the column names first: a frame of rows, the usual display matching no table, is never
+        # re-indexed for it)
+        layouts = {(tuple(map(str, keys)), missing[0], tuple(repr(x) for x in c)): c
+                   for c in _column_layouts(rest, entry.flat.dims.get(missing[0]), missing[0])}
+        layouts = {k: c for k, c in layouts.items() if k not in tried}
+        if not layouts:
+            continue
         try:
             indexed = obj.set_index(keys) if keys else obj
         except (KeyError, ValueError, TypeError):
             continue
-        for columns in _column_layouts(rest, entry.flat.dims.get(missing[0]), missing[0]):
-            layout = (tuple(map(str, keys)), missing[0], tuple(repr(c) for c in columns))
-            if layout in tried:
-                continue
+        for layout, columns in layouts.items():
             tried.add(layout)
             named = indexed[rest].copy(deep=False)
             named.columns = columns
