@@ -301,6 +301,8 @@ BOX_LIMIT = 20_000
 BOX_ROUNDS = 6
 #: Code spaces up to this many keys get a dense key -> cell table (8 bytes a key).
 DENSE_KEYS = 4_000_000
+#: Partners' key offsets kept between searches (:meth:`Boxes.partner_offsets`), in all
+STEPS_KEPT = 2_000_000
 
 
 class Boxes:
@@ -339,27 +341,12 @@ class Boxes:
         if space <= DENSE_KEYS:
             self.lookup = np.full(space, -1, dtype=np.int64)
             self.lookup[self.keys] = np.arange(len(self.keys))
-        # per dimension and code: its partners (codes) and the sign of the partner's move
-        self.partners: list[list[tuple[np.ndarray, np.ndarray]]] = []
-        for dim in dims:
-            parent = np.asarray(dim.parent)
-            n_codes = len(parent)
-            is_leaf = np.arange(n_codes) >= dim.leaf_offset
-            per: list[tuple[np.ndarray, np.ndarray]] = []
-            for c in range(n_codes):
-                if c == 0:
-                    part = np.flatnonzero(is_leaf & (parent == 0))
-                    per.append((part, np.ones(len(part))))
-                elif is_leaf[c]:
-                    sib = np.flatnonzero(is_leaf & (parent == parent[c]))
-                    sib = sib[sib != c]
-                    if parent[c] == 0:
-                        per.append((np.concatenate([sib, [0]]), np.concatenate([-np.ones(len(sib)), [1.0]])))
-                    else:
-                        per.append((sib, -np.ones(len(sib))))
-                else:  # a hierarchy sub-total: no simple box
-                    per.append((np.zeros(0, dtype=np.int64), np.zeros(0)))
-            self.partners.append(per)
+        # per dimension: its codes' parents, where its leaves start, and its leaves grouped by
+        # parent (a code's partners are its siblings: kept once per parent, never per code)
+        self.parents = [np.asarray(dim.parent, dtype=np.int64) for dim in dims]
+        self.leaf_offsets = [int(dim.leaf_offset) for dim in dims]
+        self.children: list[dict[int, np.ndarray]] = [_leaves_by_parent(p, o)
+                                                      for p, o in zip(self.parents, self.leaf_offsets, strict=True)]
         N = self.codes.shape[1]
         #: every corner but k itself: which dimensions take the partner
         self.masks = np.array([[(m >> d) & 1 for d in range(N)] for m in range(1, 2**N)], dtype=bool)
@@ -380,11 +367,46 @@ class Boxes:
         self.shift = N.bit_length()
         #: False when keys shifted left would not fit in int64 (no real table): no boxes
         self.usable = self.space < 2 ** (62 - self.shift)
-        self.steps: list[list[np.ndarray]] = [] if not self.usable else [
-            [(((part - c) * self.radix[d]) << self.shift) + (sg < 0) for c, (part, sg) in enumerate(per)]
-            for d, per in enumerate(self.partners)]
+        #: per (dimension, code), its partners' key offsets, made when a search first needs them
+        #: and kept up to :data:`STEPS_KEPT` offsets in all
+        self.steps: dict[tuple[int, int], np.ndarray] = {}
+        self.steps_kept = 0
         bits = np.array([[(m >> d) & 1 for d in range(N)] for m in range(2**N)], dtype=np.int64)
         self.corner_bits = [bits[:, d].reshape((2**N,) + (1,) * N) for d in range(N)]
+
+    def partners(self, d: int, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """The codes that code ``c`` of dimension ``d`` moves with in a box, and the sign of each
+        one's move: the total's top-level leaves (+1); a leaf's siblings (-1) and, under the total,
+        the total (+1); none for a hierarchy sub-total (no simple box)."""
+        children = self.children[d]
+        if c == 0:
+            part = children.get(0, np.zeros(0, dtype=np.int64))
+            return part, np.ones(len(part))
+        if c < self.leaf_offsets[d]:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        parent = int(self.parents[d][c])
+        sib = children[parent]
+        sib = sib[sib != c]
+        if parent == 0:
+            return np.concatenate([sib, [0]]), np.concatenate([-np.ones(len(sib)), [1.0]])
+        return sib, -np.ones(len(sib))
+
+    def partner_offsets(self, d: int, c: int) -> np.ndarray:
+        """Code ``c``'s partners as key offsets (see :meth:`_prepare`).
+
+        Why made on demand (stop 70): made for every code up front, a dimension of n leaves took
+        n² offsets: a one-way table of 20,000 villages took 46 s and 12.7 GB to display, and one
+        of 50,000 ran out of memory. A search reads only its primary's codes.
+        """
+        got = self.steps.get((d, c))
+        if got is not None:
+            return got
+        part, sg = self.partners(d, c)
+        got = (((part - c) * self.radix[d]) << self.shift) + (sg < 0)
+        if self.steps_kept + len(got) <= STEPS_KEPT:
+            self.steps[(d, c)] = got
+            self.steps_kept += len(got)
+        return got
 
     @classmethod
     def of(cls, model: object) -> Boxes:
@@ -473,7 +495,7 @@ class Boxes:
         room_k = float(U[k] if sign > 0 else L[k])
         if room_k <= 0 or not self.usable:
             return None
-        steps = [self.steps[d][int(c[d])] for d in range(N)]
+        steps = [self.partner_offsets(d, int(c[d])) for d in range(N)]
         lengths = [len(st) for st in steps]
         if not all(lengths):
             return None
@@ -537,6 +559,18 @@ class Boxes:
         if len(set(cells.tolist())) != len(cells):
             return None
         return cells, unit, best_cap
+
+
+def _leaves_by_parent(parent: np.ndarray, leaf_offset: int) -> dict[int, np.ndarray]:
+    """The leaf codes (from ``leaf_offset`` on) of a dimension grouped by their parent, ascending."""
+    leaves = np.arange(leaf_offset, len(parent), dtype=np.int64)
+    if not len(leaves):
+        return {}
+    order = np.argsort(parent[leaves], kind="stable")
+    ordered, parents = leaves[order], parent[leaves][order]
+    cuts = np.flatnonzero(np.diff(parents)) + 1
+    return {int(group_parents[0]): group for group, group_parents in
+            zip(np.split(ordered, cuts), np.split(parents, cuts), strict=True)}
 
 
 class _Grid:
