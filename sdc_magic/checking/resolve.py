@@ -71,9 +71,12 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
         from ..capture.contract import Withheld
 
         raise Withheld(reason)
-    flat = flatten(obj)
     origin = _origin(obj)
-    match = registry.match(flat, obj, origin)
+    flat: Flat | None = None
+    match: Match | None = None
+    if _may_match(obj, obj, registry):
+        flat = flatten(obj)
+        match = registry.match(flat, obj, origin)
     if match is not None and match.how == AMBIGUOUS:
         # (its figures are those of tables that differ: which rows it shows cannot be told)
         return Resolved("unverified", obj, flat, notes=[
@@ -88,6 +91,8 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
             dims = [c for c in obj.columns if str(c) in entry.dims]
             if dims and len(dims) == len(entry.dims) and len(dims) < obj.shape[1]:
                 try:
+                    if not _may_match(obj, None, registry, dims):
+                        continue
                     indexed = obj.set_index(dims)
                 except (KeyError, ValueError, TypeError):
                     continue
@@ -107,12 +112,39 @@ def resolve(obj: pd.DataFrame | pd.Series, registry: Registry) -> Resolved:
     if windows is not None:  # rows with their groups' counts or means beside them: those withheld
         return Resolved("row-level", obj, flat, untraced=windows)
     if _known_aggregate(obj):
-        resolved = _aggregate_without_evidence(obj, flat)
+        resolved = _aggregate_without_evidence(obj, flat if flat is not None else flatten(obj))
         resolved.untraced = _untraced(obj)
         return resolved
     if _looks_row_level(obj, registry):
-        return Resolved("row-level", obj, flat)
-    return Resolved("unverified", obj, flat)
+        return Resolved("row-level", obj, flat)  # (its cells are not needed: flattened only if matched)
+    return Resolved("unverified", obj, flat if flat is not None else flatten(obj))
+
+
+#: Rows of a displayed frame above which its first rows are tried against the tables before it
+#: is flattened whole (:func:`_may_match`).
+SAMPLE_ROWS = 1_000
+
+
+def _may_match(obj: pd.DataFrame | pd.Series, identity: object | None, registry: Registry,
+               index_by: list | None = None) -> bool:
+    """Whether ``obj`` (re-indexed by ``index_by`` columns, if given) may match a table: its first
+    :data:`SAMPLE_ROWS` rows, flattened, are matched first, and a frame they prove is no table (a
+    word among its cells, a figure no table has) is not flattened whole. Exact: a frame whose
+    first rows do not disprove it is matched whole, as before.
+
+    Why (stop 70): a raw frame of 1M rows × 4 was flattened whole, then once per table grouped
+    by its columns, before it was found to be rows: 14 s to display it in a session of 8 tables.
+    """
+    if len(obj) <= SAMPLE_ROWS:
+        return True
+    head = obj.iloc[:SAMPLE_ROWS]
+    if index_by is not None:
+        head = head.set_index(index_by)
+    try:
+        sample = flatten(head)
+    except ValueError:
+        return True  # (it cannot tell: the whole decides, as before)
+    return registry.might_match(sample, identity, len(obj))
 
 
 def _columns_of_one_dimension(obj: pd.DataFrame | pd.Series, registry: Registry, origin: int | None
@@ -290,7 +322,26 @@ def _looks_row_level(obj: pd.DataFrame | pd.Series, registry: Registry) -> bool:
                     continue
                 if _carries_row_index(frame.index, source):
                     return True
+    if _numbered_rows(frame.index) and len(frame) > ROWS_OF_A_TABLE:
+        return True
     return numeric(np.asarray(frame.to_numpy(dtype=object)).reshape(-1)) is None
+
+
+#: A frame of numbers without labels (rows numbered 0, 1, 2, …) that no table matches is taken
+#: for rows of data, not a table without evidence, above this many rows (:func:`_looks_row_level`).
+ROWS_OF_A_TABLE = 10_000
+
+
+def _numbered_rows(index: pd.Index) -> bool:
+    """Rows labelled only by their position (the ``RangeIndex`` a file read or an engine gives).
+
+    Why (stop 70): a frame of numbers alone, such as microdata coded in numbers read from a file
+    or ``polars.select`` of numeric columns, matched no table and was checked as a table of
+    counts without evidence: every code below the threshold hidden as a small count, and 1M rows
+    protected as a grid of a million cells (100,000 rows × 2: 32 s; before stop 70, 20,000 rows
+    ran out of memory). A table has labels: of its own, or in columns its capture recognises.
+    """
+    return isinstance(index, pd.RangeIndex) and index.name is None and index.start == 0 and index.step == 1
 
 
 def _carries_row_index(index: pd.Index, source: pd.DataFrame) -> bool:
