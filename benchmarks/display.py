@@ -20,6 +20,11 @@ Scenarios (targets from issue 21):
   protection spent the whole work budget (186 s) and hid every cell;
 * ``nested-sums``: income sums of 1,500 people by five keys, one of which (region) the district
   decides (the red team's table of stop 66): no target; withheld until stop 66, then 8 CPU s;
+* ``raw-rows``: the frame of 1M rows itself (text and numbers) after 8 tables grouped by its
+  columns: no target; 14 s before stop 70 (flattened whole once per such table);
+* ``coded-rows``: 1M rows of numbers alone (microdata coded in numbers) shown first: no target;
+  before stop 70 checked as a grid of counts (100,000 rows: 32 s; 20,000: out of memory);
+* ``villages-20k``: counts of 20,000 villages, one key: no target; 46 s and 12.7 GB before stop 70;
 * ``session-40``: 40 related tables on 1M rows (filters and margins): per-display CPU of the
   1st and 40th (flat curve: 40th ≤ 2× 1st), statuses; none blocked.
 
@@ -99,6 +104,26 @@ SETUP["4way-sums"] = """
                        "d": rng.integers(0, 6, n), "v": rng.lognormal(2, 1.2, n)})
     df.loc[rng.random(n) < 3e-5, "d"] = 6  # a rare label: a few primaries in a 13,000-cell table
 """
+SETUP["raw-rows"] = """
+    import numpy as np, pandas as pd
+    rng = np.random.default_rng(4)
+    n = {rows}
+    df = pd.DataFrame({{"region": rng.choice([f"R{{i}}" for i in range(20)], n), "sex": rng.choice(["F", "M"], n),
+                       "age": rng.integers(0, 90, n), "income": rng.gamma(2.0, 1000.0, n)}})
+"""
+SETUP["coded-rows"] = """
+    import numpy as np, pandas as pd
+    rng = np.random.default_rng(4)
+    n = {rows}
+    df = pd.DataFrame({{"region": rng.integers(1, 21, n), "sex": rng.integers(1, 3, n),
+                       "age_band": rng.integers(1, 10, n), "income": rng.gamma(2.0, 1000.0, n)}})
+"""
+SETUP["villages-20k"] = """
+    import numpy as np, pandas as pd
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 30, 20_000)
+    df = pd.DataFrame({"village": np.repeat([f"V{i:06d}" for i in range(len(sizes))], sizes)})
+"""
 CELL = {
     "seed": 'referrals.groupby(["admin2", "case_category", "age_band", "sex"]).size()',
     "3key-1M": 'df.groupby(["a", "b", "c"]).size()',
@@ -107,9 +132,16 @@ CELL = {
     "crosstab-again": 'pd.crosstab([df.a, df.b], df.c, values=df.v * 2, aggfunc="mean")',
     "4way-sums": 'df.groupby(["a", "b", "c", "d"])["v"].sum()',
     "nested-sums": "df[df.age != 43].groupby(['district', 'edu', 'sex', 'band', 'region'])['income'].sum()",
+    "raw-rows": "df",
+    "coded-rows": "df",
+    "villages-20k": 'df.groupby("village").size()',
 }
 #: cells displayed (not timed) after the extension is loaded and before the timed cell
-BEFORE = {"crosstab-again": 'pd.crosstab([df.a, df.b], df.c, values=df.v, aggfunc="mean")'}
+BEFORE = {"crosstab-again": 'pd.crosstab([df.a, df.b], df.c, values=df.v, aggfunc="mean")',
+          "raw-rows": "\n".join(f"display(df.groupby({keys}){stat})" for keys, stat in [
+              ('"region"', ".size()"), ('["region", "sex"]', ".size()"), ('"sex"', ".size()"),
+              ('"region"', '["income"].sum()'), ('["region", "sex"]', '["income"].mean()'), ('"age"', ".size()"),
+              ('["sex", "age"]', ".size()"), ('"region"', '["age"].mean()')])}
 PRESET = {"skewed-sacro": "sacro", "crosstab-again": "sacro", "4way-sums": "insee"}
 TARGET_CPU = {"seed": 0.3, "3key-1M": 0.5, "25x20x10": 3.0}
 TARGET_RATIO = {"skewed-sacro": 3.0}
