@@ -126,6 +126,7 @@ def _codes(cells: pd.DataFrame, nesting: Nesting) -> list[Hashable] | None:
     row is no copy of one (a margin row that does not follow the nesting)."""
     chain = [nesting.child, *nesting.parents]
     columns = [cells[d].to_numpy(dtype=object).tolist() for d in chain]
+    top = set(nesting.up[-1].values())  # (once, not once per row of the top level: n² for n labels)
     out: list[Hashable] = []
     for row in zip(*columns, strict=True):
         level = next((j for j, v in enumerate(row) if not (isinstance(v, str) and v == TOTAL)), None)
@@ -135,7 +136,7 @@ def _codes(cells: pd.DataFrame, nesting: Nesting) -> list[Hashable] | None:
         label = row[level]
         if level < len(nesting.parents) and label not in nesting.up[level]:
             return None
-        if level == len(nesting.parents) and label not in set(nesting.up[-1].values()):
+        if level == len(nesting.parents) and label not in top:
             return None
         above = nesting.ancestors(label, level)
         for given, truth in zip(row[level + 1:], above, strict=True):

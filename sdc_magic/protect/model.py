@@ -117,7 +117,8 @@ def build_dimension(name: str, leaves: list[Hashable], hierarchy: Mapping[Hashab
             p = child_of.get(p)
         return d
 
-    internal.sort(key=lambda n: (depth(n), list(hierarchy).index(n)))
+    declared = {node: i for i, node in enumerate(hierarchy)}  # (list(hierarchy).index per node: n² for n nodes)
+    internal.sort(key=lambda n: (depth(n), declared[n]))
     labels: list[Hashable] = [TOTAL, *internal, *leaves]
     index = {lab: i for i, lab in enumerate(labels)}
     parent = np.full(len(labels), -1, dtype=np.int64)
