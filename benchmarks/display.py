@@ -22,8 +22,6 @@ Scenarios (targets from issue 21):
   decides (the red team's table of stop 66): no target; withheld until stop 66, then 8 CPU s;
 * ``raw-rows``: the frame of 1M rows itself (text and numbers) after 8 tables grouped by its
   columns: no target; 14 s before stop 70 (flattened whole once per such table);
-* ``coded-rows``: 1M rows of numbers alone (microdata coded in numbers) shown first: no target;
-  before stop 70 checked as a grid of counts (100,000 rows: 32 s; 20,000: out of memory);
 * ``villages-20k``: counts of 20,000 villages, one key: no target; 46 s and 12.7 GB before stop 70;
 * ``session-40``: 40 related tables on 1M rows (filters and margins): per-display CPU of the
   1st and 40th (flat curve: 40th ≤ 2× 1st), statuses; none blocked.
@@ -111,13 +109,6 @@ SETUP["raw-rows"] = """
     df = pd.DataFrame({{"region": rng.choice([f"R{{i}}" for i in range(20)], n), "sex": rng.choice(["F", "M"], n),
                        "age": rng.integers(0, 90, n), "income": rng.gamma(2.0, 1000.0, n)}})
 """
-SETUP["coded-rows"] = """
-    import numpy as np, pandas as pd
-    rng = np.random.default_rng(4)
-    n = {rows}
-    df = pd.DataFrame({{"region": rng.integers(1, 21, n), "sex": rng.integers(1, 3, n),
-                       "age_band": rng.integers(1, 10, n), "income": rng.gamma(2.0, 1000.0, n)}})
-"""
 SETUP["villages-20k"] = """
     import numpy as np, pandas as pd
     rng = np.random.default_rng(0)
@@ -133,7 +124,6 @@ CELL = {
     "4way-sums": 'df.groupby(["a", "b", "c", "d"])["v"].sum()',
     "nested-sums": "df[df.age != 43].groupby(['district', 'edu', 'sex', 'band', 'region'])['income'].sum()",
     "raw-rows": "df",
-    "coded-rows": "df",
     "villages-20k": 'df.groupby("village").size()',
 }
 #: cells displayed (not timed) after the extension is loaded and before the timed cell

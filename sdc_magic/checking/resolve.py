@@ -322,26 +322,7 @@ def _looks_row_level(obj: pd.DataFrame | pd.Series, registry: Registry) -> bool:
                     continue
                 if _carries_row_index(frame.index, source):
                     return True
-    if _numbered_rows(frame.index) and len(frame) > ROWS_OF_A_TABLE:
-        return True
     return numeric(np.asarray(frame.to_numpy(dtype=object)).reshape(-1)) is None
-
-
-#: A frame of numbers without labels (rows numbered 0, 1, 2, …) that no table matches is taken
-#: for rows of data, not a table without evidence, above this many rows (:func:`_looks_row_level`).
-ROWS_OF_A_TABLE = 10_000
-
-
-def _numbered_rows(index: pd.Index) -> bool:
-    """Rows labelled only by their position (the ``RangeIndex`` a file read or an engine gives).
-
-    Why (stop 70): a frame of numbers alone, such as microdata coded in numbers read from a file
-    or ``polars.select`` of numeric columns, matched no table and was checked as a table of
-    counts without evidence: every code below the threshold hidden as a small count, and 1M rows
-    protected as a grid of a million cells (100,000 rows × 2: 32 s; before stop 70, 20,000 rows
-    ran out of memory). A table has labels: of its own, or in columns its capture recognises.
-    """
-    return isinstance(index, pd.RangeIndex) and index.name is None and index.start == 0 and index.step == 1
 
 
 def _carries_row_index(index: pd.Index, source: pd.DataFrame) -> bool:

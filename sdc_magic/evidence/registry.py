@@ -512,14 +512,23 @@ def _matching_positions(entry: Entry, flat: Flat, shown: np.ndarray) -> np.ndarr
 def _disproved_by(entry: Entry, sample: Flat, shown: np.ndarray) -> bool:
     """Whether some of a displayed object's cells prove it is not ``entry``'s (see
     :func:`_matching_positions`, which needs every cell to pass): a cell it records with another
-    figure, or a non-empty cell it does not record. A key the sample cannot form proves nothing."""
+    figure, or a non-empty cell it does not record. A key the sample cannot form proves nothing.
+
+    Where some labels are not text, only a non-empty cell found with another figure is proof:
+    how pandas looks up a level of numbers or booleans depends on which values are in it (a sample
+    whose flags are all 0 found none of a table's False and True cells that the whole frame, 0
+    and 1, finds; helper-96), while such a cell fails in the whole whether it is found or not.
+    """
     pos = _positions_by_key(entry, sample)
     if pos is None:
         return entry.single_measure and len(set(sample.measure.tolist())) > 1
+    text = all(all(isinstance(v, str) for v in labels.tolist()) for labels in sample.dims.values())
     found = pos >= 0
-    if not np.all(np.isnan(shown[~found]) | (shown[~found] == 0)):
+    empty = np.isnan(shown) | (shown == 0)
+    if text and (~found & ~empty).any():
         return True
-    return not bool(values_match(shown[found], entry.evidence.value[pos[found]]).all())
+    asked = found if text else found & ~empty
+    return not bool(values_match(shown[asked], entry.evidence.value[pos[asked]]).all())
 
 
 def _positions_by_key(entry: Entry, flat: Flat) -> np.ndarray | None:
