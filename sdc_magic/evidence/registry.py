@@ -366,10 +366,11 @@ class Registry:
         if obj is not None and self.by_object(obj) is not None:
             return True
         shape = (rows, sample.shape[1])
+        text = all(all(isinstance(v, str) for v in labels.tolist()) for labels in sample.dims.values())
         for entry in self.entries():
             if entry.values2d.shape in (shape, shape[::-1]):
                 return True  # (matched by position: only the whole can tell)
-            if entry.dims == sample.dim_names and not _disproved_by(entry, sample, shown):
+            if entry.dims == sample.dim_names and not _disproved_by(entry, sample, shown, text):
                 return True
         return False
 
@@ -500,19 +501,15 @@ def _matching_positions(entry: Entry, flat: Flat, shown: np.ndarray) -> np.ndarr
     figures are the entry's (or a display of them); cells it does not record are only acceptable
     as empty (NaN, or 0 after ``fillna``). None otherwise."""
     pos = _positions_by_key(entry, flat)
-    if pos is None or not (found := pos >= 0).any():
-        return None
-    if not np.all(np.isnan(shown[~found]) | (shown[~found] == 0)):
-        return None
-    if not values_match(shown[found], entry.evidence.value[pos[found]]).all():
+    if pos is None or not (pos >= 0).any() or _contradicted(entry, pos, shown, strict=True):
         return None
     return pos
 
 
-def _disproved_by(entry: Entry, sample: Flat, shown: np.ndarray) -> bool:
-    """Whether some of a displayed object's cells prove it is not ``entry``'s (see
-    :func:`_matching_positions`, which needs every cell to pass): a cell it records with another
-    figure, or a non-empty cell it does not record. A key the sample cannot form proves nothing.
+def _disproved_by(entry: Entry, sample: Flat, shown: np.ndarray, text: bool) -> bool:
+    """Whether some of a displayed object's cells (``sample``) prove it is not ``entry``'s, whose
+    match needs every cell to pass (:func:`_matching_positions`). A key the sample cannot form
+    proves nothing. ``text``: every label of the sample is text.
 
     Where some labels are not text, only a non-empty cell found with another figure is proof:
     how pandas looks up a level of numbers or booleans depends on which values are in it (a sample
@@ -522,12 +519,18 @@ def _disproved_by(entry: Entry, sample: Flat, shown: np.ndarray) -> bool:
     pos = _positions_by_key(entry, sample)
     if pos is None:
         return entry.single_measure and len(set(sample.measure.tolist())) > 1
-    text = all(all(isinstance(v, str) for v in labels.tolist()) for labels in sample.dims.values())
+    return _contradicted(entry, pos, shown, strict=text)
+
+
+def _contradicted(entry: Entry, pos: np.ndarray, shown: np.ndarray, strict: bool) -> bool:
+    """Whether shown cells at ``pos`` in ``entry`` (-1: not recorded) contradict it: a non-empty
+    cell it does not record, or a cell it records with another figure; not ``strict``: only a
+    non-empty cell it records with another figure."""
     found = pos >= 0
     empty = np.isnan(shown) | (shown == 0)
-    if text and (~found & ~empty).any():
+    if strict and (~found & ~empty).any():
         return True
-    asked = found if text else found & ~empty
+    asked = found if strict else found & ~empty
     return not bool(values_match(shown[asked], entry.evidence.value[pos[asked]]).all())
 
 

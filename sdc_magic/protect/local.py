@@ -395,8 +395,8 @@ class Boxes:
         """Code ``c``'s partners as key offsets (see :meth:`_prepare`).
 
         Why made on demand (stop 70): made for every code up front, a dimension of n leaves took
-        n² offsets: a one-way table of 20,000 villages took 46 s and 12.7 GB to display, and one
-        of 50,000 ran out of memory. A search reads only its primary's codes.
+        n² offsets: a one-way table of 20,000 villages took 46 s and 12.7 GB to display, and
+        ``protect()`` of 50,000 ran out of memory. A search reads only its primary's codes.
         """
         got = self.steps.get((d, c))
         if got is not None:
